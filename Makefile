@@ -1,0 +1,87 @@
+# Shared-disk cluster filesystem and volume manager.  See README.md.
+#
+#   make            build libraries and tools into build/
+#   make check      every test, built with -fsanitize=address,undefined into build/asan/
+#   make demo       the newcomer's tour on LUN files in a temporary directory
+#   make bench      benchmarks (long; not part of check)
+#   make install    PREFIX=/usr/local DESTDIR=
+#   make clean
+
+PREFIX ?= /usr/local
+DESTDIR ?=
+BUILD ?= build
+CC ?= gcc
+
+CFLAGS_COMMON := -std=c17 -Wall -Wextra -Werror -D_GNU_SOURCE -g -fPIC -I.
+ifeq ($(SANITIZE),1)
+  CFLAGS_OPT := -O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+  LDFLAGS_SAN := -fsanitize=address,undefined
+else
+  CFLAGS_OPT := -O2
+endif
+CFLAGS_ALL = $(CFLAGS_COMMON) $(CFLAGS_OPT) $(CFLAGS)
+LDLIBS_CVM := -laio -lpthread
+
+CVM_SRC := $(wildcard cvm/*.c)
+CVM_OBJ := $(CVM_SRC:%.c=$(BUILD)/%.o)
+TOOLS_COMMON_OBJ := $(BUILD)/tools/common.o
+TOOLS := $(BUILD)/bin/cvm $(BUILD)/bin/randio
+UNIT_TESTS := $(patsubst tests/%.c,$(BUILD)/tests/%,$(wildcard tests/cvm/test_*.c))
+
+.PHONY: all deps check unit integration demo bench install clean lint
+all: deps $(BUILD)/lib/libcvm.a $(BUILD)/lib/libcvm.so $(TOOLS)
+
+# Installs what is missing (apt-get, as root); a no-op once everything is there.
+deps:
+	@scripts/deps.sh
+
+$(BUILD)/%.o: %.c $(wildcard cvm/*.h tools/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -c $< -o $@
+
+$(BUILD)/lib/libcvm.a: $(CVM_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/lib/libcvm.so: $(CVM_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) -shared -Wl,-soname,libcvm.so.0 $(LDFLAGS_SAN) -o $@ $^ $(LDLIBS_CVM)
+
+$(BUILD)/bin/%: $(BUILD)/tools/%.o $(TOOLS_COMMON_OBJ) $(BUILD)/lib/libcvm.a
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS_SAN) $(LDFLAGS) -o $@ $^ $(LDLIBS_CVM) -lm
+
+$(BUILD)/tests/%: tests/%.c tests/helpers.h $(BUILD)/lib/libcvm.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -o $@ $< $(BUILD)/lib/libcvm.a $(LDFLAGS_SAN) -lcriterion $(LDLIBS_CVM)
+
+# The test run: everything rebuilt with the sanitizers, then unit and integration tests.
+check: deps
+	$(MAKE) --no-print-directory SANITIZE=1 BUILD=build/asan build/asan/bin/cvm build/asan/bin/randio \
+		$(patsubst tests/%.c,build/asan/tests/%,$(wildcard tests/cvm/test_*.c))
+	tests/run.sh build/asan
+
+demo: all
+	scripts/demo.sh $(BUILD)
+
+bench: all
+	bench/cvm/run.sh $(BUILD)
+
+lint:
+	cppcheck --quiet --error-exitcode=1 --enable=warning,portability --inline-suppr \
+		-D_GNU_SOURCE -I. cvm tools
+	clang-tidy --quiet $(CVM_SRC) tools/*.c -- $(CFLAGS_COMMON)
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include \
+		$(DESTDIR)$(PREFIX)/share/man/man8 $(DESTDIR)$(PREFIX)/share/man/man1
+	install -m 755 $(TOOLS) $(DESTDIR)$(PREFIX)/bin/
+	install -m 644 $(BUILD)/lib/libcvm.a $(DESTDIR)$(PREFIX)/lib/
+	install -m 755 $(BUILD)/lib/libcvm.so $(DESTDIR)$(PREFIX)/lib/libcvm.so.0
+	ln -sf libcvm.so.0 $(DESTDIR)$(PREFIX)/lib/libcvm.so
+	install -m 644 cvm/cvm.h $(DESTDIR)$(PREFIX)/include/
+	install -m 644 man/cvm.8 $(DESTDIR)$(PREFIX)/share/man/man8/
+	install -m 644 man/randio.1 $(DESTDIR)$(PREFIX)/share/man/man1/
+
+clean:
+	rm -rf build

@@ -1,0 +1,202 @@
+/* libcvm: the cluster volume manager.
+ *
+ * A volume is a concatenation of stripe sets; each stripe set stripes its LUNs with its own
+ * stripe width.  Every LUN starts with a metadata area (label and two copies of the volume
+ * config); data follows.  The config with the highest valid generation wins.
+ *
+ * Errors are negative errno values.  Functions that can fail for a reason a person must act on
+ * also leave a message naming the thing that is wrong in cvm_last_error() (per thread).
+ */
+#ifndef CVM_H
+#define CVM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#define CVM_UUID_BYTES 16
+#define CVM_UUID_STR 37          /* 36 characters and the NUL */
+#define CVM_NAME_MAX 63          /* volume name characters */
+#define CVM_PATH_KEEP 256        /* bytes kept of a LUN's last known path */
+#define CVM_MAX_LUNS 256
+#define CVM_MAX_SETS 64
+
+#define CVM_META_BYTES (1u << 20)              /* metadata area at the start of every LUN */
+#define CVM_MIN_DATA_BYTES (16u << 20)         /* a LUN must offer at least this much data */
+#define CVM_MIN_LUN_BYTES (CVM_META_BYTES + CVM_MIN_DATA_BYTES)
+#define CVM_DEFAULT_STRIPE_WIDTH (256u << 10)
+#define CVM_MIN_STRIPE_WIDTH (4u << 10)
+#define CVM_MAX_STRIPE_WIDTH (64u << 20)
+#define CVM_IO_ALIGN 512u                      /* offsets, lengths and buffers of volume I/O */
+
+typedef struct {
+	uint8_t b[CVM_UUID_BYTES];
+} cvm_uuid;
+
+struct cvm_stripe_set {
+	uint64_t stripe_width; /* bytes, a power of two multiple of 4 KiB */
+	uint64_t lun_bytes;    /* data bytes each LUN of the set gives, a multiple of the width */
+	uint32_t first_lun;    /* index into cvm_config.luns */
+	uint32_t nluns;
+};
+
+struct cvm_lun_ref {
+	cvm_uuid uuid;
+	uint64_t size_bytes;          /* whole LUN size when it was labelled */
+	char path[CVM_PATH_KEEP];     /* last known path, for messages only */
+};
+
+struct cvm_config {
+	uint64_t generation;
+	cvm_uuid vol_uuid;
+	char name[CVM_NAME_MAX + 1];
+	uint64_t ctime, mtime;
+	uint32_t nsets, nluns;
+	struct cvm_stripe_set sets[CVM_MAX_SETS];
+	struct cvm_lun_ref luns[CVM_MAX_LUNS];
+};
+
+/* ---- messages, uuids, sizes, checksums ---- */
+const char *cvm_last_error(void);
+void cvm_uuid_generate(cvm_uuid *u);
+void cvm_uuid_format(const cvm_uuid *u, char out[CVM_UUID_STR]);
+int cvm_uuid_parse(const char *s, cvm_uuid *u);
+bool cvm_uuid_equal(const cvm_uuid *a, const cvm_uuid *b);
+bool cvm_uuid_is_zero(const cvm_uuid *u);
+/* "256k", "1M", "4096", "2G", "1T": powers of 1024.  -EINVAL on anything else. */
+int cvm_parse_size(const char *s, uint64_t *out);
+/* "1.5 GiB" style, for people. */
+void cvm_format_size(uint64_t bytes, char *out, size_t outlen);
+uint32_t cvm_crc32c(uint32_t crc, const void *data, size_t len);
+
+/* ---- layout: config -> sizes and address mapping ---- */
+uint64_t cvm_config_size(const struct cvm_config *cfg);
+int cvm_config_validate(const struct cvm_config *cfg);
+int cvm_check_stripe_width(uint64_t width);
+int cvm_check_name(const char *name);
+
+/* One contiguous piece of a volume range on one LUN. */
+struct cvm_piece {
+	uint32_t lun;        /* index into cvm_config.luns */
+	uint64_t lun_offset; /* byte offset in the LUN's data area (add CVM_META_BYTES for the device) */
+	uint64_t len;
+	uint64_t buf_offset; /* where the piece starts in the caller's buffer */
+};
+
+struct cvm_map_iter {
+	const struct cvm_config *cfg;
+	uint64_t pos, end;     /* volume offsets still to map */
+	uint64_t start;        /* volume offset of the first byte mapped */
+	uint32_t set;          /* stripe set holding pos */
+	uint64_t set_start;    /* volume offset where that set begins */
+};
+
+/* Map [offset, offset+len) onto LUN pieces split at stripe boundaries, in volume order.
+ * -ERANGE if the range does not lie inside the volume. */
+int cvm_map_begin(struct cvm_map_iter *it, const struct cvm_config *cfg, uint64_t offset,
+		  uint64_t len);
+bool cvm_map_next(struct cvm_map_iter *it, struct cvm_piece *piece);
+
+/* ---- discovery ---- */
+enum cvm_lun_state {
+	CVM_LUN_OK,             /* label and at least one config copy valid */
+	CVM_LUN_LABEL_DAMAGED,  /* label unreadable, identity known from a config copy */
+	CVM_LUN_PREPARED,       /* labelled, but no config lists it: an interrupted create/grow */
+	CVM_LUN_NO_CONFIG,      /* labelled member whose config copies are both damaged */
+};
+
+struct cvm_found_lun {
+	char *path;
+	char **alt_paths; /* other paths to the same LUN (multipath, links) */
+	size_t nalt;
+	uint64_t size_bytes;
+	enum cvm_lun_state state;
+	cvm_uuid lun_uuid, vol_uuid;
+	char vol_name[CVM_NAME_MAX + 1];
+	uint64_t label_generation;
+	uint64_t slot_generation[2]; /* 0 where the copy is absent or damaged */
+	struct cvm_config *config;   /* highest valid copy on this LUN, or NULL */
+};
+
+struct cvm_scan {
+	struct cvm_found_lun *luns;
+	size_t nluns;
+};
+
+/* Read the labels of the LUNs found under the given paths: directories (their entries), globs,
+ * or single files and block devices.  Paths that lead to one LUN count once. */
+int cvm_scan_paths(const char *const *paths, size_t npaths, struct cvm_scan *out);
+void cvm_scan_free(struct cvm_scan *scan);
+/* The winning (highest generation) config of the volume called name (or with that uuid),
+ * copied into *cfg.  -ENOENT if no LUN on the scan carries it, -ENOTUNIQ if two volumes do. */
+int cvm_scan_find_volume(const struct cvm_scan *scan, const char *name_or_uuid,
+			 struct cvm_config *cfg);
+/* The scanned LUN with this uuid, or NULL. */
+const struct cvm_found_lun *cvm_scan_lun(const struct cvm_scan *scan, const cvm_uuid *uuid);
+
+/* ---- volumes ---- */
+struct cvm_volume;
+
+enum { CVM_OPEN_RDONLY = 0, CVM_OPEN_RDWR = 1 };
+
+/* Assemble a volume from scanned LUNs.  With CVM_OPEN_RDWR, config copies left stale by an
+ * interrupted change are brought to the winning generation. */
+int cvm_volume_open(const struct cvm_scan *scan, const char *name_or_uuid, int flags,
+		    struct cvm_volume **out);
+void cvm_volume_close(struct cvm_volume *vol);
+const struct cvm_config *cvm_volume_config(const struct cvm_volume *vol);
+uint64_t cvm_volume_size(const struct cvm_volume *vol);
+const char *cvm_volume_lun_path(const struct cvm_volume *vol, uint32_t lun);
+/* The O_DIRECT descriptor of a LUN, for callers that submit mapped pieces themselves. */
+int cvm_volume_lun_fd(const struct cvm_volume *vol, uint32_t lun);
+
+/* Synchronous I/O; offset, len and buf aligned to CVM_IO_ALIGN.  0 or -errno. */
+int cvm_volume_read(struct cvm_volume *vol, void *buf, uint64_t len, uint64_t offset);
+int cvm_volume_write(struct cvm_volume *vol, const void *buf, uint64_t len, uint64_t offset);
+/* Make completed writes durable on every LUN. */
+int cvm_volume_flush(struct cvm_volume *vol);
+
+struct cvm_create_opts {
+	uint64_t stripe_width; /* 0: CVM_DEFAULT_STRIPE_WIDTH */
+};
+
+/* Label the LUNs and write the first config.  scan holds what is already on the machine, so a
+ * name in use or a LUN that belongs to another volume is refused.  Nothing is written unless
+ * every check passes. */
+int cvm_volume_create(const struct cvm_scan *scan, const char *name, const char *const *paths,
+		      size_t npaths, const struct cvm_create_opts *opts, struct cvm_config *out);
+/* Append a stripe set made of the given LUNs (opts->stripe_width 0: the last set's width). */
+int cvm_volume_grow(const struct cvm_scan *scan, const char *name_or_uuid,
+		    const char *const *paths, size_t npaths, const struct cvm_create_opts *opts,
+		    struct cvm_config *out);
+/* Wipe labels and config copies.  Without force, a volume that is incomplete, in use, or whose
+ * first block holds data is refused. */
+int cvm_volume_remove(const struct cvm_scan *scan, const char *name_or_uuid, bool force);
+
+/* ---- check ---- */
+struct cvm_check_report {
+	unsigned problems;  /* found */
+	unsigned repaired;  /* fixed (with repair) */
+};
+typedef void (*cvm_check_print_fn)(void *arg, const char *line);
+int cvm_volume_check(const struct cvm_scan *scan, const char *name_or_uuid, bool repair,
+		     cvm_check_print_fn print, void *arg, struct cvm_check_report *report);
+
+/* ---- asynchronous I/O with libaio ---- */
+enum cvm_op { CVM_READ, CVM_WRITE };
+struct cvm_aio;
+/* result: len on success, -errno on failure (the first failed piece's error). */
+typedef void (*cvm_aio_done_fn)(void *arg, int64_t result);
+
+int cvm_aio_create(struct cvm_volume *vol, unsigned depth, struct cvm_aio **out);
+void cvm_aio_destroy(struct cvm_aio *aio);
+/* Queue one request; -EAGAIN when depth requests are in flight (reap some first). */
+int cvm_aio_submit(struct cvm_aio *aio, enum cvm_op op, void *buf, uint64_t len,
+		   uint64_t offset, cvm_aio_done_fn done, void *arg);
+/* Wait for at least min completions (or timeout, NULL = forever), run their callbacks,
+ * return how many requests completed. */
+int cvm_aio_poll(struct cvm_aio *aio, unsigned min, const struct timespec *timeout);
+unsigned cvm_aio_inflight(const struct cvm_aio *aio);
+
+#endif

@@ -1,0 +1,83 @@
+/* Internals of libcvm shared between its source files; not installed. */
+#ifndef CVM_INTERNAL_H
+#define CVM_INTERNAL_H
+
+#include "cvm.h"
+
+#include <sys/types.h>
+
+#define CVM_LABEL_OFFSET 0u
+#define CVM_LABEL_BYTES 4096u
+#define CVM_SLOT_OFFSET(i) ((256u << 10) * (1u + (unsigned)(i))) /* 256 KiB and 512 KiB */
+#define CVM_SLOT_BYTES (256u << 10)
+
+/* Printf-like: set this thread's cvm_last_error() message. */
+void cvm_set_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* ---- on-disk label and config (label.c) ---- */
+struct cvm_label {
+	cvm_uuid lun_uuid, vol_uuid;
+	char vol_name[CVM_NAME_MAX + 1];
+	uint64_t lun_bytes;
+	uint64_t data_offset;
+	uint64_t generation; /* the config generation that added this LUN */
+	uint64_t ctime;
+};
+
+enum cvm_decode { CVM_DECODE_OK, CVM_DECODE_ABSENT, CVM_DECODE_DAMAGED };
+
+void cvm_label_encode(const struct cvm_label *l, uint8_t buf[CVM_LABEL_BYTES]);
+enum cvm_decode cvm_label_decode(const uint8_t buf[CVM_LABEL_BYTES], struct cvm_label *l);
+/* Returns the encoded length (a multiple of 4 KiB, at most CVM_SLOT_BYTES). copy_on says which
+ * LUN this copy is written to, so a damaged label can be rebuilt from the config. */
+size_t cvm_config_encode(const struct cvm_config *c, const cvm_uuid *copy_on,
+			 uint8_t buf[CVM_SLOT_BYTES]);
+enum cvm_decode cvm_config_decode(const uint8_t buf[CVM_SLOT_BYTES], struct cvm_config *c,
+				  cvm_uuid *copy_on);
+
+/* ---- LUN devices (lun.c) ---- */
+struct cvm_lun_id {
+	dev_t dev;  /* for regular files: the filesystem and inode */
+	ino_t ino;
+	dev_t rdev; /* for block devices */
+	bool is_block;
+};
+
+/* Open a LUN path O_DIRECT after checking that it exists, is a block device or a regular file,
+ * and report its size and identity.  Messages name the path. */
+int cvm_lun_open(const char *path, int oflags, uint64_t *size, struct cvm_lun_id *id);
+bool cvm_lun_id_equal(const struct cvm_lun_id *a, const struct cvm_lun_id *b);
+/* Read the whole metadata area (CVM_META_BYTES) into an aligned buffer. */
+int cvm_lun_read_meta(int fd, uint8_t *meta);
+/* Every metadata write goes through here: pwrite + fdatasync, with fault injection for the
+ * crash tests (see cvm_fault_crash_after). */
+int cvm_lun_write_meta(int fd, const void *buf, size_t len, uint64_t offset);
+int cvm_lun_write_label(int fd, const struct cvm_label *l);
+int cvm_lun_write_config(int fd, const struct cvm_config *c, const cvm_uuid *copy_on, int slot);
+/* Removal wipes every LUN's config copies before any label, so that a crash in between leaves
+ * labelled LUNs without config (PREPARED), never a config naming an unlabelled LUN. */
+int cvm_lun_wipe_configs(int fd);
+int cvm_lun_wipe_label(int fd);
+void *cvm_alloc_aligned(size_t len);
+
+/* Test hook: after n more metadata writes, the process exits with status CVM_FAULT_EXIT as if
+ * the machine lost power (n < 0 disables).  Also set by the environment variable
+ * CVM_FAULT_CRASH_AFTER for tests of the cvm command. */
+#define CVM_FAULT_EXIT 86
+void cvm_fault_crash_after(long n);
+
+/* ---- volume internals shared by create/grow/check (volume.c) ---- */
+/* Validate new LUN paths for create/grow: open them RDWR and lock them, refuse duplicates, LUNs
+ * below the minimum size and LUNs that belong to a volume.  A PREPARED LUN (left labelled by an
+ * interrupted create or grow, named by no config) is accepted. */
+struct cvm_new_lun {
+	const char *path;
+	int fd;
+	uint64_t size;
+	struct cvm_lun_id id;
+};
+int cvm_prepare_new_luns(const struct cvm_scan *scan, const char *const *paths, size_t n,
+			 struct cvm_new_lun *out);
+void cvm_close_new_luns(struct cvm_new_lun *luns, size_t n);
+
+#endif

@@ -1,0 +1,442 @@
+/* cvm: the volume manager's command.  See man/cvm.8. */
+#include "../cvm/cvm.h"
+#include "common.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+enum { EXIT_CHECK_REPAIRED = 1, EXIT_CHECK_PROBLEMS = 4 };
+
+struct opts {
+	struct scan_paths scan;
+	bool json, force, repair;
+	uint64_t stripe_width;
+	const char *command;
+	char **args;
+	int nargs;
+};
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"Usage: cvm [--scan PATH]... COMMAND [ARGS]\n"
+		"\n"
+		"Cluster volume manager: concatenated, striped volumes over shared LUNs.\n"
+		"\n"
+		"Commands:\n"
+		"  create NAME [--stripe-width SIZE] LUN...   label LUNs and build a striped volume\n"
+		"  show [NAME] [--json]                        show one volume, or all found\n"
+		"  discover PATH... [--json]                   list volumes and LUNs under paths\n"
+		"  grow NAME [--stripe-width SIZE] LUN...      append a stripe set of new LUNs\n"
+		"  check NAME [--repair]                       verify labels and config copies\n"
+		"  remove NAME [--force]                       wipe a volume's labels and config\n"
+		"\n"
+		"Options:\n"
+		"  -s, --scan PATH          where to look for LUNs: a directory, a glob, a device or\n"
+		"                           file; repeatable (default: $CVM_SCAN, colon-separated,\n"
+		"                           else /dev/disk/by-id)\n"
+		"  -w, --stripe-width SIZE  stripe width: a power of two multiple of 4k (default 256k)\n"
+		"  -j, --json               machine-readable output (show, discover)\n"
+		"  -f, --force              remove a volume that is incomplete or holds data\n"
+		"  -r, --repair             let check rewrite damaged labels and stale config copies\n"
+		"  -h, --help               this text\n"
+		"\n"
+		"SIZE takes a suffix k, M, G or T (powers of 1024).\n"
+		"Exit status: 0 done; 1 failed (the message says why); 2 bad usage; check: 1 problems\n"
+		"repaired, 4 problems left.\n");
+}
+
+static int fail(const char *what, int rc)
+{
+	const char *msg = cvm_last_error();
+	fprintf(stderr, "cvm %s: %s\n", what, *msg ? msg : strerror(-rc));
+	return EXIT_FAILED;
+}
+
+static int usage_error(const char *fmt, const char *arg)
+{
+	fprintf(stderr, "cvm: ");
+	fprintf(stderr, fmt, arg);
+	fprintf(stderr, "\nTry 'cvm --help'.\n");
+	return EXIT_USAGE;
+}
+
+static const char *lun_state(const struct cvm_scan *scan, const struct cvm_config *cfg,
+			     uint32_t i, const char **path)
+{
+	const struct cvm_found_lun *f = cvm_scan_lun(scan, &cfg->luns[i].uuid);
+	*path = f ? f->path : cfg->luns[i].path;
+	if (!f)
+		return "missing";
+	if (f->state == CVM_LUN_LABEL_DAMAGED)
+		return "label-damaged";
+	if (f->slot_generation[cfg->generation % 2] != cfg->generation)
+		return "stale-config";
+	return "ok";
+}
+
+static bool volume_complete(const struct cvm_scan *scan, const struct cvm_config *cfg)
+{
+	for (uint32_t i = 0; i < cfg->nluns; i++) {
+		const char *path;
+		const char *st = lun_state(scan, cfg, i, &path);
+		if (strcmp(st, "ok") && strcmp(st, "stale-config"))
+			return false;
+	}
+	return true;
+}
+
+static void print_volume_text(const struct cvm_scan *scan, const struct cvm_config *cfg)
+{
+	char uuid[CVM_UUID_STR], size[32];
+	cvm_uuid_format(&cfg->vol_uuid, uuid);
+	cvm_format_size(cvm_config_size(cfg), size, sizeof size);
+	printf("volume %s\n  uuid        %s\n  size        %s (%" PRIu64 " bytes)\n"
+	       "  generation  %" PRIu64 "\n  state       %s\n",
+	       cfg->name, uuid, size, cvm_config_size(cfg), cfg->generation,
+	       volume_complete(scan, cfg) ? "complete" : "INCOMPLETE (see the LUNs below)");
+	for (uint32_t s = 0; s < cfg->nsets; s++) {
+		const struct cvm_stripe_set *set = &cfg->sets[s];
+		char width[32], per[32];
+		cvm_format_size(set->stripe_width, width, sizeof width);
+		cvm_format_size(set->lun_bytes, per, sizeof per);
+		printf("  stripe set %u: width %s, %u LUNs x %s\n", s, width, set->nluns, per);
+		for (uint32_t i = set->first_lun; i < set->first_lun + set->nluns; i++) {
+			const char *path;
+			const char *st = lun_state(scan, cfg, i, &path);
+			char lu[CVM_UUID_STR];
+			cvm_uuid_format(&cfg->luns[i].uuid, lu);
+			printf("    LUN %-3u %s  %-13s %s\n", i, lu, st, path);
+		}
+	}
+}
+
+static void print_volume_json(const struct cvm_scan *scan, const struct cvm_config *cfg)
+{
+	char uuid[CVM_UUID_STR];
+	cvm_uuid_format(&cfg->vol_uuid, uuid);
+	printf("{\"name\":");
+	json_string(stdout, cfg->name);
+	printf(",\"uuid\":\"%s\",\"size_bytes\":%" PRIu64 ",\"generation\":%" PRIu64
+	       ",\"complete\":%s,\"stripe_sets\":[",
+	       uuid, cvm_config_size(cfg), cfg->generation,
+	       volume_complete(scan, cfg) ? "true" : "false");
+	for (uint32_t s = 0; s < cfg->nsets; s++) {
+		const struct cvm_stripe_set *set = &cfg->sets[s];
+		printf("%s{\"stripe_width\":%" PRIu64 ",\"lun_bytes\":%" PRIu64 ",\"luns\":[",
+		       s ? "," : "", set->stripe_width, set->lun_bytes);
+		for (uint32_t i = set->first_lun; i < set->first_lun + set->nluns; i++) {
+			const char *path;
+			const char *st = lun_state(scan, cfg, i, &path);
+			char lu[CVM_UUID_STR];
+			cvm_uuid_format(&cfg->luns[i].uuid, lu);
+			printf("%s{\"index\":%u,\"uuid\":\"%s\",\"state\":\"%s\",\"path\":",
+			       i > set->first_lun ? "," : "", i, lu, st);
+			json_string(stdout, path);
+			printf("}");
+		}
+		printf("]}");
+	}
+	printf("]}");
+}
+
+/* Each volume once: the LUN whose copy is the volume's winning config speaks for it. */
+static size_t volume_configs(const struct cvm_scan *scan, const struct cvm_config **out)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < scan->nluns; i++) {
+		const struct cvm_config *c = scan->luns[i].config;
+		if (!c)
+			continue;
+		size_t j;
+		for (j = 0; j < n && !cvm_uuid_equal(&out[j]->vol_uuid, &c->vol_uuid); j++)
+			;
+		if (j == n)
+			out[n++] = c;
+		else if (c->generation > out[j]->generation)
+			out[j] = c;
+	}
+	return n;
+}
+
+static void print_other_luns_json(const struct cvm_scan *scan)
+{
+	bool first = true;
+	for (size_t i = 0; i < scan->nluns; i++) {
+		const struct cvm_found_lun *f = &scan->luns[i];
+		if (f->config)
+			continue;
+		char lu[CVM_UUID_STR];
+		cvm_uuid_format(&f->lun_uuid, lu);
+		printf("%s{\"path\":", first ? "" : ",");
+		json_string(stdout, f->path);
+		printf(",\"uuid\":\"%s\",\"state\":\"%s\"}", lu,
+		       f->state == CVM_LUN_PREPARED	   ? "prepared"
+		       : f->state == CVM_LUN_NO_CONFIG ? "config-damaged"
+						       : "label-damaged");
+		first = false;
+	}
+}
+
+static void print_other_luns_text(const struct cvm_scan *scan)
+{
+	for (size_t i = 0; i < scan->nluns; i++) {
+		const struct cvm_found_lun *f = &scan->luns[i];
+		if (f->config)
+			continue;
+		if (f->state == CVM_LUN_PREPARED)
+			printf("LUN %s: labelled for volume %s by an interrupted create or grow; "
+			       "not part of any volume\n", f->path, f->vol_name);
+		else if (f->state == CVM_LUN_NO_CONFIG)
+			printf("LUN %s: member of volume %s with both config copies damaged; run "
+			       "'cvm check %s'\n", f->path, f->vol_name, f->vol_name);
+		else
+			printf("LUN %s: damaged CVM label and no readable config\n", f->path);
+	}
+}
+
+static int print_volumes(const struct cvm_scan *scan, const char *only, bool json, bool others)
+{
+	const struct cvm_config **cfgs = calloc(scan->nluns + 1, sizeof *cfgs);
+	if (!cfgs)
+		return EXIT_FAILED;
+	size_t n = volume_configs(scan, cfgs);
+	if (json)
+		printf("{\"volumes\":[");
+	size_t shown = 0;
+	for (size_t i = 0; i < n; i++) {
+		char uuid[CVM_UUID_STR];
+		cvm_uuid_format(&cfgs[i]->vol_uuid, uuid);
+		if (only && strcmp(only, cfgs[i]->name) && strcmp(only, uuid))
+			continue;
+		if (json) {
+			if (shown)
+				printf(",");
+			print_volume_json(scan, cfgs[i]);
+		} else {
+			print_volume_text(scan, cfgs[i]);
+		}
+		shown++;
+	}
+	if (json && others) {
+		printf("],\"other_luns\":[");
+		print_other_luns_json(scan);
+	}
+	if (json)
+		printf("]}\n");
+	else if (others)
+		print_other_luns_text(scan);
+	free(cfgs);
+	if (only && shown == 0) {
+		struct cvm_config *tmp = malloc(sizeof *tmp);
+		int rc = tmp ? cvm_scan_find_volume(scan, only, tmp) : -ENOMEM;
+		free(tmp);
+		return fail("show", rc);
+	}
+	if (!json && shown == 0 && !others)
+		printf("no volumes found\n");
+	return EXIT_OK;
+}
+
+static int scan_or_fail(struct opts *o, struct cvm_scan *scan, const char *what)
+{
+	scan_paths_defaults(&o->scan);
+	if (o->scan.n == 0) {
+		fprintf(stderr, "cvm %s: nowhere to look for LUNs: give --scan DIR, or set "
+				"CVM_SCAN\n", what);
+		return EXIT_USAGE;
+	}
+	int rc = cvm_scan_paths(o->scan.paths, o->scan.n, scan);
+	return rc ? fail(what, rc) : EXIT_OK;
+}
+
+static void print_line(void *arg, const char *line)
+{
+	(void)arg;
+	printf("%s\n", line);
+}
+
+static int cmd_create_or_grow(struct opts *o, bool grow)
+{
+	const char *what = grow ? "grow" : "create";
+	if (o->nargs < 2)
+		return usage_error("%s needs a volume name and at least one LUN", what);
+	/* The new LUNs are scanned too, so their labels are judged with the rest. */
+	scan_paths_defaults(&o->scan);
+	for (int i = 1; i < o->nargs; i++)
+		scan_paths_add(&o->scan, o->args[i]);
+	for (int i = 1; i < o->nargs; i++) {
+		struct stat st;
+		if (stat(o->args[i], &st) < 0) {
+			fprintf(stderr, "cvm %s: LUN %s: no such file or device; check the path\n",
+				what, o->args[i]);
+			return EXIT_FAILED;
+		}
+		if (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode)) {
+			fprintf(stderr, "cvm %s: LUN %s: not a block device or regular file\n", what,
+				o->args[i]);
+			return EXIT_FAILED;
+		}
+	}
+	struct cvm_scan scan;
+	int ex = scan_or_fail(o, &scan, what);
+	if (ex)
+		return ex;
+	struct cvm_config *cfg = malloc(sizeof *cfg);
+	struct cvm_create_opts copts = {.stripe_width = o->stripe_width};
+	const char *const *luns = (const char *const *)o->args + 1;
+	int rc = !cfg ? -ENOMEM
+	       : grow ? cvm_volume_grow(&scan, o->args[0], luns, (size_t)o->nargs - 1, &copts, cfg)
+		      : cvm_volume_create(&scan, o->args[0], luns, (size_t)o->nargs - 1, &copts, cfg);
+	if (rc == 0) {
+		char size[32];
+		cvm_format_size(cvm_config_size(cfg), size, sizeof size);
+		printf("volume %s %s: %s, %u LUNs in %u stripe sets, generation %" PRIu64 "\n",
+		       cfg->name, grow ? "grown" : "created", size, cfg->nluns, cfg->nsets,
+		       cfg->generation);
+	}
+	free(cfg);
+	cvm_scan_free(&scan);
+	return rc ? fail(what, rc) : EXIT_OK;
+}
+
+static int cmd_show(struct opts *o, bool discover)
+{
+	if (!discover && o->nargs > 1)
+		return usage_error("show takes at most one volume name, not '%s'", o->args[1]);
+	if (discover) {
+		if (o->nargs == 0)
+			return usage_error("%s needs at least one PATH", "discover");
+		for (int i = 0; i < o->nargs; i++)
+			scan_paths_add(&o->scan, o->args[i]);
+	}
+	struct cvm_scan scan;
+	int ex = scan_or_fail(o, &scan, discover ? "discover" : "show");
+	if (ex)
+		return ex;
+	ex = print_volumes(&scan, discover ? NULL : (o->nargs ? o->args[0] : NULL), o->json,
+			   discover);
+	cvm_scan_free(&scan);
+	return ex;
+}
+
+static int cmd_check(struct opts *o)
+{
+	if (o->nargs != 1)
+		return usage_error("%s needs exactly one volume name", "check");
+	struct cvm_scan scan;
+	int ex = scan_or_fail(o, &scan, "check");
+	if (ex)
+		return ex;
+	struct cvm_check_report rep;
+	int rc = cvm_volume_check(&scan, o->args[0], o->repair, print_line, NULL, &rep);
+	cvm_scan_free(&scan);
+	if (rc)
+		return fail("check", rc);
+	if (rep.problems == 0) {
+		printf("volume %s: clean\n", o->args[0]);
+		return EXIT_OK;
+	}
+	if (o->repair && rep.repaired == rep.problems) {
+		printf("volume %s: %u problems repaired\n", o->args[0], rep.repaired);
+		return EXIT_CHECK_REPAIRED;
+	}
+	printf("volume %s: %u problems%s\n", o->args[0], rep.problems - rep.repaired,
+	       o->repair ? " left" : "; run 'cvm check --repair' to fix what can be fixed");
+	return EXIT_CHECK_PROBLEMS;
+}
+
+static int cmd_remove(struct opts *o)
+{
+	if (o->nargs != 1)
+		return usage_error("%s needs exactly one volume name", "remove");
+	struct cvm_scan scan;
+	int ex = scan_or_fail(o, &scan, "remove");
+	if (ex)
+		return ex;
+	int rc = cvm_volume_remove(&scan, o->args[0], o->force);
+	cvm_scan_free(&scan);
+	if (rc)
+		return fail("remove", rc);
+	printf("volume %s removed\n", o->args[0]);
+	return EXIT_OK;
+}
+
+static int parse(int argc, char **argv, struct opts *o)
+{
+	static const struct option longopts[] = {
+		{"scan", required_argument, NULL, 's'}, {"stripe-width", required_argument, NULL, 'w'},
+		{"json", no_argument, NULL, 'j'},	{"force", no_argument, NULL, 'f'},
+		{"repair", no_argument, NULL, 'r'},	{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0}};
+	int c;
+	while ((c = getopt_long(argc, argv, "s:w:jfrh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 's': scan_paths_add(&o->scan, optarg); break;
+		case 'w':
+			if (cvm_parse_size(optarg, &o->stripe_width) ||
+			    cvm_check_stripe_width(o->stripe_width)) {
+				fprintf(stderr, "cvm: --stripe-width %s: not a power of two multiple "
+						"of 4k between 4k and 64M (e.g. 256k)\n", optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		case 'j': o->json = true; break;
+		case 'f': o->force = true; break;
+		case 'r': o->repair = true; break;
+		case 'h': usage(stdout); exit(EXIT_OK);
+		default: fprintf(stderr, "Try 'cvm --help'.\n"); return EXIT_USAGE;
+		}
+	}
+	if (optind >= argc)
+		return usage_error("%s", "no command given");
+	o->command = argv[optind];
+	o->args = argv + optind + 1;
+	o->nargs = argc - optind - 1;
+	return EXIT_OK;
+}
+
+/* Options that mean nothing to a command are refused rather than ignored. */
+static int check_option_fits(const struct opts *o)
+{
+	const char *c = o->command;
+	bool sizes = !strcmp(c, "create") || !strcmp(c, "grow");
+	if (o->stripe_width && !sizes)
+		return usage_error("--stripe-width does not apply to '%s'", c);
+	if (o->json && strcmp(c, "show") && strcmp(c, "discover"))
+		return usage_error("--json does not apply to '%s'", c);
+	if (o->force && strcmp(c, "remove"))
+		return usage_error("--force does not apply to '%s'", c);
+	if (o->repair && strcmp(c, "check"))
+		return usage_error("--repair does not apply to '%s'", c);
+	return EXIT_OK;
+}
+
+int main(int argc, char **argv)
+{
+	struct opts o = {0};
+	int ex = parse(argc, argv, &o);
+	if (ex == EXIT_OK)
+		ex = check_option_fits(&o);
+	if (ex != EXIT_OK) {
+		scan_paths_free(&o.scan);
+		return ex;
+	}
+	const char *c = o.command;
+	if (!strcmp(c, "create") || !strcmp(c, "grow"))
+		ex = cmd_create_or_grow(&o, !strcmp(c, "grow"));
+	else if (!strcmp(c, "show") || !strcmp(c, "discover"))
+		ex = cmd_show(&o, !strcmp(c, "discover"));
+	else if (!strcmp(c, "check"))
+		ex = cmd_check(&o);
+	else if (!strcmp(c, "remove"))
+		ex = cmd_remove(&o);
+	else
+		ex = usage_error("unknown command '%s'", c);
+	scan_paths_free(&o.scan);
+	return ex;
+}
