@@ -28,6 +28,7 @@ TOOLS_COMMON_OBJ := $(BUILD)/tools/common.o
 TOOLS := $(BUILD)/bin/cvm $(BUILD)/bin/randio
 UNIT_TESTS := $(patsubst tests/%.c,$(BUILD)/tests/%,$(wildcard tests/cvm/test_*.c))
 
+.SECONDARY:
 .PHONY: all deps check unit integration demo bench install clean lint
 all: deps $(BUILD)/lib/libcvm.a $(BUILD)/lib/libcvm.so $(TOOLS)
 
