@@ -195,6 +195,26 @@ static void classify_configless(struct cvm_scan *s)
 	}
 }
 
+/* Of several paths to one LUN, keep as primary the one its volume's config last knew, so
+ * messages and `cvm show` keep naming the path the admin chose. */
+static void prefer_known_paths(struct cvm_scan *s)
+{
+	for (size_t i = 0; i < s->nluns; i++) {
+		struct cvm_found_lun *l = &s->luns[i];
+		const struct cvm_config *c = l->config;
+		for (uint32_t k = 0; c && l->nalt && k < c->nluns; k++) {
+			if (!cvm_uuid_equal(&c->luns[k].uuid, &l->lun_uuid))
+				continue;
+			for (size_t a = 0; a < l->nalt; a++)
+				if (strcmp(l->alt_paths[a], c->luns[k].path) == 0) {
+					char *t = l->path;
+					l->path = l->alt_paths[a];
+					l->alt_paths[a] = t;
+				}
+		}
+	}
+}
+
 static void free_found(struct cvm_found_lun *l)
 {
 	free(l->path);
@@ -256,6 +276,7 @@ int cvm_scan_paths(const char *const *paths, size_t npaths, struct cvm_scan *out
 		return rc;
 	}
 	classify_configless(out);
+	prefer_known_paths(out);
 	return 0;
 }
 

@@ -2,7 +2,7 @@
  * remove).  Every config change is ordered so that a crash after any single metadata write
  * leaves the old config or the new one in force, never a mix:
  *   1. label the new LUNs (they stay PREPARED: no config names them yet);
- *   2. write the new generation's config to every LUN, new ones first.
+ *   2. write the new generation's config to every LUN.
  * The highest valid generation wins, and it only ever names LUNs that are already labelled. */
 #include "internal.h"
 
@@ -369,14 +369,12 @@ static int label_new_luns(const struct cvm_config *cfg, uint32_t first,
 	return 0;
 }
 
-/* Phase 2: the new generation's config on every LUN, given as descriptors in config order. */
-static int write_config_everywhere(const struct cvm_config *cfg, const int *fds,
-				   uint32_t new_from)
+/* Phase 2: the new generation's config on every LUN, given as descriptors in config order.
+ * Any order is safe: all LUNs the new config names are labelled by now. */
+static int write_config_everywhere(const struct cvm_config *cfg, const int *fds)
 {
 	int slot = (int)(cfg->generation % 2);
-	/* New LUNs first: until an old LUN holds the new generation, nothing depends on it. */
-	for (uint32_t k = 0; k < cfg->nluns; k++) {
-		uint32_t i = (new_from + k) % cfg->nluns;
+	for (uint32_t i = 0; i < cfg->nluns; i++) {
 		int rc = cvm_lun_write_config(fds[i], cfg, &cfg->luns[i].uuid, slot);
 		if (rc) {
 			cvm_set_error("volume %s: LUN %s: cannot write config generation %" PRIu64 ": %s",
@@ -427,7 +425,7 @@ int cvm_volume_create(const struct cvm_scan *scan, const char *name, const char 
 	    (rc = label_new_luns(cfg, 0, luns)) == 0) {
 		for (size_t i = 0; i < npaths; i++)
 			fds[i] = luns[i].fd;
-		rc = write_config_everywhere(cfg, fds, 0);
+		rc = write_config_everywhere(cfg, fds);
 	}
 	cvm_close_new_luns(luns, npaths);
 	if (rc == 0 && out)
@@ -473,7 +471,7 @@ int cvm_volume_grow(const struct cvm_scan *scan, const char *name_or_uuid,
 			fds[i] = v->fd[i];
 		for (size_t i = 0; i < npaths; i++)
 			fds[old_nluns + i] = luns[i].fd;
-		rc = write_config_everywhere(cfg, fds, old_nluns);
+		rc = write_config_everywhere(cfg, fds);
 	}
 	cvm_close_new_luns(luns, npaths);
 	if (rc == 0 && out)

@@ -122,7 +122,7 @@ static void free_luns(void)
 
 Test(crash, grow_leaves_old_or_new_config)
 {
-	/* grow writes 2 labels, then 4 config copies (new LUNs first). */
+	/* grow writes 2 labels, then 4 config copies. */
 	for (long k = 0; k <= 7; k++) {
 		make_luns();
 		cr_assert_eq(do_create(NULL), 0, "%s", cvm_last_error());

@@ -1,0 +1,34 @@
+# Shared by the integration scripts: a unique temp dir removed on exit, and TAP-style checks
+# ("ok - ..." / "not ok - ...", counted by tests/run.sh).
+set -u
+BIN=${BIN:-build/bin}
+BIN=$(cd "$BIN" && pwd)
+T=$(mktemp -d "${TMPDIR:-/var/tmp}/cfs-it.XXXXXX")
+trap 'rm -rf "$T"' EXIT
+FAILS=0
+
+ok() { echo "ok - $*"; }
+not_ok() { echo "not ok - $*"; FAILS=$((FAILS + 1)); }
+
+# expect CODE NEEDLE DESCRIPTION -- CMD...: exit status CODE and NEEDLE in stdout+stderr.
+expect() {
+	local code=$1 needle=$2 what=$3
+	shift 4
+	local out rc
+	out=$("$@" 2>&1)
+	rc=$?
+	if [ "$rc" -ne "$code" ]; then
+		not_ok "$what: exit $rc, expected $code; output: $out"
+	elif [ -n "$needle" ] && ! grep -qF -- "$needle" <<<"$out"; then
+		not_ok "$what: output lacks '$needle': $out"
+	else
+		ok "$what"
+	fi
+}
+
+fingerprint() { sha256sum "$T"/lun* 2>/dev/null | sha256sum; }
+
+finish() {
+	[ "$FAILS" -eq 0 ]
+	exit $?
+}

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Run every test of a build directory: the criterion unit tests, then the integration scripts
+# (which drive the installed-style binaries in BUILD/bin).  Counts test cases, prints
+# "N passed, N failed" last, exits non-zero if anything failed.
+set -u
+build=${1:-build}
+cd "$(dirname "$0")/.." || exit 1
+passed=0
+failed=0
+failures=()
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+
+for t in "$build"/tests/*/test_*; do
+	[ -x "$t" ] || continue
+	echo "== unit: $t"
+	"$t" --jobs 2 2>&1 | tee "$log"
+	rc=${PIPESTATUS[0]}
+	line=$(grep -a 'Synthesis:' "$log" | tail -1)
+	p=$(sed -n 's/.*Passing: \([0-9]*\).*/\1/p' <<<"$line")
+	f=$(sed -n 's/.*Failing: \([0-9]*\) | Crashing: \([0-9]*\).*/\1 \2/p' <<<"$line")
+	p=${p:-0}
+	read -r fl cr <<<"${f:-0 0}"
+	passed=$((passed + p))
+	failed=$((failed + fl + cr))
+	if [ "$rc" -ne 0 ] || [ -z "$line" ]; then
+		failures+=("$t")
+		[ $((fl + cr)) -eq 0 ] && failed=$((failed + 1))
+	fi
+done
+
+for s in tests/*/test_*.sh; do
+	echo "== integration: $s"
+	BIN="$build/bin" bash "$s" 2>&1 | tee "$log"
+	rc=${PIPESTATUS[0]}
+	p=$(grep -ac '^ok ' "$log")
+	f=$(grep -ac '^not ok ' "$log")
+	passed=$((passed + p))
+	failed=$((failed + f))
+	if [ "$rc" -ne 0 ]; then
+		failures+=("$s")
+		[ "$f" -eq 0 ] && failed=$((failed + 1))
+	fi
+done
+
+[ ${#failures[@]} -gt 0 ] && printf 'failed: %s\n' "${failures[@]}"
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ] && [ ${#failures[@]} -eq 0 ]
