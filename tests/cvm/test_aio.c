@@ -12,7 +12,7 @@ static struct cvm_volume *make_volume(uint64_t width)
 {
 	const char *l[3];
 	for (int i = 0; i < 3; i++) {
-		char name[8];
+		char name[16];
 		snprintf(name, sizeof name, "l%d", i);
 		l[i] = strdup(make_lun(name, 20ull << 20));
 	}
@@ -98,6 +98,7 @@ Test(aio, bad_requests_are_refused)
 	cr_assert_eq(cvm_aio_submit(aio, CVM_READ, buf, 4096, size, on_done, &d), -ERANGE);
 	cr_assert_eq(cvm_aio_submit(aio, CVM_READ, buf, 0, 0, on_done, &d), -EINVAL);
 	cr_assert_eq(d.calls, 0);
+	cvm_aio_destroy(aio);
 	cr_assert_eq(cvm_aio_create(v, 0, &aio), -EINVAL);
 	free(buf);
 	cvm_volume_close(v);

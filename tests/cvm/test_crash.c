@@ -47,21 +47,27 @@ static int do_grow(void *arg)
 {
 	(void)arg;
 	struct cvm_scan s = scan_dir();
-	return cvm_volume_grow(&s, "v", new_luns, 2, NULL, NULL);
+	int rc = cvm_volume_grow(&s, "v", new_luns, 2, NULL, NULL);
+	cvm_scan_free(&s);
+	return rc;
 }
 
 static int do_create(void *arg)
 {
 	(void)arg;
 	struct cvm_scan s = scan_dir();
-	return cvm_volume_create(&s, "v", old_luns, 2, NULL, NULL);
+	int rc = cvm_volume_create(&s, "v", old_luns, 2, NULL, NULL);
+	cvm_scan_free(&s);
+	return rc;
 }
 
 static int do_remove(void *arg)
 {
 	(void)arg;
 	struct cvm_scan s = scan_dir();
-	return cvm_volume_remove(&s, "v", true);
+	int rc = cvm_volume_remove(&s, "v", true);
+	cvm_scan_free(&s);
+	return rc;
 }
 
 static void write_pattern(uint8_t seed)
