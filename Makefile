@@ -63,7 +63,7 @@ check: deps
 	tests/run.sh build/asan
 
 demo: all
-	scripts/demo.sh $(BUILD)
+	scripts/tour.sh $(BUILD)
 
 bench: all
 	bench/cvm/run.sh $(BUILD)

@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# Every test, from a fresh clone: install what is missing (as root), build with
+# -fsanitize=address,undefined, run the unit and integration tests.
+set -euo pipefail
+cd "$(dirname "$0")"
+scripts/deps.sh
+make --no-print-directory check
