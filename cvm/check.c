@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <unistd.h>
 
 struct checker {
@@ -37,8 +36,8 @@ static int open_for_repair(struct checker *c, const char *path)
 	uint64_t size;
 	struct cvm_lun_id id;
 	int fd = cvm_lun_open(path, O_RDWR, &size, &id);
-	if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) < 0) {
-		say(c, "LUN %s: in use by another process; not repaired", path);
+	if (fd >= 0 && cvm_lun_lock(fd, path, CVM_LOCK_CHANGE)) {
+		say(c, "%s; not repaired", cvm_last_error());
 		close(fd);
 		return -EBUSY;
 	}

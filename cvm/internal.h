@@ -47,6 +47,9 @@ struct cvm_lun_id {
  * and report its size and identity.  Messages name the path. */
 int cvm_lun_open(const char *path, int oflags, uint64_t *size, struct cvm_lun_id *id);
 bool cvm_lun_id_equal(const struct cvm_lun_id *a, const struct cvm_lun_id *b);
+enum cvm_lun_lock { CVM_LOCK_USE, CVM_LOCK_CHANGE, CVM_LOCK_ALONE, CVM_UNLOCK_CHANGE };
+/* Take a lock without waiting; -EBUSY with a message naming the LUN if someone holds it. */
+int cvm_lun_lock(int fd, const char *path, enum cvm_lun_lock kind);
 /* Read the whole metadata area (CVM_META_BYTES) into an aligned buffer. */
 int cvm_lun_read_meta(int fd, uint8_t *meta);
 /* Every metadata write goes through here: pwrite + fdatasync, with fault injection for the

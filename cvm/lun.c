@@ -60,6 +60,32 @@ bool cvm_lun_id_equal(const struct cvm_lun_id *a, const struct cvm_lun_id *b)
 	return a->is_block ? a->rdev == b->rdev : (a->dev == b->dev && a->ino == b->ino);
 }
 
+/* Byte-range OFD locks on the metadata area: byte 0 is shared by every user of the volume,
+ * byte 1 is held by whoever changes the config.  A grow thus runs while the volume is in use
+ * (growth only appends), but not beside another change; remove needs both bytes alone. */
+int cvm_lun_lock(int fd, const char *path, enum cvm_lun_lock kind)
+{
+	struct flock fl = {.l_whence = SEEK_SET};
+	switch (kind) {
+	case CVM_LOCK_USE: fl.l_type = F_RDLCK; fl.l_start = 0; fl.l_len = 1; break;
+	case CVM_LOCK_CHANGE: fl.l_type = F_WRLCK; fl.l_start = 1; fl.l_len = 1; break;
+	case CVM_LOCK_ALONE: fl.l_type = F_WRLCK; fl.l_start = 0; fl.l_len = 2; break;
+	case CVM_UNLOCK_CHANGE: fl.l_type = F_UNLCK; fl.l_start = 1; fl.l_len = 1; break;
+	}
+	if (fcntl(fd, F_OFD_SETLK, &fl) == 0)
+		return 0;
+	int e = errno;
+	if (e == EAGAIN || e == EACCES) {
+		cvm_set_error("LUN %s is busy: %s; retry when that is done", path,
+			      kind == CVM_LOCK_USE      ? "its volume's config is being removed"
+			      : kind == CVM_LOCK_ALONE ? "another process on this node uses it"
+						       : "another config change is running");
+		return -EBUSY;
+	}
+	cvm_set_error("LUN %s: lock: %s", path, strerror(e));
+	return -e;
+}
+
 int cvm_lun_read_meta(int fd, uint8_t *meta)
 {
 	size_t done = 0;

@@ -12,7 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -73,42 +72,50 @@ static int check_members(const struct cvm_scan *scan, const struct cvm_config *c
 	return 0;
 }
 
-static int lock_lun(int fd, const char *path, int how)
-{
-	if (flock(fd, how | LOCK_NB) == 0)
-		return 0;
-	int e = errno;
-	if (e == EWOULDBLOCK) {
-		cvm_set_error("LUN %s is in use by another process on this node (%s); retry "
-			      "when it is done", path, how == LOCK_EX ? "changing needs it alone"
-								 : "a config change is running");
-		return -EBUSY;
-	}
-	cvm_set_error("LUN %s: flock: %s", path, strerror(e));
-	return -e;
-}
-
 /* Bring config copies older than the winning generation up to date (finishes a change a crash
  * interrupted). */
-static int repair_stale_copies(struct cvm_volume *v, const struct cvm_scan *scan)
+static bool has_stale_copies(const struct cvm_volume *v, const struct cvm_scan *scan)
 {
-	for (uint32_t i = 0; i < v->cfg.nluns; i++) {
+	int slot = (int)(v->cfg.generation % 2);
+	for (uint32_t i = 0; i < v->cfg.nluns; i++)
+		if (cvm_scan_lun(scan, &v->cfg.luns[i].uuid)->slot_generation[slot] !=
+		    v->cfg.generation)
+			return true;
+	return false;
+}
+
+/* Under the change lock (taken here unless the caller holds it); skipped when another change
+ * holds it, since that change writes every copy anyway. */
+static int repair_stale_copies(struct cvm_volume *v, const struct cvm_scan *scan,
+			       enum cvm_lun_lock held)
+{
+	if (!has_stale_copies(v, scan))
+		return 0;
+	bool take = held == CVM_LOCK_USE;
+	for (uint32_t i = 0; take && i < v->cfg.nluns; i++)
+		if (cvm_lun_lock(v->fd[i], v->path[i], CVM_LOCK_CHANGE)) {
+			for (uint32_t j = 0; j < i; j++)
+				cvm_lun_lock(v->fd[j], v->path[j], CVM_UNLOCK_CHANGE);
+			return 0;
+		}
+	int rc = 0;
+	for (uint32_t i = 0; i < v->cfg.nluns && rc == 0; i++) {
 		const struct cvm_found_lun *f = cvm_scan_lun(scan, &v->cfg.luns[i].uuid);
 		int slot = (int)(v->cfg.generation % 2);
 		if (f->slot_generation[slot] == v->cfg.generation)
 			continue;
-		int rc = cvm_lun_write_config(v->fd[i], &v->cfg, &v->cfg.luns[i].uuid, slot);
-		if (rc) {
+		rc = cvm_lun_write_config(v->fd[i], &v->cfg, &v->cfg.luns[i].uuid, slot);
+		if (rc)
 			cvm_set_error("volume %s: LUN %s: cannot write config: %s", v->cfg.name,
 				      v->path[i], strerror(-rc));
-			return rc;
-		}
 	}
-	return 0;
+	for (uint32_t i = 0; take && i < v->cfg.nluns; i++)
+		cvm_lun_lock(v->fd[i], v->path[i], CVM_UNLOCK_CHANGE);
+	return rc;
 }
 
 static int open_config(const struct cvm_scan *scan, const struct cvm_config *cfg, int flags,
-		       int lock, struct cvm_volume **out)
+		       enum cvm_lun_lock lock, struct cvm_volume **out)
 {
 	int rc = check_members(scan, cfg);
 	if (rc)
@@ -134,11 +141,11 @@ static int open_config(const struct cvm_scan *scan, const struct cvm_config *cfg
 			rc = v->fd[i];
 			break;
 		}
-		if ((rc = lock_lun(v->fd[i], f->path, lock)))
+		if ((rc = cvm_lun_lock(v->fd[i], f->path, lock)))
 			break;
 	}
 	if (rc == 0 && flags == CVM_OPEN_RDWR)
-		rc = repair_stale_copies(v, scan);
+		rc = repair_stale_copies(v, scan, lock);
 	if (rc) {
 		vol_free(v);
 		return rc;
@@ -155,7 +162,7 @@ int cvm_volume_open(const struct cvm_scan *scan, const char *name_or_uuid, int f
 		return -ENOMEM;
 	int rc = cvm_scan_find_volume(scan, name_or_uuid, cfg);
 	if (rc == 0)
-		rc = open_config(scan, cfg, flags, LOCK_SH, out);
+		rc = open_config(scan, cfg, flags, CVM_LOCK_USE, out);
 	free(cfg);
 	return rc;
 }
@@ -304,7 +311,7 @@ int cvm_prepare_new_luns(const struct cvm_scan *scan, const char *const *paths, 
 		}
 		if ((rc = refuse_labelled(scan, l->path, meta)))
 			break;
-		rc = lock_lun(l->fd, l->path, LOCK_EX);
+		rc = cvm_lun_lock(l->fd, l->path, CVM_LOCK_ALONE);
 	}
 	free(meta);
 	if (rc)
@@ -452,7 +459,7 @@ int cvm_volume_grow(const struct cvm_scan *scan, const char *name_or_uuid,
 	struct cvm_new_lun *luns = calloc(npaths, sizeof *luns);
 	int rc = luns ? cvm_scan_find_volume(scan, name_or_uuid, cfg) : -ENOMEM;
 	if (rc == 0)
-		rc = open_config(scan, cfg, CVM_OPEN_RDWR, LOCK_EX, &v);
+		rc = open_config(scan, cfg, CVM_OPEN_RDWR, CVM_LOCK_CHANGE, &v);
 	if (rc)
 		goto out;
 	uint64_t width = opts && opts->stripe_width ? opts->stripe_width
@@ -504,7 +511,7 @@ int cvm_volume_remove(const struct cvm_scan *scan, const char *name_or_uuid, boo
 	int rc = cvm_scan_find_volume(scan, name_or_uuid, cfg);
 	struct cvm_volume *v = NULL;
 	if (rc == 0 && !force) {
-		if ((rc = open_config(scan, cfg, CVM_OPEN_RDWR, LOCK_EX, &v)) == 0 &&
+		if ((rc = open_config(scan, cfg, CVM_OPEN_RDWR, CVM_LOCK_ALONE, &v)) == 0 &&
 		    (rc = volume_holds_data(v)) > 0) {
 			cvm_set_error("volume %s holds data (its first block is not empty); "
 				      "add --force to destroy it", cfg->name);
@@ -526,7 +533,7 @@ int cvm_volume_remove(const struct cvm_scan *scan, const char *name_or_uuid, boo
 		uint64_t size;
 		struct cvm_lun_id id;
 		int fd = cvm_lun_open(f->path, O_RDWR, &size, &id);
-		if (fd < 0 || (rc = lock_lun(fd, f->path, LOCK_EX))) {
+		if (fd < 0 || (rc = cvm_lun_lock(fd, f->path, CVM_LOCK_ALONE))) {
 			rc = fd < 0 ? fd : rc;
 			if (fd >= 0)
 				close(fd);

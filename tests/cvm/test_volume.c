@@ -267,24 +267,63 @@ Test(volume, remove_refuses_data_without_force)
 	free((void *)l[0]);
 }
 
-Test(volume, open_volume_blocks_config_change)
+/* Run fn in a child process (another user of the LUNs) and return its result. */
+static int in_child(int (*fn)(void))
 {
-	const char *l[] = {strdup(make_lun("l0", LUN_BYTES))};
-	const char *n[] = {strdup(make_lun("l1", LUN_BYTES))};
-	create("v", l, 1, 0);
-	struct cvm_volume *v = open_vol("v", CVM_OPEN_RDWR);
-	/* flock is per open file description: a child process stands for another user. */
 	pid_t pid = fork();
-	if (pid == 0) {
-		struct cvm_scan s = scan_dir();
-		int rc = cvm_volume_grow(&s, "v", n, 1, NULL, NULL);
-		_exit(rc == -EBUSY ? 0 : 1);
-	}
+	if (pid == 0)
+		_exit(-fn() & 0xff);
 	int status;
 	waitpid(pid, &status, 0);
-	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "grow of a volume in use "
-								 "was not refused");
+	cr_assert(WIFEXITED(status));
+	return -WEXITSTATUS(status);
+}
+
+static const char *grow_lun;
+static int grow_v(void)
+{
+	struct cvm_scan s = scan_dir();
+	const char *n[] = {grow_lun};
+	int rc = cvm_volume_grow(&s, "v", n, 1, NULL, NULL);
+	cvm_scan_free(&s);
+	return rc;
+}
+
+static int remove_v(void)
+{
+	struct cvm_scan s = scan_dir();
+	int rc = cvm_volume_remove(&s, "v", true);
+	cvm_scan_free(&s);
+	return rc;
+}
+
+Test(volume, grow_is_online_but_remove_and_concurrent_changes_wait)
+{
+	const char *l[] = {strdup(make_lun("l0", LUN_BYTES))};
+	grow_lun = strdup(make_lun("l1", LUN_BYTES));
+	create("v", l, 1, 0);
+	struct cvm_volume *v = open_vol("v", CVM_OPEN_RDWR);
+	uint64_t before = cvm_volume_size(v);
+	cr_assert_eq(in_child(remove_v), -EBUSY, "remove of a volume in use was not refused");
+
+	/* Another config change in progress (the change lock held) makes grow wait. */
+	int fd = open(l[0], O_RDWR);
+	cr_assert_eq(cvm_lun_lock(fd, l[0], CVM_LOCK_CHANGE), 0);
+	cr_assert_eq(in_child(grow_v), -EBUSY, "two config changes ran at once");
+	close(fd);
+
+	/* Growth while the volume is open: the open handle keeps working on its old size. */
+	cr_assert_eq(in_child(grow_v), 0, "online grow failed");
+	uint8_t *buf = cvm_alloc_aligned(4096);
+	memset(buf, 7, 4096);
+	cr_assert_eq(cvm_volume_write(v, buf, 4096, before - 4096), 0);
 	cvm_volume_close(v);
+	v = open_vol("v", CVM_OPEN_RDONLY);
+	cr_assert_gt(cvm_volume_size(v), before, "a reopen does not see the grown volume");
+	cr_assert_eq(cvm_volume_read(v, buf, 4096, before - 4096), 0);
+	cr_assert_eq(buf[0], 7);
+	cvm_volume_close(v);
+	free(buf);
 	free((void *)l[0]);
-	free((void *)n[0]);
+	free((void *)grow_lun);
 }
