@@ -44,14 +44,6 @@ static void put_string(uint8_t *dst, const char *src, size_t field)
 	memcpy(dst, src, len);
 }
 
-static bool all_zero(const uint8_t *p, size_t len)
-{
-	for (size_t i = 0; i < len; i++)
-		if (p[i])
-			return false;
-	return true;
-}
-
 void cvm_label_encode(const struct cvm_label *l, uint8_t buf[CVM_LABEL_BYTES])
 {
 	memset(buf, 0, CVM_LABEL_BYTES);
@@ -70,8 +62,10 @@ void cvm_label_encode(const struct cvm_label *l, uint8_t buf[CVM_LABEL_BYTES])
 
 enum cvm_decode cvm_label_decode(const uint8_t buf[CVM_LABEL_BYTES], struct cvm_label *l)
 {
+	/* Without our magic this is someone else's data (or nothing), not a damaged label; a
+	 * member whose magic was hit is still recognised by the config copies beside it. */
 	if (memcmp(buf, LABEL_MAGIC, 8) != 0)
-		return all_zero(buf, CVM_LABEL_BYTES) ? CVM_DECODE_ABSENT : CVM_DECODE_DAMAGED;
+		return CVM_DECODE_ABSENT;
 	if (get32(buf + CVM_LABEL_BYTES - 4) != cvm_crc32c(0, buf, CVM_LABEL_BYTES - 4) ||
 	    get32(buf + 8) != FORMAT_VERSION || get32(buf + 12) != CVM_LABEL_BYTES)
 		return CVM_DECODE_DAMAGED;
@@ -124,7 +118,7 @@ enum cvm_decode cvm_config_decode(const uint8_t buf[CVM_SLOT_BYTES], struct cvm_
 				  cvm_uuid *copy_on)
 {
 	if (memcmp(buf, CONFIG_MAGIC, 8) != 0)
-		return all_zero(buf, 4096) ? CVM_DECODE_ABSENT : CVM_DECODE_DAMAGED;
+		return CVM_DECODE_ABSENT;
 	uint32_t bytes = get32(buf + 12);
 	if (get32(buf + 8) != FORMAT_VERSION || bytes < CONFIG_HEADER + 4 || bytes > CVM_SLOT_BYTES)
 		return CVM_DECODE_DAMAGED;

@@ -150,8 +150,6 @@ static int read_candidate(const char *path, uint8_t *meta, struct cvm_found_lun 
 	}
 	if (ld == CVM_DECODE_ABSENT && !best)
 		return 0;
-	if (ld == CVM_DECODE_DAMAGED && !best && memcmp(meta, "CVMLABEL", 8) != 0)
-		return 0; /* foreign data, not a damaged label of ours */
 
 	l->size_bytes = size;
 	l->config = best;

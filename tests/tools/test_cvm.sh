@@ -72,4 +72,6 @@ expect 0 "clean" "check is clean after repair" -- cvm check data
 expect 0 "volume data removed" "remove --force" -- cvm remove --force data
 expect 0 "no volumes found" "no volume after remove" -- cvm show
 expect 0 "volume again created" "LUNs are reusable after remove" -- cvm create again "$T/lun0"
+head -c 2M /dev/urandom > "$T/lun5" && truncate -s 64M "$T/lun5"
+expect 0 "volume other created" "a LUN holding foreign data is not mistaken for a damaged label" -- cvm create other "$T/lun5"
 finish
