@@ -69,18 +69,9 @@ void *cvm_alloc_aligned(size_t len);
 #define CVM_FAULT_EXIT 86
 void cvm_fault_crash_after(long n);
 
-/* ---- volume internals shared by create/grow/check (volume.c) ---- */
-/* Validate new LUN paths for create/grow: open them RDWR and lock them, refuse duplicates, LUNs
- * below the minimum size and LUNs that belong to a volume.  A PREPARED LUN (left labelled by an
- * interrupted create or grow, named by no config) is accepted. */
-struct cvm_new_lun {
-	const char *path;
-	int fd;
-	uint64_t size;
-	struct cvm_lun_id id;
-};
-int cvm_prepare_new_luns(const struct cvm_scan *scan, const char *const *paths, size_t n,
-			 struct cvm_new_lun *out);
-void cvm_close_new_luns(struct cvm_new_lun *luns, size_t n);
+/* ---- volume.c, for change.c ---- */
+/* Assemble the volume cfg describes, taking `lock` on every LUN. */
+int cvm_volume_open_config(const struct cvm_scan *scan, const struct cvm_config *cfg, int flags,
+			   enum cvm_lun_lock lock, struct cvm_volume **out);
 
 #endif

@@ -1,4 +1,4 @@
-/* Crash in the middle of a config change: a child process runs create, grow or remove and
+/* Config changes (change.c) interrupted: a child process runs create, grow or remove and
  * "loses power" after k metadata writes (cvm_fault_crash_after); the parent then assembles the
  * volume and finds the old config or the new one, never a mix, with the data intact. */
 #include "cvm/internal.h"
