@@ -261,7 +261,7 @@ int cvm_volume_grow(const struct cvm_scan *scan, const char *name_or_uuid,
 	cfg->mtime = (uint64_t)time(NULL);
 	if ((rc = add_stripe_set(cfg, luns, npaths, width)) == 0 &&
 	    (rc = label_new_luns(cfg, old_nluns, luns)) == 0) {
-		int fds[CVM_MAX_LUNS];
+		int fds[CVM_MAX_LUNS] = {0};
 		for (uint32_t i = 0; i < old_nluns; i++)
 			fds[i] = cvm_volume_lun_fd(v, i);
 		for (size_t i = 0; i < npaths; i++)

@@ -41,13 +41,13 @@ static void get_string(char *dst, const uint8_t *src, size_t field)
 static void put_string(uint8_t *dst, const char *src, size_t field)
 {
 	size_t len = strnlen(src, field - 1);
-	memcpy(dst, src, len);
+	memcpy(dst, src, len); /* NOLINT(bugprone-not-null-terminated-result): dst is zero-filled */
 }
 
 void cvm_label_encode(const struct cvm_label *l, uint8_t buf[CVM_LABEL_BYTES])
 {
 	memset(buf, 0, CVM_LABEL_BYTES);
-	memcpy(buf, LABEL_MAGIC, 8);
+	memcpy(buf, LABEL_MAGIC, 8); /* NOLINT(bugprone-not-null-terminated-result): a magic */
 	put32(buf + 8, FORMAT_VERSION);
 	put32(buf + 12, CVM_LABEL_BYTES);
 	memcpy(buf + 16, l->lun_uuid.b, 16);
@@ -87,7 +87,7 @@ size_t cvm_config_encode(const struct cvm_config *c, const cvm_uuid *copy_on,
 	size_t body = CONFIG_HEADER + c->nsets * SET_BYTES + c->nluns * LUN_BYTES;
 	size_t total = (body + 4 + 4095) & ~(size_t)4095;
 	memset(buf, 0, total);
-	memcpy(buf, CONFIG_MAGIC, 8);
+	memcpy(buf, CONFIG_MAGIC, 8); /* NOLINT(bugprone-not-null-terminated-result): a magic */
 	put32(buf + 8, FORMAT_VERSION);
 	put32(buf + 12, (uint32_t)(body + 4));
 	put64(buf + 16, c->generation);

@@ -280,7 +280,7 @@ int cvm_scan_paths(const char *const *paths, size_t npaths, struct cvm_scan *out
 
 void cvm_scan_free(struct cvm_scan *scan)
 {
-	for (size_t i = 0; i < scan->nluns; i++)
+	for (size_t i = 0; scan->luns && i < scan->nluns; i++)
 		free_found(&scan->luns[i]);
 	free(scan->luns);
 	memset(scan, 0, sizeof *scan);

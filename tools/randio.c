@@ -234,21 +234,23 @@ static int open_target(const struct config *c, const struct cvm_scan *scan, bool
 		t->size = cvm_volume_size(t->vol);
 		return 0;
 	}
+	t->ops = &file_ops;
 	t->fd = open(c->target, (writes ? O_RDWR : O_RDONLY) | O_DIRECT | O_CLOEXEC);
 	struct stat st;
 	if (t->fd < 0 || fstat(t->fd, &st) < 0) {
-		int e = errno;
+		int e = errno ? errno : EIO;
 		snprintf(msg, msglen, "target %s: %s", c->target, strerror(e));
+		if (t->fd >= 0)
+			close(t->fd);
 		return -e;
 	}
 	t->size = (uint64_t)st.st_size;
 	if (S_ISBLK(st.st_mode) && ioctl(t->fd, BLKGETSIZE64, &t->size) < 0) {
-		int e = errno;
+		int e = errno ? errno : EIO;
 		snprintf(msg, msglen, "target %s: device size: %s", c->target, strerror(e));
 		close(t->fd);
 		return -e;
 	}
-	t->ops = &file_ops;
 	return 0;
 }
 
@@ -403,6 +405,12 @@ static int stream_main(const struct config *c, const struct cvm_scan *scan, unsi
 		return rc;
 	uint64_t size = c->size_limit && c->size_limit < s.t.size ? c->size_limit : s.t.size;
 	s.blocks = size / c->bs;
+	if (s.blocks == 0) {
+		snprintf(st->message, sizeof st->message, "target %s is smaller than one I/O",
+			 c->target);
+		s.t.ops->close(&s.t);
+		return -ENOSPC;
+	}
 	s.nblocks = s.blocks / c->streams ? s.blocks / c->streams : 1;
 	s.first_block = (index * s.nblocks) % s.blocks;
 	s.buffer = mmap(NULL, BUFFER_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
