@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Run every test of a build directory: the criterion unit tests, then the integration scripts
 # (which drive the installed-style binaries in BUILD/bin).  Counts test cases, prints
-# "N passed, N failed" last, exits non-zero if anything failed.
+# "N passed, N failed" last (", N skipped" for checks whose needs are missing), exits non-zero if anything failed.
 set -u
 build=${1:-build}
 cd "$(dirname "$0")/.." || exit 1
 passed=0
 failed=0
+skipped=0
 failures=()
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
@@ -35,6 +36,7 @@ for s in tests/*/test_*.sh; do
 	rc=${PIPESTATUS[0]}
 	p=$(grep -ac '^ok ' "$log")
 	f=$(grep -ac '^not ok ' "$log")
+	skipped=$((skipped + $(grep -ac '^skip ' "$log")))
 	passed=$((passed + p))
 	failed=$((failed + f))
 	if [ "$rc" -ne 0 ]; then
@@ -44,5 +46,9 @@ for s in tests/*/test_*.sh; do
 done
 
 [ ${#failures[@]} -gt 0 ] && printf 'failed: %s\n' "${failures[@]}"
-echo "$passed passed, $failed failed"
+if [ "$skipped" -gt 0 ]; then
+	echo "$passed passed, $failed failed, $skipped skipped"
+else
+	echo "$passed passed, $failed failed"
+fi
 [ "$failed" -eq 0 ] && [ ${#failures[@]} -eq 0 ]
