@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Run every test of a build directory: the criterion unit tests, then the integration scripts
 # (which drive the installed-style binaries in BUILD/bin).  Counts test cases, prints
-# "N passed, N failed" last (", N skipped" for checks whose needs are missing), exits non-zero if anything failed.
+# "N passed, N failed" last (", N skipped" for checks whose needs are missing), and exits
+# non-zero if anything failed.
 set -u
 build=${1:-build}
 cd "$(dirname "$0")/.." || exit 1
