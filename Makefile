@@ -24,19 +24,23 @@ LDLIBS_CVM := -laio -lpthread
 
 CVM_SRC := $(wildcard cvm/*.c)
 CVM_OBJ := $(CVM_SRC:%.c=$(BUILD)/%.o)
+LOCK_SRC := $(wildcard dlm-client/*.c)
+LOCK_OBJ := $(LOCK_SRC:%.c=$(BUILD)/%.o)
+LDLIBS_LOCK := -lpthread
 TOOLS_COMMON_OBJ := $(BUILD)/tools/common.o
 TOOLS := $(BUILD)/bin/cvm $(BUILD)/bin/randio
-UNIT_TESTS := $(patsubst tests/%.c,$(BUILD)/tests/%,$(wildcard tests/cvm/test_*.c))
+UNIT_TESTS := $(patsubst tests/%.c,$(BUILD)/tests/%,$(wildcard tests/*/test_*.c))
+LIBS := $(BUILD)/lib/libcvm.a $(BUILD)/lib/libcfslock.a
 
 .SECONDARY:
 .PHONY: all deps check unit integration demo bench install clean lint
-all: deps $(BUILD)/lib/libcvm.a $(BUILD)/lib/libcvm.so $(TOOLS)
+all: deps $(LIBS) $(BUILD)/lib/libcvm.so $(TOOLS)
 
 # Installs what is missing (apt-get, as root); a no-op once everything is there.
 deps:
 	@scripts/deps.sh
 
-$(BUILD)/%.o: %.c $(wildcard cvm/*.h tools/*.h)
+$(BUILD)/%.o: %.c $(wildcard cvm/*.h tools/*.h dlm-client/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -c $< -o $@
 
@@ -44,22 +48,26 @@ $(BUILD)/lib/libcvm.a: $(CVM_OBJ)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 
+$(BUILD)/lib/libcfslock.a: $(LOCK_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
 $(BUILD)/lib/libcvm.so: $(CVM_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) -shared -Wl,-soname,libcvm.so.0 $(LDFLAGS_SAN) -o $@ $^ $(LDLIBS_CVM)
 
-$(BUILD)/bin/%: $(BUILD)/tools/%.o $(TOOLS_COMMON_OBJ) $(BUILD)/lib/libcvm.a
+$(BUILD)/bin/%: $(BUILD)/tools/%.o $(TOOLS_COMMON_OBJ) $(LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS_SAN) $(LDFLAGS) -o $@ $^ $(LDLIBS_CVM) -lm
+	$(CC) $(LDFLAGS_SAN) $(LDFLAGS) -o $@ $^ $(LDLIBS_CVM) $(LDLIBS_LOCK) -lm
 
-$(BUILD)/tests/%: tests/%.c tests/helpers.h $(BUILD)/lib/libcvm.a
+$(BUILD)/tests/%: tests/%.c tests/helpers.h $(LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) -o $@ $< $(BUILD)/lib/libcvm.a $(LDFLAGS_SAN) -lcriterion $(LDLIBS_CVM)
+	$(CC) $(CFLAGS_ALL) -o $@ $< $(LIBS) $(LDFLAGS_SAN) -lcriterion $(LDLIBS_CVM) $(LDLIBS_LOCK)
 
 # The test run: everything rebuilt with the sanitizers, then unit and integration tests.
 check: deps
 	$(MAKE) --no-print-directory SANITIZE=1 BUILD=build/asan build/asan/bin/cvm build/asan/bin/randio \
-		$(patsubst tests/%.c,build/asan/tests/%,$(wildcard tests/cvm/test_*.c))
+		$(patsubst tests/%.c,build/asan/tests/%,$(wildcard tests/*/test_*.c))
 	tests/run.sh build/asan
 
 demo: all
@@ -70,8 +78,8 @@ bench: all
 
 lint:
 	cppcheck --quiet --error-exitcode=1 --enable=warning,portability --inline-suppr \
-		-D_GNU_SOURCE -I. cvm tools
-	clang-tidy --quiet $(CVM_SRC) tools/*.c -- $(CFLAGS_COMMON)
+		-D_GNU_SOURCE -I. cvm dlm-client tools
+	clang-tidy --quiet $(CVM_SRC) $(LOCK_SRC) tools/*.c -- $(CFLAGS_COMMON)
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include \

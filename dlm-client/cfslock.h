@@ -1,0 +1,95 @@
+/* libcfslock: cluster membership, quorum, and a DLM-style lock API.
+ *
+ * Lockspaces hold resources named by up to 64 bytes.  A lock on a resource is requested in one
+ * of the modes NL CR CW PR PW EX (the DLM compatibility matrix), converted, and unlocked.
+ * Every call is asynchronous: its outcome arrives as the lock's completion callback, and a
+ * holder that blocks someone gets the blocking callback.  Callbacks run only inside
+ * cfslock_dispatch(), on the caller's event loop (poll cfslock_client_fd() for POLLIN).
+ * The *_sync wrappers wait for their own completion.
+ *
+ * Backends: "local" (in-process, one node), "corosync" (lock table replicated over CPG), "dlm"
+ * (the kernel DLM through libdlm).  Errors are negative errno values; a call made without
+ * quorum fails with CFSLOCK_ENOQUORUM.
+ */
+#ifndef CFSLOCK_H
+#define CFSLOCK_H
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum cfslock_mode { CFSLOCK_NL, CFSLOCK_CR, CFSLOCK_CW, CFSLOCK_PR, CFSLOCK_PW, CFSLOCK_EX };
+
+#define CFSLOCK_LVB_LEN 32
+#define CFSLOCK_NAME_MAX 64
+#define CFSLOCK_NOQUEUE 0x1u        /* fail with -EAGAIN instead of waiting */
+#define CFSLOCK_ENOQUORUM ENOLINK   /* this node has no quorum: it must stop I/O */
+
+struct cfslock_client;
+struct cfslock_space;
+struct cfslock;
+
+struct cfslock_events {
+	void (*membership)(void *arg, uint32_t node, bool joined);
+	void (*quorum)(void *arg, bool quorate);
+	void *arg;
+};
+
+/* backend: "local", "corosync" or "dlm".  events may be NULL. */
+int cfslock_client_open(const char *backend, const struct cfslock_events *events,
+			struct cfslock_client **out);
+void cfslock_client_close(struct cfslock_client *c);
+int cfslock_client_fd(const struct cfslock_client *c);
+/* Run the callbacks that are due; returns how many ran, or -errno. */
+int cfslock_dispatch(struct cfslock_client *c);
+uint32_t cfslock_node_id(const struct cfslock_client *c);
+bool cfslock_quorate(const struct cfslock_client *c);
+
+int cfslock_space_open(struct cfslock_client *c, const char *name, struct cfslock_space **out);
+void cfslock_space_close(struct cfslock_space *s);
+/* Say that recovery of a failed node is done: its recovering locks are dropped. */
+int cfslock_recovery_done(struct cfslock_space *s, uint32_t node);
+
+/* status: 0 granted (or unlocked), -EAGAIN (NOQUEUE and busy), -ECANCELED, or another -errno. */
+typedef void (*cfslock_done_fn)(void *arg, struct cfslock *lk, int status);
+typedef void (*cfslock_blocking_fn)(void *arg, struct cfslock *lk, int wanted_mode);
+
+struct cfslock *cfslock_new(struct cfslock_space *s, const char *name, cfslock_done_fn done,
+			    cfslock_blocking_fn blocking, void *arg);
+/* Free a lock that is not held (never requested, or unlocked). */
+void cfslock_free(struct cfslock *lk);
+
+/* Request the lock in `mode`, or convert it if held.  -EBUSY if a request is pending. */
+int cfslock_request(struct cfslock *lk, int mode, unsigned flags);
+int cfslock_unlock(struct cfslock *lk);
+/* Cancel a pending request or conversion (it completes with -ECANCELED). */
+int cfslock_cancel(struct cfslock *lk);
+
+int cfslock_request_sync(struct cfslock *lk, int mode, unsigned flags);
+int cfslock_unlock_sync(struct cfslock *lk);
+
+/* The granted mode, or -1. */
+int cfslock_mode(const struct cfslock *lk);
+bool cfslock_pending(const struct cfslock *lk);
+/* The value block as of the last grant; set it before a release from PW or EX to publish it. */
+const uint8_t *cfslock_lvb(const struct cfslock *lk);
+bool cfslock_lvb_valid(const struct cfslock *lk);
+void cfslock_set_lvb(struct cfslock *lk, const uint8_t lvb[CFSLOCK_LVB_LEN]);
+const char *cfslock_name(const struct cfslock *lk);
+const char *cfslock_mode_name(int mode);
+int cfslock_parse_mode(const char *s);
+
+/* Dump a lockspace's table as this node sees it. */
+struct cfslock_dump_entry {
+	const char *resource;
+	uint32_t node;
+	uint64_t lkid;
+	int granted, requested;
+	const char *state; /* "granted", "converting", "waiting" */
+	bool recovering;
+};
+typedef void (*cfslock_dump_fn)(void *arg, const struct cfslock_dump_entry *e);
+int cfslock_dump(struct cfslock_space *s, cfslock_dump_fn fn, void *arg);
+
+#endif

@@ -1,0 +1,377 @@
+/* libcfslock's client core: lock handles, the callback queue behind an eventfd, dispatch, and
+ * the synchronous wrappers.  Backends do the locking (local.c, corosync.c, dlm.c). */
+#include "client.h"
+
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+enum callback_kind { CB_LOCK, CB_MEMBERSHIP, CB_QUORUM };
+
+struct callback {
+	struct callback *next;
+	enum callback_kind kind;
+	struct cfslock *lk;
+	struct lt_event ev;
+	uint32_t node;
+	bool flag;
+};
+
+static const struct cfslock_backend_ops *find_backend(const char *name)
+{
+	static const struct cfslock_backend_ops *const all[] = {&cfslock_local_ops};
+	for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+		if (strcmp(all[i]->name, name) == 0)
+			return all[i];
+	return NULL;
+}
+
+int cfslock_client_open(const char *backend, const struct cfslock_events *events,
+			struct cfslock_client **out)
+{
+	const struct cfslock_backend_ops *ops = find_backend(backend ? backend : "local");
+	if (!ops)
+		return -EPROTONOSUPPORT;
+	struct cfslock_client *c = calloc(1, sizeof *c);
+	if (!c)
+		return -ENOMEM;
+	c->ops = ops;
+	if (events)
+		c->events = *events;
+	c->quorate = true;
+	c->next_lkid = 1;
+	pthread_mutex_init(&c->qlock, NULL);
+	pthread_mutex_init(&c->dispatch_lock, NULL);
+	pthread_cond_init(&c->dispatched, NULL);
+	c->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	int rc = c->efd < 0 ? -errno : ops->open(c);
+	if (rc) {
+		if (c->efd >= 0)
+			close(c->efd);
+		free(c);
+		return rc;
+	}
+	*out = c;
+	return 0;
+}
+
+void cfslock_client_close(struct cfslock_client *c)
+{
+	if (!c)
+		return;
+	c->ops->close(c);
+	for (struct callback *cb = c->head, *n; cb; cb = n) {
+		n = cb->next;
+		free(cb);
+	}
+	close(c->efd);
+	pthread_mutex_destroy(&c->qlock);
+	pthread_mutex_destroy(&c->dispatch_lock);
+	pthread_cond_destroy(&c->dispatched);
+	free(c);
+}
+
+int cfslock_client_fd(const struct cfslock_client *c) { return c->efd; }
+uint32_t cfslock_node_id(const struct cfslock_client *c) { return c->node; }
+bool cfslock_quorate(const struct cfslock_client *c) { return c->quorate; }
+
+static void enqueue(struct cfslock_client *c, struct callback *cb)
+{
+	pthread_mutex_lock(&c->qlock);
+	if (c->tail)
+		c->tail->next = cb;
+	else
+		c->head = cb;
+	c->tail = cb;
+	pthread_mutex_unlock(&c->qlock);
+	uint64_t one = 1;
+	if (write(c->efd, &one, sizeof one) < 0) {
+		/* The counter cannot overflow in practice; a failed wakeup only delays dispatch. */
+	}
+}
+
+void cfslock_deliver(struct cfslock_client *c, struct cfslock *lk, const struct lt_event *ev)
+{
+	struct callback *cb = calloc(1, sizeof *cb);
+	if (!cb)
+		abort(); /* losing a grant would leave the caller waiting forever */
+	cb->kind = CB_LOCK;
+	cb->lk = lk;
+	cb->ev = *ev;
+	enqueue(c, cb);
+}
+
+void cfslock_deliver_membership(struct cfslock_client *c, uint32_t node, bool joined)
+{
+	struct callback *cb = calloc(1, sizeof *cb);
+	if (!cb)
+		abort();
+	*cb = (struct callback){.kind = CB_MEMBERSHIP, .node = node, .flag = joined};
+	enqueue(c, cb);
+}
+
+void cfslock_deliver_quorum(struct cfslock_client *c, bool quorate)
+{
+	struct callback *cb = calloc(1, sizeof *cb);
+	if (!cb)
+		abort();
+	*cb = (struct callback){.kind = CB_QUORUM, .flag = quorate};
+	enqueue(c, cb);
+}
+
+static void run_lock_callback(struct cfslock *lk, const struct lt_event *ev)
+{
+	if (ev->type == LT_EV_BLOCKING) {
+		if (lk->blocking)
+			lk->blocking(lk->arg, lk, ev->mode);
+		return;
+	}
+	int status = ev->type == LT_EV_FAILED ? ev->status : 0;
+	lk->granted = ev->type == LT_EV_UNLOCKED ? -1 : ev->mode;
+	lk->pending = false;
+	if (ev->type == LT_EV_GRANTED) {
+		memcpy(lk->lvb, ev->lvb, CFSLOCK_LVB_LEN);
+		lk->lvb_valid = ev->lvb_valid;
+	}
+	if (lk->sync_waiting) {
+		lk->sync_status = status;
+		lk->sync_done = true;
+		return;
+	}
+	if (lk->done)
+		lk->done(lk->arg, lk, status);
+}
+
+static int dispatch_locked(struct cfslock_client *c)
+{
+	uint64_t count;
+	if (read(c->efd, &count, sizeof count) < 0 && errno != EAGAIN)
+		return -errno;
+	pthread_mutex_lock(&c->qlock);
+	struct callback *cb = c->head;
+	c->head = c->tail = NULL;
+	pthread_mutex_unlock(&c->qlock);
+	int ran = 0;
+	for (struct callback *n; cb; cb = n, ran++) {
+		n = cb->next;
+		switch (cb->kind) {
+		case CB_LOCK: run_lock_callback(cb->lk, &cb->ev); break;
+		case CB_MEMBERSHIP:
+			if (c->events.membership)
+				c->events.membership(c->events.arg, cb->node, cb->flag);
+			break;
+		case CB_QUORUM:
+			c->quorate = cb->flag;
+			if (c->events.quorum)
+				c->events.quorum(c->events.arg, cb->flag);
+			break;
+		}
+		free(cb);
+	}
+	pthread_cond_broadcast(&c->dispatched);
+	return ran;
+}
+
+int cfslock_dispatch(struct cfslock_client *c)
+{
+	pthread_mutex_lock(&c->dispatch_lock);
+	int rc = dispatch_locked(c);
+	pthread_mutex_unlock(&c->dispatch_lock);
+	return rc;
+}
+
+/* Wait for lk's own completion.  Whoever holds the dispatch lock runs everybody's callbacks;
+ * a waiter that cannot take it sleeps until the holder has dispatched. */
+static int wait_sync(struct cfslock *lk)
+{
+	struct cfslock_client *c = lk->s->c;
+	pthread_mutex_lock(&c->dispatch_lock);
+	while (!lk->sync_done) {
+		struct pollfd p = {.fd = c->efd, .events = POLLIN};
+		pthread_mutex_unlock(&c->dispatch_lock);
+		poll(&p, 1, 100);
+		pthread_mutex_lock(&c->dispatch_lock);
+		dispatch_locked(c);
+	}
+	lk->sync_waiting = false;
+	pthread_mutex_unlock(&c->dispatch_lock);
+	return lk->sync_status;
+}
+
+int cfslock_space_open(struct cfslock_client *c, const char *name, struct cfslock_space **out)
+{
+	if (!name || !*name || strlen(name) > CFSLOCK_NAME_MAX)
+		return -EINVAL;
+	struct cfslock_space *s = calloc(1, sizeof *s);
+	if (!s)
+		return -ENOMEM;
+	s->c = c;
+	strcpy(s->name, name);
+	int rc = c->ops->space_open(s);
+	if (rc) {
+		free(s);
+		return rc;
+	}
+	*out = s;
+	return 0;
+}
+
+void cfslock_space_close(struct cfslock_space *s)
+{
+	if (!s)
+		return;
+	s->c->ops->space_close(s);
+	free(s);
+}
+
+int cfslock_recovery_done(struct cfslock_space *s, uint32_t node)
+{
+	return s->c->ops->recovery_done(s, node);
+}
+
+struct cfslock *cfslock_new(struct cfslock_space *s, const char *name, cfslock_done_fn done,
+			    cfslock_blocking_fn blocking, void *arg)
+{
+	size_t len = name ? strlen(name) : 0;
+	if (len == 0 || len > CFSLOCK_NAME_MAX)
+		return NULL;
+	struct cfslock *lk = calloc(1, sizeof *lk);
+	if (!lk)
+		return NULL;
+	*lk = (struct cfslock){.s = s, .len = len, .granted = -1, .done = done,
+			       .blocking = blocking, .arg = arg};
+	memcpy(lk->name, name, len);
+	pthread_mutex_lock(&s->c->qlock);
+	lk->lkid = s->c->next_lkid++;
+	pthread_mutex_unlock(&s->c->qlock);
+	return lk;
+}
+
+void cfslock_free(struct cfslock *lk)
+{
+	free(lk);
+}
+
+static int start(struct cfslock *lk)
+{
+	if (lk->pending)
+		return -EBUSY;
+	if (!lk->s->c->quorate)
+		return -CFSLOCK_ENOQUORUM;
+	lk->pending = true;
+	return 0;
+}
+
+int cfslock_request(struct cfslock *lk, int mode, unsigned flags)
+{
+	if (mode < CFSLOCK_NL || mode > CFSLOCK_EX || (flags & ~CFSLOCK_NOQUEUE))
+		return -EINVAL;
+	int rc = start(lk);
+	if (rc)
+		return rc;
+	const struct cfslock_backend_ops *ops = lk->s->c->ops;
+	rc = lk->granted < 0 ? ops->request(lk, mode, flags)
+			     : ops->convert(lk, mode, flags, lk->lvb_out_set ? lk->lvb_out : NULL);
+	if (rc)
+		lk->pending = false;
+	return rc;
+}
+
+int cfslock_unlock(struct cfslock *lk)
+{
+	if (lk->granted < 0)
+		return -ENOENT;
+	int rc = start(lk);
+	if (rc)
+		return rc;
+	rc = lk->s->c->ops->unlock(lk, lk->lvb_out_set ? lk->lvb_out : NULL);
+	if (rc)
+		lk->pending = false;
+	return rc;
+}
+
+int cfslock_cancel(struct cfslock *lk)
+{
+	if (!lk->pending)
+		return -ENOENT;
+	return lk->s->c->ops->cancel(lk);
+}
+
+int cfslock_request_sync(struct cfslock *lk, int mode, unsigned flags)
+{
+	lk->sync_waiting = true;
+	lk->sync_done = false;
+	int rc = cfslock_request(lk, mode, flags);
+	if (rc) {
+		lk->sync_waiting = false;
+		return rc;
+	}
+	return wait_sync(lk);
+}
+
+int cfslock_unlock_sync(struct cfslock *lk)
+{
+	lk->sync_waiting = true;
+	lk->sync_done = false;
+	int rc = cfslock_unlock(lk);
+	if (rc) {
+		lk->sync_waiting = false;
+		return rc;
+	}
+	return wait_sync(lk);
+}
+
+int cfslock_mode(const struct cfslock *lk) { return lk->granted; }
+bool cfslock_pending(const struct cfslock *lk) { return lk->pending; }
+const uint8_t *cfslock_lvb(const struct cfslock *lk) { return lk->lvb; }
+bool cfslock_lvb_valid(const struct cfslock *lk) { return lk->lvb_valid; }
+const char *cfslock_name(const struct cfslock *lk) { return lk->name; }
+
+void cfslock_set_lvb(struct cfslock *lk, const uint8_t lvb[CFSLOCK_LVB_LEN])
+{
+	memcpy(lk->lvb_out, lvb, CFSLOCK_LVB_LEN);
+	lk->lvb_out_set = true;
+}
+
+static const char *const mode_names[] = {"NL", "CR", "CW", "PR", "PW", "EX"};
+
+const char *cfslock_mode_name(int mode)
+{
+	return mode >= CFSLOCK_NL && mode <= CFSLOCK_EX ? mode_names[mode] : "--";
+}
+
+int cfslock_parse_mode(const char *s)
+{
+	for (int m = CFSLOCK_NL; m <= CFSLOCK_EX; m++)
+		if (strcasecmp(s, mode_names[m]) == 0)
+			return m;
+	return -EINVAL;
+}
+
+struct dump_ctx {
+	cfslock_dump_fn fn;
+	void *arg;
+};
+
+static void dump_visit(void *arg, const struct lt_lock_info *info)
+{
+	struct dump_ctx *d = arg;
+	static const char *const states[] = {"granted", "converting", "waiting"};
+	char name[CFSLOCK_NAME_MAX + 1];
+	memcpy(name, info->name, info->name_len);
+	name[info->name_len] = '\0';
+	struct cfslock_dump_entry e = {.resource = name, .node = info->node, .lkid = info->lkid,
+				       .granted = info->granted, .requested = info->requested,
+				       .state = states[info->queue], .recovering = info->recovering};
+	d->fn(d->arg, &e);
+}
+
+int cfslock_dump(struct cfslock_space *s, cfslock_dump_fn fn, void *arg)
+{
+	struct dump_ctx d = {fn, arg};
+	return s->c->ops->dump(s, dump_visit, &d);
+}

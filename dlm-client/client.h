@@ -1,0 +1,74 @@
+/* libcfslock internals shared by the client core (client.c) and the backends. */
+#ifndef CFSLOCK_CLIENT_H
+#define CFSLOCK_CLIENT_H
+
+#include "cfslock.h"
+#include "table.h"
+
+#include <pthread.h>
+
+struct cfslock_backend_ops {
+	const char *name;
+	int (*open)(struct cfslock_client *c);
+	void (*close)(struct cfslock_client *c);
+	int (*space_open)(struct cfslock_space *s);
+	void (*space_close)(struct cfslock_space *s);
+	int (*request)(struct cfslock *lk, int mode, unsigned flags);
+	int (*convert)(struct cfslock *lk, int mode, unsigned flags, const uint8_t *lvb);
+	int (*unlock)(struct cfslock *lk, const uint8_t *lvb);
+	int (*cancel)(struct cfslock *lk);
+	int (*recovery_done)(struct cfslock_space *s, uint32_t node);
+	int (*dump)(struct cfslock_space *s, lt_visit_fn visit, void *arg);
+};
+
+extern const struct cfslock_backend_ops cfslock_local_ops;
+extern const struct cfslock_backend_ops cfslock_corosync_ops;
+extern const struct cfslock_backend_ops cfslock_dlm_ops;
+
+struct callback; /* a queued event, see client.c */
+
+struct cfslock_client {
+	const struct cfslock_backend_ops *ops;
+	void *backend;
+	uint32_t node;
+	bool quorate;
+	struct cfslock_events events;
+	int efd; /* eventfd: readable while callbacks are queued */
+	pthread_mutex_t qlock;
+	struct callback *head, *tail;
+	pthread_mutex_t dispatch_lock;
+	pthread_cond_t dispatched;
+	uint64_t next_lkid;
+};
+
+struct cfslock_space {
+	struct cfslock_client *c;
+	char name[CFSLOCK_NAME_MAX + 1];
+	void *backend;
+};
+
+struct cfslock {
+	struct cfslock_space *s;
+	char name[CFSLOCK_NAME_MAX + 1];
+	size_t len;
+	uint64_t lkid;
+	int granted;       /* as of the last dispatched completion */
+	bool pending;      /* a request, conversion or unlock is under way */
+	cfslock_done_fn done;
+	cfslock_blocking_fn blocking;
+	void *arg;
+	uint8_t lvb[CFSLOCK_LVB_LEN];
+	bool lvb_valid;
+	uint8_t lvb_out[CFSLOCK_LVB_LEN];
+	bool lvb_out_set;
+	bool sync_waiting, sync_done;
+	int sync_status;
+};
+
+/* Backends report table events for this client's locks, and membership and quorum changes,
+ * from any thread; they run as callbacks in the next cfslock_dispatch. */
+void cfslock_deliver(struct cfslock_client *c, struct cfslock *lk, const struct lt_event *ev);
+void cfslock_deliver_membership(struct cfslock_client *c, uint32_t node, bool joined);
+void cfslock_deliver_quorum(struct cfslock_client *c, bool quorate);
+
+#endif
