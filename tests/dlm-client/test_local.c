@@ -1,0 +1,207 @@
+/* libcfslock through the local backend: the client API, callbacks on dispatch, LVBs, and
+ * mutual exclusion among threads that each act as a separate client. */
+#include "dlm-client/cfslock.h"
+
+#include <criterion/criterion.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+struct seen {
+	int done_calls, last_status, blocking_calls, wanted;
+};
+
+static void on_done(void *arg, struct cfslock *lk, int status)
+{
+	(void)lk;
+	struct seen *s = arg;
+	s->done_calls++;
+	s->last_status = status;
+}
+
+static void on_blocking(void *arg, struct cfslock *lk, int wanted)
+{
+	(void)lk;
+	struct seen *s = arg;
+	s->blocking_calls++;
+	s->wanted = wanted;
+}
+
+static struct cfslock_client *open_client(void)
+{
+	struct cfslock_client *c;
+	cr_assert_eq(cfslock_client_open("local", NULL, &c), 0);
+	return c;
+}
+
+Test(local, unknown_backend_is_refused)
+{
+	struct cfslock_client *c;
+	cr_assert_eq(cfslock_client_open("carrier-pigeon", NULL, &c), -EPROTONOSUPPORT);
+}
+
+Test(local, callbacks_run_only_in_dispatch)
+{
+	struct cfslock_client *a = open_client(), *b = open_client();
+	struct cfslock_space *sa, *sb;
+	cr_assert_eq(cfslock_space_open(a, "t1", &sa), 0);
+	cr_assert_eq(cfslock_space_open(b, "t1", &sb), 0);
+	struct seen x = {0}, y = {0};
+	struct cfslock *la = cfslock_new(sa, "inode:42", on_done, on_blocking, &x);
+	struct cfslock *lb = cfslock_new(sb, "inode:42", on_done, on_blocking, &y);
+	cr_assert_eq(cfslock_request(la, CFSLOCK_EX, 0), 0);
+	cr_assert_eq(x.done_calls, 0, "a callback ran outside dispatch");
+	cr_assert_eq(cfslock_request(la, CFSLOCK_PR, 0), -EBUSY, "second request while pending");
+	cr_assert_eq(cfslock_dispatch(a), 1);
+	cr_assert_eq(x.done_calls, 1);
+	cr_assert_eq(x.last_status, 0);
+	cr_assert_eq(cfslock_mode(la), CFSLOCK_EX);
+
+	cr_assert_eq(cfslock_request(lb, CFSLOCK_PR, 0), 0);
+	cfslock_dispatch(a);
+	cr_assert_eq(x.blocking_calls, 1, "the holder was not told");
+	cr_assert_eq(x.wanted, CFSLOCK_PR);
+	cfslock_dispatch(b);
+	cr_assert_eq(y.done_calls, 0, "granted over EX");
+	/* The holder answers the blocking callback by converting down. */
+	cr_assert_eq(cfslock_request_sync(la, CFSLOCK_PR, 0), 0);
+	cfslock_dispatch(b);
+	cr_assert_eq(y.done_calls, 1);
+	cr_assert_eq(cfslock_mode(lb), CFSLOCK_PR);
+	cr_assert_eq(cfslock_unlock_sync(la), 0);
+	cr_assert_eq(cfslock_unlock_sync(lb), 0);
+	cfslock_free(la);
+	cfslock_free(lb);
+	cfslock_space_close(sa);
+	cfslock_space_close(sb);
+	cfslock_client_close(a);
+	cfslock_client_close(b);
+}
+
+Test(local, noqueue_cancel_and_value_block)
+{
+	struct cfslock_client *a = open_client(), *b = open_client();
+	struct cfslock_space *sa, *sb;
+	cr_assert_eq(cfslock_space_open(a, "t2", &sa), 0);
+	cr_assert_eq(cfslock_space_open(b, "t2", &sb), 0);
+	struct seen y = {0};
+	struct cfslock *la = cfslock_new(sa, "rg:7", NULL, NULL, NULL);
+	struct cfslock *lb = cfslock_new(sb, "rg:7", on_done, NULL, &y);
+	cr_assert_eq(cfslock_request_sync(la, CFSLOCK_EX, 0), 0);
+	cr_assert_not(cfslock_lvb_valid(la));
+	cr_assert_eq(cfslock_request_sync(lb, CFSLOCK_PR, CFSLOCK_NOQUEUE), -EAGAIN);
+	cr_assert_eq(cfslock_mode(lb), -1);
+	cr_assert_eq(cfslock_request(lb, CFSLOCK_PR, 0), 0);
+	cr_assert_eq(cfslock_cancel(lb), 0);
+	cfslock_dispatch(b);
+	cr_assert_eq(y.last_status, -ECANCELED);
+	cr_assert_eq(cfslock_cancel(lb), -ENOENT);
+
+	uint8_t v[CFSLOCK_LVB_LEN];
+	memset(v, 0xab, sizeof v);
+	cfslock_set_lvb(la, v);
+	cr_assert_eq(cfslock_unlock_sync(la), 0);
+	cr_assert_eq(cfslock_request_sync(lb, CFSLOCK_PR, 0), 0);
+	cr_assert(cfslock_lvb_valid(lb));
+	cr_assert_eq(memcmp(cfslock_lvb(lb), v, sizeof v), 0, "the value block did not pass");
+	cr_assert_eq(cfslock_unlock_sync(lb), 0);
+	cr_assert_eq(cfslock_unlock(lb), -ENOENT, "unlock of a lock not held");
+	cfslock_free(la);
+	cfslock_free(lb);
+	cfslock_space_close(sa);
+	cfslock_space_close(sb);
+	cfslock_client_close(a);
+	cfslock_client_close(b);
+}
+
+Test(local, bad_arguments)
+{
+	struct cfslock_client *a = open_client();
+	struct cfslock_space *s;
+	char longname[CFSLOCK_NAME_MAX + 2];
+	memset(longname, 'x', sizeof longname - 1);
+	longname[sizeof longname - 1] = '\0';
+	cr_assert_eq(cfslock_space_open(a, "", &s), -EINVAL);
+	cr_assert_eq(cfslock_space_open(a, longname, &s), -EINVAL);
+	cr_assert_eq(cfslock_space_open(a, "t3", &s), 0);
+	cr_assert_null(cfslock_new(s, longname, NULL, NULL, NULL));
+	cr_assert_null(cfslock_new(s, "", NULL, NULL, NULL));
+	struct cfslock *lk = cfslock_new(s, "x", NULL, NULL, NULL);
+	cr_assert_eq(cfslock_request(lk, 6, 0), -EINVAL);
+	cr_assert_eq(cfslock_request(lk, CFSLOCK_PR, 0x80), -EINVAL);
+	cr_assert_eq(cfslock_parse_mode("ex"), CFSLOCK_EX);
+	cr_assert_eq(cfslock_parse_mode("XX"), -EINVAL);
+	cfslock_free(lk);
+	cfslock_space_close(s);
+	cfslock_client_close(a);
+}
+
+/* K threads, each its own client, increment a shared counter under EX. */
+#define THREADS 4
+#define ROUNDS 2500
+static long counter;
+
+static void *incrementer(void *arg)
+{
+	(void)arg;
+	struct cfslock_client *c;
+	struct cfslock_space *s;
+	if (cfslock_client_open("local", NULL, &c) || cfslock_space_open(c, "t4", &s))
+		return (void *)1;
+	struct cfslock *lk = cfslock_new(s, "counter", NULL, NULL, NULL);
+	for (int i = 0; i < ROUNDS; i++) {
+		if (cfslock_request_sync(lk, CFSLOCK_EX, 0))
+			return (void *)1;
+		long v = counter;
+		sched_yield(); /* invite a race if exclusion were broken */
+		counter = v + 1;
+		if (cfslock_unlock_sync(lk))
+			return (void *)1;
+	}
+	cfslock_free(lk);
+	cfslock_space_close(s);
+	cfslock_client_close(c);
+	return NULL;
+}
+
+Test(local, ex_excludes_threads, .timeout = 60)
+{
+	pthread_t th[THREADS];
+	for (int i = 0; i < THREADS; i++)
+		pthread_create(&th[i], NULL, incrementer, NULL);
+	for (int i = 0; i < THREADS; i++) {
+		void *ret;
+		pthread_join(th[i], &ret);
+		cr_assert_null(ret, "thread %d failed", i);
+	}
+	cr_assert_eq(counter, THREADS * ROUNDS);
+}
+
+static void dump_count(void *arg, const struct cfslock_dump_entry *e)
+{
+	int *n = arg;
+	(*n)++;
+	cr_assert_str_eq(e->resource, "d");
+}
+
+Test(local, dump_lists_holders_and_waiters)
+{
+	struct cfslock_client *a = open_client();
+	struct cfslock_space *s;
+	cr_assert_eq(cfslock_space_open(a, "t5", &s), 0);
+	struct cfslock *l1 = cfslock_new(s, "d", NULL, NULL, NULL);
+	struct cfslock *l2 = cfslock_new(s, "d", NULL, NULL, NULL);
+	cr_assert_eq(cfslock_request_sync(l1, CFSLOCK_EX, 0), 0);
+	cr_assert_eq(cfslock_request(l2, CFSLOCK_EX, 0), 0);
+	int n = 0;
+	cr_assert_eq(cfslock_dump(s, dump_count, &n), 0);
+	cr_assert_eq(n, 2);
+	cr_assert_eq(cfslock_unlock_sync(l1), 0);
+	cfslock_dispatch(a);
+	cr_assert_eq(cfslock_mode(l2), CFSLOCK_EX);
+	cr_assert_eq(cfslock_unlock_sync(l2), 0);
+	cfslock_free(l1);
+	cfslock_free(l2);
+	cfslock_space_close(s);
+	cfslock_client_close(a);
+}
