@@ -1,0 +1,163 @@
+#!/usr/bin/env bash
+# An N-node cluster on one machine: each node a network namespace on a bridge, running its own
+# corosync in its own mount namespace (private /run, /var/lib/corosync, /dev/shm).
+#
+#   cluster.sh up N            start nodes 1..N, wait until all are members and quorate
+#   cluster.sh down            stop everything and remove namespaces, links and state
+#   cluster.sh kill NODE       kill -9 the node's corosync
+#   cluster.sh start NODE      start a killed node's corosync again
+#   cluster.sh partition NODE...   cut those nodes off from the rest (they still see each other)
+#   cluster.sh heal            join all nodes again
+#   cluster.sh exec NODE CMD...    run CMD inside the node (its network and mount namespaces)
+#   cluster.sh wait-quorum NODE yes|no [SECONDS]
+#   cluster.sh status
+#
+# Env: CLUSTER_ID (default "cfs", at most 6 characters: names namespaces and links, so that
+# several clusters can coexist), CLUSTER_STATE (default /tmp/cfs-cluster-$CLUSTER_ID).
+# Needs root, iproute2, util-linux and corosync.  See tests/cluster/README.
+set -euo pipefail
+ID=${CLUSTER_ID:-cfs}
+STATE=${CLUSTER_STATE:-/tmp/cfs-cluster-$ID} # not under /run: each node mounts its own /run
+SUBNET=10.213.0
+
+die() { echo "cluster: $*" >&2; exit 1; }
+ns() { echo "$ID-n$1"; }
+hostif() { echo "$ID-v$1"; }
+nodes() { cat "$STATE/nodes" 2>/dev/null || echo 0; }
+pid_of() { cat "$STATE/n$1/pid" 2>/dev/null || true; }
+alive() { local p; p=$(pid_of "$1"); [ -n "$p" ] && kill -0 "$p" 2>/dev/null; }
+
+write_conf() { # node count
+	local n=$1 count=$2 dir=$STATE/n$1
+	mkdir -p "$dir"
+	{
+		echo "totem {"
+		echo "  version: 2"
+		echo "  cluster_name: $ID"
+		echo "  transport: knet"
+		echo "  crypto_cipher: none"
+		echo "  crypto_hash: none"
+		echo "  token: 1000"
+		echo "  token_coefficient: 0"
+		echo "  join: 50"
+		echo "}"
+		echo "nodelist {"
+		for i in $(seq 1 "$count"); do
+			printf '  node {\n    ring0_addr: %s\n    nodeid: %s\n    name: n%s\n  }\n' \
+				"$SUBNET.$i" "$i" "$i"
+		done
+		echo "}"
+		printf 'quorum {\n  provider: corosync_votequorum\n}\n'
+		printf 'logging {\n  to_stderr: yes\n  to_logfile: no\n  to_syslog: no\n  timestamp: on\n}\n'
+	} >"$dir/corosync.conf"
+}
+
+start_node() {
+	local n=$1 dir=$STATE/n$1
+	# The node's own mount namespace: corosync's run and state directories and the shared
+	# memory of its IPC are private to it, as on a real machine.
+	mkdir -p /var/lib/corosync
+	ip netns exec "$(ns "$n")" unshare --mount --propagation private bash -c '
+		mount -t tmpfs cfs-run /run && mkdir /run/corosync &&
+		mount -t tmpfs cfs-lib /var/lib/corosync &&
+		mount -t tmpfs cfs-shm /dev/shm &&
+		exec corosync -f -c "$1"' _ "$dir/corosync.conf" >>"$dir/corosync.log" 2>&1 &
+	echo $! >"$dir/pid"
+}
+
+node_exec() {
+	local n=$1
+	shift
+	alive "$n" || die "node $n: corosync is not running (cluster.sh start $n)"
+	nsenter -t "$(pid_of "$n")" -n -m -- "$@"
+}
+
+quorate() { # node -> "yes" / "no"
+	local out
+	out=$(node_exec "$1" corosync-quorumtool -s 2>/dev/null || true)
+	if grep -q '^Quorate: *Yes' <<<"$out"; then echo yes; else echo no; fi
+}
+
+wait_quorum() { # node yes|no seconds
+	local n=$1 want=$2 secs=${3:-30} end
+	end=$((SECONDS + secs))
+	while [ $SECONDS -lt $end ]; do
+		[ "$(quorate "$n")" = "$want" ] && return 0
+		sleep 0.2
+	done
+	die "node $n: quorate is not '$want' after $secs s (log: $STATE/n$n/corosync.log)"
+}
+
+cmd_up() {
+	local count=${1:-3}
+	[ "$(id -u)" -eq 0 ] || die "needs root"
+	command -v corosync >/dev/null || die "corosync is missing: run scripts/deps.sh"
+	[ "$count" -ge 1 ] && [ "$count" -le 16 ] || die "N must be 1..16"
+	[ ! -e "$STATE" ] || die "a cluster '$ID' exists ($STATE): cluster.sh down first"
+	mkdir -p "$STATE"
+	echo "$count" >"$STATE/nodes"
+	for b in 0 1; do
+		ip link add "$ID-br$b" type bridge
+		ip link set "$ID-br$b" up
+	done
+	for i in $(seq 1 "$count"); do
+		ip netns add "$(ns "$i")"
+		ip link add "$(hostif "$i")" type veth peer name eth0 netns "$(ns "$i")"
+		ip link set "$(hostif "$i")" master "$ID-br0" up
+		ip -n "$(ns "$i")" addr add "$SUBNET.$i/24" dev eth0
+		ip -n "$(ns "$i")" link set eth0 up
+		ip -n "$(ns "$i")" link set lo up
+		write_conf "$i" "$count"
+	done
+	for i in $(seq 1 "$count"); do start_node "$i"; done
+	for i in $(seq 1 "$count"); do wait_quorum "$i" yes 60; done
+	echo "cluster $ID: $count nodes up and quorate"
+}
+
+cmd_down() {
+	local count
+	count=$(nodes)
+	for i in $(seq 1 "$count"); do
+		# Everything running in the node: corosync and whatever tests started there.
+		for p in $(ip netns pids "$(ns "$i")" 2>/dev/null); do kill -9 "$p" 2>/dev/null || true; done
+	done
+	for i in $(seq 1 "$count"); do
+		ip netns del "$(ns "$i")" 2>/dev/null || true
+		ip link del "$(hostif "$i")" 2>/dev/null || true
+	done
+	for b in 0 1; do ip link del "$ID-br$b" 2>/dev/null || true; done
+	rm -rf "$STATE"
+}
+
+cmd_partition() {
+	[ $# -ge 1 ] || die "partition needs at least one node"
+	for n in "$@"; do ip link set "$(hostif "$n")" master "$ID-br1"; done
+}
+
+cmd_heal() {
+	for i in $(seq 1 "$(nodes)"); do ip link set "$(hostif "$i")" master "$ID-br0"; done
+}
+
+cmd_status() {
+	for i in $(seq 1 "$(nodes)"); do
+		if alive "$i"; then echo "n$i: corosync running, quorate: $(quorate "$i")"
+		else echo "n$i: corosync not running"; fi
+	done
+}
+
+cmd=${1:-}
+shift || true
+case "$cmd" in
+up) # in a child, so that any failure (set -e or die) is followed by a full cleanup
+	bash "$0" __up "$@" || { echo "cluster: up failed, cleaning up" >&2; cmd_down; exit 1; } ;;
+__up) cmd_up "$@" ;;
+down) cmd_down ;;
+kill) [ $# -eq 1 ] || die "kill NODE"; alive "$1" && kill -9 "$(pid_of "$1")"; true ;;
+start) [ $# -eq 1 ] || die "start NODE"; alive "$1" && die "node $1 is running"; start_node "$1" ;;
+partition) cmd_partition "$@" ;;
+heal) cmd_heal ;;
+exec) [ $# -ge 2 ] || die "exec NODE CMD..."; node_exec "$@" ;;
+wait-quorum) [ $# -ge 2 ] || die "wait-quorum NODE yes|no [SECONDS]"; wait_quorum "$@" ;;
+status) cmd_status ;;
+*) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; [ -z "$cmd" ] || [ "$cmd" = help ] || exit 2 ;;
+esac
