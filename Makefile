@@ -12,7 +12,7 @@ DESTDIR ?=
 BUILD ?= build
 CC ?= gcc
 
-CFLAGS_COMMON := -std=c17 -Wall -Wextra -Werror -D_GNU_SOURCE -g -fPIC -I.
+CFLAGS_COMMON := -std=c17 -Wall -Wextra -Werror -D_GNU_SOURCE -g -fPIC -I. -I$(BUILD)
 ifeq ($(SANITIZE),1)
   CFLAGS_OPT := -O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
   LDFLAGS_SAN := -fsanitize=address,undefined
@@ -25,8 +25,8 @@ LDLIBS_CVM := -laio -lpthread
 CVM_SRC := $(wildcard cvm/*.c)
 CVM_OBJ := $(CVM_SRC:%.c=$(BUILD)/%.o)
 LOCK_SRC := $(wildcard dlm-client/*.c)
-LOCK_OBJ := $(LOCK_SRC:%.c=$(BUILD)/%.o)
-LDLIBS_LOCK := -lpthread
+LOCK_OBJ := $(LOCK_SRC:%.c=$(BUILD)/%.o) $(BUILD)/proto/cfslock.pb-c.o
+LDLIBS_LOCK := -lcpg -lquorum -lprotobuf-c -lpthread
 TOOLS_COMMON_OBJ := $(BUILD)/tools/common.o
 TOOLS := $(BUILD)/bin/cvm $(BUILD)/bin/randio
 UNIT_TESTS := $(patsubst tests/%.c,$(BUILD)/tests/%,$(wildcard tests/*/test_*.c))
@@ -39,6 +39,16 @@ all: deps $(LIBS) $(BUILD)/lib/libcvm.so $(TOOLS)
 # Installs what is missing (apt-get, as root); a no-op once everything is there.
 deps:
 	@scripts/deps.sh
+
+# Wire messages: generated from proto/*.proto into BUILD/proto/.
+$(BUILD)/proto/%.pb-c.c $(BUILD)/proto/%.pb-c.h: proto/%.proto
+	@mkdir -p $(BUILD)
+	protoc-c --c_out=$(BUILD) $<
+
+$(BUILD)/proto/%.pb-c.o: $(BUILD)/proto/%.pb-c.c
+	$(CC) $(CFLAGS_COMMON) $(CFLAGS_OPT) -Wno-unused-parameter -c $< -o $@
+
+$(BUILD)/dlm-client/corosync.o: $(BUILD)/proto/cfslock.pb-c.h
 
 $(BUILD)/%.o: %.c $(wildcard cvm/*.h tools/*.h dlm-client/*.h)
 	@mkdir -p $(dir $@)

@@ -83,7 +83,8 @@ int cfslock_parse_mode(const char *s);
 /* Dump a lockspace's table as this node sees it. */
 struct cfslock_dump_entry {
 	const char *resource;
-	uint32_t node;
+	uint32_t node;  /* corosync node id */
+	uint64_t owner; /* node id << 32 | incarnation of the process holding it */
 	uint64_t lkid;
 	int granted, requested;
 	const char *state; /* "granted", "converting", "waiting" */

@@ -23,7 +23,8 @@ struct callback {
 
 static const struct cfslock_backend_ops *find_backend(const char *name)
 {
-	static const struct cfslock_backend_ops *const all[] = {&cfslock_local_ops};
+	static const struct cfslock_backend_ops *const all[] = {&cfslock_local_ops,
+								 &cfslock_corosync_ops};
 	for (size_t i = 0; i < sizeof all / sizeof *all; i++)
 		if (strcmp(all[i]->name, name) == 0)
 			return all[i];
@@ -253,6 +254,10 @@ struct cfslock *cfslock_new(struct cfslock_space *s, const char *name, cfslock_d
 
 void cfslock_free(struct cfslock *lk)
 {
+	if (!lk)
+		return;
+	if (lk->s->c->ops->forget)
+		lk->s->c->ops->forget(lk);
 	free(lk);
 }
 
@@ -361,10 +366,13 @@ static void dump_visit(void *arg, const struct lt_lock_info *info)
 {
 	struct dump_ctx *d = arg;
 	static const char *const states[] = {"granted", "converting", "waiting"};
+	if (info->lkid == 0)
+		return; /* a value block without locks */
 	char name[CFSLOCK_NAME_MAX + 1];
 	memcpy(name, info->name, info->name_len);
 	name[info->name_len] = '\0';
-	struct cfslock_dump_entry e = {.resource = name, .node = info->node, .lkid = info->lkid,
+	struct cfslock_dump_entry e = {.resource = name, .node = (uint32_t)(info->node >> 32),
+				       .owner = info->node, .lkid = info->lkid,
 				       .granted = info->granted, .requested = info->requested,
 				       .state = states[info->queue], .recovering = info->recovering};
 	d->fn(d->arg, &e);

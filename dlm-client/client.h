@@ -19,6 +19,7 @@ struct cfslock_backend_ops {
 	int (*cancel)(struct cfslock *lk);
 	int (*recovery_done)(struct cfslock_space *s, uint32_t node);
 	int (*dump)(struct cfslock_space *s, lt_visit_fn visit, void *arg);
+	void (*forget)(struct cfslock *lk); /* the handle is being freed */
 };
 
 extern const struct cfslock_backend_ops cfslock_local_ops;

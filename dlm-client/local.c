@@ -7,6 +7,7 @@
 #include <string.h>
 
 #define LOCAL_NODE 1u
+#define LOCAL_OWNER ((uint64_t)LOCAL_NODE << 32) /* owners are node id << 32 | incarnation */
 
 struct local_space {
 	char name[CFSLOCK_NAME_MAX + 1];
@@ -89,7 +90,7 @@ static struct lt_table *table_of(const struct cfslock *lk)
 static int local_request(struct cfslock *lk, int mode, unsigned flags)
 {
 	pthread_mutex_lock(&registry_lock);
-	int rc = lt_request(table_of(lk), LOCAL_NODE, lkid_of(lk), lk->name, lk->len, mode,
+	int rc = lt_request(table_of(lk), LOCAL_OWNER, lkid_of(lk), lk->name, lk->len, mode,
 			    flags & CFSLOCK_NOQUEUE ? LT_NOQUEUE : 0);
 	pthread_mutex_unlock(&registry_lock);
 	return rc;
@@ -98,7 +99,7 @@ static int local_request(struct cfslock *lk, int mode, unsigned flags)
 static int local_convert(struct cfslock *lk, int mode, unsigned flags, const uint8_t *lvb)
 {
 	pthread_mutex_lock(&registry_lock);
-	int rc = lt_convert(table_of(lk), LOCAL_NODE, lkid_of(lk), mode,
+	int rc = lt_convert(table_of(lk), LOCAL_OWNER, lkid_of(lk), mode,
 			    flags & CFSLOCK_NOQUEUE ? LT_NOQUEUE : 0, lvb);
 	pthread_mutex_unlock(&registry_lock);
 	return rc;
@@ -107,7 +108,7 @@ static int local_convert(struct cfslock *lk, int mode, unsigned flags, const uin
 static int local_unlock(struct cfslock *lk, const uint8_t *lvb)
 {
 	pthread_mutex_lock(&registry_lock);
-	int rc = lt_unlock(table_of(lk), LOCAL_NODE, lkid_of(lk), lvb);
+	int rc = lt_unlock(table_of(lk), LOCAL_OWNER, lkid_of(lk), lvb);
 	pthread_mutex_unlock(&registry_lock);
 	return rc;
 }
@@ -115,7 +116,7 @@ static int local_unlock(struct cfslock *lk, const uint8_t *lvb)
 static int local_cancel(struct cfslock *lk)
 {
 	pthread_mutex_lock(&registry_lock);
-	int rc = lt_cancel(table_of(lk), LOCAL_NODE, lkid_of(lk));
+	int rc = lt_cancel(table_of(lk), LOCAL_OWNER, lkid_of(lk));
 	pthread_mutex_unlock(&registry_lock);
 	return rc;
 }

@@ -24,7 +24,7 @@ struct lt_resource {
 };
 
 struct lt_lock {
-	uint32_t node;
+	uint64_t node;
 	uint64_t lkid;
 	int granted, requested;
 	enum lt_queue queue;
@@ -68,9 +68,9 @@ static uint64_t hash_name(const char *name, size_t len)
 	return h;
 }
 
-static uint64_t hash_lock(uint32_t node, uint64_t lkid)
+static uint64_t hash_lock(uint64_t node, uint64_t lkid)
 {
-	uint64_t h = (lkid ^ ((uint64_t)node << 40)) * 0x9e3779b97f4a7c15ull;
+	uint64_t h = (lkid ^ (node * 0xff51afd7ed558ccdull)) * 0x9e3779b97f4a7c15ull;
 	return h ^ (h >> 29);
 }
 
@@ -144,7 +144,7 @@ static void maybe_rehash(struct lt_table *t)
 	t->nbuckets = nb;
 }
 
-static struct lt_lock *find_lock(const struct lt_table *t, uint32_t node, uint64_t lkid)
+static struct lt_lock *find_lock(const struct lt_table *t, uint64_t node, uint64_t lkid)
 {
 	struct lt_lock *l = t->lock_buckets[hash_lock(node, lkid) & (t->nbuckets - 1)];
 	while (l && (l->node != node || l->lkid != lkid))
@@ -290,7 +290,7 @@ static void grant_pending(struct lt_table *t, struct lt_resource *r)
 	send_blocking(t, r);
 }
 
-int lt_request(struct lt_table *t, uint32_t node, uint64_t lkid, const char *name, size_t len,
+int lt_request(struct lt_table *t, uint64_t node, uint64_t lkid, const char *name, size_t len,
 	       int mode, unsigned flags)
 {
 	if (!valid_mode(mode) || len == 0 || len > LT_NAME_MAX)
@@ -334,7 +334,7 @@ static void store_lvb(struct lt_lock *l, const uint8_t *lvb)
 	}
 }
 
-int lt_convert(struct lt_table *t, uint32_t node, uint64_t lkid, int mode, unsigned flags,
+int lt_convert(struct lt_table *t, uint64_t node, uint64_t lkid, int mode, unsigned flags,
 	       const uint8_t *lvb)
 {
 	struct lt_lock *l = find_lock(t, node, lkid);
@@ -363,7 +363,7 @@ int lt_convert(struct lt_table *t, uint32_t node, uint64_t lkid, int mode, unsig
 	return 0;
 }
 
-int lt_unlock(struct lt_table *t, uint32_t node, uint64_t lkid, const uint8_t *lvb)
+int lt_unlock(struct lt_table *t, uint64_t node, uint64_t lkid, const uint8_t *lvb)
 {
 	struct lt_lock *l = find_lock(t, node, lkid);
 	if (!l)
@@ -379,7 +379,7 @@ int lt_unlock(struct lt_table *t, uint32_t node, uint64_t lkid, const uint8_t *l
 	return 0;
 }
 
-int lt_cancel(struct lt_table *t, uint32_t node, uint64_t lkid)
+int lt_cancel(struct lt_table *t, uint64_t node, uint64_t lkid)
 {
 	struct lt_lock *l = find_lock(t, node, lkid);
 	if (!l)
@@ -411,7 +411,7 @@ static int cmp_res(const void *a, const void *b)
 	return c ? c : (x->len > y->len) - (x->len < y->len);
 }
 
-static size_t resources_of_node(const struct lt_table *t, uint32_t node,
+static size_t resources_of_node(const struct lt_table *t, uint64_t node,
 				struct lt_resource ***out)
 {
 	size_t n = 0;
@@ -434,7 +434,7 @@ static size_t resources_of_node(const struct lt_table *t, uint32_t node,
 	return n;
 }
 
-void lt_node_failed(struct lt_table *t, uint32_t node)
+void lt_node_failed(struct lt_table *t, uint64_t node)
 {
 	struct lt_resource **rs;
 	size_t n = resources_of_node(t, node, &rs);
@@ -461,7 +461,7 @@ void lt_node_failed(struct lt_table *t, uint32_t node)
 	free(rs);
 }
 
-void lt_recovery_done(struct lt_table *t, uint32_t node)
+void lt_recovery_done(struct lt_table *t, uint64_t node)
 {
 	struct lt_resource **rs;
 	size_t n = resources_of_node(t, node, &rs);
@@ -497,7 +497,13 @@ void lt_walk(const struct lt_table *t, lt_visit_fn visit, void *arg)
 		for (struct lt_resource *r = t->res_buckets[b]; r; r = r->hnext)
 			v[n++] = r;
 	qsort(v, n, sizeof *v, cmp_res);
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
+		if (!v[i]->queue[0].first && !v[i]->queue[1].first && !v[i]->queue[2].first) {
+			struct lt_lock_info info = {.name = v[i]->name, .name_len = v[i]->len,
+						    .granted = -1, .requested = -1, .bast_sent = -1,
+						    .lvb_valid = v[i]->lvb_valid, .lvb = v[i]->lvb};
+			visit(arg, &info);
+		}
 		for (int q = 0; q < 3; q++)
 			for (const struct lt_lock *l = v[i]->queue[q].first; l; l = l->next) {
 				struct lt_lock_info info = {
@@ -507,15 +513,24 @@ void lt_walk(const struct lt_table *t, lt_visit_fn visit, void *arg)
 					.bast_sent = l->bast_sent, .lvb_valid = v[i]->lvb_valid, .lvb = v[i]->lvb};
 				visit(arg, &info);
 			}
+	}
 	free(v);
 }
 
 int lt_restore(struct lt_table *t, const struct lt_lock_info *info)
 {
-	if (find_lock(t, info->node, info->lkid))
+	if (info->name_len == 0 || info->name_len > LT_NAME_MAX)
+		return -EINVAL;
+	if (info->lkid && find_lock(t, info->node, info->lkid))
 		return -EEXIST;
 	maybe_rehash(t);
 	struct lt_resource *r = find_resource(t, info->name, info->name_len, true);
+	if (r && info->lkid == 0) {
+		r->lvb_valid = info->lvb_valid;
+		if (info->lvb)
+			memcpy(r->lvb, info->lvb, LT_LVB_LEN);
+		return 0;
+	}
 	struct lt_lock *l = r ? calloc(1, sizeof *l) : NULL;
 	if (!l)
 		return -ENOMEM;

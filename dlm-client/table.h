@@ -23,7 +23,7 @@ enum lt_event_type {
 
 struct lt_event {
 	enum lt_event_type type;
-	uint32_t node;
+	uint64_t node;
 	uint64_t lkid;
 	int mode;      /* granted mode (GRANTED, FAILED), wanted mode (BLOCKING) */
 	int status;
@@ -45,25 +45,26 @@ bool lt_modes_compatible(int a, int b);
  * malformed: -EEXIST (lock id in use), -ENOENT (no such lock), -EBUSY (a request of that lock
  * is still pending), -EINVAL (mode or name). */
 #define LT_NOQUEUE 1u
-int lt_request(struct lt_table *t, uint32_t node, uint64_t lkid, const char *name, size_t len,
+int lt_request(struct lt_table *t, uint64_t node, uint64_t lkid, const char *name, size_t len,
 	       int mode, unsigned flags);
 /* lvb, if not NULL, is stored when the lock goes down from PW or EX. */
-int lt_convert(struct lt_table *t, uint32_t node, uint64_t lkid, int mode, unsigned flags,
+int lt_convert(struct lt_table *t, uint64_t node, uint64_t lkid, int mode, unsigned flags,
 	       const uint8_t *lvb);
-int lt_unlock(struct lt_table *t, uint32_t node, uint64_t lkid, const uint8_t *lvb);
-int lt_cancel(struct lt_table *t, uint32_t node, uint64_t lkid);
+int lt_unlock(struct lt_table *t, uint64_t node, uint64_t lkid, const uint8_t *lvb);
+int lt_cancel(struct lt_table *t, uint64_t node, uint64_t lkid);
 
 /* A node left: its waiting requests go, its granted locks stay, marked recovering (nothing
  * incompatible is granted on them) until lt_recovery_done. */
-void lt_node_failed(struct lt_table *t, uint32_t node);
+void lt_node_failed(struct lt_table *t, uint64_t node);
 /* Recovery for the node is done: drop its locks (a PW/EX holder's LVB becomes invalid). */
-void lt_recovery_done(struct lt_table *t, uint32_t node);
+void lt_recovery_done(struct lt_table *t, uint64_t node);
 
-/* Walk every lock in a stable order (resources by name, then queue order). */
+/* Walk every lock in a stable order (resources by name, then queue order).  A resource that
+ * has no lock but a value block is visited once with lkid 0. */
 struct lt_lock_info {
 	const char *name;
 	size_t name_len;
-	uint32_t node;
+	uint64_t node;
 	uint64_t lkid;
 	int granted;   /* -1 while never granted */
 	int requested; /* the mode asked for while converting or waiting */
@@ -77,7 +78,8 @@ typedef void (*lt_visit_fn)(void *arg, const struct lt_lock_info *info);
 void lt_walk(const struct lt_table *t, lt_visit_fn visit, void *arg);
 size_t lt_count(const struct lt_table *t);
 
-/* Rebuild: add a lock exactly as a walk reported it (for state transfer to a joining node). */
+/* Rebuild: add a lock exactly as a walk reported it (for state transfer to a joining node);
+ * lkid 0 restores only the resource's value block. */
 int lt_restore(struct lt_table *t, const struct lt_lock_info *info);
 
 #endif

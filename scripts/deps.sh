@@ -8,6 +8,10 @@ PACKAGES=(
   libaio-dev          # cvm: asynchronous I/O to the LUNs
   libcriterion-dev    # tests
   fio                 # bench and integration workloads
+  libprotobuf-c-dev protobuf-c-compiler    # wire messages (proto/)
+  corosync libcpg-dev libquorum-dev libcorosync-common-dev   # dlm-client corosync backend
+  libdlm-dev          # dlm-client dlm backend
+  iproute2            # tests/cluster: network namespaces
 )
 
 missing=()

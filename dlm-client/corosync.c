@@ -1,0 +1,900 @@
+/* The "corosync" backend: every process that uses it is a member of the CPG group "cfslock"
+ * and keeps a replica of every lockspace's table.  Requests are multicast in agreed (total)
+ * order and every member applies the same stream, so grants are deterministic and need no
+ * master.  A new member gets the state from a snapshot (see proto/cfslock.proto); a member that
+ * leaves has its locks marked recovering until cfslock_recovery_done.  Quorum comes from the
+ * quorum API: without it calls fail with CFSLOCK_ENOQUORUM, and a member that regains it
+ * rejoins as a new owner, since its table is stale by then.
+ *
+ * A backend thread polls the CPG and quorum descriptors; callbacks reach the client through
+ * its event queue like every other backend's. */
+#include "client.h"
+#include "proto/cfslock.pb-c.h"
+
+#include <corosync/cpg.h>
+#include <corosync/quorum.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <syslog.h>
+#include <unistd.h>
+
+#define GROUP "cfslock"
+#define MAX_MEMBERS 1024
+#define LKMAP_BUCKETS 4096
+#define SYNC_TIMEOUT_S 20
+
+struct member {
+	uint32_t nodeid, pid;
+	uint64_t owner;
+	bool synced;
+};
+
+struct replica {
+	char name[CFSLOCK_NAME_MAX + 1];
+	struct lt_table *table;
+	struct cs *cs;
+	struct replica *next;
+};
+
+struct lkmap_entry {
+	uint64_t lkid;
+	struct cfslock *lk;
+	struct lkmap_entry *next;
+};
+
+/* A message, or (len 0) a member that joined: both are kept in order while we wait for our
+ * snapshot, and replayed after it. */
+struct message {
+	struct message *next;
+	uint32_t nodeid, pid;
+	size_t len;
+	uint8_t data[];
+};
+
+struct cs {
+	struct cfslock_client *c;
+	cpg_handle_t cpg;
+	quorum_handle_t quorum;
+	pthread_t thread;
+	int wake[2];
+	pthread_mutex_t lock;
+	pthread_cond_t changed;
+	bool stop, connected, quorate, lost_quorum, synced, hello_seen;
+	uint32_t nodeid, pid, hello_seq;
+	uint64_t owner;
+	struct member members[MAX_MEMBERS];
+	size_t nmembers;
+	uint64_t failed[MAX_MEMBERS];
+	size_t nfailed;
+	struct replica *replicas;
+	struct lkmap_entry *lkmap[LKMAP_BUCKETS];
+	struct message *buffered, *buffered_tail; /* delivered after our Hello, before sync */
+	struct message *outbox, *outbox_tail;     /* to multicast from the thread */
+};
+
+static void log_msg(struct cs *cs, int prio, const char *fmt, const char *arg)
+{
+	char line[256];
+	snprintf(line, sizeof line, fmt, arg);
+	syslog(prio, "cfslock node %u: %s", cs->nodeid, line);
+}
+
+/* ---- sending: agreed order, flow control retried, never dropped ---- */
+static int multicast(struct cs *cs, const Envelope *env)
+{
+	size_t len = envelope__get_packed_size(env);
+	uint8_t *buf = malloc(len ? len : 1);
+	if (!buf)
+		return -ENOMEM;
+	envelope__pack(env, buf);
+	struct iovec iov = {.iov_base = buf, .iov_len = len};
+	cs_error_t err;
+	while ((err = cpg_mcast_joined(cs->cpg, CPG_TYPE_AGREED, &iov, 1)) == CS_ERR_TRY_AGAIN)
+		usleep(1000);
+	free(buf);
+	return err == CS_OK ? 0 : -ENOTCONN;
+}
+
+/* From inside a CPG callback: queue it for the thread, which sends after dispatch returns. */
+static void queue_out(struct cs *cs, const Envelope *env)
+{
+	size_t len = envelope__get_packed_size(env);
+	struct message *m = malloc(sizeof *m + len);
+	if (!m)
+		abort(); /* a lost snapshot or hello would leave a member waiting forever */
+	m->next = NULL;
+	m->len = len;
+	envelope__pack(env, m->data);
+	if (cs->outbox_tail)
+		cs->outbox_tail->next = m;
+	else
+		cs->outbox = m;
+	cs->outbox_tail = m;
+}
+
+static void send_outbox(struct cs *cs)
+{
+	pthread_mutex_lock(&cs->lock);
+	struct message *m = cs->outbox;
+	cs->outbox = cs->outbox_tail = NULL;
+	pthread_mutex_unlock(&cs->lock);
+	while (m) {
+		struct message *next = m->next;
+		struct iovec iov = {.iov_base = m->data, .iov_len = m->len};
+		cs_error_t err;
+		while ((err = cpg_mcast_joined(cs->cpg, CPG_TYPE_AGREED, &iov, 1)) ==
+		       CS_ERR_TRY_AGAIN)
+			usleep(1000);
+		free(m);
+		m = next;
+	}
+}
+
+static void queue_hello(struct cs *cs)
+{
+	Envelope env = ENVELOPE__INIT;
+	Hello h = HELLO__INIT;
+	h.owner = cs->owner;
+	h.pid = cs->pid;
+	h.needs_sync = !cs->synced;
+	h.seq = ++cs->hello_seq;
+	env.hello = &h;
+	cs->hello_seen = false;
+	queue_out(cs, &env);
+}
+
+/* ---- local lock handles by lock id ---- */
+static struct lkmap_entry **lkmap_slot(struct cs *cs, uint64_t lkid)
+{
+	struct lkmap_entry **pp = &cs->lkmap[lkid % LKMAP_BUCKETS];
+	while (*pp && (*pp)->lkid != lkid)
+		pp = &(*pp)->next;
+	return pp;
+}
+
+static int lkmap_add(struct cs *cs, struct cfslock *lk)
+{
+	struct lkmap_entry **pp = lkmap_slot(cs, lk->lkid);
+	if (*pp)
+		return 0;
+	struct lkmap_entry *e = malloc(sizeof *e);
+	if (!e)
+		return -ENOMEM;
+	*e = (struct lkmap_entry){.lkid = lk->lkid, .lk = lk};
+	*pp = e;
+	return 0;
+}
+
+/* Every local lock ends with `status` (quorum lost, corosync gone): the table that knew them
+ * is no longer ours. */
+static void fail_all_local(struct cs *cs, int status)
+{
+	for (size_t b = 0; b < LKMAP_BUCKETS; b++)
+		for (struct lkmap_entry *e = cs->lkmap[b], *n; e; e = n) {
+			n = e->next;
+			struct lt_event ev = {.type = LT_EV_FAILED, .lkid = e->lkid, .mode = -1,
+					      .status = status};
+			if (e->lk->pending || e->lk->granted >= 0)
+				cfslock_deliver(cs->c, e->lk, &ev);
+			free(e);
+		}
+	memset(cs->lkmap, 0, sizeof cs->lkmap);
+}
+
+/* ---- replicas ---- */
+static void emit(void *arg, const struct lt_event *ev)
+{
+	struct replica *r = arg;
+	struct cs *cs = r->cs;
+	if (ev->node != cs->owner || !cs->synced)
+		return;
+	struct lkmap_entry *e = *lkmap_slot(cs, ev->lkid);
+	if (!e)
+		return;
+	/* Quorum is checked before every grant reaches the caller. */
+	if (ev->type == LT_EV_GRANTED && !cs->quorate) {
+		struct lt_event fail = *ev;
+		fail.type = LT_EV_FAILED;
+		fail.status = -CFSLOCK_ENOQUORUM;
+		fail.mode = -1;
+		cfslock_deliver(cs->c, e->lk, &fail);
+		return;
+	}
+	cfslock_deliver(cs->c, e->lk, ev);
+}
+
+static struct replica *replica(struct cs *cs, const char *name, bool create)
+{
+	struct replica *r = cs->replicas;
+	while (r && strcmp(r->name, name) != 0)
+		r = r->next;
+	if (r || !create || strlen(name) > CFSLOCK_NAME_MAX)
+		return r;
+	r = calloc(1, sizeof *r);
+	if (!r || !(r->table = lt_create(emit, r))) {
+		free(r);
+		return NULL;
+	}
+	strcpy(r->name, name);
+	r->cs = cs;
+	r->next = cs->replicas;
+	cs->replicas = r;
+	return r;
+}
+
+static void drop_replicas(struct cs *cs)
+{
+	for (struct replica *r = cs->replicas, *n; r; r = n) {
+		n = r->next;
+		lt_destroy(r->table);
+		free(r);
+	}
+	cs->replicas = NULL;
+}
+
+/* ---- members ---- */
+static struct member *member(struct cs *cs, uint32_t nodeid, uint32_t pid)
+{
+	for (size_t i = 0; i < cs->nmembers; i++)
+		if (cs->members[i].nodeid == nodeid && cs->members[i].pid == pid)
+			return &cs->members[i];
+	return NULL;
+}
+
+static bool owner_failed(const struct cs *cs, uint64_t owner)
+{
+	for (size_t i = 0; i < cs->nfailed; i++)
+		if (cs->failed[i] == owner)
+			return true;
+	return false;
+}
+
+static bool owner_live(const struct cs *cs, uint64_t owner)
+{
+	for (size_t i = 0; i < cs->nmembers; i++)
+		if (cs->members[i].owner == owner)
+			return true;
+	return false;
+}
+
+static unsigned members_on_node(const struct cs *cs, uint32_t nodeid)
+{
+	unsigned n = 0;
+	for (size_t i = 0; i < cs->nmembers; i++)
+		n += cs->members[i].nodeid == nodeid;
+	return n;
+}
+
+/* The synced member that answers a Hello: the lowest owner id, the same choice everywhere. */
+static bool i_answer(const struct cs *cs)
+{
+	uint64_t lowest = UINT64_MAX;
+	for (size_t i = 0; i < cs->nmembers; i++)
+		if (cs->members[i].synced && cs->members[i].owner < lowest)
+			lowest = cs->members[i].owner;
+	return lowest == cs->owner;
+}
+
+/* ---- snapshots ---- */
+struct snap_builder {
+	Snapshot *snap;
+	const char *space;
+	size_t cap;
+	bool oom;
+};
+
+static void snap_add(void *arg, const struct lt_lock_info *i)
+{
+	struct snap_builder *b = arg;
+	if (b->snap->n_locks == b->cap) {
+		size_t cap = b->cap ? b->cap * 2 : 64;
+		SnapshotLock **v = realloc(b->snap->locks, cap * sizeof *v);
+		if (!v) {
+			b->oom = true;
+			return;
+		}
+		b->snap->locks = v;
+		b->cap = cap;
+	}
+	SnapshotLock *l = malloc(sizeof *l + i->name_len + LT_LVB_LEN);
+	if (!l) {
+		b->oom = true;
+		return;
+	}
+	snapshot_lock__init(l);
+	uint8_t *extra = (uint8_t *)(l + 1);
+	memcpy(extra, i->name, i->name_len);
+	memcpy(extra + i->name_len, i->lvb, LT_LVB_LEN);
+	l->space = (char *)b->space;
+	l->resource = (ProtobufCBinaryData){.len = i->name_len, .data = extra};
+	l->owner = i->node;
+	l->lkid = i->lkid;
+	l->granted = i->granted;
+	l->requested = i->requested;
+	l->queue = i->queue;
+	l->recovering = i->recovering;
+	l->bast_sent = i->bast_sent;
+	l->lvb_valid = i->lvb_valid;
+	l->has_lvb = true;
+	l->lvb = (ProtobufCBinaryData){.len = LT_LVB_LEN, .data = extra + i->name_len};
+	b->snap->locks[b->snap->n_locks++] = l;
+}
+
+static void answer_hello(struct cs *cs, const Hello *h)
+{
+	Snapshot snap = SNAPSHOT__INIT;
+	snap.for_owner = h->owner;
+	snap.for_seq = h->seq;
+	struct snap_builder b = {.snap = &snap};
+	for (struct replica *r = cs->replicas; r; r = r->next) {
+		b.space = r->name;
+		lt_walk(r->table, snap_add, &b);
+	}
+	MemberOwner *mo = calloc(cs->nmembers + 1, sizeof *mo);
+	MemberOwner **mv = calloc(cs->nmembers + 1, sizeof *mv);
+	if (!mo || !mv || b.oom)
+		abort();
+	for (size_t i = 0; i < cs->nmembers; i++) {
+		member_owner__init(&mo[i]);
+		mo[i].nodeid = cs->members[i].nodeid;
+		mo[i].pid = cs->members[i].pid;
+		mo[i].owner = cs->members[i].owner;
+		mo[i].synced = cs->members[i].synced;
+		mv[i] = &mo[i];
+	}
+	snap.n_members = cs->nmembers;
+	snap.members = mv;
+	snap.n_failed_owners = cs->nfailed;
+	snap.failed_owners = cs->failed;
+	Envelope env = ENVELOPE__INIT;
+	env.snapshot = &snap;
+	queue_out(cs, &env);
+	for (size_t i = 0; i < snap.n_locks; i++)
+		free(snap.locks[i]);
+	free(snap.locks);
+	free(mo);
+	free(mv);
+}
+
+static void apply(struct cs *cs, uint32_t nodeid, uint32_t pid, const Envelope *env);
+static void member_joined(struct cs *cs, uint32_t nodeid, uint32_t pid);
+
+static void take_snapshot(struct cs *cs, const Snapshot *s)
+{
+	drop_replicas(cs);
+	for (size_t i = 0; i < s->n_locks; i++) {
+		const SnapshotLock *l = s->locks[i];
+		struct replica *r = replica(cs, l->space, true);
+		struct lt_lock_info info = {
+			.name = (const char *)l->resource.data, .name_len = l->resource.len,
+			.node = l->owner, .lkid = l->lkid, .granted = l->granted,
+			.requested = l->requested, .queue = (enum lt_queue)l->queue,
+			.recovering = l->recovering, .bast_sent = l->bast_sent,
+			.lvb_valid = l->lvb_valid,
+			.lvb = l->has_lvb && l->lvb.len == LT_LVB_LEN ? l->lvb.data : NULL};
+		if (r)
+			lt_restore(r->table, &info);
+	}
+	cs->nmembers = 0;
+	for (size_t i = 0; i < s->n_members && i < MAX_MEMBERS; i++)
+		cs->members[cs->nmembers++] = (struct member){
+			.nodeid = s->members[i]->nodeid, .pid = s->members[i]->pid,
+			.owner = s->members[i]->owner, .synced = s->members[i]->synced};
+	cs->nfailed = 0;
+	for (size_t i = 0; i < s->n_failed_owners && i < MAX_MEMBERS; i++)
+		cs->failed[cs->nfailed++] = s->failed_owners[i];
+	cs->synced = true;
+	struct member *me = member(cs, cs->nodeid, cs->pid);
+	if (!me && cs->nmembers < MAX_MEMBERS)
+		me = &cs->members[cs->nmembers++];
+	if (me)
+		*me = (struct member){cs->nodeid, cs->pid, cs->owner, true};
+	/* Then everything delivered after our Hello, in order. */
+	struct message *m = cs->buffered;
+	cs->buffered = cs->buffered_tail = NULL;
+	while (m) {
+		struct message *next = m->next;
+		Envelope *e = m->len ? envelope__unpack(NULL, m->len, m->data) : NULL;
+		if (e) {
+			apply(cs, m->nodeid, m->pid, e);
+			envelope__free_unpacked(e, NULL);
+		} else if (m->len == 0) {
+			member_joined(cs, m->nodeid, m->pid);
+		}
+		free(m);
+		m = next;
+	}
+	pthread_cond_broadcast(&cs->changed);
+}
+
+/* ---- applying the ordered stream ---- */
+static void apply_op(struct cs *cs, const LockOp *op)
+{
+	if (!owner_live(cs, op->owner) && op->kind != LOCK_OP__KIND__RECOVERY_DONE)
+		return; /* from an owner that failed meanwhile: its requests died with it */
+	struct replica *r = replica(cs, op->space, true);
+	if (!r)
+		return;
+	const uint8_t *lvb = op->has_lvb && op->lvb.len == LT_LVB_LEN ? op->lvb.data : NULL;
+	unsigned flags = op->has_flags && (op->flags & CFSLOCK_NOQUEUE) ? LT_NOQUEUE : 0;
+	int rc = 0;
+	switch (op->kind) {
+	case LOCK_OP__KIND__REQUEST:
+		rc = lt_request(r->table, op->owner, op->lkid, (const char *)op->resource.data,
+				op->resource.len, op->mode, flags);
+		break;
+	case LOCK_OP__KIND__CONVERT:
+		rc = lt_convert(r->table, op->owner, op->lkid, op->mode, flags, lvb);
+		break;
+	case LOCK_OP__KIND__UNLOCK: rc = lt_unlock(r->table, op->owner, op->lkid, lvb); break;
+	case LOCK_OP__KIND__CANCEL: rc = lt_cancel(r->table, op->owner, op->lkid); break;
+	case LOCK_OP__KIND__RECOVERY_DONE:
+		lt_recovery_done(r->table, op->lkid);
+		break;
+	default: break;
+	}
+	/* A refused call of ours still completes, or its caller would wait forever. */
+	if (rc && op->owner == cs->owner && op->kind != LOCK_OP__KIND__CANCEL) {
+		struct lkmap_entry *e = *lkmap_slot(cs, op->lkid);
+		struct lt_event ev = {.type = LT_EV_FAILED, .node = op->owner, .lkid = op->lkid,
+				      .mode = e ? e->lk->granted : -1, .status = rc};
+		if (e)
+			cfslock_deliver(cs->c, e->lk, &ev);
+	}
+}
+
+static void apply_hello(struct cs *cs, uint32_t nodeid, const Hello *h)
+{
+	struct member *m = member(cs, nodeid, h->pid);
+	if (!m) /* it left again before its hello was delivered */
+		return;
+	m->owner = h->owner;
+	m->synced = !h->needs_sync;
+	if (h->needs_sync && i_answer(cs))
+		answer_hello(cs, h);
+}
+
+static void apply(struct cs *cs, uint32_t nodeid, uint32_t pid, const Envelope *env)
+{
+	if (env->hello)
+		apply_hello(cs, nodeid, env->hello);
+	else if (env->snapshot) {
+		for (size_t i = 0; i < cs->nmembers; i++)
+			if (cs->members[i].owner == env->snapshot->for_owner)
+				cs->members[i].synced = true;
+	} else if (env->op)
+		apply_op(cs, env->op);
+	(void)pid;
+}
+
+static void buffer_message(struct cs *cs, uint32_t nodeid, uint32_t pid, const void *msg,
+			   size_t len)
+{
+	struct message *m = malloc(sizeof *m + len);
+	if (!m)
+		abort();
+	*m = (struct message){.nodeid = nodeid, .pid = pid, .len = len};
+	if (len)
+		memcpy(m->data, msg, len);
+	if (cs->buffered_tail)
+		cs->buffered_tail->next = m;
+	else
+		cs->buffered = m;
+	cs->buffered_tail = m;
+}
+
+static void on_deliver(cpg_handle_t h, const struct cpg_name *group, uint32_t nodeid,
+		       uint32_t pid, void *msg, size_t len)
+{
+	(void)group;
+	struct cs *cs;
+	if (cpg_context_get(h, (void **)&cs) != CS_OK)
+		return;
+	Envelope *env = envelope__unpack(NULL, len, msg);
+	if (!env)
+		return; /* not ours, or damaged: ignore, as every member does */
+	pthread_mutex_lock(&cs->lock);
+	if (cs->synced) {
+		apply(cs, nodeid, pid, env);
+	} else if (!cs->hello_seen) {
+		/* Before our own Hello: the snapshot that answers it will include this. */
+		if (env->hello && nodeid == cs->nodeid && pid == cs->pid &&
+		    env->hello->seq == cs->hello_seq)
+			cs->hello_seen = true;
+	} else if (env->snapshot && env->snapshot->for_owner == cs->owner &&
+		   env->snapshot->for_seq == cs->hello_seq) {
+		take_snapshot(cs, env->snapshot);
+	} else {
+		buffer_message(cs, nodeid, pid, msg, len);
+	}
+	pthread_mutex_unlock(&cs->lock);
+	envelope__free_unpacked(env, NULL);
+}
+
+static void member_left(struct cs *cs, uint32_t nodeid, uint32_t pid)
+{
+	struct member *m = member(cs, nodeid, pid);
+	if (!m)
+		return;
+	uint64_t owner = m->owner;
+	*m = cs->members[--cs->nmembers];
+	if (owner && !owner_failed(cs, owner) && cs->nfailed < MAX_MEMBERS) {
+		cs->failed[cs->nfailed++] = owner;
+		for (struct replica *r = cs->replicas; r; r = r->next)
+			lt_node_failed(r->table, owner);
+	}
+	if (members_on_node(cs, nodeid) == 0)
+		cfslock_deliver_membership(cs->c, nodeid, false);
+}
+
+static void member_joined(struct cs *cs, uint32_t nodeid, uint32_t pid)
+{
+	if (member(cs, nodeid, pid) || cs->nmembers == MAX_MEMBERS)
+		return;
+	if (members_on_node(cs, nodeid) == 0)
+		cfslock_deliver_membership(cs->c, nodeid, true);
+	/* Owner unknown until its Hello; until then it may not lock anything. */
+	cs->members[cs->nmembers++] = (struct member){nodeid, pid, 0, false};
+}
+
+static void on_confchg(cpg_handle_t h, const struct cpg_name *group,
+		       const struct cpg_address *members, size_t nmembers,
+		       const struct cpg_address *left, size_t nleft,
+		       const struct cpg_address *joined, size_t njoined)
+{
+	(void)group;
+	struct cs *cs;
+	if (cpg_context_get(h, (void **)&cs) != CS_OK)
+		return;
+	pthread_mutex_lock(&cs->lock);
+	if (!cs->synced) {
+		if (nmembers == 1 && members[0].nodeid == cs->nodeid && members[0].pid == cs->pid) {
+			/* Alone in the group: the table is empty by definition. */
+			cs->synced = true;
+			cs->nmembers = 1;
+			cs->members[0] = (struct member){cs->nodeid, cs->pid, cs->owner, true};
+			pthread_cond_broadcast(&cs->changed);
+		} else if (nleft == 0 && cs->hello_seen) {
+			for (size_t i = 0; i < njoined; i++)
+				buffer_message(cs, joined[i].nodeid, joined[i].pid, NULL, 0);
+		} else if (nleft > 0 && cs->hello_seen) {
+			/* The member answering us may have gone: ask again, with a new cut. */
+			struct message *m = cs->buffered;
+			cs->buffered = cs->buffered_tail = NULL;
+			while (m) {
+				struct message *n = m->next;
+				free(m);
+				m = n;
+			}
+			queue_hello(cs);
+		}
+		pthread_mutex_unlock(&cs->lock);
+		return;
+	}
+	for (size_t i = 0; i < nleft; i++)
+		member_left(cs, left[i].nodeid, left[i].pid);
+	for (size_t i = 0; i < njoined; i++)
+		member_joined(cs, joined[i].nodeid, joined[i].pid);
+	pthread_mutex_unlock(&cs->lock);
+}
+
+static void on_quorum(quorum_handle_t h, uint32_t quorate, uint64_t ring, uint32_t n,
+		      uint32_t *view)
+{
+	(void)ring;
+	(void)n;
+	(void)view;
+	struct cs *cs;
+	if (quorum_context_get(h, (const void **)&cs) != CS_OK)
+		return;
+	pthread_mutex_lock(&cs->lock);
+	bool was = cs->quorate;
+	cs->quorate = quorate != 0;
+	if (was && !cs->quorate) {
+		cs->lost_quorum = true;
+		log_msg(cs, LOG_ERR, "lost quorum%s", ": lock calls fail until it returns");
+	}
+	pthread_mutex_unlock(&cs->lock);
+	if (was != (quorate != 0))
+		cfslock_deliver_quorum(cs->c, quorate != 0);
+}
+
+static int join_group(struct cs *cs)
+{
+	struct cpg_name name;
+	name.length = sizeof GROUP - 1;
+	memcpy(name.value, GROUP, sizeof GROUP - 1);
+	cs_error_t err;
+	while ((err = cpg_join(cs->cpg, &name)) == CS_ERR_TRY_AGAIN)
+		usleep(10000);
+	if (err != CS_OK)
+		return -ENOTCONN;
+	pthread_mutex_lock(&cs->lock);
+	queue_hello(cs);
+	pthread_mutex_unlock(&cs->lock);
+	return 0;
+}
+
+static uint64_t new_owner(uint32_t nodeid)
+{
+	uint32_t inc = 0;
+	while (inc == 0)
+		if (getrandom(&inc, sizeof inc, 0) != sizeof inc)
+			inc = (uint32_t)getpid();
+	return (uint64_t)nodeid << 32 | inc;
+}
+
+/* Back from a lost quorum: our replica may have diverged.  Leave, forget, and join as a new
+ * owner; the majority holds our old locks as recovering until recovery is declared done. */
+static void rejoin(struct cs *cs)
+{
+	struct cpg_name name;
+	name.length = sizeof GROUP - 1;
+	memcpy(name.value, GROUP, sizeof GROUP - 1);
+	cpg_leave(cs->cpg, &name);
+	pthread_mutex_lock(&cs->lock);
+	fail_all_local(cs, -CFSLOCK_ENOQUORUM);
+	drop_replicas(cs);
+	cs->nmembers = cs->nfailed = 0;
+	cs->synced = cs->hello_seen = false;
+	cs->lost_quorum = false;
+	cs->owner = new_owner(cs->nodeid);
+	pthread_mutex_unlock(&cs->lock);
+	log_msg(cs, LOG_NOTICE, "quorum is back; %s", "rejoining the lock group");
+	join_group(cs);
+}
+
+static void *cs_thread(void *arg)
+{
+	struct cs *cs = arg;
+	int cpg_fd = -1, q_fd = -1;
+	cpg_fd_get(cs->cpg, &cpg_fd);
+	quorum_fd_get(cs->quorum, &q_fd);
+	while (!cs->stop) {
+		send_outbox(cs);
+		struct pollfd p[3] = {{.fd = cpg_fd, .events = POLLIN},
+				      {.fd = q_fd, .events = POLLIN},
+				      {.fd = cs->wake[0], .events = POLLIN}};
+		if (poll(p, 3, 200) < 0)
+			continue;
+		if (p[2].revents) {
+			char b[16];
+			if (read(cs->wake[0], b, sizeof b) < 0) {
+				/* nothing: the wakeup did its job */
+			}
+		}
+		if (p[1].revents && quorum_dispatch(cs->quorum, CS_DISPATCH_ALL) != CS_OK)
+			p[0].revents |= POLLHUP;
+		if (p[0].revents && cpg_dispatch(cs->cpg, CS_DISPATCH_ALL) != CS_OK) {
+			/* corosync is gone: no quorum, no locks, until someone restarts us */
+			pthread_mutex_lock(&cs->lock);
+			bool was = cs->connected;
+			cs->connected = cs->quorate = false;
+			fail_all_local(cs, -CFSLOCK_ENOQUORUM);
+			pthread_cond_broadcast(&cs->changed);
+			pthread_mutex_unlock(&cs->lock);
+			if (was)
+				cfslock_deliver_quorum(cs->c, false);
+			break;
+		}
+		pthread_mutex_lock(&cs->lock);
+		bool again = cs->lost_quorum && cs->quorate;
+		pthread_mutex_unlock(&cs->lock);
+		if (again)
+			rejoin(cs);
+	}
+	return NULL;
+}
+
+static int cs_open(struct cfslock_client *c)
+{
+	struct cs *cs = calloc(1, sizeof *cs);
+	if (!cs)
+		return -ENOMEM;
+	cs->c = c;
+	pthread_mutex_init(&cs->lock, NULL);
+	pthread_cond_init(&cs->changed, NULL);
+	cpg_callbacks_t cb = {.cpg_deliver_fn = on_deliver, .cpg_confchg_fn = on_confchg};
+	quorum_callbacks_t qcb = {.quorum_notify_fn = on_quorum};
+	uint32_t qtype = 0;
+	int quorate = 0;
+	int rc = -ENOTCONN;
+	if (cpg_initialize(&cs->cpg, &cb) != CS_OK)
+		goto fail;
+	cpg_context_set(cs->cpg, cs);
+	if (cpg_local_get(cs->cpg, &cs->nodeid) != CS_OK ||
+	    quorum_initialize(&cs->quorum, &qcb, &qtype) != CS_OK)
+		goto fail_cpg;
+	quorum_context_set(cs->quorum, cs);
+	if (quorum_getquorate(cs->quorum, &quorate) != CS_OK ||
+	    quorum_trackstart(cs->quorum, CS_TRACK_CHANGES) != CS_OK || pipe(cs->wake) < 0)
+		goto fail_quorum;
+	cs->quorate = quorate != 0;
+	cs->connected = true;
+	cs->pid = (uint32_t)getpid();
+	cs->owner = new_owner(cs->nodeid);
+	c->node = cs->nodeid;
+	c->quorate = cs->quorate;
+	c->backend = cs;
+	if ((rc = join_group(cs)) || pthread_create(&cs->thread, NULL, cs_thread, cs)) {
+		rc = rc ? rc : -EAGAIN;
+		goto fail_pipe;
+	}
+	/* Wait until our replica is in sync (alone, or from a member's snapshot). */
+	struct timespec until;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += SYNC_TIMEOUT_S;
+	pthread_mutex_lock(&cs->lock);
+	while (!cs->synced && cs->connected && !rc)
+		rc = pthread_cond_timedwait(&cs->changed, &cs->lock, &until) ? -ETIMEDOUT : 0;
+	pthread_mutex_unlock(&cs->lock);
+	if (!rc && cs->connected)
+		return 0;
+	cs->stop = true;
+	pthread_join(cs->thread, NULL);
+	rc = rc ? rc : -ENOTCONN;
+fail_pipe:
+	close(cs->wake[0]);
+	close(cs->wake[1]);
+fail_quorum:
+	quorum_finalize(cs->quorum);
+fail_cpg:
+	cpg_finalize(cs->cpg);
+fail:
+	free(cs);
+	return rc;
+}
+
+static void cs_close(struct cfslock_client *c)
+{
+	struct cs *cs = c->backend;
+	cs->stop = true;
+	if (write(cs->wake[1], "x", 1) < 0) {
+		/* the thread wakes within its poll timeout anyway */
+	}
+	pthread_join(cs->thread, NULL);
+	cpg_finalize(cs->cpg);
+	quorum_finalize(cs->quorum);
+	close(cs->wake[0]);
+	close(cs->wake[1]);
+	drop_replicas(cs);
+	for (size_t b = 0; b < LKMAP_BUCKETS; b++)
+		for (struct lkmap_entry *e = cs->lkmap[b], *n; e; e = n) {
+			n = e->next;
+			free(e);
+		}
+	for (struct message *m = cs->buffered, *n; m; m = n) {
+		n = m->next;
+		free(m);
+	}
+	for (struct message *m = cs->outbox, *n; m; m = n) {
+		n = m->next;
+		free(m);
+	}
+	free(cs);
+}
+
+static int cs_space_open(struct cfslock_space *s)
+{
+	(void)s; /* every member replicates every lockspace */
+	return 0;
+}
+
+static void cs_space_close(struct cfslock_space *s)
+{
+	(void)s;
+}
+
+static int send_op(struct cfslock *lk, LockOp__Kind kind, int mode, unsigned flags,
+		   const uint8_t *lvb)
+{
+	struct cs *cs = lk->s->c->backend;
+	pthread_mutex_lock(&cs->lock);
+	int rc = cs->connected ? lkmap_add(cs, lk) : -CFSLOCK_ENOQUORUM;
+	uint64_t owner = cs->owner;
+	pthread_mutex_unlock(&cs->lock);
+	if (rc)
+		return rc;
+	LockOp op = LOCK_OP__INIT;
+	op.kind = kind;
+	op.space = lk->s->name;
+	op.owner = owner;
+	op.has_lkid = true;
+	op.lkid = lk->lkid;
+	op.has_resource = true;
+	op.resource = (ProtobufCBinaryData){.len = lk->len, .data = (uint8_t *)lk->name};
+	op.has_mode = true;
+	op.mode = mode;
+	op.has_flags = true;
+	op.flags = flags;
+	if (lvb) {
+		op.has_lvb = true;
+		op.lvb = (ProtobufCBinaryData){.len = CFSLOCK_LVB_LEN, .data = (uint8_t *)lvb};
+	}
+	Envelope env = ENVELOPE__INIT;
+	env.op = &op;
+	return multicast(cs, &env);
+}
+
+static int cs_request(struct cfslock *lk, int mode, unsigned flags)
+{
+	return send_op(lk, LOCK_OP__KIND__REQUEST, mode, flags, NULL);
+}
+
+static int cs_convert(struct cfslock *lk, int mode, unsigned flags, const uint8_t *lvb)
+{
+	return send_op(lk, LOCK_OP__KIND__CONVERT, mode, flags, lvb);
+}
+
+static int cs_unlock(struct cfslock *lk, const uint8_t *lvb)
+{
+	return send_op(lk, LOCK_OP__KIND__UNLOCK, -1, 0, lvb);
+}
+
+static int cs_cancel(struct cfslock *lk)
+{
+	return send_op(lk, LOCK_OP__KIND__CANCEL, -1, 0, NULL);
+}
+
+static int cs_recovery_done(struct cfslock_space *s, uint32_t node)
+{
+	struct cs *cs = s->c->backend;
+	uint64_t owners[MAX_MEMBERS];
+	size_t n = 0;
+	pthread_mutex_lock(&cs->lock);
+	for (size_t i = 0; i < cs->nfailed; i++)
+		if ((uint32_t)(cs->failed[i] >> 32) == node)
+			owners[n++] = cs->failed[i];
+	pthread_mutex_unlock(&cs->lock);
+	if (n == 0)
+		return -ENOENT;
+	for (size_t i = 0; i < n; i++) {
+		LockOp op = LOCK_OP__INIT;
+		op.kind = LOCK_OP__KIND__RECOVERY_DONE;
+		op.space = s->name;
+		op.owner = cs->owner;
+		op.has_lkid = true;
+		op.lkid = owners[i]; /* the failed owner */
+		Envelope env = ENVELOPE__INIT;
+		env.op = &op;
+		int rc = multicast(cs, &env);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+static int cs_dump(struct cfslock_space *s, lt_visit_fn visit, void *arg)
+{
+	struct cs *cs = s->c->backend;
+	pthread_mutex_lock(&cs->lock);
+	struct replica *r = replica(cs, s->name, false);
+	if (r)
+		lt_walk(r->table, visit, arg);
+	pthread_mutex_unlock(&cs->lock);
+	return 0;
+}
+
+static void cs_forget(struct cfslock *lk)
+{
+	struct cs *cs = lk->s->c->backend;
+	pthread_mutex_lock(&cs->lock);
+	struct lkmap_entry **pp = lkmap_slot(cs, lk->lkid);
+	struct lkmap_entry *e = *pp;
+	if (e) {
+		*pp = e->next;
+		free(e);
+	}
+	pthread_mutex_unlock(&cs->lock);
+}
+
+const struct cfslock_backend_ops cfslock_corosync_ops = {
+	.name = "corosync", .open = cs_open, .close = cs_close,
+	.space_open = cs_space_open, .space_close = cs_space_close,
+	.request = cs_request, .convert = cs_convert, .unlock = cs_unlock,
+	.cancel = cs_cancel, .recovery_done = cs_recovery_done, .dump = cs_dump,
+	.forget = cs_forget,
+};
