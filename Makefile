@@ -28,7 +28,7 @@ LOCK_SRC := $(wildcard dlm-client/*.c)
 LOCK_OBJ := $(LOCK_SRC:%.c=$(BUILD)/%.o) $(BUILD)/proto/cfslock.pb-c.o
 LDLIBS_LOCK := -lcpg -lquorum -lprotobuf-c -lpthread
 TOOLS_COMMON_OBJ := $(BUILD)/tools/common.o
-TOOLS := $(BUILD)/bin/cvm $(BUILD)/bin/randio
+TOOLS := $(BUILD)/bin/cvm $(BUILD)/bin/randio $(BUILD)/bin/cfslock
 UNIT_TESTS := $(patsubst tests/%.c,$(BUILD)/tests/%,$(wildcard tests/*/test_*.c))
 LIBS := $(BUILD)/lib/libcvm.a $(BUILD)/lib/libcfslock.a
 
@@ -76,7 +76,7 @@ $(BUILD)/tests/%: tests/%.c tests/helpers.h $(LIBS)
 
 # The test run: everything rebuilt with the sanitizers, then unit and integration tests.
 check: deps
-	$(MAKE) --no-print-directory SANITIZE=1 BUILD=build/asan build/asan/bin/cvm build/asan/bin/randio \
+	$(MAKE) --no-print-directory SANITIZE=1 BUILD=build/asan build/asan/bin/cvm build/asan/bin/randio build/asan/bin/cfslock \
 		$(patsubst tests/%.c,build/asan/tests/%,$(wildcard tests/*/test_*.c))
 	tests/run.sh build/asan
 

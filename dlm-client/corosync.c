@@ -452,8 +452,13 @@ static void apply_hello(struct cs *cs, uint32_t nodeid, const Hello *h)
 	if (!m) /* it left again before its hello was delivered */
 		return;
 	m->owner = h->owner;
-	m->synced = !h->needs_sync;
-	if (h->needs_sync && i_answer(cs))
+	/* A member that found itself alone in the group is synced although its Hello, sent
+	 * before it knew, asks for a snapshot. */
+	if (m->synced || !h->needs_sync) {
+		m->synced = true;
+		return;
+	}
+	if (i_answer(cs))
 		answer_hello(cs, h);
 }
 

@@ -1,0 +1,179 @@
+#!/usr/bin/env bash
+# libcfslock's corosync backend on real corosync clusters of 3 and 5 nodes (tests/cluster):
+# (a) mutual exclusion of a counter on a shared LUN file, (b) PR everywhere at once, (c) the
+# blocking callback, (d) value blocks between nodes, (e) a killed holder (client, then corosync)
+# stays recovering until recovery is declared done, (f) a partitioned minority loses quorum and
+# its calls fail while the majority goes on, and heal rejoins it, (g) every grant and release is
+# logged and checked for incompatible overlaps.  Needs root; says "skip" otherwise.
+. "$(dirname "$0")/../lib.sh"
+HERE=$(cd "$(dirname "$0")" && pwd)
+if [ "$(id -u)" -ne 0 ] || ! command -v corosync >/dev/null; then
+	echo "skip - cluster tests: need root and corosync"
+	exit 0
+fi
+export CLUSTER_ID=k$$
+CLUSTER_ID=${CLUSTER_ID:0:6}
+cleanup() {
+	"$HERE/cluster.sh" down >/dev/null 2>&1
+	rm -rf "$T"
+}
+trap cleanup EXIT
+C() { "$HERE/cluster.sh" "$@"; }
+# Every client call is bounded in time, so a hang fails its check instead of the whole run.
+L() { local n=$1; shift; timeout 120 "$HERE/cluster.sh" exec "$n" "$BIN/cfslock" --log "$T/events" "$@"; }
+holder_pid() { pgrep -f "^$BIN/cfslock --log $T/events $1" | head -1; }
+# wait_done PID SECONDS: the background call finished in time and succeeded.
+wait_done() {
+	local end=$((SECONDS + $2))
+	while kill -0 "$1" 2>/dev/null && [ $SECONDS -lt "$end" ]; do sleep 0.1; done
+	kill -0 "$1" 2>/dev/null && { kill "$1"; return 1; }
+	wait "$1"
+}
+mono_ns() { python3 -c 'import time; print(time.monotonic_ns())'; }
+
+# Run `cfslock shell` on a node with a FIFO as input; its output goes to $T/shell.NAME.
+start_shell() { # name node
+	rm -f "$T/in.$1" "$T/shell.$1"
+	mkfifo "$T/in.$1"
+	C exec "$2" "$BIN/cfslock" --log "$T/events" shell <"$T/in.$1" >"$T/shell.$1" 2>&1 &
+	exec {fd}>"$T/in.$1"
+	eval "SHELL_FD_$1=$fd"
+	wait_for "$T/shell.$1" "ready" 20
+}
+say() { local v="SHELL_FD_$1"; echo "$2" >&"${!v}"; }
+wait_for() { # file text seconds
+	local end=$((SECONDS + $3))
+	while [ $SECONDS -lt "$end" ]; do
+		grep -q -- "$2" "$1" 2>/dev/null && return 0
+		sleep 0.1
+	done
+	return 1
+}
+check() { if "$@"; then ok "$what"; else not_ok "$what"; fi; }
+
+run_cluster() {
+	local n=$1 minority
+	C up "$n" >/dev/null || { not_ok "$n nodes: cluster up"; return; }
+	ok "$n nodes: cluster up and quorate"
+	: >"$T/events"
+	# A long-lived member on every node, as cfsd will be: the replicated table lives in the
+	# members, so short-lived test clients need someone to keep it.
+	for node in $(seq 1 "$n"); do start_shell "d$node" "$node"; done
+
+	# (a) K processes on every node, 10,000 increments in all, under EX.
+	local k=2 procs=$((n * 2)) total=10000
+	truncate -s 4096 "$T/counter"
+	local i=0 pids=()
+	for node in $(seq 1 "$n"); do
+		for _ in $(seq 1 $k); do
+			local rounds=$((total / procs + (i < total % procs ? 1 : 0)))
+			L "$node" counter cnt "$T/counter" "$rounds" &
+			pids+=($!)
+			i=$((i + 1))
+		done
+	done
+	local failed=0
+	for p in "${pids[@]}"; do wait_done "$p" 300 || failed=1; done
+	local value
+	value=$(python3 -c 'import struct,sys; print(struct.unpack("<Q", open(sys.argv[1],"rb").read(8))[0])' "$T/counter")
+	what="$n nodes (a): $procs processes, $total increments under EX: counter $value"
+	check [ "$failed" -eq 0 ] && [ "$value" -eq "$total" ]
+
+	# (b) PR held on all nodes at once.
+	pids=()
+	for node in $(seq 1 "$n"); do
+		L "$node" --hold 4 lock rb PR >/dev/null &
+		pids+=($!)
+	done
+	sleep 2
+	local granted
+	granted=$(L 1 dump | grep -c '^rb .*granted *PR')
+	what="$n nodes (b): PR granted on all $n nodes at once ($granted)"
+	check [ "$granted" -eq "$n" ]
+	for p in "${pids[@]}"; do wait_done "$p" 20; done
+
+	# (c) blocking callback, (d) value block.
+	start_shell a 1
+	say a "lock rc EX"
+	wait_for "$T/shell.a" "done rc ok EX" 10
+	L 2 --hold 0.1 lock rc PR >"$T/c.out" &
+	local waiter=$!
+	what="$n nodes (c): the EX holder on node 1 gets the blocking callback for PR"
+	check wait_for "$T/shell.a" "blocking rc PR" 10
+	sleep 0.3
+	what="$n nodes (c): PR is not granted while EX is held"
+	check [ ! -s "$T/c.out" ]
+	say a "lvb rc hello-from-1"
+	say a "unlock rc"
+	what="$n nodes (c): PR granted after the release"
+	check wait_done "$waiter" 10
+	start_shell b 2
+	say b "lock rc PR"
+	wait_for "$T/shell.b" "done rc ok PR" 10
+	say b "show rc"
+	what="$n nodes (d): the value block written on release from EX reaches node 2"
+	check wait_for "$T/shell.b" "show rc PR lvb valid hello-from-1" 10
+	say b "unlock rc"
+	eval "exec ${SHELL_FD_a}>&- ${SHELL_FD_b}>&-"
+
+	# (e) kill -9 the client holding EX: recovering until recovery is declared done.
+	L 1 lock re EX >/dev/null 2>&1 &
+	sleep 1
+	local holder
+	holder=$(holder_pid "lock re EX")
+	kill -9 "$holder"
+	echo "$(mono_ns) 1 $holder release re EX" >>"$T/events"
+	L 2 --hold 0.1 lock re EX >"$T/e.out" &
+	waiter=$!
+	sleep 2
+	what="$n nodes (e): EX of a killed client is not granted to another before recovery"
+	check [ ! -s "$T/e.out" ]
+	what="$n nodes (e): the dump shows it recovering"
+	check bash -c "timeout 30 '$HERE/cluster.sh' exec 3 '$BIN/cfslock' dump | grep -q recovering"
+	L 3 recovery-done 1
+	what="$n nodes (e): granted once recovery of node 1 is done"
+	check wait_done "$waiter" 10
+
+	# ... and kill -9 of corosync on a node whose client holds EX.
+	L "$n" lock re2 EX >/dev/null 2>&1 &
+	sleep 1
+	holder=$(holder_pid "lock re2 EX")
+	C kill "$n"
+	echo "$(mono_ns) $n $holder release re2 EX" >>"$T/events"
+	L 1 --hold 0.1 lock re2 EX >"$T/e2.out" &
+	waiter=$!
+	sleep 3
+	what="$n nodes (e): EX of a node whose corosync died is held until recovery"
+	check [ ! -s "$T/e2.out" ]
+	L 2 recovery-done "$n"
+	what="$n nodes (e): granted after recovery of node $n"
+	check wait_done "$waiter" 10
+	kill -9 "$holder" 2>/dev/null
+	C start "$n"
+	C wait-quorum "$n" yes 60
+
+	# (f) partition a minority.
+	if [ "$n" -ge 5 ]; then minority="4 5"; else minority="3"; fi
+	C partition $minority
+	for m in $minority; do C wait-quorum "$m" no 30; done
+	L "${minority%% *}" --hold 0.1 lock rf EX >/dev/null 2>&1
+	local rc=$?
+	what="$n nodes (f): a minority node's lock call fails with 'no quorum' (exit 4, got $rc)"
+	check [ "$rc" -eq 4 ]
+	what="$n nodes (f): the majority goes on"
+	check L 1 --hold 0.1 lock rf EX
+	C heal
+	for m in $minority; do C wait-quorum "$m" yes 60; done
+	what="$n nodes (f): after heal the minority node locks again"
+	check L "${minority%% *}" --hold 0.1 lock rf EX
+
+	for node in $(seq 1 "$n"); do eval "exec {SHELL_FD_d$node}>&-"; done
+
+	# (g) no two incompatible grants overlapped in anything above.
+	what="$n nodes (g): no incompatible grants overlapped ($(python3 "$HERE/check_overlap.py" "$T/events" | tail -1))"
+	check python3 "$HERE/check_overlap.py" "$T/events"
+	C down
+}
+
+for n in ${CLUSTER_SIZES:-3 5}; do run_cluster "$n"; done
+finish
