@@ -99,7 +99,7 @@ install: all
 	install -m 755 $(BUILD)/lib/libcvm.so $(DESTDIR)$(PREFIX)/lib/libcvm.so.0
 	ln -sf libcvm.so.0 $(DESTDIR)$(PREFIX)/lib/libcvm.so
 	install -m 644 cvm/cvm.h $(DESTDIR)$(PREFIX)/include/
-	install -m 644 man/cvm.8 $(DESTDIR)$(PREFIX)/share/man/man8/
+	install -m 644 man/cvm.8 man/cfslock.8 $(DESTDIR)$(PREFIX)/share/man/man8/
 	install -m 644 man/randio.1 $(DESTDIR)$(PREFIX)/share/man/man1/
 
 clean:
