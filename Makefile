@@ -33,7 +33,7 @@ UNIT_TESTS := $(patsubst tests/%.c,$(BUILD)/tests/%,$(wildcard tests/*/test_*.c)
 LIBS := $(BUILD)/lib/libcvm.a $(BUILD)/lib/libcfslock.a
 
 .SECONDARY:
-.PHONY: all deps check unit integration demo bench install clean lint
+.PHONY: all deps check demo bench bench-cvm bench-locks install clean lint
 all: deps $(LIBS) $(BUILD)/lib/libcvm.so $(TOOLS)
 
 # Installs what is missing (apt-get, as root); a no-op once everything is there.
@@ -83,7 +83,18 @@ check: deps
 demo: all
 	scripts/tour.sh $(BUILD)
 
-bench: all
+$(BUILD)/bench/lockbench: bench/locks/lockbench.c $(LIBS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -o $@ $< $(LIBS) $(LDFLAGS_SAN) $(LDLIBS_LOCK)
+
+bench: all $(BUILD)/bench/lockbench
+	bench/cvm/run.sh $(BUILD)
+	bench/locks/run.sh $(BUILD)
+
+bench-locks: all $(BUILD)/bench/lockbench
+	bench/locks/run.sh $(BUILD)
+
+bench-cvm: all
 	bench/cvm/run.sh $(BUILD)
 
 lint:

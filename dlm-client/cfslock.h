@@ -69,6 +69,13 @@ int cfslock_cancel(struct cfslock *lk);
 int cfslock_request_sync(struct cfslock *lk, int mode, unsigned flags);
 int cfslock_unlock_sync(struct cfslock *lk);
 
+/* Caching, as GFS2's glocks do: cfslock_release says "done for now" but keeps the grant on this
+ * node.  A later request the cached mode covers is granted at once, with no message; when
+ * another node wants the lock, a cached lock is unlocked by the library itself, and one in use
+ * gets the blocking callback and is unlocked at its release. */
+int cfslock_release(struct cfslock *lk);
+bool cfslock_cached(const struct cfslock *lk);
+
 /* The granted mode, or -1. */
 int cfslock_mode(const struct cfslock *lk);
 bool cfslock_pending(const struct cfslock *lk);

@@ -124,9 +124,16 @@ void cfslock_deliver_quorum(struct cfslock_client *c, bool quorate)
 	enqueue(c, cb);
 }
 
+static int unlock_now(struct cfslock *lk, bool internal);
+
 static void run_lock_callback(struct cfslock *lk, const struct lt_event *ev)
 {
 	if (ev->type == LT_EV_BLOCKING) {
+		if (lk->cached && !lk->pending) {
+			unlock_now(lk, true); /* nobody here uses it: let it go */
+			return;
+		}
+		lk->wanted_elsewhere = true;
 		if (lk->blocking)
 			lk->blocking(lk->arg, lk, ev->mode);
 		return;
@@ -134,6 +141,15 @@ static void run_lock_callback(struct cfslock *lk, const struct lt_event *ev)
 	int status = ev->type == LT_EV_FAILED ? ev->status : 0;
 	lk->granted = ev->type == LT_EV_UNLOCKED ? -1 : ev->mode;
 	lk->pending = false;
+	if (ev->type != LT_EV_GRANTED)
+		lk->cached = false;
+	else
+		lk->wanted_elsewhere = false;
+	if (lk->internal) { /* the library's own unlock: only a request queued behind it waits */
+		lk->internal = false;
+		lk->sync_done = lk->sync_waiting;
+		return;
+	}
 	if (ev->type == LT_EV_GRANTED) {
 		memcpy(lk->lvb, ev->lvb, CFSLOCK_LVB_LEN);
 		lk->lvb_valid = ev->lvb_valid;
@@ -271,10 +287,42 @@ static int start(struct cfslock *lk)
 	return 0;
 }
 
+/* Does holding mode `held` give everything `want` does? */
+static bool covers(int held, int want)
+{
+	static const unsigned char cover[6] = {
+		1u << CFSLOCK_NL,
+		1u << CFSLOCK_NL | 1u << CFSLOCK_CR,
+		1u << CFSLOCK_NL | 1u << CFSLOCK_CR | 1u << CFSLOCK_CW,
+		1u << CFSLOCK_NL | 1u << CFSLOCK_CR | 1u << CFSLOCK_PR,
+		1u << CFSLOCK_NL | 1u << CFSLOCK_CR | 1u << CFSLOCK_PR | 1u << CFSLOCK_PW,
+		0x3f,
+	};
+	return held >= 0 && (cover[held] >> want) & 1u;
+}
+
+/* A request the cached grant covers: granted here, no message. */
+static bool take_cached(struct cfslock *lk, int mode)
+{
+	if (!lk->cached || lk->pending || !covers(lk->granted, mode))
+		return false;
+	lk->cached = false;
+	return true;
+}
+
 int cfslock_request(struct cfslock *lk, int mode, unsigned flags)
 {
 	if (mode < CFSLOCK_NL || mode > CFSLOCK_EX || (flags & ~CFSLOCK_NOQUEUE))
 		return -EINVAL;
+	if (take_cached(lk, mode)) {
+		struct lt_event ev = {.type = LT_EV_GRANTED, .lkid = lk->lkid, .mode = lk->granted,
+				      .lvb_valid = lk->lvb_valid};
+		memcpy(ev.lvb, lk->lvb, CFSLOCK_LVB_LEN);
+		lk->pending = true;
+		cfslock_deliver(lk->s->c, lk, &ev);
+		return 0;
+	}
+	lk->cached = false;
 	int rc = start(lk);
 	if (rc)
 		return rc;
@@ -286,18 +334,39 @@ int cfslock_request(struct cfslock *lk, int mode, unsigned flags)
 	return rc;
 }
 
+static int unlock_now(struct cfslock *lk, bool internal)
+{
+	int rc = start(lk);
+	if (rc)
+		return rc;
+	lk->internal = internal;
+	rc = lk->s->c->ops->unlock(lk, lk->lvb_out_set ? lk->lvb_out : NULL);
+	if (rc)
+		lk->pending = lk->internal = false;
+	return rc;
+}
+
 int cfslock_unlock(struct cfslock *lk)
 {
 	if (lk->granted < 0)
 		return -ENOENT;
-	int rc = start(lk);
-	if (rc)
-		return rc;
-	rc = lk->s->c->ops->unlock(lk, lk->lvb_out_set ? lk->lvb_out : NULL);
-	if (rc)
-		lk->pending = false;
-	return rc;
+	lk->cached = false;
+	return unlock_now(lk, false);
 }
+
+int cfslock_release(struct cfslock *lk)
+{
+	if (lk->granted < 0 || lk->pending)
+		return lk->granted < 0 ? -ENOENT : -EBUSY;
+	if (lk->wanted_elsewhere) {
+		lk->wanted_elsewhere = false;
+		return unlock_now(lk, true);
+	}
+	lk->cached = true;
+	return 0;
+}
+
+bool cfslock_cached(const struct cfslock *lk) { return lk->cached; }
 
 int cfslock_cancel(struct cfslock *lk)
 {
@@ -308,6 +377,13 @@ int cfslock_cancel(struct cfslock *lk)
 
 int cfslock_request_sync(struct cfslock *lk, int mode, unsigned flags)
 {
+	if (take_cached(lk, mode))
+		return 0; /* the fast path: no message, no callback, no system call */
+	if (lk->internal) { /* the library is releasing the cached grant: let it finish */
+		lk->sync_waiting = true;
+		lk->sync_done = false;
+		wait_sync(lk);
+	}
 	lk->sync_waiting = true;
 	lk->sync_done = false;
 	int rc = cfslock_request(lk, mode, flags);

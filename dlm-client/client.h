@@ -64,6 +64,9 @@ struct cfslock {
 	bool lvb_out_set;
 	bool sync_waiting, sync_done;
 	int sync_status;
+	bool cached;          /* granted, kept after cfslock_release, not in use */
+	bool wanted_elsewhere; /* a blocking callback came while in use: unlock at release */
+	bool internal;        /* the pending op is the library's own unlock of a cached lock */
 };
 
 /* Backends report table events for this client's locks, and membership and quorum changes,

@@ -205,3 +205,60 @@ Test(local, dump_lists_holders_and_waiters)
 	cfslock_space_close(s);
 	cfslock_client_close(a);
 }
+
+static void count_entries(void *arg, const struct cfslock_dump_entry *e)
+{
+	(void)e;
+	(*(int *)arg)++;
+}
+
+Test(local, cached_lock_is_reacquired_without_a_request)
+{
+	struct cfslock_client *a = open_client(), *b = open_client();
+	struct cfslock_space *sa, *sb;
+	cr_assert_eq(cfslock_space_open(a, "t6", &sa), 0);
+	cr_assert_eq(cfslock_space_open(b, "t6", &sb), 0);
+	struct seen x = {0}, y = {0};
+	struct cfslock *la = cfslock_new(sa, "c", on_done, on_blocking, &x);
+	struct cfslock *lb = cfslock_new(sb, "c", on_done, on_blocking, &y);
+	cr_assert_eq(cfslock_request_sync(la, CFSLOCK_EX, 0), 0);
+	cr_assert_eq(cfslock_release(la), 0);
+	cr_assert(cfslock_cached(la));
+	/* PR is covered by the cached EX: granted at once, the table still says EX. */
+	cr_assert_eq(cfslock_request_sync(la, CFSLOCK_PR, 0), 0);
+	cr_assert_eq(cfslock_mode(la), CFSLOCK_EX);
+	cr_assert_eq(cfslock_release(la), 0);
+	int n = 0;
+	cfslock_dump(sa, count_entries, &n);
+	cr_assert_eq(n, 1);
+
+	/* Another client wants it: the cached lock is let go without its owner's help. */
+	cr_assert_eq(cfslock_request(lb, CFSLOCK_PR, 0), 0);
+	cfslock_dispatch(a); /* the blocking callback: the library unlocks */
+	cfslock_dispatch(a); /* the unlock's completion */
+	cr_assert_eq(x.blocking_calls, 0, "a cached lock's blocking callback reached its user");
+	cr_assert_eq(cfslock_mode(la), -1);
+	cfslock_dispatch(b);
+	cr_assert_eq(cfslock_mode(lb), CFSLOCK_PR);
+
+	/* In use: the user hears about it, and the release becomes an unlock. */
+	cr_assert_eq(cfslock_request_sync(la, CFSLOCK_CR, 0), 0);
+	cr_assert_eq(cfslock_release(lb), 0);
+	cr_assert_eq(cfslock_request_sync(lb, CFSLOCK_PR, 0), 0, "cached PR covers PR");
+	cr_assert_eq(cfslock_request(la, CFSLOCK_EX, 0), 0); /* converts: blocks on b's PR */
+	cfslock_dispatch(b);
+	cr_assert_eq(y.blocking_calls, 1);
+	cr_assert_eq(cfslock_release(lb), 0);
+	cfslock_dispatch(b);
+	cr_assert_eq(cfslock_mode(lb), -1, "a release after a blocking callback must unlock");
+	cr_assert_not(cfslock_cached(lb));
+	cfslock_dispatch(a);
+	cr_assert_eq(cfslock_mode(la), CFSLOCK_EX);
+	cr_assert_eq(cfslock_unlock_sync(la), 0);
+	cfslock_free(la);
+	cfslock_free(lb);
+	cfslock_space_close(sa);
+	cfslock_space_close(sb);
+	cfslock_client_close(a);
+	cfslock_client_close(b);
+}
