@@ -33,8 +33,12 @@ p1=$!
 "$here/cluster.sh" exec 2 "$bench" pingpong "$n" | tee -a "$out"
 wait "$p1"
 cat "$out.p1" | tee -a "$out"
-for i in 1 2 3; do "$here/cluster.sh" exec "$i" "$bench" ops "$secs" >"$out.ops$i" & done
-wait
+ops=()
+for i in 1 2 3; do
+	"$here/cluster.sh" exec "$i" "$bench" ops "$secs" >"$out.ops$i" &
+	ops+=($!)
+done
+wait "${ops[@]}"
 cat "$out.ops"* | tee -a "$out"
 python3 - "$out" <<'PY'
 import json, sys
