@@ -26,7 +26,7 @@ CVM_SRC := $(wildcard cvm/*.c)
 CVM_OBJ := $(CVM_SRC:%.c=$(BUILD)/%.o)
 LOCK_SRC := $(wildcard dlm-client/*.c)
 LOCK_OBJ := $(LOCK_SRC:%.c=$(BUILD)/%.o) $(BUILD)/proto/cfslock.pb-c.o
-LDLIBS_LOCK := -lcpg -lquorum -lprotobuf-c -lpthread
+LDLIBS_LOCK := -lcpg -lquorum -ldlm -lprotobuf-c -lpthread
 TOOLS_COMMON_OBJ := $(BUILD)/tools/common.o
 TOOLS := $(BUILD)/bin/cvm $(BUILD)/bin/randio $(BUILD)/bin/cfslock
 UNIT_TESTS := $(patsubst tests/%.c,$(BUILD)/tests/%,$(wildcard tests/*/test_*.c))

@@ -23,8 +23,8 @@ struct callback {
 
 static const struct cfslock_backend_ops *find_backend(const char *name)
 {
-	static const struct cfslock_backend_ops *const all[] = {&cfslock_local_ops,
-								 &cfslock_corosync_ops};
+	static const struct cfslock_backend_ops *const all[] = {
+		&cfslock_local_ops, &cfslock_corosync_ops, &cfslock_dlm_ops};
 	for (size_t i = 0; i < sizeof all / sizeof *all; i++)
 		if (strcmp(all[i]->name, name) == 0)
 			return all[i];
@@ -44,7 +44,6 @@ int cfslock_client_open(const char *backend, const struct cfslock_events *events
 	if (events)
 		c->events = *events;
 	c->quorate = true;
-	c->next_lkid = 1;
 	pthread_mutex_init(&c->qlock, NULL);
 	pthread_mutex_init(&c->dispatch_lock, NULL);
 	pthread_cond_init(&c->dispatched, NULL);
@@ -262,9 +261,8 @@ struct cfslock *cfslock_new(struct cfslock_space *s, const char *name, cfslock_d
 	*lk = (struct cfslock){.s = s, .len = len, .granted = -1, .done = done,
 			       .blocking = blocking, .arg = arg};
 	memcpy(lk->name, name, len);
-	pthread_mutex_lock(&s->c->qlock);
-	lk->lkid = s->c->next_lkid++;
-	pthread_mutex_unlock(&s->c->qlock);
+	static _Atomic uint64_t next_lkid = 1; /* unique in the process, whatever the client */
+	lk->lkid = next_lkid++;
 	return lk;
 }
 

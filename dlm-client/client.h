@@ -39,7 +39,6 @@ struct cfslock_client {
 	struct callback *head, *tail;
 	pthread_mutex_t dispatch_lock;
 	pthread_cond_t dispatched;
-	uint64_t next_lkid;
 };
 
 struct cfslock_space {

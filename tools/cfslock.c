@@ -371,7 +371,9 @@ int main(int argc, char **argv)
 	if (rc)
 		return fprintf(stderr, "cfslock: cannot reach the %s lock manager: %s%s\n",
 			       o.backend, strerror(-rc),
-			       strcmp(o.backend, "corosync") ? "" : " (is corosync running?)"),
+			       !strcmp(o.backend, "corosync") ? " (is corosync running?)"
+			       : !strcmp(o.backend, "dlm") ? " (load the dlm module, start dlm_controld)"
+							    : ""),
 		       EXIT_FAILED;
 	if ((rc = cfslock_space_open(c, o.space, &s))) {
 		cfslock_client_close(c);
