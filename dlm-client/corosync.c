@@ -92,7 +92,8 @@ static int multicast(struct cs *cs, const Envelope *env)
 	envelope__pack(env, buf);
 	struct iovec iov = {.iov_base = buf, .iov_len = len};
 	cs_error_t err;
-	while ((err = cpg_mcast_joined(cs->cpg, CPG_TYPE_AGREED, &iov, 1)) == CS_ERR_TRY_AGAIN)
+	while ((err = cpg_mcast_joined(cs->cpg, CPG_TYPE_AGREED, &iov, 1)) == CS_ERR_TRY_AGAIN &&
+	       cs->connected)
 		usleep(1000);
 	free(buf);
 	return err == CS_OK ? 0 : -ENOTCONN;
@@ -636,10 +637,16 @@ static uint64_t new_owner(uint32_t nodeid)
  * owner; the majority holds our old locks as recovering until recovery is declared done. */
 static void rejoin(struct cs *cs)
 {
-	struct cpg_name name;
-	name.length = sizeof GROUP - 1;
-	memcpy(name.value, GROUP, sizeof GROUP - 1);
-	cpg_leave(cs->cpg, &name);
+	/* A new CPG connection: leaving and joining on the old one races with our own leave. */
+	cpg_callbacks_t cb = {.cpg_deliver_fn = on_deliver, .cpg_confchg_fn = on_confchg};
+	cpg_finalize(cs->cpg);
+	if (cpg_initialize(&cs->cpg, &cb) != CS_OK) {
+		pthread_mutex_lock(&cs->lock);
+		cs->connected = false;
+		pthread_mutex_unlock(&cs->lock);
+		return;
+	}
+	cpg_context_set(cs->cpg, cs);
 	pthread_mutex_lock(&cs->lock);
 	fail_all_local(cs, -CFSLOCK_ENOQUORUM);
 	drop_replicas(cs);
@@ -656,9 +663,9 @@ static void *cs_thread(void *arg)
 {
 	struct cs *cs = arg;
 	int cpg_fd = -1, q_fd = -1;
-	cpg_fd_get(cs->cpg, &cpg_fd);
 	quorum_fd_get(cs->quorum, &q_fd);
-	while (!cs->stop) {
+	while (!cs->stop && cs->connected) {
+		cpg_fd_get(cs->cpg, &cpg_fd); /* a rejoin opens a new connection */
 		send_outbox(cs);
 		struct pollfd p[3] = {{.fd = cpg_fd, .events = POLLIN},
 				      {.fd = q_fd, .events = POLLIN},
@@ -798,7 +805,14 @@ static int send_op(struct cfslock *lk, LockOp__Kind kind, int mode, unsigned fla
 {
 	struct cs *cs = lk->s->c->backend;
 	pthread_mutex_lock(&cs->lock);
-	int rc = cs->connected ? lkmap_add(cs, lk) : -CFSLOCK_ENOQUORUM;
+	/* After a rejoin the replica is being rebuilt: wait for it, not for ever. */
+	struct timespec until;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += SYNC_TIMEOUT_S;
+	while (cs->connected && !cs->synced &&
+	       pthread_cond_timedwait(&cs->changed, &cs->lock, &until) == 0)
+		;
+	int rc = cs->connected && cs->synced ? lkmap_add(cs, lk) : -CFSLOCK_ENOQUORUM;
 	uint64_t owner = cs->owner;
 	pthread_mutex_unlock(&cs->lock);
 	if (rc)

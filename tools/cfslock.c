@@ -54,7 +54,8 @@ static void usage(FILE *out)
 		"                           lock NAME MODE [noqueue] | convert NAME MODE [noqueue] |\n"
 		"                           unlock NAME | cancel NAME | lvb NAME TEXT | show NAME |\n"
 		"                           recovery-done NODE | dump | sleep SEC\n"
-		"                         and print every completion and blocking callback\n"
+		"                         and print every completion and blocking callback, and\n"
+		"                         membership (member N joined|left) and quorum changes\n"
 		"  counter NAME FILE ROUNDS   ROUNDS times: take NAME in EX, add one to the counter\n"
 		"                         in the first 8 bytes of FILE (O_DIRECT, fsync), release\n"
 		"\n"
@@ -232,6 +233,20 @@ static void on_blocking(void *arg, struct cfslock *lk, int wanted)
 	fflush(stdout);
 }
 
+static void on_membership(void *arg, uint32_t node, bool joined)
+{
+	(void)arg;
+	printf("member %u %s\n", node, joined ? "joined" : "left");
+	fflush(stdout);
+}
+
+static void on_quorum(void *arg, bool quorate)
+{
+	(void)arg;
+	printf("quorum %s\n", quorate ? "yes" : "no");
+	fflush(stdout);
+}
+
 static struct cfslock *named(struct cfslock_client *c, struct cfslock_space *s, const char *n)
 {
 	for (struct named *x = named_locks; x; x = x->next)
@@ -364,7 +379,9 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	struct cfslock_client *c;
 	struct cfslock_space *s;
-	int rc = cfslock_client_open(o.backend, NULL, &c);
+	/* The shell reports membership and quorum changes as they reach the client. */
+	struct cfslock_events events = {.membership = on_membership, .quorum = on_quorum};
+	int rc = cfslock_client_open(o.backend, strcmp(cmd, "shell") ? NULL : &events, &c);
 	if (rc == -EPROTONOSUPPORT)
 		return fprintf(stderr, "cfslock: backend '%s': use local, corosync or dlm\n",
 			       o.backend), EXIT_USAGE;

@@ -146,6 +146,8 @@ run_cluster() {
 	sleep 3
 	what="$n nodes (e): EX of a node whose corosync died is held until recovery"
 	check [ ! -s "$T/e2.out" ]
+	what="$n nodes: the other nodes' clients hear that node $n left"
+	check wait_for "$T/shell.d1" "member $n left" 10
 	L 2 recovery-done "$n"
 	what="$n nodes (e): granted after recovery of node $n"
 	check wait_done "$waiter" 10
@@ -154,9 +156,11 @@ run_cluster() {
 	C wait-quorum "$n" yes 60
 
 	# (f) partition a minority.
-	if [ "$n" -ge 5 ]; then minority="4 5"; else minority="3"; fi
+	if [ "$n" -ge 5 ]; then minority="4 5"; else minority="2"; fi
 	C partition $minority
 	for m in $minority; do C wait-quorum "$m" no 30; done
+	what="$n nodes (f): the minority's clients get the quorum event"
+	check wait_for "$T/shell.d${minority%% *}" "quorum no" 10
 	L "${minority%% *}" --hold 0.1 lock rf EX >/dev/null 2>&1
 	local rc=$?
 	what="$n nodes (f): a minority node's lock call fails with 'no quorum' (exit 4, got $rc)"
@@ -167,8 +171,41 @@ run_cluster() {
 	for m in $minority; do C wait-quorum "$m" yes 60; done
 	what="$n nodes (f): after heal the minority node locks again"
 	check quiet L "${minority%% *}" --hold 0.1 lock rf EX
+	what="$n nodes (f): a long-lived member of the minority rejoined and locks again"
+	say "d${minority%% *}" "lock rk EX"
+	check wait_for "$T/shell.d${minority%% *}" "done rk ok EX" 20
+	say "d${minority%% *}" "unlock rk"
 
 	for node in $(seq 1 "$n"); do eval "exec {SHELL_FD_d$node}>&-"; done
+
+	# Several members join at once and each gets the whole table; several leave at once and
+	# all their locks are recovering.
+	L 1 lock rh1 EX >/dev/null 2>&1 &
+	L 2 lock rh2 PR >/dev/null 2>&1 &
+	sleep 1
+	pids=()
+	for node in $(seq 1 "$n"); do
+		L "$node" dump >"$T/h.dump$node" 2>&1 &
+		pids+=($!)
+	done
+	local seen=0
+	for i in "${!pids[@]}"; do
+		wait_done "${pids[$i]}" 30 && grep -q '^rh1 .*granted *EX' "$T/h.dump$((i + 1))" &&
+			grep -q '^rh2 .*granted *PR' "$T/h.dump$((i + 1))" && seen=$((seen + 1))
+	done
+	what="$n nodes: $n members joining at once each got the whole table ($seen)"
+	check [ "$seen" -eq "$n" ]
+	local h1 h2
+	h1=$(holder_pid "lock rh1 EX")
+	h2=$(holder_pid "lock rh2 PR")
+	kill -9 "$h1" "$h2"
+	echo "$(mono_ns) 1 $h1 release rh1 EX" >>"$T/events"
+	echo "$(mono_ns) 2 $h2 release rh2 PR" >>"$T/events"
+	sleep 1
+	what="$n nodes: two members leaving at once both leave recovering locks"
+	check [ "$(L 3 dump | grep -c '^ *(recovering')" -eq 2 ]
+	L 3 recovery-done 1
+	L 3 recovery-done 2
 
 	# (g) no two incompatible grants overlapped in anything above.
 	what="$n nodes (g): no incompatible grants overlapped ($(python3 "$HERE/check_overlap.py" "$T/events" | tail -1))"
