@@ -3,6 +3,7 @@
 #include "client.h"
 
 #include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -226,7 +227,7 @@ int cfslock_space_open(struct cfslock_client *c, const char *name, struct cfsloc
 	if (!s)
 		return -ENOMEM;
 	s->c = c;
-	strcpy(s->name, name);
+	snprintf(s->name, sizeof s->name, "%s", name);
 	int rc = c->ops->space_open(s);
 	if (rc) {
 		free(s);
@@ -260,7 +261,7 @@ struct cfslock *cfslock_new(struct cfslock_space *s, const char *name, cfslock_d
 		return NULL;
 	*lk = (struct cfslock){.s = s, .len = len, .granted = -1, .done = done,
 			       .blocking = blocking, .arg = arg};
-	memcpy(lk->name, name, len);
+	memcpy(lk->name, name, len); /* NOLINT(bugprone-not-null-terminated-result): calloc'd */
 	static _Atomic uint64_t next_lkid = 1; /* unique in the process, whatever the client */
 	lk->lkid = next_lkid++;
 	return lk;

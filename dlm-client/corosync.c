@@ -125,9 +125,8 @@ static void send_outbox(struct cs *cs)
 	while (m) {
 		struct message *next = m->next;
 		struct iovec iov = {.iov_base = m->data, .iov_len = m->len};
-		cs_error_t err;
-		while ((err = cpg_mcast_joined(cs->cpg, CPG_TYPE_AGREED, &iov, 1)) ==
-		       CS_ERR_TRY_AGAIN)
+		while (cpg_mcast_joined(cs->cpg, CPG_TYPE_AGREED, &iov, 1) == CS_ERR_TRY_AGAIN &&
+		       cs->connected)
 			usleep(1000);
 		free(m);
 		m = next;
@@ -219,7 +218,7 @@ static struct replica *replica(struct cs *cs, const char *name, bool create)
 		free(r);
 		return NULL;
 	}
-	strcpy(r->name, name);
+	snprintf(r->name, sizeof r->name, "%s", name);
 	r->cs = cs;
 	r->next = cs->replicas;
 	cs->replicas = r;

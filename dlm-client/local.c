@@ -3,6 +3,7 @@
  * process exclude each other as nodes of a cluster would. */
 #include "client.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -50,7 +51,7 @@ static int local_space_open(struct cfslock_space *s)
 	while (ls && strcmp(ls->name, s->name) != 0)
 		ls = ls->next;
 	if (!ls && (ls = calloc(1, sizeof *ls))) {
-		strcpy(ls->name, s->name);
+		snprintf(ls->name, sizeof ls->name, "%s", s->name);
 		ls->table = lt_create(emit, NULL);
 		if (!ls->table) {
 			free(ls);

