@@ -106,10 +106,10 @@ install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include \
 		$(DESTDIR)$(PREFIX)/share/man/man8 $(DESTDIR)$(PREFIX)/share/man/man1
 	install -m 755 $(TOOLS) $(DESTDIR)$(PREFIX)/bin/
-	install -m 644 $(BUILD)/lib/libcvm.a $(DESTDIR)$(PREFIX)/lib/
+	install -m 644 $(BUILD)/lib/libcvm.a $(BUILD)/lib/libcfslock.a $(DESTDIR)$(PREFIX)/lib/
 	install -m 755 $(BUILD)/lib/libcvm.so $(DESTDIR)$(PREFIX)/lib/libcvm.so.0
 	ln -sf libcvm.so.0 $(DESTDIR)$(PREFIX)/lib/libcvm.so
-	install -m 644 cvm/cvm.h $(DESTDIR)$(PREFIX)/include/
+	install -m 644 cvm/cvm.h dlm-client/cfslock.h $(DESTDIR)$(PREFIX)/include/
 	install -m 644 man/cvm.8 man/cfslock.8 $(DESTDIR)$(PREFIX)/share/man/man8/
 	install -m 644 man/randio.1 $(DESTDIR)$(PREFIX)/share/man/man1/
 
