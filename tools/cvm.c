@@ -1,5 +1,6 @@
 /* cvm: the volume manager's command.  See man/cvm.8. */
 #include "../cvm/cvm.h"
+#include "../dlm-client/cfslock.h"
 #include "common.h"
 
 #include <errno.h>
@@ -13,6 +14,7 @@ enum { EXIT_CHECK_REPAIRED = 1, EXIT_CHECK_PROBLEMS = 4 };
 
 struct opts {
 	struct scan_paths scan;
+	const char *locks; /* lock manager backend for config changes */
 	bool json, force, repair;
 	uint64_t stripe_width;
 	const char *command;
@@ -43,6 +45,9 @@ static void usage(FILE *out)
 		"  -j, --json               machine-readable output (show, discover)\n"
 		"  -f, --force              remove a volume that is incomplete or holds data\n"
 		"  -r, --repair             let check rewrite damaged labels and stale config copies\n"
+		"  -L, --locks BACKEND      lock manager that serialises config changes across nodes:\n"
+		"                           local (this process only), corosync or dlm (default:\n"
+		"                           $CFSLOCK_BACKEND, else local)\n"
 		"  -h, --help               this text\n"
 		"\n"
 		"SIZE takes a suffix k, M, G or T (powers of 1024).\n"
@@ -242,6 +247,51 @@ static int print_volumes(const struct cvm_scan *scan, const char *only, bool jso
 	return EXIT_OK;
 }
 
+/* Config changes of a volume run under an EX cluster lock named after it, so that two nodes
+ * never change one volume at once (libcvm's own OFD locks cover one node).  NOQUEUE: a change
+ * elsewhere is reported, not waited for. */
+struct change_lock {
+	struct cfslock_client *client;
+	struct cfslock_space *space;
+	struct cfslock *lock;
+};
+
+static void change_lock_drop(struct change_lock *cl)
+{
+	if (cl->lock && cfslock_mode(cl->lock) >= 0)
+		cfslock_unlock_sync(cl->lock);
+	cfslock_free(cl->lock);
+	cfslock_space_close(cl->space);
+	cfslock_client_close(cl->client);
+	memset(cl, 0, sizeof *cl);
+}
+
+static int change_lock_take(const struct opts *o, const char *volume, struct change_lock *cl)
+{
+	char name[CFSLOCK_NAME_MAX + 1];
+	snprintf(name, sizeof name, "cvm:%s", volume);
+	memset(cl, 0, sizeof *cl);
+	int rc = cfslock_client_open(o->locks, NULL, &cl->client);
+	if (rc == 0)
+		rc = cfslock_space_open(cl->client, "cvm", &cl->space);
+	if (rc == 0 && !(cl->lock = cfslock_new(cl->space, name, NULL, NULL, NULL)))
+		rc = -EINVAL;
+	if (rc == 0)
+		rc = cfslock_request_sync(cl->lock, CFSLOCK_EX, CFSLOCK_NOQUEUE);
+	if (rc == 0)
+		return 0;
+	if (rc == -EAGAIN)
+		fprintf(stderr, "cvm: volume %s is being changed by another node; retry when that "
+				"is done\n", volume);
+	else if (rc == -CFSLOCK_ENOQUORUM)
+		fprintf(stderr, "cvm: this node has no quorum: volume %s cannot be changed\n", volume);
+	else
+		fprintf(stderr, "cvm: cannot take the cluster lock of volume %s through the %s lock "
+				"manager: %s (see --locks)\n", volume, o->locks, strerror(-rc));
+	change_lock_drop(cl);
+	return EXIT_FAILED;
+}
+
 static int scan_or_fail(struct opts *o, struct cvm_scan *scan, const char *what)
 {
 	scan_paths_defaults(&o->scan);
@@ -282,10 +332,16 @@ static int cmd_create_or_grow(struct opts *o, bool grow)
 			return EXIT_FAILED;
 		}
 	}
+	struct change_lock cl;
 	struct cvm_scan scan;
-	int ex = scan_or_fail(o, &scan, what);
+	int ex = change_lock_take(o, o->args[0], &cl);
 	if (ex)
 		return ex;
+	/* Scanned under the lock: what another node changed before is seen. */
+	if ((ex = scan_or_fail(o, &scan, what))) {
+		change_lock_drop(&cl);
+		return ex;
+	}
 	struct cvm_config *cfg = malloc(sizeof *cfg);
 	struct cvm_create_opts copts = {.stripe_width = o->stripe_width};
 	const char *const *luns = (const char *const *)o->args + 1;
@@ -301,6 +357,7 @@ static int cmd_create_or_grow(struct opts *o, bool grow)
 	}
 	free(cfg);
 	cvm_scan_free(&scan);
+	change_lock_drop(&cl);
 	return rc ? fail(what, rc) : EXIT_OK;
 }
 
@@ -328,13 +385,17 @@ static int cmd_check(struct opts *o)
 {
 	if (o->nargs != 1)
 		return usage_error("%s needs exactly one volume name", "check");
+	struct change_lock cl = {0};
 	struct cvm_scan scan;
-	int ex = scan_or_fail(o, &scan, "check");
-	if (ex)
+	int ex = o->repair ? change_lock_take(o, o->args[0], &cl) : EXIT_OK;
+	if (ex || (ex = scan_or_fail(o, &scan, "check"))) {
+		change_lock_drop(&cl);
 		return ex;
+	}
 	struct cvm_check_report rep;
 	int rc = cvm_volume_check(&scan, o->args[0], o->repair, print_line, NULL, &rep);
 	cvm_scan_free(&scan);
+	change_lock_drop(&cl);
 	if (rc)
 		return fail("check", rc);
 	if (rep.problems == 0) {
@@ -354,12 +415,18 @@ static int cmd_remove(struct opts *o)
 {
 	if (o->nargs != 1)
 		return usage_error("%s needs exactly one volume name", "remove");
+	struct change_lock cl;
 	struct cvm_scan scan;
-	int ex = scan_or_fail(o, &scan, "remove");
+	int ex = change_lock_take(o, o->args[0], &cl);
 	if (ex)
 		return ex;
+	if ((ex = scan_or_fail(o, &scan, "remove"))) {
+		change_lock_drop(&cl);
+		return ex;
+	}
 	int rc = cvm_volume_remove(&scan, o->args[0], o->force);
 	cvm_scan_free(&scan);
+	change_lock_drop(&cl);
 	if (rc)
 		return fail("remove", rc);
 	printf("volume %s removed\n", o->args[0]);
@@ -372,9 +439,10 @@ static int parse(int argc, char **argv, struct opts *o)
 		{"scan", required_argument, NULL, 's'}, {"stripe-width", required_argument, NULL, 'w'},
 		{"json", no_argument, NULL, 'j'},	{"force", no_argument, NULL, 'f'},
 		{"repair", no_argument, NULL, 'r'},	{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0}};
+		{"locks", required_argument, NULL, 'L'}, {NULL, 0, NULL, 0}};
 	int c;
-	while ((c = getopt_long(argc, argv, "s:w:jfrh", longopts, NULL)) != -1) {
+	o->locks = getenv("CFSLOCK_BACKEND") ? getenv("CFSLOCK_BACKEND") : "local";
+	while ((c = getopt_long(argc, argv, "s:w:jfrhL:", longopts, NULL)) != -1) {
 		switch (c) {
 		case 's': scan_paths_add(&o->scan, optarg); break;
 		case 'w':
@@ -388,6 +456,7 @@ static int parse(int argc, char **argv, struct opts *o)
 		case 'j': o->json = true; break;
 		case 'f': o->force = true; break;
 		case 'r': o->repair = true; break;
+		case 'L': o->locks = optarg; break;
 		case 'h': usage(stdout); exit(EXIT_OK);
 		default: fprintf(stderr, "Try 'cvm --help'.\n"); return EXIT_USAGE;
 		}
