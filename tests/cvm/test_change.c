@@ -1,8 +1,7 @@
 /* Config changes (change.c) interrupted: a child process runs create, grow or remove and
  * "loses power" after k metadata writes (cvm_fault_crash_after); the parent then assembles the
  * volume and finds the old config or the new one, never a mix, with the data intact. */
-#include "cvm/internal.h"
-#include "../helpers.h"
+#include "cvm_test.h"
 
 #include <errno.h>
 #include <sys/wait.h>
@@ -13,14 +12,6 @@ TestSuite(crash, .init = setup, .fini = teardown, .timeout = 120);
 
 #define LUN_BYTES (20ull << 20)
 #define DATA_BYTES (256u << 10)
-
-static struct cvm_scan scan_dir(void)
-{
-	const char *paths[] = {test_dir};
-	struct cvm_scan s;
-	cr_assert_eq(cvm_scan_paths(paths, 1, &s), 0, "%s", cvm_last_error());
-	return s;
-}
 
 /* Run fn in a child that crashes after k metadata writes.  Returns true if it crashed, false
  * if it finished first. */

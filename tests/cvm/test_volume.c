@@ -1,7 +1,6 @@
 /* Volumes on real LUN files: create, I/O across stripe sets, grow, remove, and the bad inputs,
  * each refused with a message naming the thing and with nothing written. */
-#include "cvm/internal.h"
-#include "../helpers.h"
+#include "cvm_test.h"
 
 #include <errno.h>
 #include <sys/stat.h>
@@ -12,14 +11,6 @@ static void teardown(void) { test_dir_remove(); }
 TestSuite(volume, .init = setup, .fini = teardown);
 
 #define LUN_BYTES (20ull << 20)
-
-static struct cvm_scan scan_dir(void)
-{
-	const char *paths[] = {test_dir};
-	struct cvm_scan s;
-	cr_assert_eq(cvm_scan_paths(paths, 1, &s), 0, "%s", cvm_last_error());
-	return s;
-}
 
 static void create(const char *name, const char *const *paths, size_t n, uint64_t width)
 {

@@ -34,6 +34,28 @@ static struct cfslock_client *open_client(void)
 	return c;
 }
 
+/* Two clients of one lockspace: two "nodes" as far as the local backend goes. */
+struct pair {
+	struct cfslock_client *a, *b;
+	struct cfslock_space *sa, *sb;
+};
+
+static struct pair open_pair(const char *space)
+{
+	struct pair p = {open_client(), open_client(), NULL, NULL};
+	cr_assert_eq(cfslock_space_open(p.a, space, &p.sa), 0);
+	cr_assert_eq(cfslock_space_open(p.b, space, &p.sb), 0);
+	return p;
+}
+
+static void close_pair(struct pair *p)
+{
+	cfslock_space_close(p->sa);
+	cfslock_space_close(p->sb);
+	cfslock_client_close(p->a);
+	cfslock_client_close(p->b);
+}
+
 Test(local, unknown_backend_is_refused)
 {
 	struct cfslock_client *c;
@@ -42,10 +64,9 @@ Test(local, unknown_backend_is_refused)
 
 Test(local, callbacks_run_only_in_dispatch)
 {
-	struct cfslock_client *a = open_client(), *b = open_client();
-	struct cfslock_space *sa, *sb;
-	cr_assert_eq(cfslock_space_open(a, "t1", &sa), 0);
-	cr_assert_eq(cfslock_space_open(b, "t1", &sb), 0);
+	struct pair p = open_pair("t1");
+	struct cfslock_client *a = p.a, *b = p.b;
+	struct cfslock_space *sa = p.sa, *sb = p.sb;
 	struct seen x = {0}, y = {0};
 	struct cfslock *la = cfslock_new(sa, "inode:42", on_done, on_blocking, &x);
 	struct cfslock *lb = cfslock_new(sb, "inode:42", on_done, on_blocking, &y);
@@ -72,18 +93,14 @@ Test(local, callbacks_run_only_in_dispatch)
 	cr_assert_eq(cfslock_unlock_sync(lb), 0);
 	cfslock_free(la);
 	cfslock_free(lb);
-	cfslock_space_close(sa);
-	cfslock_space_close(sb);
-	cfslock_client_close(a);
-	cfslock_client_close(b);
+	close_pair(&p);
 }
 
 Test(local, noqueue_cancel_and_value_block)
 {
-	struct cfslock_client *a = open_client(), *b = open_client();
-	struct cfslock_space *sa, *sb;
-	cr_assert_eq(cfslock_space_open(a, "t2", &sa), 0);
-	cr_assert_eq(cfslock_space_open(b, "t2", &sb), 0);
+	struct pair p = open_pair("t2");
+	struct cfslock_client *b = p.b;
+	struct cfslock_space *sa = p.sa, *sb = p.sb;
 	struct seen y = {0};
 	struct cfslock *la = cfslock_new(sa, "rg:7", NULL, NULL, NULL);
 	struct cfslock *lb = cfslock_new(sb, "rg:7", on_done, NULL, &y);
@@ -108,10 +125,7 @@ Test(local, noqueue_cancel_and_value_block)
 	cr_assert_eq(cfslock_unlock(lb), -ENOENT, "unlock of a lock not held");
 	cfslock_free(la);
 	cfslock_free(lb);
-	cfslock_space_close(sa);
-	cfslock_space_close(sb);
-	cfslock_client_close(a);
-	cfslock_client_close(b);
+	close_pair(&p);
 }
 
 Test(local, bad_arguments)
@@ -214,10 +228,9 @@ static void count_entries(void *arg, const struct cfslock_dump_entry *e)
 
 Test(local, cached_lock_is_reacquired_without_a_request)
 {
-	struct cfslock_client *a = open_client(), *b = open_client();
-	struct cfslock_space *sa, *sb;
-	cr_assert_eq(cfslock_space_open(a, "t6", &sa), 0);
-	cr_assert_eq(cfslock_space_open(b, "t6", &sb), 0);
+	struct pair p = open_pair("t6");
+	struct cfslock_client *a = p.a, *b = p.b;
+	struct cfslock_space *sa = p.sa, *sb = p.sb;
 	struct seen x = {0}, y = {0};
 	struct cfslock *la = cfslock_new(sa, "c", on_done, on_blocking, &x);
 	struct cfslock *lb = cfslock_new(sb, "c", on_done, on_blocking, &y);
@@ -257,8 +270,5 @@ Test(local, cached_lock_is_reacquired_without_a_request)
 	cr_assert_eq(cfslock_unlock_sync(la), 0);
 	cfslock_free(la);
 	cfslock_free(lb);
-	cfslock_space_close(sa);
-	cfslock_space_close(sb);
-	cfslock_client_close(a);
-	cfslock_client_close(b);
+	close_pair(&p);
 }
