@@ -51,6 +51,14 @@ wait_for() { # file text seconds
 }
 check() { if "$@"; then ok "$what"; else not_ok "$what"; fi; }
 quiet() { "$@" >/dev/null; }
+recovering_locks_become() { # count: node 3's dump shows that many recovering locks, soon
+	local end=$((SECONDS + 10))
+	while [ $SECONDS -lt "$end" ]; do
+		[ "$(L 3 dump | grep -c '^ *(recovering')" -eq "$1" ] && return 0
+		sleep 0.5
+	done
+	return 1
+}
 
 run_cluster() {
 	local n=$1 minority
@@ -83,14 +91,15 @@ run_cluster() {
 	# (b) PR held on all nodes at once.
 	pids=()
 	for node in $(seq 1 "$n"); do
-		L "$node" --hold 4 lock rb PR >/dev/null &
+		L "$node" --hold 60 lock rb PR >"$T/b.$node" &
 		pids+=($!)
 	done
-	sleep 2
+	for node in $(seq 1 "$n"); do wait_for "$T/b.$node" granted 30; done
 	local granted
 	granted=$(L 1 dump | grep -c '^rb .*granted *PR')
 	what="$n nodes (b): PR granted on all $n nodes at once ($granted)"
 	check [ "$granted" -eq "$n" ]
+	pkill -TERM -f "^$BIN/cfslock --log $T/events --hold 60 lock rb PR"
 	for p in "${pids[@]}"; do wait_done "$p" 20; done
 
 	# (c) blocking callback, (d) value block.
@@ -118,8 +127,8 @@ run_cluster() {
 	eval "exec ${SHELL_FD_a}>&- ${SHELL_FD_b}>&-"
 
 	# (e) kill -9 the client holding EX: recovering until recovery is declared done.
-	L 1 lock re EX >/dev/null 2>&1 &
-	sleep 1
+	L 1 lock re EX >"$T/e.hold" 2>&1 &
+	wait_for "$T/e.hold" granted 30
 	local holder
 	holder=$(holder_pid "lock re EX")
 	kill -9 "$holder"
@@ -136,8 +145,8 @@ run_cluster() {
 	check wait_done "$waiter" 10
 
 	# ... and kill -9 of corosync on a node whose client holds EX.
-	L "$n" lock re2 EX >/dev/null 2>&1 &
-	sleep 1
+	L "$n" lock re2 EX >"$T/e2.hold" 2>&1 &
+	wait_for "$T/e2.hold" granted 30
 	holder=$(holder_pid "lock re2 EX")
 	C kill "$n"
 	echo "$(mono_ns) $n $holder release re2 EX" >>"$T/events"
@@ -180,9 +189,10 @@ run_cluster() {
 
 	# Several members join at once and each gets the whole table; several leave at once and
 	# all their locks are recovering.
-	L 1 lock rh1 EX >/dev/null 2>&1 &
-	L 2 lock rh2 PR >/dev/null 2>&1 &
-	sleep 1
+	L 1 lock rh1 EX >"$T/h1.hold" 2>&1 &
+	L 2 lock rh2 PR >"$T/h2.hold" 2>&1 &
+	wait_for "$T/h1.hold" granted 30
+	wait_for "$T/h2.hold" granted 30
 	pids=()
 	for node in $(seq 1 "$n"); do
 		L "$node" dump >"$T/h.dump$node" 2>&1 &
@@ -201,9 +211,8 @@ run_cluster() {
 	kill -9 "$h1" "$h2"
 	echo "$(mono_ns) 1 $h1 release rh1 EX" >>"$T/events"
 	echo "$(mono_ns) 2 $h2 release rh2 PR" >>"$T/events"
-	sleep 1
 	what="$n nodes: two members leaving at once both leave recovering locks"
-	check [ "$(L 3 dump | grep -c '^ *(recovering')" -eq 2 ]
+	check recovering_locks_become 2
 	L 3 recovery-done 1
 	L 3 recovery-done 2
 
