@@ -210,7 +210,7 @@ static int wait_sync(struct cfslock *lk)
 	while (!lk->sync_done) {
 		struct pollfd p = {.fd = c->efd, .events = POLLIN};
 		pthread_mutex_unlock(&c->dispatch_lock);
-		poll(&p, 1, 100);
+		poll(&p, 1, 10); /* short: another thread may have dispatched our completion */
 		pthread_mutex_lock(&c->dispatch_lock);
 		dispatch_locked(c);
 	}
