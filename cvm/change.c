@@ -180,6 +180,20 @@ static int write_config_everywhere(const struct cvm_config *cfg, const int *fds)
 	return 0;
 }
 
+/* Both phases of a change: label the LUNs cfg adds from index `first_new` (opened as luns[]),
+ * then write the config to every LUN, the old ones open in v (NULL for a create). */
+static int label_and_commit(const struct cvm_config *cfg, uint32_t first_new,
+			    const struct new_lun *luns, const struct cvm_volume *v)
+{
+	int rc = label_new_luns(cfg, first_new, luns);
+	if (rc)
+		return rc;
+	int fds[CVM_MAX_LUNS] = {0};
+	for (uint32_t i = 0; i < cfg->nluns; i++)
+		fds[i] = i >= first_new ? luns[i - first_new].fd : v ? cvm_volume_lun_fd(v, i) : -EBADF;
+	return write_config_everywhere(cfg, fds);
+}
+
 static bool name_in_use(const struct cvm_scan *scan, const char *name)
 {
 	for (size_t i = 0; i < scan->nluns; i++)
@@ -205,8 +219,7 @@ int cvm_volume_create(const struct cvm_scan *scan, const char *name, const char 
 	}
 	struct new_lun *luns = calloc(npaths, sizeof *luns);
 	struct cvm_config *cfg = calloc(1, sizeof *cfg);
-	int *fds = calloc(npaths, sizeof *fds);
-	if (!luns || !cfg || !fds) {
+	if (!luns || !cfg) {
 		rc = -ENOMEM;
 		goto out;
 	}
@@ -216,19 +229,14 @@ int cvm_volume_create(const struct cvm_scan *scan, const char *name, const char 
 	cvm_uuid_generate(&cfg->vol_uuid);
 	snprintf(cfg->name, sizeof cfg->name, "%s", name);
 	cfg->ctime = cfg->mtime = (uint64_t)time(NULL);
-	if ((rc = add_stripe_set(cfg, luns, npaths, width)) == 0 &&
-	    (rc = label_new_luns(cfg, 0, luns)) == 0) {
-		for (size_t i = 0; i < npaths; i++)
-			fds[i] = luns[i].fd;
-		rc = write_config_everywhere(cfg, fds);
-	}
+	if ((rc = add_stripe_set(cfg, luns, npaths, width)) == 0)
+		rc = label_and_commit(cfg, 0, luns, NULL);
 	close_new_luns(luns, npaths);
 	if (rc == 0 && out)
 		*out = *cfg;
 out:
 	free(luns);
 	free(cfg);
-	free(fds);
 	return rc;
 }
 
@@ -256,18 +264,11 @@ int cvm_volume_grow(const struct cvm_scan *scan, const char *name_or_uuid,
 		goto out;
 	if ((rc = prepare_new_luns(scan, paths, npaths, luns)))
 		goto out;
-	uint32_t old_nluns = cfg->nluns;
+	uint32_t first_new = cfg->nluns;
 	cfg->generation++;
 	cfg->mtime = (uint64_t)time(NULL);
-	if ((rc = add_stripe_set(cfg, luns, npaths, width)) == 0 &&
-	    (rc = label_new_luns(cfg, old_nluns, luns)) == 0) {
-		int fds[CVM_MAX_LUNS] = {0};
-		for (uint32_t i = 0; i < old_nluns; i++)
-			fds[i] = cvm_volume_lun_fd(v, i);
-		for (size_t i = 0; i < npaths; i++)
-			fds[old_nluns + i] = luns[i].fd;
-		rc = write_config_everywhere(cfg, fds);
-	}
+	if ((rc = add_stripe_set(cfg, luns, npaths, width)) == 0)
+		rc = label_and_commit(cfg, first_new, luns, v);
 	close_new_luns(luns, npaths);
 	if (rc == 0 && out)
 		*out = *cfg;

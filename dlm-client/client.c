@@ -95,12 +95,18 @@ static void enqueue(struct cfslock_client *c, struct callback *cb)
 	}
 }
 
-void cfslock_deliver(struct cfslock_client *c, struct cfslock *lk, const struct lt_event *ev)
+static struct callback *new_callback(enum callback_kind kind)
 {
 	struct callback *cb = calloc(1, sizeof *cb);
 	if (!cb)
 		abort(); /* losing a grant would leave the caller waiting forever */
-	cb->kind = CB_LOCK;
+	cb->kind = kind;
+	return cb;
+}
+
+void cfslock_deliver(struct cfslock_client *c, struct cfslock *lk, const struct lt_event *ev)
+{
+	struct callback *cb = new_callback(CB_LOCK);
 	cb->lk = lk;
 	cb->ev = *ev;
 	enqueue(c, cb);
@@ -108,19 +114,16 @@ void cfslock_deliver(struct cfslock_client *c, struct cfslock *lk, const struct 
 
 void cfslock_deliver_membership(struct cfslock_client *c, uint32_t node, bool joined)
 {
-	struct callback *cb = calloc(1, sizeof *cb);
-	if (!cb)
-		abort();
-	*cb = (struct callback){.kind = CB_MEMBERSHIP, .node = node, .flag = joined};
+	struct callback *cb = new_callback(CB_MEMBERSHIP);
+	cb->node = node;
+	cb->flag = joined;
 	enqueue(c, cb);
 }
 
 void cfslock_deliver_quorum(struct cfslock_client *c, bool quorate)
 {
-	struct callback *cb = calloc(1, sizeof *cb);
-	if (!cb)
-		abort();
-	*cb = (struct callback){.kind = CB_QUORUM, .flag = quorate};
+	struct callback *cb = new_callback(CB_QUORUM);
+	cb->flag = quorate;
 	enqueue(c, cb);
 }
 

@@ -83,6 +83,16 @@ static void log_msg(struct cs *cs, int prio, const char *fmt, const char *arg)
 }
 
 /* ---- sending: agreed order, flow control retried, never dropped ---- */
+static int mcast(struct cs *cs, void *data, size_t len)
+{
+	struct iovec iov = {.iov_base = data, .iov_len = len};
+	cs_error_t err;
+	while ((err = cpg_mcast_joined(cs->cpg, CPG_TYPE_AGREED, &iov, 1)) == CS_ERR_TRY_AGAIN &&
+	       cs->connected)
+		usleep(1000);
+	return err == CS_OK ? 0 : -ENOTCONN;
+}
+
 static int multicast(struct cs *cs, const Envelope *env)
 {
 	size_t len = envelope__get_packed_size(env);
@@ -90,13 +100,9 @@ static int multicast(struct cs *cs, const Envelope *env)
 	if (!buf)
 		return -ENOMEM;
 	envelope__pack(env, buf);
-	struct iovec iov = {.iov_base = buf, .iov_len = len};
-	cs_error_t err;
-	while ((err = cpg_mcast_joined(cs->cpg, CPG_TYPE_AGREED, &iov, 1)) == CS_ERR_TRY_AGAIN &&
-	       cs->connected)
-		usleep(1000);
+	int rc = mcast(cs, buf, len);
 	free(buf);
-	return err == CS_OK ? 0 : -ENOTCONN;
+	return rc;
 }
 
 /* From inside a CPG callback: queue it for the thread, which sends after dispatch returns. */
@@ -124,10 +130,7 @@ static void send_outbox(struct cs *cs)
 	pthread_mutex_unlock(&cs->lock);
 	while (m) {
 		struct message *next = m->next;
-		struct iovec iov = {.iov_base = m->data, .iov_len = m->len};
-		while (cpg_mcast_joined(cs->cpg, CPG_TYPE_AGREED, &iov, 1) == CS_ERR_TRY_AGAIN &&
-		       cs->connected)
-			usleep(1000);
+		mcast(cs, m->data, m->len);
 		free(m);
 		m = next;
 	}

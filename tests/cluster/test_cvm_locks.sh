@@ -2,16 +2,7 @@
 # cvm config changes under the volume's cluster lock, on a 3-node corosync cluster: while one
 # node holds the change lock of a volume, another node's grow is refused with a clear message
 # and changes nothing; once released, the grow goes through and every node sees it.
-. "$(dirname "$0")/../lib.sh"
-HERE=$(cd "$(dirname "$0")" && pwd)
-if [ "$(id -u)" -ne 0 ] || ! command -v corosync >/dev/null; then
-	echo "skip - cvm cluster locks: need root and corosync"
-	exit 0
-fi
-export CLUSTER_ID=v$$
-CLUSTER_ID=${CLUSTER_ID:0:6}
-trap '"$HERE/cluster.sh" down >/dev/null 2>&1; rm -rf "$T"' EXIT
-C() { "$HERE/cluster.sh" "$@"; }
+. "$(dirname "$0")/lib.sh" "cvm cluster locks"
 on() { local n=$1; shift; timeout 60 "$HERE/cluster.sh" exec "$n" "$@"; }
 cvm() { local n=$1; shift; on "$n" "$BIN/cvm" --locks corosync --scan "$T" "$@"; }
 

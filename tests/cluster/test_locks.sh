@@ -5,20 +5,7 @@
 # stays recovering until recovery is declared done, (f) a partitioned minority loses quorum and
 # its calls fail while the majority goes on, and heal rejoins it, (g) every grant and release is
 # logged and checked for incompatible overlaps.  Needs root; says "skip" otherwise.
-. "$(dirname "$0")/../lib.sh"
-HERE=$(cd "$(dirname "$0")" && pwd)
-if [ "$(id -u)" -ne 0 ] || ! command -v corosync >/dev/null; then
-	echo "skip - cluster tests: need root and corosync"
-	exit 0
-fi
-export CLUSTER_ID=k$$
-CLUSTER_ID=${CLUSTER_ID:0:6}
-cleanup() {
-	"$HERE/cluster.sh" down >/dev/null 2>&1
-	rm -rf "$T"
-}
-trap cleanup EXIT
-C() { "$HERE/cluster.sh" "$@"; }
+. "$(dirname "$0")/lib.sh" "cluster lock tests"
 # Every client call is bounded in time, so a hang fails its check instead of the whole run.
 L() { local n=$1; shift; timeout 120 "$HERE/cluster.sh" exec "$n" "$BIN/cfslock" --log "$T/events" "$@"; }
 holder_pid() { pgrep -f "^$BIN/cfslock --log $T/events $1" | head -1; }

@@ -1,0 +1,12 @@
+# Shared by the cluster test scripts: tests/lib.sh, then a cluster of our own that is always
+# taken down.  Usage: . lib.sh WHAT (WHAT names the tests in the skip line).
+. "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+if [ "$(id -u)" -ne 0 ] || ! command -v corosync >/dev/null; then
+	echo "skip - $1: need root and corosync"
+	exit 0
+fi
+export CLUSTER_ID=c$$
+CLUSTER_ID=${CLUSTER_ID:0:6}
+trap '"$HERE/cluster.sh" down >/dev/null 2>&1; rm -rf "$T"' EXIT
+C() { "$HERE/cluster.sh" "$@"; }
