@@ -461,7 +461,9 @@ static void apply_hello(struct cs *cs, uint32_t nodeid, const Hello *h)
 		m->synced = true;
 		return;
 	}
-	if (i_answer(cs))
+	/* A member that lost quorum holds a table the majority has moved past: it must not
+	 * answer, even if its stale view makes it the lowest synced owner. */
+	if (i_answer(cs) && cs->quorate && !cs->lost_quorum)
 		answer_hello(cs, h);
 }
 
@@ -736,6 +738,15 @@ static int cs_open(struct cfslock_client *c)
 	if ((rc = join_group(cs)) || pthread_create(&cs->thread, NULL, cs_thread, cs)) {
 		rc = rc ? rc : -EAGAIN;
 		goto fail_pipe;
+	}
+	if (!cs->quorate) {
+		/* Calls fail until quorum comes; then the thread rejoins and syncs, as after a
+		 * lost quorum.  Members without quorum do not answer, so there is nothing to wait
+		 * for now. */
+		pthread_mutex_lock(&cs->lock);
+		cs->lost_quorum = true;
+		pthread_mutex_unlock(&cs->lock);
+		return 0;
 	}
 	/* Wait until our replica is in sync (alone, or from a member's snapshot). */
 	struct timespec until;
