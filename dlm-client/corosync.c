@@ -30,6 +30,7 @@ struct member {
 	uint32_t nodeid, pid;
 	uint64_t owner;
 	bool synced;
+	uint32_t hello_seq; /* its latest Hello; only the snapshot answering it syncs it */
 };
 
 struct replica {
@@ -346,6 +347,8 @@ static void answer_hello(struct cs *cs, const Hello *h)
 		mo[i].pid = cs->members[i].pid;
 		mo[i].owner = cs->members[i].owner;
 		mo[i].synced = cs->members[i].synced;
+		mo[i].has_hello_seq = true;
+		mo[i].hello_seq = cs->members[i].hello_seq;
 		mv[i] = &mo[i];
 	}
 	snap.n_members = cs->nmembers;
@@ -385,7 +388,8 @@ static void take_snapshot(struct cs *cs, const Snapshot *s)
 	for (size_t i = 0; i < s->n_members && i < MAX_MEMBERS; i++)
 		cs->members[cs->nmembers++] = (struct member){
 			.nodeid = s->members[i]->nodeid, .pid = s->members[i]->pid,
-			.owner = s->members[i]->owner, .synced = s->members[i]->synced};
+			.owner = s->members[i]->owner, .synced = s->members[i]->synced,
+			.hello_seq = s->members[i]->hello_seq};
 	cs->nfailed = 0;
 	for (size_t i = 0; i < s->n_failed_owners && i < MAX_MEMBERS; i++)
 		cs->failed[cs->nfailed++] = s->failed_owners[i];
@@ -394,7 +398,7 @@ static void take_snapshot(struct cs *cs, const Snapshot *s)
 	if (!me && cs->nmembers < MAX_MEMBERS)
 		me = &cs->members[cs->nmembers++];
 	if (me)
-		*me = (struct member){cs->nodeid, cs->pid, cs->owner, true};
+		*me = (struct member){cs->nodeid, cs->pid, cs->owner, true, cs->hello_seq};
 	/* Then everything delivered after our Hello, in order. */
 	struct message *m = cs->buffered;
 	cs->buffered = cs->buffered_tail = NULL;
@@ -455,12 +459,19 @@ static void apply_hello(struct cs *cs, uint32_t nodeid, const Hello *h)
 	if (!m) /* it left again before its hello was delivered */
 		return;
 	m->owner = h->owner;
-	/* A member that found itself alone in the group is synced although its Hello, sent
-	 * before it knew, asks for a snapshot. */
-	if (m->synced || !h->needs_sync) {
+	if (!h->needs_sync) {
 		m->synced = true;
+		m->hello_seq = h->seq;
 		return;
 	}
+	/* A member that found itself alone in the group is synced although its Hello, sent
+	 * before it knew, asks for a snapshot. */
+	if (m->synced && h->seq <= m->hello_seq)
+		return;
+	/* A new Hello (also a second one, sent because a member left before the answer to the
+	 * first came) is answered even if the answer to the first came meanwhile. */
+	m->synced = false;
+	m->hello_seq = h->seq;
 	/* A member that lost quorum holds a table the majority has moved past: it must not
 	 * answer, even if its stale view makes it the lowest synced owner. */
 	if (i_answer(cs) && cs->quorate && !cs->lost_quorum)
@@ -473,7 +484,8 @@ static void apply(struct cs *cs, uint32_t nodeid, uint32_t pid, const Envelope *
 		apply_hello(cs, nodeid, env->hello);
 	else if (env->snapshot) {
 		for (size_t i = 0; i < cs->nmembers; i++)
-			if (cs->members[i].owner == env->snapshot->for_owner)
+			if (cs->members[i].owner == env->snapshot->for_owner &&
+			    cs->members[i].hello_seq == env->snapshot->for_seq)
 				cs->members[i].synced = true;
 	} else if (env->op)
 		apply_op(cs, env->op);
@@ -547,7 +559,7 @@ static void member_joined(struct cs *cs, uint32_t nodeid, uint32_t pid)
 	if (members_on_node(cs, nodeid) == 0)
 		cfslock_deliver_membership(cs->c, nodeid, true);
 	/* Owner unknown until its Hello; until then it may not lock anything. */
-	cs->members[cs->nmembers++] = (struct member){nodeid, pid, 0, false};
+	cs->members[cs->nmembers++] = (struct member){nodeid, pid, 0, false, 0};
 }
 
 static void on_confchg(cpg_handle_t h, const struct cpg_name *group,
@@ -565,7 +577,8 @@ static void on_confchg(cpg_handle_t h, const struct cpg_name *group,
 			/* Alone in the group: the table is empty by definition. */
 			cs->synced = true;
 			cs->nmembers = 1;
-			cs->members[0] = (struct member){cs->nodeid, cs->pid, cs->owner, true};
+			cs->members[0] =
+				(struct member){cs->nodeid, cs->pid, cs->owner, true, cs->hello_seq};
 			pthread_cond_broadcast(&cs->changed);
 		} else if (nleft == 0 && cs->hello_seen) {
 			for (size_t i = 0; i < njoined; i++)

@@ -12,6 +12,7 @@ PACKAGES=(
   corosync libcpg-dev libquorum-dev libcorosync-common-dev   # dlm-client corosync backend
   libdlm-dev          # dlm-client dlm backend
   iproute2            # tests/cluster: network namespaces
+  libfuse3-dev fuse3  # cfs: the FUSE daemon and its mounts
 )
 
 missing=()

@@ -187,8 +187,13 @@ run_cluster() {
 	done
 	local seen=0
 	for i in "${!pids[@]}"; do
-		wait_done "${pids[$i]}" 30 && grep -q '^rh1 .*granted *EX' "$T/h.dump$((i + 1))" &&
-			grep -q '^rh2 .*granted *PR' "$T/h.dump$((i + 1))" && seen=$((seen + 1))
+		if wait_done "${pids[$i]}" 30 && grep -q '^rh1 .*granted *EX' "$T/h.dump$((i + 1))" &&
+			grep -q '^rh2 .*granted *PR' "$T/h.dump$((i + 1))"; then
+			seen=$((seen + 1))
+		else
+			echo "# the dump of node $((i + 1)) lacks rh1 or rh2:"
+			sed 's/^/#   /' "$T/h.dump$((i + 1))"
+		fi
 	done
 	what="$n nodes: $n members joining at once each got the whole table ($seen)"
 	check [ "$seen" -eq "$n" ]
