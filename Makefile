@@ -12,7 +12,8 @@ DESTDIR ?=
 BUILD ?= build
 CC ?= gcc
 
-CFLAGS_COMMON := -std=c17 -Wall -Wextra -Werror -D_GNU_SOURCE -g -fPIC -I. -I$(BUILD)
+CFLAGS_COMMON := -std=c17 -Wall -Wextra -Werror -D_GNU_SOURCE -g -fPIC -I. -I$(BUILD) \
+	-I/usr/include/fuse3
 ifeq ($(SANITIZE),1)
   CFLAGS_OPT := -O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
   LDFLAGS_SAN := -fsanitize=address,undefined
@@ -27,10 +28,14 @@ CVM_OBJ := $(CVM_SRC:%.c=$(BUILD)/%.o)
 LOCK_SRC := $(wildcard dlm-client/*.c)
 LOCK_OBJ := $(LOCK_SRC:%.c=$(BUILD)/%.o) $(BUILD)/proto/cfslock.pb-c.o
 LDLIBS_LOCK := -lcpg -lquorum -ldlm -lprotobuf-c -lpthread
+CFSD_SRC := cfs/cfsd.c cfs/fuse_ops.c
+CFS_SRC := $(filter-out $(CFSD_SRC),$(wildcard cfs/*.c))
+CFS_OBJ := $(CFS_SRC:%.c=$(BUILD)/%.o)
 TOOLS_COMMON_OBJ := $(BUILD)/tools/common.o
-TOOLS := $(BUILD)/bin/cvm $(BUILD)/bin/randio $(BUILD)/bin/cfslock
+CFS_TOOLS := $(BUILD)/bin/mkfs.cfs $(BUILD)/bin/fsck.cfs $(BUILD)/bin/cfs $(BUILD)/bin/cfsd
+TOOLS := $(BUILD)/bin/cvm $(BUILD)/bin/randio $(BUILD)/bin/cfslock $(CFS_TOOLS)
 UNIT_TESTS := $(patsubst tests/%.c,$(BUILD)/tests/%,$(wildcard tests/*/test_*.c))
-LIBS := $(BUILD)/lib/libcvm.a $(BUILD)/lib/libcfslock.a
+LIBS := $(BUILD)/lib/libcfs.a $(BUILD)/lib/libcvm.a $(BUILD)/lib/libcfslock.a
 
 .SECONDARY:
 .PHONY: all deps check demo bench bench-cvm bench-locks install clean lint
@@ -50,11 +55,15 @@ $(BUILD)/proto/%.pb-c.o: $(BUILD)/proto/%.pb-c.c
 
 $(BUILD)/dlm-client/corosync.o: $(BUILD)/proto/cfslock.pb-c.h
 
-$(BUILD)/%.o: %.c $(wildcard cvm/*.h tools/*.h dlm-client/*.h)
+$(BUILD)/%.o: %.c $(wildcard cvm/*.h tools/*.h dlm-client/*.h cfs/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -c $< -o $@
 
 $(BUILD)/lib/libcvm.a: $(CVM_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/lib/libcfs.a: $(CFS_OBJ)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 
@@ -70,6 +79,19 @@ $(BUILD)/bin/%: $(BUILD)/tools/%.o $(TOOLS_COMMON_OBJ) $(LIBS)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS_SAN) $(LDFLAGS) -o $@ $^ $(LDLIBS_CVM) $(LDLIBS_LOCK) -lm
 
+$(BUILD)/bin/mkfs.cfs: $(BUILD)/tools/mkfs_cfs.o $(TOOLS_COMMON_OBJ) $(LIBS)
+	$(CC) $(LDFLAGS_SAN) $(LDFLAGS) -o $@ $^ $(LDLIBS_CVM) $(LDLIBS_LOCK)
+
+$(BUILD)/bin/fsck.cfs: $(BUILD)/tools/fsck_cfs.o $(TOOLS_COMMON_OBJ) $(LIBS)
+	$(CC) $(LDFLAGS_SAN) $(LDFLAGS) -o $@ $^ $(LDLIBS_CVM) $(LDLIBS_LOCK)
+
+$(BUILD)/bin/cfs: $(BUILD)/tools/cfs.o $(TOOLS_COMMON_OBJ) $(LIBS)
+	$(CC) $(LDFLAGS_SAN) $(LDFLAGS) -o $@ $^ $(LDLIBS_CVM) $(LDLIBS_LOCK)
+
+$(BUILD)/bin/cfsd: $(CFSD_SRC:%.c=$(BUILD)/%.o) $(TOOLS_COMMON_OBJ) $(LIBS)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS_SAN) $(LDFLAGS) -o $@ $^ -lfuse3 $(LDLIBS_CVM) $(LDLIBS_LOCK)
+
 $(BUILD)/tests/%: tests/%.c tests/helpers.h $(LIBS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -o $@ $< $(LIBS) $(LDFLAGS_SAN) -lcriterion $(LDLIBS_CVM) $(LDLIBS_LOCK)
@@ -77,6 +99,7 @@ $(BUILD)/tests/%: tests/%.c tests/helpers.h $(LIBS)
 # The test run: everything rebuilt with the sanitizers, then unit and integration tests.
 check: deps
 	$(MAKE) --no-print-directory SANITIZE=1 BUILD=build/asan build/asan/bin/cvm build/asan/bin/randio build/asan/bin/cfslock \
+		$(CFS_TOOLS:$(BUILD)/%=build/asan/%) \
 		$(patsubst tests/%.c,build/asan/tests/%,$(wildcard tests/*/test_*.c))
 	tests/run.sh build/asan
 

@@ -1,0 +1,232 @@
+/* Allocation groups: each has a header block with its bitmap (bit set = used).  A node starts
+ * looking in the groups of its own part of the volume, so nodes rarely want the same group.
+ * Blocks freed by the running transaction are not handed out again until it is committed:
+ * otherwise a crash could leave the old owner pointing at a block a new owner has written. */
+#include "cfs/internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+bool cfs_bit_get(const uint8_t *bitmap, uint32_t bit)
+{
+	return bitmap[bit / 8] >> (bit % 8) & 1;
+}
+
+void cfs_bit_set(uint8_t *bitmap, uint32_t bit, bool on)
+{
+	if (on)
+		bitmap[bit / 8] |= (uint8_t)(1u << (bit % 8));
+	else
+		bitmap[bit / 8] &= (uint8_t)~(1u << (bit % 8));
+}
+
+void cfs_agh_format(uint8_t *block, uint32_t bs, uint32_t index, uint64_t start,
+		    uint32_t nblocks, uint32_t used_at_start)
+{
+	cfs_block_init(block, bs, start, CFS_B_AGH, index);
+	struct cfs_dagh *g = (void *)block;
+	g->start = start;
+	g->nblocks = nblocks;
+	g->nfree = nblocks - used_at_start;
+	uint8_t *bm = block + CFS_AGH_BITMAP_OFF;
+	for (uint32_t i = 0; i < used_at_start; i++)
+		cfs_bit_set(bm, i, true);
+}
+
+static int read_agh(struct cfs_fs *fs, uint32_t ag, struct cfs_buf **b)
+{
+	int rc = cfs_bread(fs, fs->ags[ag].start, CFS_B_AGH, ag, b);
+	if (rc)
+		return rc;
+	const struct cfs_dagh *g = (const void *)(*b)->data;
+	if (g->start != fs->ags[ag].start || g->nblocks != fs->ags[ag].nblocks) {
+		cfs_log(fs, "block %llu (group %u header): geometry differs from the superblock: EIO",
+			(unsigned long long)fs->ags[ag].start, ag);
+		return -EIO;
+	}
+	return 0;
+}
+
+int cfs_alloc_load(struct cfs_fs *fs)
+{
+	struct cfs_ag *ags = calloc(fs->sb.nags, sizeof *ags);
+	if (!ags)
+		return -ENOMEM;
+	free(fs->ags);
+	fs->ags = ags;
+	for (uint32_t i = 0; i < fs->sb.nags; i++) {
+		ags[i].start = cfs_ag_first(&fs->sb, i);
+		ags[i].nblocks = cfs_ag_size(&fs->sb, i);
+		struct cfs_buf *b;
+		int rc = read_agh(fs, i, &b);
+		if (rc) {
+			/* A damaged group hands out nothing; fsck.cfs rebuilds it. */
+			ags[i].nfree = 0;
+			continue;
+		}
+		ags[i].nfree = ((const struct cfs_dagh *)b->data)->nfree;
+		cfs_bcache_trim(fs);
+	}
+	return 0;
+}
+
+uint64_t cfs_free_blocks(struct cfs_fs *fs)
+{
+	uint64_t n = 0;
+	for (uint32_t i = 0; i < fs->sb.nags; i++)
+		n += fs->ags[i].nfree;
+	return n;
+}
+
+static bool pending(const struct cfs_fs *fs, uint64_t blk)
+{
+	for (uint32_t i = 0; i < fs->npending; i += 2)
+		if (blk >= fs->pending_free[i] && blk < fs->pending_free[i] + fs->pending_free[i + 1])
+			return true;
+	return false;
+}
+
+static bool usable(const struct cfs_fs *fs, const uint8_t *bm, uint64_t start, uint32_t bit)
+{
+	return !cfs_bit_get(bm, bit) && !(fs->npending && pending(fs, start + bit));
+}
+
+/* First run of usable blocks at or after bit `from`, at most want long. */
+static uint32_t find_run(const struct cfs_fs *fs, const uint8_t *bm, uint64_t start,
+			 uint32_t nblocks, uint32_t from, uint32_t want, uint32_t *len)
+{
+	uint32_t bit = from;
+	while (bit < nblocks) {
+		if (bm[bit / 8] == 0xff && bit % 8 == 0) {
+			bit += 8;
+			continue;
+		}
+		if (usable(fs, bm, start, bit))
+			break;
+		bit++;
+	}
+	if (bit >= nblocks)
+		return UINT32_MAX;
+	uint32_t n = 1;
+	while (n < want && bit + n < nblocks && usable(fs, bm, start, bit + n))
+		n++;
+	*len = n;
+	return bit;
+}
+
+static int alloc_in(struct cfs_fs *fs, uint32_t ag, uint32_t from, uint32_t want,
+		    uint64_t *pblk, uint32_t *got)
+{
+	struct cfs_buf *b;
+	int rc = read_agh(fs, ag, &b);
+	if (rc)
+		return rc;
+	struct cfs_dagh *g = (void *)b->data;
+	uint8_t *bm = b->data + CFS_AGH_BITMAP_OFF;
+	uint32_t len = 0;
+	uint32_t bit = find_run(fs, bm, g->start, g->nblocks, from, want, &len);
+	if (bit == UINT32_MAX && from)
+		bit = find_run(fs, bm, g->start, g->nblocks, 0, want, &len);
+	if (bit == UINT32_MAX)
+		return -ENOSPC;
+	for (uint32_t i = 0; i < len; i++)
+		cfs_bit_set(bm, bit + i, true);
+	g->nfree -= len;
+	fs->ags[ag].nfree = g->nfree;
+	cfs_bdirty(fs, b);
+	*pblk = g->start + bit;
+	*got = len;
+	return 0;
+}
+
+static uint32_t ag_of(const struct cfs_fs *fs, uint64_t blk)
+{
+	if (blk < fs->sb.ag_start)
+		return 0;
+	uint64_t ag = (blk - fs->sb.ag_start) / fs->sb.ag_blocks;
+	return ag < fs->sb.nags ? (uint32_t)ag : fs->sb.nags - 1;
+}
+
+bool cfs_block_in_use(struct cfs_fs *fs, uint64_t blk)
+{
+	uint32_t ag = ag_of(fs, blk);
+	struct cfs_buf *b;
+	if (blk < fs->ags[ag].start || read_agh(fs, ag, &b))
+		return true;
+	return cfs_bit_get(b->data + CFS_AGH_BITMAP_OFF, (uint32_t)(blk - fs->ags[ag].start));
+}
+
+int cfs_alloc(struct cfs_fs *fs, uint64_t goal, uint32_t want, uint64_t *pblk, uint32_t *got)
+{
+	uint32_t nags = fs->sb.nags;
+	uint32_t first = goal ? ag_of(fs, goal)
+			      : (uint32_t)((uint64_t)fs->slot * nags / fs->sb.nslots);
+	uint32_t from = goal ? (uint32_t)(goal - fs->ags[first].start) : 0;
+	if (from >= fs->ags[first].nblocks)
+		from = 0;
+	for (uint32_t i = 0; i < nags; i++) {
+		uint32_t ag = (first + i) % nags;
+		if (fs->ags[ag].nfree == 0)
+			continue;
+		int rc = alloc_in(fs, ag, i == 0 ? from : 0, want, pblk, got);
+		if (rc != -ENOSPC)
+			return rc;
+	}
+	return -ENOSPC;
+}
+
+static int add_pending(struct cfs_fs *fs, uint64_t pblk, uint32_t len)
+{
+	if (fs->npending + 2 > fs->pending_cap) {
+		uint32_t cap = fs->pending_cap ? fs->pending_cap * 2 : 64;
+		uint64_t *v = realloc(fs->pending_free, cap * sizeof *v);
+		if (!v)
+			return -ENOMEM;
+		fs->pending_free = v;
+		fs->pending_cap = cap;
+	}
+	fs->pending_free[fs->npending++] = pblk;
+	fs->pending_free[fs->npending++] = len;
+	return 0;
+}
+
+int cfs_free(struct cfs_fs *fs, uint64_t pblk, uint32_t len)
+{
+	while (len) {
+		uint32_t ag = ag_of(fs, pblk);
+		struct cfs_ag *a = &fs->ags[ag];
+		if (pblk < a->start || pblk >= a->start + a->nblocks || pblk == a->start) {
+			cfs_log(fs, "free of block %llu: not a block a group hands out: EIO",
+				(unsigned long long)pblk);
+			return -EIO;
+		}
+		uint32_t bit = (uint32_t)(pblk - a->start);
+		uint32_t n = a->nblocks - bit < len ? a->nblocks - bit : len;
+		struct cfs_buf *b;
+		int rc = read_agh(fs, ag, &b);
+		if (rc)
+			return rc;
+		struct cfs_dagh *g = (void *)b->data;
+		uint8_t *bm = b->data + CFS_AGH_BITMAP_OFF;
+		for (uint32_t i = 0; i < n; i++) {
+			if (!cfs_bit_get(bm, bit + i)) {
+				cfs_log(fs, "block %llu (group %u): freed but already free: EIO",
+					(unsigned long long)(pblk + i), ag);
+				return -EIO;
+			}
+		}
+		for (uint32_t i = 0; i < n; i++) {
+			cfs_bit_set(bm, bit + i, false);
+			cfs_bforget(fs, pblk + i);
+		}
+		g->nfree += n;
+		a->nfree = g->nfree;
+		cfs_bdirty(fs, b);
+		if ((rc = add_pending(fs, pblk, n)))
+			return rc;
+		pblk += n;
+		len -= n;
+	}
+	return 0;
+}

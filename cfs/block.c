@@ -1,0 +1,274 @@
+/* Metadata blocks: the checksummed header every one carries, and the block cache.
+ *
+ * All metadata access happens under fs->lock, so a buffer handed out stays valid until that
+ * lock is released: clean blocks are only evicted by cfs_bcache_trim, at the end of an
+ * operation.  Dirty blocks belong to the running transaction until it is committed. */
+#include "cfs/internal.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static __thread char last_error[512];
+
+const char *cfs_last_error(void) { return last_error; }
+
+void cfs_set_error(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(last_error, sizeof last_error, fmt, ap);
+	va_end(ap);
+}
+
+void cfs_log(const struct cfs_fs *fs, const char *fmt, ...)
+{
+	char line[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof line, fmt, ap);
+	va_end(ap);
+	if (fs)
+		fprintf(stderr, "cfsd: %s slot %u: %s\n", fs->sb.label[0] ? fs->sb.label : "-",
+			fs->slot, line);
+	else
+		fprintf(stderr, "cfs: %s\n", line);
+}
+
+void cfs_block_init(void *block, uint32_t bs, uint64_t blkno, uint16_t type, uint64_t owner)
+{
+	memset(block, 0, bs);
+	struct cfs_bhdr *h = block;
+	h->magic = CFS_MAGIC;
+	h->type = type;
+	h->version = CFS_VERSION;
+	h->blkno = blkno;
+	h->owner = owner;
+}
+
+void cfs_block_seal(void *block, uint32_t bs)
+{
+	struct cfs_bhdr *h = block;
+	h->crc = 0;
+	h->crc = cvm_crc32c(0, block, bs);
+}
+
+int cfs_block_verify(const void *block, uint32_t bs, uint64_t blkno, uint16_t type,
+		     uint64_t owner, const char **why)
+{
+	const struct cfs_bhdr *h = block;
+	struct cfs_bhdr copy = *h;
+	copy.crc = 0;
+	uint32_t crc = cvm_crc32c(0, &copy, sizeof copy);
+	crc = cvm_crc32c(crc, (const uint8_t *)block + sizeof copy, bs - sizeof copy);
+	if (h->magic != CFS_MAGIC)
+		*why = "not a CFS metadata block (bad magic)";
+	else if (crc != h->crc)
+		*why = "checksum mismatch";
+	else if (h->blkno != blkno)
+		*why = "block belongs elsewhere (misdirected write)";
+	else if (h->type != type)
+		*why = "wrong block type";
+	else if (owner && h->owner != owner)
+		*why = "block belongs to another object";
+	else
+		return 0;
+	return -EIO;
+}
+
+/* ---- cache ---- */
+static struct cfs_buf **slot_of(struct cfs_fs *fs, uint64_t blkno)
+{
+	return &fs->bhash[(blkno * 0x9E3779B97F4A7C15ull) >> 48 & (CFS_BCACHE_BUCKETS - 1)];
+}
+
+static void lru_unlink(struct cfs_fs *fs, struct cfs_buf *b)
+{
+	if (!b->prev)
+		return;
+	b->prev->next = b->next;
+	b->next->prev = b->prev;
+	b->prev = b->next = NULL;
+	fs->nclean--;
+}
+
+static void lru_push(struct cfs_fs *fs, struct cfs_buf *b)
+{
+	b->prev = fs->lru.prev;
+	b->next = &fs->lru;
+	fs->lru.prev->next = b;
+	fs->lru.prev = b;
+	fs->nclean++;
+}
+
+int cfs_bcache_init(struct cfs_fs *fs)
+{
+	fs->bhash = calloc(CFS_BCACHE_BUCKETS, sizeof *fs->bhash);
+	fs->lru.prev = fs->lru.next = &fs->lru;
+	return fs->bhash ? 0 : -ENOMEM;
+}
+
+static void buf_free(struct cfs_buf *b)
+{
+	free(b->data);
+	free(b);
+}
+
+void cfs_bcache_destroy(struct cfs_fs *fs)
+{
+	if (!fs->bhash)
+		return;
+	for (size_t i = 0; i < CFS_BCACHE_BUCKETS; i++)
+		for (struct cfs_buf *b = fs->bhash[i], *n; b; b = n) {
+			n = b->hnext;
+			buf_free(b);
+		}
+	free(fs->bhash);
+	fs->bhash = NULL;
+	free(fs->txn.bufs);
+	fs->txn.bufs = NULL;
+}
+
+static struct cfs_buf *lookup(struct cfs_fs *fs, uint64_t blkno)
+{
+	for (struct cfs_buf *b = *slot_of(fs, blkno); b; b = b->hnext)
+		if (b->blkno == blkno)
+			return b;
+	return NULL;
+}
+
+static struct cfs_buf *buf_new(struct cfs_fs *fs, uint64_t blkno)
+{
+	struct cfs_buf *b = calloc(1, sizeof *b);
+	if (!b || posix_memalign((void **)&b->data, 4096, fs->bs)) {
+		free(b);
+		return NULL;
+	}
+	b->blkno = blkno;
+	struct cfs_buf **s = slot_of(fs, blkno);
+	b->hnext = *s;
+	*s = b;
+	return b;
+}
+
+static void unhash(struct cfs_fs *fs, struct cfs_buf *b)
+{
+	for (struct cfs_buf **p = slot_of(fs, b->blkno); *p; p = &(*p)->hnext)
+		if (*p == b) {
+			*p = b->hnext;
+			return;
+		}
+}
+
+int cfs_bread(struct cfs_fs *fs, uint64_t blkno, uint16_t type, uint64_t owner,
+	      struct cfs_buf **out)
+{
+	const char *why = NULL;
+	struct cfs_buf *b = lookup(fs, blkno);
+	if (b) {
+		const struct cfs_bhdr *h = (const void *)b->data;
+		if (h->type != type || (owner && h->owner != owner)) {
+			cfs_log(fs, "block %llu: %s (wanted type %u owner %llu): EIO",
+				(unsigned long long)blkno, "cached block of another kind", type,
+				(unsigned long long)owner);
+			return -EIO;
+		}
+		if (!b->dirty) { /* most recently used */
+			lru_unlink(fs, b);
+			lru_push(fs, b);
+		}
+		*out = b;
+		return 0;
+	}
+	if (blkno < 2 || blkno >= fs->sb.total_blocks) {
+		cfs_log(fs, "block %llu: outside the filesystem (%llu blocks): EIO",
+			(unsigned long long)blkno, (unsigned long long)fs->sb.total_blocks);
+		return -EIO;
+	}
+	b = buf_new(fs, blkno);
+	if (!b)
+		return -ENOMEM;
+	int rc = cvm_volume_read(fs->vol, b->data, fs->bs, blkno * fs->bs);
+	if (!rc && cfs_block_verify(b->data, fs->bs, blkno, type, owner, &why))
+		rc = -EIO;
+	if (rc) {
+		cfs_log(fs, "block %llu (type %u, owner %llu): %s: EIO", (unsigned long long)blkno,
+			type, (unsigned long long)owner, why ? why : strerror(-rc));
+		unhash(fs, b);
+		buf_free(b);
+		return -EIO;
+	}
+	lru_push(fs, b);
+	*out = b;
+	return 0;
+}
+
+int cfs_bnew(struct cfs_fs *fs, uint64_t blkno, uint16_t type, uint64_t owner,
+	     struct cfs_buf **out)
+{
+	struct cfs_buf *b = lookup(fs, blkno);
+	if (!b && !(b = buf_new(fs, blkno)))
+		return -ENOMEM;
+	cfs_block_init(b->data, fs->bs, blkno, type, owner);
+	cfs_bdirty(fs, b);
+	*out = b;
+	return 0;
+}
+
+void cfs_bdirty(struct cfs_fs *fs, struct cfs_buf *b)
+{
+	if (b->dirty)
+		return;
+	lru_unlink(fs, b);
+	struct cfs_txn *t = &fs->txn;
+	if (t->n == t->cap) {
+		uint32_t cap = t->cap ? t->cap * 2 : 256;
+		struct cfs_buf **v = realloc(t->bufs, cap * sizeof *v);
+		if (!v)
+			abort(); /* a lost metadata change would corrupt the filesystem */
+		t->bufs = v;
+		t->cap = cap;
+	}
+	t->bufs[t->n++] = b;
+	b->dirty = true;
+}
+
+void cfs_bforget(struct cfs_fs *fs, uint64_t blkno)
+{
+	struct cfs_buf *b = lookup(fs, blkno);
+	if (!b)
+		return;
+	if (b->dirty) {
+		struct cfs_txn *t = &fs->txn;
+		for (uint32_t i = 0; i < t->n; i++)
+			if (t->bufs[i] == b) {
+				t->bufs[i] = t->bufs[--t->n];
+				break;
+			}
+	} else {
+		lru_unlink(fs, b);
+	}
+	unhash(fs, b);
+	buf_free(b);
+}
+
+void cfs_bcache_trim(struct cfs_fs *fs)
+{
+	while (fs->nclean > CFS_BCACHE_CLEAN_MAX) {
+		struct cfs_buf *b = fs->lru.next;
+		lru_unlink(fs, b);
+		unhash(fs, b);
+		buf_free(b);
+	}
+}
+
+void cfs_bcache_committed(struct cfs_fs *fs)
+{
+	for (uint32_t i = 0; i < fs->txn.n; i++) {
+		fs->txn.bufs[i]->dirty = false;
+		lru_push(fs, fs->txn.bufs[i]);
+	}
+	fs->txn.n = 0;
+}

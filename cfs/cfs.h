@@ -1,0 +1,129 @@
+/* libcfs: the CFS filesystem on a CVM volume, for cfsd, mkfs.cfs, fsck.cfs and cfs.
+ *
+ * The calls below work on inode numbers like the FUSE low-level API does, so cfsd is a thin
+ * translation and the unit tests drive the filesystem without a mount.  Errors are negative
+ * errno values; those a person must act on also leave a message in cfs_last_error().
+ */
+#ifndef CFS_H
+#define CFS_H
+
+#include "cvm/cvm.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+
+struct cfs_fs;
+
+const char *cfs_last_error(void);
+
+/* ---- mkfs ---- */
+struct cfs_mkfs_opts {
+	uint32_t block_size;     /* 0: 4096 */
+	uint32_t slots;          /* 0: 4 */
+	uint32_t journal_blocks; /* per slot; 0: 4 MiB worth */
+	const char *label;
+	bool force;              /* overwrite an existing filesystem */
+};
+typedef void (*cfs_progress_fn)(void *arg, const char *what, uint64_t done, uint64_t total);
+/* Everything is checked before the first write. */
+int cfs_mkfs(struct cvm_volume *vol, const struct cfs_mkfs_opts *o, cfs_progress_fn progress,
+	     void *arg);
+
+/* ---- fsck ---- */
+struct cfs_fsck_report {
+	unsigned problems, repaired;
+	uint64_t inodes, directories, files, blocks_used;
+};
+typedef void (*cfs_print_fn)(void *arg, const char *line);
+int cfs_fsck(struct cvm_volume *vol, bool repair, cfs_print_fn print, void *arg,
+	     cfs_progress_fn progress, struct cfs_fsck_report *report);
+
+/* ---- mounting ---- */
+struct cfs_mount_opts {
+	uint32_t slot;
+	bool ro;
+	bool dboptimized;
+	const char *cluster; /* lock backend: "local" (the default) */
+};
+int cfs_mount(struct cvm_volume *vol, const struct cfs_mount_opts *o, struct cfs_fs **out);
+/* Commit, free the orphans nobody holds, release everything.  The volume stays open. */
+int cfs_unmount(struct cfs_fs *fs);
+/* Take in the space a grown volume added. */
+int cfs_grow(struct cfs_fs *fs, struct cvm_volume *grown, uint64_t *added_blocks);
+
+struct cfs_stats {
+	uint64_t commits, commit_blocks, reads, writes, read_bytes, write_bytes, direct_writes;
+};
+struct cfs_status {
+	uint64_t total_blocks, free_blocks, block_size;
+	uint32_t nags, slot, nslots;
+	char label[64];
+	char fs_uuid[37];
+	struct cfs_stats stats;
+};
+void cfs_status(struct cfs_fs *fs, struct cfs_status *st);
+
+/* ---- operations (inode numbers: CFS_ROOT is the root) ---- */
+#define CFS_ROOT 1u
+struct cfs_cred {
+	uint32_t uid, gid;
+};
+int cfs_getattr(struct cfs_fs *fs, uint64_t ino, struct stat *st);
+/* lookup and the calls that make an object count a reference, dropped with cfs_forget. */
+int cfs_lookup(struct cfs_fs *fs, uint64_t parent, const char *name, struct stat *st);
+void cfs_forget(struct cfs_fs *fs, uint64_t ino, uint64_t n);
+int cfs_mknod(struct cfs_fs *fs, uint64_t parent, const char *name, mode_t mode, dev_t rdev,
+	      const struct cfs_cred *cr, struct stat *st);
+int cfs_mkdir(struct cfs_fs *fs, uint64_t parent, const char *name, mode_t mode,
+	      const struct cfs_cred *cr, struct stat *st);
+int cfs_symlink(struct cfs_fs *fs, uint64_t parent, const char *name, const char *target,
+		const struct cfs_cred *cr, struct stat *st);
+int cfs_readlink(struct cfs_fs *fs, uint64_t ino, char *buf, size_t size);
+int cfs_link(struct cfs_fs *fs, uint64_t ino, uint64_t parent, const char *name,
+	     struct stat *st);
+int cfs_unlink(struct cfs_fs *fs, uint64_t parent, const char *name);
+int cfs_rmdir(struct cfs_fs *fs, uint64_t parent, const char *name);
+#define CFS_RENAME_NOREPLACE 1u
+#define CFS_RENAME_EXCHANGE 2u
+int cfs_rename(struct cfs_fs *fs, uint64_t parent, const char *name, uint64_t newparent,
+	       const char *newname, unsigned flags);
+#define CFS_SET_MODE 1u
+#define CFS_SET_UID 2u
+#define CFS_SET_GID 4u
+#define CFS_SET_SIZE 8u
+#define CFS_SET_ATIME 16u
+#define CFS_SET_MTIME 32u
+#define CFS_SET_CTIME 64u
+int cfs_setattr(struct cfs_fs *fs, uint64_t ino, const struct stat *attr, unsigned to_set,
+		struct stat *out);
+int cfs_open(struct cfs_fs *fs, uint64_t ino);
+int cfs_release(struct cfs_fs *fs, uint64_t ino);
+/* Returns bytes read (short at end of file). */
+int64_t cfs_read(struct cfs_fs *fs, uint64_t ino, void *buf, uint64_t size, uint64_t off);
+#define CFS_W_SYNC 1u   /* O_SYNC, O_DSYNC: data and metadata durable on return */
+#define CFS_W_DIRECT 2u /* O_DIRECT: metadata the write changed is committed on return */
+int64_t cfs_write(struct cfs_fs *fs, uint64_t ino, const void *buf, uint64_t size,
+		  uint64_t off, unsigned flags);
+int cfs_fallocate(struct cfs_fs *fs, uint64_t ino, int mode, uint64_t off, uint64_t len);
+int cfs_fsync(struct cfs_fs *fs, uint64_t ino);
+int cfs_statfs(struct cfs_fs *fs, struct statvfs *st);
+int cfs_setxattr(struct cfs_fs *fs, uint64_t ino, const char *name, const void *value,
+		 size_t size, int flags);
+/* size 0: the size needed; else bytes copied or -ERANGE. */
+int cfs_getxattr(struct cfs_fs *fs, uint64_t ino, const char *name, void *value, size_t size);
+int cfs_listxattr(struct cfs_fs *fs, uint64_t ino, char *list, size_t size);
+int cfs_removexattr(struct cfs_fs *fs, uint64_t ino, const char *name);
+
+struct cfs_dirent {
+	uint64_t ino;
+	uint8_t type; /* DT_* */
+	char name[256];
+};
+/* Every entry of a directory ("." and ".." first), as of now: a stable list for readdir. */
+int cfs_readdir_all(struct cfs_fs *fs, uint64_t ino, struct cfs_dirent **out, size_t *n);
+/* Commit the running transaction now. */
+int cfs_sync(struct cfs_fs *fs);
+
+#endif

@@ -1,0 +1,394 @@
+/* Directories, indexed by name hash with linear hashing: 2^level + split buckets, bucket b
+ * being logical block b of the directory.  A name lives in bucket hash mod 2^level, or mod
+ * 2^(level+1) if that bucket was already split.  When the directory averages more than
+ * SPLIT_LOAD entries a bucket, the next bucket splits in two; so lookups read one bucket (and
+ * its overflow chain, rarely more than a block) however large the directory grows, and every
+ * change touches a handful of blocks, which keeps journal transactions small. */
+#include "cfs/internal.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SPLIT_LOAD(bs) (((bs) - CFS_DIRB_OFF) / 48u)
+
+struct dent {
+	uint32_t hash;
+	uint64_t ino;
+	uint8_t type, len;
+	const char *name;
+};
+
+static size_t dent_size(size_t len) { return CFS_DIRENT_FIXED + len; }
+
+static void dent_get(const uint8_t *p, struct dent *d)
+{
+	memcpy(&d->hash, p, 4);
+	memcpy(&d->ino, p + 4, 8);
+	d->type = p[12];
+	d->len = p[13];
+	d->name = (const char *)p + 14;
+}
+
+static void dent_put(uint8_t *p, uint32_t hash, uint64_t ino, uint8_t type, const char *name,
+		     size_t len)
+{
+	memcpy(p, &hash, 4);
+	memcpy(p + 4, &ino, 8);
+	p[12] = type;
+	p[13] = (uint8_t)len;
+	memcpy(p + 14, name, len);
+}
+
+uint32_t cfs_dir_hash(const struct cfs_fs *fs, const char *name, size_t len)
+{
+	return cvm_crc32c(fs->sb.hash_seed, name, len);
+}
+
+static uint64_t nbuckets(const struct cfs_inode *dir)
+{
+	return (1ull << dir->d.dir_level) + dir->d.dir_split;
+}
+
+static uint64_t bucket_of(const struct cfs_inode *dir, uint32_t hash)
+{
+	uint64_t b = hash & ((1ull << dir->d.dir_level) - 1);
+	if (b < dir->d.dir_split)
+		b = hash & ((2ull << dir->d.dir_level) - 1);
+	return b;
+}
+
+static int read_bucket(struct cfs_fs *fs, struct cfs_inode *dir, uint64_t bucket,
+		       struct cfs_buf **out)
+{
+	bool unwritten;
+	uint64_t pblk = cfs_ext_bmap(dir, bucket, &unwritten);
+	if (!pblk) {
+		cfs_log(fs, "inode %llu: directory bucket %llu is not mapped: EIO",
+			(unsigned long long)dir->ino, (unsigned long long)bucket);
+		return -EIO;
+	}
+	return cfs_bread(fs, pblk, CFS_B_BUCKET, dir->ino, out);
+}
+
+static int read_next(struct cfs_fs *fs, struct cfs_inode *dir, struct cfs_buf *b,
+		     struct cfs_buf **out)
+{
+	uint64_t next = ((struct cfs_ddirb *)b->data)->next;
+	if (!next) {
+		*out = NULL;
+		return 0;
+	}
+	return cfs_bread(fs, next, CFS_B_DIROVF, dir->ino, out);
+}
+
+static bool block_sane(const struct cfs_fs *fs, const struct cfs_buf *b)
+{
+	const struct cfs_ddirb *h = (const void *)b->data;
+	return h->used <= fs->bs - CFS_DIRB_OFF;
+}
+
+/* Find name in the bucket chain: the block and the entry's offset in it. */
+static int find(struct cfs_fs *fs, struct cfs_inode *dir, const char *name, size_t len,
+		uint32_t hash, struct cfs_buf **blk, uint32_t *off, struct dent *out)
+{
+	struct cfs_buf *b;
+	int rc = read_bucket(fs, dir, bucket_of(dir, hash), &b);
+	while (!rc && b) {
+		if (!block_sane(fs, b))
+			return -EIO;
+		const struct cfs_ddirb *h = (const void *)b->data;
+		for (uint32_t o = 0; o < h->used;) {
+			struct dent d;
+			dent_get(b->data + CFS_DIRB_OFF + o, &d);
+			if (d.len == 0 || o + dent_size(d.len) > h->used)
+				return -EIO;
+			if (d.hash == hash && d.len == len && !memcmp(d.name, name, len)) {
+				*blk = b;
+				*off = o;
+				if (out)
+					*out = d;
+				return 0;
+			}
+			o += (uint32_t)dent_size(d.len);
+		}
+		rc = read_next(fs, dir, b, &b);
+	}
+	return rc ? rc : -ENOENT;
+}
+
+int cfs_dir_lookup(struct cfs_fs *fs, struct cfs_inode *dir, const char *name, uint64_t *ino,
+		   uint8_t *type)
+{
+	size_t len = strlen(name);
+	if (len > CFS_NAME_MAX)
+		return -ENAMETOOLONG;
+	struct cfs_buf *b;
+	uint32_t off;
+	struct dent d;
+	int rc = find(fs, dir, name, len, cfs_dir_hash(fs, name, len), &b, &off, &d);
+	if (rc == -EIO)
+		cfs_log(fs, "inode %llu: damaged directory block: EIO", (unsigned long long)dir->ino);
+	if (!rc) {
+		*ino = d.ino;
+		if (type)
+			*type = d.type;
+	}
+	return rc;
+}
+
+static int new_overflow(struct cfs_fs *fs, struct cfs_inode *dir, struct cfs_buf **out)
+{
+	uint64_t blk;
+	uint32_t got;
+	int rc = cfs_alloc(fs, dir->ino, 1, &blk, &got);
+	if (rc)
+		return rc;
+	if ((rc = cfs_bnew(fs, blk, CFS_B_DIROVF, dir->ino, out)))
+		return rc;
+	dir->d.nblocks++;
+	return 0;
+}
+
+/* Put packed entries (bytes long) into a bucket's chain, reusing and freeing its blocks. */
+static int write_bucket(struct cfs_fs *fs, struct cfs_inode *dir, struct cfs_buf *b,
+			const uint8_t *ents, uint32_t bytes)
+{
+	uint32_t cap = fs->bs - CFS_DIRB_OFF, pos = 0;
+	for (;;) {
+		struct cfs_ddirb *h = (void *)b->data;
+		uint32_t used = 0, count = 0;
+		while (pos + used < bytes) {
+			size_t sz = dent_size(ents[pos + used + 13]);
+			if (used + sz > cap)
+				break;
+			used += (uint32_t)sz;
+			count++;
+		}
+		memcpy(b->data + CFS_DIRB_OFF, ents + pos, used);
+		memset(b->data + CFS_DIRB_OFF + used, 0, cap - used);
+		h->used = used;
+		h->count = count;
+		pos += used;
+		cfs_bdirty(fs, b);
+		struct cfs_buf *next;
+		int rc = read_next(fs, dir, b, &next);
+		if (rc)
+			return rc;
+		if (pos == bytes) {
+			h->next = 0;
+			while (next) { /* the rest of the old chain */
+				uint64_t blk = next->blkno;
+				if ((rc = read_next(fs, dir, next, &next)) || (rc = cfs_free(fs, blk, 1)))
+					return rc;
+				dir->d.nblocks--;
+			}
+			return 0;
+		}
+		if (!next && (rc = new_overflow(fs, dir, &next)))
+			return rc;
+		h->next = next->blkno;
+		b = next;
+	}
+}
+
+/* Read a bucket's whole chain into one packed array. */
+static int gather(struct cfs_fs *fs, struct cfs_inode *dir, uint64_t bucket, uint8_t **out,
+		  uint32_t *bytes, struct cfs_buf **first)
+{
+	struct cfs_buf *b;
+	int rc = read_bucket(fs, dir, bucket, &b);
+	*first = b;
+	uint8_t *v = NULL;
+	uint32_t n = 0;
+	while (!rc && b) {
+		const struct cfs_ddirb *h = (const void *)b->data;
+		if (!block_sane(fs, b)) {
+			rc = -EIO;
+			break;
+		}
+		uint8_t *nv = realloc(v, n + h->used + 1);
+		if (!nv) {
+			rc = -ENOMEM;
+			break;
+		}
+		v = nv;
+		memcpy(v + n, b->data + CFS_DIRB_OFF, h->used);
+		n += h->used;
+		rc = read_next(fs, dir, b, &b);
+	}
+	if (rc) {
+		free(v);
+		return rc;
+	}
+	*out = v;
+	*bytes = n;
+	return 0;
+}
+
+static int new_bucket(struct cfs_fs *fs, struct cfs_inode *dir, uint64_t bucket,
+		      struct cfs_buf **out)
+{
+	int rc = cfs_ext_fill(fs, dir, bucket, 1);
+	if (!rc)
+		rc = cfs_ext_mark_written(dir, bucket, 1);
+	bool unwritten;
+	if (!rc)
+		rc = cfs_bnew(fs, cfs_ext_bmap(dir, bucket, &unwritten), CFS_B_BUCKET, dir->ino, out);
+	return rc;
+}
+
+static int split_one(struct cfs_fs *fs, struct cfs_inode *dir)
+{
+	uint64_t old = dir->d.dir_split, add = old + (1ull << dir->d.dir_level);
+	uint64_t mask = (2ull << dir->d.dir_level) - 1;
+	uint8_t *ents;
+	uint32_t bytes;
+	struct cfs_buf *ob, *nb;
+	int rc = gather(fs, dir, old, &ents, &bytes, &ob);
+	if (rc)
+		return rc;
+	uint8_t *stay = malloc(bytes + 1), *move = malloc(bytes + 1);
+	uint32_t ns = 0, nm = 0;
+	rc = stay && move ? new_bucket(fs, dir, add, &nb) : -ENOMEM;
+	for (uint32_t o = 0; !rc && o < bytes;) {
+		struct dent d;
+		dent_get(ents + o, &d);
+		uint32_t sz = (uint32_t)dent_size(d.len);
+		if ((d.hash & mask) == old) {
+			memcpy(stay + ns, ents + o, sz);
+			ns += sz;
+		} else {
+			memcpy(move + nm, ents + o, sz);
+			nm += sz;
+		}
+		o += sz;
+	}
+	if (!rc)
+		rc = write_bucket(fs, dir, ob, stay, ns);
+	if (!rc)
+		rc = write_bucket(fs, dir, nb, move, nm);
+	if (!rc && ++dir->d.dir_split == 1ull << dir->d.dir_level) {
+		dir->d.dir_level++;
+		dir->d.dir_split = 0;
+	}
+	free(ents);
+	free(stay);
+	free(move);
+	return rc;
+}
+
+int cfs_dir_init(struct cfs_fs *fs, struct cfs_inode *dir)
+{
+	struct cfs_buf *b;
+	dir->d.dir_level = 0;
+	dir->d.dir_split = 0;
+	dir->d.dir_entries = 0;
+	return new_bucket(fs, dir, 0, &b);
+}
+
+int cfs_dir_add(struct cfs_fs *fs, struct cfs_inode *dir, const char *name, uint64_t ino,
+		uint8_t type)
+{
+	size_t len = strlen(name);
+	if (len > CFS_NAME_MAX)
+		return -ENAMETOOLONG;
+	uint32_t hash = cfs_dir_hash(fs, name, len);
+	struct cfs_buf *b;
+	uint32_t off;
+	int rc = find(fs, dir, name, len, hash, &b, &off, NULL);
+	if (rc != -ENOENT)
+		return rc ? rc : -EEXIST;
+	size_t sz = dent_size(len);
+	if ((rc = read_bucket(fs, dir, bucket_of(dir, hash), &b)))
+		return rc;
+	for (;;) {
+		struct cfs_ddirb *h = (void *)b->data;
+		if (h->used + sz <= fs->bs - CFS_DIRB_OFF)
+			break;
+		struct cfs_buf *next;
+		if ((rc = read_next(fs, dir, b, &next)))
+			return rc;
+		if (!next) {
+			if ((rc = new_overflow(fs, dir, &next)))
+				return rc;
+			h->next = next->blkno;
+			cfs_bdirty(fs, b);
+		}
+		b = next;
+	}
+	struct cfs_ddirb *h = (void *)b->data;
+	dent_put(b->data + CFS_DIRB_OFF + h->used, hash, ino, type, name, len);
+	h->used += (uint32_t)sz;
+	h->count++;
+	cfs_bdirty(fs, b);
+	dir->d.dir_entries++;
+	if (dir->d.dir_entries > nbuckets(dir) * SPLIT_LOAD(fs->bs))
+		rc = split_one(fs, dir);
+	return rc;
+}
+
+int cfs_dir_remove(struct cfs_fs *fs, struct cfs_inode *dir, const char *name)
+{
+	size_t len = strlen(name);
+	uint32_t hash = cfs_dir_hash(fs, name, len);
+	struct cfs_buf *b;
+	uint32_t off;
+	int rc = find(fs, dir, name, len, hash, &b, &off, NULL);
+	if (rc)
+		return rc;
+	struct cfs_ddirb *h = (void *)b->data;
+	uint32_t sz = (uint32_t)dent_size(len);
+	uint8_t *p = b->data + CFS_DIRB_OFF;
+	memmove(p + off, p + off + sz, h->used - off - sz);
+	memset(p + h->used - sz, 0, sz);
+	h->used -= sz;
+	h->count--;
+	cfs_bdirty(fs, b);
+	dir->d.dir_entries--;
+	return 0;
+}
+
+int cfs_dir_replace(struct cfs_fs *fs, struct cfs_inode *dir, const char *name, uint64_t ino,
+		    uint8_t type)
+{
+	size_t len = strlen(name);
+	struct cfs_buf *b;
+	uint32_t off;
+	int rc = find(fs, dir, name, len, cfs_dir_hash(fs, name, len), &b, &off, NULL);
+	if (rc)
+		return rc;
+	uint8_t *p = b->data + CFS_DIRB_OFF + off;
+	memcpy(p + 4, &ino, 8);
+	p[12] = type;
+	cfs_bdirty(fs, b);
+	return 0;
+}
+
+int cfs_dir_walk(struct cfs_fs *fs, struct cfs_inode *dir, cfs_dir_visit_fn fn, void *arg)
+{
+	uint64_t n = nbuckets(dir);
+	for (uint64_t bucket = 0; bucket < n; bucket++) {
+		struct cfs_buf *b;
+		int rc = read_bucket(fs, dir, bucket, &b);
+		while (!rc && b) {
+			if (!block_sane(fs, b))
+				return -EIO;
+			const struct cfs_ddirb *h = (const void *)b->data;
+			for (uint32_t o = 0; o < h->used;) {
+				struct dent d;
+				dent_get(b->data + CFS_DIRB_OFF + o, &d);
+				if (d.len == 0 || o + dent_size(d.len) > h->used)
+					return -EIO;
+				if ((rc = fn(arg, d.name, d.len, d.ino, d.type)))
+					return rc;
+				o += (uint32_t)dent_size(d.len);
+			}
+			rc = read_next(fs, dir, b, &b);
+		}
+		if (rc)
+			return rc;
+	}
+	return 0;
+}

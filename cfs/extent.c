@@ -1,0 +1,165 @@
+/* Extent maps: a sorted array of non-overlapping extents per inode, in memory while the inode
+ * is; cfs_iwrite stores it in the inode block and its overflow chain. */
+#include "cfs/internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+static uint64_t ext_end(const struct cfs_dextent *e) { return e->lblk + e->len; }
+
+uint32_t cfs_ext_find(const struct cfs_inode *ip, uint64_t lblk)
+{
+	uint32_t lo = 0, hi = ip->next;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (ext_end(&ip->ext[mid]) <= lblk)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+uint64_t cfs_ext_bmap(const struct cfs_inode *ip, uint64_t lblk, bool *unwritten)
+{
+	uint32_t i = cfs_ext_find(ip, lblk);
+	if (i == ip->next || ip->ext[i].lblk > lblk)
+		return 0;
+	*unwritten = ip->ext[i].flags & CFS_EXT_UNWRITTEN;
+	return ip->ext[i].pblk + (lblk - ip->ext[i].lblk);
+}
+
+static int make_room(struct cfs_inode *ip, uint32_t at)
+{
+	if (ip->next == ip->ext_cap) {
+		uint32_t cap = ip->ext_cap ? ip->ext_cap * 2 : 16;
+		struct cfs_dextent *v = realloc(ip->ext, cap * sizeof *v);
+		if (!v)
+			return -ENOMEM;
+		ip->ext = v;
+		ip->ext_cap = cap;
+	}
+	memmove(&ip->ext[at + 1], &ip->ext[at], (ip->next - at) * sizeof *ip->ext);
+	ip->next++;
+	return 0;
+}
+
+static bool mergeable(const struct cfs_dextent *a, const struct cfs_dextent *b)
+{
+	return ext_end(a) == b->lblk && a->pblk + a->len == b->pblk && a->flags == b->flags &&
+	       (uint64_t)a->len + b->len <= UINT32_MAX;
+}
+
+/* Join neighbours that continue each other, over [from, to]. */
+static void merge_range(struct cfs_inode *ip, uint32_t from, uint32_t to)
+{
+	if (from > 0)
+		from--;
+	for (uint32_t i = from; i + 1 < ip->next && i <= to;) {
+		if (mergeable(&ip->ext[i], &ip->ext[i + 1])) {
+			ip->ext[i].len += ip->ext[i + 1].len;
+			memmove(&ip->ext[i + 1], &ip->ext[i + 2],
+				(ip->next - i - 2) * sizeof *ip->ext);
+			ip->next--;
+			if (to)
+				to--;
+		} else {
+			i++;
+		}
+	}
+}
+
+int cfs_ext_insert(struct cfs_inode *ip, const struct cfs_dextent *e)
+{
+	uint32_t at = cfs_ext_find(ip, e->lblk);
+	if (at < ip->next && ip->ext[at].lblk < ext_end(e))
+		return -EEXIST; /* overlaps: a bug in the caller */
+	int rc = make_room(ip, at);
+	if (rc)
+		return rc;
+	ip->ext[at] = *e;
+	merge_range(ip, at, at + 1);
+	return 0;
+}
+
+/* Make x an extent boundary. */
+static int split_at(struct cfs_inode *ip, uint64_t x)
+{
+	uint32_t i = cfs_ext_find(ip, x);
+	if (i == ip->next || ip->ext[i].lblk >= x)
+		return 0;
+	int rc = make_room(ip, i + 1);
+	if (rc)
+		return rc;
+	uint32_t head = (uint32_t)(x - ip->ext[i].lblk);
+	ip->ext[i + 1] = ip->ext[i];
+	ip->ext[i].len = head;
+	ip->ext[i + 1].lblk += head;
+	ip->ext[i + 1].pblk += head;
+	ip->ext[i + 1].len -= head;
+	return 0;
+}
+
+int cfs_ext_punch(struct cfs_fs *fs, struct cfs_inode *ip, uint64_t lblk, uint64_t count)
+{
+	uint64_t end = lblk + count < lblk ? UINT64_MAX : lblk + count;
+	int rc = split_at(ip, lblk);
+	if (!rc && end != UINT64_MAX)
+		rc = split_at(ip, end);
+	if (rc)
+		return rc;
+	uint32_t first = cfs_ext_find(ip, lblk), last = first;
+	while (last < ip->next && ip->ext[last].lblk < end) {
+		if ((rc = cfs_free(fs, ip->ext[last].pblk, ip->ext[last].len)))
+			return rc;
+		ip->d.nblocks -= ip->ext[last].len;
+		last++;
+	}
+	memmove(&ip->ext[first], &ip->ext[last], (ip->next - last) * sizeof *ip->ext);
+	ip->next -= last - first;
+	return 0;
+}
+
+int cfs_ext_mark_written(struct cfs_inode *ip, uint64_t lblk, uint64_t count)
+{
+	int rc = split_at(ip, lblk);
+	if (!rc)
+		rc = split_at(ip, lblk + count);
+	if (rc)
+		return rc;
+	uint32_t first = cfs_ext_find(ip, lblk), i = first;
+	for (; i < ip->next && ip->ext[i].lblk < lblk + count; i++)
+		ip->ext[i].flags &= ~CFS_EXT_UNWRITTEN;
+	merge_range(ip, first, i);
+	return 0;
+}
+
+int cfs_ext_fill(struct cfs_fs *fs, struct cfs_inode *ip, uint64_t lblk, uint64_t count)
+{
+	uint64_t pos = lblk, end = lblk + count;
+	while (pos < end) {
+		uint32_t i = cfs_ext_find(ip, pos);
+		if (i < ip->next && ip->ext[i].lblk <= pos) {
+			pos = ext_end(&ip->ext[i]);
+			continue;
+		}
+		uint64_t hole_end = i < ip->next && ip->ext[i].lblk < end ? ip->ext[i].lblk : end;
+		uint64_t goal = i > 0 ? ip->ext[i - 1].pblk + ip->ext[i - 1].len : ip->ino;
+		uint64_t want = hole_end - pos;
+		uint64_t pblk;
+		uint32_t got;
+		int rc = cfs_alloc(fs, goal, want > (1u << 20) ? 1u << 20 : (uint32_t)want, &pblk,
+				   &got);
+		if (rc)
+			return rc;
+		struct cfs_dextent e = {pos, pblk, got, CFS_EXT_UNWRITTEN};
+		if ((rc = cfs_ext_insert(ip, &e))) {
+			cfs_free(fs, pblk, got);
+			return rc;
+		}
+		ip->d.nblocks += got;
+		pos += got;
+	}
+	return 0;
+}

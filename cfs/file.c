@@ -1,0 +1,382 @@
+/* File data: read, write, fallocate, truncate, fsync.
+ *
+ * Data never goes through the journal: it is written to the volume directly (the LUNs are
+ * open O_DIRECT), before the metadata that exposes it is committed.  New blocks start
+ * unwritten (they read as zeros) and become written only after their data is on the volume,
+ * so a crash never shows another file's old data.  Lock order: an inode's io lock, then
+ * fs->lock.  I/O inside written extents that is 512-byte aligned runs with the io lock shared,
+ * in parallel with other such I/O to the same file; anything that allocates, converts or frees
+ * blocks, or must read-modify-write a partial sector, holds it exclusive. */
+#include "cfs/internal.h"
+
+#include <errno.h>
+#include <linux/falloc.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SECTOR CVM_IO_ALIGN
+
+/* One contiguous piece of a file range. */
+struct piece {
+	uint64_t off;  /* file offset */
+	uint64_t len;
+	uint64_t pblk_byte; /* volume byte offset of `off`, 0 for a hole */
+	bool unwritten;
+};
+
+struct plan {
+	struct piece *v;
+	size_t n, cap;
+	bool all_written; /* no holes, nothing unwritten */
+};
+
+static int plan_add(struct plan *p, struct piece pc)
+{
+	if (p->n == p->cap) {
+		size_t cap = p->cap ? p->cap * 2 : 8;
+		struct piece *v = realloc(p->v, cap * sizeof *v);
+		if (!v)
+			return -ENOMEM;
+		p->v = v;
+		p->cap = cap;
+	}
+	p->v[p->n++] = pc;
+	return 0;
+}
+
+/* Map [off, off+len) through the extent map (fs->lock held). */
+static int plan_range(struct cfs_fs *fs, struct cfs_inode *ip, uint64_t off, uint64_t len,
+		      struct plan *p)
+{
+	uint64_t bs = fs->bs, pos = off, end = off + len;
+	p->n = 0;
+	p->all_written = true;
+	while (pos < end) {
+		uint64_t lblk = pos / bs;
+		uint32_t i = cfs_ext_find(ip, lblk);
+		struct piece pc = {.off = pos};
+		if (i < ip->next && ip->ext[i].lblk <= lblk) {
+			const struct cfs_dextent *e = &ip->ext[i];
+			uint64_t ext_end = (e->lblk + e->len) * bs;
+			pc.len = (ext_end < end ? ext_end : end) - pos;
+			pc.pblk_byte = (e->pblk + (lblk - e->lblk)) * bs + pos % bs;
+			pc.unwritten = e->flags & CFS_EXT_UNWRITTEN;
+			p->all_written &= !pc.unwritten;
+		} else {
+			uint64_t next = i < ip->next ? ip->ext[i].lblk * bs : UINT64_MAX;
+			pc.len = (next < end ? next : end) - pos;
+			p->all_written = false;
+		}
+		int rc = plan_add(p, pc);
+		if (rc)
+			return rc;
+		pos += pc.len;
+	}
+	return 0;
+}
+
+static int bounce(void **buf, uint64_t len)
+{
+	return posix_memalign(buf, 4096, len ? len : SECTOR) ? -ENOMEM : 0;
+}
+
+/* Read volume bytes [at, at+len) into dst, whatever their alignment. */
+static int vol_read(struct cfs_fs *fs, uint64_t at, void *dst, uint64_t len)
+{
+	uint64_t a0 = at & ~(uint64_t)(SECTOR - 1), a1 = (at + len + SECTOR - 1) & ~(uint64_t)(SECTOR - 1);
+	void *b;
+	int rc = bounce(&b, a1 - a0);
+	if (!rc)
+		rc = cvm_volume_read(fs->vol, b, a1 - a0, a0);
+	if (!rc)
+		memcpy(dst, (uint8_t *)b + (at - a0), len);
+	free(b);
+	return rc;
+}
+
+/* Write src to volume bytes [at, at+len): partial sectors are read, patched and written
+ * (the caller holds the io lock exclusive for those). */
+static int vol_write(struct cfs_fs *fs, uint64_t at, const void *src, uint64_t len)
+{
+	uint64_t a0 = at & ~(uint64_t)(SECTOR - 1), a1 = (at + len + SECTOR - 1) & ~(uint64_t)(SECTOR - 1);
+	void *b;
+	int rc = bounce(&b, a1 - a0);
+	if (rc)
+		return rc;
+	if (a0 != at)
+		rc = cvm_volume_read(fs->vol, b, SECTOR, a0);
+	if (!rc && a1 != at + len && (a1 - SECTOR != a0 || a0 == at))
+		rc = cvm_volume_read(fs->vol, (uint8_t *)b + (a1 - a0 - SECTOR), SECTOR, a1 - SECTOR);
+	if (!rc) {
+		memcpy((uint8_t *)b + (at - a0), src, len);
+		rc = cvm_volume_write(fs->vol, b, a1 - a0, a0);
+	}
+	free(b);
+	return rc;
+}
+
+/* Write into unwritten blocks: whole blocks, zeros around the data. */
+static int write_unwritten(struct cfs_fs *fs, const struct piece *pc, const uint8_t *src)
+{
+	uint64_t bs = fs->bs;
+	uint64_t head = pc->off % bs, total = (head + pc->len + bs - 1) / bs * bs;
+	void *b;
+	int rc = bounce(&b, total);
+	if (rc)
+		return rc;
+	memset(b, 0, total);
+	memcpy((uint8_t *)b + head, src, pc->len);
+	rc = cvm_volume_write(fs->vol, b, total, pc->pblk_byte - head);
+	free(b);
+	return rc;
+}
+
+static struct cfs_inode *open_inode(struct cfs_fs *fs, uint64_t ino)
+{
+	struct cfs_inode *ip = NULL;
+	pthread_mutex_lock(&fs->lock);
+	if (cfs_iget(fs, cfs_real_ino(fs, ino), &ip) || !ip->nopen)
+		ip = NULL; /* data calls come on open files only */
+	pthread_mutex_unlock(&fs->lock);
+	return ip;
+}
+
+int cfs_open(struct cfs_fs *fs, uint64_t ino)
+{
+	int rc = cfs_op_begin(fs, false);
+	if (rc)
+		return rc;
+	struct cfs_inode *ip;
+	if (!(rc = cfs_iget(fs, cfs_real_ino(fs, ino), &ip)))
+		ip->nopen++;
+	cfs_op_end(fs);
+	return rc;
+}
+
+int cfs_release(struct cfs_fs *fs, uint64_t ino)
+{
+	pthread_mutex_lock(&fs->lock);
+	struct cfs_inode *ip;
+	int rc = cfs_iget(fs, cfs_real_ino(fs, ino), &ip);
+	if (!rc) {
+		if (ip->nopen)
+			ip->nopen--;
+		rc = cfs_iput_check(fs, ip);
+	}
+	cfs_op_end(fs);
+	return rc;
+}
+
+int64_t cfs_read(struct cfs_fs *fs, uint64_t ino, void *buf, uint64_t size, uint64_t off)
+{
+	struct cfs_inode *ip = open_inode(fs, ino);
+	if (!ip)
+		return -EBADF;
+	struct plan p = {0};
+	pthread_rwlock_rdlock(&ip->io);
+	pthread_mutex_lock(&fs->lock);
+	uint64_t fsize = ip->d.size;
+	uint64_t len = off >= fsize ? 0 : fsize - off < size ? fsize - off : size;
+	int rc = plan_range(fs, ip, off, len, &p);
+	pthread_mutex_unlock(&fs->lock);
+	pthread_rwlock_rdlock(&fs->vol_lock);
+	for (size_t i = 0; i < p.n && !rc; i++) {
+		uint8_t *dst = (uint8_t *)buf + (p.v[i].off - off);
+		if (!p.v[i].pblk_byte || p.v[i].unwritten)
+			memset(dst, 0, p.v[i].len);
+		else
+			rc = vol_read(fs, p.v[i].pblk_byte, dst, p.v[i].len);
+	}
+	pthread_rwlock_unlock(&fs->vol_lock);
+	pthread_rwlock_unlock(&ip->io);
+	free(p.v);
+	if (rc)
+		return rc;
+	__atomic_add_fetch(&fs->stats.reads, 1, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&fs->stats.read_bytes, len, __ATOMIC_RELAXED);
+	return (int64_t)len;
+}
+
+/* After the data is on the volume: convert, grow the size, stamp the times. */
+static int write_finish(struct cfs_fs *fs, struct cfs_inode *ip, const struct plan *p,
+			uint64_t end, unsigned flags, bool changed_map)
+{
+	int rc = 0;
+	uint64_t bs = fs->bs;
+	for (size_t i = 0; i < p->n && !rc; i++)
+		if (p->v[i].unwritten) {
+			uint64_t first = p->v[i].off / bs;
+			uint64_t last = (p->v[i].off + p->v[i].len + bs - 1) / bs;
+			rc = cfs_ext_mark_written(ip, first, last - first);
+		}
+	bool grew = end > ip->d.size;
+	if (grew)
+		ip->d.size = end;
+	cfs_itouch(ip, true, true);
+	if (!rc)
+		rc = cfs_iwrite(fs, ip);
+	/* O_DIRECT: data is on the LUNs already; what maps it must be too. */
+	if (!rc && ((flags & CFS_W_SYNC) || ((flags & CFS_W_DIRECT) && (grew || changed_map))))
+		rc = cfs_journal_commit(fs);
+	return rc;
+}
+
+int64_t cfs_write(struct cfs_fs *fs, uint64_t ino, const void *buf, uint64_t size,
+		  uint64_t off, unsigned flags)
+{
+	if (off + size < off || off + size > CFS_MAX_FILE_BYTES)
+		return -EFBIG;
+	struct cfs_inode *ip = open_inode(fs, ino);
+	if (!ip)
+		return -EBADF;
+	if (fs->ro)
+		return -EROFS;
+	if (size == 0)
+		return 0;
+	bool aligned = off % SECTOR == 0 && size % SECTOR == 0;
+	bool exclusive = false;
+	struct plan p = {0};
+	int rc;
+	for (;;) { /* shared if nothing needs allocating or patching, else exclusive */
+		if (exclusive)
+			pthread_rwlock_wrlock(&ip->io);
+		else
+			pthread_rwlock_rdlock(&ip->io);
+		pthread_mutex_lock(&fs->lock);
+		rc = cfs_glock_acquire(fs);
+		if (!rc)
+			rc = plan_range(fs, ip, off, size, &p);
+		if (rc || exclusive || (aligned && p.all_written))
+			break;
+		pthread_mutex_unlock(&fs->lock);
+		pthread_rwlock_unlock(&ip->io);
+		exclusive = true;
+	}
+	bool changed_map = false;
+	if (!rc && !p.all_written) {
+		uint64_t first = off / fs->bs, last = (off + size + fs->bs - 1) / fs->bs;
+		rc = cfs_ext_fill(fs, ip, first, last - first);
+		changed_map = true;
+		if (!rc)
+			rc = plan_range(fs, ip, off, size, &p);
+		if (!rc && (rc = cfs_iwrite(fs, ip))) /* the new unwritten extents */
+			cfs_log(fs, "inode %llu: %s", (unsigned long long)ip->ino, strerror(-rc));
+	}
+	pthread_mutex_unlock(&fs->lock);
+	pthread_rwlock_rdlock(&fs->vol_lock);
+	for (size_t i = 0; i < p.n && !rc; i++) {
+		const uint8_t *src = (const uint8_t *)buf + (p.v[i].off - off);
+		rc = p.v[i].unwritten ? write_unwritten(fs, &p.v[i], src)
+				      : vol_write(fs, p.v[i].pblk_byte, src, p.v[i].len);
+	}
+	if (!rc && (flags & CFS_W_SYNC))
+		rc = cvm_volume_flush(fs->vol);
+	pthread_rwlock_unlock(&fs->vol_lock);
+	pthread_mutex_lock(&fs->lock);
+	if (!rc)
+		rc = write_finish(fs, ip, &p, off + size, flags, changed_map);
+	cfs_op_end(fs);
+	pthread_rwlock_unlock(&ip->io);
+	free(p.v);
+	if (rc)
+		return rc;
+	__atomic_add_fetch(&fs->stats.writes, 1, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&fs->stats.write_bytes, size, __ATOMIC_RELAXED);
+	return (int64_t)size;
+}
+
+/* Zero bytes [from, to) of the file that lie in written blocks (fs->lock and io held). */
+static int zero_range(struct cfs_fs *fs, struct cfs_inode *ip, uint64_t from, uint64_t to)
+{
+	struct plan p = {0};
+	int rc = from < to ? plan_range(fs, ip, from, to - from, &p) : 0;
+	for (size_t i = 0; i < p.n && !rc; i++) {
+		if (!p.v[i].pblk_byte || p.v[i].unwritten)
+			continue;
+		void *z = calloc(1, p.v[i].len);
+		rc = z ? vol_write(fs, p.v[i].pblk_byte, z, p.v[i].len) : -ENOMEM;
+		free(z);
+	}
+	free(p.v);
+	return rc;
+}
+
+int cfs_truncate_locked(struct cfs_fs *fs, struct cfs_inode *ip, uint64_t size)
+{
+	uint64_t bs = fs->bs;
+	int rc = 0;
+	if (size < ip->d.size) {
+		/* What lies past the end of the last block must read as zeros if the file
+		 * grows again. */
+		uint64_t keep = (size + bs - 1) / bs;
+		rc = zero_range(fs, ip, size, keep * bs < ip->d.size ? keep * bs : ip->d.size);
+		if (!rc)
+			rc = cfs_ext_punch(fs, ip, keep, UINT64_MAX - keep);
+	}
+	if (!rc) {
+		ip->d.size = size;
+		cfs_itouch(ip, true, true);
+		rc = cfs_iwrite(fs, ip);
+	}
+	return rc;
+}
+
+int cfs_fallocate(struct cfs_fs *fs, uint64_t ino, int mode, uint64_t off, uint64_t len)
+{
+	if (mode & ~(FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE))
+		return -EOPNOTSUPP;
+	if ((mode & FALLOC_FL_PUNCH_HOLE) && !(mode & FALLOC_FL_KEEP_SIZE))
+		return -EINVAL;
+	if (len == 0 || off + len < off || off + len > CFS_MAX_FILE_BYTES)
+		return len == 0 ? -EINVAL : -EFBIG;
+	struct cfs_inode *ip = open_inode(fs, ino);
+	if (!ip)
+		return -EBADF;
+	uint64_t bs = fs->bs;
+	pthread_rwlock_wrlock(&ip->io);
+	int rc = cfs_op_begin(fs, true);
+	if (rc) {
+		pthread_rwlock_unlock(&ip->io);
+		return rc;
+	}
+	if (mode & FALLOC_FL_PUNCH_HOLE) {
+		uint64_t end = off + len < ip->d.size ? off + len : ip->d.size;
+		uint64_t first = (off + bs - 1) / bs, last = end / bs;
+		if (off < end) {
+			if (first > last) {
+				rc = zero_range(fs, ip, off, end);
+			} else {
+				rc = zero_range(fs, ip, off, first * bs);
+				if (!rc)
+					rc = zero_range(fs, ip, last * bs, end);
+				if (!rc && last > first)
+					rc = cfs_ext_punch(fs, ip, first, last - first);
+			}
+		}
+	} else {
+		uint64_t first = off / bs, last = (off + len + bs - 1) / bs;
+		rc = cfs_ext_fill(fs, ip, first, last - first);
+		if (!rc && !(mode & FALLOC_FL_KEEP_SIZE) && off + len > ip->d.size)
+			ip->d.size = off + len;
+	}
+	cfs_itouch(ip, true, true);
+	int w = cfs_iwrite(fs, ip);
+	rc = rc ? rc : w;
+	cfs_op_end(fs);
+	pthread_rwlock_unlock(&ip->io);
+	return rc;
+}
+
+int cfs_sync(struct cfs_fs *fs)
+{
+	pthread_mutex_lock(&fs->lock);
+	int rc = cfs_journal_commit(fs);
+	pthread_mutex_unlock(&fs->lock);
+	return rc ? rc : cvm_volume_flush(fs->vol);
+}
+
+int cfs_fsync(struct cfs_fs *fs, uint64_t ino)
+{
+	(void)ino; /* one journal per node: committing it covers every inode */
+	return cfs_sync(fs);
+}

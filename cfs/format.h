@@ -1,0 +1,171 @@
+/* The on-disk format of CFS, documented for people in man/cfs.5.
+ *
+ * The filesystem lives on a CVM volume, addressed in blocks of block_size bytes (4 KiB to
+ * 64 KiB).  Every metadata block starts with struct cfs_bhdr: a magic, its type, a crc32c of
+ * the whole block, and its identity (its own block number and the object it belongs to), so a
+ * misdirected or torn write is caught on read.  Integers are little-endian (the build refuses
+ * big-endian hosts).
+ *
+ *   block 0                    superblock
+ *   block 1                    backup superblock
+ *   journal_start ...          one journal of journal_blocks per node slot
+ *   ag_start + i * ag_blocks   allocation group i: a header block holding the group's bitmap,
+ *                              then the blocks it hands out (inodes, directory buckets,
+ *                              extent and xattr blocks, file data)
+ *
+ * An inode is one block; its number is its block number.  Directories are linear-hashed:
+ * bucket b is logical block b of the directory, entries that do not fit chain into overflow
+ * blocks.
+ */
+#ifndef CFS_FORMAT_H
+#define CFS_FORMAT_H
+
+#include <assert.h>
+#include <stdint.h>
+
+#if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "CFS's on-disk structures are little-endian; this host is not"
+#endif
+
+#define CFS_MAGIC 0x42534643u /* "CFSB" */
+#define CFS_VERSION 1
+#define CFS_MIN_BLOCK 4096u
+#define CFS_MAX_BLOCK 65536u
+#define CFS_MAX_SLOTS 64u
+#define CFS_LABEL_MAX 63u
+#define CFS_NAME_MAX 255u
+#define CFS_MAX_FILE_BYTES (1ull << 50) /* 1 PiB of logical size */
+
+enum cfs_block_type {
+	CFS_B_SUPER = 1,
+	CFS_B_AGH = 2,     /* allocation group header and bitmap */
+	CFS_B_INODE = 3,
+	CFS_B_BUCKET = 4,  /* directory bucket */
+	CFS_B_DIROVF = 5,  /* directory overflow */
+	CFS_B_EXTENTS = 6, /* extent map overflow */
+	CFS_B_XATTR = 7,
+	CFS_B_JDESC = 8,   /* journal descriptor */
+	CFS_B_JCOMMIT = 9, /* journal commit */
+};
+
+struct cfs_bhdr {
+	uint32_t magic;
+	uint16_t type;
+	uint16_t version;
+	uint32_t crc;   /* crc32c of the whole block with this field zero */
+	uint32_t reserved;
+	uint64_t blkno; /* where this block belongs */
+	uint64_t owner; /* inode number, group index or journal slot */
+};
+static_assert(sizeof(struct cfs_bhdr) == 32, "block header is 32 bytes");
+
+struct cfs_dsuper {
+	struct cfs_bhdr h;
+	uint8_t fs_uuid[16];
+	uint8_t vol_uuid[16];   /* the CVM volume it was made on */
+	char label[CFS_LABEL_MAX + 1];
+	uint32_t block_size;
+	uint32_t nslots;
+	uint64_t total_blocks;  /* blocks of the volume the filesystem covers */
+	uint64_t journal_start;
+	uint32_t journal_blocks; /* per slot */
+	uint32_t ag_blocks;      /* blocks per group; the last group may be shorter */
+	uint64_t ag_start;
+	uint32_t nags;
+	uint32_t hash_seed;      /* directory name hashing */
+	uint64_t root_ino;
+	uint64_t ctime, mtime;
+	uint64_t generation;     /* bumped by every grow */
+	uint64_t orphan_dir[CFS_MAX_SLOTS]; /* per slot: unlinked inodes still open */
+};
+
+/* Allocation group header; the bitmap (bit set = used) follows at CFS_AGH_BITMAP_OFF and covers
+ * the group's blocks, the header block included. */
+struct cfs_dagh {
+	struct cfs_bhdr h;
+	uint64_t start;   /* first block */
+	uint32_t nblocks;
+	uint32_t nfree;
+};
+#define CFS_AGH_BITMAP_OFF 64u
+#define CFS_AG_MAX_BLOCKS(bs) (((bs) - CFS_AGH_BITMAP_OFF) * 8u)
+
+struct cfs_dextent {
+	uint64_t lblk;  /* first logical block of the file */
+	uint64_t pblk;  /* first block on the volume */
+	uint32_t len;   /* blocks */
+	uint32_t flags; /* CFS_EXT_UNWRITTEN: allocated, reads as zeros */
+};
+#define CFS_EXT_UNWRITTEN 1u
+static_assert(sizeof(struct cfs_dextent) == 24, "extent is 24 bytes");
+
+struct cfs_dinode {
+	struct cfs_bhdr h; /* owner = blkno = inode number */
+	uint32_t mode, uid, gid, nlink;
+	uint64_t size;
+	uint64_t nblocks; /* data and map blocks held */
+	int64_t atime, mtime, ctime, btime;
+	uint32_t atime_ns, mtime_ns, ctime_ns, btime_ns;
+	uint64_t generation;
+	uint64_t parent;   /* directories: the ".." inode */
+	uint64_t rdev;
+	uint32_t flags;
+	uint32_t nextents; /* in all: inline first, then the overflow chain */
+	uint64_t ext_next; /* first extent overflow block, 0 if none */
+	uint64_t xattr_block;
+	uint32_t xattr_len; /* bytes used in the inline xattr area */
+	uint32_t dir_level; /* directories: 2^level buckets, plus dir_split split ones */
+	uint32_t dir_split;
+	uint32_t reserved0;
+	uint64_t dir_entries;
+};
+#define CFS_INODE_XATTR_OFF 256u
+#define CFS_INODE_XATTR_LEN 1024u
+#define CFS_INODE_EXT_OFF (CFS_INODE_XATTR_OFF + CFS_INODE_XATTR_LEN)
+#define CFS_INODE_EXTENTS(bs) (((bs) - CFS_INODE_EXT_OFF) / sizeof(struct cfs_dextent))
+static_assert(sizeof(struct cfs_dinode) <= CFS_INODE_XATTR_OFF, "inode fields fit");
+
+/* Extent map overflow block: extents follow at CFS_EXTB_OFF. */
+struct cfs_dextb {
+	struct cfs_bhdr h;
+	uint64_t next;
+	uint32_t count;
+	uint32_t reserved;
+};
+#define CFS_EXTB_OFF 64u
+#define CFS_EXTB_EXTENTS(bs) (((bs) - CFS_EXTB_OFF) / sizeof(struct cfs_dextent))
+
+/* Directory bucket or overflow block.  Entries follow at CFS_DIRB_OFF, packed:
+ * hash (4), inode (8), type (1, DT_*), name length (1), name. */
+struct cfs_ddirb {
+	struct cfs_bhdr h;
+	uint64_t next;  /* overflow chain */
+	uint32_t count;
+	uint32_t used;  /* bytes of entries */
+};
+#define CFS_DIRB_OFF 64u
+#define CFS_DIRENT_FIXED 14u
+
+/* Xattr block: the same entry list as the inline area, from CFS_XATTRB_OFF. */
+#define CFS_XATTRB_OFF 32u
+
+/* Journal: block 0 of a slot's journal is the descriptor of the one transaction it holds,
+ * blocks 1..count the block images, block count+1 the commit. */
+struct cfs_djdesc {
+	struct cfs_bhdr h; /* owner = slot */
+	uint64_t seq;
+	uint32_t count;    /* 0: empty */
+	uint32_t reserved;
+	/* uint64_t target[count] at CFS_JDESC_OFF */
+};
+#define CFS_JDESC_OFF 64u
+#define CFS_JDESC_MAX(bs) (((bs) - CFS_JDESC_OFF) / 8u)
+
+struct cfs_djcommit {
+	struct cfs_bhdr h;
+	uint64_t seq;
+	uint32_t count;
+	uint32_t images_crc; /* crc32c of the images in order */
+};
+
+#endif

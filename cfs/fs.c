@@ -1,0 +1,309 @@
+/* Mounting and unmounting, the committer thread, the node-local claim on the volume, and the
+ * orphan directories (unlinked inodes still open, freed at last close or at the next mount). */
+#include "cfs/internal.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#define COMMIT_INTERVAL_MS 1000
+#define CLAIM_BYTE 16
+#define SLOT_BYTE(s) (32 + (s))
+
+/* OFD locks on the first LUN's metadata area, away from the bytes libcvm uses: one byte says
+ * the filesystem is in use on this node (exclusive for local mounts, mkfs and fsck), one byte
+ * per slot says which journal a daemon here owns. */
+static int ofd_lock(int fd, short type, off_t at, off_t len)
+{
+	struct flock fl = {.l_type = type, .l_whence = SEEK_SET, .l_start = at, .l_len = len};
+	return fcntl(fd, F_OFD_SETLK, &fl) ? -errno : 0;
+}
+
+int cfs_volume_claim(struct cvm_volume *vol, bool exclusive, int *fd_out)
+{
+	const char *path = cvm_volume_lun_path(vol, 0);
+	int fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd < 0) {
+		cfs_set_error("LUN %s: %s", path, strerror(errno));
+		return -errno;
+	}
+	int rc = ofd_lock(fd, exclusive ? F_WRLCK : F_RDLCK, CLAIM_BYTE, 1);
+	if (rc == -EAGAIN || rc == -EACCES) {
+		cfs_set_error("volume %s is in use on this node (mounted, or being checked or "
+			      "formatted): unmount it or wait, then retry",
+			      cvm_volume_config(vol)->name);
+		rc = -EBUSY;
+	}
+	if (rc) {
+		close(fd);
+		return rc;
+	}
+	*fd_out = fd;
+	return 0;
+}
+
+static int claim_slot(struct cfs_fs *fs)
+{
+	int rc = ofd_lock(fs->lockfd, F_WRLCK, SLOT_BYTE(fs->slot), 1);
+	if (rc == -EAGAIN || rc == -EACCES) {
+		cfs_set_error("slot %u of volume %s is mounted on this node already", fs->slot,
+			      cvm_volume_config(fs->vol)->name);
+		return -EBUSY;
+	}
+	return rc;
+}
+
+/* ---- orphans ---- */
+static void orphan_name(uint64_t ino, char name[17])
+{
+	snprintf(name, 17, "%016" PRIx64, ino);
+}
+
+static int orphan_dir(struct cfs_fs *fs, struct cfs_inode **dir)
+{
+	return cfs_iget(fs, fs->sb.orphan_dir[fs->slot], dir);
+}
+
+int cfs_orphan_add(struct cfs_fs *fs, struct cfs_inode *ip)
+{
+	struct cfs_inode *dir;
+	char name[17];
+	orphan_name(ip->ino, name);
+	int rc = orphan_dir(fs, &dir);
+	if (!rc)
+		rc = cfs_dir_add(fs, dir, name, ip->ino, DT_REG);
+	if (!rc)
+		rc = cfs_iwrite(fs, dir);
+	if (!rc)
+		ip->in_orphans = true;
+	return rc;
+}
+
+int cfs_orphan_remove(struct cfs_fs *fs, struct cfs_inode *ip)
+{
+	struct cfs_inode *dir;
+	char name[17];
+	orphan_name(ip->ino, name);
+	int rc = orphan_dir(fs, &dir);
+	if (!rc)
+		rc = cfs_dir_remove(fs, dir, name);
+	if (!rc)
+		rc = cfs_iwrite(fs, dir);
+	if (!rc)
+		ip->in_orphans = false;
+	return rc;
+}
+
+struct orphan_list {
+	uint64_t *ino;
+	size_t n, cap;
+};
+
+static int collect(void *arg, const char *name, size_t len, uint64_t ino, uint8_t type)
+{
+	(void)name, (void)len, (void)type;
+	struct orphan_list *l = arg;
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 64;
+		uint64_t *v = realloc(l->ino, cap * sizeof *v);
+		if (!v)
+			return -ENOMEM;
+		l->ino = v;
+		l->cap = cap;
+	}
+	l->ino[l->n++] = ino;
+	return 0;
+}
+
+/* Free what the last daemon of this slot left unlinked but open. */
+static int free_orphans(struct cfs_fs *fs)
+{
+	struct cfs_inode *dir;
+	struct orphan_list l = {0};
+	int rc = orphan_dir(fs, &dir);
+	if (!rc)
+		rc = cfs_dir_walk(fs, dir, collect, &l);
+	for (size_t i = 0; i < l.n && !rc; i++) {
+		struct cfs_inode *ip;
+		rc = cfs_iget(fs, l.ino[i], &ip);
+		if (rc) {
+			cfs_log(fs, "orphan inode %" PRIu64 ": %s; fsck.cfs will look at it", l.ino[i],
+				strerror(-rc));
+			rc = 0;
+			continue;
+		}
+		ip->in_orphans = true;
+		if (ip->d.nlink == 0)
+			rc = cfs_iput_check(fs, ip);
+		if (!rc && fs->txn.n > fs->txn.limit / 2)
+			rc = cfs_journal_commit(fs);
+	}
+	if (l.n)
+		cfs_log(fs, "freed %zu orphan inode%s", l.n, l.n == 1 ? "" : "s");
+	free(l.ino);
+	return rc ? rc : cfs_journal_commit(fs);
+}
+
+/* ---- the committer: a transaction is on disk at most COMMIT_INTERVAL_MS after it began ---- */
+static void *committer(void *arg)
+{
+	struct cfs_fs *fs = arg;
+	pthread_mutex_lock(&fs->lock);
+	while (!fs->stopping) {
+		struct timespec until;
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_nsec += COMMIT_INTERVAL_MS * 1000000L;
+		until.tv_sec += until.tv_nsec / 1000000000L;
+		until.tv_nsec %= 1000000000L;
+		pthread_cond_timedwait(&fs->commit_wake, &fs->lock, &until);
+		if (fs->txn.n && !fs->ro)
+			cfs_journal_commit(fs);
+		cfs_bcache_trim(fs);
+	}
+	pthread_mutex_unlock(&fs->lock);
+	return NULL;
+}
+
+static void fs_free(struct cfs_fs *fs)
+{
+	cfs_icache_destroy(fs);
+	cfs_bcache_destroy(fs);
+	if (fs->meta) {
+		if (fs->meta_held)
+			cfslock_unlock_sync(fs->meta);
+		cfslock_free(fs->meta);
+	}
+	if (fs->space)
+		cfslock_space_close(fs->space);
+	if (fs->locks)
+		cfslock_client_close(fs->locks);
+	if (fs->lockfd >= 0)
+		close(fs->lockfd);
+	free(fs->ags);
+	free(fs->pending_free);
+	pthread_mutex_destroy(&fs->lock);
+	pthread_rwlock_destroy(&fs->vol_lock);
+	pthread_cond_destroy(&fs->commit_wake);
+	free(fs);
+}
+
+static int check_identity(struct cfs_fs *fs, const struct cfs_mount_opts *o)
+{
+	const struct cvm_config *cfg = cvm_volume_config(fs->vol);
+	if (memcmp(fs->sb.vol_uuid, cfg->vol_uuid.b, 16)) {
+		cfs_set_error("the filesystem on volume %s was made on another volume (its LUNs "
+			      "were copied?): check the LUN paths", cfg->name);
+		return -EINVAL;
+	}
+	if (o->slot >= fs->sb.nslots) {
+		cfs_set_error("node slot %u does not exist: the filesystem on %s has slots 0-%u",
+			      o->slot, cfg->name, fs->sb.nslots - 1);
+		return -EINVAL;
+	}
+	if (o->cluster && strcmp(o->cluster, "local")) {
+		cfs_set_error("cluster=%s: only cluster=local is available in this version",
+			      o->cluster);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int cfs_mount(struct cvm_volume *vol, const struct cfs_mount_opts *o, struct cfs_fs **out)
+{
+	struct cfs_fs *fs = calloc(1, sizeof *fs);
+	if (!fs)
+		return -ENOMEM;
+	fs->vol = vol;
+	fs->lockfd = -1;
+	fs->slot = o->slot;
+	fs->ro = o->ro;
+	fs->dboptimized = o->dboptimized;
+	pthread_mutex_init(&fs->lock, NULL);
+	pthread_rwlock_init(&fs->vol_lock, NULL);
+	pthread_cond_init(&fs->commit_wake, NULL);
+	int rc = cfs_super_read(vol, &fs->sb, NULL);
+	if (!rc)
+		rc = check_identity(fs, o);
+	if (!rc)
+		rc = cfs_volume_claim(vol, true, &fs->lockfd);
+	if (!rc)
+		rc = claim_slot(fs);
+	fs->bs = fs->sb.block_size;
+	fs->ihash = calloc(CFS_ICACHE_BUCKETS, sizeof *fs->ihash);
+	if (!rc)
+		rc = fs->ihash ? cfs_bcache_init(fs) : -ENOMEM;
+	if (!rc)
+		rc = cfs_glock_init(fs);
+	if (!rc && (rc = cfs_journal_replay(fs)))
+		cfs_set_error("journal of slot %u: replay failed: %s", fs->slot, strerror(-rc));
+	if (!rc)
+		rc = cfs_alloc_load(fs);
+	uint32_t r = 0;
+	if (getrandom(&r, sizeof r, 0) != sizeof r)
+		r = (uint32_t)time(NULL);
+	fs->next_generation = (uint64_t)r << 20;
+	if (!rc && !fs->ro && (rc = free_orphans(fs)))
+		cfs_set_error("orphans of slot %u: %s", fs->slot, strerror(-rc));
+	if (!rc && (rc = pthread_create(&fs->committer, NULL, committer, fs)))
+		rc = -rc;
+	if (rc) {
+		fs_free(fs);
+		return rc;
+	}
+	*out = fs;
+	return 0;
+}
+
+int cfs_unmount(struct cfs_fs *fs)
+{
+	pthread_mutex_lock(&fs->lock);
+	fs->stopping = true;
+	pthread_cond_signal(&fs->commit_wake);
+	pthread_mutex_unlock(&fs->lock);
+	pthread_join(fs->committer, NULL);
+	pthread_mutex_lock(&fs->lock);
+	/* The kernel's references are gone with the mount: unlinked inodes go now. */
+	int rc = 0;
+	for (size_t i = 0; i < CFS_ICACHE_BUCKETS && !rc; i++)
+		for (struct cfs_inode *ip = fs->ihash[i], *n; ip && !rc; ip = n) {
+			n = ip->hnext;
+			ip->nlookup = 0;
+			ip->nopen = 0;
+			rc = cfs_iput_check(fs, ip);
+			if (!rc && fs->txn.n > fs->txn.limit / 2)
+				rc = cfs_journal_commit(fs);
+		}
+	int crc = cfs_journal_commit(fs);
+	/* Clean: the next mount has nothing to replay. */
+	if (!crc && !fs->ro)
+		crc = cfs_journal_clear(fs->vol, &fs->sb, fs->slot, fs->jseq);
+	pthread_mutex_unlock(&fs->lock);
+	rc = rc ? rc : crc;
+	fs_free(fs);
+	return rc;
+}
+
+void cfs_status(struct cfs_fs *fs, struct cfs_status *st)
+{
+	pthread_mutex_lock(&fs->lock);
+	memset(st, 0, sizeof *st);
+	st->total_blocks = fs->sb.total_blocks;
+	st->free_blocks = cfs_free_blocks(fs);
+	st->block_size = fs->bs;
+	st->nags = fs->sb.nags;
+	st->slot = fs->slot;
+	st->nslots = fs->sb.nslots;
+	memcpy(st->label, fs->sb.label, sizeof st->label);
+	cvm_uuid u;
+	memcpy(u.b, fs->sb.fs_uuid, 16);
+	cvm_uuid_format(&u, st->fs_uuid);
+	st->stats = fs->stats;
+	pthread_mutex_unlock(&fs->lock);
+}

@@ -1,0 +1,291 @@
+/* Inodes: one block each, its number being its block number.  The in-memory inode holds the
+ * decoded fields, the inline xattr area and the whole extent map; cfs_iwrite puts them back
+ * into the inode block and its extent overflow chain, inside the running transaction.  An
+ * inode stays in memory while the kernel holds a lookup reference or a file handle on it. */
+#include "cfs/internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+static struct cfs_inode **ihash_slot(struct cfs_fs *fs, uint64_t ino)
+{
+	return &fs->ihash[(ino * 0x9E3779B97F4A7C15ull) >> 50 & (CFS_ICACHE_BUCKETS - 1)];
+}
+
+static void ihash_remove(struct cfs_fs *fs, struct cfs_inode *ip)
+{
+	for (struct cfs_inode **p = ihash_slot(fs, ip->ino); *p; p = &(*p)->hnext)
+		if (*p == ip) {
+			*p = ip->hnext;
+			return;
+		}
+}
+
+static void inode_free_mem(struct cfs_inode *ip)
+{
+	pthread_rwlock_destroy(&ip->io);
+	free(ip->ext);
+	free(ip);
+}
+
+void cfs_icache_destroy(struct cfs_fs *fs)
+{
+	if (!fs->ihash)
+		return;
+	for (size_t i = 0; i < CFS_ICACHE_BUCKETS; i++)
+		for (struct cfs_inode *ip = fs->ihash[i], *n; ip; ip = n) {
+			n = ip->hnext;
+			inode_free_mem(ip);
+		}
+	free(fs->ihash);
+	fs->ihash = NULL;
+}
+
+static struct cfs_inode *inode_new_mem(struct cfs_fs *fs, uint64_t ino)
+{
+	struct cfs_inode *ip = calloc(1, sizeof *ip);
+	if (!ip)
+		return NULL;
+	ip->ino = ino;
+	pthread_rwlock_init(&ip->io, NULL);
+	struct cfs_inode **s = ihash_slot(fs, ino);
+	ip->hnext = *s;
+	*s = ip;
+	return ip;
+}
+
+static bool extents_sane(const struct cfs_fs *fs, const struct cfs_inode *ip)
+{
+	for (uint32_t i = 0; i < ip->next; i++) {
+		const struct cfs_dextent *e = &ip->ext[i];
+		if (e->len == 0 || e->pblk < fs->sb.ag_start || e->pblk + e->len > fs->sb.total_blocks ||
+		    e->lblk + e->len < e->lblk || (i && ip->ext[i - 1].lblk + ip->ext[i - 1].len > e->lblk))
+			return false;
+	}
+	return true;
+}
+
+int cfs_inode_decode(struct cfs_fs *fs, const uint8_t *block, struct cfs_inode *ip)
+{
+	memcpy(&ip->d, block, sizeof ip->d);
+	memcpy(ip->xattr, block + CFS_INODE_XATTR_OFF, CFS_INODE_XATTR_LEN);
+	uint32_t n = ip->d.nextents, inl = CFS_INODE_EXTENTS(fs->bs);
+	if (ip->d.xattr_len > CFS_INODE_XATTR_LEN || n > (1u << 24) || (n > inl) != (ip->d.ext_next != 0))
+		return -EIO;
+	ip->ext = malloc((n ? n : 1) * sizeof *ip->ext);
+	if (!ip->ext)
+		return -ENOMEM;
+	ip->ext_cap = n ? n : 1;
+	ip->next = n < inl ? n : inl;
+	memcpy(ip->ext, block + CFS_INODE_EXT_OFF, ip->next * sizeof *ip->ext);
+	return 0;
+}
+
+static int read_chain(struct cfs_fs *fs, struct cfs_inode *ip)
+{
+	uint64_t blk = ip->d.ext_next;
+	uint32_t per = CFS_EXTB_EXTENTS(fs->bs);
+	while (blk && ip->next < ip->d.nextents) {
+		struct cfs_buf *b;
+		int rc = cfs_bread(fs, blk, CFS_B_EXTENTS, ip->ino, &b);
+		if (rc)
+			return rc;
+		const struct cfs_dextb *x = (const void *)b->data;
+		if (x->count == 0 || x->count > per || x->count > ip->d.nextents - ip->next)
+			return -EIO;
+		memcpy(&ip->ext[ip->next], b->data + CFS_EXTB_OFF, x->count * sizeof *ip->ext);
+		ip->next += x->count;
+		blk = x->next;
+	}
+	return ip->next == ip->d.nextents && !blk ? 0 : -EIO;
+}
+
+int cfs_iget(struct cfs_fs *fs, uint64_t ino, struct cfs_inode **out)
+{
+	for (struct cfs_inode *ip = *ihash_slot(fs, ino); ip; ip = ip->hnext)
+		if (ip->ino == ino) {
+			*out = ip;
+			return 0;
+		}
+	if (ino < fs->sb.ag_start || ino >= fs->sb.total_blocks || !cfs_block_in_use(fs, ino))
+		return -ESTALE; /* a handle to an inode freed meanwhile */
+	struct cfs_buf *b;
+	int rc = cfs_bread(fs, ino, CFS_B_INODE, ino, &b);
+	if (rc)
+		return rc;
+	struct cfs_inode *ip = inode_new_mem(fs, ino);
+	if (!ip)
+		return -ENOMEM;
+	rc = cfs_inode_decode(fs, b->data, ip);
+	if (!rc)
+		rc = read_chain(fs, ip);
+	if (!rc && !extents_sane(fs, ip))
+		rc = -EIO;
+	if (!rc && ip->d.nlink == 0 && ip->d.mode == 0)
+		rc = -ESTALE; /* a freed inode block that was not reused */
+	if (rc) {
+		if (rc == -EIO)
+			cfs_log(fs, "block %llu (inode %llu): damaged inode or extent map: EIO",
+				(unsigned long long)ino, (unsigned long long)ino);
+		ihash_remove(fs, ip);
+		inode_free_mem(ip);
+		return rc;
+	}
+	*out = ip;
+	return 0;
+}
+
+/* Store the extents past the inline ones in the overflow chain, reusing its blocks; a block
+ * joins the transaction only if its content changed. */
+static int write_chain(struct cfs_fs *fs, struct cfs_inode *ip)
+{
+	uint32_t per = CFS_EXTB_EXTENTS(fs->bs), inl = CFS_INODE_EXTENTS(fs->bs);
+	uint32_t over = ip->next > inl ? ip->next - inl : 0;
+	uint32_t need = (over + per - 1) / per, have = 0;
+	uint64_t *blks = calloc(need + 1, sizeof *blks);
+	if (!blks)
+		return -ENOMEM;
+	int rc = 0;
+	/* The chain as it is: keep the first `need` blocks, free the rest. */
+	for (uint64_t blk = ip->d.ext_next; blk && !rc;) {
+		struct cfs_buf *b;
+		if ((rc = cfs_bread(fs, blk, CFS_B_EXTENTS, ip->ino, &b)))
+			break;
+		uint64_t next = ((struct cfs_dextb *)b->data)->next;
+		if (have < need) {
+			blks[have++] = blk;
+		} else {
+			rc = cfs_free(fs, blk, 1);
+			ip->d.nblocks--;
+		}
+		blk = next;
+	}
+	for (; have < need && !rc; have++) {
+		uint32_t got;
+		struct cfs_buf *b;
+		if ((rc = cfs_alloc(fs, ip->ino, 1, &blks[have], &got)))
+			break;
+		if ((rc = cfs_bnew(fs, blks[have], CFS_B_EXTENTS, ip->ino, &b)))
+			break;
+		ip->d.nblocks++;
+	}
+	for (uint32_t i = 0; i < need && !rc; i++) {
+		struct cfs_buf *b;
+		if ((rc = cfs_bread(fs, blks[i], CFS_B_EXTENTS, ip->ino, &b)))
+			break;
+		struct cfs_dextb *x = (void *)b->data;
+		uint32_t from = inl + i * per;
+		uint32_t n = ip->next - from < per ? ip->next - from : per;
+		size_t bytes = n * sizeof *ip->ext;
+		if (x->count != n || x->next != blks[i + 1] ||
+		    memcmp(b->data + CFS_EXTB_OFF, &ip->ext[from], bytes)) {
+			x->count = n;
+			x->next = blks[i + 1];
+			memcpy(b->data + CFS_EXTB_OFF, &ip->ext[from], bytes);
+			cfs_bdirty(fs, b);
+		}
+	}
+	if (!rc)
+		ip->d.ext_next = blks[0];
+	free(blks);
+	return rc;
+}
+
+int cfs_iwrite(struct cfs_fs *fs, struct cfs_inode *ip)
+{
+	if (fs->ro)
+		return -EROFS;
+	int rc = write_chain(fs, ip);
+	struct cfs_buf *b;
+	if (rc || (rc = cfs_bread(fs, ip->ino, CFS_B_INODE, ip->ino, &b)))
+		return rc;
+	ip->d.nextents = ip->next;
+	uint32_t inl = CFS_INODE_EXTENTS(fs->bs);
+	uint32_t n = ip->next < inl ? ip->next : inl;
+	size_t hdr = sizeof(struct cfs_bhdr);
+	memcpy(b->data + hdr, (const uint8_t *)&ip->d + hdr, sizeof ip->d - hdr);
+	memcpy(b->data + CFS_INODE_XATTR_OFF, ip->xattr, CFS_INODE_XATTR_LEN);
+	memset(b->data + CFS_INODE_EXT_OFF, 0, fs->bs - CFS_INODE_EXT_OFF);
+	memcpy(b->data + CFS_INODE_EXT_OFF, ip->ext, n * sizeof *ip->ext);
+	cfs_bdirty(fs, b);
+	return 0;
+}
+
+static void now(int64_t *sec, uint32_t *nsec)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	*sec = ts.tv_sec;
+	*nsec = (uint32_t)ts.tv_nsec;
+}
+
+void cfs_itouch(struct cfs_inode *ip, bool m, bool c)
+{
+	if (m)
+		now(&ip->d.mtime, &ip->d.mtime_ns);
+	if (c)
+		now(&ip->d.ctime, &ip->d.ctime_ns);
+}
+
+int cfs_ialloc(struct cfs_fs *fs, uint64_t near, uint32_t mode, uint32_t uid, uint32_t gid,
+	       struct cfs_inode **out)
+{
+	uint64_t blk;
+	uint32_t got;
+	int rc = cfs_alloc(fs, near, 1, &blk, &got);
+	if (rc)
+		return rc;
+	struct cfs_buf *b;
+	if ((rc = cfs_bnew(fs, blk, CFS_B_INODE, blk, &b))) {
+		cfs_free(fs, blk, 1);
+		return rc;
+	}
+	/* A stale in-memory copy of a freed inode at this block cannot exist: freed inodes
+	 * leave the cache first. */
+	struct cfs_inode *ip = inode_new_mem(fs, blk);
+	if (!ip)
+		return -ENOMEM;
+	memcpy(&ip->d, b->data, sizeof(struct cfs_bhdr));
+	ip->d.mode = mode;
+	ip->d.uid = uid;
+	ip->d.gid = gid;
+	ip->d.generation = fs->next_generation++;
+	now(&ip->d.btime, &ip->d.btime_ns);
+	ip->d.atime = ip->d.mtime = ip->d.ctime = ip->d.btime;
+	ip->d.atime_ns = ip->d.mtime_ns = ip->d.ctime_ns = ip->d.btime_ns;
+	*out = ip;
+	return cfs_iwrite(fs, ip);
+}
+
+int cfs_ifree(struct cfs_fs *fs, struct cfs_inode *ip)
+{
+	int rc = cfs_ext_punch(fs, ip, 0, UINT64_MAX);
+	if (!rc && ip->d.xattr_block) {
+		rc = cfs_free(fs, ip->d.xattr_block, 1);
+		ip->d.xattr_block = 0;
+	}
+	if (!rc)
+		rc = cfs_iwrite(fs, ip); /* frees the extent chain */
+	if (!rc)
+		rc = cfs_free(fs, ip->ino, 1);
+	return rc;
+}
+
+int cfs_iput_check(struct cfs_fs *fs, struct cfs_inode *ip)
+{
+	if (ip->nlookup || ip->nopen || ip->ino == fs->sb.root_ino)
+		return 0;
+	int rc = 0;
+	if (ip->d.nlink == 0 && !fs->ro) {
+		if (ip->in_orphans)
+			rc = cfs_orphan_remove(fs, ip);
+		if (!rc)
+			rc = cfs_ifree(fs, ip);
+	}
+	ihash_remove(fs, ip);
+	inode_free_mem(ip);
+	return rc;
+}

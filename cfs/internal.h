@@ -1,0 +1,210 @@
+/* Internals of libcfs shared between its source files and its unit tests; not installed. */
+#ifndef CFS_INTERNAL_H
+#define CFS_INTERNAL_H
+
+#include "cfs/cfs.h"
+#include "cfs/format.h"
+#include "dlm-client/cfslock.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#define CFS_BCACHE_BUCKETS 65536u
+#define CFS_ICACHE_BUCKETS 16384u
+#define CFS_BCACHE_CLEAN_MAX 16384u /* clean metadata blocks kept in memory */
+
+/* ---- metadata blocks (block.c) ---- */
+struct cfs_buf {
+	uint64_t blkno;
+	uint8_t *data;
+	bool dirty;                /* in the running transaction */
+	struct cfs_buf *hnext;     /* hash chain */
+	struct cfs_buf *prev, *next; /* clean LRU */
+};
+
+void cfs_block_seal(void *block, uint32_t bs);
+/* 0, or -EIO with *why saying what is wrong. */
+int cfs_block_verify(const void *block, uint32_t bs, uint64_t blkno, uint16_t type,
+		     uint64_t owner, const char **why);
+void cfs_block_init(void *block, uint32_t bs, uint64_t blkno, uint16_t type, uint64_t owner);
+
+int cfs_bcache_init(struct cfs_fs *fs);
+void cfs_bcache_destroy(struct cfs_fs *fs);
+/* Read and verify a metadata block (owner 0: any).  -EIO (logged, naming the block) when it
+ * is damaged.  The buffer stays valid until the filesystem lock is released. */
+int cfs_bread(struct cfs_fs *fs, uint64_t blkno, uint16_t type, uint64_t owner,
+	      struct cfs_buf **out);
+/* A fresh zeroed block with its header, already in the transaction. */
+int cfs_bnew(struct cfs_fs *fs, uint64_t blkno, uint16_t type, uint64_t owner,
+	     struct cfs_buf **out);
+/* The block changed: it goes into the running transaction. */
+void cfs_bdirty(struct cfs_fs *fs, struct cfs_buf *b);
+/* Forget a cached block (freed), dirty or not. */
+void cfs_bforget(struct cfs_fs *fs, uint64_t blkno);
+/* Drop clean blocks beyond the cache's size. */
+void cfs_bcache_trim(struct cfs_fs *fs);
+/* The running transaction is on disk: its blocks are clean again. */
+void cfs_bcache_committed(struct cfs_fs *fs);
+
+/* ---- journal (journal.c) ---- */
+struct cfs_txn {
+	struct cfs_buf **bufs;
+	uint32_t n, cap;
+	uint32_t limit; /* most blocks a transaction may hold */
+};
+int cfs_journal_replay(struct cfs_fs *fs);
+int cfs_journal_commit(struct cfs_fs *fs);
+/* Mark a slot's journal empty (mkfs, fsck after repairs: anything written in place without
+ * the journal must not be overwritten by an old transaction at the next mount). */
+int cfs_journal_clear(struct cvm_volume *vol, const struct cfs_dsuper *sb, uint32_t slot,
+		      uint64_t seq);
+/* The transaction a slot's journal holds: count blocks, targets and images (count * bs), or
+ * count 0.  -EIO only if the volume cannot be read. */
+int cfs_journal_read(struct cvm_volume *vol, const struct cfs_dsuper *sb, uint32_t slot,
+		     uint64_t *seq, uint32_t *count, uint64_t **targets, uint8_t **images);
+
+/* ---- superblock (super.c) ---- */
+int cfs_super_read(struct cvm_volume *vol, struct cfs_dsuper *sb, bool *used_backup);
+int cfs_super_write(struct cvm_volume *vol, const struct cfs_dsuper *sb);
+int cfs_super_check(const struct cfs_dsuper *sb, uint64_t volume_bytes, const char **why);
+uint64_t cfs_ag_first(const struct cfs_dsuper *sb, uint32_t ag);
+uint32_t cfs_ag_size(const struct cfs_dsuper *sb, uint32_t ag);
+
+/* ---- allocation groups (alloc.c) ---- */
+struct cfs_ag {
+	uint64_t start;
+	uint32_t nblocks, nfree;
+};
+int cfs_alloc_load(struct cfs_fs *fs);
+/* Up to want contiguous blocks near goal (0: this node's groups). */
+int cfs_alloc(struct cfs_fs *fs, uint64_t goal, uint32_t want, uint64_t *pblk, uint32_t *got);
+int cfs_free(struct cfs_fs *fs, uint64_t pblk, uint32_t len);
+uint64_t cfs_free_blocks(struct cfs_fs *fs);
+/* Is the block allocated?  (A damaged group header counts as yes.) */
+bool cfs_block_in_use(struct cfs_fs *fs, uint64_t blk);
+/* Format the bitmap of a new group into a buffer (mkfs, grow). */
+void cfs_agh_format(uint8_t *block, uint32_t bs, uint32_t index, uint64_t start,
+		    uint32_t nblocks, uint32_t used_at_start);
+bool cfs_bit_get(const uint8_t *bitmap, uint32_t bit);
+void cfs_bit_set(uint8_t *bitmap, uint32_t bit, bool on);
+
+/* ---- inodes and extent maps (inode.c, extent.c) ---- */
+struct cfs_inode {
+	uint64_t ino;
+	struct cfs_inode *hnext;
+	uint64_t nlookup;
+	uint32_t nopen;
+	bool in_orphans;
+	struct cfs_dinode d;
+	uint8_t xattr[CFS_INODE_XATTR_LEN];
+	struct cfs_dextent *ext;
+	uint32_t next, ext_cap;
+	pthread_rwlock_t io; /* data I/O shared; anything that frees blocks exclusive */
+};
+
+int cfs_iget(struct cfs_fs *fs, uint64_t ino, struct cfs_inode **out);
+/* Write the in-memory inode (fields, xattrs, extent map) into its blocks. */
+int cfs_iwrite(struct cfs_fs *fs, struct cfs_inode *ip);
+int cfs_ialloc(struct cfs_fs *fs, uint64_t near, uint32_t mode, uint32_t uid, uint32_t gid,
+	       struct cfs_inode **out);
+/* Drop the in-memory inode if nobody uses it; free it on disk if it is unlinked too. */
+int cfs_iput_check(struct cfs_fs *fs, struct cfs_inode *ip);
+int cfs_ifree(struct cfs_fs *fs, struct cfs_inode *ip);
+void cfs_icache_destroy(struct cfs_fs *fs);
+void cfs_itouch(struct cfs_inode *ip, bool m, bool c);
+int cfs_inode_decode(struct cfs_fs *fs, const uint8_t *block, struct cfs_inode *ip);
+
+/* Index of the extent holding lblk, or of the first one after it (next if none). */
+uint32_t cfs_ext_find(const struct cfs_inode *ip, uint64_t lblk);
+int cfs_ext_insert(struct cfs_inode *ip, const struct cfs_dextent *e);
+/* Unmap [lblk, lblk+count); the blocks go back to the allocator. */
+int cfs_ext_punch(struct cfs_fs *fs, struct cfs_inode *ip, uint64_t lblk, uint64_t count);
+/* Clear the unwritten flag over [lblk, lblk+count). */
+int cfs_ext_mark_written(struct cfs_inode *ip, uint64_t lblk, uint64_t count);
+/* Allocate every hole of [lblk, lblk+count) as unwritten extents. */
+int cfs_ext_fill(struct cfs_fs *fs, struct cfs_inode *ip, uint64_t lblk, uint64_t count);
+/* Physical block of a logical block, 0 if a hole; *unwritten says if it reads as zeros. */
+uint64_t cfs_ext_bmap(const struct cfs_inode *ip, uint64_t lblk, bool *unwritten);
+
+/* ---- directories (dir.c) ---- */
+typedef int (*cfs_dir_visit_fn)(void *arg, const char *name, size_t len, uint64_t ino,
+				uint8_t type);
+uint32_t cfs_dir_hash(const struct cfs_fs *fs, const char *name, size_t len);
+int cfs_dir_init(struct cfs_fs *fs, struct cfs_inode *dir);
+int cfs_dir_lookup(struct cfs_fs *fs, struct cfs_inode *dir, const char *name, uint64_t *ino,
+		   uint8_t *type);
+int cfs_dir_add(struct cfs_fs *fs, struct cfs_inode *dir, const char *name, uint64_t ino,
+		uint8_t type);
+int cfs_dir_remove(struct cfs_fs *fs, struct cfs_inode *dir, const char *name);
+/* Point an existing entry at another inode (rename over, exchange). */
+int cfs_dir_replace(struct cfs_fs *fs, struct cfs_inode *dir, const char *name, uint64_t ino,
+		    uint8_t type);
+int cfs_dir_walk(struct cfs_fs *fs, struct cfs_inode *dir, cfs_dir_visit_fn fn, void *arg);
+
+/* ---- extended attributes (xattr.c) ---- */
+int cfs_xattr_get(struct cfs_fs *fs, struct cfs_inode *ip, const char *name, void *value,
+		  size_t size);
+int cfs_xattr_set(struct cfs_fs *fs, struct cfs_inode *ip, const char *name,
+		  const void *value, size_t size, int flags);
+int cfs_xattr_list(struct cfs_fs *fs, struct cfs_inode *ip, char *list, size_t size);
+int cfs_xattr_remove(struct cfs_fs *fs, struct cfs_inode *ip, const char *name);
+
+/* ---- the mounted filesystem ---- */
+struct cfs_fs {
+	struct cvm_volume *vol;
+	struct cfs_dsuper sb;
+	uint32_t bs;
+	uint32_t slot;
+	bool ro, dboptimized;
+	pthread_mutex_t lock; /* every metadata access */
+	pthread_rwlock_t vol_lock; /* data I/O shared; swapping the volume (grow) exclusive */
+
+	struct cfs_buf **bhash;
+	struct cfs_buf lru; /* clean blocks, least recently used first */
+	uint32_t nclean;
+	struct cfs_txn txn;
+	uint64_t jseq;
+	uint64_t *pending_free; /* freed in the running transaction: not reusable before commit */
+	uint32_t npending, pending_cap;
+
+	struct cfs_ag *ags;
+	uint32_t ag_rotor;
+
+	struct cfs_inode **ihash;
+	uint64_t next_generation;
+
+	struct cfslock_client *locks;
+	struct cfslock_space *space;
+	struct cfslock *meta;
+	bool meta_held, meta_wanted;
+	pthread_t committer;
+	pthread_cond_t commit_wake;
+	bool stopping;
+	int lockfd; /* holds the OFD locks saying this node uses the filesystem */
+	struct cfs_stats stats;
+};
+
+/* ---- orphans and the metadata lock (fs.c, glock.c) ---- */
+int cfs_orphan_add(struct cfs_fs *fs, struct cfs_inode *ip);
+int cfs_orphan_remove(struct cfs_fs *fs, struct cfs_inode *ip);
+/* The filesystem-wide metadata glock, GFS2 style: held EX while this node caches metadata;
+ * when another node wants it, the journal is committed, the caches dropped, and it goes. */
+int cfs_glock_init(struct cfs_fs *fs);
+int cfs_glock_acquire(struct cfs_fs *fs);
+void cfs_glock_check(struct cfs_fs *fs);
+/* Begin and end every public operation: the filesystem lock, the glock, the transaction's
+ * size, the cache's size. */
+int cfs_op_begin(struct cfs_fs *fs, bool change);
+void cfs_op_end(struct cfs_fs *fs);
+/* Set a file's size, freeing or zeroing what lies past it; ip->io held exclusive. */
+int cfs_truncate_locked(struct cfs_fs *fs, struct cfs_inode *ip, uint64_t size);
+uint64_t cfs_real_ino(const struct cfs_fs *fs, uint64_t ino);
+void cfs_fill_stat(const struct cfs_fs *fs, const struct cfs_inode *ip, struct stat *st);
+
+void cfs_log(const struct cfs_fs *fs, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void cfs_set_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Take the node-local lock on the volume: exclusive (mkfs, fsck, local mounts) or shared. */
+int cfs_volume_claim(struct cvm_volume *vol, bool exclusive, int *fd_out);
+
+#endif

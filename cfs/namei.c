@@ -1,0 +1,686 @@
+/* Namespace operations: lookup, create, link, unlink, rename, attributes and xattrs.
+ * Every operation does its checks and reads first, then its changes, so a refusal changes
+ * nothing. */
+#include "cfs/internal.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#define LINK_MAX_CFS 65000u
+#define RESERVE_BLOCKS 64u /* a namespace change may need a few blocks; refuse early */
+
+static uint8_t dtype(uint32_t mode) { return (uint8_t)((mode & S_IFMT) >> 12); }
+
+void cfs_fill_stat(const struct cfs_fs *fs, const struct cfs_inode *ip, struct stat *st)
+{
+	memset(st, 0, sizeof *st);
+	st->st_ino = ip->ino == fs->sb.root_ino ? CFS_ROOT : ip->ino;
+	st->st_mode = ip->d.mode;
+	st->st_nlink = ip->d.nlink;
+	st->st_uid = ip->d.uid;
+	st->st_gid = ip->d.gid;
+	st->st_rdev = ip->d.rdev;
+	st->st_size = (off_t)ip->d.size;
+	st->st_blksize = fs->bs;
+	st->st_blocks = (blkcnt_t)(ip->d.nblocks * (fs->bs / 512));
+	st->st_atim = (struct timespec){ip->d.atime, ip->d.atime_ns};
+	st->st_mtim = (struct timespec){ip->d.mtime, ip->d.mtime_ns};
+	st->st_ctim = (struct timespec){ip->d.ctime, ip->d.ctime_ns};
+}
+
+static int get_dir(struct cfs_fs *fs, uint64_t ino, struct cfs_inode **dir)
+{
+	int rc = cfs_iget(fs, cfs_real_ino(fs, ino), dir);
+	if (!rc && !S_ISDIR((*dir)->d.mode))
+		rc = -ENOTDIR;
+	return rc;
+}
+
+static int check_name(const char *name)
+{
+	size_t len = strlen(name);
+	if (len == 0 || strchr(name, '/'))
+		return -EINVAL;
+	return len > CFS_NAME_MAX ? -ENAMETOOLONG : 0;
+}
+
+static void release_inodes(struct cfs_fs *fs, struct cfs_inode **v, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (v[i])
+			cfs_iput_check(fs, v[i]);
+}
+
+int cfs_getattr(struct cfs_fs *fs, uint64_t ino, struct stat *st)
+{
+	int rc = cfs_op_begin(fs, false);
+	if (rc)
+		return rc;
+	struct cfs_inode *ip;
+	if (!(rc = cfs_iget(fs, cfs_real_ino(fs, ino), &ip))) {
+		cfs_fill_stat(fs, ip, st);
+		cfs_iput_check(fs, ip);
+	}
+	cfs_op_end(fs);
+	return rc;
+}
+
+int cfs_lookup(struct cfs_fs *fs, uint64_t parent, const char *name, struct stat *st)
+{
+	int rc = cfs_op_begin(fs, false);
+	if (rc)
+		return rc;
+	struct cfs_inode *dir, *ip = NULL;
+	uint64_t ino = 0;
+	rc = get_dir(fs, parent, &dir);
+	if (!rc && strlen(name) > CFS_NAME_MAX)
+		rc = -ENAMETOOLONG;
+	if (!rc && !strcmp(name, "."))
+		ino = dir->ino;
+	else if (!rc && !strcmp(name, ".."))
+		ino = dir->ino == fs->sb.root_ino ? dir->ino : dir->d.parent;
+	else if (!rc)
+		rc = cfs_dir_lookup(fs, dir, name, &ino, NULL);
+	if (!rc)
+		rc = cfs_iget(fs, ino, &ip);
+	if (!rc) {
+		ip->nlookup++;
+		cfs_fill_stat(fs, ip, st);
+	}
+	if (rc == -ESTALE)
+		rc = -EIO; /* an entry pointing at no inode */
+	cfs_iput_check(fs, dir);
+	cfs_op_end(fs);
+	return rc;
+}
+
+void cfs_forget(struct cfs_fs *fs, uint64_t ino, uint64_t n)
+{
+	pthread_mutex_lock(&fs->lock);
+	struct cfs_inode *ip;
+	if (!cfs_iget(fs, cfs_real_ino(fs, ino), &ip)) {
+		ip->nlookup = ip->nlookup > n ? ip->nlookup - n : 0;
+		cfs_iput_check(fs, ip);
+	}
+	cfs_bcache_trim(fs);
+	pthread_mutex_unlock(&fs->lock);
+}
+
+/* Make an inode of mode under dir/name.  target: a symlink's. */
+static int make_node(struct cfs_fs *fs, uint64_t parent, const char *name, mode_t mode,
+		     dev_t rdev, const struct cfs_cred *cr, const char *target, struct stat *st)
+{
+	int rc = check_name(name);
+	if (rc)
+		return rc;
+	size_t tlen = target ? strlen(target) : 0;
+	if (target && (tlen == 0 || tlen >= fs->bs || tlen >= 4096))
+		return tlen ? -ENAMETOOLONG : -ENOENT;
+	if ((rc = cfs_op_begin(fs, true)))
+		return rc;
+	struct cfs_inode *dir, *ip = NULL;
+	uint64_t exists;
+	rc = get_dir(fs, parent, &dir);
+	if (!rc && dir->d.nlink == 0)
+		rc = -ENOENT; /* removed while we looked */
+	if (!rc && S_ISDIR(mode) && dir->d.nlink >= LINK_MAX_CFS)
+		rc = -EMLINK;
+	if (!rc && cfs_free_blocks(fs) < RESERVE_BLOCKS + (target ? 1 : 0))
+		rc = -ENOSPC;
+	if (!rc) {
+		rc = cfs_dir_lookup(fs, dir, name, &exists, NULL);
+		rc = rc == -ENOENT ? 0 : rc ? rc : -EEXIST;
+	}
+	uint32_t gid = cr->gid;
+	if (!rc && (dir->d.mode & S_ISGID)) { /* BSD group semantics under a setgid directory */
+		gid = dir->d.gid;
+		if (S_ISDIR(mode))
+			mode |= S_ISGID;
+	}
+	if (!rc)
+		rc = cfs_ialloc(fs, dir->ino, (uint32_t)mode, cr->uid, gid, &ip);
+	if (!rc) {
+		ip->d.nlink = S_ISDIR(mode) ? 2 : 1;
+		ip->d.rdev = rdev;
+		if (S_ISDIR(mode)) {
+			ip->d.parent = dir->ino;
+			rc = cfs_dir_init(fs, ip);
+			dir->d.nlink++;
+		}
+	}
+	if (!rc && target) { /* the target is the symlink's data block */
+		rc = cfs_ext_fill(fs, ip, 0, 1);
+		if (!rc)
+			rc = cfs_ext_mark_written(ip, 0, 1);
+		uint8_t *blk = NULL;
+		if (!rc && posix_memalign((void **)&blk, 4096, fs->bs))
+			rc = -ENOMEM;
+		if (!rc) {
+			bool unwritten;
+			memset(blk, 0, fs->bs);
+			memcpy(blk, target, tlen);
+			rc = cvm_volume_write(fs->vol, blk, fs->bs,
+					      cfs_ext_bmap(ip, 0, &unwritten) * fs->bs);
+			ip->d.size = tlen;
+		}
+		free(blk);
+	}
+	if (!rc)
+		rc = cfs_dir_add(fs, dir, name, ip->ino, dtype((uint32_t)mode));
+	if (!rc) {
+		cfs_itouch(dir, true, true);
+		rc = cfs_iwrite(fs, dir);
+	}
+	if (!rc)
+		rc = cfs_iwrite(fs, ip);
+	if (!rc) {
+		ip->nlookup++;
+		cfs_fill_stat(fs, ip, st);
+	} else if (ip) {
+		cfs_log(fs, "create %s in inode %llu failed half way (%s): fsck.cfs will reclaim "
+			"inode %llu", name, (unsigned long long)dir->ino, strerror(-rc),
+			(unsigned long long)ip->ino);
+		cfs_iput_check(fs, ip);
+	}
+	if (dir)
+		cfs_iput_check(fs, dir);
+	cfs_op_end(fs);
+	return rc;
+}
+
+int cfs_mknod(struct cfs_fs *fs, uint64_t parent, const char *name, mode_t mode, dev_t rdev,
+	      const struct cfs_cred *cr, struct stat *st)
+{
+	if (S_ISDIR(mode) || S_ISLNK(mode))
+		return -EINVAL;
+	if (!(mode & S_IFMT))
+		mode |= S_IFREG;
+	return make_node(fs, parent, name, mode, rdev, cr, NULL, st);
+}
+
+int cfs_mkdir(struct cfs_fs *fs, uint64_t parent, const char *name, mode_t mode,
+	      const struct cfs_cred *cr, struct stat *st)
+{
+	return make_node(fs, parent, name, (mode & 07777) | S_IFDIR, 0, cr, NULL, st);
+}
+
+int cfs_symlink(struct cfs_fs *fs, uint64_t parent, const char *name, const char *target,
+		const struct cfs_cred *cr, struct stat *st)
+{
+	return make_node(fs, parent, name, S_IFLNK | 0777, 0, cr, target, st);
+}
+
+int cfs_readlink(struct cfs_fs *fs, uint64_t ino, char *buf, size_t size)
+{
+	int rc = cfs_op_begin(fs, false);
+	if (rc)
+		return rc;
+	struct cfs_inode *ip;
+	uint8_t *blk = NULL;
+	rc = cfs_iget(fs, cfs_real_ino(fs, ino), &ip);
+	if (!rc && !S_ISLNK(ip->d.mode))
+		rc = -EINVAL;
+	bool unwritten;
+	uint64_t pblk = rc ? 0 : cfs_ext_bmap(ip, 0, &unwritten);
+	if (!rc && (!pblk || ip->d.size == 0 || ip->d.size >= fs->bs))
+		rc = -EIO;
+	if (!rc && posix_memalign((void **)&blk, 4096, fs->bs))
+		rc = -ENOMEM;
+	if (!rc)
+		rc = cvm_volume_read(fs->vol, blk, fs->bs, pblk * fs->bs);
+	if (!rc) {
+		size_t n = ip->d.size < size - 1 ? ip->d.size : size - 1;
+		memcpy(buf, blk, n);
+		buf[n] = '\0';
+	}
+	free(blk);
+	if (ip)
+		cfs_iput_check(fs, ip);
+	cfs_op_end(fs);
+	return rc;
+}
+
+int cfs_link(struct cfs_fs *fs, uint64_t ino, uint64_t parent, const char *name,
+	     struct stat *st)
+{
+	int rc = check_name(name);
+	if (rc || (rc = cfs_op_begin(fs, true)))
+		return rc;
+	struct cfs_inode *v[2] = {0};
+	uint64_t exists;
+	rc = cfs_iget(fs, cfs_real_ino(fs, ino), &v[0]);
+	if (!rc && S_ISDIR(v[0]->d.mode))
+		rc = -EPERM;
+	if (!rc && v[0]->d.nlink >= LINK_MAX_CFS)
+		rc = -EMLINK;
+	if (!rc && v[0]->d.nlink == 0)
+		rc = -ENOENT;
+	if (!rc)
+		rc = get_dir(fs, parent, &v[1]);
+	if (!rc && cfs_free_blocks(fs) < RESERVE_BLOCKS)
+		rc = -ENOSPC;
+	if (!rc) {
+		rc = cfs_dir_lookup(fs, v[1], name, &exists, NULL);
+		rc = rc == -ENOENT ? 0 : rc ? rc : -EEXIST;
+	}
+	if (!rc)
+		rc = cfs_dir_add(fs, v[1], name, v[0]->ino, dtype(v[0]->d.mode));
+	if (!rc) {
+		v[0]->d.nlink++;
+		cfs_itouch(v[0], false, true);
+		cfs_itouch(v[1], true, true);
+		rc = cfs_iwrite(fs, v[0]);
+		if (!rc)
+			rc = cfs_iwrite(fs, v[1]);
+	}
+	if (!rc) {
+		v[0]->nlookup++;
+		cfs_fill_stat(fs, v[0], st);
+	}
+	release_inodes(fs, v, 2);
+	cfs_op_end(fs);
+	return rc;
+}
+
+/* One link fewer: an inode nobody names any more is freed, or kept as an orphan while the
+ * kernel still holds it. */
+static int drop_link(struct cfs_fs *fs, struct cfs_inode *ip)
+{
+	if (S_ISDIR(ip->d.mode))
+		ip->d.nlink = 0;
+	else if (ip->d.nlink)
+		ip->d.nlink--;
+	cfs_itouch(ip, false, true);
+	int rc = 0;
+	if (ip->d.nlink == 0 && (ip->nlookup || ip->nopen) && !ip->in_orphans)
+		rc = cfs_orphan_add(fs, ip);
+	return rc ? rc : cfs_iwrite(fs, ip);
+}
+
+static int remove_entry(struct cfs_fs *fs, uint64_t parent, const char *name, bool want_dir)
+{
+	int rc = cfs_op_begin(fs, true);
+	if (rc)
+		return rc;
+	struct cfs_inode *v[2] = {0};
+	uint64_t ino;
+	rc = get_dir(fs, parent, &v[0]);
+	if (!rc && (!strcmp(name, ".") || !strcmp(name, "..")))
+		rc = want_dir ? -EINVAL : -EISDIR;
+	if (!rc)
+		rc = cfs_dir_lookup(fs, v[0], name, &ino, NULL);
+	if (!rc)
+		rc = cfs_iget(fs, ino, &v[1]);
+	if (!rc && want_dir && !S_ISDIR(v[1]->d.mode))
+		rc = -ENOTDIR;
+	if (!rc && !want_dir && S_ISDIR(v[1]->d.mode))
+		rc = -EISDIR;
+	if (!rc && want_dir && v[1]->d.dir_entries)
+		rc = -ENOTEMPTY;
+	if (!rc)
+		rc = cfs_dir_remove(fs, v[0], name);
+	if (!rc) {
+		if (want_dir)
+			v[0]->d.nlink--;
+		cfs_itouch(v[0], true, true);
+		rc = cfs_iwrite(fs, v[0]);
+	}
+	if (!rc)
+		rc = drop_link(fs, v[1]);
+	release_inodes(fs, v, 2);
+	cfs_op_end(fs);
+	return rc;
+}
+
+int cfs_unlink(struct cfs_fs *fs, uint64_t parent, const char *name)
+{
+	return remove_entry(fs, parent, name, false);
+}
+
+int cfs_rmdir(struct cfs_fs *fs, uint64_t parent, const char *name)
+{
+	return remove_entry(fs, parent, name, true);
+}
+
+/* Is dir `a` the same as or an ancestor of `b`? */
+static int is_ancestor(struct cfs_fs *fs, uint64_t a, uint64_t b)
+{
+	for (unsigned depth = 0; depth < 4096; depth++) {
+		if (a == b)
+			return 1;
+		if (b == fs->sb.root_ino)
+			return 0;
+		struct cfs_inode *ip;
+		int rc = cfs_iget(fs, b, &ip);
+		if (rc)
+			return rc;
+		uint64_t up = ip->d.parent;
+		cfs_iput_check(fs, ip);
+		b = up;
+	}
+	return -ELOOP;
+}
+
+struct rename_ctx {
+	struct cfs_inode *from_dir, *to_dir, *src, *dst;
+	const char *name, *newname;
+	unsigned flags;
+};
+
+static int rename_checks(struct cfs_fs *fs, struct rename_ctx *r)
+{
+	bool src_dir = S_ISDIR(r->src->d.mode);
+	if (r->flags & CFS_RENAME_EXCHANGE)
+		return r->dst ? 0 : -ENOENT;
+	if (r->dst && (r->flags & CFS_RENAME_NOREPLACE))
+		return -EEXIST;
+	if (r->dst && src_dir && !S_ISDIR(r->dst->d.mode))
+		return -ENOTDIR;
+	if (r->dst && !src_dir && S_ISDIR(r->dst->d.mode))
+		return -EISDIR;
+	if (r->dst && S_ISDIR(r->dst->d.mode) && r->dst->d.dir_entries)
+		return -ENOTEMPTY;
+	if (src_dir && r->from_dir != r->to_dir) {
+		int a = is_ancestor(fs, r->src->ino, r->to_dir->ino);
+		if (a)
+			return a < 0 ? a : -EINVAL;
+	}
+	if (!r->dst && cfs_free_blocks(fs) < RESERVE_BLOCKS)
+		return -ENOSPC;
+	return 0;
+}
+
+/* A directory moved from one parent to another: its ".." and both parents' link counts. */
+static void reparent(struct rename_ctx *r, struct cfs_inode *moved, struct cfs_inode *from,
+		     struct cfs_inode *to)
+{
+	if (!S_ISDIR(moved->d.mode) || from == to)
+		return;
+	moved->d.parent = to->ino;
+	from->d.nlink--;
+	to->d.nlink++;
+	(void)r;
+}
+
+static int rename_apply(struct cfs_fs *fs, struct rename_ctx *r)
+{
+	int rc;
+	uint8_t st = dtype(r->src->d.mode);
+	if (r->flags & CFS_RENAME_EXCHANGE) {
+		rc = cfs_dir_replace(fs, r->from_dir, r->name, r->dst->ino, dtype(r->dst->d.mode));
+		if (!rc)
+			rc = cfs_dir_replace(fs, r->to_dir, r->newname, r->src->ino, st);
+		reparent(r, r->src, r->from_dir, r->to_dir);
+		reparent(r, r->dst, r->to_dir, r->from_dir);
+		cfs_itouch(r->dst, false, true);
+	} else if (r->dst) {
+		rc = cfs_dir_replace(fs, r->to_dir, r->newname, r->src->ino, st);
+		if (!rc)
+			rc = cfs_dir_remove(fs, r->from_dir, r->name);
+		if (!rc && S_ISDIR(r->dst->d.mode))
+			r->to_dir->d.nlink--; /* the replaced directory's ".." */
+		reparent(r, r->src, r->from_dir, r->to_dir);
+		if (!rc)
+			rc = drop_link(fs, r->dst);
+	} else {
+		rc = cfs_dir_add(fs, r->to_dir, r->newname, r->src->ino, st);
+		if (!rc)
+			rc = cfs_dir_remove(fs, r->from_dir, r->name);
+		reparent(r, r->src, r->from_dir, r->to_dir);
+	}
+	cfs_itouch(r->src, false, true);
+	cfs_itouch(r->from_dir, true, true);
+	cfs_itouch(r->to_dir, true, true);
+	if (!rc)
+		rc = cfs_iwrite(fs, r->src);
+	if (!rc)
+		rc = cfs_iwrite(fs, r->from_dir);
+	if (!rc && r->to_dir != r->from_dir)
+		rc = cfs_iwrite(fs, r->to_dir);
+	if (!rc && r->dst && (r->flags & CFS_RENAME_EXCHANGE))
+		rc = cfs_iwrite(fs, r->dst);
+	return rc;
+}
+
+int cfs_rename(struct cfs_fs *fs, uint64_t parent, const char *name, uint64_t newparent,
+	       const char *newname, unsigned flags)
+{
+	if ((flags & CFS_RENAME_EXCHANGE) && (flags & CFS_RENAME_NOREPLACE))
+		return -EINVAL;
+	int rc = check_name(name);
+	if (!rc)
+		rc = check_name(newname);
+	if (rc || (rc = cfs_op_begin(fs, true)))
+		return rc;
+	struct rename_ctx r = {.name = name, .newname = newname, .flags = flags};
+	uint64_t sino, dino;
+	rc = get_dir(fs, parent, &r.from_dir);
+	if (!rc)
+		rc = get_dir(fs, newparent, &r.to_dir);
+	if (!rc)
+		rc = cfs_dir_lookup(fs, r.from_dir, name, &sino, NULL);
+	if (!rc)
+		rc = cfs_iget(fs, sino, &r.src);
+	if (!rc) {
+		rc = cfs_dir_lookup(fs, r.to_dir, newname, &dino, NULL);
+		if (!rc)
+			rc = cfs_iget(fs, dino, &r.dst);
+		else if (rc == -ENOENT)
+			rc = 0;
+	}
+	if (!rc && r.dst == r.src)
+		r.dst = NULL, rc = 1; /* two names of one inode: nothing to do */
+	if (!rc)
+		rc = rename_checks(fs, &r);
+	if (!rc)
+		rc = rename_apply(fs, &r);
+	struct cfs_inode *v[4] = {r.src, r.dst, r.from_dir, r.to_dir != r.from_dir ? r.to_dir : NULL};
+	release_inodes(fs, v, 4);
+	cfs_op_end(fs);
+	return rc > 0 ? 0 : rc;
+}
+
+static void set_time(int64_t *sec, uint32_t *nsec, const struct timespec *ts)
+{
+	*sec = ts->tv_sec;
+	*nsec = (uint32_t)ts->tv_nsec;
+}
+
+int cfs_setattr(struct cfs_fs *fs, uint64_t ino, const struct stat *a, unsigned set,
+		struct stat *out)
+{
+	int rc = cfs_op_begin(fs, true);
+	if (rc)
+		return rc;
+	struct cfs_inode *ip;
+	rc = cfs_iget(fs, cfs_real_ino(fs, ino), &ip);
+	if (rc) {
+		cfs_op_end(fs);
+		return rc;
+	}
+	if (set & CFS_SET_SIZE) {
+		if (S_ISDIR(ip->d.mode))
+			rc = -EISDIR;
+		else if ((uint64_t)a->st_size > CFS_MAX_FILE_BYTES)
+			rc = -EFBIG;
+		if (!rc) {
+			/* Blocks may be freed: wait for this file's I/O (lock order: io, fs). */
+			ip->nopen++;
+			pthread_mutex_unlock(&fs->lock);
+			pthread_rwlock_wrlock(&ip->io);
+			pthread_mutex_lock(&fs->lock);
+			ip->nopen--;
+			rc = cfs_truncate_locked(fs, ip, (uint64_t)a->st_size);
+			pthread_rwlock_unlock(&ip->io);
+		}
+	}
+	if (!rc) {
+		if (set & CFS_SET_MODE)
+			ip->d.mode = (ip->d.mode & S_IFMT) | (a->st_mode & 07777);
+		if (set & CFS_SET_UID)
+			ip->d.uid = a->st_uid;
+		if (set & CFS_SET_GID)
+			ip->d.gid = a->st_gid;
+		if (set & CFS_SET_ATIME)
+			set_time(&ip->d.atime, &ip->d.atime_ns, &a->st_atim);
+		if (set & CFS_SET_MTIME)
+			set_time(&ip->d.mtime, &ip->d.mtime_ns, &a->st_mtim);
+		cfs_itouch(ip, false, true);
+		if (set & CFS_SET_CTIME)
+			set_time(&ip->d.ctime, &ip->d.ctime_ns, &a->st_ctim);
+		rc = cfs_iwrite(fs, ip);
+	}
+	if (!rc)
+		cfs_fill_stat(fs, ip, out);
+	cfs_iput_check(fs, ip);
+	cfs_op_end(fs);
+	return rc;
+}
+
+int cfs_statfs(struct cfs_fs *fs, struct statvfs *st)
+{
+	int rc = cfs_op_begin(fs, false);
+	if (rc)
+		return rc;
+	memset(st, 0, sizeof *st);
+	uint64_t free_blocks = cfs_free_blocks(fs);
+	st->f_bsize = st->f_frsize = fs->bs;
+	st->f_blocks = fs->sb.total_blocks - fs->sb.ag_start;
+	st->f_bfree = st->f_bavail = free_blocks;
+	st->f_files = st->f_blocks; /* an inode is a block */
+	st->f_ffree = st->f_favail = free_blocks;
+	st->f_namemax = CFS_NAME_MAX;
+	cfs_op_end(fs);
+	return 0;
+}
+
+/* ---- xattrs ---- */
+static int xattr_op(struct cfs_fs *fs, uint64_t ino, bool change,
+		    int (*fn)(struct cfs_fs *, struct cfs_inode *, void *), void *arg)
+{
+	int rc = cfs_op_begin(fs, change);
+	if (rc)
+		return rc;
+	struct cfs_inode *ip;
+	rc = cfs_iget(fs, cfs_real_ino(fs, ino), &ip);
+	if (!rc) {
+		rc = fn(fs, ip, arg);
+		if (rc >= 0 && change) {
+			cfs_itouch(ip, false, true);
+			int w = cfs_iwrite(fs, ip);
+			rc = w ? w : rc;
+		}
+		cfs_iput_check(fs, ip);
+	}
+	cfs_op_end(fs);
+	return rc;
+}
+
+struct xa {
+	const char *name;
+	void *value;
+	size_t size;
+	int flags;
+};
+
+static int xa_set(struct cfs_fs *fs, struct cfs_inode *ip, void *arg)
+{
+	struct xa *x = arg;
+	return cfs_xattr_set(fs, ip, x->name, x->value, x->size, x->flags);
+}
+static int xa_get(struct cfs_fs *fs, struct cfs_inode *ip, void *arg)
+{
+	struct xa *x = arg;
+	return cfs_xattr_get(fs, ip, x->name, x->value, x->size);
+}
+static int xa_list(struct cfs_fs *fs, struct cfs_inode *ip, void *arg)
+{
+	struct xa *x = arg;
+	return cfs_xattr_list(fs, ip, x->value, x->size);
+}
+static int xa_remove(struct cfs_fs *fs, struct cfs_inode *ip, void *arg)
+{
+	struct xa *x = arg;
+	return cfs_xattr_remove(fs, ip, x->name);
+}
+
+int cfs_setxattr(struct cfs_fs *fs, uint64_t ino, const char *name, const void *value,
+		 size_t size, int flags)
+{
+	struct xa x = {name, (void *)value, size, flags};
+	return xattr_op(fs, ino, true, xa_set, &x);
+}
+
+int cfs_getxattr(struct cfs_fs *fs, uint64_t ino, const char *name, void *value, size_t size)
+{
+	struct xa x = {name, value, size, 0};
+	return xattr_op(fs, ino, false, xa_get, &x);
+}
+
+int cfs_listxattr(struct cfs_fs *fs, uint64_t ino, char *list, size_t size)
+{
+	struct xa x = {NULL, list, size, 0};
+	return xattr_op(fs, ino, false, xa_list, &x);
+}
+
+int cfs_removexattr(struct cfs_fs *fs, uint64_t ino, const char *name)
+{
+	struct xa x = {name, NULL, 0, 0};
+	return xattr_op(fs, ino, true, xa_remove, &x);
+}
+
+/* ---- readdir ---- */
+struct dir_list {
+	struct cfs_dirent *v;
+	size_t n, cap;
+};
+
+static int list_add(void *arg, const char *name, size_t len, uint64_t ino, uint8_t type)
+{
+	struct dir_list *l = arg;
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 32;
+		struct cfs_dirent *v = realloc(l->v, cap * sizeof *v);
+		if (!v)
+			return -ENOMEM;
+		l->v = v;
+		l->cap = cap;
+	}
+	struct cfs_dirent *e = &l->v[l->n++];
+	e->ino = ino;
+	e->type = type;
+	memcpy(e->name, name, len);
+	e->name[len] = '\0';
+	return 0;
+}
+
+int cfs_readdir_all(struct cfs_fs *fs, uint64_t ino, struct cfs_dirent **out, size_t *n)
+{
+	int rc = cfs_op_begin(fs, false);
+	if (rc)
+		return rc;
+	struct cfs_inode *dir;
+	struct dir_list l = {0};
+	rc = get_dir(fs, ino, &dir);
+	if (!rc) {
+		uint64_t up = dir->ino == fs->sb.root_ino ? CFS_ROOT : dir->d.parent;
+		rc = list_add(&l, ".", 1, ino, DT_DIR);
+		if (!rc)
+			rc = list_add(&l, "..", 2, up == fs->sb.root_ino ? CFS_ROOT : up, DT_DIR);
+		if (!rc)
+			rc = cfs_dir_walk(fs, dir, list_add, &l);
+		cfs_iput_check(fs, dir);
+	}
+	cfs_op_end(fs);
+	if (rc) {
+		free(l.v);
+		return rc;
+	}
+	*out = l.v;
+	*n = l.n;
+	return 0;
+}

@@ -1,0 +1,134 @@
+/* The superblock and its backup, and the geometry they describe. */
+#include "cfs/internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+uint64_t cfs_ag_first(const struct cfs_dsuper *sb, uint32_t ag)
+{
+	return sb->ag_start + (uint64_t)ag * sb->ag_blocks;
+}
+
+uint32_t cfs_ag_size(const struct cfs_dsuper *sb, uint32_t ag)
+{
+	uint64_t first = cfs_ag_first(sb, ag);
+	uint64_t left = sb->total_blocks > first ? sb->total_blocks - first : 0;
+	return left < sb->ag_blocks ? (uint32_t)left : sb->ag_blocks;
+}
+
+int cfs_super_check(const struct cfs_dsuper *sb, uint64_t volume_bytes, const char **why)
+{
+	uint32_t bs = sb->block_size;
+	*why = NULL;
+	if (bs < CFS_MIN_BLOCK || bs > CFS_MAX_BLOCK || (bs & (bs - 1)))
+		*why = "block size is not a power of two between 4 KiB and 64 KiB";
+	else if (sb->total_blocks * bs > volume_bytes)
+		*why = "the filesystem is larger than its volume (a LUN missing from the volume?)";
+	else if (sb->nslots == 0 || sb->nslots > CFS_MAX_SLOTS)
+		*why = "number of node slots out of range";
+	else if (sb->journal_start != 2 || sb->journal_blocks < 16 ||
+		 sb->ag_start != sb->journal_start + (uint64_t)sb->nslots * sb->journal_blocks)
+		*why = "journal geometry is inconsistent";
+	else if (sb->ag_blocks < 16 || sb->ag_blocks > CFS_AG_MAX_BLOCKS(bs) || sb->nags == 0 ||
+		 cfs_ag_first(sb, sb->nags - 1) >= sb->total_blocks ||
+		 cfs_ag_first(sb, sb->nags) < sb->total_blocks)
+		*why = "allocation group geometry is inconsistent";
+	else if (sb->root_ino < sb->ag_start || sb->root_ino >= sb->total_blocks)
+		*why = "root inode outside the filesystem";
+	return *why ? -EUCLEAN : 0;
+}
+
+static int read_copy(struct cvm_volume *vol, uint64_t blkno, struct cfs_dsuper *sb)
+{
+	uint8_t *b;
+	if (posix_memalign((void **)&b, 4096, CFS_MIN_BLOCK))
+		return -ENOMEM;
+	/* The block size is in the superblock: read 4 KiB, then the whole block if larger. */
+	int rc = cvm_volume_read(vol, b, CFS_MIN_BLOCK, blkno * CFS_MIN_BLOCK);
+	const struct cfs_dsuper *d = (const void *)b;
+	uint32_t bs = d->block_size;
+	if (!rc && (d->h.magic != CFS_MAGIC || d->h.type != CFS_B_SUPER))
+		rc = -ENODATA;
+	if (!rc && (bs < CFS_MIN_BLOCK || bs > CFS_MAX_BLOCK || (bs & (bs - 1))))
+		rc = -EUCLEAN;
+	if (!rc && bs != CFS_MIN_BLOCK) {
+		uint8_t *big;
+		if (posix_memalign((void **)&big, 4096, bs)) {
+			free(b);
+			return -ENOMEM;
+		}
+		rc = cvm_volume_read(vol, big, bs, blkno * bs);
+		free(b);
+		b = big;
+	}
+	const char *why;
+	if (!rc && cfs_block_verify(b, bs, blkno, CFS_B_SUPER, 0, &why))
+		rc = -EUCLEAN;
+	if (!rc)
+		memcpy(sb, b, sizeof *sb);
+	free(b);
+	return rc;
+}
+
+int cfs_super_read(struct cvm_volume *vol, struct cfs_dsuper *sb, bool *used_backup)
+{
+	const char *why = NULL;
+	int rc = read_copy(vol, 0, sb);
+	if (!rc && !cfs_super_check(sb, cvm_volume_size(vol), &why)) {
+		if (used_backup)
+			*used_backup = false;
+		return 0;
+	}
+	int primary = rc ? rc : -EUCLEAN;
+	/* The backup is block 1 in units of the primary's block size; try every size. */
+	for (uint32_t bs = CFS_MIN_BLOCK; bs <= CFS_MAX_BLOCK; bs *= 2) {
+		uint8_t *b;
+		if (posix_memalign((void **)&b, 4096, bs))
+			return -ENOMEM;
+		const char *w;
+		if (!cvm_volume_read(vol, b, bs, bs) &&
+		    !cfs_block_verify(b, bs, 1, CFS_B_SUPER, 0, &w) &&
+		    ((struct cfs_dsuper *)b)->block_size == bs) {
+			memcpy(sb, b, sizeof *sb);
+			free(b);
+			if (!cfs_super_check(sb, cvm_volume_size(vol), &why)) {
+				if (used_backup)
+					*used_backup = true;
+				return 0;
+			}
+			break;
+		}
+		free(b);
+	}
+	if (primary == -ENODATA && !why) {
+		cfs_set_error("no CFS filesystem on volume %s: run mkfs.cfs first",
+			      cvm_volume_config(vol)->name);
+		return -ENODATA;
+	}
+	cfs_set_error("the superblock of volume %s is damaged (%s): run fsck.cfs",
+		      cvm_volume_config(vol)->name, why ? why : "bad checksum in both copies");
+	return -EUCLEAN;
+}
+
+int cfs_super_write(struct cvm_volume *vol, const struct cfs_dsuper *sb)
+{
+	uint32_t bs = sb->block_size;
+	uint8_t *b;
+	if (posix_memalign((void **)&b, 4096, bs))
+		return -ENOMEM;
+	int rc = 0;
+	for (uint64_t blkno = 0; blkno < 2 && !rc; blkno++) {
+		memset(b, 0, bs);
+		memcpy(b, sb, sizeof *sb);
+		struct cfs_dsuper *d = (void *)b;
+		d->h.magic = CFS_MAGIC;
+		d->h.type = CFS_B_SUPER;
+		d->h.version = CFS_VERSION;
+		d->h.blkno = blkno;
+		cfs_block_seal(b, bs);
+		rc = cvm_volume_write(vol, b, bs, blkno * bs);
+	}
+	free(b);
+	return rc ? rc : cvm_volume_flush(vol);
+}

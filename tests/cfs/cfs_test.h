@@ -1,0 +1,71 @@
+/* Shared by the cfs tests: a volume of LUN files in the test directory, made and mounted. */
+#ifndef TESTS_CFS_TEST_H
+#define TESTS_CFS_TEST_H
+
+#include "cfs/internal.h"
+#include "../helpers.h"
+
+static struct cvm_volume *test_vol;
+
+/* A volume of nluns LUNs of mib MiB each, striped 256k, opened read-write. */
+static inline struct cvm_volume *volume_make(unsigned nluns, unsigned mib)
+{
+	char name[32];
+	const char *paths[8];
+	for (unsigned i = 0; i < nluns; i++) {
+		snprintf(name, sizeof name, "lun%u", i);
+		paths[i] = make_lun(name, (unsigned long long)mib << 20);
+	}
+	const char *dirs[] = {test_dir};
+	struct cvm_scan s;
+	cr_assert_eq(cvm_scan_paths(dirs, 1, &s), 0);
+	struct cvm_config cfg;
+	cr_assert_eq(cvm_volume_create(&s, "vol", paths, nluns, NULL, &cfg), 0, "%s",
+		     cvm_last_error());
+	cvm_scan_free(&s);
+	return NULL;
+}
+
+static inline struct cvm_volume *volume_open(void)
+{
+	const char *dirs[] = {test_dir};
+	struct cvm_scan s;
+	struct cvm_volume *v;
+	cr_assert_eq(cvm_scan_paths(dirs, 1, &s), 0);
+	cr_assert_eq(cvm_volume_open(&s, "vol", CVM_OPEN_RDWR, &v), 0, "%s", cvm_last_error());
+	cvm_scan_free(&s);
+	return v;
+}
+
+static inline struct cfs_fs *fs_mount(void)
+{
+	struct cfs_mount_opts o = {0};
+	struct cfs_fs *fs;
+	cr_assert_eq(cfs_mount(test_vol, &o, &fs), 0, "mount: %s", cfs_last_error());
+	return fs;
+}
+
+/* mkfs a fresh volume and mount it. */
+static inline struct cfs_fs *fs_fresh(unsigned nluns, unsigned mib)
+{
+	test_dir_make();
+	volume_make(nluns, mib);
+	test_vol = volume_open();
+	struct cfs_mkfs_opts o = {.label = "test"};
+	cr_assert_eq(cfs_mkfs(test_vol, &o, NULL, NULL), 0, "mkfs: %s", cfs_last_error());
+	return fs_mount();
+}
+
+static inline void fs_done(struct cfs_fs *fs)
+{
+	if (fs)
+		cr_assert_eq(cfs_unmount(fs), 0);
+	if (test_vol)
+		cvm_volume_close(test_vol);
+	test_vol = NULL;
+	test_dir_remove();
+}
+
+static const struct cfs_cred root_cred = {0, 0};
+
+#endif
