@@ -17,6 +17,7 @@
 struct cfs_fs;
 
 const char *cfs_last_error(void);
+void cfs_set_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* ---- mkfs ---- */
 struct cfs_mkfs_opts {
@@ -26,7 +27,8 @@ struct cfs_mkfs_opts {
 	const char *label;
 	bool force;              /* overwrite an existing filesystem */
 };
-typedef void (*cfs_progress_fn)(void *arg, const char *what, uint64_t done, uint64_t total);
+typedef void (*cfs_progress_fn)(void *arg, const char *what, unsigned long long done,
+				unsigned long long total);
 /* Everything is checked before the first write. */
 int cfs_mkfs(struct cvm_volume *vol, const struct cfs_mkfs_opts *o, cfs_progress_fn progress,
 	     void *arg);

@@ -372,7 +372,11 @@ int cfs_sync(struct cfs_fs *fs)
 	pthread_mutex_lock(&fs->lock);
 	int rc = cfs_journal_commit(fs);
 	pthread_mutex_unlock(&fs->lock);
-	return rc ? rc : cvm_volume_flush(fs->vol);
+	pthread_rwlock_rdlock(&fs->vol_lock);
+	if (!rc)
+		rc = cvm_volume_flush(fs->vol);
+	pthread_rwlock_unlock(&fs->vol_lock);
+	return rc;
 }
 
 int cfs_fsync(struct cfs_fs *fs, uint64_t ino)

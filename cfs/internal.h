@@ -203,7 +203,6 @@ uint64_t cfs_real_ino(const struct cfs_fs *fs, uint64_t ino);
 void cfs_fill_stat(const struct cfs_fs *fs, const struct cfs_inode *ip, struct stat *st);
 
 void cfs_log(const struct cfs_fs *fs, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void cfs_set_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Take the node-local lock on the volume: exclusive (mkfs, fsck, local mounts) or shared. */
 int cfs_volume_claim(struct cvm_volume *vol, bool exclusive, int *fd_out);
 

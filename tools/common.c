@@ -1,4 +1,8 @@
 #include "common.h"
+#include "cvm/cvm.h"
+
+#include <errno.h>
+#include <unistd.h>
 
 #include <stdlib.h>
 #include <string.h>
@@ -53,4 +57,41 @@ void scan_paths_free(struct scan_paths *s)
 	free(s->paths);
 	free(s->env_copy);
 	memset(s, 0, sizeof *s);
+}
+
+int open_volume(const char *prog, struct scan_paths *s, const char *name, int flags,
+		struct cvm_volume **out)
+{
+	scan_paths_defaults(s);
+	if (s->n == 0) {
+		fprintf(stderr, "%s: no place to look for LUNs: give them with --scan (-o scan= when mounting) or set CVM_SCAN\n",
+			prog);
+		return -ENOENT;
+	}
+	struct cvm_scan scan;
+	int rc = cvm_scan_paths(s->paths, s->n, &scan);
+	if (!rc) {
+		rc = cvm_volume_open(&scan, name, flags, out);
+		cvm_scan_free(&scan);
+	}
+	if (rc)
+		fprintf(stderr, "%s: volume %s: %s\n", prog, name,
+			cvm_last_error()[0] ? cvm_last_error() : strerror(-rc));
+	return rc;
+}
+
+void print_progress(void *arg, const char *what, unsigned long long done,
+		    unsigned long long total)
+{
+	static unsigned last_tenth = 11;
+	unsigned pct = total ? (unsigned)(done * 100 / total) : 100;
+	if (isatty(STDERR_FILENO)) {
+		fprintf(stderr, "\r%s: %s %llu/%llu (%u%%)%s", (const char *)arg, what, done, total,
+			pct, done == total ? "\n" : "");
+		return;
+	}
+	if (pct / 10 != last_tenth || done == total) {
+		last_tenth = pct / 10;
+		fprintf(stderr, "%s: %s %llu/%llu (%u%%)\n", (const char *)arg, what, done, total, pct);
+	}
 }

@@ -22,4 +22,15 @@ void scan_paths_add(struct scan_paths *s, const char *path);
 void scan_paths_defaults(struct scan_paths *s);
 void scan_paths_free(struct scan_paths *s);
 
+/* Open CVM volume `name` from the scan paths (defaults if none given); prints why not as
+ * "prog: ..." and returns -errno. */
+struct cvm_volume;
+int open_volume(const char *prog, struct scan_paths *s, const char *name, int flags,
+		struct cvm_volume **out);
+
+/* A cfs_progress_fn: "prog: what done/total (pct%)" on stderr, redrawn in place on a
+ * terminal, a line per tenth otherwise.  arg is the program name. */
+void print_progress(void *arg, const char *what, unsigned long long done,
+		    unsigned long long total);
+
 #endif

@@ -1,0 +1,286 @@
+/* cfsd: the CFS daemon.  Opens the volume, mounts the filesystem (journal replay, orphans),
+ * mounts it with FUSE and serves it with a pool of threads until it is unmounted.
+ *
+ *   cfsd [-f] [-o OPTIONS] VOLUME MOUNTPOINT
+ *
+ * Without -f it reports the outcome of the mount, then goes on in the background: the parent
+ * waits for the child to say "mounted" or why not, so `mount` and `cfs mount` get a real exit
+ * status and message. */
+#define FUSE_USE_VERSION 312
+#include "cfs/fuse_ops.h"
+#include "cfs/control.h"
+#include "tools/common.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <fuse_lowlevel.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+struct opts {
+	const char *volume, *mountpoint, *log;
+	struct cfs_mount_opts m;
+	bool foreground;
+	struct scan_paths scan;
+	char fuse_opts[1024];
+};
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"usage: cfsd [-f] [-o OPTIONS] VOLUME MOUNTPOINT\n"
+		"Serve the CFS filesystem on CVM volume VOLUME at MOUNTPOINT.\n"
+		"  -f               stay in the foreground, log to stderr\n"
+		"  -o OPTIONS       comma-separated:\n"
+		"     dboptimized   every open is direct I/O (no page cache)\n"
+		"     cluster=local lock manager (only local in this version)\n"
+		"     node=SLOT     journal slot of this node (default 0)\n"
+		"     ro, rw        read-only or read-write (default rw)\n"
+		"     scan=PATHS    where to look for the LUNs, colon-separated (default $CVM_SCAN)\n"
+		"     log=FILE      where the daemon logs once in the background\n"
+		"     other options go to FUSE (allow_other, fsname=..., ...)\n"
+		"See cfs(8).\n");
+}
+
+static void add_fuse_opt(struct opts *o, const char *opt)
+{
+	size_t len = strlen(o->fuse_opts);
+	snprintf(o->fuse_opts + len, sizeof o->fuse_opts - len, "%s%s", len ? "," : "", opt);
+}
+
+/* Ours are taken out; the rest is for FUSE.  -EINVAL with a message for bad values. */
+static int parse_opts(struct opts *o, char *list)
+{
+	for (char *save, *opt = strtok_r(list, ",", &save); opt; opt = strtok_r(NULL, ",", &save)) {
+		char *eq = strchr(opt, '=');
+		const char *val = eq ? eq + 1 : NULL;
+		size_t klen = eq ? (size_t)(eq - opt) : strlen(opt);
+		if (!strncmp(opt, "dboptimized", klen) && klen == 11 && !val) {
+			o->m.dboptimized = true;
+		} else if (!strcmp(opt, "ro")) {
+			o->m.ro = true;
+		} else if (!strcmp(opt, "rw")) {
+			o->m.ro = false;
+		} else if (klen == 7 && !strncmp(opt, "cluster", 7) && val) {
+			if (strcmp(val, "local")) {
+				fprintf(stderr, "cfsd: cluster=%s: only cluster=local is available "
+						"in this version\n", val);
+				return -EINVAL;
+			}
+			o->m.cluster = val;
+		} else if (klen == 4 && !strncmp(opt, "node", 4) && val) {
+			char *end;
+			unsigned long slot = strtoul(val, &end, 10);
+			if (!*val || *end || slot >= 64) {
+				fprintf(stderr, "cfsd: node=%s: give a slot number from 0 to 63\n", val);
+				return -EINVAL;
+			}
+			o->m.slot = (uint32_t)slot;
+		} else if (klen == 4 && !strncmp(opt, "scan", 4) && val) {
+			for (char *s2, *p = strtok_r((char *)val, ":", &s2); p; p = strtok_r(NULL, ":", &s2))
+				scan_paths_add(&o->scan, p);
+		} else if (klen == 3 && !strncmp(opt, "log", 3) && val) {
+			o->log = val;
+		} else if (!strcmp(opt, "defaults") || !strcmp(opt, "auto") || !strcmp(opt, "noauto") ||
+			   !strcmp(opt, "_netdev") || !strcmp(opt, "nofail") || !strcmp(opt, "user")) {
+			/* fstab words that mean nothing to the daemon */
+		} else if (!strcmp(opt, "allow_other") || !strcmp(opt, "default_permissions") ||
+			   !strcmp(opt, "nosuid") || !strcmp(opt, "nodev") || !strcmp(opt, "noexec") ||
+			   !strcmp(opt, "suid") || !strcmp(opt, "dev") || !strcmp(opt, "exec") ||
+			   !strcmp(opt, "noatime") || !strcmp(opt, "relatime") ||
+			   (val && (klen == 6 && !strncmp(opt, "fsname", 6))) ||
+			   (val && klen == 8 && !strncmp(opt, "max_read", 8))) {
+			add_fuse_opt(o, opt);
+		} else {
+			fprintf(stderr, "cfsd: unknown mount option '%s': see cfs(8)\n", opt);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+static int parse_args(int argc, char **argv, struct opts *o)
+{
+	static const struct option longs[] = {{"help", no_argument, NULL, 'h'}, {0}};
+	int c;
+	while ((c = getopt_long(argc, argv, "+fho:", longs, NULL)) != -1) {
+		switch (c) {
+		case 'f': o->foreground = true; break;
+		case 'o': {
+			/* Kept for the life of the daemon: scan paths point into it. */
+			char *copy = strdup(optarg);
+			if (!copy || parse_opts(o, copy))
+				return EXIT_USAGE;
+			break;
+		}
+		case 'h': usage(stdout); exit(EXIT_OK);
+		default: usage(stderr); return EXIT_USAGE;
+		}
+	}
+	if (argc - optind != 2) {
+		fprintf(stderr, "cfsd: give a volume and a mount point\n");
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	o->volume = argv[optind];
+	o->mountpoint = argv[optind + 1];
+	return 0;
+}
+
+/* The mount point must be an empty directory nobody has mounted on. */
+static int check_mountpoint(const char *mp)
+{
+	struct stat st, up;
+	char parent[4096];
+	if (stat(mp, &st)) {
+		fprintf(stderr, "cfsd: mount point %s: %s\n", mp, strerror(errno));
+		return -errno;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		fprintf(stderr, "cfsd: mount point %s is not a directory\n", mp);
+		return -ENOTDIR;
+	}
+	snprintf(parent, sizeof parent, "%s/..", mp);
+	if (!stat(parent, &up) && up.st_dev != st.st_dev) {
+		fprintf(stderr, "cfsd: %s is a mount point already: unmount it first\n", mp);
+		return -EBUSY;
+	}
+	return 0;
+}
+
+/* Tell the waiting parent how it went (the child printed why on the shared stderr). */
+static void report(int fd, int status)
+{
+	if (fd < 0)
+		return;
+	char c = (char)status;
+	if (write(fd, &c, 1) < 0) {
+		/* the parent died: nobody to tell */
+	}
+	close(fd);
+}
+
+static int wait_for_child(int fd)
+{
+	char c;
+	if (read(fd, &c, 1) != 1) {
+		fprintf(stderr, "cfsd: the daemon died before it was mounted\n");
+		return EXIT_FAILED;
+	}
+	return c;
+}
+
+static int serve(struct opts *o, struct cfsd *d, int status_fd)
+{
+	char fsname[300];
+	snprintf(fsname, sizeof fsname, "fsname=cfs:%s,subtype=cfs,default_permissions%s%s%s",
+		 o->volume, getuid() == 0 ? ",allow_other" : "", o->m.ro ? ",ro" : "",
+		 o->fuse_opts[0] ? "," : "");
+	char all[1400];
+	snprintf(all, sizeof all, "%s%s", fsname, o->fuse_opts);
+	char *argv[] = {"cfsd", "-o", all, NULL};
+	struct fuse_args args = FUSE_ARGS_INIT(3, argv);
+	struct fuse_session *se = fuse_session_new(&args, &cfsd_ops, sizeof cfsd_ops, d);
+	if (!se) {
+		fprintf(stderr, "cfsd: FUSE session failed (a bad FUSE option?)\n");
+		report(status_fd, EXIT_FAILED);
+		return EXIT_FAILED;
+	}
+	int rc = EXIT_FAILED;
+	if (fuse_set_signal_handlers(se) == 0 && fuse_session_mount(se, o->mountpoint) == 0) {
+		struct cfs_control *ctl = NULL;
+		if (cfs_control_start(d, o->mountpoint, &ctl))
+			fprintf(stderr, "cfsd: control socket: %s (cfs grow and status will not work)\n",
+				cfs_last_error());
+		report(status_fd, EXIT_OK);
+		if (!o->foreground) {
+			int null = open("/dev/null", O_RDWR);
+			dup2(null, STDIN_FILENO);
+			dup2(null, STDOUT_FILENO);
+			close(null);
+		}
+		struct fuse_loop_config *cfg = fuse_loop_cfg_create();
+		fuse_loop_cfg_set_max_threads(cfg, 16);
+		fuse_loop_cfg_set_idle_threads(cfg, 8);
+		rc = fuse_session_loop_mt(se, cfg) ? EXIT_FAILED : EXIT_OK;
+		fuse_loop_cfg_destroy(cfg);
+		cfs_control_stop(ctl);
+		fuse_session_unmount(se);
+	} else {
+		fprintf(stderr, "cfsd: FUSE mount on %s failed (is /dev/fuse there? are you root?)\n",
+			o->mountpoint);
+		report(status_fd, EXIT_FAILED);
+	}
+	fuse_remove_signal_handlers(se);
+	fuse_session_destroy(se);
+	return rc;
+}
+
+static void redirect_log(const char *log)
+{
+	int fd = open(log ? log : "/dev/null", O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+	if (fd >= 0) {
+		dup2(fd, STDERR_FILENO);
+		close(fd);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	struct opts o = {0};
+	int rc = parse_args(argc, argv, &o);
+	if (rc)
+		return rc;
+	if (check_mountpoint(o.mountpoint))
+		return EXIT_FAILED;
+	int status_fd = -1;
+	if (!o.foreground) {
+		int p[2];
+		if (pipe(p))
+			return EXIT_FAILED;
+		pid_t pid = fork();
+		if (pid < 0)
+			return EXIT_FAILED;
+		if (pid > 0) {
+			close(p[1]);
+			return wait_for_child(p[0]);
+		}
+		close(p[0]);
+		status_fd = p[1];
+		setsid();
+		/* Errors before the mount go to the parent; the log gets the rest. */
+		int devnull = open("/dev/null", O_RDONLY);
+		dup2(devnull, STDIN_FILENO);
+		close(devnull);
+	}
+	struct cfsd d = {.fs_dboptimized = o.m.dboptimized, .scan = &o.scan, .volume = o.volume};
+	if (open_volume("cfsd", &o.scan, o.volume, o.m.ro ? CVM_OPEN_RDONLY : CVM_OPEN_RDWR,
+			&d.vol)) {
+		report(status_fd, EXIT_FAILED);
+		return EXIT_FAILED;
+	}
+	if ((rc = cfs_mount(d.vol, &o.m, &d.fs))) {
+		fprintf(stderr, "cfsd: %s\n", cfs_last_error()[0] ? cfs_last_error() : strerror(-rc));
+		report(status_fd, EXIT_FAILED);
+		cvm_volume_close(d.vol);
+		return EXIT_FAILED;
+	}
+	if (!o.foreground)
+		redirect_log(o.log);
+	fprintf(stderr, "cfsd: mounted volume %s slot %u at %s%s\n", o.volume, o.m.slot,
+		o.mountpoint, o.m.dboptimized ? " (dboptimized)" : "");
+	rc = serve(&o, &d, status_fd);
+	int urc = cfs_unmount(d.fs);
+	if (urc)
+		fprintf(stderr, "cfsd: unmount of volume %s: %s\n", o.volume, strerror(-urc));
+	else
+		fprintf(stderr, "cfsd: unmounted volume %s\n", o.volume);
+	cvm_volume_close(d.vol);
+	scan_paths_free(&o.scan);
+	return rc ? rc : urc ? EXIT_FAILED : EXIT_OK;
+}

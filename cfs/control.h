@@ -1,0 +1,26 @@
+/* cfsd's control socket: a Unix socket per mount, protobuf-c messages (proto/control.proto)
+ * framed by a 4-byte little-endian length.  Its path is derived from the mount point, so
+ * `cfs status DIR` and `cfs grow DIR` find it. */
+#ifndef CFS_CONTROL_H
+#define CFS_CONTROL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define CFS_CONTROL_DIR "/run/cfs"
+#define CFS_CONTROL_MAX (1u << 20)
+
+struct cfsd;
+struct cfs_control;
+
+/* The socket path for a mount point (resolved with realpath).  -errno if it does not exist. */
+int cfs_control_path(const char *mountpoint, char *out, size_t outlen);
+/* Framing: one message each way. */
+int cfs_control_send(int fd, const void *msg, uint32_t len);
+int cfs_control_recv(int fd, uint8_t **msg, uint32_t *len);
+
+/* In cfsd: serve requests on a thread of their own. */
+int cfs_control_start(struct cfsd *d, const char *mountpoint, struct cfs_control **out);
+void cfs_control_stop(struct cfs_control *c);
+
+#endif

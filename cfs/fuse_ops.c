@@ -1,0 +1,428 @@
+/* The FUSE low-level operations of cfsd: each one a thin translation onto libcfs.
+ *
+ * Inode numbers are libcfs's (the root is FUSE_ROOT_ID); a lookup reference the kernel holds
+ * is a cfs_lookup that cfs_forget drops.  An open file's fh carries its open flags.  A
+ * directory handle carries the directory's entries as of opendir, so readdir offsets are
+ * stable while other threads change the directory. */
+#define FUSE_USE_VERSION 312
+#include "cfs/fuse_ops.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <fuse_lowlevel.h>
+#include <linux/fs.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define ATTR_TIMEOUT 1.0
+#define ENTRY_TIMEOUT 1.0
+
+static struct cfsd *D(fuse_req_t req) { return fuse_req_userdata(req); }
+
+static void reply_err(fuse_req_t req, int rc) { fuse_reply_err(req, rc < 0 ? -rc : rc); }
+
+static void reply_entry(fuse_req_t req, int rc, const struct stat *st)
+{
+	if (rc) {
+		reply_err(req, rc);
+		return;
+	}
+	struct fuse_entry_param e = {.ino = st->st_ino, .attr = *st,
+				     .attr_timeout = ATTR_TIMEOUT, .entry_timeout = ENTRY_TIMEOUT};
+	if (fuse_reply_entry(req, &e) == -ENOENT) /* the kernel gave up: drop the reference */
+		cfs_forget(D(req)->fs, st->st_ino, 1);
+}
+
+static struct cfs_cred cred_of(fuse_req_t req)
+{
+	const struct fuse_ctx *c = fuse_req_ctx(req);
+	return (struct cfs_cred){c->uid, c->gid};
+}
+
+static void op_init(void *userdata, struct fuse_conn_info *conn)
+{
+	struct cfsd *d = userdata;
+	if (conn->capable & FUSE_CAP_POSIX_ACL)
+		conn->want |= FUSE_CAP_POSIX_ACL; /* ACLs kept as system.posix_acl_* xattrs */
+	if (conn->capable & FUSE_CAP_SPLICE_READ)
+		conn->want &= ~FUSE_CAP_SPLICE_READ;
+	conn->want &= ~FUSE_CAP_HANDLE_KILLPRIV; /* the kernel clears suid bits itself */
+	conn->max_write = 1u << 20;
+	conn->max_readahead = d->fs_dboptimized ? 0 : 1u << 20;
+	conn->time_gran = 1;
+}
+
+static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct stat st;
+	reply_entry(req, cfs_lookup(D(req)->fs, parent, name, &st), &st);
+}
+
+static void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t n)
+{
+	cfs_forget(D(req)->fs, ino, n);
+	fuse_reply_none(req);
+}
+
+static void op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *v)
+{
+	for (size_t i = 0; i < count; i++)
+		cfs_forget(D(req)->fs, v[i].ino, v[i].nlookup);
+	fuse_reply_none(req);
+}
+
+static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	(void)fi;
+	struct stat st;
+	int rc = cfs_getattr(D(req)->fs, ino, &st);
+	if (rc)
+		reply_err(req, rc);
+	else
+		fuse_reply_attr(req, &st, ATTR_TIMEOUT);
+}
+
+static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
+		       struct fuse_file_info *fi)
+{
+	(void)fi;
+	unsigned set = 0;
+	struct timespec now;
+	clock_gettime(CLOCK_REALTIME, &now);
+	if (to_set & FUSE_SET_ATTR_MODE)
+		set |= CFS_SET_MODE;
+	if (to_set & FUSE_SET_ATTR_UID)
+		set |= CFS_SET_UID;
+	if (to_set & FUSE_SET_ATTR_GID)
+		set |= CFS_SET_GID;
+	if (to_set & FUSE_SET_ATTR_SIZE)
+		set |= CFS_SET_SIZE;
+	if (to_set & FUSE_SET_ATTR_ATIME)
+		set |= CFS_SET_ATIME;
+	if (to_set & FUSE_SET_ATTR_MTIME)
+		set |= CFS_SET_MTIME;
+	if (to_set & FUSE_SET_ATTR_ATIME_NOW) {
+		attr->st_atim = now;
+		set |= CFS_SET_ATIME;
+	}
+	if (to_set & FUSE_SET_ATTR_MTIME_NOW) {
+		attr->st_mtim = now;
+		set |= CFS_SET_MTIME;
+	}
+	if (to_set & FUSE_SET_ATTR_CTIME)
+		set |= CFS_SET_CTIME;
+	struct stat st;
+	int rc = cfs_setattr(D(req)->fs, ino, attr, set, &st);
+	if (rc)
+		reply_err(req, rc);
+	else
+		fuse_reply_attr(req, &st, ATTR_TIMEOUT);
+}
+
+static void op_readlink(fuse_req_t req, fuse_ino_t ino)
+{
+	char buf[4096];
+	int rc = cfs_readlink(D(req)->fs, ino, buf, sizeof buf);
+	if (rc)
+		reply_err(req, rc);
+	else
+		fuse_reply_readlink(req, buf);
+}
+
+static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+		     dev_t rdev)
+{
+	struct stat st;
+	struct cfs_cred c = cred_of(req);
+	reply_entry(req, cfs_mknod(D(req)->fs, parent, name, mode, rdev, &c, &st), &st);
+}
+
+static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
+{
+	struct stat st;
+	struct cfs_cred c = cred_of(req);
+	reply_entry(req, cfs_mkdir(D(req)->fs, parent, name, mode, &c, &st), &st);
+}
+
+static void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
+{
+	struct stat st;
+	struct cfs_cred c = cred_of(req);
+	reply_entry(req, cfs_symlink(D(req)->fs, parent, name, link, &c, &st), &st);
+}
+
+static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t parent, const char *name)
+{
+	struct stat st;
+	reply_entry(req, cfs_link(D(req)->fs, ino, parent, name, &st), &st);
+}
+
+static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	reply_err(req, cfs_unlink(D(req)->fs, parent, name));
+}
+
+static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	reply_err(req, cfs_rmdir(D(req)->fs, parent, name));
+}
+
+static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
+		      fuse_ino_t newparent, const char *newname, unsigned flags)
+{
+	unsigned f = 0;
+	if (flags & ~(unsigned)(RENAME_NOREPLACE | RENAME_EXCHANGE)) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	if (flags & RENAME_NOREPLACE)
+		f |= CFS_RENAME_NOREPLACE;
+	if (flags & RENAME_EXCHANGE)
+		f |= CFS_RENAME_EXCHANGE;
+	reply_err(req, cfs_rename(D(req)->fs, parent, name, newparent, newname, f));
+}
+
+static void set_open(struct cfsd *d, struct fuse_file_info *fi)
+{
+	fi->fh = (uint64_t)(unsigned)fi->flags;
+	fi->direct_io = d->fs_dboptimized || (fi->flags & O_DIRECT);
+	fi->keep_cache = !fi->direct_io;
+}
+
+static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct cfsd *d = D(req);
+	int rc = cfs_open(d->fs, ino);
+	if (rc) {
+		reply_err(req, rc);
+		return;
+	}
+	set_open(d, fi);
+	if (fuse_reply_open(req, fi) == -ENOENT)
+		cfs_release(d->fs, ino);
+}
+
+static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+		      struct fuse_file_info *fi)
+{
+	struct cfsd *d = D(req);
+	struct stat st;
+	struct cfs_cred c = cred_of(req);
+	int rc = cfs_mknod(d->fs, parent, name, (mode & 07777) | S_IFREG, 0, &c, &st);
+	if (!rc && (rc = cfs_open(d->fs, st.st_ino)))
+		cfs_forget(d->fs, st.st_ino, 1);
+	if (rc) {
+		reply_err(req, rc);
+		return;
+	}
+	set_open(d, fi);
+	struct fuse_entry_param e = {.ino = st.st_ino, .attr = st,
+				     .attr_timeout = ATTR_TIMEOUT, .entry_timeout = ENTRY_TIMEOUT};
+	if (fuse_reply_create(req, &e, fi) == -ENOENT) {
+		cfs_release(d->fs, st.st_ino);
+		cfs_forget(d->fs, st.st_ino, 1);
+	}
+}
+
+static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		    struct fuse_file_info *fi)
+{
+	(void)fi;
+	void *buf;
+	if (posix_memalign(&buf, 4096, size ? size : 1)) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	int64_t n = cfs_read(D(req)->fs, ino, buf, size, (uint64_t)off);
+	if (n < 0)
+		reply_err(req, (int)n);
+	else
+		fuse_reply_buf(req, buf, (size_t)n);
+	free(buf);
+}
+
+static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
+		     struct fuse_file_info *fi)
+{
+	int flags = (int)fi->fh;
+	unsigned w = 0;
+	if (flags & (O_SYNC | O_DSYNC))
+		w |= CFS_W_SYNC;
+	if (flags & O_DIRECT)
+		w |= CFS_W_DIRECT;
+	int64_t n = cfs_write(D(req)->fs, ino, buf, size, (uint64_t)off, w);
+	if (n < 0)
+		reply_err(req, (int)n);
+	else
+		fuse_reply_write(req, (size_t)n);
+}
+
+static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	(void)ino, (void)fi;
+	fuse_reply_err(req, 0);
+}
+
+static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	(void)fi;
+	reply_err(req, cfs_release(D(req)->fs, ino));
+}
+
+static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+{
+	(void)datasync, (void)fi;
+	reply_err(req, cfs_fsync(D(req)->fs, ino));
+}
+
+struct dir_handle {
+	struct cfs_dirent *v;
+	size_t n;
+};
+
+static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct dir_handle *h = calloc(1, sizeof *h);
+	int rc = h ? cfs_readdir_all(D(req)->fs, ino, &h->v, &h->n) : -ENOMEM;
+	if (rc) {
+		free(h);
+		reply_err(req, rc);
+		return;
+	}
+	fi->fh = (uintptr_t)h;
+	if (fuse_reply_open(req, fi) == -ENOENT) {
+		free(h->v);
+		free(h);
+	}
+}
+
+static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		       struct fuse_file_info *fi)
+{
+	(void)ino;
+	struct dir_handle *h = (struct dir_handle *)(uintptr_t)fi->fh;
+	char *buf = malloc(size);
+	if (!buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	size_t used = 0;
+	for (size_t i = (size_t)off; i < h->n; i++) {
+		struct stat st = {.st_ino = h->v[i].ino, .st_mode = (mode_t)h->v[i].type << 12};
+		size_t need = fuse_add_direntry(req, buf + used, size - used, h->v[i].name, &st,
+						(off_t)(i + 1));
+		if (need > size - used)
+			break;
+		used += need;
+	}
+	fuse_reply_buf(req, buf, used);
+	free(buf);
+}
+
+static void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	(void)ino;
+	struct dir_handle *h = (struct dir_handle *)(uintptr_t)fi->fh;
+	free(h->v);
+	free(h);
+	fuse_reply_err(req, 0);
+}
+
+static void op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+{
+	(void)datasync, (void)fi;
+	reply_err(req, cfs_fsync(D(req)->fs, ino));
+}
+
+static void op_statfs(fuse_req_t req, fuse_ino_t ino)
+{
+	(void)ino;
+	struct statvfs st;
+	int rc = cfs_statfs(D(req)->fs, &st);
+	if (rc)
+		reply_err(req, rc);
+	else
+		fuse_reply_statfs(req, &st);
+}
+
+static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
+			size_t size, int flags)
+{
+	reply_err(req, cfs_setxattr(D(req)->fs, ino, name, value, size, flags));
+}
+
+static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
+{
+	char *buf = size ? malloc(size) : NULL;
+	int rc = size && !buf ? -ENOMEM : cfs_getxattr(D(req)->fs, ino, name, buf, size);
+	if (rc < 0)
+		reply_err(req, rc);
+	else if (size == 0)
+		fuse_reply_xattr(req, (size_t)rc);
+	else
+		fuse_reply_buf(req, buf, (size_t)rc);
+	free(buf);
+}
+
+static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
+{
+	char *buf = size ? malloc(size) : NULL;
+	int rc = size && !buf ? -ENOMEM : cfs_listxattr(D(req)->fs, ino, buf, size);
+	if (rc < 0)
+		reply_err(req, rc);
+	else if (size == 0)
+		fuse_reply_xattr(req, (size_t)rc);
+	else
+		fuse_reply_buf(req, buf, (size_t)rc);
+	free(buf);
+}
+
+static void op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
+{
+	reply_err(req, cfs_removexattr(D(req)->fs, ino, name));
+}
+
+static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len,
+			 struct fuse_file_info *fi)
+{
+	(void)fi;
+	if (off < 0 || len <= 0) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	reply_err(req, cfs_fallocate(D(req)->fs, ino, mode, (uint64_t)off, (uint64_t)len));
+}
+
+const struct fuse_lowlevel_ops cfsd_ops = {
+	.init = op_init,
+	.lookup = op_lookup,
+	.forget = op_forget,
+	.forget_multi = op_forget_multi,
+	.getattr = op_getattr,
+	.setattr = op_setattr,
+	.readlink = op_readlink,
+	.mknod = op_mknod,
+	.mkdir = op_mkdir,
+	.symlink = op_symlink,
+	.link = op_link,
+	.unlink = op_unlink,
+	.rmdir = op_rmdir,
+	.rename = op_rename,
+	.open = op_open,
+	.create = op_create,
+	.read = op_read,
+	.write = op_write,
+	.flush = op_flush,
+	.release = op_release,
+	.fsync = op_fsync,
+	.opendir = op_opendir,
+	.readdir = op_readdir,
+	.releasedir = op_releasedir,
+	.fsyncdir = op_fsyncdir,
+	.statfs = op_statfs,
+	.setxattr = op_setxattr,
+	.getxattr = op_getxattr,
+	.listxattr = op_listxattr,
+	.removexattr = op_removexattr,
+	.fallocate = op_fallocate,
+};

@@ -1,0 +1,115 @@
+/* Online growth: after `cvm grow`, take in the new space.  The new groups' headers are
+ * written first (nothing points at them yet), then one transaction extends the last group and
+ * rewrites both superblocks; a crash before its commit leaves the old size, after it the new. */
+#include "cfs/internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define MIN_NEW_AG 64u
+
+static int write_new_groups(struct cfs_fs *fs, struct cvm_volume *vol,
+			    const struct cfs_dsuper *sb, uint32_t from)
+{
+	uint8_t *b;
+	if (posix_memalign((void **)&b, 4096, fs->bs))
+		return -ENOMEM;
+	int rc = 0;
+	for (uint32_t g = from; g < sb->nags && !rc; g++) {
+		cfs_agh_format(b, fs->bs, g, cfs_ag_first(sb, g), cfs_ag_size(sb, g), 1);
+		cfs_block_seal(b, fs->bs);
+		rc = cvm_volume_write(vol, b, fs->bs, cfs_ag_first(sb, g) * fs->bs);
+	}
+	free(b);
+	return rc ? rc : cvm_volume_flush(vol);
+}
+
+/* The last group takes the blocks it can hold: their bits are clear, so they are free. */
+static int extend_last_group(struct cfs_fs *fs, const struct cfs_dsuper *sb)
+{
+	uint32_t last = fs->sb.nags - 1;
+	uint32_t old = cfs_ag_size(&fs->sb, last), now = cfs_ag_size(sb, last);
+	if (now == old)
+		return 0;
+	struct cfs_buf *b;
+	int rc = cfs_bread(fs, cfs_ag_first(&fs->sb, last), CFS_B_AGH, last, &b);
+	if (rc)
+		return rc;
+	struct cfs_dagh *g = (void *)b->data;
+	g->nblocks = now;
+	g->nfree += now - old;
+	cfs_bdirty(fs, b);
+	return 0;
+}
+
+static int journal_super(struct cfs_fs *fs, const struct cfs_dsuper *sb)
+{
+	for (uint64_t blkno = 0; blkno < 2; blkno++) {
+		struct cfs_buf *b;
+		int rc = cfs_bnew(fs, blkno, CFS_B_SUPER, 0, &b);
+		if (rc)
+			return rc;
+		size_t hdr = sizeof(struct cfs_bhdr);
+		memcpy(b->data + hdr, (const uint8_t *)sb + hdr, sizeof *sb - hdr);
+	}
+	return 0;
+}
+
+int cfs_grow(struct cfs_fs *fs, struct cvm_volume *grown, uint64_t *added_blocks)
+{
+	const struct cvm_config *cfg = cvm_volume_config(grown);
+	if (memcmp(cfg->vol_uuid.b, fs->sb.vol_uuid, 16)) {
+		cfs_set_error("volume %s is not the one this filesystem lives on", cfg->name);
+		return -EINVAL;
+	}
+	int rc = cfs_op_begin(fs, true);
+	if (rc)
+		return rc;
+	struct cfs_dsuper sb = fs->sb;
+	uint64_t total = cvm_volume_size(grown) / fs->bs;
+	/* Blocks past a full last group form new groups; a sliver too small stays unused. */
+	uint64_t last_end = cfs_ag_first(&sb, sb.nags - 1) + sb.ag_blocks;
+	uint64_t nags = sb.nags;
+	if (total > last_end)
+		nags += (total - last_end) / sb.ag_blocks + ((total - last_end) % sb.ag_blocks >= MIN_NEW_AG);
+	uint64_t new_total = total < last_end ? total : cfs_ag_first(&sb, (uint32_t)nags - 1) +
+		(total - cfs_ag_first(&sb, (uint32_t)nags - 1) < sb.ag_blocks
+			 ? total - cfs_ag_first(&sb, (uint32_t)nags - 1) : sb.ag_blocks);
+	if (new_total <= sb.total_blocks || nags > UINT32_MAX) {
+		cfs_set_error("volume %s has no room the filesystem does not use already: run "
+			      "cvm grow first", cfg->name);
+		cfs_op_end(fs);
+		return -ENOSPC;
+	}
+	sb.total_blocks = new_total;
+	sb.nags = (uint32_t)nags;
+	sb.mtime = (uint64_t)time(NULL);
+	sb.generation++;
+	/* Data I/O is stopped while the volume handle changes. */
+	pthread_rwlock_wrlock(&fs->vol_lock);
+	rc = cfs_journal_commit(fs);
+	if (!rc)
+		rc = write_new_groups(fs, grown, &sb, fs->sb.nags);
+	if (!rc) {
+		fs->vol = grown;
+		rc = extend_last_group(fs, &sb);
+	}
+	if (!rc)
+		rc = journal_super(fs, &sb);
+	if (!rc)
+		rc = cfs_journal_commit(fs);
+	if (!rc) {
+		*added_blocks = sb.total_blocks - fs->sb.total_blocks;
+		fs->sb = sb;
+		rc = cfs_alloc_load(fs);
+		cfs_log(fs, "grown to %llu blocks in %u groups", (unsigned long long)sb.total_blocks,
+			sb.nags);
+	} else {
+		cfs_set_error("grow failed: %s", strerror(-rc));
+	}
+	pthread_rwlock_unlock(&fs->vol_lock);
+	cfs_op_end(fs);
+	return rc;
+}
