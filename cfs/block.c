@@ -31,8 +31,8 @@ void cfs_log(const struct cfs_fs *fs, const char *fmt, ...)
 	vsnprintf(line, sizeof line, fmt, ap);
 	va_end(ap);
 	if (fs)
-		fprintf(stderr, "cfsd: %s slot %u: %s\n", fs->sb.label[0] ? fs->sb.label : "-",
-			fs->slot, line);
+		fprintf(stderr, "%s: %s slot %u: %s\n", fs->who ? fs->who : "cfsd",
+			fs->sb.label[0] ? fs->sb.label : "-", fs->slot, line);
 	else
 		fprintf(stderr, "cfs: %s\n", line);
 }
@@ -175,7 +175,7 @@ int cfs_bread(struct cfs_fs *fs, uint64_t blkno, uint16_t type, uint64_t owner,
 				(unsigned long long)owner);
 			return -EIO;
 		}
-		if (!b->dirty) { /* most recently used */
+		if (!b->dirty && !b->pinned) { /* most recently used */
 			lru_unlink(fs, b);
 			lru_push(fs, b);
 		}
@@ -217,11 +217,23 @@ int cfs_bnew(struct cfs_fs *fs, uint64_t blkno, uint16_t type, uint64_t owner,
 	return 0;
 }
 
+int cfs_bcache_preload(struct cfs_fs *fs, uint64_t blkno, const void *data)
+{
+	struct cfs_buf *b = lookup(fs, blkno);
+	if (!b && !(b = buf_new(fs, blkno)))
+		return -ENOMEM;
+	lru_unlink(fs, b); /* pinned: never evicted, or the disk's old copy would come back */
+	b->pinned = true;
+	memcpy(b->data, data, fs->bs);
+	return 0;
+}
+
 void cfs_bdirty(struct cfs_fs *fs, struct cfs_buf *b)
 {
 	if (b->dirty)
 		return;
 	lru_unlink(fs, b);
+	b->pinned = false;
 	struct cfs_txn *t = &fs->txn;
 	if (t->n == t->cap) {
 		uint32_t cap = t->cap ? t->cap * 2 : 256;

@@ -67,6 +67,7 @@ static void fill_status(struct cfsd *d, ControlStatus *s, struct cfs_status *st)
 	s->writes = st->stats.writes;
 	s->read_bytes = st->stats.read_bytes;
 	s->write_bytes = st->stats.write_bytes;
+	s->pid = getpid();
 }
 
 static void serve_one(struct cfsd *d, int fd)

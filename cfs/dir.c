@@ -392,3 +392,63 @@ int cfs_dir_walk(struct cfs_fs *fs, struct cfs_inode *dir, cfs_dir_visit_fn fn, 
 	}
 	return 0;
 }
+
+/* ---- for fsck: every block and entry, going on past damaged buckets ---- */
+static int check_chain(struct cfs_fs *fs, struct cfs_inode *dir, uint64_t bucket,
+		       const struct cfs_dir_check *cb)
+{
+	struct cfs_buf *b;
+	bool unwritten;
+	uint64_t blk = cfs_ext_bmap(dir, bucket, &unwritten);
+	int rc = blk ? cfs_bread(fs, blk, CFS_B_BUCKET, dir->ino, &b) : -EIO;
+	while (!rc && b) {
+		const struct cfs_ddirb *h = (const void *)b->data;
+		if (!block_sane(fs, b))
+			return -EIO;
+		for (uint32_t o = 0; o < h->used;) {
+			struct dent d;
+			dent_get(b->data + CFS_DIRB_OFF + o, &d);
+			if (d.len == 0 || o + dent_size(d.len) > h->used)
+				return -EIO;
+			o += (uint32_t)dent_size(d.len);
+		}
+		if (h->h.type == CFS_B_DIROVF) /* buckets are in the extent map already */
+			cb->block(cb->arg, b->blkno);
+		for (uint32_t o = 0; o < h->used;) {
+			struct dent d;
+			dent_get(b->data + CFS_DIRB_OFF + o, &d);
+			bool misplaced = d.hash != cfs_dir_hash(fs, d.name, d.len) ||
+					 bucket_of(dir, d.hash) != bucket;
+			if ((rc = cb->entry(cb->arg, d.name, d.len, d.ino, d.type, misplaced)))
+				return rc;
+			o += (uint32_t)dent_size(d.len);
+		}
+		rc = read_next(fs, dir, b, &b);
+	}
+	return rc;
+}
+
+int cfs_dir_check(struct cfs_fs *fs, struct cfs_inode *dir, const struct cfs_dir_check *cb)
+{
+	uint64_t n = nbuckets(dir);
+	for (uint64_t bucket = 0; bucket < n; bucket++) {
+		int rc = check_chain(fs, dir, bucket, cb);
+		if (rc == -EIO) {
+			bool unwritten;
+			cb->damaged(cb->arg, bucket, cfs_ext_bmap(dir, bucket, &unwritten));
+		} else if (rc) {
+			return rc;
+		}
+	}
+	return 0;
+}
+
+int cfs_dir_reset_bucket(struct cfs_fs *fs, struct cfs_inode *dir, uint64_t bucket)
+{
+	bool unwritten;
+	uint64_t blk = cfs_ext_bmap(dir, bucket, &unwritten);
+	struct cfs_buf *b;
+	if (!blk)
+		return new_bucket(fs, dir, bucket, &b);
+	return cfs_bnew(fs, blk, CFS_B_BUCKET, dir->ino, &b);
+}

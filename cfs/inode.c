@@ -110,7 +110,8 @@ int cfs_iget(struct cfs_fs *fs, uint64_t ino, struct cfs_inode **out)
 			*out = ip;
 			return 0;
 		}
-	if (ino < fs->sb.ag_start || ino >= fs->sb.total_blocks || !cfs_block_in_use(fs, ino))
+	if (ino < fs->sb.ag_start || ino >= fs->sb.total_blocks ||
+	    (!fs->checking && !cfs_block_in_use(fs, ino)))
 		return -ESTALE; /* a handle to an inode freed meanwhile */
 	struct cfs_buf *b;
 	int rc = cfs_bread(fs, ino, CFS_B_INODE, ino, &b);
@@ -285,7 +286,12 @@ int cfs_iput_check(struct cfs_fs *fs, struct cfs_inode *ip)
 		if (!rc)
 			rc = cfs_ifree(fs, ip);
 	}
+	cfs_iforget(fs, ip);
+	return rc;
+}
+
+void cfs_iforget(struct cfs_fs *fs, struct cfs_inode *ip)
+{
 	ihash_remove(fs, ip);
 	inode_free_mem(ip);
-	return rc;
 }

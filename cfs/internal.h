@@ -19,6 +19,7 @@ struct cfs_buf {
 	uint64_t blkno;
 	uint8_t *data;
 	bool dirty;                /* in the running transaction */
+	bool pinned;               /* preloaded: not on the LRU */
 	struct cfs_buf *hnext;     /* hash chain */
 	struct cfs_buf *prev, *next; /* clean LRU */
 };
@@ -46,6 +47,8 @@ void cfs_bforget(struct cfs_fs *fs, uint64_t blkno);
 void cfs_bcache_trim(struct cfs_fs *fs);
 /* The running transaction is on disk: its blocks are clean again. */
 void cfs_bcache_committed(struct cfs_fs *fs);
+/* Put a block's content in the cache as if read (fsck -n: the journal's unreplayed blocks). */
+int cfs_bcache_preload(struct cfs_fs *fs, uint64_t blkno, const void *data);
 
 /* ---- journal (journal.c) ---- */
 struct cfs_txn {
@@ -54,6 +57,7 @@ struct cfs_txn {
 	uint32_t limit; /* most blocks a transaction may hold */
 };
 int cfs_journal_replay(struct cfs_fs *fs);
+uint32_t cfs_journal_limit(const struct cfs_dsuper *sb);
 int cfs_journal_commit(struct cfs_fs *fs);
 /* Mark a slot's journal empty (mkfs, fsck after repairs: anything written in place without
  * the journal must not be overwritten by an old transaction at the next mount). */
@@ -111,6 +115,8 @@ int cfs_ialloc(struct cfs_fs *fs, uint64_t near, uint32_t mode, uint32_t uid, ui
 /* Drop the in-memory inode if nobody uses it; free it on disk if it is unlinked too. */
 int cfs_iput_check(struct cfs_fs *fs, struct cfs_inode *ip);
 int cfs_ifree(struct cfs_fs *fs, struct cfs_inode *ip);
+/* Drop the in-memory inode, whatever its state (fsck). */
+void cfs_iforget(struct cfs_fs *fs, struct cfs_inode *ip);
 void cfs_icache_destroy(struct cfs_fs *fs);
 void cfs_itouch(struct cfs_inode *ip, bool m, bool c);
 int cfs_inode_decode(struct cfs_fs *fs, const uint8_t *block, struct cfs_inode *ip);
@@ -141,6 +147,18 @@ int cfs_dir_remove(struct cfs_fs *fs, struct cfs_inode *dir, const char *name);
 int cfs_dir_replace(struct cfs_fs *fs, struct cfs_inode *dir, const char *name, uint64_t ino,
 		    uint8_t type);
 int cfs_dir_walk(struct cfs_fs *fs, struct cfs_inode *dir, cfs_dir_visit_fn fn, void *arg);
+/* fsck: every directory block (also overflow) and entry; a damaged bucket is reported and
+ * skipped.  misplaced: the entry's hash or bucket is wrong, lookups cannot find it. */
+struct cfs_dir_check {
+	void (*block)(void *arg, uint64_t blkno);
+	int (*entry)(void *arg, const char *name, size_t len, uint64_t ino, uint8_t type,
+		     bool misplaced);
+	void (*damaged)(void *arg, uint64_t bucket, uint64_t blkno);
+	void *arg;
+};
+int cfs_dir_check(struct cfs_fs *fs, struct cfs_inode *dir, const struct cfs_dir_check *cb);
+/* Make a bucket empty (its entries and overflow chain are lost). */
+int cfs_dir_reset_bucket(struct cfs_fs *fs, struct cfs_inode *dir, uint64_t bucket);
 
 /* ---- extended attributes (xattr.c) ---- */
 int cfs_xattr_get(struct cfs_fs *fs, struct cfs_inode *ip, const char *name, void *value,
@@ -157,6 +175,8 @@ struct cfs_fs {
 	uint32_t bs;
 	uint32_t slot;
 	bool ro, dboptimized;
+	const char *who; /* log prefix: "cfsd" or "fsck.cfs" */
+	bool checking;   /* fsck: read inodes whatever the bitmaps say */
 	pthread_mutex_t lock; /* every metadata access */
 	pthread_rwlock_t vol_lock; /* data I/O shared; swapping the volume (grow) exclusive */
 

@@ -17,7 +17,7 @@ static uint64_t journal_first(const struct cfs_dsuper *sb, uint32_t slot)
 	return sb->journal_start + (uint64_t)slot * sb->journal_blocks;
 }
 
-static uint32_t journal_limit(const struct cfs_dsuper *sb)
+uint32_t cfs_journal_limit(const struct cfs_dsuper *sb)
 {
 	uint32_t max = CFS_JDESC_MAX(sb->block_size);
 	return sb->journal_blocks - 2 < max ? sb->journal_blocks - 2 : max;
@@ -55,7 +55,7 @@ int cfs_journal_read(struct cvm_volume *vol, const struct cfs_dsuper *sb, uint32
 	int rc = cvm_volume_read(vol, d, bs, at * bs);
 	const struct cfs_djdesc *desc = (const void *)d;
 	if (rc || cfs_block_verify(d, bs, at, CFS_B_JDESC, slot, &why) || desc->count == 0 ||
-	    desc->count > journal_limit(sb)) {
+	    desc->count > cfs_journal_limit(sb)) {
 		if (!rc && !cfs_block_verify(d, bs, at, CFS_B_JDESC, slot, &why))
 			*seq = desc->seq;
 		free(d);
@@ -100,7 +100,7 @@ int cfs_journal_replay(struct cfs_fs *fs)
 	if (rc)
 		return rc;
 	fs->jseq = seq + 1;
-	fs->txn.limit = journal_limit(&fs->sb);
+	fs->txn.limit = cfs_journal_limit(&fs->sb);
 	for (uint32_t i = 0; i < n && !rc; i++)
 		rc = cvm_volume_write(fs->vol, images + (size_t)i * fs->bs, fs->bs,
 				      targets[i] * fs->bs);

@@ -1,0 +1,684 @@
+/* fsck: check (and with repair, fix) a CFS filesystem that no node has mounted.
+ *
+ *   1. superblock and its backup
+ *   2. journals: a transaction not yet home is replayed (repair) or read over the disk (check)
+ *   3. orphans: unlinked inodes a dead daemon left are freed (repair) or counted in
+ *   4. the tree from the root: every inode, extent map, xattr block and directory block is
+ *      read and verified and its blocks marked in a bitmap of our own; entries pointing at
+ *      damaged or missing inodes, second links to directories, wrong ".." and entry counts
+ *   5. link counts against the entries found
+ *   6. every group's bitmap and free count against the blocks marked
+ * Repairs go through the journal of slot 0 like any metadata change, so an interrupted fsck
+ * leaves a consistent filesystem; the journals are cleared at the end. */
+#include "cfs/internal.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+struct node { /* what the walk learned of one inode */
+	uint64_t ino;
+	uint32_t links, subdirs;
+	uint32_t nlink_disk;
+	bool is_dir;
+};
+
+struct fix { /* an entry to take out once the walk is over */
+	uint64_t dir;
+	char name[CFS_NAME_MAX + 1];
+	uint64_t ino;
+	uint8_t type; /* for a type fix; 0: remove */
+};
+
+struct fsck {
+	struct cfs_fs *fs;
+	bool repair;
+	cfs_print_fn print;
+	void *arg;
+	cfs_progress_fn progress;
+	struct cfs_fsck_report *r;
+	uint8_t *used;
+	struct node *nodes; /* open addressing on ino */
+	size_t nodes_cap, nnodes;
+	uint64_t *queue;
+	size_t qhead, qlen, qcap;
+	struct fix *fixes;
+	size_t nfixes, fixes_cap;
+	uint64_t cur_dir; /* being walked */
+	uint32_t cur_entries;
+};
+
+static void say(struct fsck *k, bool problem, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void say(struct fsck *k, bool problem, const char *fmt, ...)
+{
+	char line[600];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof line, fmt, ap);
+	va_end(ap);
+	if (problem)
+		k->r->problems++;
+	if (k->print)
+		k->print(k->arg, line);
+}
+
+static const char *fixed(struct fsck *k)
+{
+	if (!k->repair)
+		return "";
+	k->r->repaired++;
+	return ": fixed";
+}
+
+/* ---- the bitmap of blocks in use, as the walk finds them ---- */
+static bool mark(struct fsck *k, uint64_t blk, uint64_t len, uint64_t owner, const char *what)
+{
+	const struct cfs_dsuper *sb = &k->fs->sb;
+	if (blk < sb->ag_start || blk + len > sb->total_blocks || blk + len < blk) {
+		say(k, true, "inode %" PRIu64 ": %s at blocks %" PRIu64 "+%" PRIu64
+			     " lies outside the filesystem", owner, what, blk, len);
+		return false;
+	}
+	for (uint64_t i = 0; i < len; i++)
+		if (cfs_bit_get(k->used, blk + i)) {
+			say(k, true, "inode %" PRIu64 ": %s block %" PRIu64
+				     " is also used by another object", owner, what, blk + i);
+			return false;
+		}
+	for (uint64_t i = 0; i < len; i++)
+		cfs_bit_set(k->used, blk + i, true);
+	return true;
+}
+
+/* ---- nodes ---- */
+static struct node *node_find(struct fsck *k, uint64_t ino, bool add)
+{
+	if (add && (k->nnodes + 1) * 2 > k->nodes_cap) {
+		size_t cap = k->nodes_cap ? k->nodes_cap * 2 : 4096;
+		struct node *v = calloc(cap, sizeof *v);
+		if (!v)
+			return NULL;
+		for (size_t i = 0; i < k->nodes_cap; i++)
+			if (k->nodes[i].ino) {
+				size_t j = (k->nodes[i].ino * 0x9E3779B97F4A7C15ull) & (cap - 1);
+				while (v[j].ino)
+					j = (j + 1) & (cap - 1);
+				v[j] = k->nodes[i];
+			}
+		free(k->nodes);
+		k->nodes = v;
+		k->nodes_cap = cap;
+	}
+	if (!k->nodes_cap)
+		return NULL;
+	size_t j = (ino * 0x9E3779B97F4A7C15ull) & (k->nodes_cap - 1);
+	while (k->nodes[j].ino && k->nodes[j].ino != ino)
+		j = (j + 1) & (k->nodes_cap - 1);
+	if (k->nodes[j].ino == ino)
+		return &k->nodes[j];
+	if (!add)
+		return NULL;
+	k->nnodes++;
+	k->nodes[j].ino = ino;
+	return &k->nodes[j];
+}
+
+static int queue_push(struct fsck *k, uint64_t ino)
+{
+	if (k->qlen == k->qcap) {
+		size_t cap = k->qcap ? k->qcap * 2 : 256;
+		uint64_t *v = realloc(k->queue, cap * sizeof *v);
+		if (!v)
+			return -ENOMEM;
+		k->queue = v;
+		k->qcap = cap;
+	}
+	k->queue[k->qlen++] = ino;
+	return 0;
+}
+
+static int fix_add(struct fsck *k, uint64_t dir, const char *name, size_t len, uint64_t ino,
+		   uint8_t type)
+{
+	if (k->nfixes == k->fixes_cap) {
+		size_t cap = k->fixes_cap ? k->fixes_cap * 2 : 32;
+		struct fix *v = realloc(k->fixes, cap * sizeof *v);
+		if (!v)
+			return -ENOMEM;
+		k->fixes = v;
+		k->fixes_cap = cap;
+	}
+	struct fix *f = &k->fixes[k->nfixes++];
+	f->dir = dir;
+	memcpy(f->name, name, len);
+	f->name[len] = '\0';
+	f->ino = ino;
+	f->type = type;
+	return 0;
+}
+
+/* ---- one inode's blocks ---- */
+static void mark_inode(struct fsck *k, struct cfs_inode *ip)
+{
+	struct cfs_fs *fs = k->fs;
+	mark(k, ip->ino, 1, ip->ino, "inode");
+	for (uint64_t blk = ip->d.ext_next; blk;) {
+		struct cfs_buf *b;
+		if (cfs_bread(fs, blk, CFS_B_EXTENTS, ip->ino, &b))
+			break; /* cfs_iget read it a moment ago */
+		mark(k, blk, 1, ip->ino, "extent map");
+		blk = ((struct cfs_dextb *)b->data)->next;
+	}
+	if (ip->d.xattr_block) {
+		struct cfs_buf *b;
+		if (cfs_bread(fs, ip->d.xattr_block, CFS_B_XATTR, ip->ino, &b)) {
+			say(k, true, "inode %" PRIu64 ": xattr block %" PRIu64 " is damaged%s", ip->ino,
+			    ip->d.xattr_block, fixed(k));
+			if (k->repair) {
+				ip->d.xattr_block = 0;
+				cfs_iwrite(fs, ip);
+			}
+		} else {
+			mark(k, ip->d.xattr_block, 1, ip->ino, "xattr");
+		}
+	}
+	bool changed = false;
+	for (uint32_t i = 0; i < ip->next;) {
+		const struct cfs_dextent *e = &ip->ext[i];
+		if (mark(k, e->pblk, e->len, ip->ino, "data")) {
+			i++;
+			continue;
+		}
+		say(k, false, "inode %" PRIu64 ": the extent at file block %" PRIu64 " %s", ip->ino,
+		    e->lblk, k->repair ? "is dropped" : "would be dropped");
+		if (!k->repair) {
+			i++;
+			continue;
+		}
+		memmove(&ip->ext[i], &ip->ext[i + 1], (ip->next - i - 1) * sizeof *e);
+		ip->next--;
+		changed = true;
+		k->r->repaired++;
+	}
+	if (changed)
+		cfs_iwrite(fs, ip);
+}
+
+/* ---- directories ---- */
+static void dir_block(void *arg, uint64_t blkno)
+{
+	struct fsck *k = arg;
+	mark(k, blkno, 1, k->cur_dir, "directory overflow");
+}
+
+static void dir_damaged(void *arg, uint64_t bucket, uint64_t blkno)
+{
+	struct fsck *k = arg;
+	say(k, true, "directory inode %" PRIu64 ": bucket %" PRIu64 " (block %" PRIu64
+		     ") is damaged; its entries are lost%s", k->cur_dir, bucket, blkno, fixed(k));
+	if (k->repair) {
+		struct cfs_inode *dir;
+		if (!cfs_iget(k->fs, k->cur_dir, &dir))
+			cfs_dir_reset_bucket(k->fs, dir, bucket);
+	}
+}
+
+/* Is this inode one the walk may take in?  Reads and verifies it. */
+static int visit_inode(struct fsck *k, uint64_t ino, struct cfs_inode **out)
+{
+	int rc = cfs_iget(k->fs, ino, out);
+	if (!rc && (*out)->d.nlink == 0 && (*out)->d.mode == 0)
+		rc = -ESTALE;
+	return rc;
+}
+
+static int dir_entry(void *arg, const char *name, size_t len, uint64_t ino, uint8_t type,
+		     bool misplaced)
+{
+	struct fsck *k = arg;
+	struct fsck *kk = k;
+	kk->cur_entries++;
+	if (misplaced)
+		say(k, true, "directory inode %" PRIu64 ": entry '%.*s' is in the wrong bucket "
+			     "(lookups miss it): not repaired", k->cur_dir, (int)len, name);
+	struct node *n = node_find(k, ino, false);
+	if (n && n->is_dir) {
+		say(k, true, "directory inode %" PRIu64 ": entry '%.*s' is a second link to "
+			     "directory %" PRIu64 "%s", k->cur_dir, (int)len, name, ino, fixed(k));
+		return fix_add(k, k->cur_dir, name, len, ino, 0);
+	}
+	if (n) {
+		n->links++;
+		return 0;
+	}
+	struct cfs_inode *ip;
+	int rc = visit_inode(k, ino, &ip);
+	if (rc) {
+		say(k, true, "directory inode %" PRIu64 ": entry '%.*s' points at inode %" PRIu64
+			     " which is %s%s", k->cur_dir, (int)len, name, ino,
+		    rc == -ESTALE ? "not an inode" : "damaged", fixed(k));
+		return rc == -ENOMEM ? rc : fix_add(k, k->cur_dir, name, len, ino, 0);
+	}
+	if (!(n = node_find(k, ino, true)))
+		return -ENOMEM;
+	n->links = 1;
+	n->is_dir = S_ISDIR(ip->d.mode);
+	n->nlink_disk = ip->d.nlink;
+	uint8_t want = (uint8_t)((ip->d.mode & S_IFMT) >> 12);
+	if (type != want) {
+		say(k, true, "directory inode %" PRIu64 ": entry '%.*s' has the wrong type%s",
+		    k->cur_dir, (int)len, name, fixed(k));
+		if ((rc = fix_add(k, k->cur_dir, name, len, ino, want)))
+			return rc;
+	}
+	mark_inode(k, ip);
+	if (n->is_dir) {
+		struct node *parent = node_find(k, k->cur_dir, false);
+		if (parent)
+			parent->subdirs++;
+		if (ip->d.parent != k->cur_dir) {
+			say(k, true, "directory inode %" PRIu64 ": its '..' is %" PRIu64 ", should be "
+				     "%" PRIu64 "%s", ino, ip->d.parent, k->cur_dir, fixed(k));
+			if (k->repair) {
+				ip->d.parent = k->cur_dir;
+				cfs_iwrite(k->fs, ip);
+			}
+		}
+		rc = queue_push(k, ino);
+	}
+	cfs_iforget(k->fs, ip);
+	return rc;
+}
+
+static int walk_dir(struct fsck *k, uint64_t ino)
+{
+	struct cfs_inode *dir;
+	int rc = cfs_iget(k->fs, ino, &dir);
+	if (rc)
+		return 0; /* reported by whoever pointed at it */
+	k->cur_dir = ino;
+	k->cur_entries = 0;
+	struct cfs_dir_check cb = {dir_block, dir_entry, dir_damaged, k};
+	rc = cfs_dir_check(k->fs, dir, &cb);
+	if (!rc && (cfs_iget(k->fs, ino, &dir) == 0) && dir->d.dir_entries != k->cur_entries) {
+		say(k, true, "directory inode %" PRIu64 ": says %" PRIu64 " entries, has %u%s", ino,
+		    dir->d.dir_entries, k->cur_entries, fixed(k));
+		if (k->repair) {
+			dir->d.dir_entries = k->cur_entries;
+			cfs_iwrite(k->fs, dir);
+		}
+	}
+	if (!cfs_iget(k->fs, ino, &dir))
+		cfs_iforget(k->fs, dir);
+	if (k->repair && k->fs->txn.n > k->fs->txn.limit / 2)
+		rc = rc ? rc : cfs_journal_commit(k->fs);
+	return rc;
+}
+
+static int add_root(struct fsck *k, uint64_t ino, bool orphan_dir)
+{
+	struct cfs_inode *ip;
+	int rc = visit_inode(k, ino, &ip);
+	if (rc || !S_ISDIR(ip->d.mode)) {
+		say(k, true, "%s directory inode %" PRIu64 " is damaged: not repairable here, "
+			     "restore from a backup", orphan_dir ? "an orphan" : "the root", ino);
+		return rc ? 0 : 0;
+	}
+	struct node *n = node_find(k, ino, true);
+	if (!n)
+		return -ENOMEM;
+	n->is_dir = true;
+	n->nlink_disk = ip->d.nlink;
+	n->links = orphan_dir ? 0 : 0;
+	mark_inode(k, ip);
+	cfs_iforget(k->fs, ip);
+	return queue_push(k, ino);
+}
+
+static int walk_tree(struct fsck *k)
+{
+	int rc = add_root(k, k->fs->sb.root_ino, false);
+	while (!rc && k->qhead < k->qlen) {
+		rc = walk_dir(k, k->queue[k->qhead++]);
+		if (k->progress && k->qhead % 256 == 0)
+			k->progress(k->arg, "directories", k->qhead, k->qlen);
+	}
+	return rc;
+}
+
+/* ---- orphans: inodes whose last name went while they were open ---- */
+struct orphans {
+	struct fsck *k;
+	uint64_t *ino;
+	size_t n, cap;
+};
+
+static void orphan_block(void *arg, uint64_t blkno)
+{
+	struct orphans *o = arg;
+	mark(o->k, blkno, 1, o->k->cur_dir, "orphan directory overflow");
+}
+
+static void orphan_damaged(void *arg, uint64_t bucket, uint64_t blkno)
+{
+	struct orphans *o = arg;
+	dir_damaged(o->k, bucket, blkno);
+}
+
+static int orphan_entry(void *arg, const char *name, size_t len, uint64_t ino, uint8_t type,
+			bool misplaced)
+{
+	(void)name, (void)len, (void)type, (void)misplaced;
+	struct orphans *o = arg;
+	if (o->n == o->cap) {
+		size_t cap = o->cap ? o->cap * 2 : 16;
+		uint64_t *v = realloc(o->ino, cap * sizeof *v);
+		if (!v)
+			return -ENOMEM;
+		o->ino = v;
+		o->cap = cap;
+	}
+	o->ino[o->n++] = ino;
+	return 0;
+}
+
+static int check_orphans(struct fsck *k, uint32_t slot)
+{
+	struct cfs_fs *fs = k->fs;
+	uint64_t dino = fs->sb.orphan_dir[slot];
+	struct cfs_inode *dir;
+	struct orphans o = {.k = k};
+	int rc = add_root(k, dino, true);
+	k->qhead = k->qlen; /* its entries are not a tree to walk */
+	if (rc || cfs_iget(fs, dino, &dir))
+		return rc;
+	k->cur_dir = dino;
+	struct cfs_dir_check cb = {orphan_block, orphan_entry, orphan_damaged, &o};
+	rc = cfs_dir_check(fs, dir, &cb);
+	for (size_t i = 0; i < o.n && !rc; i++) {
+		struct cfs_inode *ip;
+		if (visit_inode(k, o.ino[i], &ip)) {
+			say(k, true, "orphan inode %" PRIu64 " of slot %u is damaged%s", o.ino[i], slot,
+			    fixed(k));
+			if (k->repair) {
+				char name[17];
+				snprintf(name, sizeof name, "%016" PRIx64, o.ino[i]);
+				rc = cfs_iget(fs, dino, &dir) ? 0 : cfs_dir_remove(fs, dir, name);
+				if (!rc)
+					rc = cfs_iwrite(fs, dir);
+			}
+			continue;
+		}
+		if (k->repair) {
+			/* Off the list; its blocks, not marked, are freed with the bitmaps. */
+			ip->in_orphans = true;
+			fs->slot = slot;
+			rc = cfs_orphan_remove(fs, ip);
+			fs->slot = 0;
+			say(k, false, "orphan inode %" PRIu64 " of slot %u: %s", o.ino[i], slot,
+			    ip->d.nlink ? "still linked, taken off the orphan list" : "freed");
+			cfs_iforget(fs, ip);
+			continue;
+		}
+		say(k, false, "orphan inode %" PRIu64 " of slot %u: freed at that slot's next mount",
+		    o.ino[i], slot);
+		struct node *n = node_find(k, o.ino[i], true);
+		if (!n)
+			return -ENOMEM;
+		n->is_dir = S_ISDIR(ip->d.mode);
+		n->nlink_disk = ip->d.nlink;
+		n->links = ip->d.nlink; /* whatever names it still has are counted by the walk */
+		mark_inode(k, ip);
+		cfs_iforget(fs, ip);
+	}
+	free(o.ino);
+	if (!rc && k->repair)
+		rc = cfs_journal_commit(fs);
+	return rc;
+}
+
+/* ---- after the walk ---- */
+static int apply_fixes(struct fsck *k)
+{
+	int rc = 0;
+	for (size_t i = 0; i < k->nfixes && !rc; i++) {
+		struct fix *f = &k->fixes[i];
+		struct cfs_inode *dir;
+		if (cfs_iget(k->fs, f->dir, &dir))
+			continue;
+		rc = f->type ? cfs_dir_replace(k->fs, dir, f->name, f->ino, f->type)
+			     : cfs_dir_remove(k->fs, dir, f->name);
+		if (!rc)
+			rc = cfs_iwrite(k->fs, dir);
+		if (!rc && k->fs->txn.n > k->fs->txn.limit / 2)
+			rc = cfs_journal_commit(k->fs);
+	}
+	return rc;
+}
+
+static int check_links(struct fsck *k)
+{
+	int rc = 0;
+	for (size_t i = 0; i < k->nodes_cap && !rc; i++) {
+		struct node *n = &k->nodes[i];
+		if (!n->ino)
+			continue;
+		bool special = n->ino == k->fs->sb.root_ino;
+		for (uint32_t s = 0; s < k->fs->sb.nslots; s++)
+			special |= n->ino == k->fs->sb.orphan_dir[s];
+		uint32_t want = n->is_dir ? 2 + n->subdirs : n->links;
+		if (!special) {
+			k->r->inodes++;
+			k->r->directories += n->is_dir;
+			k->r->files += !n->is_dir;
+		}
+		if (want == n->nlink_disk)
+			continue;
+		say(k, true, "inode %" PRIu64 ": link count %u, should be %u%s", n->ino, n->nlink_disk,
+		    want, fixed(k));
+		struct cfs_inode *ip;
+		if (k->repair && !cfs_iget(k->fs, n->ino, &ip)) {
+			ip->d.nlink = want;
+			rc = cfs_iwrite(k->fs, ip);
+			cfs_iforget(k->fs, ip);
+		}
+		if (!rc && k->repair && k->fs->txn.n > k->fs->txn.limit / 2)
+			rc = cfs_journal_commit(k->fs);
+	}
+	return rc;
+}
+
+static int check_group(struct fsck *k, uint32_t g)
+{
+	struct cfs_fs *fs = k->fs;
+	uint64_t start = cfs_ag_first(&fs->sb, g);
+	uint32_t nblocks = cfs_ag_size(&fs->sb, g);
+	struct cfs_buf *b;
+	mark(k, start, 1, 0, "group header");
+	int rc = cfs_bread(fs, start, CFS_B_AGH, g, &b);
+	if (rc) {
+		say(k, true, "group %u: header block %" PRIu64 " is damaged%s", g, start, fixed(k));
+		if (!k->repair)
+			return 0;
+		if ((rc = cfs_bnew(fs, start, CFS_B_AGH, g, &b)))
+			return rc;
+		cfs_agh_format(b->data, fs->bs, g, start, nblocks, 0);
+	}
+	struct cfs_dagh *h = (void *)b->data;
+	uint8_t *bm = b->data + CFS_AGH_BITMAP_OFF;
+	uint32_t leaked = 0, lost = 0, nfree = 0;
+	for (uint32_t i = 0; i < nblocks; i++) {
+		bool want = cfs_bit_get(k->used, start + i), have = cfs_bit_get(bm, i);
+		nfree += !want;
+		leaked += have && !want;
+		lost += want && !have;
+	}
+	if (lost)
+		say(k, true, "group %u: %u blocks in use are marked free%s", g, lost, fixed(k));
+	if (leaked)
+		say(k, true, "group %u: %u blocks marked in use belong to nothing%s", g, leaked,
+		    fixed(k));
+	if (!lost && !leaked && h->nfree != nfree)
+		say(k, true, "group %u: free count %u, should be %u%s", g, h->nfree, nfree, fixed(k));
+	k->r->blocks_used += nblocks - nfree;
+	if (k->repair && (lost || leaked || h->nfree != nfree || h->nblocks != nblocks)) {
+		for (uint32_t i = 0; i < nblocks; i++)
+			cfs_bit_set(bm, i, cfs_bit_get(k->used, start + i));
+		h->nfree = nfree;
+		h->nblocks = nblocks;
+		cfs_bdirty(fs, b);
+		if (fs->txn.n > fs->txn.limit / 2)
+			return cfs_journal_commit(fs);
+	}
+	return 0;
+}
+
+/* ---- setup ---- */
+static int check_super(struct fsck *k, struct cvm_volume *vol, struct cfs_dsuper *sb)
+{
+	bool backup;
+	int rc = cfs_super_read(vol, sb, &backup);
+	if (rc) {
+		say(k, true, "%s", cfs_last_error());
+		return rc;
+	}
+	uint8_t *b;
+	if (posix_memalign((void **)&b, 4096, sb->block_size))
+		return -ENOMEM;
+	const char *why = NULL;
+	bool bad_copy = backup;
+	if (!backup && (cvm_volume_read(vol, b, sb->block_size, sb->block_size) ||
+			cfs_block_verify(b, sb->block_size, 1, CFS_B_SUPER, 0, &why) ||
+			memcmp(b + sizeof(struct cfs_bhdr), (uint8_t *)sb + sizeof(struct cfs_bhdr),
+			       sizeof *sb - sizeof(struct cfs_bhdr))))
+		bad_copy = true;
+	free(b);
+	if (bad_copy) {
+		say(k, true, "the %s superblock is damaged or differs%s",
+		    backup ? "primary" : "backup", fixed(k));
+		if (k->repair && (rc = cfs_super_write(vol, sb)))
+			return rc;
+	}
+	return 0;
+}
+
+static int check_journals(struct fsck *k)
+{
+	struct cfs_fs *fs = k->fs;
+	uint8_t *cur;
+	if (posix_memalign((void **)&cur, 4096, fs->bs))
+		return -ENOMEM;
+	int rc = 0;
+	uint64_t max_seq = 0;
+	for (uint32_t s = 0; s < fs->sb.nslots && !rc; s++) {
+		uint64_t seq, *t;
+		uint32_t n;
+		uint8_t *img;
+		if ((rc = cfs_journal_read(fs->vol, &fs->sb, s, &seq, &n, &t, &img)))
+			break;
+		max_seq = seq > max_seq ? seq : max_seq;
+		bool home = true;
+		for (uint32_t i = 0; i < n && !rc; i++) {
+			rc = cvm_volume_read(fs->vol, cur, fs->bs, t[i] * fs->bs);
+			home &= !rc && !memcmp(cur, img + (size_t)i * fs->bs, fs->bs);
+		}
+		if (n && !home) {
+			say(k, false, "slot %u: the journal holds transaction %" PRIu64
+				      " (%u blocks) not yet in place: %s", s, seq, n,
+			    k->repair ? "replayed" : "checked as if replayed");
+			for (uint32_t i = 0; i < n && !rc; i++)
+				rc = k->repair ? cvm_volume_write(fs->vol, img + (size_t)i * fs->bs,
+								  fs->bs, t[i] * fs->bs)
+					       : cfs_bcache_preload(fs, t[i], img + (size_t)i * fs->bs);
+		}
+		free(t);
+		free(img);
+	}
+	free(cur);
+	fs->jseq = max_seq + 1;
+	return rc ? rc : k->repair ? cvm_volume_flush(fs->vol) : 0;
+}
+
+static void fsck_free(struct fsck *k)
+{
+	struct cfs_fs *fs = k->fs;
+	if (fs) {
+		cfs_icache_destroy(fs);
+		cfs_bcache_destroy(fs);
+		free(fs->ags);
+		free(fs->pending_free);
+		if (fs->lockfd >= 0)
+			close(fs->lockfd);
+		free(fs);
+	}
+	free(k->used);
+	free(k->nodes);
+	free(k->queue);
+	free(k->fixes);
+}
+
+static int fsck_open(struct fsck *k, struct cvm_volume *vol)
+{
+	struct cfs_fs *fs = k->fs = calloc(1, sizeof *fs);
+	if (!fs)
+		return -ENOMEM;
+	fs->lockfd = -1;
+	fs->vol = vol;
+	fs->who = "fsck.cfs";
+	fs->checking = true;
+	fs->ro = !k->repair;
+	int rc = cfs_volume_claim(vol, true, &fs->lockfd);
+	if (rc) {
+		say(k, false, "%s", cfs_last_error());
+		return rc;
+	}
+	if ((rc = check_super(k, vol, &fs->sb)))
+		return rc;
+	fs->bs = fs->sb.block_size;
+	fs->txn.limit = cfs_journal_limit(&fs->sb);
+	fs->ihash = calloc(CFS_ICACHE_BUCKETS, sizeof *fs->ihash);
+	k->used = calloc((fs->sb.total_blocks + 7) / 8, 1);
+	if (!fs->ihash || !k->used || (rc = cfs_bcache_init(fs)))
+		return rc ? rc : -ENOMEM;
+	if ((rc = check_journals(k)))
+		return rc;
+	return cfs_alloc_load(fs);
+}
+
+int cfs_fsck(struct cvm_volume *vol, bool repair, cfs_print_fn print, void *arg,
+	     cfs_progress_fn progress, struct cfs_fsck_report *report)
+{
+	struct fsck k = {.repair = repair, .print = print, .arg = arg, .progress = progress,
+			 .r = report};
+	memset(report, 0, sizeof *report);
+	int rc = fsck_open(&k, vol);
+	for (uint32_t s = 0; !rc && s < k.fs->sb.nslots; s++)
+		rc = check_orphans(&k, s);
+	if (!rc)
+		rc = walk_tree(&k);
+	if (!rc && repair)
+		rc = apply_fixes(&k);
+	if (!rc)
+		rc = check_links(&k);
+	for (uint32_t g = 0; !rc && g < k.fs->sb.nags; g++) {
+		rc = check_group(&k, g);
+		if (progress && (g % 64 == 0 || g + 1 == k.fs->sb.nags))
+			progress(arg, "allocation groups", g + 1, k.fs->sb.nags);
+	}
+	if (!rc && repair)
+		rc = cfs_journal_commit(k.fs);
+	/* Repairs are in place: no old transaction may be replayed over them. */
+	for (uint32_t s = 0; !rc && repair && s < k.fs->sb.nslots; s++)
+		rc = cfs_journal_clear(vol, &k.fs->sb, s, k.fs->jseq);
+	if (!rc && repair)
+		rc = cvm_volume_flush(vol);
+	fsck_free(&k);
+	return rc;
+}

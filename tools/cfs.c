@@ -1,0 +1,274 @@
+/* cfs: mount, unmount, status and online growth of CFS filesystems; also the mount helper
+ * (installed as mount.cfs, so `mount -t cfs VOLUME DIR -o ...` works).  See man/cfs.8. */
+#include "cfs/control.h"
+#include "cvm/cvm.h"
+#include "proto/control.pb-c.h"
+#include "tools/common.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <libgen.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"usage: cfs mount VOLUME DIR [-o OPTIONS] [-s|--scan PATH]...\n"
+		"       cfs umount DIR\n"
+		"       cfs status DIR [--json]\n"
+		"       cfs grow DIR [--json]\n"
+		"       mount.cfs VOLUME DIR [-o OPTIONS]      (as called by mount -t cfs)\n"
+		"Mount options: dboptimized, cluster=local, node=SLOT, ro, rw, scan=PATHS,\n"
+		"log=FILE, and FUSE's (allow_other, ...).  See cfs(8).\n"
+		"Exit status: 0 done, 1 failed, 2 bad usage.\n");
+}
+
+/* cfsd lives beside this program, or on the PATH. */
+static void exec_cfsd(char **args)
+{
+	char self[PATH_MAX], path[PATH_MAX + 8];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+	if (n > 0) {
+		self[n] = '\0';
+		snprintf(path, sizeof path, "%s/cfsd", dirname(self));
+		if (access(path, X_OK) == 0)
+			execv(path, args);
+	}
+	execvp("cfsd", args);
+	fprintf(stderr, "cfs: cannot run cfsd: %s (is it installed?)\n", strerror(errno));
+	exit(EXIT_FAILED);
+}
+
+static int do_mount(const char *volume, const char *dir, const char *opts,
+		    const struct scan_paths *scan)
+{
+	char all[4096] = "";
+	size_t len = 0;
+	if (opts && *opts)
+		len += (size_t)snprintf(all, sizeof all, "%s", opts);
+	for (size_t i = 0; i < scan->n && len < sizeof all; i++)
+		len += (size_t)snprintf(all + len, sizeof all - len, "%sscan=%s", len ? "," : "",
+					scan->paths[i]);
+	char *args[] = {"cfsd", "-o", all, (char *)volume, (char *)dir, NULL};
+	if (!all[0]) {
+		args[1] = (char *)volume;
+		args[2] = (char *)dir;
+		args[3] = NULL;
+	}
+	exec_cfsd(args);
+	return EXIT_FAILED;
+}
+
+/* One request to the daemon serving dir. */
+static int ask(const char *dir, ControlRequest__Op op, ControlReply **out)
+{
+	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	int rc = cfs_control_path(dir, path, sizeof path);
+	if (rc) {
+		fprintf(stderr, "cfs: %s: %s\n", dir, strerror(-rc));
+		return rc;
+	}
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_un a = {.sun_family = AF_UNIX};
+	snprintf(a.sun_path, sizeof a.sun_path, "%s", path);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof a)) {
+		fprintf(stderr, "cfs: %s is not a mounted CFS filesystem (no daemon answers at %s)\n",
+			dir, path);
+		if (fd >= 0)
+			close(fd);
+		return -ENOENT;
+	}
+	ControlRequest req = CONTROL_REQUEST__INIT;
+	req.op = op;
+	uint8_t buf[64], *msg;
+	uint32_t len;
+	size_t n = control_request__pack(&req, buf);
+	rc = cfs_control_send(fd, buf, (uint32_t)n);
+	if (!rc)
+		rc = cfs_control_recv(fd, &msg, &len);
+	close(fd);
+	if (rc) {
+		fprintf(stderr, "cfs: the daemon of %s did not answer: %s\n", dir, strerror(-rc));
+		return rc;
+	}
+	*out = control_reply__unpack(NULL, len, msg);
+	free(msg);
+	if (!*out) {
+		fprintf(stderr, "cfs: the daemon of %s sent a reply I cannot read\n", dir);
+		return -EBADMSG;
+	}
+	if ((*out)->error) {
+		fprintf(stderr, "cfs: %s: %s\n", dir,
+			(*out)->message ? (*out)->message : strerror((*out)->error));
+		control_reply__free_unpacked(*out, NULL);
+		return -EIO;
+	}
+	return 0;
+}
+
+static void print_status(const char *dir, const ControlReply *r, bool json)
+{
+	const ControlStatus *s = r->status;
+	if (!s)
+		return;
+	if (json) {
+		printf("{\"mountpoint\": ");
+		json_string(stdout, dir);
+		printf(", \"volume\": ");
+		json_string(stdout, s->volume);
+		printf(", \"label\": ");
+		json_string(stdout, s->label);
+		printf(", \"uuid\": \"%s\", \"block_size\": %u, \"total_blocks\": %llu, "
+		       "\"free_blocks\": %llu, \"groups\": %u, \"slot\": %u, \"slots\": %u, "
+		       "\"dboptimized\": %s, \"commits\": %llu, \"commit_blocks\": %llu, "
+		       "\"reads\": %llu, \"writes\": %llu, \"read_bytes\": %llu, "
+		       "\"write_bytes\": %llu, \"pid\": %d",
+		       s->fs_uuid, s->block_size, (unsigned long long)s->total_blocks,
+		       (unsigned long long)s->free_blocks, s->groups, s->slot, s->slots,
+		       s->dboptimized ? "true" : "false", (unsigned long long)s->commits,
+		       (unsigned long long)s->commit_blocks, (unsigned long long)s->reads,
+		       (unsigned long long)s->writes, (unsigned long long)s->read_bytes,
+		       (unsigned long long)s->write_bytes, s->pid);
+		if (r->has_added_blocks)
+			printf(", \"added_blocks\": %llu", (unsigned long long)r->added_blocks);
+		printf("}\n");
+		return;
+	}
+	char total[32], avail[32];
+	cvm_format_size(s->total_blocks * s->block_size, total, sizeof total);
+	cvm_format_size(s->free_blocks * s->block_size, avail, sizeof avail);
+	printf("%s: volume %s, label '%s', uuid %s\n", dir, s->volume, s->label, s->fs_uuid);
+	printf("  size %s (%llu blocks of %u bytes in %u groups), %s free\n", total,
+	       (unsigned long long)s->total_blocks, s->block_size, s->groups, avail);
+	printf("  node slot %u of %u%s, daemon pid %d\n", s->slot, s->slots,
+	       s->dboptimized ? ", dboptimized" : "", s->pid);
+	printf("  %llu reads (%llu bytes), %llu writes (%llu bytes), %llu journal commits "
+	       "(%llu blocks)\n",
+	       (unsigned long long)s->reads, (unsigned long long)s->read_bytes,
+	       (unsigned long long)s->writes, (unsigned long long)s->write_bytes,
+	       (unsigned long long)s->commits, (unsigned long long)s->commit_blocks);
+	if (r->has_added_blocks)
+		printf("  grown by %llu blocks\n", (unsigned long long)r->added_blocks);
+}
+
+static int do_query(const char *dir, ControlRequest__Op op, bool json)
+{
+	ControlReply *r;
+	if (ask(dir, op, &r))
+		return EXIT_FAILED;
+	print_status(dir, r, json);
+	control_reply__free_unpacked(r, NULL);
+	return EXIT_OK;
+}
+
+/* Unmount, then wait for the daemon to finish writing (so fsck can run right after). */
+static int do_umount(const char *dir)
+{
+	ControlReply *r;
+	int pid = 0;
+	if (ask(dir, CONTROL_REQUEST__OP__STATUS, &r) == 0) {
+		pid = r->status ? r->status->pid : 0;
+		control_reply__free_unpacked(r, NULL);
+	}
+	if (umount(dir)) {
+		fprintf(stderr, "cfs: umount %s: %s%s\n", dir, strerror(errno),
+			errno == EBUSY ? " (files are open there: close them first)" : "");
+		return EXIT_FAILED;
+	}
+	for (int i = 0; pid > 0 && i < 600 && kill(pid, 0) == 0; i++)
+		nanosleep(&(struct timespec){0, 50000000}, NULL);
+	if (pid > 0 && kill(pid, 0) == 0) {
+		fprintf(stderr, "cfs: %s is unmounted but its daemon (pid %d) is still busy\n", dir, pid);
+		return EXIT_FAILED;
+	}
+	return EXIT_OK;
+}
+
+/* mount.cfs VOLUME DIR [-sfnv] [-o OPTIONS], as mount(8) calls it. */
+static int mount_helper(int argc, char **argv)
+{
+	const char *opts = NULL;
+	int c;
+	while ((c = getopt(argc, argv, "sfnvo:t:h")) != -1) {
+		switch (c) {
+		case 'o': opts = optarg; break;
+		case 's': case 'f': case 'n': case 'v': case 't': break;
+		case 'h': usage(stdout); return EXIT_OK;
+		default: usage(stderr); return EXIT_USAGE;
+		}
+	}
+	if (argc - optind != 2) {
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	struct scan_paths none = {0};
+	return do_mount(argv[optind], argv[optind + 1], opts, &none);
+}
+
+int main(int argc, char **argv)
+{
+	char *base = basename(argv[0]);
+	if (!strcmp(base, "mount.cfs"))
+		return mount_helper(argc, argv);
+	static const struct option longs[] = {{"json", no_argument, NULL, 'j'},
+					      {"scan", required_argument, NULL, 's'},
+					      {"help", no_argument, NULL, 'h'}, {0}};
+	struct scan_paths scan = {0};
+	const char *opts = NULL;
+	bool json = false;
+	int c;
+	while ((c = getopt_long(argc, argv, "+o:s:jh", longs, NULL)) != -1) {
+		switch (c) {
+		case 'o': opts = optarg; break;
+		case 's': scan_paths_add(&scan, optarg); break;
+		case 'j': json = true; break;
+		case 'h': usage(stdout); return EXIT_OK;
+		default: usage(stderr); return EXIT_USAGE;
+		}
+	}
+	if (optind >= argc) {
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	const char *cmd = argv[optind++];
+	/* Options may also follow the command's arguments. */
+	int nargs = 0;
+	char *args[2];
+	while (optind < argc) {
+		if ((c = getopt_long(argc, argv, "+o:s:jh", longs, NULL)) != -1) {
+			switch (c) {
+			case 'o': opts = optarg; break;
+			case 's': scan_paths_add(&scan, optarg); break;
+			case 'j': json = true; break;
+			default: usage(stderr); return EXIT_USAGE;
+			}
+			continue;
+		}
+		if (nargs == 2) {
+			fprintf(stderr, "cfs: too many arguments for %s\n", cmd);
+			return EXIT_USAGE;
+		}
+		args[nargs++] = argv[optind++];
+	}
+	if (!strcmp(cmd, "mount") && nargs == 2)
+		return do_mount(args[0], args[1], opts, &scan);
+	if (!strcmp(cmd, "umount") && nargs == 1)
+		return do_umount(args[0]);
+	if (!strcmp(cmd, "status") && nargs == 1)
+		return do_query(args[0], CONTROL_REQUEST__OP__STATUS, json);
+	if (!strcmp(cmd, "grow") && nargs == 1)
+		return do_query(args[0], CONTROL_REQUEST__OP__GROW, json);
+	fprintf(stderr, "cfs: '%s' with %d argument%s: not a command I know\n", cmd, nargs,
+		nargs == 1 ? "" : "s");
+	usage(stderr);
+	return EXIT_USAGE;
+}
