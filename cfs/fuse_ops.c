@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <fuse_lowlevel.h>
 #include <linux/fs.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -47,6 +48,7 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	if (conn->capable & FUSE_CAP_SPLICE_READ)
 		conn->want &= ~FUSE_CAP_SPLICE_READ;
 	conn->want &= ~FUSE_CAP_HANDLE_KILLPRIV; /* the kernel clears suid bits itself */
+	conn->want &= ~FUSE_CAP_ATOMIC_O_TRUNC;   /* O_TRUNC arrives as a setattr */
 	conn->max_write = 1u << 20;
 	conn->max_readahead = d->fs_dboptimized ? 0 : 1u << 20;
 	conn->time_gran = 1;

@@ -168,6 +168,12 @@ int cfs_xattr_set(struct cfs_fs *fs, struct cfs_inode *ip, const char *name,
 int cfs_xattr_list(struct cfs_fs *fs, struct cfs_inode *ip, char *list, size_t size);
 int cfs_xattr_remove(struct cfs_fs *fs, struct cfs_inode *ip, const char *name);
 
+/* ---- POSIX ACLs (acl.c) ---- */
+int cfs_acl_set_access(struct cfs_fs *fs, struct cfs_inode *ip, const void *value, size_t size);
+int cfs_acl_chmod(struct cfs_fs *fs, struct cfs_inode *ip);
+int cfs_acl_inherit(struct cfs_fs *fs, struct cfs_inode *dir, struct cfs_inode *ip);
+bool cfs_acl_is_access(const char *name);
+
 /* ---- the mounted filesystem ---- */
 struct cfs_fs {
 	struct cvm_volume *vol;

@@ -152,6 +152,8 @@ static int make_node(struct cfs_fs *fs, uint64_t parent, const char *name, mode_
 			dir->d.nlink++;
 		}
 	}
+	if (!rc && !target)
+		rc = cfs_acl_inherit(fs, dir, ip);
 	if (!rc && target) { /* the target is the symlink's data block */
 		rc = cfs_ext_fill(fs, ip, 0, 1);
 		if (!rc)
@@ -519,9 +521,11 @@ int cfs_setattr(struct cfs_fs *fs, uint64_t ino, const struct stat *a, unsigned 
 		}
 	}
 	if (!rc) {
-		if (set & CFS_SET_MODE)
+		if (set & CFS_SET_MODE) {
 			ip->d.mode = (ip->d.mode & S_IFMT) | (a->st_mode & 07777);
-		if (set & CFS_SET_UID)
+			rc = cfs_acl_chmod(fs, ip);
+		}
+		if (!rc && (set & CFS_SET_UID))
 			ip->d.uid = a->st_uid;
 		if (set & CFS_SET_GID)
 			ip->d.gid = a->st_gid;
@@ -532,7 +536,8 @@ int cfs_setattr(struct cfs_fs *fs, uint64_t ino, const struct stat *a, unsigned 
 		cfs_itouch(ip, false, true);
 		if (set & CFS_SET_CTIME)
 			set_time(&ip->d.ctime, &ip->d.ctime_ns, &a->st_ctim);
-		rc = cfs_iwrite(fs, ip);
+		int w = cfs_iwrite(fs, ip);
+		rc = rc ? rc : w;
 	}
 	if (!rc)
 		cfs_fill_stat(fs, ip, out);
@@ -590,6 +595,8 @@ struct xa {
 static int xa_set(struct cfs_fs *fs, struct cfs_inode *ip, void *arg)
 {
 	struct xa *x = arg;
+	if (cfs_acl_is_access(x->name))
+		return cfs_acl_set_access(fs, ip, x->value, x->size);
 	return cfs_xattr_set(fs, ip, x->name, x->value, x->size, x->flags);
 }
 static int xa_get(struct cfs_fs *fs, struct cfs_inode *ip, void *arg)

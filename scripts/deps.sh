@@ -13,6 +13,7 @@ PACKAGES=(
   libdlm-dev          # dlm-client dlm backend
   iproute2            # tests/cluster: network namespaces
   libfuse3-dev fuse3  # cfs: the FUSE daemon and its mounts
+  acl attr dbench     # cfs tests: ACLs, xattrs, a file server load
 )
 
 missing=()

@@ -1,0 +1,40 @@
+# Shared by the cfs integration scripts: lib.sh's temp dir and checks, a volume of LUN files
+# there, and mounts that are taken down on exit, also when a check fails or the script dies.
+. "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
+export CVM_SCAN=$T
+
+cfs_cleanup() {
+	local m
+	for m in $(awk -v t="$T" 'index($2, t) == 1 { print $2 }' /proc/self/mounts | sort -r); do
+		umount -l "$m" 2>/dev/null
+	done
+	pkill -9 -f "^$BIN/cfsd .*$T" 2>/dev/null
+	[ -n "${MOUNT_HELPER:-}" ] && rm -f "$MOUNT_HELPER"
+	rm -rf "$T"
+}
+trap cfs_cleanup EXIT
+
+# make_volume NAME NLUNS MIB: LUN files $T/NAME.lunI and a CVM volume NAME over them.
+make_volume() {
+	local i luns=()
+	for ((i = 0; i < $2; i++)); do
+		truncate -s "$3M" "$T/$1.lun$i"
+		luns+=("$T/$1.lun$i")
+	done
+	"$BIN/cvm" create "$1" "${luns[@]}" >/dev/null
+}
+
+# mount_cfs VOLUME DIR [OPTIONS]: mounted in the background, logging to $T/VOLUME.log.
+mount_cfs() {
+	mkdir -p "$2"
+	"$BIN/cfs" mount "$1" "$2" -o "log=$T/$1.log${3:+,$3}"
+}
+
+umount_cfs() { timeout 60 "$BIN/cfs" umount "$1"; }
+
+# check DESCRIPTION CMD...: ok if CMD succeeds.
+check() {
+	local what=$1
+	shift
+	if "$@" >"$T/check.out" 2>&1; then ok "$what"; else not_ok "$what: $(head -c 600 "$T/check.out")"; fi
+}

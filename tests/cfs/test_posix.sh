@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# CFS on a real FUSE mount: the POSIX a shared Oracle home needs, checked one behaviour at a
+# time, then real workloads (fio with verify, a tar round trip, dbench, a random-operation
+# exerciser against a tmpfs twin), then fsck.cfs must find the filesystem clean.
+. "$(dirname "$0")/lib.sh"
+HERE=$(cd "$(dirname "$0")" && pwd)
+M=$T/mnt
+make_volume v 4 256
+"$BIN/mkfs.cfs" -L posix v >/dev/null 2>&1 || { not_ok "mkfs.cfs"; finish; }
+mount_cfs v "$M" || { not_ok "mount: $(cat "$T/v.log")"; finish; }
+ok "mkfs.cfs and cfs mount"
+py() { timeout 120 python3 - "$@"; }
+cd "$M" || exit 1
+
+check "regular file write and read back" bash -c 'echo hello > f && [ "$(cat f)" = hello ]'
+check "directories, nested, and their link counts" bash -c \
+	'mkdir -p d/e/f && [ "$(stat -c %h d)" = 3 ] && rmdir d/e/f && [ "$(stat -c %h d/e)" = 2 ]'
+check "symlink and readlink" bash -c 'ln -s f sl && [ "$(readlink sl)" = f ] && [ "$(cat sl)" = hello ]'
+check "long symlink target" bash -c 't=$(printf "x%.0s" $(seq 1 1000)); ln -s "$t" lsl && [ "$(readlink lsl)" = "$t" ]'
+check "hard link" bash -c 'ln f hl && [ "$(stat -c %h f)" = 2 ] && [ "$(stat -c %i f)" = "$(stat -c %i hl)" ]'
+check "rename over a file" bash -c 'echo a > r1 && echo b > r2 && mv r1 r2 && [ "$(cat r2)" = a ] && [ ! -e r1 ]'
+check "rename a directory across directories" bash -c \
+	'mkdir -p ra rb && mkdir ra/x && mv ra/x rb/x && [ "$(stat -c %h ra)" = 2 ] && [ "$(stat -c %h rb)" = 3 ] && [ -d rb/x ]'
+check "RENAME_NOREPLACE and RENAME_EXCHANGE" py <<'PY'
+import ctypes, os, errno
+libc = ctypes.CDLL(None, use_errno=True)
+def renameat2(a, b, flags):
+    if libc.renameat2(-100, a.encode(), -100, b.encode(), flags):
+        return ctypes.get_errno()
+    return 0
+open('x1', 'w').write('one'); open('x2', 'w').write('two')
+assert renameat2('x1', 'x2', 1) == errno.EEXIST
+assert renameat2('x1', 'x2', 2) == 0
+assert open('x1').read() == 'two' and open('x2').read() == 'one'
+assert renameat2('x1', 'x3', 1) == 0 and not os.path.exists('x1')
+PY
+check "unlink of an open file: still readable, space back at close" py "$M" <<'PY'
+import os, sys
+fd = os.open('open-unlinked', os.O_CREAT | os.O_RDWR, 0o644)
+os.write(fd, b'z' * (8 << 20))
+os.fsync(fd)
+before = os.statvfs('.').f_bfree
+os.unlink('open-unlinked')
+assert not os.path.exists('open-unlinked')
+os.lseek(fd, 0, 0)
+assert os.read(fd, 4) == b'zzzz'
+os.close(fd)
+import time
+for _ in range(50):
+    if os.statvfs('.').f_bfree >= before + 2000: break
+    time.sleep(0.1)
+assert os.statvfs('.').f_bfree >= before + 2000, (before, os.statvfs('.').f_bfree)
+PY
+check "permissions: others cannot read a 0600 file" bash -c \
+	'echo s > secret && chmod 600 secret && ! setpriv --reuid=65534 --regid=65534 --clear-groups cat secret 2>/dev/null'
+check "chown and chmod" bash -c 'touch o && chown 65534:65534 o && chmod 4751 o && [ "$(stat -c %u:%g:%a o)" = 65534:65534:4751 ]'
+check "utimens" bash -c 'touch -d "2001-02-03 04:05:06.789" t && [ "$(stat -c %y t)" = "2001-02-03 04:05:06.789000000 +0000" ]'
+check "xattrs: user, trusted, security" bash -c \
+	'touch xa && setfattr -n user.a -v 1 xa && setfattr -n trusted.b -v 2 xa && setfattr -n security.c -v 3 xa &&
+	 [ "$(getfattr --only-values -n user.a xa)" = 1 ] && [ "$(getfattr --only-values -n trusted.b xa)" = 2 ] &&
+	 [ "$(getfattr --only-values -n security.c xa)" = 3 ] && setfattr -x user.a xa && ! getfattr -n user.a xa 2>/dev/null'
+check "a 3000-byte xattr (in the xattr block)" py <<'PY'
+import os
+open('xb', 'w').close()
+os.setxattr('xb', 'user.big', b'q' * 3000)
+os.setxattr('xb', 'user.small', b's')
+assert os.getxattr('xb', 'user.big') == b'q' * 3000
+assert sorted(os.listxattr('xb')) == ['user.big', 'user.small']
+PY
+check "POSIX ACLs are kept and enforced" bash -c \
+	'echo acl > acl && chmod 600 acl && setfacl -m u:65534:r acl && getfacl acl | grep -q "user:nobody:r--" &&
+	 setpriv --reuid=65534 --regid=65534 --clear-groups cat acl >/dev/null'
+check "default ACLs are inherited" bash -c \
+	'mkdir dacl && setfacl -d -m u:65534:rwx dacl && touch dacl/child && getfacl dacl/child | grep -q "user:nobody:rwx"'
+check "fallocate, KEEP_SIZE and PUNCH_HOLE" bash -c \
+	'fallocate -l 8M fa && [ "$(stat -c %s fa)" = 8388608 ] && [ "$(stat -c %b fa)" -ge 16384 ] &&
+	 fallocate -n -o 8M -l 4M fa && [ "$(stat -c %s fa)" = 8388608 ] &&
+	 yes | head -c 8M > fb && fallocate -p -o 4096 -l 1M fb && [ "$(stat -c %s fb)" = 8388608 ] &&
+	 [ "$(head -c 8192 fb | tail -c 4096 | tr -d "\0" | wc -c)" = 0 ] && [ "$(head -c 1 fb)" = y ]'
+check "truncate down and up reads zeros past the old end" bash -c \
+	'yes | head -c 10000 > tr && truncate -s 5000 tr && truncate -s 10000 tr && [ "$(tail -c 5000 tr | tr -d "\0" | wc -c)" = 0 ]'
+check "sparse files of 1 TiB" bash -c \
+	'truncate -s 1T sp && echo end >> sp && [ "$(stat -c %s sp)" = 1099511627780 ] && [ "$(tail -c 4 sp)" = end ] && [ "$(stat -c %b sp)" -lt 100 ]'
+check "mmap on a normal mount" py <<'PY'
+import mmap, os
+fd = os.open('mm', os.O_CREAT | os.O_RDWR, 0o644)
+os.ftruncate(fd, 8192)
+m = mmap.mmap(fd, 8192)
+m[100:105] = b'mmapd'
+m.flush(); m.close(); os.close(fd)
+assert open('mm', 'rb').read()[100:105] == b'mmapd'
+PY
+check "statfs" bash -c '[ "$(stat -f -c %S .)" = 4096 ] && [ "$(stat -f -c %a .)" -gt 0 ] && df . | grep -q cfs:v'
+check "fsync and fdatasync" py <<'PY'
+import os
+fd = os.open('fs', os.O_CREAT | os.O_RDWR, 0o644)
+os.write(fd, b'durable'); os.fsync(fd); os.fdatasync(fd); os.close(fd)
+PY
+check "O_DIRECT read and write" bash -c \
+	'dd if=/dev/urandom of=dsrc bs=1M count=4 status=none && dd if=dsrc of=dio bs=1M oflag=direct status=none &&
+	 dd if=dio of=dback bs=1M iflag=direct status=none && cmp dsrc dback'
+check "flock and fcntl locks exclude each other" bash -c \
+	'touch lk && flock lk sleep 2 & sleep 0.5; ! flock -n lk true; r=$?; wait; [ $r = 0 ] &&
+	 python3 -c "
+import fcntl, os, subprocess
+fd = os.open(\"lk\", os.O_RDWR); fcntl.lockf(fd, fcntl.LOCK_EX)
+r = subprocess.run([\"python3\", \"-c\", \"import fcntl,os; fd=os.open(\\\"lk\\\",os.O_RDWR); fcntl.lockf(fd, fcntl.LOCK_EX|fcntl.LOCK_NB)\"])
+assert r.returncode != 0"'
+check "running an executable from the mount" bash -c 'cp /bin/echo ./echo-here && [ "$(./echo-here ran)" = ran ]'
+check "a directory of 20000 entries" bash -c \
+	'mkdir big && (cd big && seq 1 20000 | xargs touch) && [ "$(ls big | wc -l)" = 20000 ] && (cd big && seq 1 2 20000 | xargs rm) && [ "$(ls big | wc -l)" = 10000 ]'
+
+# Workloads.
+check "fio random writes with verify (direct)" timeout 300 fio --name=verify --directory="$M" --rw=randwrite \
+	--bs=4k --size=32M --ioengine=libaio --iodepth=16 --direct=1 --verify=crc32c --do_verify=1 --output="$T/fio.out"
+check "fio 4 jobs on one file with verify" timeout 300 fio --name=par --filename="$M/par" --rw=write --bs=64k \
+	--size=64M --numjobs=1 --verify=md5 --output="$T/fio2.out"
+check "tar round trip keeps every byte" bash -c \
+	'tar -C /usr/include -cf - . | tar -C "'"$M"'" -xf - --one-top-level=inc && (cd /usr/include && find . -type f -print0 | sort -z | xargs -0 sha256sum) > "'"$T"'/a" &&
+	 (cd "'"$M"'/inc" && find . -type f -print0 | sort -z | xargs -0 sha256sum) > "'"$T"'/b" && cmp "'"$T"'/a" "'"$T"'/b"'
+if command -v dbench >/dev/null; then
+	check "dbench, 4 clients, 10 s" timeout 120 dbench -D "$M" -t 10 4
+fi
+mkdir -p "$T/twin" && mount -t tmpfs cfs-twin "$T/twin"
+check "random operations agree with a tmpfs twin" timeout 300 python3 "$HERE/exerciser.py" "$M/ex" "$T/twin/ex" 3000
+
+cd / || exit 1
+umount_cfs "$M" && ok "cfs umount" || not_ok "cfs umount"
+expect 0 "clean" "fsck.cfs finds the filesystem clean" -- "$BIN/fsck.cfs" -n v
+finish
