@@ -8,7 +8,7 @@ cfs_cleanup() {
 	for m in $(awk -v t="$T" 'index($2, t) == 1 { print $2 }' /proc/self/mounts | sort -r); do
 		umount -l "$m" 2>/dev/null
 	done
-	pkill -9 -f "^$BIN/cfsd .*$T" 2>/dev/null
+	pkill -9 -f "^cfsd .*$T" 2>/dev/null
 	[ -n "${MOUNT_HELPER:-}" ] && rm -f "$MOUNT_HELPER"
 	rm -rf "$T"
 }
@@ -31,6 +31,11 @@ mount_cfs() {
 }
 
 umount_cfs() { timeout 60 "$BIN/cfs" umount "$1"; }
+
+# daemon_pid DIR: the pid of the cfsd serving DIR.
+daemon_pid() {
+	"$BIN/cfs" status --json "$1" | python3 -c 'import json, sys; print(json.load(sys.stdin)["pid"])'
+}
 
 # check DESCRIPTION CMD...: ok if CMD succeeds.
 check() {

@@ -1,0 +1,167 @@
+#!/usr/bin/env python3
+"""Metadata-heavy workload for the crash test, and its checker.
+
+  crash_workload.py run DIR LOG SEED    creates, renames, unlinks and writes in DIR until it is
+                                        killed; what it made durable (fsync) goes to LOG, which
+                                        lives on another filesystem and is fsync'd after each line
+  crash_workload.py check DIR LOG       every durable file must be there with its content
+
+Durable files are never changed in place: they are made, fsync'd, logged ("F name sha"), and
+later renamed or unlinked with an intent line before ("r"/"u") and a done line after ("R"/"U")
+the directory fsync, so a crash in between allows either outcome."""
+import hashlib, os, random, sys
+
+
+def log_line(log_fd, line):
+    os.write(log_fd, (line + '\n').encode())
+    os.fsync(log_fd)
+
+
+def fsync_dir(path):
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def settle(d, log, log_fd):
+    """A rename or unlink the last crash interrupted: say how it came out ("C": it did not)."""
+    pending = {}
+    for line in open(log):
+        w = line.split()
+        if not line.endswith('\n'):
+            break
+        if w[0] in ('r', 'u'):
+            pending[w[1]] = w
+        elif w[0] in ('R', 'U', 'C'):
+            pending.pop(w[1], None)
+    for old, w in pending.items():
+        if w[0] == 'r':
+            done = os.path.exists(os.path.join(d, w[2]))
+            log_line(log_fd, f'R {old} {w[2]}' if done else f'C {old}')
+        else:
+            done = not os.path.exists(os.path.join(d, old))
+            log_line(log_fd, f'U {old}' if done else f'C {old}')
+
+
+def run(d, log, seed):
+    rnd = random.Random(seed)
+    log_fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    settle(d, log, log_fd)
+    for sub in ('d0', 'd1', 'd2', 'scratch'):
+        os.makedirs(os.path.join(d, sub), exist_ok=True)
+    durable = [l.split()[1] for l in open(log) if l.startswith('F ')]
+    gone = set()
+    for l in open(log):
+        w = l.split()
+        if w[0] in ('R', 'U'):
+            gone.add(w[1])
+        if w[0] == 'R':
+            durable.append(w[2])
+    live = [n for n in durable if n not in gone]
+    n = 0
+    while True:
+        n += 1
+        op = rnd.random()
+        crowded = len(live) > 150  # keeps the check after each crash short
+        if op < 0.35 and not crowded or len(live) < 5:
+            name = f'd{rnd.randrange(3)}/f{seed}-{n}'
+            data = os.urandom(rnd.choice([0, 100, 4096, 10000, 70000]))
+            fd = os.open(os.path.join(d, name), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            os.write(fd, data)
+            os.fsync(fd)
+            os.close(fd)
+            log_line(log_fd, f'F {name} {hashlib.sha256(data).hexdigest()}')
+            live.append(name)
+        elif op < 0.5 and not crowded:
+            old = live.pop(rnd.randrange(len(live)))
+            new = f'd{rnd.randrange(3)}/r{seed}-{n}'
+            log_line(log_fd, f'r {old} {new}')
+            os.rename(os.path.join(d, old), os.path.join(d, new))
+            fsync_dir(os.path.join(d, os.path.dirname(new)))
+            log_line(log_fd, f'R {old} {new}')
+            live.append(new)
+        elif op < 0.6 or crowded and op < 0.5:
+            old = live.pop(rnd.randrange(len(live)))
+            log_line(log_fd, f'u {old}')
+            os.unlink(os.path.join(d, old))
+            fsync_dir(os.path.join(d, os.path.dirname(old)))
+            log_line(log_fd, f'U {old}')
+        else:  # churn nobody made durable: scratch files, directories, hard links
+            s = os.path.join(d, 'scratch', f's{n % 50}')
+            try:
+                if op < 0.75:
+                    with open(s, 'ab') as f:
+                        f.write(os.urandom(rnd.choice([1, 5000, 40000])))
+                elif op < 0.85:
+                    os.mkdir(s + 'd')
+                    open(os.path.join(s + 'd', 'x'), 'w').close()
+                elif op < 0.9:
+                    os.link(s, s + 'l')
+                else:
+                    for p in (s, s + 'l', os.path.join(s + 'd', 'x'), s + 'd'):
+                        (os.rmdir if p.endswith('d') else os.unlink)(p)
+            except FileNotFoundError:
+                pass
+            except FileExistsError:
+                pass
+
+
+def sha(path):
+    return hashlib.sha256(open(path, 'rb').read()).hexdigest()
+
+
+def check(d, log):
+    content, maybe = {}, {}
+    bad = 0
+    for line in open(log):
+        w = line.split()
+        if not line.endswith('\n'):
+            break  # the log's last line was cut by the kill
+        if w[0] == 'F':
+            content[w[1]] = w[2]
+        elif w[0] == 'r':
+            maybe[w[1]] = ('rename', w[2])
+        elif w[0] == 'R':
+            content[w[2]] = content.pop(w[1])
+            maybe.pop(w[1], None)
+        elif w[0] == 'u':
+            maybe[w[1]] = ('unlink', None)
+        elif w[0] == 'U':
+            content.pop(w[1])
+            maybe.pop(w[1], None)
+        elif w[0] == 'C':
+            maybe.pop(w[1], None)
+    for name, digest in content.items():
+        p = os.path.join(d, name)
+        m = maybe.get(name)
+        if m and m[0] == 'rename':
+            q = os.path.join(d, m[1])
+            there = [x for x in (p, q) if os.path.exists(x)]
+            if len(there) != 1 or sha(there[0]) != digest:
+                print(f'{name}: renamed to {m[1]} when the crash came; found {there}')
+                bad += 1
+            continue
+        if m and m[0] == 'unlink' and not os.path.exists(p):
+            continue
+        if not os.path.exists(p):
+            print(f'{name}: fsync\'d, but missing after the crash')
+            bad += 1
+        elif sha(p) != digest:
+            print(f'{name}: fsync\'d, but its content changed')
+            bad += 1
+    print(f'{len(content)} durable files checked, {bad} bad')
+    return 1 if bad else 0
+
+
+if __name__ == '__main__':
+    if sys.argv[1] == 'run':
+        try:
+            run(sys.argv[2], sys.argv[3], int(sys.argv[4]))
+        except OSError as e:
+            if e.errno not in (107, 103, 5):  # ENOTCONN, ECONNABORTED, EIO: the kill
+                print(f'workload: unexpected {e!r}', file=sys.stderr)
+                sys.exit(2)
+    else:
+        sys.exit(check(sys.argv[2], sys.argv[3]))
