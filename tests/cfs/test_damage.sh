@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Damaged metadata: chosen blocks of a one-LUN volume are overwritten; fsck.cfs -n finds them
+# (exit 4), a mount returns EIO for the damaged object only and logs its block, cfsd does not
+# crash, fsck.cfs -y repairs (exit 1) and then finds the filesystem clean (exit 0).
+. "$(dirname "$0")/lib.sh"
+M=$T/mnt
+BS=4096
+make_volume v 1 64
+"$BIN/mkfs.cfs" -J 2 v >/dev/null 2>&1 || { not_ok "mkfs.cfs"; finish; }
+# Block b of the filesystem is at 1 MiB (the LUN's metadata area) + b * 4096 in the LUN file.
+smash() { head -c 64 /dev/urandom | dd of="$T/v.lun0" bs=1 seek=$((1048576 + $1 * BS + 200)) conv=notrunc status=none; }
+
+mount_cfs v "$M" || { not_ok "mount"; finish; }
+mkdir "$M/dir" && echo keep >"$M/keep" && echo lose >"$M/lose" && echo inner >"$M/dir/inner"
+lose=$(stat -c %i "$M/lose")
+dir=$(stat -c %i "$M/dir")
+umount_cfs "$M"
+expect 0 "clean" "fsck.cfs: clean before the damage" -- "$BIN/fsck.cfs" v
+
+# 1. A file's inode block.
+smash "$lose"
+expect 4 "inode $lose which is damaged" "fsck.cfs -n finds the damaged inode" -- "$BIN/fsck.cfs" -n v
+mount_cfs v "$M"
+expect 1 "Input/output error" "stat of the damaged file gives EIO" -- stat "$M/lose"
+grep -q "block $lose .*checksum" "$T/v.log" && ok "the daemon logged the damaged block" ||
+	not_ok "no log line names block $lose: $(cat "$T/v.log")"
+expect 0 "keep" "the other files are fine" -- cat "$M/keep"
+expect 0 "" "the daemon is still serving" -- "$BIN/cfs" status "$M"
+umount_cfs "$M"
+expect 1 "fixed" "fsck.cfs -y repairs" -- "$BIN/fsck.cfs" -y v
+expect 0 "clean" "fsck.cfs -n: clean after the repair" -- "$BIN/fsck.cfs" -n v
+
+# 2. A directory's inode: its entry goes, what it held is freed.
+smash "$dir"
+expect 4 "inode $dir which is damaged" "fsck.cfs -n finds the damaged directory" -- "$BIN/fsck.cfs" -n v
+mount_cfs v "$M"
+expect 2 "Input/output error" "ls of the damaged directory gives EIO" -- ls "$M/dir"
+umount_cfs "$M"
+expect 1 "fixed" "fsck.cfs -y repairs the directory's parent" -- "$BIN/fsck.cfs" -y v
+expect 0 "clean" "fsck.cfs -n: clean" -- "$BIN/fsck.cfs" -n v
+
+# 3. An allocation group header (group 0: right after the two slots' journals).
+ag0=$((2 + 2 * 1024))
+smash "$ag0"
+expect 4 "group 0: header block $ag0 is damaged" "fsck.cfs -n finds the damaged group header" -- "$BIN/fsck.cfs" -n v
+expect 1 "fixed" "fsck.cfs -y rebuilds it" -- "$BIN/fsck.cfs" -y v
+expect 0 "clean" "fsck.cfs -n: clean" -- "$BIN/fsck.cfs" -n v
+
+# 4. The superblock: the backup takes over, fsck puts it back.
+smash 0
+mount_cfs v "$M" && ok "mounts on the backup superblock" || not_ok "mount with a damaged superblock"
+expect 0 "keep" "files are there" -- cat "$M/keep"
+umount_cfs "$M"
+expect 4 "primary superblock" "fsck.cfs -n finds the damaged superblock" -- "$BIN/fsck.cfs" -n v
+expect 1 "fixed" "fsck.cfs -y rewrites it" -- "$BIN/fsck.cfs" -y v
+expect 0 "clean" "fsck.cfs -n: clean" -- "$BIN/fsck.cfs" -n v
+# Both copies gone: refused with a message, not a crash.
+smash 0
+smash 1
+expect 1 "damaged" "mount with both superblocks damaged" -- "$BIN/cfs" mount v "$M"
+expect 8 "damaged" "fsck.cfs with both superblocks damaged" -- "$BIN/fsck.cfs" -n v
+finish

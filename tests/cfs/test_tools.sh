@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# mkfs.cfs, fsck.cfs, cfs and cfsd as people use them: help, mount -t cfs, online grow, and every
+# bad input refused with a message naming the thing, with nothing on the LUNs changed.
+. "$(dirname "$0")/lib.sh"
+M=$T/mnt
+mkdir -p "$M"
+make_volume v 2 64
+make_volume other 1 64
+
+for tool in mkfs.cfs fsck.cfs cfs cfsd; do
+	expect 0 "usage:" "$tool --help" -- "$BIN/$tool" --help
+done
+expect 2 "not a command I know" "cfs: unknown command" -- "$BIN/cfs" frob x
+
+# Bad inputs, before there is a filesystem: nothing may change.
+before=$(fingerprint)
+expect 1 "volume nope" "mkfs.cfs: unknown volume" -- "$BIN/mkfs.cfs" nope
+expect 1 "power of two" "mkfs.cfs: block size 3000" -- "$BIN/mkfs.cfs" -b 3000 v
+expect 2 "out of range" "mkfs.cfs: 65 slots" -- "$BIN/mkfs.cfs" -J 65 v
+expect 2 "give one volume" "mkfs.cfs: no volume" -- "$BIN/mkfs.cfs"
+expect 1 "longer than 63" "mkfs.cfs: label too long" -- "$BIN/mkfs.cfs" -L "$(printf 'x%.0s' $(seq 1 70))" v
+expect 1 "too small" "mkfs.cfs: 64 slots do not fit a small volume" -- "$BIN/mkfs.cfs" -J 64 --journal-size 64M other
+expect 1 "no CFS filesystem on volume v: run mkfs.cfs" "mount of an unformatted volume" -- "$BIN/cfs" mount v "$M"
+expect 8 "no CFS filesystem" "fsck.cfs of an unformatted volume" -- "$BIN/fsck.cfs" v
+[ "$(fingerprint)" = "$before" ] && ok "refused commands changed no LUN" || not_ok "a refused command changed a LUN"
+
+expect 0 "made a CFS filesystem" "mkfs.cfs" -- "$BIN/mkfs.cfs" -L tools -J 2 v
+expect 0 "made a CFS filesystem" "mkfs.cfs of a second volume" -- "$BIN/mkfs.cfs" other
+before=$(fingerprint)
+expect 1 "already holds a CFS filesystem (label 'tools'" "mkfs.cfs refuses a formatted volume" -- "$BIN/mkfs.cfs" v
+expect 2 "unknown mount option 'bogus'" "mount: bad option" -- "$BIN/cfs" mount v "$M" -o bogus
+expect 2 "node=x" "mount: bad slot number" -- "$BIN/cfs" mount v "$M" -o node=x
+expect 1 "slot 5 does not exist" "mount: a slot beyond the filesystem's" -- "$BIN/cfs" mount v "$M" -o node=5
+expect 2 "only cluster=local" "mount: a cluster backend not in this version" -- "$BIN/cfs" mount v "$M" -o cluster=corosync
+expect 1 "not a directory" "mount: mount point is a file" -- "$BIN/cfs" mount v "$T/v.lun0"
+expect 1 "volume nope" "mount: unknown volume" -- "$BIN/cfs" mount nope "$M"
+expect 16 "contradict" "fsck.cfs -n -y" -- "$BIN/fsck.cfs" -n -y v
+[ "$(fingerprint)" = "$before" ] && ok "refused mounts changed no LUN" || not_ok "a refused mount changed a LUN"
+
+# A missing LUN: named, and nothing changes on the others.
+mkdir -p "$T/hide" && mv "$T/v.lun1" "$T/hide/"  # scans do not look into subdirectories
+before=$(fingerprint)
+expect 1 "missing" "mount: a LUN of the volume is missing" -- "$BIN/cfs" mount v "$M"
+expect 8 "missing" "fsck.cfs: a LUN of the volume is missing" -- "$BIN/fsck.cfs" v
+[ "$(fingerprint)" = "$before" ] && ok "a volume missing a LUN was not touched" || not_ok "changed with a LUN missing"
+mv "$T/hide/v.lun1" "$T/v.lun1"
+
+# Mounted: a second mount of it on this node, mkfs and fsck are refused.
+expect 0 "" "cfs mount" -- "$BIN/cfs" mount v "$M" -o "log=$T/v.log"
+mkdir -p "$T/m2"
+expect 1 "in use on this node" "a second mount on this node" -- "$BIN/cfs" mount v "$T/m2" -o node=1
+expect 1 "mount point already" "a mount on the same directory" -- "$BIN/cfs" mount other "$M"
+expect 8 "in use on this node" "fsck.cfs of a mounted volume" -- "$BIN/fsck.cfs" v
+expect 1 "in use on this node" "mkfs.cfs --force of a mounted volume" -- "$BIN/mkfs.cfs" --force v
+expect 0 "label 'tools'" "cfs status" -- "$BIN/cfs" status "$M"
+check "cfs status --json" bash -c '"$0" status --json "$1" | python3 -c "import json,sys; d=json.load(sys.stdin); assert d[\"label\"]==\"tools\" and d[\"slots\"]==2"' "$BIN/cfs" "$M"
+expect 1 "run cvm grow first" "cfs grow with nothing to grow" -- "$BIN/cfs" grow "$M"
+expect 1 "not a mounted CFS filesystem" "cfs grow of a directory that is not CFS" -- "$BIN/cfs" grow "$T"
+
+# Online growth: fill, grow the volume, grow the filesystem, fill on.
+check "fill the filesystem" bash -c 'dd if=/dev/zero of="$0/fill" bs=1M count=100 status=none; [ -s "$0/fill" ]' "$M"
+size_before=$(stat -f -c %b "$M")
+truncate -s 64M "$T/v.lun2" "$T/v.lun3"
+"$BIN/cvm" grow v "$T/v.lun2" "$T/v.lun3" >/dev/null
+expect 0 "grown by" "cfs grow after cvm grow" -- "$BIN/cfs" grow "$M"
+size_after=$(stat -f -c %b "$M")
+[ "$size_after" -gt "$size_before" ] && ok "statfs shows the new size ($size_before -> $size_after blocks)" ||
+	not_ok "statfs after grow: $size_before -> $size_after"
+check "the new space can be written" dd if=/dev/zero of="$M/more" bs=1M count=80 status=none
+expect 0 "" "cfs umount" -- "$BIN/cfs" umount "$M"
+expect 0 "clean" "fsck.cfs after grow" -- "$BIN/fsck.cfs" v
+
+# mount -t cfs through the mount helper, and plain umount.
+if [ ! -e /sbin/mount.cfs ] && [ -w /sbin ]; then
+	MOUNT_HELPER=/sbin/mount.cfs
+	ln -s "$BIN/cfs" "$MOUNT_HELPER"
+fi
+if [ -n "${MOUNT_HELPER:-}" ]; then
+	expect 0 "" "mount -t cfs" -- mount -t cfs v "$M" -o "dboptimized,log=$T/v.log"
+	grep -q " $M fuse.cfs " /proc/self/mounts && ok "mounted as fuse.cfs" || not_ok "mount -t cfs: not in /proc/self/mounts"
+	expect 0 "dboptimized" "the mount is dboptimized" -- "$BIN/cfs" status "$M"
+	expect 0 "" "umount" -- umount "$M"
+else
+	echo "skip - mount -t cfs: /sbin/mount.cfs exists already or /sbin is read-only"
+fi
+finish
