@@ -113,8 +113,10 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		case 'f': o->foreground = true; break;
 		case 'o': {
 			/* Kept for the life of the daemon: scan paths point into it. */
-			char *copy = strdup(optarg);
-			if (!copy || parse_opts(o, copy))
+			static char *copies[16];
+			static unsigned ncopies;
+			char *copy = ncopies < 16 ? strdup(optarg) : NULL;
+			if (!copy || parse_opts(o, (copies[ncopies++] = copy)))
 				return EXIT_USAGE;
 			break;
 		}

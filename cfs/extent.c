@@ -116,8 +116,10 @@ int cfs_ext_punch(struct cfs_fs *fs, struct cfs_inode *ip, uint64_t lblk, uint64
 		ip->d.nblocks -= ip->ext[last].len;
 		last++;
 	}
-	memmove(&ip->ext[first], &ip->ext[last], (ip->next - last) * sizeof *ip->ext);
-	ip->next -= last - first;
+	if (last > first) {
+		memmove(&ip->ext[first], &ip->ext[last], (ip->next - last) * sizeof *ip->ext);
+		ip->next -= last - first;
+	}
 	return 0;
 }
 

@@ -210,7 +210,8 @@ int cfs_iwrite(struct cfs_fs *fs, struct cfs_inode *ip)
 	memcpy(b->data + hdr, (const uint8_t *)&ip->d + hdr, sizeof ip->d - hdr);
 	memcpy(b->data + CFS_INODE_XATTR_OFF, ip->xattr, CFS_INODE_XATTR_LEN);
 	memset(b->data + CFS_INODE_EXT_OFF, 0, fs->bs - CFS_INODE_EXT_OFF);
-	memcpy(b->data + CFS_INODE_EXT_OFF, ip->ext, n * sizeof *ip->ext);
+	if (n)
+		memcpy(b->data + CFS_INODE_EXT_OFF, ip->ext, n * sizeof *ip->ext);
 	cfs_bdirty(fs, b);
 	return 0;
 }

@@ -66,8 +66,11 @@ int main(int argc, char **argv)
 	}
 	const char *name = argv[optind];
 	struct cvm_volume *vol;
-	if (open_volume("fsck.cfs", &scan, name, repair ? CVM_OPEN_RDWR : CVM_OPEN_RDONLY, &vol))
+	if (open_volume("fsck.cfs", &scan, name, repair ? CVM_OPEN_RDWR : CVM_OPEN_RDONLY, &vol)) {
+		scan_paths_free(&scan);
 		return FSCK_ERROR;
+	}
+
 	struct cfs_fsck_report r;
 	FILE *msgs = json ? stderr : stdout;
 	int rc = cfs_fsck(vol, repair, print_line, msgs, progress, &r);

@@ -77,8 +77,11 @@ int main(int argc, char **argv)
 	}
 	const char *name = argv[optind];
 	struct cvm_volume *vol;
-	if (open_volume("mkfs.cfs", &scan, name, CVM_OPEN_RDWR, &vol))
+	if (open_volume("mkfs.cfs", &scan, name, CVM_OPEN_RDWR, &vol)) {
+		scan_paths_free(&scan);
 		return EXIT_FAILED;
+	}
+
 	uint32_t bs = o.block_size ? o.block_size : 4096;
 	o.journal_blocks = journal_bytes ? (journal_bytes + bs - 1) / bs : 0;
 	int rc = cfs_mkfs(vol, &o, print_progress, "mkfs.cfs");
