@@ -1,0 +1,104 @@
+/* Extent maps against a reference model: a byte per file block saying hole, unwritten or
+ * written, through random fills, writes (unwritten -> written) and punches; the map must stay
+ * sorted, non-overlapping, merged where it can be, and say what the model says. */
+#include "cfs_test.h"
+
+#define NBLK 4000
+
+static char model[NBLK]; /* 0 hole, 'u' unwritten, 'w' written */
+
+static void compare(const struct cfs_inode *ip)
+{
+	for (uint32_t i = 0; i + 1 < ip->next; i++) {
+		const struct cfs_dextent *a = &ip->ext[i], *b = &ip->ext[i + 1];
+		cr_assert_leq(a->lblk + a->len, b->lblk, "extents %u and %u overlap or are unsorted", i, i + 1);
+		cr_assert(!(a->lblk + a->len == b->lblk && a->pblk + a->len == b->pblk && a->flags == b->flags),
+			  "extents %u and %u should have been merged", i, i + 1);
+	}
+	for (uint64_t b = 0; b < NBLK; b++) {
+		bool unwritten = false;
+		uint64_t p = cfs_ext_bmap(ip, b, &unwritten);
+		char got = !p ? 0 : unwritten ? 'u' : 'w';
+		cr_assert_eq(got, model[b], "block %llu: map says %c, model %c", (unsigned long long)b,
+			     got ? got : '-', model[b] ? model[b] : '-');
+	}
+}
+
+Test(extent, random_operations_match_the_model)
+{
+	struct cfs_fs *fs = fs_fresh(1, 64);
+	pthread_mutex_lock(&fs->lock);
+	struct cfs_inode *ip;
+	cr_assert_eq(cfs_ialloc(fs, 0, S_IFREG | 0644, 0, 0, &ip), 0);
+	ip->d.nlink = 1;
+	srand(7);
+	uint64_t free0 = cfs_free_blocks(fs);
+	for (int step = 0; step < 400; step++) {
+		uint64_t a = (uint64_t)rand() % NBLK, n = 1 + (uint64_t)rand() % 300;
+		if (a + n > NBLK)
+			n = NBLK - a;
+		switch (rand() % 3) {
+		case 0:
+			cr_assert_eq(cfs_ext_fill(fs, ip, a, n), 0);
+			for (uint64_t b = a; b < a + n; b++)
+				model[b] = model[b] ? model[b] : 'u';
+			break;
+		case 1: /* write: only where allocated */
+			cr_assert_eq(cfs_ext_fill(fs, ip, a, n), 0);
+			cr_assert_eq(cfs_ext_mark_written(ip, a, n), 0);
+			memset(model + a, 'w', n);
+			break;
+		default:
+			cr_assert_eq(cfs_ext_punch(fs, ip, a, n), 0);
+			memset(model + a, 0, n);
+		}
+		compare(ip);
+		if (step % 50 == 49) { /* the map survives a trip through its blocks */
+			cr_assert_eq(cfs_iwrite(fs, ip), 0);
+			cr_assert_eq(cfs_journal_commit(fs), 0);
+		}
+	}
+	uint64_t used = 0;
+	for (uint64_t b = 0; b < NBLK; b++)
+		used += model[b] != 0;
+	cr_assert_eq(ip->d.nblocks - (ip->d.ext_next ? 1 : 0) <= used + 8, true);
+	cr_assert_eq(cfs_ext_punch(fs, ip, 0, UINT64_MAX), 0);
+	cr_assert_eq(ip->next, 0);
+	cr_assert_eq(cfs_iwrite(fs, ip), 0);
+	cr_assert_eq(cfs_journal_commit(fs), 0);
+	cr_assert_eq(cfs_free_blocks(fs), free0, "every block came back");
+	ip->nlookup = 1; /* kept for unmount to free */
+	pthread_mutex_unlock(&fs->lock);
+	fs_done(fs);
+}
+
+Test(extent, a_long_map_goes_to_overflow_blocks_and_back)
+{
+	struct cfs_fs *fs = fs_fresh(1, 64);
+	pthread_mutex_lock(&fs->lock);
+	struct cfs_inode *ip;
+	cr_assert_eq(cfs_ialloc(fs, 0, S_IFREG | 0644, 0, 0, &ip), 0);
+	ip->d.nlink = 1;
+	/* Every other block: no two extents can merge. */
+	for (uint64_t b = 0; b < 1000; b += 2) {
+		cr_assert_eq(cfs_ext_fill(fs, ip, b, 1), 0);
+		cfs_ext_mark_written(ip, b, 1);
+		uint64_t hole;
+		uint32_t got;
+		cr_assert_eq(cfs_alloc(fs, 0, 1, &hole, &got), 0); /* keep the next block busy */
+	}
+	cr_assert_eq(ip->next, 500);
+	cr_assert_eq(cfs_iwrite(fs, ip), 0);
+	cr_assert_neq(ip->d.ext_next, 0, "500 extents need overflow blocks");
+	uint64_t ino = ip->ino;
+	struct cfs_dextent copy[500];
+	memcpy(copy, ip->ext, sizeof copy);
+	cr_assert_eq(cfs_journal_commit(fs), 0);
+	cfs_iforget(fs, ip);
+	cr_assert_eq(cfs_iget(fs, ino, &ip), 0);
+	cr_assert_eq(ip->next, 500);
+	cr_assert_arr_eq(ip->ext, copy, sizeof copy);
+	ip->nlookup = 1;
+	pthread_mutex_unlock(&fs->lock);
+	fs_done(fs);
+}
