@@ -38,7 +38,7 @@ UNIT_TESTS := $(patsubst tests/%.c,$(BUILD)/tests/%,$(wildcard tests/*/test_*.c)
 LIBS := $(BUILD)/lib/libcfs.a $(BUILD)/lib/libcvm.a $(BUILD)/lib/libcfslock.a
 
 .SECONDARY:
-.PHONY: all deps check demo bench bench-cvm bench-locks install clean lint
+.PHONY: all deps check demo bench bench-cvm bench-locks bench-cfs install clean lint
 all: deps $(LIBS) $(BUILD)/lib/libcvm.so $(TOOLS)
 
 # Installs what is missing (apt-get, as root); a no-op once everything is there.
@@ -114,6 +114,10 @@ $(BUILD)/bench/lockbench: bench/locks/lockbench.c $(LIBS)
 bench: all $(BUILD)/bench/lockbench
 	bench/cvm/run.sh $(BUILD)
 	bench/locks/run.sh $(BUILD)
+	bench/cfs/run.sh $(BUILD)
+
+bench-cfs: all
+	bench/cfs/run.sh $(BUILD)
 
 bench-locks: all $(BUILD)/bench/lockbench
 	bench/locks/run.sh $(BUILD)

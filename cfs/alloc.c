@@ -81,7 +81,7 @@ uint64_t cfs_free_blocks(struct cfs_fs *fs)
 
 static bool pending(const struct cfs_fs *fs, uint64_t blk)
 {
-	for (uint32_t i = 0; i < fs->npending; i += 2)
+	for (size_t i = 0; i < fs->npending; i += 2)
 		if (blk >= fs->pending_free[i] && blk < fs->pending_free[i] + fs->pending_free[i + 1])
 			return true;
 	return false;
@@ -178,14 +178,9 @@ int cfs_alloc(struct cfs_fs *fs, uint64_t goal, uint32_t want, uint64_t *pblk, u
 
 static int add_pending(struct cfs_fs *fs, uint64_t pblk, uint32_t len)
 {
-	if (fs->npending + 2 > fs->pending_cap) {
-		uint32_t cap = fs->pending_cap ? fs->pending_cap * 2 : 64;
-		uint64_t *v = realloc(fs->pending_free, cap * sizeof *v);
-		if (!v)
-			return -ENOMEM;
-		fs->pending_free = v;
-		fs->pending_cap = cap;
-	}
+	if (cfs_reserve((void **)&fs->pending_free, &fs->pending_cap, fs->npending + 2,
+			sizeof *fs->pending_free))
+		return -ENOMEM;
 	fs->pending_free[fs->npending++] = pblk;
 	fs->pending_free[fs->npending++] = len;
 	return 0;

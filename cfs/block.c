@@ -37,6 +37,21 @@ void cfs_log(const struct cfs_fs *fs, const char *fmt, ...)
 		fprintf(stderr, "cfs: %s\n", line);
 }
 
+int cfs_reserve(void **v, size_t *cap, size_t n, size_t size)
+{
+	if (n <= *cap)
+		return 0;
+	size_t c = *cap ? *cap : 16;
+	while (c < n)
+		c *= 2;
+	void *nv = realloc(*v, c * size);
+	if (!nv)
+		return -ENOMEM;
+	*v = nv;
+	*cap = c;
+	return 0;
+}
+
 void cfs_block_init(void *block, uint32_t bs, uint64_t blkno, uint16_t type, uint64_t owner)
 {
 	memset(block, 0, bs);

@@ -83,10 +83,21 @@ static int read_next(struct cfs_fs *fs, struct cfs_inode *dir, struct cfs_buf *b
 	return cfs_bread(fs, next, CFS_B_DIROVF, dir->ino, out);
 }
 
+/* The header's byte count fits the block and the entries fill exactly that many bytes, so
+ * the loops below may step from entry to entry without checking. */
 static bool block_sane(const struct cfs_fs *fs, const struct cfs_buf *b)
 {
 	const struct cfs_ddirb *h = (const void *)b->data;
-	return h->used <= fs->bs - CFS_DIRB_OFF;
+	if (h->used > fs->bs - CFS_DIRB_OFF)
+		return false;
+	uint32_t o = 0;
+	while (o < h->used) {
+		uint8_t len = b->data[CFS_DIRB_OFF + o + 13];
+		if (len == 0 || o + dent_size(len) > h->used)
+			return false;
+		o += (uint32_t)dent_size(len);
+	}
+	return true;
 }
 
 /* Find name in the bucket chain: the block and the entry's offset in it. */
@@ -102,8 +113,6 @@ static int find(struct cfs_fs *fs, struct cfs_inode *dir, const char *name, size
 		for (uint32_t o = 0; o < h->used;) {
 			struct dent d;
 			dent_get(b->data + CFS_DIRB_OFF + o, &d);
-			if (d.len == 0 || o + dent_size(d.len) > h->used)
-				return -EIO;
 			if (d.hash == hash && d.len == len && !memcmp(d.name, name, len)) {
 				*blk = b;
 				*off = o;
@@ -379,8 +388,6 @@ int cfs_dir_walk(struct cfs_fs *fs, struct cfs_inode *dir, cfs_dir_visit_fn fn, 
 			for (uint32_t o = 0; o < h->used;) {
 				struct dent d;
 				dent_get(b->data + CFS_DIRB_OFF + o, &d);
-				if (d.len == 0 || o + dent_size(d.len) > h->used)
-					return -EIO;
 				if ((rc = fn(arg, d.name, d.len, d.ino, d.type)))
 					return rc;
 				o += (uint32_t)dent_size(d.len);
@@ -405,13 +412,6 @@ static int check_chain(struct cfs_fs *fs, struct cfs_inode *dir, uint64_t bucket
 		const struct cfs_ddirb *h = (const void *)b->data;
 		if (!block_sane(fs, b))
 			return -EIO;
-		for (uint32_t o = 0; o < h->used;) {
-			struct dent d;
-			dent_get(b->data + CFS_DIRB_OFF + o, &d);
-			if (d.len == 0 || o + dent_size(d.len) > h->used)
-				return -EIO;
-			o += (uint32_t)dent_size(d.len);
-		}
 		if (h->h.type == CFS_B_DIROVF) /* buckets are in the extent map already */
 			cb->block(cb->arg, b->blkno);
 		for (uint32_t o = 0; o < h->used;) {

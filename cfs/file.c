@@ -32,14 +32,8 @@ struct plan {
 
 static int plan_add(struct plan *p, struct piece pc)
 {
-	if (p->n == p->cap) {
-		size_t cap = p->cap ? p->cap * 2 : 8;
-		struct piece *v = realloc(p->v, cap * sizeof *v);
-		if (!v)
-			return -ENOMEM;
-		p->v = v;
-		p->cap = cap;
-	}
+	if (cfs_reserve((void **)&p->v, &p->cap, p->n + 1, sizeof *p->v))
+		return -ENOMEM;
 	p->v[p->n++] = pc;
 	return 0;
 }

@@ -110,14 +110,8 @@ static int collect(void *arg, const char *name, size_t len, uint64_t ino, uint8_
 {
 	(void)name, (void)len, (void)type;
 	struct orphan_list *l = arg;
-	if (l->n == l->cap) {
-		size_t cap = l->cap ? l->cap * 2 : 64;
-		uint64_t *v = realloc(l->ino, cap * sizeof *v);
-		if (!v)
-			return -ENOMEM;
-		l->ino = v;
-		l->cap = cap;
-	}
+	if (cfs_reserve((void **)&l->ino, &l->cap, l->n + 1, sizeof *l->ino))
+		return -ENOMEM;
 	l->ino[l->n++] = ino;
 	return 0;
 }

@@ -132,14 +132,8 @@ static struct node *node_find(struct fsck *k, uint64_t ino, bool add)
 
 static int queue_push(struct fsck *k, uint64_t ino)
 {
-	if (k->qlen == k->qcap) {
-		size_t cap = k->qcap ? k->qcap * 2 : 256;
-		uint64_t *v = realloc(k->queue, cap * sizeof *v);
-		if (!v)
-			return -ENOMEM;
-		k->queue = v;
-		k->qcap = cap;
-	}
+	if (cfs_reserve((void **)&k->queue, &k->qcap, k->qlen + 1, sizeof *k->queue))
+		return -ENOMEM;
 	k->queue[k->qlen++] = ino;
 	return 0;
 }
@@ -147,14 +141,8 @@ static int queue_push(struct fsck *k, uint64_t ino)
 static int fix_add(struct fsck *k, uint64_t dir, const char *name, size_t len, uint64_t ino,
 		   uint8_t type)
 {
-	if (k->nfixes == k->fixes_cap) {
-		size_t cap = k->fixes_cap ? k->fixes_cap * 2 : 32;
-		struct fix *v = realloc(k->fixes, cap * sizeof *v);
-		if (!v)
-			return -ENOMEM;
-		k->fixes = v;
-		k->fixes_cap = cap;
-	}
+	if (cfs_reserve((void **)&k->fixes, &k->fixes_cap, k->nfixes + 1, sizeof *k->fixes))
+		return -ENOMEM;
 	struct fix *f = &k->fixes[k->nfixes++];
 	f->dir = dir;
 	memcpy(f->name, name, len);
@@ -377,14 +365,8 @@ static int orphan_entry(void *arg, const char *name, size_t len, uint64_t ino, u
 {
 	(void)name, (void)len, (void)type, (void)misplaced;
 	struct orphans *o = arg;
-	if (o->n == o->cap) {
-		size_t cap = o->cap ? o->cap * 2 : 16;
-		uint64_t *v = realloc(o->ino, cap * sizeof *v);
-		if (!v)
-			return -ENOMEM;
-		o->ino = v;
-		o->cap = cap;
-	}
+	if (cfs_reserve((void **)&o->ino, &o->cap, o->n + 1, sizeof *o->ino))
+		return -ENOMEM;
 	o->ino[o->n++] = ino;
 	return 0;
 }

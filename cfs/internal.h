@@ -192,7 +192,7 @@ struct cfs_fs {
 	struct cfs_txn txn;
 	uint64_t jseq;
 	uint64_t *pending_free; /* freed in the running transaction: not reusable before commit */
-	uint32_t npending, pending_cap;
+	size_t npending, pending_cap;
 
 	struct cfs_ag *ags;
 	uint32_t ag_rotor;
@@ -227,6 +227,9 @@ void cfs_op_end(struct cfs_fs *fs);
 int cfs_truncate_locked(struct cfs_fs *fs, struct cfs_inode *ip, uint64_t size);
 uint64_t cfs_real_ino(const struct cfs_fs *fs, uint64_t ino);
 void cfs_fill_stat(const struct cfs_fs *fs, const struct cfs_inode *ip, struct stat *st);
+
+/* Make room for n elements of size bytes in *v (capacity *cap, grown by doubling). */
+int cfs_reserve(void **v, size_t *cap, size_t n, size_t size);
 
 void cfs_log(const struct cfs_fs *fs, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Take the node-local lock on the volume: exclusive (mkfs, fsck, local mounts) or shared. */

@@ -649,14 +649,8 @@ struct dir_list {
 static int list_add(void *arg, const char *name, size_t len, uint64_t ino, uint8_t type)
 {
 	struct dir_list *l = arg;
-	if (l->n == l->cap) {
-		size_t cap = l->cap ? l->cap * 2 : 32;
-		struct cfs_dirent *v = realloc(l->v, cap * sizeof *v);
-		if (!v)
-			return -ENOMEM;
-		l->v = v;
-		l->cap = cap;
-	}
+	if (cfs_reserve((void **)&l->v, &l->cap, l->n + 1, sizeof *l->v))
+		return -ENOMEM;
 	struct cfs_dirent *e = &l->v[l->n++];
 	e->ino = ino;
 	e->type = type;

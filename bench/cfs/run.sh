@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# bench/cfs: CFS against raw LUN files and libfuse's passthrough_ll, in one run, as ratios.
+#   raw    fio on 4 raw LUN files of the same total size            (the data baseline)
+#   pt     fio on libfuse's passthrough_ll example over a directory on the same disk
+#   cfs    fio on CFS mounted dboptimized on a CVM volume over 4 LUN files
+# Data (fio, libaio, O_DIRECT): 4 KiB random read and write at queue depth 32, 4 KiB O_SYNC
+# random writes at depth 1, 1 MiB sequential read and write at depth 4.
+# Metadata (a normal CFS mount, passthrough_ll, the backing ext4): create+stat+unlink of
+# BENCH_FILES files (default 100000), and untar of a generated tree of BENCH_TREE files (50000).
+# Targets: cfs/pt >= 1.0 for 4 KiB random I/O, cfs/raw >= 0.9 for 1 MiB sequential, metadata
+# within 2x of passthrough_ll (pt/cfs time <= 2).
+# Usage: run.sh [BUILD]; env BENCH_DIR (default /var/tmp), BENCH_TIME (s per fio run, default
+# 10), BENCH_GB (data size, default 2), BENCH_FILES, BENCH_TREE.
+set -euo pipefail
+build=${1:-build}
+bin=$(cd "$build/bin" && pwd)
+secs=${BENCH_TIME:-10}
+gb=${BENCH_GB:-2}
+nfiles=${BENCH_FILES:-100000}
+ntree=${BENCH_TREE:-50000}
+dir=$(mktemp -d "${BENCH_DIR:-/var/tmp}/cfs-bench.XXXXXX")
+export CVM_SCAN=$dir/luns
+cleanup() {
+	for m in "$dir/cfs" "$dir/pt"; do
+		mountpoint -q "$m" 2>/dev/null && { umount "$m" 2>/dev/null || umount -l "$m"; }
+	done
+	sleep 0.5
+	rm -rf "$dir"
+}
+trap cleanup EXIT
+mkdir -p "$dir/luns" "$dir/raw" "$dir/pt" "$dir/pt-src" "$dir/cfs"
+lun_mb=$((gb * 1024 / 4 + 64))
+
+# libfuse's passthrough_ll, built from the source Debian ships in libfuse3-dev.
+src=/usr/share/doc/libfuse3-dev/examples
+pt=$build/bench/passthrough_ll
+if [ ! -x "$pt" ]; then
+	mkdir -p "$build/bench"
+	cc -O2 -D_GNU_SOURCE -I/usr/include/fuse3 -I"$src" -o "$pt" "$src/passthrough_ll.c" -lfuse3 -lpthread
+fi
+
+echo "bench/cfs: $(nproc) cores; files in $dir on $(df --output=source "$dir" | tail -1); ${gb} GiB of data; $secs s per fio run"
+for i in 0 1 2 3; do truncate -s "${lun_mb}M" "$dir/luns/lun$i"; done
+"$bin/cvm" create bench "$dir"/luns/lun{0,1,2,3} >/dev/null
+"$bin/mkfs.cfs" -L bench bench >/dev/null 2>&1
+"$bin/cfs" mount bench "$dir/cfs" -o "dboptimized,log=$dir/cfsd.log"
+"$pt" -o "source=$dir/pt-src" "$dir/pt"
+
+size_each=$((gb * 1024 / 4))M
+fio_job() { # name target-kind rw bs depth extra... -> "iops MB/s"
+	local kind=$1 rw=$2 bs=$3 depth=$4
+	shift 4
+	local files
+	case $kind in
+	raw) files="$dir/raw/f0:$dir/raw/f1:$dir/raw/f2:$dir/raw/f3" ;;
+	pt) files="$dir/pt/f0:$dir/pt/f1:$dir/pt/f2:$dir/pt/f3" ;;
+	cfs) files="$dir/cfs/f0:$dir/cfs/f1:$dir/cfs/f2:$dir/cfs/f3" ;;
+	esac
+	fio --name=b --filename="$files" --size=$((gb * 1024))M --ioengine=libaio --direct=1 --rw="$rw" --bs="$bs" \
+		--iodepth="$depth" --time_based --runtime="$secs" --output-format=json "$@" |
+		python3 -c 'import json,sys; j=json.load(sys.stdin)["jobs"][0]; r,w=j["read"],j["write"]; print("%.0f %.1f" % (r["iops"]+w["iops"], (r["bw_bytes"]+w["bw_bytes"])/1e6))'
+}
+# Lay the files out first (written, not holes) on every side.
+for kind in raw pt cfs; do
+	for i in 0 1 2 3; do dd if=/dev/zero of="$dir/$kind/f$i" bs=1M count=$((gb * 1024 / 4)) oflag=direct status=none; done
+done
+
+printf '\n%-28s %12s %12s %12s %8s %8s\n' "workload" "raw" "pt" "cfs" "cfs/raw" "cfs/pt"
+row() { # label rw bs depth extra...
+	local label=$1
+	shift
+	local r p c
+	r=$(fio_job raw "$@")
+	p=$(fio_job pt "$@")
+	c=$(fio_job cfs "$@")
+	python3 - "$label" "$r" "$p" "$c" <<'PY'
+import sys
+label, r, p, c = sys.argv[1], *[tuple(map(float, x.split())) for x in sys.argv[2:]]
+unit = 1 if 'MB/s' in label else 0
+fmt = lambda v: f"{v[unit]:12.1f}" if unit else f"{v[0]:12.0f}"
+print(f"{label:<28} {fmt(r)} {fmt(p)} {fmt(c)} {c[unit]/r[unit]:8.2f} {c[unit]/p[unit]:8.2f}")
+PY
+}
+row "4k randread qd32 IOPS" randread 4k 32
+row "4k randwrite qd32 IOPS" randwrite 4k 32
+row "4k randwrite O_SYNC qd1 IOPS" randwrite 4k 1 --sync=1
+row "1M read qd4 MB/s" read 1M 4
+row "1M write qd4 MB/s" write 1M 4
+
+# Metadata on a normal (page cache) CFS mount.
+"$bin/cfs" umount "$dir/cfs"
+"$bin/cfs" mount bench "$dir/cfs" -o "log=$dir/cfsd.log"
+mkdir -p "$dir/ext4" "$dir/cfs/m" "$dir/pt/m" "$dir/tree"
+python3 - "$dir/tree" "$ntree" <<'PY'
+import os, sys
+root, n = sys.argv[1], int(sys.argv[2])
+for i in range(n):
+    d = os.path.join(root, f"d{i // 500:03d}", f"s{i // 50 % 10}")
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, f"file{i}"), "wb") as f:
+        f.write(os.urandom(i % 2048))
+PY
+tar -C "$dir/tree" -cf "$dir/tree.tar" .
+meta() { # dir -> seconds for create+stat+unlink of nfiles
+	python3 - "$1" "$nfiles" <<'PY'
+import os, sys, time
+d, n = sys.argv[1], int(sys.argv[2])
+t = time.monotonic()
+for i in range(n):
+    os.close(os.open(f"{d}/f{i}", os.O_CREAT | os.O_WRONLY, 0o644))
+for i in range(n):
+    os.stat(f"{d}/f{i}")
+for i in range(n):
+    os.unlink(f"{d}/f{i}")
+print(f"{time.monotonic() - t:.2f}")
+PY
+}
+untar() { local t0; t0=$(date +%s.%N); tar -C "$1" -xf "$dir/tree.tar"; python3 -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.2f}')" "$t0" "$(date +%s.%N)"; }
+printf '\n%-36s %10s %10s %10s %8s\n' "metadata (seconds, lower is better)" "ext4" "pt" "cfs" "cfs/pt"
+e=$(meta "$dir/ext4"); p=$(meta "$dir/pt/m"); c=$(meta "$dir/cfs/m")
+printf '%-36s %10s %10s %10s %8.2f\n' "create+stat+unlink $nfiles files" "$e" "$p" "$c" "$(python3 -c "print($c/$p)")"
+mkdir -p "$dir/ext4/t" "$dir/pt/t" "$dir/cfs/t"
+e=$(untar "$dir/ext4/t"); p=$(untar "$dir/pt/t"); c=$(untar "$dir/cfs/t")
+printf '%-36s %10s %10s %10s %8.2f\n' "untar of $ntree files" "$e" "$p" "$c" "$(python3 -c "print($c/$p)")"
+"$bin/cfs" status "$dir/cfs" | tail -1
+"$bin/cfs" umount "$dir/cfs"
+"$bin/fsck.cfs" -n bench | tail -1
