@@ -207,7 +207,7 @@ int cfs_free(struct cfs_fs *fs, uint64_t pblk, uint32_t len)
 		for (uint32_t i = 0; i < n; i++) {
 			if (!cfs_bit_get(bm, bit + i)) {
 				cfs_log(fs, "block %llu (group %u): freed but already free: EIO",
-					(unsigned long long)(pblk + i), ag);
+					(unsigned long long)pblk + i, ag);
 				return -EIO;
 			}
 		}

@@ -206,7 +206,7 @@ static int write_bucket(struct cfs_fs *fs, struct cfs_inode *dir, struct cfs_buf
 static int gather(struct cfs_fs *fs, struct cfs_inode *dir, uint64_t bucket, uint8_t **out,
 		  uint32_t *bytes, struct cfs_buf **first)
 {
-	struct cfs_buf *b;
+	struct cfs_buf *b = NULL;
 	int rc = read_bucket(fs, dir, bucket, &b);
 	*first = b;
 	uint8_t *v = NULL;

@@ -317,14 +317,14 @@ static int add_root(struct fsck *k, uint64_t ino, bool orphan_dir)
 	if (rc || !S_ISDIR(ip->d.mode)) {
 		say(k, true, "%s directory inode %" PRIu64 " is damaged: not repairable here, "
 			     "restore from a backup", orphan_dir ? "an orphan" : "the root", ino);
-		return rc ? 0 : 0;
+		return 0;
 	}
 	struct node *n = node_find(k, ino, true);
 	if (!n)
 		return -ENOMEM;
 	n->is_dir = true;
 	n->nlink_disk = ip->d.nlink;
-	n->links = orphan_dir ? 0 : 0;
+	n->links = 0; /* no entry names the root or an orphan directory */
 	mark_inode(k, ip);
 	cfs_iforget(k->fs, ip);
 	return queue_push(k, ino);

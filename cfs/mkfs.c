@@ -6,6 +6,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
@@ -72,7 +73,7 @@ static int geometry(struct cvm_volume *vol, const struct cfs_mkfs_opts *o, struc
 	cvm_uuid_generate(&u);
 	memcpy(sb->fs_uuid, u.b, 16);
 	if (o->label)
-		strcpy(sb->label, o->label);
+		snprintf(sb->label, sizeof sb->label, "%s", o->label);
 	if (getrandom(&sb->hash_seed, sizeof sb->hash_seed, 0) != sizeof sb->hash_seed)
 		sb->hash_seed = (uint32_t)time(NULL);
 	sb->ctime = sb->mtime = (uint64_t)time(NULL);

@@ -164,7 +164,7 @@ static int make_node(struct cfs_fs *fs, uint64_t parent, const char *name, mode_
 		if (!rc) {
 			bool unwritten;
 			memset(blk, 0, fs->bs);
-			memcpy(blk, target, tlen);
+			memcpy(blk, target, tlen + 1);
 			rc = cvm_volume_write(fs->vol, blk, fs->bs,
 					      cfs_ext_bmap(ip, 0, &unwritten) * fs->bs);
 			ip->d.size = tlen;

@@ -159,21 +159,18 @@ int cfs_xattr_set(struct cfs_fs *fs, struct cfs_inode *ip, const char *name,
 		if (a[i].used - (!rc && w == i ? old : 0) + sz <= a[i].cap)
 			dest = i;
 	if (dest < 0 && n == 1) {
+		/* The inline area is full: the entry goes to a new xattr block. */
 		uint64_t blk;
 		uint32_t got;
 		struct cfs_buf *b;
-		if ((rc == 0 || rc == -ENODATA) && (rc = cfs_alloc(fs, ip->ino, 1, &blk, &got)) < 0)
-			return rc;
-		if ((rc = cfs_bnew(fs, blk, CFS_B_XATTR, ip->ino, &b)))
-			return rc;
+		int arc = cfs_alloc(fs, ip->ino, 1, &blk, &got);
+		if (arc || (arc = cfs_bnew(fs, blk, CFS_B_XATTR, ip->ino, &b)))
+			return arc;
 		ip->d.xattr_block = blk;
 		ip->d.nblocks++;
 		a[1] = (struct area){b->data + XATTRB_DATA_OFF, 0, fs->bs - XATTRB_DATA_OFF, b};
 		n = 2;
 		dest = 1;
-		rc = locate(fs, ip, name, a, &n, &w, &o); /* re-find in the inline area */
-		if (rc && rc != -ENODATA)
-			return rc;
 	}
 	if (dest < 0)
 		return -ENOSPC;
