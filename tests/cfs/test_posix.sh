@@ -127,4 +127,28 @@ check "random operations agree with a tmpfs twin" timeout 300 python3 "$HERE/exe
 cd / || exit 1
 umount_cfs "$M" && ok "cfs umount" || not_ok "cfs umount"
 expect 0 "clean" "fsck.cfs finds the filesystem clean" -- "$BIN/fsck.cfs" -n v
+
+# dboptimized: direct I/O on every open, parallel writers on one file, unaligned I/O still right.
+mount_cfs v "$M" dboptimized || { not_ok "dboptimized mount: $(tail -3 "$T/v.log")"; finish; }
+check "dboptimized: shared writable mmap is refused (no page cache)" py "$M" <<'PY'
+import mmap, os, sys
+fd = os.open(sys.argv[1] + '/mm', os.O_RDWR)
+try:
+    mmap.mmap(fd, 4096)
+except OSError:
+    sys.exit(0)
+sys.exit('a shared mapping was allowed')
+PY
+check "dboptimized: 4 writers on one file at once, verified" timeout 300 fio --name=par --filename="$M/db" \
+	--rw=randwrite --bs=8k --size=16M --offset_increment=16M --numjobs=4 --ioengine=libaio --iodepth=8 \
+	--direct=1 --verify=crc32c --do_verify=1 --output="$T/fio3.out"
+check "dboptimized: unaligned writes and reads" bash -c \
+	'head -c 100000 /dev/urandom > "'"$T"'/u" && dd if="'"$T"'/u" of="'"$M"'/u" bs=1000 status=none && cmp "'"$T"'/u" "'"$M"'/u"'
+check "dboptimized: what was written before is there" bash -c '[ "$(cat "'"$M"'/f")" = hello ] && cmp /usr/include/stdio.h "'"$M"'/inc/stdio.h"'
+umount_cfs "$M"
+mount_cfs v "$M" ro || { not_ok "ro mount"; finish; }
+expect 1 "Read-only file system" "ro: writes are refused" -- touch "$M/new"
+expect 0 "hello" "ro: reads work" -- cat "$M/f"
+umount_cfs "$M"
+expect 0 "clean" "fsck.cfs: clean at the end" -- "$BIN/fsck.cfs" -n v
 finish
