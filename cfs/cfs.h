@@ -104,8 +104,9 @@ int cfs_open(struct cfs_fs *fs, uint64_t ino);
 int cfs_release(struct cfs_fs *fs, uint64_t ino);
 /* Returns bytes read (short at end of file). */
 int64_t cfs_read(struct cfs_fs *fs, uint64_t ino, void *buf, uint64_t size, uint64_t off);
-#define CFS_W_SYNC 1u   /* O_SYNC, O_DSYNC: data and metadata durable on return */
-#define CFS_W_DIRECT 2u /* O_DIRECT: metadata the write changed is committed on return */
+#define CFS_W_SYNC 1u   /* O_SYNC: data and metadata, times included, durable on return */
+#define CFS_W_DIRECT 2u /* O_DIRECT: the allocation and size it changed committed on return */
+#define CFS_W_DSYNC 4u  /* O_DSYNC: data, allocation and size durable on return */
 int64_t cfs_write(struct cfs_fs *fs, uint64_t ino, const void *buf, uint64_t size,
 		  uint64_t off, unsigned flags);
 int cfs_fallocate(struct cfs_fs *fs, uint64_t ino, int mode, uint64_t off, uint64_t len);

@@ -101,26 +101,38 @@ static int split_at(struct cfs_inode *ip, uint64_t x)
 	return 0;
 }
 
+/* A change spread over many groups (a big file freed or preallocated) would outgrow the
+ * journal: commit on the way, each time with the inode saying what the groups say. */
+static int commit_if_large(struct cfs_fs *fs, struct cfs_inode *ip)
+{
+	if (fs->txn.n <= fs->txn.limit / 2)
+		return 0;
+	int rc = cfs_iwrite(fs, ip);
+	return rc ? rc : cfs_journal_commit(fs);
+}
+
+#define PUNCH_BATCH 64u
+
 int cfs_ext_punch(struct cfs_fs *fs, struct cfs_inode *ip, uint64_t lblk, uint64_t count)
 {
 	uint64_t end = lblk + count < lblk ? UINT64_MAX : lblk + count;
 	int rc = split_at(ip, lblk);
 	if (!rc && end != UINT64_MAX)
 		rc = split_at(ip, end);
-	if (rc)
-		return rc;
-	uint32_t first = cfs_ext_find(ip, lblk), last = first;
-	while (last < ip->next && ip->ext[last].lblk < end) {
-		if ((rc = cfs_free(fs, ip->ext[last].pblk, ip->ext[last].len)))
-			return rc;
-		ip->d.nblocks -= ip->ext[last].len;
-		last++;
-	}
-	if (last > first) {
+	uint32_t first = cfs_ext_find(ip, lblk);
+	while (!rc && first < ip->next && ip->ext[first].lblk < end) {
+		uint32_t last = first;
+		while (!rc && last < ip->next && ip->ext[last].lblk < end && last - first < PUNCH_BATCH) {
+			rc = cfs_free(fs, ip->ext[last].pblk, ip->ext[last].len);
+			ip->d.nblocks -= rc ? 0 : ip->ext[last].len;
+			last += rc ? 0 : 1;
+		}
 		memmove(&ip->ext[first], &ip->ext[last], (ip->next - last) * sizeof *ip->ext);
 		ip->next -= last - first;
+		if (!rc)
+			rc = commit_if_large(fs, ip);
 	}
-	return 0;
+	return rc;
 }
 
 int cfs_ext_mark_written(struct cfs_inode *ip, uint64_t lblk, uint64_t count)
@@ -162,6 +174,8 @@ int cfs_ext_fill(struct cfs_fs *fs, struct cfs_inode *ip, uint64_t lblk, uint64_
 		}
 		ip->d.nblocks += got;
 		pos += got;
+		if ((rc = commit_if_large(fs, ip)))
+			return rc;
 	}
 	return 0;
 }

@@ -207,10 +207,15 @@ static int write_finish(struct cfs_fs *fs, struct cfs_inode *ip, const struct pl
 	if (grew)
 		ip->d.size = end;
 	cfs_itouch(ip, true, true);
-	if (!rc)
+	/* An overwrite changes only the times: they go with the next commit, not one per write
+	 * (O_DSYNC and O_DIRECT do not ask for them; O_SYNC does). */
+	if (!rc && (grew || changed_map || (flags & CFS_W_SYNC)))
 		rc = cfs_iwrite(fs, ip);
+	else
+		ip->times_dirty = true;
 	/* O_DIRECT: data is on the LUNs already; what maps it must be too. */
-	if (!rc && ((flags & CFS_W_SYNC) || ((flags & CFS_W_DIRECT) && (grew || changed_map))))
+	bool durable_map = flags & (CFS_W_SYNC | CFS_W_DSYNC | CFS_W_DIRECT);
+	if (!rc && ((flags & CFS_W_SYNC) || (durable_map && (grew || changed_map))))
 		rc = cfs_journal_commit(fs);
 	return rc;
 }
@@ -263,7 +268,7 @@ int64_t cfs_write(struct cfs_fs *fs, uint64_t ino, const void *buf, uint64_t siz
 		rc = p.v[i].unwritten ? write_unwritten(fs, &p.v[i], src)
 				      : vol_write(fs, p.v[i].pblk_byte, src, p.v[i].len);
 	}
-	if (!rc && (flags & CFS_W_SYNC))
+	if (!rc && (flags & (CFS_W_SYNC | CFS_W_DSYNC)))
 		rc = cvm_volume_flush(fs->vol);
 	pthread_rwlock_unlock(&fs->vol_lock);
 	pthread_mutex_lock(&fs->lock);

@@ -248,8 +248,10 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 {
 	int flags = (int)fi->fh;
 	unsigned w = 0;
-	if (flags & (O_SYNC | O_DSYNC))
+	if ((flags & O_SYNC) == O_SYNC) /* O_SYNC includes the O_DSYNC bit */
 		w |= CFS_W_SYNC;
+	else if (flags & O_DSYNC)
+		w |= CFS_W_DSYNC;
 	if (flags & O_DIRECT)
 		w |= CFS_W_DIRECT;
 	int64_t n = cfs_write(D(req)->fs, ino, buf, size, (uint64_t)off, w);

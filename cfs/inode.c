@@ -213,6 +213,7 @@ int cfs_iwrite(struct cfs_fs *fs, struct cfs_inode *ip)
 	if (n)
 		memcpy(b->data + CFS_INODE_EXT_OFF, ip->ext, n * sizeof *ip->ext);
 	cfs_bdirty(fs, b);
+	ip->times_dirty = false;
 	return 0;
 }
 
@@ -264,7 +265,13 @@ int cfs_ialloc(struct cfs_fs *fs, uint64_t near, uint32_t mode, uint32_t uid, ui
 
 int cfs_ifree(struct cfs_fs *fs, struct cfs_inode *ip)
 {
-	int rc = cfs_ext_punch(fs, ip, 0, UINT64_MAX);
+	int rc = 0;
+	/* A big file may be freed over several commits: on the orphan list meanwhile, so a
+	 * crash half way leaves it to the next mount to finish. */
+	if (!ip->in_orphans && ip->next > 16)
+		rc = cfs_orphan_add(fs, ip);
+	if (!rc)
+		rc = cfs_ext_punch(fs, ip, 0, UINT64_MAX);
 	if (!rc && ip->d.xattr_block) {
 		rc = cfs_free(fs, ip->d.xattr_block, 1);
 		ip->d.xattr_block = 0;
@@ -276,16 +283,27 @@ int cfs_ifree(struct cfs_fs *fs, struct cfs_inode *ip)
 	return rc;
 }
 
+int cfs_iflush_times(struct cfs_fs *fs)
+{
+	for (size_t i = 0; i < CFS_ICACHE_BUCKETS; i++)
+		for (struct cfs_inode *ip = fs->ihash[i]; ip; ip = ip->hnext)
+			if (ip->times_dirty) {
+				int rc = cfs_iwrite(fs, ip);
+				if (rc)
+					return rc;
+			}
+	return 0;
+}
+
 int cfs_iput_check(struct cfs_fs *fs, struct cfs_inode *ip)
 {
 	if (ip->nlookup || ip->nopen || ip->ino == fs->sb.root_ino)
 		return 0;
-	int rc = 0;
+	int rc = ip->times_dirty && ip->d.nlink ? cfs_iwrite(fs, ip) : 0;
 	if (ip->d.nlink == 0 && !fs->ro) {
-		if (ip->in_orphans)
+		rc = cfs_ifree(fs, ip);
+		if (!rc && ip->in_orphans)
 			rc = cfs_orphan_remove(fs, ip);
-		if (!rc)
-			rc = cfs_ifree(fs, ip);
 	}
 	cfs_iforget(fs, ip);
 	return rc;

@@ -100,6 +100,7 @@ struct cfs_inode {
 	uint64_t nlookup;
 	uint32_t nopen;
 	bool in_orphans;
+	bool times_dirty; /* mtime/ctime changed by an overwrite, written at the next commit */
 	struct cfs_dinode d;
 	uint8_t xattr[CFS_INODE_XATTR_LEN];
 	struct cfs_dextent *ext;
@@ -119,6 +120,8 @@ int cfs_ifree(struct cfs_fs *fs, struct cfs_inode *ip);
 void cfs_iforget(struct cfs_fs *fs, struct cfs_inode *ip);
 void cfs_icache_destroy(struct cfs_fs *fs);
 void cfs_itouch(struct cfs_inode *ip, bool m, bool c);
+/* Write the inodes whose times alone changed (before a commit). */
+int cfs_iflush_times(struct cfs_fs *fs);
 int cfs_inode_decode(struct cfs_fs *fs, const uint8_t *block, struct cfs_inode *ip);
 
 /* Index of the extent holding lblk, or of the first one after it (next if none). */

@@ -128,6 +128,8 @@ static int write_in_place(struct cfs_fs *fs)
 int cfs_journal_commit(struct cfs_fs *fs)
 {
 	struct cfs_txn *t = &fs->txn;
+	if (!fs->ro && fs->ihash && cfs_iflush_times(fs))
+		return -EIO;
 	if (t->n == 0) {
 		fs->npending = 0;
 		return 0;

@@ -218,6 +218,8 @@ int cvm_aio_poll(struct cvm_aio *aio, unsigned min, const struct timespec *timeo
 			long long res = (long long)ev->res;
 			if (res != (long long)ev->obj->u.c.nbytes && r->error == 0)
 				r->error = res < 0 ? res : -EIO;
+			if (ev->obj->aio_lio_opcode == IO_CMD_PWRITE)
+				cvm_volume_written_fd(aio->vol, ev->obj->aio_fildes);
 			if (--r->pending == 0) {
 				complete(aio, r);
 				completed++;

@@ -11,6 +11,9 @@
 #define CVM_SLOT_OFFSET(i) ((256u << 10) * (1u + (unsigned)(i))) /* 256 KiB and 512 KiB */
 #define CVM_SLOT_BYTES (256u << 10)
 
+/* An asynchronous write to the LUN open as fd completed: the next flush must cover it. */
+void cvm_volume_written_fd(struct cvm_volume *v, int fd);
+
 /* Printf-like: set this thread's cvm_last_error() message. */
 void cvm_set_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

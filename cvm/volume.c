@@ -16,6 +16,9 @@ struct cvm_volume {
 	uint64_t size;
 	int fd[CVM_MAX_LUNS];
 	char *path[CVM_MAX_LUNS];
+	/* Written since the last flush: only those LUNs are flushed (a small synchronous write
+	 * touches one or two LUNs of a wide volume). */
+	bool written[CVM_MAX_LUNS];
 };
 
 static const struct cvm_stripe_set *set_of_lun(const struct cvm_config *cfg, uint32_t lun)
@@ -210,8 +213,17 @@ static int io_sync(struct cvm_volume *v, enum cvm_op op, void *buf, uint64_t len
 				return n < 0 ? -errno : -EIO;
 			done += (uint64_t)n;
 		}
+		if (op == CVM_WRITE) /* after the write: a flush that clears it covers the write */
+			__atomic_store_n(&v->written[p.lun], true, __ATOMIC_RELEASE);
 	}
 	return 0;
+}
+
+void cvm_volume_written_fd(struct cvm_volume *v, int fd)
+{
+	for (uint32_t i = 0; i < v->cfg.nluns; i++)
+		if (v->fd[i] == fd)
+			__atomic_store_n(&v->written[i], true, __ATOMIC_RELEASE);
 }
 
 int cvm_volume_read(struct cvm_volume *vol, void *buf, uint64_t len, uint64_t offset)
@@ -226,8 +238,14 @@ int cvm_volume_write(struct cvm_volume *vol, const void *buf, uint64_t len, uint
 
 int cvm_volume_flush(struct cvm_volume *vol)
 {
-	for (uint32_t i = 0; i < vol->cfg.nluns; i++)
-		if (fdatasync(vol->fd[i]) < 0)
-			return -errno;
+	for (uint32_t i = 0; i < vol->cfg.nluns; i++) {
+		if (!__atomic_exchange_n(&vol->written[i], false, __ATOMIC_ACQ_REL))
+			continue;
+		if (fdatasync(vol->fd[i]) < 0) {
+			int e = errno;
+			__atomic_store_n(&vol->written[i], true, __ATOMIC_RELEASE);
+			return -e;
+		}
+	}
 	return 0;
 }
