@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <fuse_lowlevel.h>
 #include <linux/fs.h>
+#include <linux/fuse.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -191,6 +192,21 @@ static void set_open(struct cfsd *d, struct fuse_file_info *fi)
 	fi->keep_cache = !fi->direct_io;
 }
 
+/* libfuse 3.14 cannot say FOPEN_PARALLEL_DIRECT_WRITES, without which the kernel lets one
+ * direct write at a time into a file; the open reply is only this structure, so it is built
+ * here, as libfuse's fuse_reply_open would, plus that flag for direct I/O files.  cfsd takes
+ * parallel writes (the inode's I/O lock is shared for in-place aligned writes); the kernel
+ * still serialises writes that extend the file. */
+static int reply_open(fuse_req_t req, const struct fuse_file_info *fi)
+{
+	struct fuse_open_out out = {.fh = fi->fh};
+	if (fi->direct_io)
+		out.open_flags |= FOPEN_DIRECT_IO | FOPEN_PARALLEL_DIRECT_WRITES;
+	if (fi->keep_cache)
+		out.open_flags |= FOPEN_KEEP_CACHE;
+	return fuse_reply_buf(req, (const char *)&out, sizeof out);
+}
+
 static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct cfsd *d = D(req);
@@ -200,7 +216,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		return;
 	}
 	set_open(d, fi);
-	if (fuse_reply_open(req, fi) == -ENOENT)
+	if (reply_open(req, fi) == -ENOENT)
 		cfs_release(d->fs, ino);
 }
 
