@@ -141,3 +141,5 @@ kill $dropper
 "$bin/cfs" status "$dir/cfs" | tail -1
 "$bin/cfs" umount "$dir/cfs"
 "$bin/fsck.cfs" -n bench | tail -1
+trap - EXIT
+cleanup
