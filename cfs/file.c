@@ -149,6 +149,7 @@ int cfs_open(struct cfs_fs *fs, uint64_t ino)
 
 int cfs_release(struct cfs_fs *fs, uint64_t ino)
 {
+	/* No glock wait: a release must drop its count whatever the lock manager says. */
 	pthread_mutex_lock(&fs->lock);
 	struct cfs_inode *ip;
 	int rc = cfs_iget(fs, cfs_real_ino(fs, ino), &ip);

@@ -231,8 +231,7 @@ static int dir_entry(void *arg, const char *name, size_t len, uint64_t ino, uint
 		     bool misplaced)
 {
 	struct fsck *k = arg;
-	struct fsck *kk = k;
-	kk->cur_entries++;
+	k->cur_entries++;
 	if (misplaced)
 		say(k, true, "directory inode %" PRIu64 ": entry '%.*s' is in the wrong bucket "
 			     "(lookups miss it): not repaired", k->cur_dir, (int)len, name);

@@ -3,8 +3,9 @@
  * Every operation runs under fs->lock and the cluster lock "meta" of the filesystem's
  * lockspace, held EX while this node caches metadata (GFS2's glock model, with one glock for
  * the whole filesystem in this version).  When another node asks for it, the blocking callback
- * marks it wanted; the next operation boundary commits the journal, drops the caches and lets
- * it go, and the next operation asks for it again. */
+ * marks it wanted; the next operation boundary commits the journal and lets it go, and the
+ * next operation asks for it again.  With the local backend nobody else asks; dropping the
+ * block and inode caches and the kernel's on release is for the cluster version. */
 #include "cfs/internal.h"
 
 #include <errno.h>

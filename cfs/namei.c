@@ -397,15 +397,13 @@ static int rename_checks(struct cfs_fs *fs, struct rename_ctx *r)
 }
 
 /* A directory moved from one parent to another: its ".." and both parents' link counts. */
-static void reparent(struct rename_ctx *r, struct cfs_inode *moved, struct cfs_inode *from,
-		     struct cfs_inode *to)
+static void reparent(struct cfs_inode *moved, struct cfs_inode *from, struct cfs_inode *to)
 {
 	if (!S_ISDIR(moved->d.mode) || from == to)
 		return;
 	moved->d.parent = to->ino;
 	from->d.nlink--;
 	to->d.nlink++;
-	(void)r;
 }
 
 static int rename_apply(struct cfs_fs *fs, struct rename_ctx *r)
@@ -416,8 +414,8 @@ static int rename_apply(struct cfs_fs *fs, struct rename_ctx *r)
 		rc = cfs_dir_replace(fs, r->from_dir, r->name, r->dst->ino, dtype(r->dst->d.mode));
 		if (!rc)
 			rc = cfs_dir_replace(fs, r->to_dir, r->newname, r->src->ino, st);
-		reparent(r, r->src, r->from_dir, r->to_dir);
-		reparent(r, r->dst, r->to_dir, r->from_dir);
+		reparent(r->src, r->from_dir, r->to_dir);
+		reparent(r->dst, r->to_dir, r->from_dir);
 		cfs_itouch(r->dst, false, true);
 	} else if (r->dst) {
 		rc = cfs_dir_replace(fs, r->to_dir, r->newname, r->src->ino, st);
@@ -425,14 +423,14 @@ static int rename_apply(struct cfs_fs *fs, struct rename_ctx *r)
 			rc = cfs_dir_remove(fs, r->from_dir, r->name);
 		if (!rc && S_ISDIR(r->dst->d.mode))
 			r->to_dir->d.nlink--; /* the replaced directory's ".." */
-		reparent(r, r->src, r->from_dir, r->to_dir);
+		reparent(r->src, r->from_dir, r->to_dir);
 		if (!rc)
 			rc = drop_link(fs, r->dst);
 	} else {
 		rc = cfs_dir_add(fs, r->to_dir, r->newname, r->src->ino, st);
 		if (!rc)
 			rc = cfs_dir_remove(fs, r->from_dir, r->name);
-		reparent(r, r->src, r->from_dir, r->to_dir);
+		reparent(r->src, r->from_dir, r->to_dir);
 	}
 	cfs_itouch(r->src, false, true);
 	cfs_itouch(r->from_dir, true, true);
