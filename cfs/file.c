@@ -69,6 +69,56 @@ static int plan_range(struct cfs_fs *fs, struct cfs_inode *ip, uint64_t off, uin
 	return 0;
 }
 
+/* I/O of at least this size goes through libaio, so its pieces on different LUNs move at
+ * once instead of one after another. */
+#define AIO_MIN_BYTES (128u << 10)
+
+static struct cvm_aio *aio_get(struct cfs_fs *fs)
+{
+	struct cvm_aio *a = NULL;
+	pthread_mutex_lock(&fs->aio_lock);
+	if (fs->aio_vol != fs->vol) { /* grown: no I/O in flight, the old contexts go */
+		while (fs->aio_nfree)
+			cvm_aio_destroy(fs->aio_free[--fs->aio_nfree]);
+		fs->aio_vol = fs->vol;
+	}
+	if (fs->aio_nfree)
+		a = fs->aio_free[--fs->aio_nfree];
+	pthread_mutex_unlock(&fs->aio_lock);
+	if (!a && cvm_aio_create(fs->vol, 4, &a))
+		a = NULL;
+	return a;
+}
+
+static void aio_put(struct cfs_fs *fs, struct cvm_aio *a)
+{
+	pthread_mutex_lock(&fs->aio_lock);
+	if (fs->aio_nfree < CFS_AIO_POOL)
+		fs->aio_free[fs->aio_nfree++] = a;
+	else
+		cvm_aio_destroy(a);
+	pthread_mutex_unlock(&fs->aio_lock);
+}
+
+static void aio_done(void *arg, int64_t result) { *(int64_t *)arg = result; }
+
+/* Volume I/O with an aligned buffer (fs->vol_lock held shared). */
+static int vol_rw(struct cfs_fs *fs, enum cvm_op op, void *buf, uint64_t len, uint64_t at)
+{
+	struct cvm_aio *a = len >= AIO_MIN_BYTES ? aio_get(fs) : NULL;
+	if (!a)
+		return op == CVM_READ ? cvm_volume_read(fs->vol, buf, len, at)
+				      : cvm_volume_write(fs->vol, buf, len, at);
+	int64_t result = -EIO;
+	int rc = cvm_aio_submit(a, op, buf, len, at, aio_done, &result);
+	while (!rc && (rc = cvm_aio_poll(a, 1, NULL)) == 0)
+		;
+	aio_put(fs, a);
+	if (rc < 0)
+		return rc;
+	return result < 0 ? (int)result : 0;
+}
+
 static int bounce(void **buf, uint64_t len)
 {
 	return posix_memalign(buf, 4096, len ? len : SECTOR) ? -ENOMEM : 0;
@@ -81,7 +131,7 @@ static int vol_read(struct cfs_fs *fs, uint64_t at, void *dst, uint64_t len)
 	void *b;
 	int rc = bounce(&b, a1 - a0);
 	if (!rc)
-		rc = cvm_volume_read(fs->vol, b, a1 - a0, a0);
+		rc = vol_rw(fs, CVM_READ, b, a1 - a0, a0);
 	if (!rc)
 		memcpy(dst, (uint8_t *)b + (at - a0), len);
 	free(b);
@@ -103,7 +153,7 @@ static int vol_write(struct cfs_fs *fs, uint64_t at, const void *src, uint64_t l
 		rc = cvm_volume_read(fs->vol, (uint8_t *)b + (a1 - a0 - SECTOR), SECTOR, a1 - SECTOR);
 	if (!rc) {
 		memcpy((uint8_t *)b + (at - a0), src, len);
-		rc = cvm_volume_write(fs->vol, b, a1 - a0, a0);
+		rc = vol_rw(fs, CVM_WRITE, b, a1 - a0, a0);
 	}
 	free(b);
 	return rc;
@@ -120,7 +170,7 @@ static int write_unwritten(struct cfs_fs *fs, const struct piece *pc, const uint
 		return rc;
 	memset(b, 0, total);
 	memcpy((uint8_t *)b + head, src, pc->len);
-	rc = cvm_volume_write(fs->vol, b, total, pc->pblk_byte - head);
+	rc = vol_rw(fs, CVM_WRITE, b, total, pc->pblk_byte - head);
 	free(b);
 	return rc;
 }

@@ -182,6 +182,9 @@ static void fs_free(struct cfs_fs *fs)
 		close(fs->lockfd);
 	free(fs->ags);
 	free(fs->pending_free);
+	while (fs->aio_nfree)
+		cvm_aio_destroy(fs->aio_free[--fs->aio_nfree]);
+	pthread_mutex_destroy(&fs->aio_lock);
 	pthread_mutex_destroy(&fs->lock);
 	pthread_rwlock_destroy(&fs->vol_lock);
 	pthread_cond_destroy(&fs->commit_wake);
@@ -221,6 +224,8 @@ int cfs_mount(struct cvm_volume *vol, const struct cfs_mount_opts *o, struct cfs
 	fs->dboptimized = o->dboptimized;
 	pthread_mutex_init(&fs->lock, NULL);
 	pthread_rwlock_init(&fs->vol_lock, NULL);
+	pthread_mutex_init(&fs->aio_lock, NULL);
+	fs->aio_vol = vol;
 	pthread_cond_init(&fs->commit_wake, NULL);
 	int rc = cfs_super_read(vol, &fs->sb, NULL);
 	if (!rc)

@@ -13,6 +13,7 @@
 #define CFS_BCACHE_BUCKETS 65536u
 #define CFS_ICACHE_BUCKETS 16384u
 #define CFS_BCACHE_CLEAN_MAX 16384u /* clean metadata blocks kept in memory */
+#define CFS_AIO_POOL 16u             /* idle libaio contexts kept for data I/O */
 
 /* ---- metadata blocks (block.c) ---- */
 struct cfs_buf {
@@ -188,6 +189,10 @@ struct cfs_fs {
 	bool checking;   /* fsck: read inodes whatever the bitmaps say */
 	pthread_mutex_t lock; /* every metadata access */
 	pthread_rwlock_t vol_lock; /* data I/O shared; swapping the volume (grow) exclusive */
+	pthread_mutex_t aio_lock;  /* the pool of libaio contexts for large data I/O */
+	struct cvm_aio *aio_free[CFS_AIO_POOL];
+	unsigned aio_nfree;
+	struct cvm_volume *aio_vol; /* the volume the pooled contexts belong to */
 
 	struct cfs_buf **bhash;
 	struct cfs_buf lru; /* clean blocks, least recently used first */
