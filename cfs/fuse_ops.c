@@ -371,10 +371,14 @@ static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const 
 	reply_err(req, cfs_setxattr(D(req)->fs, ino, name, value, size, flags));
 }
 
-static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
+/* getxattr and listxattr: size 0 asks for the size, else for the bytes. */
+static void reply_xattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 {
 	char *buf = size ? malloc(size) : NULL;
-	int rc = size && !buf ? -ENOMEM : cfs_getxattr(D(req)->fs, ino, name, buf, size);
+	struct cfs_fs *fs = D(req)->fs;
+	int rc = size && !buf ? -ENOMEM
+		 : name       ? cfs_getxattr(fs, ino, name, buf, size)
+			      : cfs_listxattr(fs, ino, buf, size);
 	if (rc < 0)
 		reply_err(req, rc);
 	else if (size == 0)
@@ -384,17 +388,14 @@ static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t
 	free(buf);
 }
 
+static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
+{
+	reply_xattr(req, ino, name, size);
+}
+
 static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 {
-	char *buf = size ? malloc(size) : NULL;
-	int rc = size && !buf ? -ENOMEM : cfs_listxattr(D(req)->fs, ino, buf, size);
-	if (rc < 0)
-		reply_err(req, rc);
-	else if (size == 0)
-		fuse_reply_xattr(req, (size_t)rc);
-	else
-		fuse_reply_buf(req, buf, (size_t)rc);
-	free(buf);
+	reply_xattr(req, ino, NULL, size);
 }
 
 static void op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)

@@ -32,6 +32,7 @@ cleanup() {
 	rm -rf "$dir"
 }
 trap cleanup EXIT
+trap 'exit 1' INT TERM # so that the EXIT trap runs when the bench is stopped
 mkdir -p "$dir/luns" "$dir/raw" "$dir/pt" "$dir/pt-src" "$dir/cfs"
 lun_mb=$((gb * 1024 / 4 + 256))
 

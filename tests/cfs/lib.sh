@@ -18,6 +18,7 @@ cfs_cleanup() {
 	rm -rf "$T"
 }
 trap cfs_cleanup EXIT
+trap 'exit 1' INT TERM # a test stopped from outside still takes its mounts down
 
 # make_volume NAME NLUNS MIB: LUN files $T/NAME.lunI and a CVM volume NAME over them.
 make_volume() {
