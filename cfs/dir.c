@@ -100,12 +100,15 @@ static bool block_sane(const struct cfs_fs *fs, const struct cfs_buf *b)
 	return true;
 }
 
-/* Find name in the bucket chain: the block and the entry's offset in it. */
-static int find(struct cfs_fs *fs, struct cfs_inode *dir, const char *name, size_t len,
-		uint32_t hash, struct cfs_buf **blk, uint32_t *off, struct dent *out)
+/* Every entry of a bucket's chain, each block checked first.  visit returns 0 to go on, > 0
+ * to stop (found), < 0 an error; so does each_entry. */
+typedef int (*entry_fn)(void *arg, struct cfs_buf *b, uint32_t off, const struct dent *d);
+
+static int each_entry(struct cfs_fs *fs, struct cfs_inode *dir, uint64_t bucket, entry_fn visit,
+		      void *arg)
 {
 	struct cfs_buf *b;
-	int rc = read_bucket(fs, dir, bucket_of(dir, hash), &b);
+	int rc = read_bucket(fs, dir, bucket, &b);
 	while (!rc && b) {
 		if (!block_sane(fs, b))
 			return -EIO;
@@ -113,18 +116,48 @@ static int find(struct cfs_fs *fs, struct cfs_inode *dir, const char *name, size
 		for (uint32_t o = 0; o < h->used;) {
 			struct dent d;
 			dent_get(b->data + CFS_DIRB_OFF + o, &d);
-			if (d.hash == hash && d.len == len && !memcmp(d.name, name, len)) {
-				*blk = b;
-				*off = o;
-				if (out)
-					*out = d;
-				return 0;
-			}
+			if ((rc = visit(arg, b, o, &d)))
+				return rc;
 			o += (uint32_t)dent_size(d.len);
 		}
 		rc = read_next(fs, dir, b, &b);
 	}
-	return rc ? rc : -ENOENT;
+	return rc;
+}
+
+struct search {
+	const char *name;
+	size_t len;
+	uint32_t hash;
+	struct cfs_buf *blk;
+	uint32_t off;
+	struct dent found;
+};
+
+static int match(void *arg, struct cfs_buf *b, uint32_t off, const struct dent *d)
+{
+	struct search *s = arg;
+	if (d->hash != s->hash || d->len != s->len || memcmp(d->name, s->name, s->len))
+		return 0;
+	s->blk = b;
+	s->off = off;
+	s->found = *d;
+	return 1;
+}
+
+/* Find name in the bucket chain: the block and the entry's offset in it. */
+static int find(struct cfs_fs *fs, struct cfs_inode *dir, const char *name, size_t len,
+		uint32_t hash, struct cfs_buf **blk, uint32_t *off, struct dent *out)
+{
+	struct search s = {.name = name, .len = len, .hash = hash};
+	int rc = each_entry(fs, dir, bucket_of(dir, hash), match, &s);
+	if (rc <= 0)
+		return rc ? rc : -ENOENT;
+	*blk = s.blk;
+	*off = s.off;
+	if (out)
+		*out = s.found;
+	return 0;
 }
 
 int cfs_dir_lookup(struct cfs_fs *fs, struct cfs_inode *dir, const char *name, uint64_t *ino,
@@ -375,25 +408,24 @@ int cfs_dir_replace(struct cfs_fs *fs, struct cfs_inode *dir, const char *name, 
 	return 0;
 }
 
+struct walk {
+	cfs_dir_visit_fn fn;
+	void *arg;
+};
+
+static int walk_one(void *arg, struct cfs_buf *b, uint32_t off, const struct dent *d)
+{
+	(void)b, (void)off;
+	struct walk *w = arg;
+	return w->fn(w->arg, d->name, d->len, d->ino, d->type);
+}
+
 int cfs_dir_walk(struct cfs_fs *fs, struct cfs_inode *dir, cfs_dir_visit_fn fn, void *arg)
 {
+	struct walk w = {fn, arg};
 	uint64_t n = nbuckets(dir);
 	for (uint64_t bucket = 0; bucket < n; bucket++) {
-		struct cfs_buf *b;
-		int rc = read_bucket(fs, dir, bucket, &b);
-		while (!rc && b) {
-			if (!block_sane(fs, b))
-				return -EIO;
-			const struct cfs_ddirb *h = (const void *)b->data;
-			for (uint32_t o = 0; o < h->used;) {
-				struct dent d;
-				dent_get(b->data + CFS_DIRB_OFF + o, &d);
-				if ((rc = fn(arg, d.name, d.len, d.ino, d.type)))
-					return rc;
-				o += (uint32_t)dent_size(d.len);
-			}
-			rc = read_next(fs, dir, b, &b);
-		}
+		int rc = each_entry(fs, dir, bucket, walk_one, &w);
 		if (rc)
 			return rc;
 	}

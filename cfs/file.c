@@ -127,6 +127,8 @@ static int bounce(void **buf, uint64_t len)
 /* Read volume bytes [at, at+len) into dst, whatever their alignment. */
 static int vol_read(struct cfs_fs *fs, uint64_t at, void *dst, uint64_t len)
 {
+	if ((at | len | (uintptr_t)dst) % SECTOR == 0) /* cfsd's read buffers are aligned */
+		return vol_rw(fs, CVM_READ, dst, len, at);
 	uint64_t a0 = at & ~(uint64_t)(SECTOR - 1), a1 = (at + len + SECTOR - 1) & ~(uint64_t)(SECTOR - 1);
 	void *b;
 	int rc = bounce(&b, a1 - a0);
