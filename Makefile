@@ -28,7 +28,7 @@ CVM_OBJ := $(CVM_SRC:%.c=$(BUILD)/%.o)
 LOCK_SRC := $(wildcard dlm-client/*.c)
 LOCK_OBJ := $(LOCK_SRC:%.c=$(BUILD)/%.o) $(BUILD)/proto/cfslock.pb-c.o
 LDLIBS_LOCK := -lcpg -lquorum -ldlm -lprotobuf-c -lpthread
-CFSD_SRC := cfs/cfsd.c cfs/fuse_ops.c cfs/control_server.c
+CFSD_SRC := cfs/cfsd.c cfs/fuse_ops.c cfs/control_server.c cfs/odm_server.c
 CFS_SRC := $(filter-out $(CFSD_SRC),$(wildcard cfs/*.c))
 CFS_OBJ := $(CFS_SRC:%.c=$(BUILD)/%.o)
 TOOLS_COMMON_OBJ := $(BUILD)/tools/common.o
@@ -54,7 +54,8 @@ $(BUILD)/proto/%.pb-c.o: $(BUILD)/proto/%.pb-c.c
 	$(CC) $(CFLAGS_COMMON) $(CFLAGS_OPT) -Wno-unused-parameter -c $< -o $@
 
 $(BUILD)/dlm-client/corosync.o: $(BUILD)/proto/cfslock.pb-c.h
-$(BUILD)/cfs/control_server.o $(BUILD)/tools/cfs.o: $(BUILD)/proto/control.pb-c.h
+$(BUILD)/cfs/control_server.o $(BUILD)/cfs/odm_server.o $(BUILD)/cfs/fuse_ops.o $(BUILD)/tools/cfs.o: \
+	$(BUILD)/proto/control.pb-c.h
 
 $(BUILD)/%.o: %.c $(wildcard cvm/*.h tools/*.h dlm-client/*.h cfs/*.h)
 	@mkdir -p $(dir $@)

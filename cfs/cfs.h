@@ -129,4 +129,23 @@ int cfs_readdir_all(struct cfs_fs *fs, uint64_t ino, struct cfs_dirent **out, si
 /* Commit the running transaction now. */
 int cfs_sync(struct cfs_fs *fs);
 
+/* ---- kernel bypass (ODM clients write straight to the LUNs) ---- */
+/* A regular file without a name (O_TMPFILE): open once (cfs_release frees it) and on the
+ * orphan list, so a crash frees it at the next mount, until cfs_link names it. */
+int cfs_tmpfile(struct cfs_fs *fs, uint64_t parent, mode_t mode, const struct cfs_cred *cr,
+		struct stat *st);
+struct cfs_bypass_extent {
+	uint64_t file_off, vol_off, len; /* bytes */
+};
+struct cfs_bypass_map {
+	uint64_t size, generation;
+	struct cfs_bypass_extent *ext; /* covering [0, size) in file order; free() it */
+	size_t n;
+};
+/* Of an open regular file: every block below its size made allocated and written (zeros over
+ * holes and unwritten ranges), committed, and mapped to volume offsets. */
+int cfs_bypass_map(struct cfs_fs *fs, uint64_t ino, struct cfs_bypass_map *map);
+/* Set an open file's size: shrinking frees the blocks past it, growing preallocates. */
+int cfs_bypass_resize(struct cfs_fs *fs, uint64_t ino, uint64_t size);
+
 #endif

@@ -194,6 +194,7 @@ static int serve(struct opts *o, struct cfsd *d, int status_fd)
 		return EXIT_FAILED;
 	}
 	int rc = EXIT_FAILED;
+	d->se = se;
 	if (fuse_set_signal_handlers(se) == 0 && fuse_session_mount(se, o->mountpoint) == 0) {
 		struct cfs_control *ctl = NULL;
 		if (cfs_control_start(d, o->mountpoint, &ctl))

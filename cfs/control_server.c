@@ -1,6 +1,7 @@
-/* cfsd's side of the control socket: status and grow. */
+/* cfsd's side of the control socket: status, grow, and the ODM clients' requests. */
 #include "cfs/control.h"
 #include "cfs/fuse_ops.h"
+#include "cfs/odm_server.h"
 #include "proto/control.pb-c.h"
 #include "tools/common.h"
 
@@ -15,11 +16,15 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+struct conn;
 struct cfs_control {
 	struct cfsd *d;
 	int fd, wake[2];
 	char path[108];
 	pthread_t thread;
+	pthread_mutex_t lock;
+	pthread_cond_t conns_changed;
+	struct conn *conns;
 };
 
 static int grow(struct cfsd *d, uint64_t *added, char *msg, size_t msglen)
@@ -68,45 +73,188 @@ static void fill_status(struct cfsd *d, ControlStatus *s, struct cfs_status *st)
 	s->read_bytes = st->stats.read_bytes;
 	s->write_bytes = st->stats.write_bytes;
 	s->pid = getpid();
+	s->has_odm_clients = s->has_odm_files = true;
+	odm_counts(d->odm, &s->odm_clients, &s->odm_files);
 }
 
-static void serve_one(struct cfsd *d, int fd)
+/* One connection: a reader (this thread) and a worker.  The reader answers nothing itself;
+ * it hands requests to the worker and takes ODM_REVOKED acknowledgements at once, so an
+ * acknowledgement gets through while the worker waits for one (a resize waiting on a revoke). */
+struct conn {
+	struct cfs_control *ctl;
+	int fd;
+	pthread_t reader, worker;
+	pthread_mutex_t send_lock, lock;
+	pthread_cond_t cond;
+	ControlRequest *queue[4];
+	unsigned qhead, qlen;
+	bool closing;
+	struct odm_client *odm;
+	struct conn *next;
+};
+
+static void send_reply(struct conn *c, const ControlReply *reply)
 {
-	uint8_t *msg;
-	uint32_t len;
-	if (cfs_control_recv(fd, &msg, &len))
+	size_t n = control_reply__get_packed_size(reply);
+	uint8_t *out = malloc(n ? n : 1);
+	if (!out)
 		return;
-	ControlRequest *req = control_request__unpack(NULL, len, msg);
-	free(msg);
+	control_reply__pack(reply, out);
+	pthread_mutex_lock(&c->send_lock);
+	cfs_control_send(c->fd, out, (uint32_t)n);
+	pthread_mutex_unlock(&c->send_lock);
+	free(out);
+}
+
+static void serve(struct conn *c, const ControlRequest *req)
+{
+	struct cfsd *d = c->ctl->d;
 	ControlReply reply = CONTROL_REPLY__INIT;
 	ControlStatus status = CONTROL_STATUS__INIT;
 	struct cfs_status st;
-	char text[512] = "";
-	if (!req) {
-		reply.error = EBADMSG;
-		reply.message = "not a control request";
-	} else if (req->op == CONTROL_REQUEST__OP__GROW) {
+	struct odm_reply_mem mem = {0};
+	if (req->op == CONTROL_REQUEST__OP__GROW) {
 		uint64_t added = 0;
-		int rc = grow(d, &added, text, sizeof text);
+		/* Maps handed out name the old layout: every one goes first. */
+		int rc = odm_revoke_begin(d->odm, 0, NULL, mem.message, sizeof mem.message);
+		if (!rc)
+			rc = grow(d, &added, mem.message, sizeof mem.message);
+		odm_revoke_end(d->odm, 0);
 		reply.error = -rc;
 		reply.has_added_blocks = !rc;
 		reply.added_blocks = added;
 		if (rc)
-			reply.message = text;
+			reply.message = mem.message;
+	} else if (odm_is_request(req)) {
+		odm_handle(c->odm, req, &reply, &mem);
 	}
-	if (req && !reply.error) {
+	if (!reply.error && (req->op == CONTROL_REQUEST__OP__STATUS ||
+			     req->op == CONTROL_REQUEST__OP__GROW)) {
 		fill_status(d, &status, &st);
 		reply.status = &status;
 	}
-	size_t n = control_reply__get_packed_size(&reply);
-	uint8_t *out = malloc(n ? n : 1);
-	if (out) {
-		control_reply__pack(&reply, out);
-		cfs_control_send(fd, out, (uint32_t)n);
-		free(out);
-	}
-	if (req)
+	send_reply(c, &reply);
+	odm_reply_mem_free(&mem);
+}
+
+static void *worker_thread(void *arg)
+{
+	struct conn *c = arg;
+	pthread_mutex_lock(&c->lock);
+	for (;;) {
+		while (!c->qlen && !c->closing)
+			pthread_cond_wait(&c->cond, &c->lock);
+		if (!c->qlen)
+			break;
+		ControlRequest *req = c->queue[c->qhead];
+		c->qhead = (c->qhead + 1) % 4;
+		c->qlen--;
+		pthread_cond_broadcast(&c->cond);
+		pthread_mutex_unlock(&c->lock);
+		serve(c, req);
 		control_request__free_unpacked(req, NULL);
+		pthread_mutex_lock(&c->lock);
+	}
+	pthread_mutex_unlock(&c->lock);
+	return NULL;
+}
+
+static void queue_request(struct conn *c, ControlRequest *req)
+{
+	pthread_mutex_lock(&c->lock);
+	while (c->qlen == 4) /* a client sends one request at a time; this only bounds a rogue */
+		pthread_cond_wait(&c->cond, &c->lock);
+	c->queue[(c->qhead + c->qlen++) % 4] = req;
+	pthread_cond_broadcast(&c->cond);
+	pthread_mutex_unlock(&c->lock);
+}
+
+static void conn_unlink(struct conn *c)
+{
+	struct cfs_control *ctl = c->ctl;
+	pthread_mutex_lock(&ctl->lock);
+	for (struct conn **p = &ctl->conns; *p; p = &(*p)->next)
+		if (*p == c) {
+			*p = c->next;
+			break;
+		}
+	pthread_cond_broadcast(&ctl->conns_changed);
+	pthread_mutex_unlock(&ctl->lock);
+}
+
+static void *reader_thread(void *arg)
+{
+	struct conn *c = arg;
+	uint8_t *msg;
+	uint32_t len;
+	while (cfs_control_recv(c->fd, &msg, &len) == 0) {
+		ControlRequest *req = control_request__unpack(NULL, len, msg);
+		free(msg);
+		if (!req) {
+			ControlReply bad = CONTROL_REPLY__INIT;
+			bad.error = EBADMSG;
+			bad.message = "not a control request";
+			send_reply(c, &bad);
+			break;
+		}
+		if (req->op == CONTROL_REQUEST__OP__ODM_REVOKED) {
+			odm_revoked(c->odm, req->ino);
+			control_request__free_unpacked(req, NULL);
+		} else {
+			queue_request(c, req);
+		}
+	}
+	pthread_mutex_lock(&c->lock);
+	c->closing = true;
+	pthread_cond_broadcast(&c->cond);
+	pthread_mutex_unlock(&c->lock);
+	pthread_join(c->worker, NULL);
+	odm_client_gone(c->odm);
+	close(c->fd);
+	conn_unlink(c);
+	pthread_mutex_destroy(&c->send_lock);
+	pthread_mutex_destroy(&c->lock);
+	pthread_cond_destroy(&c->cond);
+	free(c);
+	return NULL;
+}
+
+static void start_conn(struct cfs_control *ctl, int fd)
+{
+	struct conn *c = calloc(1, sizeof *c);
+	if (!c) {
+		close(fd);
+		return;
+	}
+	c->ctl = ctl;
+	c->fd = fd;
+	pthread_mutex_init(&c->send_lock, NULL);
+	pthread_mutex_init(&c->lock, NULL);
+	pthread_cond_init(&c->cond, NULL);
+	c->odm = odm_client_new(ctl->d->odm, fd, &c->send_lock);
+	pthread_attr_t detached;
+	pthread_attr_init(&detached);
+	pthread_attr_setdetachstate(&detached, PTHREAD_CREATE_DETACHED);
+	pthread_mutex_lock(&ctl->lock);
+	bool ok = c->odm && pthread_create(&c->worker, NULL, worker_thread, c) == 0;
+	if (ok && pthread_create(&c->reader, &detached, reader_thread, c)) {
+		c->closing = true;
+		pthread_cond_broadcast(&c->cond);
+		pthread_join(c->worker, NULL);
+		ok = false;
+	}
+	if (ok) {
+		c->next = ctl->conns;
+		ctl->conns = c;
+	}
+	pthread_mutex_unlock(&ctl->lock);
+	pthread_attr_destroy(&detached);
+	if (!ok) {
+		if (c->odm)
+			odm_client_gone(c->odm);
+		close(fd);
+		free(c);
+	}
 }
 
 static void *control_thread(void *arg)
@@ -119,10 +267,8 @@ static void *control_thread(void *arg)
 		if (p[1].revents)
 			return NULL;
 		int fd = accept4(c->fd, NULL, NULL, SOCK_CLOEXEC);
-		if (fd < 0)
-			continue;
-		serve_one(c->d, fd);
-		close(fd);
+		if (fd >= 0)
+			start_conn(c, fd);
 	}
 }
 
@@ -133,7 +279,11 @@ int cfs_control_start(struct cfsd *d, const char *mountpoint, struct cfs_control
 		return -ENOMEM;
 	c->d = d;
 	c->fd = -1;
-	int rc = cfs_control_path(mountpoint, c->path, sizeof c->path);
+	pthread_mutex_init(&c->lock, NULL);
+	pthread_cond_init(&c->conns_changed, NULL);
+	int rc = odm_server_create(d, &d->odm);
+	if (!rc)
+		rc = cfs_control_path(mountpoint, c->path, sizeof c->path);
 	if (!rc && mkdir(CFS_CONTROL_DIR, 0755) && errno != EEXIST)
 		rc = -errno;
 	struct sockaddr_un a = {.sun_family = AF_UNIX};
@@ -152,6 +302,8 @@ int cfs_control_start(struct cfsd *d, const char *mountpoint, struct cfs_control
 	cfs_set_error("%s: %s", c->path, strerror(-rc));
 	if (c->fd >= 0)
 		close(c->fd);
+	odm_server_destroy(d->odm);
+	d->odm = NULL;
 	free(c);
 	return rc;
 }
@@ -164,6 +316,15 @@ void cfs_control_stop(struct cfs_control *c)
 		/* the thread is gone already */
 	}
 	pthread_join(c->thread, NULL);
+	/* Clients see the end of their connection; what they held is dropped before unmount. */
+	pthread_mutex_lock(&c->lock);
+	for (struct conn *k = c->conns; k; k = k->next)
+		shutdown(k->fd, SHUT_RDWR);
+	while (c->conns)
+		pthread_cond_wait(&c->conns_changed, &c->lock);
+	pthread_mutex_unlock(&c->lock);
+	odm_server_destroy(c->d->odm);
+	c->d->odm = NULL;
 	close(c->fd);
 	close(c->wake[0]);
 	close(c->wake[1]);

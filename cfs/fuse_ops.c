@@ -6,6 +6,7 @@
  * stable while other threads change the directory. */
 #define FUSE_USE_VERSION 312
 #include "cfs/fuse_ops.h"
+#include "cfs/odm_server.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -115,7 +116,14 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 	if (to_set & FUSE_SET_ATTR_CTIME)
 		set |= CFS_SET_CTIME;
 	struct stat st;
-	int rc = cfs_setattr(D(req)->fs, ino, attr, set, &st);
+	struct cfsd *d = D(req);
+	char msg[256];
+	/* A size change may free blocks an ODM client writes to: its map goes first. */
+	int rc = set & CFS_SET_SIZE ? odm_revoke_begin(d->odm, ino, NULL, msg, sizeof msg) : 0;
+	if (!rc)
+		rc = cfs_setattr(d->fs, ino, attr, set, &st);
+	if (set & CFS_SET_SIZE)
+		odm_revoke_end(d->odm, ino);
 	if (rc)
 		reply_err(req, rc);
 	else
@@ -185,10 +193,11 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	reply_err(req, cfs_rename(D(req)->fs, parent, name, newparent, newname, f));
 }
 
-static void set_open(struct cfsd *d, struct fuse_file_info *fi)
+/* Files ODM clients hold are written behind the kernel's back: never cached. */
+static void set_open(struct cfsd *d, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	fi->fh = (uint64_t)(unsigned)fi->flags;
-	fi->direct_io = d->fs_dboptimized || (fi->flags & O_DIRECT);
+	fi->direct_io = d->fs_dboptimized || (fi->flags & O_DIRECT) || odm_held(d->odm, ino);
 	fi->keep_cache = !fi->direct_io;
 }
 
@@ -215,7 +224,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		reply_err(req, rc);
 		return;
 	}
-	set_open(d, fi);
+	set_open(d, ino, fi);
 	if (reply_open(req, fi) == -ENOENT)
 		cfs_release(d->fs, ino);
 }
@@ -233,7 +242,7 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 		reply_err(req, rc);
 		return;
 	}
-	set_open(d, fi);
+	set_open(d, st.st_ino, fi);
 	struct fuse_entry_param e = {.ino = st.st_ino, .attr = st,
 				     .attr_timeout = ATTR_TIMEOUT, .entry_timeout = ENTRY_TIMEOUT};
 	if (fuse_reply_create(req, &e, fi) == -ENOENT) {
@@ -411,7 +420,15 @@ static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, of
 		fuse_reply_err(req, EINVAL);
 		return;
 	}
-	reply_err(req, cfs_fallocate(D(req)->fs, ino, mode, (uint64_t)off, (uint64_t)len));
+	struct cfsd *d = D(req);
+	char msg[256];
+	bool frees = mode & FALLOC_FL_PUNCH_HOLE;
+	int rc = frees ? odm_revoke_begin(d->odm, ino, NULL, msg, sizeof msg) : 0;
+	if (!rc)
+		rc = cfs_fallocate(d->fs, ino, mode, (uint64_t)off, (uint64_t)len);
+	if (frees)
+		odm_revoke_end(d->odm, ino);
+	reply_err(req, rc);
 }
 
 const struct fuse_lowlevel_ops cfsd_ops = {

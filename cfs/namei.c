@@ -110,11 +110,12 @@ void cfs_forget(struct cfs_fs *fs, uint64_t ino, uint64_t n)
 	pthread_mutex_unlock(&fs->lock);
 }
 
-/* Make an inode of mode under dir/name.  target: a symlink's. */
+/* Make an inode of mode under dir/name.  target: a symlink's.  name NULL: an unnamed file,
+ * open, on the orphan list until cfs_link names it. */
 static int make_node(struct cfs_fs *fs, uint64_t parent, const char *name, mode_t mode,
 		     dev_t rdev, const struct cfs_cred *cr, const char *target, struct stat *st)
 {
-	int rc = check_name(name);
+	int rc = name ? check_name(name) : 0;
 	if (rc)
 		return rc;
 	size_t tlen = target ? strlen(target) : 0;
@@ -131,7 +132,7 @@ static int make_node(struct cfs_fs *fs, uint64_t parent, const char *name, mode_
 		rc = -EMLINK;
 	if (!rc && cfs_free_blocks(fs) < RESERVE_BLOCKS + (target ? 1 : 0))
 		rc = -ENOSPC;
-	if (!rc) {
+	if (!rc && name) {
 		rc = cfs_dir_lookup(fs, dir, name, &exists, NULL);
 		rc = rc == -ENOENT ? 0 : rc ? rc : -EEXIST;
 	}
@@ -171,20 +172,25 @@ static int make_node(struct cfs_fs *fs, uint64_t parent, const char *name, mode_
 		}
 		free(blk);
 	}
-	if (!rc)
+	if (!rc && !name) {
+		ip->d.nlink = 0;
+		ip->nopen = 1;
+		rc = cfs_orphan_add(fs, ip);
+	}
+	if (!rc && name)
 		rc = cfs_dir_add(fs, dir, name, ip->ino, dtype((uint32_t)mode));
-	if (!rc) {
+	if (!rc && name) {
 		cfs_itouch(dir, true, true);
 		rc = cfs_iwrite(fs, dir);
 	}
 	if (!rc)
 		rc = cfs_iwrite(fs, ip);
 	if (!rc) {
-		ip->nlookup++;
+		ip->nlookup += name != NULL;
 		cfs_fill_stat(fs, ip, st);
 	} else if (ip) {
 		cfs_log(fs, "create %s in inode %llu failed half way (%s): fsck.cfs will reclaim "
-			"inode %llu", name, (unsigned long long)dir->ino, strerror(-rc),
+			"inode %llu", name ? name : "(unnamed)", (unsigned long long)dir->ino, strerror(-rc),
 			(unsigned long long)ip->ino);
 		cfs_iput_check(fs, ip);
 	}
@@ -202,6 +208,12 @@ int cfs_mknod(struct cfs_fs *fs, uint64_t parent, const char *name, mode_t mode,
 	if (!(mode & S_IFMT))
 		mode |= S_IFREG;
 	return make_node(fs, parent, name, mode, rdev, cr, NULL, st);
+}
+
+int cfs_tmpfile(struct cfs_fs *fs, uint64_t parent, mode_t mode, const struct cfs_cred *cr,
+		struct stat *st)
+{
+	return make_node(fs, parent, NULL, (mode & 07777) | S_IFREG, 0, cr, NULL, st);
 }
 
 int cfs_mkdir(struct cfs_fs *fs, uint64_t parent, const char *name, mode_t mode,
@@ -259,7 +271,7 @@ int cfs_link(struct cfs_fs *fs, uint64_t ino, uint64_t parent, const char *name,
 		rc = -EPERM;
 	if (!rc && v[0]->d.nlink >= LINK_MAX_CFS)
 		rc = -EMLINK;
-	if (!rc && v[0]->d.nlink == 0)
+	if (!rc && v[0]->d.nlink == 0 && !v[0]->in_orphans)
 		rc = -ENOENT;
 	if (!rc)
 		rc = get_dir(fs, parent, &v[1]);
@@ -271,6 +283,8 @@ int cfs_link(struct cfs_fs *fs, uint64_t ino, uint64_t parent, const char *name,
 	}
 	if (!rc)
 		rc = cfs_dir_add(fs, v[1], name, v[0]->ino, dtype(v[0]->d.mode));
+	if (!rc && v[0]->d.nlink == 0) /* naming an unnamed file (cfs_tmpfile) */
+		rc = cfs_orphan_remove(fs, v[0]);
 	if (!rc) {
 		v[0]->d.nlink++;
 		cfs_itouch(v[0], false, true);
