@@ -36,10 +36,14 @@ CFS_TOOLS := $(BUILD)/bin/mkfs.cfs $(BUILD)/bin/fsck.cfs $(BUILD)/bin/cfs $(BUIL
 TOOLS := $(BUILD)/bin/cvm $(BUILD)/bin/randio $(BUILD)/bin/cfslock $(CFS_TOOLS)
 UNIT_TESTS := $(patsubst tests/%.c,$(BUILD)/tests/%,$(wildcard tests/*/test_*.c))
 LIBS := $(BUILD)/lib/libcfs.a $(BUILD)/lib/libcvm.a $(BUILD)/lib/libcfslock.a
+# libodm.so carries what it needs of libcvm and the control protocol: a database loads one file.
+ODM_SRC := $(wildcard odm/*.c)
+ODM_OBJ := $(ODM_SRC:%.c=$(BUILD)/%.o) $(BUILD)/cfs/control.o $(BUILD)/proto/control.pb-c.o $(CVM_OBJ)
+LDLIBS_ODM := -lprotobuf-c -laio -lpthread
 
 .SECONDARY:
 .PHONY: all deps check demo bench bench-cvm bench-locks bench-cfs install clean lint
-all: deps $(LIBS) $(BUILD)/lib/libcvm.so $(TOOLS)
+all: deps $(LIBS) $(BUILD)/lib/libcvm.so $(BUILD)/lib/libodm.so $(TOOLS)
 
 # Installs what is missing (apt-get, as root); a no-op once everything is there.
 deps:
@@ -57,7 +61,9 @@ $(BUILD)/dlm-client/corosync.o: $(BUILD)/proto/cfslock.pb-c.h
 $(BUILD)/cfs/control_server.o $(BUILD)/cfs/odm_server.o $(BUILD)/cfs/fuse_ops.o $(BUILD)/tools/cfs.o: \
 	$(BUILD)/proto/control.pb-c.h
 
-$(BUILD)/%.o: %.c $(wildcard cvm/*.h tools/*.h dlm-client/*.h cfs/*.h)
+$(ODM_SRC:%.c=$(BUILD)/%.o): $(BUILD)/proto/control.pb-c.h
+
+$(BUILD)/%.o: %.c $(wildcard cvm/*.h tools/*.h dlm-client/*.h cfs/*.h odm/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -c $< -o $@
 
@@ -72,6 +78,11 @@ $(BUILD)/lib/libcfs.a: $(CFS_OBJ)
 $(BUILD)/lib/libcfslock.a: $(LOCK_OBJ)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/lib/libodm.so: $(ODM_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) -shared -Wl,-soname,libodm.so -Wl,--version-script=odm/libodm.map $(LDFLAGS_SAN) \
+		-o $@ $^ $(LDLIBS_ODM)
 
 $(BUILD)/lib/libcvm.so: $(CVM_OBJ)
 	@mkdir -p $(dir $@)

@@ -138,7 +138,9 @@ const struct cvm_found_lun *cvm_scan_lun(const struct cvm_scan *scan, const cvm_
 /* ---- volumes ---- */
 struct cvm_volume;
 
-enum { CVM_OPEN_RDONLY = 0, CVM_OPEN_RDWR = 1 };
+/* RDWR also brings config copies an interrupted change left stale up to date; DATA opens the
+ * LUNs for reading and writing data only (ODM clients: volume metadata is not theirs). */
+enum { CVM_OPEN_RDONLY = 0, CVM_OPEN_RDWR = 1, CVM_OPEN_DATA = 2 };
 
 /* Assemble a volume from scanned LUNs.  With CVM_OPEN_RDWR, config copies left stale by an
  * interrupted change are brought to the winning generation. */

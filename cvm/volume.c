@@ -134,7 +134,7 @@ int cvm_volume_open_config(const struct cvm_scan *scan, const struct cvm_config 
 			rc = -ENOMEM;
 			break;
 		}
-		v->fd[i] = cvm_lun_open(f->path, flags == CVM_OPEN_RDWR ? O_RDWR : O_RDONLY, &size,
+		v->fd[i] = cvm_lun_open(f->path, flags != CVM_OPEN_RDONLY ? O_RDWR : O_RDONLY, &size,
 					&id);
 		if (v->fd[i] < 0) {
 			rc = v->fd[i];

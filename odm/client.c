@@ -1,0 +1,293 @@
+/* libodm's side of cfsd's control socket: finding the CFS mount of a path, one connection per
+ * mount for the life of the process, and a reader thread that hands replies to the
+ * requester and answers revoke notices (see proto/control.proto). */
+#include "cfs/control.h"
+#include "odm/internal.h"
+
+#include <errno.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+/* mountinfo escapes space, tab, newline and backslash as \ooo. */
+static void unescape(char *s)
+{
+	char *w = s;
+	for (char *r = s; *r; r++) {
+		if (r[0] == '\\' && r[1] >= '0' && r[1] <= '7' && r[2] && r[3]) {
+			*w++ = (char)((r[1] - '0') * 64 + (r[2] - '0') * 8 + (r[3] - '0'));
+			r += 3;
+		} else {
+			*w++ = *r;
+		}
+	}
+	*w = 0;
+}
+
+static bool under(const char *path, const char *root)
+{
+	size_t n = strlen(root);
+	if (n == 1)
+		return path[0] == '/';
+	return !strncmp(path, root, n) && (path[n] == '/' || path[n] == 0);
+}
+
+static int absolute(const char *path, bool may_not_exist, char *out)
+{
+	if (realpath(path, out))
+		return 0;
+	if (!may_not_exist || errno != ENOENT)
+		return -errno;
+	char a[PATH_MAX], b[PATH_MAX], dir[PATH_MAX];
+	snprintf(a, sizeof a, "%s", path);
+	snprintf(b, sizeof b, "%s", path);
+	const char *base = basename(b);
+	if (!realpath(dirname(a), dir))
+		return -errno;
+	if (!*base || !strcmp(base, ".") || !strcmp(base, "..") || !strcmp(base, "/"))
+		return -EINVAL;
+	if ((size_t)snprintf(out, PATH_MAX, "%s/%s", strcmp(dir, "/") ? dir : "", base) >= PATH_MAX)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+int odm_find_mount(const char *path, bool may_not_exist, char *root, size_t rootlen,
+		   char *rel, size_t rellen)
+{
+	char abs[PATH_MAX];
+	if (!path || !*path)
+		return -EINVAL;
+	int rc = absolute(path, may_not_exist, abs);
+	if (rc)
+		return rc;
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	if (!f)
+		return -errno;
+	char line[4096], best[PATH_MAX] = "";
+	while (fgets(line, sizeof line, f)) {
+		char mnt[PATH_MAX], fstype[64];
+		const char *dash = strstr(line, " - ");
+		if (!dash || sscanf(line, "%*s %*s %*s %*s %4095s", mnt) != 1 ||
+		    sscanf(dash + 3, "%63s", fstype) != 1)
+			continue;
+		unescape(mnt);
+		if (under(abs, mnt) && strlen(mnt) >= strlen(best))
+			snprintf(best, sizeof best, "%s", strcmp(fstype, "fuse.cfs") ? "" : mnt);
+	}
+	fclose(f);
+	if (!best[0])
+		return -EXDEV;
+	snprintf(root, rootlen, "%s", best);
+	const char *rest = abs + (strcmp(best, "/") ? strlen(best) : 0);
+	while (*rest == '/')
+		rest++;
+	snprintf(rel, rellen, "%s", rest);
+	return 0;
+}
+
+/* ---- the reader thread ---- */
+static void revoke_map(struct odm_mount *m, uint64_t ino)
+{
+	bool ack = true;
+	for (unsigned i = 0; i < ODM_MAX_FILES; i++) {
+		struct odm_file *f = &odm_proc.files[i];
+		if (f->m != m || f->ino != ino)
+			continue;
+		pthread_mutex_lock(&f->lock);
+		f->notices++;
+		f->mapped = false;
+		if (f->inflight) { /* the last completion acknowledges */
+			f->ack_due = true;
+			ack = false;
+		}
+		pthread_mutex_unlock(&f->lock);
+	}
+	if (ack)
+		odm_send_revoked(m, ino);
+}
+
+static void *reader(void *arg)
+{
+	struct odm_mount *m = arg;
+	uint8_t *msg;
+	uint32_t len;
+	while (cfs_control_recv(m->sock, &msg, &len) == 0) {
+		ControlReply *r = control_reply__unpack(NULL, len, msg);
+		free(msg);
+		if (!r)
+			break;
+		if (r->has_notice && r->notice) {
+			for (size_t i = 0; i < r->n_revoke; i++)
+				revoke_map(m, r->revoke[i]);
+			control_reply__free_unpacked(r, NULL);
+			continue;
+		}
+		pthread_mutex_lock(&m->reply_lock);
+		if (m->reply) /* nobody asked: cfsd is confused; keep the newest */
+			control_reply__free_unpacked(m->reply, NULL);
+		m->reply = r;
+		pthread_cond_broadcast(&m->reply_ready);
+		pthread_mutex_unlock(&m->reply_lock);
+	}
+	pthread_mutex_lock(&m->reply_lock);
+	m->closed = true; /* cfsd went away: every map of this mount is void */
+	pthread_cond_broadcast(&m->reply_ready);
+	pthread_mutex_unlock(&m->reply_lock);
+	for (unsigned i = 0; i < ODM_MAX_FILES; i++) {
+		struct odm_file *f = &odm_proc.files[i];
+		if (f->m == m) {
+			pthread_mutex_lock(&f->lock);
+			f->mapped = false;
+			pthread_mutex_unlock(&f->lock);
+		}
+	}
+	return NULL;
+}
+
+static int send_request(struct odm_mount *m, ControlRequest *req)
+{
+	size_t n = control_request__get_packed_size(req);
+	uint8_t *buf = malloc(n ? n : 1);
+	if (!buf)
+		return -ENOMEM;
+	control_request__pack(req, buf);
+	pthread_mutex_lock(&m->send_lock);
+	int rc = cfs_control_send(m->sock, buf, (uint32_t)n);
+	pthread_mutex_unlock(&m->send_lock);
+	free(buf);
+	return rc;
+}
+
+void odm_send_revoked(struct odm_mount *m, uint64_t ino)
+{
+	ControlRequest req = CONTROL_REQUEST__INIT;
+	req.op = CONTROL_REQUEST__OP__ODM_REVOKED;
+	req.has_ino = true;
+	req.ino = ino;
+	send_request(m, &req); /* a lost connection frees cfsd's side anyway */
+}
+
+int odm_rpc(struct odm_mount *m, ControlRequest *req, ControlReply **reply)
+{
+	pthread_mutex_lock(&m->rpc_lock);
+	int rc = m->closed ? -ECONNRESET : send_request(m, req);
+	pthread_mutex_lock(&m->reply_lock);
+	while (!rc && !m->reply && !m->closed)
+		pthread_cond_wait(&m->reply_ready, &m->reply_lock);
+	if (!rc && !m->reply)
+		rc = -ECONNRESET;
+	*reply = rc ? NULL : m->reply;
+	m->reply = NULL;
+	pthread_mutex_unlock(&m->reply_lock);
+	pthread_mutex_unlock(&m->rpc_lock);
+	if (!rc && (*reply)->error) {
+		rc = -(*reply)->error;
+		if ((*reply)->message)
+			fprintf(stderr, "libodm: %s: %s\n", m->root, (*reply)->message);
+		control_reply__free_unpacked(*reply, NULL);
+		*reply = NULL;
+	}
+	return rc;
+}
+
+static int connect_cfsd(struct odm_mount *m)
+{
+	char path[108];
+	int rc = cfs_control_path(m->root, path, sizeof path);
+	if (rc)
+		return rc;
+	struct sockaddr_un a = {.sun_family = AF_UNIX};
+	snprintf(a.sun_path, sizeof a.sun_path, "%s", path);
+	m->sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (m->sock < 0 || connect(m->sock, (struct sockaddr *)&a, sizeof a)) {
+		rc = -errno;
+		fprintf(stderr, "libodm: cannot reach cfsd of %s at %s: %s\n", m->root, path,
+			strerror(-rc));
+	}
+	return rc;
+}
+
+int odm_mount_get(const char *root, struct odm_mount **out)
+{
+	for (struct odm_mount *m = odm_proc.mounts; m; m = m->next)
+		if (!strcmp(m->root, root) && !m->closed) {
+			*out = m;
+			return 0;
+		}
+	struct odm_mount *m = calloc(1, sizeof *m);
+	if (!m)
+		return -ENOMEM;
+	snprintf(m->root, sizeof m->root, "%s", root);
+	pthread_mutex_init(&m->rpc_lock, NULL);
+	pthread_mutex_init(&m->send_lock, NULL);
+	pthread_mutex_init(&m->reply_lock, NULL);
+	pthread_cond_init(&m->reply_ready, NULL);
+	int rc = connect_cfsd(m);
+	if (!rc)
+		rc = -pthread_create(&m->reader, NULL, reader, m);
+	if (rc) {
+		if (m->sock >= 0)
+			close(m->sock);
+		free(m);
+		return rc;
+	}
+	ControlRequest req = CONTROL_REQUEST__INIT;
+	ControlReply *reply;
+	req.op = CONTROL_REQUEST__OP__ODM_HELLO;
+	req.owner = odm_proc.owner;
+	if ((rc = odm_rpc(m, &req, &reply)) == 0)
+		control_reply__free_unpacked(reply, NULL);
+	m->next = odm_proc.mounts;
+	odm_proc.mounts = m;
+	*out = m;
+	return rc;
+}
+
+void odm_mount_close(struct odm_mount *m)
+{
+	shutdown(m->sock, SHUT_RDWR);
+	pthread_join(m->reader, NULL);
+	close(m->sock);
+	if (m->reply)
+		control_reply__free_unpacked(m->reply, NULL);
+	cvm_aio_destroy(m->aio);
+	cvm_volume_close(m->vol);
+	free(m);
+}
+
+/* The LUNs are found where cfsd found them; each one's label must carry the volume's uuid. */
+int odm_mount_layout(struct odm_mount *m, const OdmLayout *layout)
+{
+	if (m->vol && m->layout_generation == layout->generation)
+		return 0;
+	if (m->aio && cvm_aio_inflight(m->aio))
+		return -EBUSY; /* cannot happen: a grow revokes every map first */
+	struct cvm_scan scan;
+	struct cvm_volume *vol = NULL;
+	int rc = cvm_scan_paths((const char *const *)layout->lun_paths, layout->n_lun_paths, &scan);
+	if (!rc) {
+		rc = cvm_volume_open(&scan, layout->vol_uuid, CVM_OPEN_DATA, &vol);
+		cvm_scan_free(&scan);
+	}
+	if (!rc && cvm_volume_size(vol) < layout->size)
+		rc = -ESTALE;
+	struct cvm_aio *aio = NULL;
+	if (!rc)
+		rc = cvm_aio_create(vol, ODM_AIO_DEPTH, &aio);
+	if (rc) {
+		fprintf(stderr, "libodm: volume %s of %s: %s\n", layout->vol_uuid, m->root,
+			rc == -ESTALE ? "smaller than cfsd says" : cvm_last_error());
+		cvm_volume_close(vol);
+		return rc;
+	}
+	cvm_aio_destroy(m->aio);
+	cvm_volume_close(m->vol);
+	m->vol = vol;
+	m->aio = aio;
+	m->layout_generation = layout->generation;
+	return 0;
+}

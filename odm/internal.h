@@ -1,0 +1,88 @@
+/* Internals of libodm shared between its source files; not installed. */
+#ifndef ODM_INTERNAL_H
+#define ODM_INTERNAL_H
+
+#include "cvm/cvm.h"
+#include "odm/odm.h"
+#include "odm/stats.h"
+#include "proto/control.pb-c.h"
+
+#include <limits.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#define ODM_AIO_DEPTH 1024u
+
+/* One CFS mount this process talks to: cfsd's socket and the volume under it. */
+struct odm_mount {
+	char root[PATH_MAX];
+	int sock;
+	pthread_t reader;
+	pthread_mutex_t rpc_lock;  /* one request at a time */
+	pthread_mutex_t send_lock; /* requests and revoke acknowledgements */
+	pthread_mutex_t reply_lock;
+	pthread_cond_t reply_ready;
+	ControlReply *reply;       /* handed from the reader to the requester */
+	bool closed;
+	struct cvm_volume *vol;    /* opened from cfsd's layout; NULL until the first map */
+	uint64_t layout_generation;
+	struct cvm_aio *aio;
+	struct odm_mount *next;
+};
+
+/* This process's view of an instance file (index = the file table's). */
+struct odm_file {
+	uint32_t gen;             /* of the table entry this is about; 0: not in use here */
+	struct odm_mount *m;
+	uint64_t ino, key, size;
+	uint32_t block_size, type;
+	bool uncommitted;
+	pthread_mutex_t lock;     /* mapped/inflight/ack_due, against the reader thread */
+	bool mapped, ack_due;
+	unsigned inflight, notices;
+	OdmExtent *ext;           /* the map, file order */
+	size_t next;
+};
+
+struct odm_proc {
+	pid_t pid;                /* odm_init's: after a fork the child starts over */
+	struct odm_segment *seg;
+	struct odm_proc_slot *slot;
+	pthread_mutex_t lock;     /* every call: one at a time per process */
+	struct odm_mount *mounts;
+	struct odm_file files[ODM_MAX_FILES];
+	struct odm_ioc *done_head, *done_tail; /* completed, not yet waited for or reaped */
+	unsigned inflight;
+	char owner[2 * ODM_NAME_MAX + 2];
+};
+
+extern struct odm_proc odm_proc;
+
+/* ---- mounts and cfsd (client.c) ---- */
+/* The CFS mount holding path (made absolute, symlinks resolved): its root, and the rest. */
+int odm_find_mount(const char *path, bool may_not_exist, char *root, size_t rootlen,
+		   char *rel, size_t rellen);
+int odm_mount_get(const char *root, struct odm_mount **out);
+void odm_mount_close(struct odm_mount *m);
+/* Send a request and wait for its reply (freed by the caller with control_reply__free_unpacked). */
+int odm_rpc(struct odm_mount *m, ControlRequest *req, ControlReply **reply);
+void odm_send_revoked(struct odm_mount *m, uint64_t ino);
+/* Open (again) the volume a reply's layout names. */
+int odm_mount_layout(struct odm_mount *m, const OdmLayout *layout);
+
+/* ---- files (file.c) ---- */
+int odm_file_of(odm_fid fid, struct odm_file **out, unsigned *index);
+/* Take a new map from a reply (the file's lock is not held). */
+int odm_file_install(struct odm_file *f, const ControlReply *reply);
+/* (Re)identify a file whose map was revoked. */
+int odm_file_remap(struct odm_file *f, unsigned index);
+void odm_file_drop(struct odm_file *f);
+/* Wait until no I/O of this process is in flight on f. */
+int odm_file_drain(struct odm_file *f);
+
+/* ---- I/O (io.c) ---- */
+int odm_io_poll(struct odm_mount *m, bool block, int64_t timeout_us);
+int odm_io_drain_all(void);
+
+#endif

@@ -1,0 +1,266 @@
+/* The instance statistics segment (see stats.h). */
+#include "odm/stats.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+const char *const odm_ptype_names[ODM_PT_COUNT] = {
+	"other", "foreground", "lgwr", "dbwr", "ckpt", "arch", "pq",
+};
+
+bool odm_name_ok(const char *name)
+{
+	size_t n = name ? strlen(name) : 0;
+	if (n == 0 || n > ODM_NAME_MAX)
+		return false;
+	for (const char *p = name; *p; p++)
+		if (!isalnum((unsigned char)*p) && !strchr("_$#-", *p))
+			return false;
+	return true;
+}
+
+/* "ora_lgwr_ORCL", "ora_dbw0_ORCL", "ora_p012_ORCL", "oracleORCL" (a dedicated server). */
+enum odm_ptype odm_ptype_from_name(const char *comm)
+{
+	static const struct {
+		const char *prefix;
+		enum odm_ptype type;
+	} known[] = {{"ora_lgwr_", ODM_PT_LGWR}, {"ora_lg0", ODM_PT_LGWR}, {"ora_dbw", ODM_PT_DBWR},
+		     {"ora_ckpt_", ODM_PT_CKPT},  {"ora_arc", ODM_PT_ARCH},  {"ora_p", ODM_PT_PQ},
+		     {"oracle", ODM_PT_FOREGROUND}};
+	for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) {
+		size_t n = strlen(known[i].prefix);
+		if (strncmp(comm, known[i].prefix, n))
+			continue;
+		if (known[i].type == ODM_PT_PQ && !(isdigit((unsigned char)comm[n]) &&
+						    isdigit((unsigned char)comm[n + 1])))
+			continue;
+		return known[i].type;
+	}
+	return ODM_PT_OTHER;
+}
+
+uint64_t odm_hist_upper(unsigned bin)
+{
+	if (bin < ODM_HIST_SUB)
+		return bin + 1;
+	unsigned log = bin / ODM_HIST_SUB + 1, sub = bin % ODM_HIST_SUB;
+	return (uint64_t)(ODM_HIST_SUB + sub + 1) << (log - 2);
+}
+
+uint64_t odm_hist_percentile(const uint64_t *hist, double pct)
+{
+	uint64_t total = 0, seen = 0;
+	for (unsigned i = 0; i < ODM_HIST_BINS; i++)
+		total += hist[i];
+	if (!total)
+		return 0;
+	for (unsigned i = 0; i < ODM_HIST_BINS; i++) {
+		seen += hist[i];
+		if ((double)seen >= (double)total * pct / 100.0)
+			return odm_hist_upper(i);
+	}
+	return odm_hist_upper(ODM_HIST_BINS - 1);
+}
+
+static int map_fd(int fd, bool writable, struct odm_segment **out)
+{
+	void *p = mmap(NULL, sizeof(struct odm_segment), PROT_READ | (writable ? PROT_WRITE : 0),
+		       MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED)
+		return -errno;
+	*out = p;
+	return 0;
+}
+
+static int init_segment(struct odm_segment *seg, const char *database, const char *instance)
+{
+	pthread_mutexattr_t a;
+	pthread_mutexattr_init(&a);
+	pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED);
+	pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST);
+	int rc = -pthread_mutex_init(&seg->lock, &a);
+	pthread_mutexattr_destroy(&a);
+	struct utsname u;
+	snprintf(seg->database, sizeof seg->database, "%s", database);
+	snprintf(seg->instance, sizeof seg->instance, "%s", instance);
+	const char *node = uname(&u) ? "?" : u.nodename;
+	size_t nlen = strnlen(node, sizeof seg->node - 1);
+	memcpy(seg->node, node, nlen);
+	seg->node[nlen] = 0;
+	seg->version = ODM_SEG_VERSION;
+	seg->size = (uint32_t)sizeof *seg;
+	for (unsigned i = 0; i < ODM_PT_COUNT; i++)
+		seg->retired[i].ptype = i;
+	__atomic_store_n(&seg->magic, ODM_SEG_MAGIC, __ATOMIC_RELEASE); /* ready */
+	return rc;
+}
+
+/* Created under a temporary name and linked into place whole, so nobody maps half of one. */
+static int create_segment(const char *path, const char *database, const char *instance)
+{
+	char tmp[300];
+	snprintf(tmp, sizeof tmp, "%s.%d.tmp", path, (int)getpid());
+	int fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -errno;
+	struct odm_segment *seg = NULL;
+	int rc = ftruncate(fd, sizeof *seg) ? -errno : map_fd(fd, true, &seg);
+	if (!rc)
+		rc = init_segment(seg, database, instance);
+	if (seg)
+		munmap(seg, sizeof *seg);
+	if (!rc && link(tmp, path) && errno != EEXIST) /* EEXIST: another process won */
+		rc = -errno;
+	unlink(tmp);
+	close(fd);
+	return rc;
+}
+
+int odm_segment_open_path(const char *path, bool writable, struct odm_segment **out)
+{
+	int fd = open(path, (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	struct stat st;
+	int rc = fstat(fd, &st) ? -errno : 0;
+	if (!rc && (uint64_t)st.st_size != sizeof(struct odm_segment))
+		rc = -EPROTO; /* another version of libodm made it */
+	if (!rc)
+		rc = map_fd(fd, writable, out);
+	close(fd);
+	if (!rc && ((*out)->magic != ODM_SEG_MAGIC || (*out)->version != ODM_SEG_VERSION)) {
+		munmap(*out, sizeof **out);
+		rc = -EPROTO;
+	}
+	return rc;
+}
+
+int odm_segment_open(const char *database, const char *instance, bool create,
+		     struct odm_segment **out)
+{
+	if (!odm_name_ok(database) || !odm_name_ok(instance))
+		return -EINVAL;
+	char path[200];
+	snprintf(path, sizeof path, "%s/%s%s.%s", ODM_SEG_DIR, ODM_SEG_PREFIX, database, instance);
+	int rc = odm_segment_open_path(path, create, out);
+	if (rc == -ENOENT && create && (rc = create_segment(path, database, instance)) == 0)
+		rc = odm_segment_open_path(path, true, out);
+	return rc;
+}
+
+void odm_segment_close(struct odm_segment *seg)
+{
+	if (seg)
+		munmap(seg, sizeof *seg);
+}
+
+int odm_segment_lock(struct odm_segment *seg)
+{
+	int rc = pthread_mutex_lock(&seg->lock);
+	if (rc == EOWNERDEAD) /* a process died holding it: the table is changed whole or not */
+		rc = pthread_mutex_consistent(&seg->lock);
+	return -rc;
+}
+
+void odm_segment_unlock(struct odm_segment *seg)
+{
+	pthread_mutex_unlock(&seg->lock);
+}
+
+static uint64_t starttime_of(pid_t pid)
+{
+	char path[64], buf[1024];
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return 0;
+	size_t n = fread(buf, 1, sizeof buf - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	char *p = strrchr(buf, ')'); /* the name may hold spaces */
+	unsigned long long st = 0;
+	if (p && sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d "
+			"%*d %*d %*d %llu", &st) != 1)
+		st = 0;
+	return st;
+}
+
+bool odm_slot_alive(const struct odm_proc_slot *slot)
+{
+	return slot->state == ODM_SLOT_LIVE && (kill(slot->pid, 0) == 0 || errno == EPERM) &&
+	       starttime_of(slot->pid) == slot->starttime;
+}
+
+static void fold(struct odm_proc_slot *into, const struct odm_proc_slot *from)
+{
+	const uint64_t *src = (const uint64_t *)&from->total;
+	uint64_t *dst = (uint64_t *)&into->total;
+	size_t n = (sizeof *from - offsetof(struct odm_proc_slot, total)) / sizeof(uint64_t);
+	for (size_t i = 0; i < n; i++)
+		if (src[i])
+			dst[i] += src[i];
+}
+
+/* Counts of a process that is gone go to its type's retired totals (segment locked). */
+static void retire_locked(struct odm_segment *seg, struct odm_proc_slot *slot)
+{
+	fold(&seg->retired[slot->ptype < ODM_PT_COUNT ? slot->ptype : ODM_PT_OTHER], slot);
+	memset(slot, 0, sizeof *slot);
+}
+
+int odm_slot_take(struct odm_segment *seg, enum odm_ptype ptype, struct odm_proc_slot **out)
+{
+	int rc = odm_segment_lock(seg);
+	if (rc)
+		return rc;
+	struct odm_proc_slot *mine = NULL;
+	for (unsigned i = 0; i < ODM_MAX_PROCS; i++) {
+		struct odm_proc_slot *s = &seg->procs[i];
+		if (s->state == ODM_SLOT_LIVE && !odm_slot_alive(s))
+			retire_locked(seg, s);
+		if (s->state == ODM_SLOT_FREE && !mine)
+			mine = s;
+	}
+	for (unsigned i = 0; i < ODM_MAX_FILES; i++) { /* files a dead process was creating */
+		struct odm_file_slot *f = &seg->files[i];
+		if (f->state == ODM_FILE_CREATING && kill(f->creator, 0) && errno == ESRCH) {
+			f->state = ODM_FILE_FREE;
+			f->gen++;
+		}
+	}
+	if (mine) {
+		mine->pid = getpid();
+		mine->starttime = starttime_of(mine->pid);
+		mine->ptype = ptype;
+		FILE *f = fopen("/proc/self/comm", "re");
+		if (f) {
+			if (!fgets(mine->name, sizeof mine->name, f))
+				mine->name[0] = 0;
+			mine->name[strcspn(mine->name, "\n")] = 0;
+			fclose(f);
+		}
+		mine->state = ODM_SLOT_LIVE;
+	}
+	odm_segment_unlock(seg);
+	*out = mine;
+	return mine ? 0 : -EUSERS;
+}
+
+void odm_slot_retire(struct odm_segment *seg, struct odm_proc_slot *slot)
+{
+	if (odm_segment_lock(seg) == 0) {
+		retire_locked(seg, slot);
+		odm_segment_unlock(seg);
+	}
+}
