@@ -33,7 +33,8 @@ CFS_SRC := $(filter-out $(CFSD_SRC),$(wildcard cfs/*.c))
 CFS_OBJ := $(CFS_SRC:%.c=$(BUILD)/%.o)
 TOOLS_COMMON_OBJ := $(BUILD)/tools/common.o
 CFS_TOOLS := $(BUILD)/bin/mkfs.cfs $(BUILD)/bin/fsck.cfs $(BUILD)/bin/cfs $(BUILD)/bin/cfsd
-TOOLS := $(BUILD)/bin/cvm $(BUILD)/bin/randio $(BUILD)/bin/cfslock $(CFS_TOOLS)
+ODM_TOOLS := $(BUILD)/bin/odmstat $(BUILD)/bin/odmload
+TOOLS := $(BUILD)/bin/cvm $(BUILD)/bin/randio $(BUILD)/bin/cfslock $(CFS_TOOLS) $(ODM_TOOLS)
 UNIT_TESTS := $(patsubst tests/%.c,$(BUILD)/tests/%,$(wildcard tests/*/test_*.c))
 LIBS := $(BUILD)/lib/libcfs.a $(BUILD)/lib/libcvm.a $(BUILD)/lib/libcfslock.a
 # libodm.so carries what it needs of libcvm and the control protocol: a database loads one file.
@@ -100,6 +101,15 @@ $(BUILD)/bin/fsck.cfs: $(BUILD)/tools/fsck_cfs.o $(TOOLS_COMMON_OBJ) $(LIBS)
 
 $(BUILD)/bin/cfs: $(BUILD)/tools/cfs.o $(BUILD)/proto/control.pb-c.o $(TOOLS_COMMON_OBJ) $(LIBS)
 	$(CC) $(LDFLAGS_SAN) $(LDFLAGS) -o $@ $^ $(LDLIBS_CVM) $(LDLIBS_LOCK)
+
+$(BUILD)/bin/odmstat: $(BUILD)/tools/odmstat.o $(BUILD)/odm/stats.o $(TOOLS_COMMON_OBJ) $(LIBS)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS_SAN) $(LDFLAGS) -o $@ $^ $(LDLIBS_CVM) $(LDLIBS_LOCK)
+
+# odmload loads libodm.so at run time, as a database does.
+$(BUILD)/bin/odmload: $(BUILD)/tools/odmload.o
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS_SAN) $(LDFLAGS) -o $@ $^ -ldl -lm
 
 $(BUILD)/bin/cfsd: $(CFSD_SRC:%.c=$(BUILD)/%.o) $(BUILD)/proto/control.pb-c.o $(TOOLS_COMMON_OBJ) $(LIBS)
 	@mkdir -p $(dir $@)

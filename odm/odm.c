@@ -66,7 +66,7 @@ static void teardown(void)
 			}
 		}
 		free(f->ext);
-		pthread_mutex_destroy(&f->lock);
+		f->ext = NULL;
 	}
 	while (odm_proc.mounts) { /* closing the connection drops cfsd's holds */
 		struct odm_mount *m = odm_proc.mounts;
@@ -75,6 +75,7 @@ static void teardown(void)
 	}
 	odm_slot_retire(odm_proc.seg, odm_proc.slot);
 	odm_segment_close(odm_proc.seg);
+	odm_proc.seg = NULL;
 }
 
 static void at_exit(void)

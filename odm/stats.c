@@ -12,6 +12,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
+#include <time.h>
 #include <unistd.h>
 
 const char *const odm_ptype_names[ODM_PT_COUNT] = {
@@ -98,6 +99,7 @@ static int init_segment(struct odm_segment *seg, const char *database, const cha
 	size_t nlen = strnlen(node, sizeof seg->node - 1);
 	memcpy(seg->node, node, nlen);
 	seg->node[nlen] = 0;
+	seg->created = (int64_t)time(NULL);
 	seg->version = ODM_SEG_VERSION;
 	seg->size = (uint32_t)sizeof *seg;
 	for (unsigned i = 0; i < ODM_PT_COUNT; i++)

@@ -55,6 +55,7 @@ struct odm_segment {
 	uint64_t magic;
 	uint32_t version, size;
 	char database[ODM_NAME_MAX + 1], instance[ODM_NAME_MAX + 1], node[64];
+	int64_t created; /* seconds since the epoch */
 	pthread_mutex_t lock; /* robust, process-shared */
 	struct odm_file_slot files[ODM_MAX_FILES];
 	struct odm_proc_slot retired[ODM_PT_COUNT];

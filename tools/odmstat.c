@@ -1,0 +1,477 @@
+/* odmstat: ODM I/O statistics of the instances on this node, from their shared-memory
+ * segments (/dev/shm/odm.DATABASE.INSTANCE), like iostat: the first report since each
+ * instance began, then one per interval. */
+#include "odm/stats.h"
+#include "tools/common.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+enum by { BY_INSTANCE, BY_DATABASE, BY_NODE, BY_PTYPE, BY_FILE };
+static const char *const by_names[] = {"instance", "database", "node", "ptype", "file"};
+
+struct row {
+	char key[600];
+	uint32_t block_size;
+	struct odm_count c[2][2];          /* [dir][mode] */
+	uint64_t hist[2][ODM_HIST_BINS];   /* [mode], reads and writes together */
+};
+
+struct snap {
+	struct row *rows;
+	size_t n, cap;
+	double since; /* seconds covered by a cumulative report */
+};
+
+struct opts {
+	double interval;
+	long count;
+	enum by by;
+	const char *instance;
+	bool json, list;
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: odmstat [-i SEC] [-c COUNT] [--by instance|database|node|ptype|file]\n"
+		   "               [--instance NAME] [--json]\n"
+		   "       odmstat -l [--instance NAME] [--json]\n"
+		   "ODM I/O statistics of this node's database instances (see odmstat(1)).\n"
+		   "  -i, --interval SEC  report every SEC seconds (the first report is cumulative)\n"
+		   "  -c, --count N       stop after N reports (default: 1 without -i, else forever)\n"
+		   "  --by KEY            one row per instance (default), database, node, process\n"
+		   "                      type or file\n"
+		   "  --instance NAME     only this instance\n"
+		   "  -l, --list          the processes using libodm\n"
+		   "  --json              one JSON object per report, raw counts included\n"
+		   "Exit: 0 ok, 1 no instance found, 2 bad usage.\n");
+}
+
+static struct row *row_for(struct snap *s, const char *key, uint32_t block_size)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (!strcmp(s->rows[i].key, key))
+			return &s->rows[i];
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 16;
+		struct row *v = realloc(s->rows, cap * sizeof *v);
+		if (!v) {
+			fprintf(stderr, "odmstat: out of memory\n");
+			exit(1);
+		}
+		s->rows = v;
+		s->cap = cap;
+	}
+	struct row *r = &s->rows[s->n++];
+	memset(r, 0, sizeof *r);
+	snprintf(r->key, sizeof r->key, "%s", key);
+	r->block_size = block_size;
+	return r;
+}
+
+static void add_counts(struct row *r, const struct odm_count c[2][2])
+{
+	for (int d = 0; d < 2; d++)
+		for (int m = 0; m < 2; m++) {
+			r->c[d][m].ops += c[d][m].ops;
+			r->c[d][m].bytes += c[d][m].bytes;
+			r->c[d][m].usec += c[d][m].usec;
+		}
+}
+
+static void add_slot(struct snap *s, const struct odm_segment *seg, const struct odm_proc_slot *p,
+		     enum by by)
+{
+	char key[600];
+	if (by == BY_FILE) {
+		for (unsigned f = 0; f < ODM_MAX_FILES; f++) {
+			const struct odm_file_slot *fs = &seg->files[f];
+			if (fs->state == ODM_FILE_FREE)
+				continue;
+			snprintf(key, sizeof key, "%s", fs->path);
+			add_counts(row_for(s, key, fs->block_size ? fs->block_size : ODM_ALIGN),
+				   p->file[f]);
+		}
+		return;
+	}
+	if (by == BY_INSTANCE)
+		snprintf(key, sizeof key, "%s/%s", seg->database, seg->instance);
+	else if (by == BY_DATABASE)
+		snprintf(key, sizeof key, "%s", seg->database);
+	else if (by == BY_NODE)
+		snprintf(key, sizeof key, "%s", seg->node);
+	else
+		snprintf(key, sizeof key, "%s", odm_ptype_names[p->ptype < ODM_PT_COUNT ? p->ptype : 0]);
+	struct row *r = row_for(s, key, 0);
+	add_counts(r, p->total);
+	for (int d = 0; d < 2; d++)
+		for (int m = 0; m < 2; m++)
+			for (unsigned b = 0; b < ODM_HIST_BINS; b++)
+				r->hist[m][b] += p->hist[d][m][b];
+}
+
+static bool segment_path(const struct dirent *e, const char *instance, char *path, size_t len)
+{
+	size_t n = strlen(e->d_name), pl = strlen(ODM_SEG_PREFIX);
+	if (strncmp(e->d_name, ODM_SEG_PREFIX, pl) || (n > 4 && !strcmp(e->d_name + n - 4, ".tmp")))
+		return false;
+	const char *dot = strchr(e->d_name + pl, '.');
+	if (!dot || (instance && strcmp(dot + 1, instance)))
+		return false;
+	snprintf(path, len, "%s/%s", ODM_SEG_DIR, e->d_name);
+	return true;
+}
+
+/* Visit every instance segment (locked while visited). */
+static int each_segment(const struct opts *o, void (*fn)(void *, struct odm_segment *), void *arg)
+{
+	DIR *d = opendir(ODM_SEG_DIR);
+	if (!d)
+		return 0;
+	int found = 0;
+	struct dirent *e;
+	char path[512];
+	while ((e = readdir(d))) {
+		struct odm_segment *seg;
+		if (!segment_path(e, o->instance, path, sizeof path))
+			continue;
+		int rc = odm_segment_open_path(path, true, &seg);
+		if (rc) {
+			fprintf(stderr, "odmstat: %s: %s\n", path, rc == -EPROTO ?
+				"made by another version of libodm (remove it once its instance is down)"
+				: strerror(-rc));
+			continue;
+		}
+		if (odm_segment_lock(seg) == 0) {
+			fn(arg, seg);
+			odm_segment_unlock(seg);
+			found++;
+		}
+		odm_segment_close(seg);
+	}
+	closedir(d);
+	return found;
+}
+
+struct take_arg {
+	struct snap *s;
+	enum by by;
+};
+
+static void take_one(void *arg, struct odm_segment *seg)
+{
+	struct take_arg *a = arg;
+	double age = difftime(time(NULL), (time_t)seg->created);
+	if (age > a->s->since)
+		a->s->since = age;
+	for (unsigned t = 0; t < ODM_PT_COUNT; t++)
+		add_slot(a->s, seg, &seg->retired[t], a->by);
+	for (unsigned i = 0; i < ODM_MAX_PROCS; i++)
+		if (seg->procs[i].state == ODM_SLOT_LIVE)
+			add_slot(a->s, seg, &seg->procs[i], a->by);
+}
+
+static int take(const struct opts *o, struct snap *s)
+{
+	s->n = 0;
+	s->since = 1;
+	struct take_arg a = {s, o->by};
+	return each_segment(o, take_one, &a);
+}
+
+/* now - before, row by row (a row new since then counts whole). */
+static void subtract(struct snap *now, const struct snap *before)
+{
+	for (size_t i = 0; i < now->n; i++) {
+		struct row *r = &now->rows[i];
+		const struct row *b = NULL;
+		for (size_t j = 0; j < before->n && !b; j++)
+			if (!strcmp(before->rows[j].key, r->key))
+				b = &before->rows[j];
+		if (!b)
+			continue;
+		for (int d = 0; d < 2; d++)
+			for (int m = 0; m < 2; m++) {
+				r->c[d][m].ops -= b->c[d][m].ops;
+				r->c[d][m].bytes -= b->c[d][m].bytes;
+				r->c[d][m].usec -= b->c[d][m].usec;
+			}
+		for (int m = 0; m < 2; m++)
+			for (unsigned k = 0; k < ODM_HIST_BINS; k++)
+				r->hist[m][k] -= b->hist[m][k];
+	}
+}
+
+static bool row_empty(const struct row *r)
+{
+	return !(r->c[0][0].ops | r->c[0][1].ops | r->c[1][0].ops | r->c[1][1].ops);
+}
+
+static double avg_ms(const struct odm_count *c) { return c->ops ? c->usec / 1000.0 / c->ops : 0; }
+
+static void print_text(const struct opts *o, const struct snap *s, double secs)
+{
+	if (o->by == BY_FILE) {
+		printf("%-40s %10s %10s %12s %12s %8s %8s\n", "FILE", "NREADS", "NWRITES", "RBLOCKS",
+		       "WBLOCKS", "RTIME_ms", "WTIME_ms");
+		for (size_t i = 0; i < s->n; i++) {
+			const struct row *r = &s->rows[i];
+			if (row_empty(r))
+				continue;
+			struct odm_count rd = r->c[0][0], wr = r->c[1][0];
+			for (int d = 0; d < 2; d++) { /* sync and async together, as Veritas shows */
+				struct odm_count *t = d ? &wr : &rd;
+				t->ops += r->c[d][1].ops;
+				t->bytes += r->c[d][1].bytes;
+				t->usec += r->c[d][1].usec;
+			}
+			printf("%-40s %10llu %10llu %12llu %12llu %8.2f %8.2f\n", r->key,
+			       (unsigned long long)rd.ops, (unsigned long long)wr.ops,
+			       (unsigned long long)(rd.bytes / r->block_size),
+			       (unsigned long long)(wr.bytes / r->block_size), avg_ms(&rd), avg_ms(&wr));
+		}
+		return;
+	}
+	printf("%-24s %-5s %9s %9s %8s %8s %8s %8s %8s\n", by_names[o->by], "MODE", "READS/s",
+	       "WRITES/s", "RMB/s", "WMB/s", "RAVG_ms", "WAVG_ms", "P99_ms");
+	for (size_t i = 0; i < s->n; i++)
+		for (int m = 0; m < 2 && !row_empty(&s->rows[i]); m++) {
+			const struct row *r = &s->rows[i];
+			printf("%-24s %-5s %9.1f %9.1f %8.2f %8.2f %8.3f %8.3f %8.3f\n", r->key,
+			       m == ODM_MODE_SYNC ? "sync" : "async", r->c[0][m].ops / secs,
+			       r->c[1][m].ops / secs, r->c[0][m].bytes / secs / 1048576.0,
+			       r->c[1][m].bytes / secs / 1048576.0, avg_ms(&r->c[0][m]),
+			       avg_ms(&r->c[1][m]), odm_hist_percentile(r->hist[m], 99.0) / 1000.0);
+		}
+}
+
+static void json_mode(const struct row *r, int m, double secs)
+{
+	printf("{\"reads\": %llu, \"writes\": %llu, \"read_bytes\": %llu, \"write_bytes\": %llu, "
+	       "\"read_usec\": %llu, \"write_usec\": %llu, \"reads_per_s\": %.1f, "
+	       "\"writes_per_s\": %.1f, \"read_mb_per_s\": %.3f, \"write_mb_per_s\": %.3f, "
+	       "\"p99_us\": %llu}",
+	       (unsigned long long)r->c[0][m].ops, (unsigned long long)r->c[1][m].ops,
+	       (unsigned long long)r->c[0][m].bytes, (unsigned long long)r->c[1][m].bytes,
+	       (unsigned long long)r->c[0][m].usec, (unsigned long long)r->c[1][m].usec,
+	       r->c[0][m].ops / secs, r->c[1][m].ops / secs, r->c[0][m].bytes / secs / 1048576.0,
+	       r->c[1][m].bytes / secs / 1048576.0,
+	       (unsigned long long)odm_hist_percentile(r->hist[m], 99.0));
+}
+
+static void print_json(const struct opts *o, const struct snap *s, double secs, bool cumulative)
+{
+	printf("{\"time\": %lld, \"seconds\": %.3f, \"cumulative\": %s, \"by\": \"%s\", \"rows\": [",
+	       (long long)time(NULL), secs, cumulative ? "true" : "false", by_names[o->by]);
+	bool first = true;
+	for (size_t i = 0; i < s->n; i++) {
+		if (row_empty(&s->rows[i]))
+			continue;
+		printf("%s{\"key\": ", first ? "" : ", ");
+		first = false;
+		json_string(stdout, s->rows[i].key);
+		if (o->by == BY_FILE)
+			printf(", \"block_size\": %u", s->rows[i].block_size);
+		printf(", \"sync\": ");
+		json_mode(&s->rows[i], ODM_MODE_SYNC, secs);
+		printf(", \"async\": ");
+		json_mode(&s->rows[i], ODM_MODE_ASYNC, secs);
+		printf("}");
+	}
+	printf("]}\n");
+}
+
+struct list_arg {
+	const struct opts *o;
+	bool first;
+};
+
+static void list_one(void *arg, struct odm_segment *seg)
+{
+	struct list_arg *a = arg;
+	for (unsigned i = 0; i < ODM_MAX_PROCS; i++) {
+		const struct odm_proc_slot *p = &seg->procs[i];
+		if (p->state != ODM_SLOT_LIVE || !odm_slot_alive(p))
+			continue;
+		uint64_t rd = p->total[0][0].ops + p->total[0][1].ops;
+		uint64_t wr = p->total[1][0].ops + p->total[1][1].ops;
+		const char *pt = odm_ptype_names[p->ptype < ODM_PT_COUNT ? p->ptype : 0];
+		if (a->o->json) {
+			printf("%s{\"pid\": %d, \"database\": ", a->first ? "" : ", ", (int)p->pid);
+			json_string(stdout, seg->database);
+			printf(", \"instance\": ");
+			json_string(stdout, seg->instance);
+			printf(", \"node\": ");
+			json_string(stdout, seg->node);
+			printf(", \"ptype\": \"%s\", \"name\": ", pt);
+			json_string(stdout, p->name);
+			printf(", \"reads\": %llu, \"writes\": %llu}", (unsigned long long)rd,
+			       (unsigned long long)wr);
+		} else {
+			printf("%-8d %-12s %-12s %-10s %-16s %12llu %12llu\n", (int)p->pid,
+			       seg->database, seg->instance, pt, p->name, (unsigned long long)rd,
+			       (unsigned long long)wr);
+		}
+		a->first = false;
+	}
+}
+
+static int list(const struct opts *o)
+{
+	struct list_arg a = {o, true};
+	if (o->json)
+		printf("[");
+	else
+		printf("%-8s %-12s %-12s %-10s %-16s %12s %12s\n", "PID", "DATABASE", "INSTANCE",
+		       "PTYPE", "NAME", "READS", "WRITES");
+	int found = each_segment(o, list_one, &a);
+	if (o->json)
+		printf("]\n");
+	return found;
+}
+
+static volatile sig_atomic_t stop;
+static void on_signal(int sig) { (void)sig; stop = 1; }
+
+static int parse(int argc, char **argv, struct opts *o)
+{
+	static const struct option longs[] = {
+		{"interval", required_argument, NULL, 'i'}, {"count", required_argument, NULL, 'c'},
+		{"by", required_argument, NULL, 'b'},       {"instance", required_argument, NULL, 'I'},
+		{"json", no_argument, NULL, 'j'},           {"list", no_argument, NULL, 'l'},
+		{"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0}};
+	*o = (struct opts){.count = -1};
+	int c;
+	char *end;
+	while ((c = getopt_long(argc, argv, "i:c:lh", longs, NULL)) != -1) {
+		switch (c) {
+		case 'i':
+			o->interval = strtod(optarg, &end);
+			if (*end || !(o->interval > 0 && o->interval <= 86400)) {
+				fprintf(stderr, "odmstat: interval '%s': give seconds, more than 0\n", optarg);
+				return 2;
+			}
+			break;
+		case 'c':
+			o->count = strtol(optarg, &end, 10);
+			if (*end || o->count < 1) {
+				fprintf(stderr, "odmstat: count '%s': give a number of reports, 1 or more\n",
+					optarg);
+				return 2;
+			}
+			break;
+		case 'b': {
+			size_t k = 0;
+			while (k < 5 && strcmp(optarg, by_names[k]))
+				k++;
+			if (k == 5) {
+				fprintf(stderr, "odmstat: --by '%s': one of instance, database, node, ptype, "
+						"file\n", optarg);
+				return 2;
+			}
+			o->by = (enum by)k;
+			break;
+		}
+		case 'I':
+			if (!odm_name_ok(optarg)) {
+				fprintf(stderr, "odmstat: instance '%s': not an instance name\n", optarg);
+				return 2;
+			}
+			o->instance = optarg;
+			break;
+		case 'j':
+			o->json = true;
+			break;
+		case 'l':
+			o->list = true;
+			break;
+		case 'h':
+			usage(stdout);
+			exit(0);
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "odmstat: unexpected '%s'\n", argv[optind]);
+		usage(stderr);
+		return 2;
+	}
+	if (o->count < 0)
+		o->count = o->interval > 0 ? 0 : 1; /* 0: until interrupted */
+	if (o->interval <= 0 && o->count > 1) {
+		fprintf(stderr, "odmstat: -c %ld needs -i SEC between reports\n", o->count);
+		return 2;
+	}
+	return 0;
+}
+
+static void not_found(const struct opts *o)
+{
+	if (o->instance)
+		fprintf(stderr, "odmstat: no instance %s on this node (no %s/%s*.%s)\n", o->instance,
+			ODM_SEG_DIR, ODM_SEG_PREFIX, o->instance);
+	else
+		fprintf(stderr, "odmstat: no ODM instance on this node (nothing has called odm_init; "
+				"segments live in %s/%s*)\n", ODM_SEG_DIR, ODM_SEG_PREFIX);
+}
+
+int main(int argc, char **argv)
+{
+	struct opts o;
+	int rc = parse(argc, argv, &o);
+	if (rc)
+		return rc;
+	if (o.list) {
+		if (!list(&o)) {
+			not_found(&o);
+			return 1;
+		}
+		return 0;
+	}
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	struct snap prev = {0}, cur = {0}, view = {0};
+	if (!take(&o, &cur)) {
+		not_found(&o);
+		return 1;
+	}
+	for (long n = 1;; n++) {
+		bool cumulative = n == 1;
+		double secs = cumulative ? cur.since : o.interval;
+		view.n = 0;
+		for (size_t i = 0; i < cur.n; i++) /* rows in the order they were found */
+			*row_for(&view, cur.rows[i].key, cur.rows[i].block_size) = cur.rows[i];
+		if (!cumulative)
+			subtract(&view, &prev);
+		if (o.json)
+			print_json(&o, &view, secs, cumulative);
+		else
+			print_text(&o, &view, secs);
+		fflush(stdout);
+		if ((o.count && n >= o.count) || stop)
+			break;
+		if (!o.json)
+			printf("\n");
+		struct timespec ts = {(time_t)o.interval, (long)((o.interval - (time_t)o.interval) * 1e9)};
+		nanosleep(&ts, NULL);
+		if (stop)
+			break;
+		struct snap raw = prev; /* the sample just shown becomes the base of the next */
+		prev = cur;
+		cur = raw;
+		take(&o, &cur);
+	}
+	free(view.rows);
+	free(prev.rows);
+	free(cur.rows);
+	return 0;
+}
