@@ -115,6 +115,16 @@ $(BUILD)/bin/cfsd: $(CFSD_SRC:%.c=$(BUILD)/%.o) $(BUILD)/proto/control.pb-c.o $(
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS_SAN) $(LDFLAGS) -o $@ $^ -lfuse3 $(LDLIBS_CVM) $(LDLIBS_LOCK)
 
+$(BUILD)/tests/odm/test_%: tests/odm/test_%.c $(BUILD)/odm/stats.o
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -o $@ $^ $(LDFLAGS_SAN) -lcriterion -lpthread
+
+# Driven by tests/odm/test_odm.sh on a mounted CFS: the real libodm.so, as a database loads it.
+$(BUILD)/tests/odm/odm_api: tests/odm/odm_api.c $(BUILD)/lib/libodm.so $(BUILD)/odm/stats.o
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -o $@ $< $(BUILD)/odm/stats.o -L$(BUILD)/lib -lodm \
+		-Wl,-rpath,$(abspath $(BUILD)/lib) $(LDFLAGS_SAN) -lcriterion -lpthread
+
 $(BUILD)/tests/%: tests/%.c tests/helpers.h $(LIBS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -o $@ $< $(LIBS) $(LDFLAGS_SAN) -lcriterion $(LDLIBS_CVM) $(LDLIBS_LOCK)
@@ -122,7 +132,8 @@ $(BUILD)/tests/%: tests/%.c tests/helpers.h $(LIBS)
 # The test run: everything rebuilt with the sanitizers, then unit and integration tests.
 check: deps
 	$(MAKE) --no-print-directory SANITIZE=1 BUILD=build/asan build/asan/bin/cvm build/asan/bin/randio build/asan/bin/cfslock \
-		$(CFS_TOOLS:$(BUILD)/%=build/asan/%) \
+		$(CFS_TOOLS:$(BUILD)/%=build/asan/%) $(ODM_TOOLS:$(BUILD)/%=build/asan/%) \
+		build/asan/lib/libodm.so build/asan/tests/odm/odm_api \
 		$(patsubst tests/%.c,build/asan/tests/%,$(wildcard tests/*/test_*.c))
 	tests/run.sh build/asan
 

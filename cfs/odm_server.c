@@ -539,6 +539,9 @@ static int commit(struct odm_client *c, const ControlRequest *req)
 		cfs_forget(fs, h->ino, 1);
 		h->uncommitted = false;
 		rc = cfs_fsync(fs, h->ino);
+		if (c->s->d->se) /* a lookup that failed before may be cached */
+			fuse_lowlevel_notify_inval_entry(c->s->d->se, h->parent, h->name,
+							 strlen(h->name));
 	}
 	return rc;
 }
@@ -554,6 +557,8 @@ static int resize(struct odm_client *c, const ControlRequest *req, ControlReply 
 	if (!rc)
 		rc = cfs_bypass_resize(s->d->fs, h->ino, req->size);
 	odm_revoke_end(s, h->ino);
+	if (!rc && s->d->se) /* the size the kernel caches */
+		fuse_lowlevel_notify_inval_inode(s->d->se, h->ino, 0, 0);
 	if (!rc)
 		rc = fill_map(c, h, reply, m);
 	return rc;
@@ -586,7 +591,10 @@ static int delete(struct odm_client *c, const ControlRequest *req, struct odm_re
 		return -EBUSY;
 	if (mine)
 		unhold(c, mine);
-	return cfs_unlink(fs, parent, name);
+	rc = cfs_unlink(fs, parent, name);
+	if (!rc && c->s->d->se) /* the kernel's cached name goes too */
+		fuse_lowlevel_notify_delete(c->s->d->se, parent, ino, name, strlen(name));
+	return rc;
 }
 
 bool odm_is_request(const ControlRequest *req)

@@ -1,0 +1,95 @@
+/* odm/stats.c: histogram, process types from names, the segment's slots and retiring. */
+#include "odm/stats.h"
+
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <stdio.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+Test(stats, histogram_buckets_are_ordered_and_bounded)
+{
+	unsigned last = 0;
+	for (uint64_t us = 0; us < 5000000; us = us < 64 ? us + 1 : us * 9 / 8) {
+		unsigned b = odm_hist_bin(us);
+		cr_assert(b >= last, "bucket of %llu went down", (unsigned long long)us);
+		cr_assert(us < odm_hist_upper(b), "%llu us is not below its bucket's edge",
+			  (unsigned long long)us);
+		cr_assert(b == 0 || us >= odm_hist_upper(b - 1), "%llu us belongs lower",
+			  (unsigned long long)us);
+		last = b;
+	}
+	cr_assert_eq(odm_hist_bin(UINT64_MAX), ODM_HIST_BINS - 1);
+}
+
+Test(stats, percentile_of_a_known_spread)
+{
+	uint64_t h[ODM_HIST_BINS] = {0};
+	h[odm_hist_bin(100)] = 98; /* 98 fast, 2 slow */
+	h[odm_hist_bin(10000)] = 2;
+	cr_assert_eq(odm_hist_percentile(h, 50), odm_hist_upper(odm_hist_bin(100)));
+	cr_assert_eq(odm_hist_percentile(h, 99), odm_hist_upper(odm_hist_bin(10000)));
+	uint64_t empty[ODM_HIST_BINS] = {0};
+	cr_assert_eq(odm_hist_percentile(empty, 99), 0);
+}
+
+Test(stats, process_types_from_oracle_names)
+{
+	cr_assert_eq(odm_ptype_from_name("ora_lgwr_ORCL1"), ODM_PT_LGWR);
+	cr_assert_eq(odm_ptype_from_name("ora_dbw0_ORCL1"), ODM_PT_DBWR);
+	cr_assert_eq(odm_ptype_from_name("ora_dbwa_ORCL1"), ODM_PT_DBWR);
+	cr_assert_eq(odm_ptype_from_name("ora_ckpt_ORCL1"), ODM_PT_CKPT);
+	cr_assert_eq(odm_ptype_from_name("ora_arc3_ORCL1"), ODM_PT_ARCH);
+	cr_assert_eq(odm_ptype_from_name("ora_p012_ORCL1"), ODM_PT_PQ);
+	cr_assert_eq(odm_ptype_from_name("ora_pmon_ORCL1"), ODM_PT_OTHER);
+	cr_assert_eq(odm_ptype_from_name("oracleORCL1"), ODM_PT_FOREGROUND);
+	cr_assert_eq(odm_ptype_from_name("bash"), ODM_PT_OTHER);
+}
+
+Test(stats, names)
+{
+	cr_assert(odm_name_ok("ORCL_1$#-"));
+	cr_assert(!odm_name_ok(""));
+	cr_assert(!odm_name_ok("a/b"));
+	cr_assert(!odm_name_ok("a.b"));
+	cr_assert(!odm_name_ok("0123456789012345678901234567890123"));
+	struct odm_segment *seg;
+	cr_assert_eq(odm_segment_open("a/b", "x", true, &seg), -EINVAL);
+}
+
+/* Counts of a process that ends go to its type's retired totals: nothing is lost. */
+Test(stats, retiring_keeps_the_sums)
+{
+	char inst[32];
+	snprintf(inst, sizeof inst, "T%d", (int)getpid());
+	struct odm_segment *seg;
+	cr_assert_eq(odm_segment_open("UNIT", inst, false, &seg), -ENOENT);
+	cr_assert_eq(odm_segment_open("UNIT", inst, true, &seg), 0);
+	pid_t child = fork();
+	if (child == 0) { /* counts and dies without retiring */
+		struct odm_proc_slot *s;
+		if (odm_slot_take(seg, ODM_PT_DBWR, &s))
+			_exit(1);
+		for (int i = 0; i < 10; i++)
+			odm_stats_count(s, 3, ODM_DIR_WRITE, ODM_MODE_ASYNC, 8192, 100);
+		_exit(0);
+	}
+	int st;
+	waitpid(child, &st, 0);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	struct odm_proc_slot *mine;
+	cr_assert_eq(odm_slot_take(seg, ODM_PT_LGWR, &mine), 0); /* finds the dead one */
+	const struct odm_proc_slot *r = &seg->retired[ODM_PT_DBWR];
+	cr_assert_eq(r->total[ODM_DIR_WRITE][ODM_MODE_ASYNC].ops, 10);
+	cr_assert_eq(r->total[ODM_DIR_WRITE][ODM_MODE_ASYNC].bytes, 81920);
+	cr_assert_eq(r->file[3][ODM_DIR_WRITE][ODM_MODE_ASYNC].usec, 1000);
+	cr_assert_eq(r->hist[ODM_DIR_WRITE][ODM_MODE_ASYNC][odm_hist_bin(100)], 10);
+	odm_stats_count(mine, 0, ODM_DIR_READ, ODM_MODE_SYNC, 4096, 7);
+	odm_slot_retire(seg, mine);
+	cr_assert_eq(seg->retired[ODM_PT_LGWR].total[ODM_DIR_READ][ODM_MODE_SYNC].ops, 1);
+	cr_assert_eq(mine->state, ODM_SLOT_FREE);
+	odm_segment_close(seg);
+	char path[128];
+	snprintf(path, sizeof path, "%s/%sUNIT.%s", ODM_SEG_DIR, ODM_SEG_PREFIX, inst);
+	unlink(path);
+}
