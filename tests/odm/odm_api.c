@@ -26,6 +26,13 @@ static const char *dir(void)
 	return d;
 }
 
+/* The script's run gets a database name of its own, so it can remove its segments after. */
+static const char *db(void)
+{
+	const char *d = getenv("ODM_TEST_DB");
+	return d ? d : "TESTDB";
+}
+
 static pid_t test_pid; /* names stay the test's in its children */
 
 static char *path_of(const char *name)
@@ -42,7 +49,7 @@ static void init(void)
 	test_pid = getpid();
 	char inst[32];
 	snprintf(inst, sizeof inst, "T%d", (int)getpid());
-	cr_assert_eq(odm_init("TESTDB", inst), 0);
+	cr_assert_eq(odm_init(db(), inst), 0);
 }
 
 static void *buf_of(size_t n, int fill)
@@ -79,7 +86,7 @@ Test(odm, calls_before_init_and_bad_names)
 	cr_assert_eq(odm_init("bad/name", "I"), -EINVAL);
 	cr_assert_eq(odm_init("DB", ""), -EINVAL);
 	init();
-	cr_assert_eq(odm_init("TESTDB", "again"), -EALREADY);
+	cr_assert_eq(odm_init(db(), "again"), -EALREADY);
 	cr_assert_eq(odm_set_ptype(ODM_PT_COUNT), -EINVAL);
 	cr_assert_eq(odm_set_ptype(ODM_PT_DBWR), 0);
 	cr_assert_eq(odm_fini(), 0);
@@ -147,7 +154,7 @@ Test(odm, abort_and_death_leave_nothing)
 	if (child == 0) { /* creates, then dies without a word */
 		char inst[32];
 		snprintf(inst, sizeof inst, "C%d", (int)getpid());
-		if (odm_init("TESTDB", inst) || odm_create(p, 32 * MIB, BS, ODM_FT_DATA, &fid))
+		if (odm_init(db(), inst) || odm_create(p, 32 * MIB, BS, ODM_FT_DATA, &fid))
 			_exit(1);
 		kill(getpid(), SIGKILL);
 	}
@@ -271,7 +278,7 @@ Test(odm, resize_and_delete)
 		char inst[32], c;
 		snprintf(inst, sizeof inst, "H%d", (int)getpid());
 		odm_fid f2;
-		int rc = odm_init("TESTDB", inst) || odm_identify(path_of("r.dbf"), &f2, NULL);
+		int rc = odm_init(db(), inst) || odm_identify(path_of("r.dbf"), &f2, NULL);
 		if (write(ready[1], "x", 1) != 1 || read(go[0], &c, 1) != 1)
 			rc = 1;
 		_exit(rc);
@@ -304,7 +311,7 @@ Test(odm, resize_racing_with_io_never_touches_another_file, .timeout = 120)
 	if (writer == 0) {
 		char inst[32];
 		snprintf(inst, sizeof inst, "W%d", (int)getpid());
-		if (odm_init("TESTDB", inst))
+		if (odm_init(db(), inst))
 			_exit(2);
 		odm_fid f;
 		if (odm_identify(path_of("v.dbf"), &f, NULL))
@@ -380,7 +387,7 @@ Test(odm, statistics_are_exact)
 	char inst[32];
 	snprintf(inst, sizeof inst, "T%d", (int)getpid());
 	struct odm_segment *seg;
-	cr_assert_eq(odm_segment_open("TESTDB", inst, false, &seg), 0);
+	cr_assert_eq(odm_segment_open(db(), inst, false, &seg), 0);
 	const struct odm_proc_slot *me = NULL;
 	for (unsigned i = 0; i < ODM_MAX_PROCS; i++)
 		if (seg->procs[i].state == ODM_SLOT_LIVE && seg->procs[i].pid == getpid())
@@ -420,7 +427,7 @@ Test(odm, another_process_of_the_instance_uses_the_fid)
 		char inst[32];
 		snprintf(inst, sizeof inst, "T%d", (int)getppid());
 		char *r = buf_of(BS, 0);
-		if (odm_init("TESTDB", inst))
+		if (odm_init(db(), inst))
 			_exit(1);
 		struct odm_ioc ioc = {.op = ODM_READ, .fid = fid, .block = 4, .buf = r, .size = BS};
 		struct odm_ioc *p = &ioc;
