@@ -2,7 +2,8 @@
 # The newcomer's tour on the embedded default (one node, local locks): LUN files in a
 # temporary directory, a striped volume over them, randio on it, a CFS filesystem made and
 # mounted, used as a shared Oracle home would be, remounted dboptimized for database files,
-# grown online, unmounted, checked, and everything cleaned up.  Usage: tour.sh [BUILD]
+# grown online, two database instances run through libodm and shown by odmstat, unmounted,
+# checked, and everything cleaned up.  Usage: tour.sh [BUILD]
 set -euo pipefail
 build=${1:-build}
 bin=$(cd "$build/bin" && pwd)
@@ -12,6 +13,7 @@ cleanup() {
 		mountpoint -q "$m" 2>/dev/null && { "$bin/cfs" umount "$m" 2>/dev/null || umount -l "$m"; }
 	done
 	rm -rf "$dir"
+	rm -f /dev/shm/odm.DEMO.DEMO1 /dev/shm/odm.DEMO.DEMO2
 }
 trap cleanup EXIT
 trap 'exit 1' INT TERM
@@ -50,8 +52,24 @@ step "$bin/cvm" grow oradata "$dir/lun4" "$dir/lun5"
 step "$bin/cfs" grow "$dir/oradata"
 step df -h "$dir/oradata"
 step "$bin/cfs" status "$dir/oradata" --json
+echo
+echo "demo: two database instances through libodm (kernel bypass: libaio straight to the LUNs)"
+lib=$(cd "$build/lib" && pwd)/libodm.so
+step "$bin/odmload" --lib "$lib" --dir "$dir/oradata" --db DEMO --instance DEMO1 --profile oltp \
+	--seconds 4 --file-mib 64 &
+oltp=$!
+step "$bin/odmload" --lib "$lib" --dir "$dir/oradata" --db DEMO --instance DEMO2 --profile scan \
+	--seconds 4 --file-mib 64 &
+scan=$!
+sleep 2
+step "$bin/odmstat" -l
+wait $oltp $scan
+step "$bin/odmstat" --by instance
+step "$bin/odmstat" --by ptype --instance DEMO1
+step "$bin/odmstat" --by file --instance DEMO2
+rm -f /dev/shm/odm.DEMO.DEMO1 /dev/shm/odm.DEMO.DEMO2
 step "$bin/cfs" umount "$dir/oradata"
 step "$bin/fsck.cfs" oradata
 step "$bin/cvm" remove --force oradata
 echo
-echo "demo: done; $dir removed.  Not yet in the tour: odmstat (the ODM library is not built yet)."
+echo "demo: done; $dir removed."
