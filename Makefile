@@ -170,10 +170,13 @@ install: all
 	install -m 644 $(BUILD)/lib/libcvm.a $(BUILD)/lib/libcfslock.a $(DESTDIR)$(PREFIX)/lib/
 	install -m 755 $(BUILD)/lib/libcvm.so $(DESTDIR)$(PREFIX)/lib/libcvm.so.0
 	ln -sf libcvm.so.0 $(DESTDIR)$(PREFIX)/lib/libcvm.so
-	install -m 644 cvm/cvm.h dlm-client/cfslock.h $(DESTDIR)$(PREFIX)/include/
+	install -m 644 cvm/cvm.h dlm-client/cfslock.h odm/odm.h $(DESTDIR)$(PREFIX)/include/
+	install -m 755 $(BUILD)/lib/libodm.so $(DESTDIR)$(PREFIX)/lib/libodm.so
+	install -d $(DESTDIR)$(PREFIX)/share/man/man3
+	install -m 644 man/libodm.3 $(DESTDIR)$(PREFIX)/share/man/man3/
 	install -m 644 man/cvm.8 man/cfslock.8 man/cfs.8 man/mkfs.cfs.8 man/fsck.cfs.8 \
 		$(DESTDIR)$(PREFIX)/share/man/man8/
-	install -m 644 man/randio.1 $(DESTDIR)$(PREFIX)/share/man/man1/
+	install -m 644 man/randio.1 man/odmstat.1 man/odmload.1 $(DESTDIR)$(PREFIX)/share/man/man1/
 	install -d $(DESTDIR)$(PREFIX)/share/man/man5 $(DESTDIR)$(PREFIX)/sbin
 	install -m 644 man/cfs.5 $(DESTDIR)$(PREFIX)/share/man/man5/
 	ln -sf ../bin/cfs $(DESTDIR)$(PREFIX)/sbin/mount.cfs
