@@ -160,8 +160,8 @@ bench-cvm: all
 
 lint:
 	cppcheck --quiet --error-exitcode=1 --enable=warning,portability --inline-suppr \
-		-D_GNU_SOURCE -I. cvm dlm-client cfs tools
-	clang-tidy --quiet $(CVM_SRC) $(LOCK_SRC) $(CFS_SRC) $(CFSD_SRC) tools/*.c -- $(CFLAGS_COMMON)
+		-D_GNU_SOURCE -I. cvm dlm-client cfs odm tools
+	clang-tidy --quiet $(CVM_SRC) $(LOCK_SRC) $(CFS_SRC) $(CFSD_SRC) $(ODM_SRC) tools/*.c -- $(CFLAGS_COMMON)
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include \

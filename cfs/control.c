@@ -59,3 +59,19 @@ int cfs_control_recv(int fd, uint8_t **msg, uint32_t *len)
 		free(*msg);
 	return rc;
 }
+
+int cfs_control_send_message(int fd, pthread_mutex_t *lock, const ProtobufCMessage *msg)
+{
+	size_t n = protobuf_c_message_get_packed_size(msg);
+	uint8_t *buf = malloc(n ? n : 1);
+	if (!buf)
+		return -ENOMEM;
+	protobuf_c_message_pack(msg, buf);
+	if (lock)
+		pthread_mutex_lock(lock);
+	int rc = cfs_control_send(fd, buf, (uint32_t)n);
+	if (lock)
+		pthread_mutex_unlock(lock);
+	free(buf);
+	return rc;
+}

@@ -4,6 +4,8 @@
 #ifndef CFS_CONTROL_H
 #define CFS_CONTROL_H
 
+#include <protobuf-c/protobuf-c.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -18,6 +20,8 @@ int cfs_control_path(const char *mountpoint, char *out, size_t outlen);
 /* Framing: one message each way. */
 int cfs_control_send(int fd, const void *msg, uint32_t len);
 int cfs_control_recv(int fd, uint8_t **msg, uint32_t *len);
+/* Pack a protobuf-c message and send it, whole, under lock (NULL: no other writer). */
+int cfs_control_send_message(int fd, pthread_mutex_t *lock, const ProtobufCMessage *msg);
 
 /* In cfsd: serve requests on a thread of their own. */
 int cfs_control_start(struct cfsd *d, const char *mountpoint, struct cfs_control **out);

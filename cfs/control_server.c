@@ -95,15 +95,7 @@ struct conn {
 
 static void send_reply(struct conn *c, const ControlReply *reply)
 {
-	size_t n = control_reply__get_packed_size(reply);
-	uint8_t *out = malloc(n ? n : 1);
-	if (!out)
-		return;
-	control_reply__pack(reply, out);
-	pthread_mutex_lock(&c->send_lock);
-	cfs_control_send(c->fd, out, (uint32_t)n);
-	pthread_mutex_unlock(&c->send_lock);
-	free(out);
+	cfs_control_send_message(c->fd, &c->send_lock, &reply->base);
 }
 
 static void serve(struct conn *c, const ControlRequest *req)

@@ -214,15 +214,7 @@ static void send_notice(struct odm_client *c, const uint64_t *inos, size_t n)
 	r.has_notice = r.notice = true;
 	r.n_revoke = n;
 	r.revoke = (uint64_t *)inos;
-	size_t len = control_reply__get_packed_size(&r);
-	uint8_t *out = malloc(len);
-	if (!out)
-		return;
-	control_reply__pack(&r, out);
-	pthread_mutex_lock(c->send_lock);
-	cfs_control_send(c->fd, out, (uint32_t)len);
-	pthread_mutex_unlock(c->send_lock);
-	free(out);
+	cfs_control_send_message(c->fd, c->send_lock, &r.base);
 }
 
 /* Tell every holder to drop (s->lock held on entry and exit; dropped to send). */
@@ -281,15 +273,17 @@ int odm_revoke_begin(struct odm_server *s, uint64_t ino, const struct odm_client
 	struct timespec deadline;
 	clock_gettime(CLOCK_MONOTONIC, &deadline);
 	deadline.tv_sec += ODM_REVOKE_TIMEOUT_S;
-	struct odm_hold *h;
-	while (!rc && (h = unanswered(s, ino, except)))
-		if (pthread_cond_timedwait(&s->changed, &s->lock, &deadline) == ETIMEDOUT &&
-		    (h = unanswered(s, ino, except))) {
+	while (!rc && unanswered(s, ino, except)) {
+		if (pthread_cond_timedwait(&s->changed, &s->lock, &deadline) != ETIMEDOUT)
+			continue;
+		struct odm_hold *h = unanswered(s, ino, except);
+		if (h) {
 			snprintf(msg, msglen, "ODM %s did not release inode %llu within %d s "
 				 "(I/O in flight that it does not reap?)", h->c->owner,
 				 (unsigned long long)h->ino, ODM_REVOKE_TIMEOUT_S);
 			rc = -EBUSY;
 		}
+	}
 	pthread_mutex_unlock(&s->lock);
 	if (rc == -EBUSY)
 		cfs_log(s->d->fs, "%s", msg);

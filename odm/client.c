@@ -150,16 +150,7 @@ static void *reader(void *arg)
 
 static int send_request(struct odm_mount *m, ControlRequest *req)
 {
-	size_t n = control_request__get_packed_size(req);
-	uint8_t *buf = malloc(n ? n : 1);
-	if (!buf)
-		return -ENOMEM;
-	control_request__pack(req, buf);
-	pthread_mutex_lock(&m->send_lock);
-	int rc = cfs_control_send(m->sock, buf, (uint32_t)n);
-	pthread_mutex_unlock(&m->send_lock);
-	free(buf);
-	return rc;
+	return cfs_control_send_message(m->sock, &m->send_lock, &req->base);
 }
 
 void odm_send_revoked(struct odm_mount *m, uint64_t ino)

@@ -193,7 +193,7 @@ static void table_record(unsigned index, const struct odm_file *f)
 
 static int begin(void)
 {
-	if (!odm_proc.seg || odm_proc.pid != getpid())
+	if (!odm_ready())
 		return -ENXIO;
 	pthread_mutex_lock(&odm_proc.lock);
 	return 0;
@@ -263,6 +263,16 @@ static int local_file(odm_fid fid, struct odm_file **out, unsigned *index)
 	return rc;
 }
 
+/* begin(), then the file of fid (identified in this process too if here): 0 with the process
+ * lock held, or an error without it. */
+static int begin_file(odm_fid fid, bool here, struct odm_file **f, unsigned *index)
+{
+	int rc = begin();
+	if (!rc && (rc = here ? local_file(fid, f, index) : odm_file_of(fid, f, index)))
+		end(rc);
+	return rc;
+}
+
 static int simple_request(struct odm_file *f, ControlRequest__Op op)
 {
 	ControlRequest req = CONTROL_REQUEST__INIT;
@@ -280,11 +290,9 @@ int odm_unidentify(odm_fid fid)
 {
 	struct odm_file *f;
 	unsigned i;
-	int rc = begin();
+	int rc = begin_file(fid, false, &f, &i);
 	if (rc)
 		return rc;
-	if ((rc = odm_file_of(fid, &f, &i)))
-		return end(rc);
 	if (f->gen != (uint32_t)(fid >> 32) || f->uncommitted)
 		return end(f->uncommitted ? -EINVAL : 0); /* not identified here: nothing to drop */
 	rc = odm_file_drain(f);
@@ -304,7 +312,8 @@ static int join_path(const char *root, const char *rel, char *out)
 	memcpy(out, root, n);
 	if (strcmp(root, "/"))
 		out[n++] = '/';
-	memcpy(out + n, rel, r + 1);
+	memcpy(out + n, rel, r);
+	out[n + r] = 0;
 	return 0;
 }
 
@@ -353,11 +362,9 @@ static int finish_create(odm_fid fid, bool keep)
 {
 	struct odm_file *f;
 	unsigned i;
-	int rc = begin();
+	int rc = begin_file(fid, false, &f, &i);
 	if (rc)
 		return rc;
-	if ((rc = odm_file_of(fid, &f, &i)))
-		return end(rc);
 	if (!f->uncommitted || f->gen != (uint32_t)(fid >> 32))
 		return end(-EINVAL); /* not a file this process created */
 	rc = odm_file_drain(f);
@@ -382,11 +389,9 @@ int odm_resize(odm_fid fid, uint64_t size)
 {
 	struct odm_file *f;
 	unsigned i;
-	int rc = begin();
+	int rc = begin_file(fid, true, &f, &i);
 	if (rc)
 		return rc;
-	if ((rc = local_file(fid, &f, &i)))
-		return end(rc);
 	if (size % f->block_size)
 		return end(-EINVAL);
 	if (!(rc = odm_file_drain(f))) {
@@ -440,11 +445,9 @@ int odm_getfileinfo(odm_fid fid, struct odm_fileinfo *info)
 	unsigned i;
 	if (!info)
 		return -EINVAL;
-	int rc = begin();
+	int rc = begin_file(fid, true, &f, &i);
 	if (rc)
 		return rc;
-	if ((rc = local_file(fid, &f, &i)))
-		return end(rc);
 	if (!f->mapped && (rc = odm_file_remap(f, i)))
 		return end(rc);
 	*info = (struct odm_fileinfo){.size = f->size, .key = f->key, .ino = f->ino,
@@ -452,4 +455,17 @@ int odm_getfileinfo(odm_fid fid, struct odm_fileinfo *info)
 				      .committed = !f->uncommitted};
 	snprintf(info->path, sizeof info->path, "%s", odm_proc.seg->files[i].path);
 	return end(0);
+}
+
+void odm_files_abort_uncommitted(void)
+{
+	for (unsigned i = 0; i < ODM_MAX_FILES; i++) {
+		struct odm_file *f = &odm_proc.files[i];
+		if (!f->gen || !f->uncommitted || !f->m)
+			continue;
+		simple_request(f, CONTROL_REQUEST__OP__ODM_ABORT);
+		f->uncommitted = false;
+		odm_file_drop(f);
+		table_free(i);
+	}
 }

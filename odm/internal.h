@@ -11,6 +11,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <unistd.h>
 
 #define ODM_AIO_DEPTH 1024u
 
@@ -59,6 +60,12 @@ struct odm_proc {
 
 extern struct odm_proc odm_proc;
 
+/* odm_init ran in this process (not only in a parent before a fork). */
+static inline bool odm_ready(void)
+{
+	return odm_proc.seg && odm_proc.pid == getpid();
+}
+
 /* ---- mounts and cfsd (client.c) ---- */
 /* The CFS mount holding path (made absolute, symlinks resolved): its root, and the rest. */
 int odm_find_mount(const char *path, bool may_not_exist, char *root, size_t rootlen,
@@ -78,6 +85,8 @@ int odm_file_install(struct odm_file *f, const ControlReply *reply);
 /* (Re)identify a file whose map was revoked. */
 int odm_file_remap(struct odm_file *f, unsigned index);
 void odm_file_drop(struct odm_file *f);
+/* Abort this process's uncommitted files (odm_fini). */
+void odm_files_abort_uncommitted(void);
 /* Wait until no I/O of this process is in flight on f. */
 int odm_file_drain(struct odm_file *f);
 

@@ -55,6 +55,18 @@ static void fail_now(struct odm_ioc *ioc, int error)
 	to_done(ioc);
 }
 
+/* The request no longer counts in flight on f; the last one out acknowledges a revoke. */
+static void unpin_file(struct odm_file *f)
+{
+	pthread_mutex_lock(&f->lock);
+	bool ack = --f->inflight == 0 && f->ack_due;
+	if (ack)
+		f->ack_due = false;
+	pthread_mutex_unlock(&f->lock);
+	if (ack)
+		odm_send_revoked(f->m, f->ino);
+}
+
 static void complete(struct odm_ioc *ioc)
 {
 	ioc->elapsed_us = (now_ns() - ioc->_start_ns) / 1000;
@@ -64,14 +76,7 @@ static void complete(struct odm_ioc *ioc)
 									 : ODM_DIR_READ,
 				ioc->_sync ? ODM_MODE_SYNC : ODM_MODE_ASYNC, ioc->size,
 				ioc->elapsed_us);
-	struct odm_file *f = &odm_proc.files[ioc->_file];
-	pthread_mutex_lock(&f->lock);
-	bool ack = --f->inflight == 0 && f->ack_due;
-	if (ack)
-		f->ack_due = false;
-	pthread_mutex_unlock(&f->lock);
-	if (ack)
-		odm_send_revoked(f->m, f->ino);
+	unpin_file(&odm_proc.files[ioc->_file]);
 	odm_proc.inflight--;
 	to_done(ioc);
 }
@@ -134,17 +139,6 @@ static int pin_file(struct odm_ioc *ioc, struct odm_file **out)
 			return rc;
 	}
 	return -EAGAIN; /* revoked again and again: resizes storm on this file */
-}
-
-static void unpin_file(struct odm_file *f)
-{
-	pthread_mutex_lock(&f->lock);
-	bool ack = --f->inflight == 0 && f->ack_due;
-	if (ack)
-		f->ack_due = false;
-	pthread_mutex_unlock(&f->lock);
-	if (ack)
-		odm_send_revoked(f->m, f->ino);
 }
 
 static int submit_pieces(struct odm_file *f, struct odm_ioc *ioc, uint64_t off)
@@ -267,7 +261,7 @@ int odm_io(struct odm_ioc *const *submit, unsigned nsubmit, struct odm_ioc *cons
 	   unsigned nwait, struct odm_ioc **reaped, unsigned reap_max, unsigned *nreaped,
 	   int64_t timeout_us)
 {
-	if (!odm_proc.seg || odm_proc.pid != getpid())
+	if (!odm_ready())
 		return -ENXIO;
 	if (nreaped)
 		*nreaped = 0;
@@ -296,18 +290,21 @@ int odm_io(struct odm_ioc *const *submit, unsigned nsubmit, struct odm_ioc *cons
 	}
 	for (struct odm_mount *m = odm_proc.mounts; reap_max && m; m = m->next)
 		odm_io_poll(m, false, 0); /* whatever else completed meanwhile */
-	while (reap_max && odm_proc.done_head && *nreaped < reap_max) {
+	unsigned got = 0;
+	while (reap_max && odm_proc.done_head && got < reap_max) {
 		struct odm_ioc *ioc = odm_proc.done_head;
 		take_done(ioc);
-		reaped[(*nreaped)++] = ioc;
+		reaped[got++] = ioc;
 	}
+	if (nreaped)
+		*nreaped = got;
 	pthread_mutex_unlock(&odm_proc.lock);
 	return result;
 }
 
 int odm_cancel(struct odm_ioc *ioc)
 {
-	if (!odm_proc.seg || odm_proc.pid != getpid())
+	if (!odm_ready())
 		return -ENXIO;
 	if (!ioc)
 		return -EINVAL;

@@ -49,24 +49,10 @@ static void forget_inherited(void)
 static void teardown(void)
 {
 	odm_io_drain_all();
+	odm_files_abort_uncommitted();
 	for (unsigned i = 0; i < ODM_MAX_FILES; i++) {
-		struct odm_file *f = &odm_proc.files[i];
-		if (f->gen && f->uncommitted && f->m) {
-			ControlRequest req = CONTROL_REQUEST__INIT;
-			ControlReply *r;
-			req.op = CONTROL_REQUEST__OP__ODM_ABORT;
-			req.has_ino = true;
-			req.ino = f->ino;
-			if (odm_rpc(f->m, &req, &r) == 0)
-				control_reply__free_unpacked(r, NULL);
-			if (odm_segment_lock(odm_proc.seg) == 0) {
-				odm_proc.seg->files[i].state = ODM_FILE_FREE;
-				odm_proc.seg->files[i].gen++;
-				odm_segment_unlock(odm_proc.seg);
-			}
-		}
-		free(f->ext);
-		f->ext = NULL;
+		free(odm_proc.files[i].ext);
+		odm_proc.files[i].ext = NULL;
 	}
 	while (odm_proc.mounts) { /* closing the connection drops cfsd's holds */
 		struct odm_mount *m = odm_proc.mounts;
@@ -80,7 +66,7 @@ static void teardown(void)
 
 static void at_exit(void)
 {
-	if (odm_proc.seg && odm_proc.pid == getpid())
+	if (odm_ready())
 		odm_fini();
 }
 
@@ -89,7 +75,7 @@ int odm_init(const char *database, const char *instance)
 	static bool registered;
 	if (!odm_name_ok(database) || !odm_name_ok(instance))
 		return -EINVAL;
-	if (odm_proc.seg && odm_proc.pid == getpid())
+	if (odm_ready())
 		return -EALREADY;
 	struct odm_segment *seg;
 	int rc = odm_segment_open(database, instance, true, &seg);
@@ -116,7 +102,7 @@ int odm_init(const char *database, const char *instance)
 
 int odm_set_ptype(enum odm_ptype ptype)
 {
-	if (!odm_proc.seg || odm_proc.pid != getpid())
+	if (!odm_ready())
 		return -ENXIO;
 	if ((unsigned)ptype >= ODM_PT_COUNT)
 		return -EINVAL;
@@ -126,7 +112,7 @@ int odm_set_ptype(enum odm_ptype ptype)
 
 int odm_fini(void)
 {
-	if (!odm_proc.seg || odm_proc.pid != getpid())
+	if (!odm_ready())
 		return -ENXIO;
 	pthread_mutex_lock(&odm_proc.lock);
 	teardown();

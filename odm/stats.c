@@ -118,7 +118,7 @@ static int create_segment(const char *path, const char *database, const char *in
 		return -errno;
 	struct odm_segment *seg = NULL;
 	int rc = ftruncate(fd, sizeof *seg) ? -errno : map_fd(fd, true, &seg);
-	if (!rc)
+	if (!rc && seg)
 		rc = init_segment(seg, database, instance);
 	if (seg)
 		munmap(seg, sizeof *seg);

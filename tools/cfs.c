@@ -89,10 +89,9 @@ static int ask(const char *dir, ControlRequest__Op op, ControlReply **out)
 	}
 	ControlRequest req = CONTROL_REQUEST__INIT;
 	req.op = op;
-	uint8_t buf[64], *msg;
+	uint8_t *msg;
 	uint32_t len;
-	size_t n = control_request__pack(&req, buf);
-	rc = cfs_control_send(fd, buf, (uint32_t)n);
+	rc = cfs_control_send_message(fd, NULL, &req.base);
 	if (!rc)
 		rc = cfs_control_recv(fd, &msg, &len);
 	close(fd);
