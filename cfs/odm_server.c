@@ -488,13 +488,15 @@ static int create(struct odm_client *c, const ControlRequest *req, ControlReply 
 	const char *name = NULL;
 	struct stat st;
 	int rc = resolve(fs, req->path, true, &parent, &name);
-	if (!rc && (rc = cfs_lookup(fs, parent, name, &st)) == 0) {
+	if (!rc && !name)
+		rc = -EINVAL;
+	if (rc)
+		return rc; /* a missing directory too */
+	if ((rc = cfs_lookup(fs, parent, name, &st)) == 0) {
 		cfs_forget(fs, st.st_ino, 1);
-		rc = -EEXIST;
-	} else if (rc == -ENOENT) {
-		rc = 0;
+		return -EEXIST;
 	}
-	if (rc || (rc = cfs_tmpfile(fs, parent, 0640, &c->cred, &st)))
+	if (rc != -ENOENT || (rc = cfs_tmpfile(fs, parent, 0640, &c->cred, &st)))
 		return rc;
 	struct odm_hold *h = calloc(1, sizeof *h);
 	char *nm = strdup(name);

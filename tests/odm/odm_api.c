@@ -114,6 +114,9 @@ Test(odm, create_is_invisible_until_commit)
 	cr_assert_eq(odm_create(p, 3 * BS, 1000, ODM_FT_DATA, &fid), -EINVAL); /* block size */
 	cr_assert_eq(odm_create(p, 3 * BS + 512, BS, ODM_FT_DATA, &fid), -EINVAL);
 	cr_assert_eq(odm_create(p, 3 * BS, BS, ODM_FT_COUNT, &fid), -EINVAL);
+	char nodir[600];
+	snprintf(nodir, sizeof nodir, "%s/no-such-dir/x.dbf", dir());
+	cr_assert_eq(odm_create(nodir, BS, BS, ODM_FT_DATA, &fid), -ENOENT);
 	cr_assert_eq(odm_create(p, 4 * MIB, BS, ODM_FT_REDO, &fid), 0);
 	cr_assert_eq(stat(p, &st), -1, "an uncommitted file is visible");
 	cr_assert_eq(errno, ENOENT);
