@@ -43,7 +43,7 @@ ODM_OBJ := $(ODM_SRC:%.c=$(BUILD)/%.o) $(BUILD)/cfs/control.o $(BUILD)/proto/con
 LDLIBS_ODM := -lprotobuf-c -laio -lpthread
 
 .SECONDARY:
-.PHONY: all deps check demo bench bench-cvm bench-locks bench-cfs install clean lint
+.PHONY: all deps check demo bench bench-cvm bench-locks bench-cfs bench-odm install clean lint
 all: deps $(LIBS) $(BUILD)/lib/libcvm.so $(BUILD)/lib/libodm.so $(TOOLS)
 
 # Installs what is missing (apt-get, as root); a no-op once everything is there.
@@ -144,13 +144,22 @@ $(BUILD)/bench/lockbench: bench/locks/lockbench.c $(LIBS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -o $@ $< $(LIBS) $(LDFLAGS_SAN) $(LDLIBS_LOCK)
 
-bench: all $(BUILD)/bench/lockbench
+bench: all $(BUILD)/bench/lockbench $(BUILD)/bench/odmbench
 	bench/cvm/run.sh $(BUILD)
 	bench/locks/run.sh $(BUILD)
 	bench/cfs/run.sh $(BUILD)
+	bench/odm/run.sh $(BUILD)
 
 bench-cfs: all
 	bench/cfs/run.sh $(BUILD)
+
+$(BUILD)/bench/odmbench: bench/odm/odmbench.c $(BUILD)/lib/libodm.so $(BUILD)/odm/stats.o
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -o $@ $< $(BUILD)/odm/stats.o -L$(BUILD)/lib -lodm \
+		-Wl,-rpath,$(abspath $(BUILD)/lib) $(LDFLAGS_SAN) -lpthread
+
+bench-odm: all $(BUILD)/bench/odmbench
+	bench/odm/run.sh $(BUILD)
 
 bench-locks: all $(BUILD)/bench/lockbench
 	bench/locks/run.sh $(BUILD)
