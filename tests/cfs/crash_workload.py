@@ -25,8 +25,19 @@ def fsync_dir(path):
         os.close(fd)
 
 
+def present(path):
+    """Whether path exists.  Unlike os.path.exists, an error other than ENOENT is raised: an
+    ENOTCONN from a cfsd killed under us is not evidence that a file is gone."""
+    try:
+        os.lstat(path)
+        return True
+    except FileNotFoundError:
+        return False
+
+
 def settle(d, log, log_fd):
-    """A rename or unlink the last crash interrupted: say how it came out ("C": it did not)."""
+    """A rename or unlink the last crash interrupted: say how it came out ("C": it did not).
+    The kill of this run may come while we look, so only a definite answer is logged."""
     pending = {}
     for line in open(log):
         w = line.split()
@@ -38,10 +49,10 @@ def settle(d, log, log_fd):
             pending.pop(w[1], None)
     for old, w in pending.items():
         if w[0] == 'r':
-            done = os.path.exists(os.path.join(d, w[2]))
+            done = present(os.path.join(d, w[2]))
             log_line(log_fd, f'R {old} {w[2]}' if done else f'C {old}')
         else:
-            done = not os.path.exists(os.path.join(d, old))
+            done = not present(os.path.join(d, old))
             log_line(log_fd, f'U {old}' if done else f'C {old}')
 
 
@@ -138,14 +149,14 @@ def check(d, log):
         m = maybe.get(name)
         if m and m[0] == 'rename':
             q = os.path.join(d, m[1])
-            there = [x for x in (p, q) if os.path.exists(x)]
+            there = [x for x in (p, q) if present(x)]
             if len(there) != 1 or sha(there[0]) != digest:
                 print(f'{name}: renamed to {m[1]} when the crash came; found {there}')
                 bad += 1
             continue
-        if m and m[0] == 'unlink' and not os.path.exists(p):
+        if m and m[0] == 'unlink' and not present(p):
             continue
-        if not os.path.exists(p):
+        if not present(p):
             print(f'{name}: fsync\'d, but missing after the crash')
             bad += 1
         elif sha(p) != digest:
@@ -164,4 +175,8 @@ if __name__ == '__main__':
                 print(f'workload: unexpected {e!r}', file=sys.stderr)
                 sys.exit(2)
     else:
-        sys.exit(check(sys.argv[2], sys.argv[3]))
+        try:
+            sys.exit(check(sys.argv[2], sys.argv[3]))
+        except OSError as e:
+            print(f'check: {e.filename}: {e.strerror}')
+            sys.exit(1)
