@@ -127,8 +127,11 @@ static int checker(const char *dir, const char *logpath)
 		return die(path, -errno);
 	unsigned bad = 0;
 	for (blk = 0; blk < NBLOCKS; blk++) {
-		if (pread(fd, b, BS, (off_t)(blk * BS)) != BS)
-			return die("read data.dbf", -errno);
+		if (pread(fd, b, BS, (off_t)(blk * BS)) != BS) {
+			printf("data.dbf block %" PRIu64 ": %s\n", blk, strerror(errno));
+			bad++;
+			break;
+		}
 		struct block_head h;
 		memcpy(&h, b, sizeof h);
 		bool zero = !h.magic && !memcmp(b, b + 1, BS - 1);
