@@ -10,6 +10,7 @@
 #include <libgen.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -169,6 +170,24 @@ static int do_query(const char *dir, ControlRequest__Op op, bool json)
 	return EXIT_OK;
 }
 
+/* Whether pid still runs.  kill(pid, 0) is not enough: cfsd is detached, and a daemon that
+ * has exited stays a zombie until init gets round to reaping it, which can take a while. */
+static bool still_running(int pid)
+{
+	char path[64], buf[512];
+	snprintf(path, sizeof path, "/proc/%d/stat", pid);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return kill(pid, 0) == 0;
+	size_t n = fread(buf, 1, sizeof buf - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	const char *p = strrchr(buf, ')'); /* the state follows the command name */
+	if (!p || !p[1] || !p[2])
+		return true;
+	return p[2] != 'Z' && p[2] != 'X';
+}
+
 /* Unmount, then wait for the daemon to finish writing (so fsck can run right after). */
 static int do_umount(const char *dir)
 {
@@ -183,9 +202,9 @@ static int do_umount(const char *dir)
 			errno == EBUSY ? " (files are open there: close them first)" : "");
 		return EXIT_FAILED;
 	}
-	for (int i = 0; pid > 0 && i < 600 && kill(pid, 0) == 0; i++)
+	for (int i = 0; pid > 0 && i < 600 && still_running(pid); i++)
 		nanosleep(&(struct timespec){0, 50000000}, NULL);
-	if (pid > 0 && kill(pid, 0) == 0) {
+	if (pid > 0 && still_running(pid)) {
 		fprintf(stderr, "cfs: %s is unmounted but its daemon (pid %d) is still busy\n", dir, pid);
 		return EXIT_FAILED;
 	}

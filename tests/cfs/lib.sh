@@ -36,7 +36,15 @@ mount_cfs() {
 	"$BIN/cfs" mount "$1" "$2" -o "log=$T/$1.log${3:+,$3}"
 }
 
-umount_cfs() { timeout 60 "$BIN/cfs" umount "$1"; }
+# umount_cfs DIR: on failure, what the daemon's threads are doing goes to stderr.
+umount_cfs() {
+	timeout 60 "$BIN/cfs" umount "$1" && return 0
+	local pid
+	for pid in $(pgrep -f "^cfsd .*$1"); do
+		ps -L -o tid,stat,wchan:32,comm -p "$pid" >&2
+	done
+	return 1
+}
 
 # daemon_pid DIR: the pid of the cfsd serving DIR.
 daemon_pid() {

@@ -28,7 +28,7 @@ for ((i = 1; i <= POINTS; i++)); do
 		not_ok "crash $i: fsync'd data after replay: $(cat "$T/check.out")"
 		fails=$((fails + 1))
 	fi
-	umount_cfs "$M" || { not_ok "crash $i: unmount"; fails=$((fails + 1)); break; }
+	umount_cfs "$M" || { not_ok "crash $i: unmount: $(tail -3 "$T/v.log")"; fails=$((fails + 1)); break; }
 	if ! "$BIN/fsck.cfs" -n v >"$T/fsck.out" 2>&1; then
 		not_ok "crash $i: fsck.cfs after replay: $(cat "$T/fsck.out")"
 		fsck_dirty=$((fsck_dirty + 1))

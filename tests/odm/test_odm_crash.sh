@@ -49,7 +49,7 @@ for ((i = 1; i <= POINTS; i++)); do
 		not_ok "round $i: the uncommitted scratch.dbf still holds space: $free_before free blocks before, $(free_blocks) after"
 		fails=$((fails + 1))
 	fi
-	umount_cfs "$M" || { not_ok "round $i: unmount"; fails=$((fails + 1)); break; }
+	umount_cfs "$M" || { not_ok "round $i: unmount: $(tail -3 "$T/oc.log")"; fails=$((fails + 1)); break; }
 	if ! "$BIN/fsck.cfs" -n oc >"$T/fsck.out" 2>&1; then
 		not_ok "round $i: fsck.cfs after the kill: $(cat "$T/fsck.out")"
 		fsck_dirty=$((fsck_dirty + 1))
