@@ -46,6 +46,15 @@ umount_cfs() {
 	return 1
 }
 
+# unmount_and_fsck VOLUME DIR WHAT: unmount, then fsck.cfs -n, a not_ok about WHAT for each
+# failure.  Returns 2 if the unmount failed, 1 if fsck.cfs found problems.
+unmount_and_fsck() {
+	umount_cfs "$2" || { not_ok "$3: unmount: $(tail -3 "$T/$1.log")"; return 2; }
+	"$BIN/fsck.cfs" -n "$1" >"$T/fsck.out" 2>&1 && return 0
+	not_ok "$3: fsck.cfs: $(cat "$T/fsck.out")"
+	return 1
+}
+
 # daemon_pid DIR: the pid of the cfsd serving DIR.
 daemon_pid() {
 	"$BIN/cfs" status --json "$1" | python3 -c 'import json, sys; print(json.load(sys.stdin)["pid"])'

@@ -28,11 +28,11 @@ for ((i = 1; i <= POINTS; i++)); do
 		not_ok "crash $i: fsync'd data after replay: $(cat "$T/check.out")"
 		fails=$((fails + 1))
 	fi
-	umount_cfs "$M" || { not_ok "crash $i: unmount: $(tail -3 "$T/v.log")"; fails=$((fails + 1)); break; }
-	if ! "$BIN/fsck.cfs" -n v >"$T/fsck.out" 2>&1; then
-		not_ok "crash $i: fsck.cfs after replay: $(cat "$T/fsck.out")"
-		fsck_dirty=$((fsck_dirty + 1))
-	fi
+	unmount_and_fsck v "$M" "crash $i"
+	case $? in
+	2) fails=$((fails + 1)); break ;;
+	1) fsck_dirty=$((fsck_dirty + 1)) ;;
+	esac
 done
 [ "$fsck_dirty" -eq 0 ] && ok "fsck.cfs found the filesystem clean after each of $POINTS crashes"
 [ "$fails" -eq 0 ] && ok "$POINTS kill -9 points: every fsync'd file survived ($(tail -1 "$T/check.out"))"

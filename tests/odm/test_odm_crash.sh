@@ -49,11 +49,11 @@ for ((i = 1; i <= POINTS; i++)); do
 		not_ok "round $i: the uncommitted scratch.dbf still holds space: $free_before free blocks before, $(free_blocks) after"
 		fails=$((fails + 1))
 	fi
-	umount_cfs "$M" || { not_ok "round $i: unmount: $(tail -3 "$T/oc.log")"; fails=$((fails + 1)); break; }
-	if ! "$BIN/fsck.cfs" -n oc >"$T/fsck.out" 2>&1; then
-		not_ok "round $i: fsck.cfs after the kill: $(cat "$T/fsck.out")"
-		fsck_dirty=$((fsck_dirty + 1))
-	fi
+	unmount_and_fsck oc "$M" "round $i"
+	case $? in
+	2) fails=$((fails + 1)); break ;;
+	1) fsck_dirty=$((fsck_dirty + 1)) ;;
+	esac
 done
 [ "$fsck_dirty" -eq 0 ] && ok "fsck.cfs found the filesystem clean after each of $POINTS kills"
 [ "$fails" -eq 0 ] && ok "$POINTS kill -9 points (cfsd too in half): every completed ODM write survived ($(tail -1 "$T/check.out"))"
