@@ -180,6 +180,8 @@ void odm_segment_unlock(struct odm_segment *seg)
 	pthread_mutex_unlock(&seg->lock);
 }
 
+/* The process's start time (it tells a pid from a later process with the same one), or 0 if
+ * it is gone, or exited and waits for its parent to reap it: its counts are final then. */
 static uint64_t starttime_of(pid_t pid)
 {
 	char path[64], buf[1024];
@@ -192,10 +194,11 @@ static uint64_t starttime_of(pid_t pid)
 	buf[n] = 0;
 	char *p = strrchr(buf, ')'); /* the name may hold spaces */
 	unsigned long long st = 0;
-	if (p && sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d "
-			"%*d %*d %*d %llu", &st) != 1)
+	char state = 0;
+	if (p && sscanf(p + 2, "%c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d "
+			"%*d %*d %*d %llu", &state, &st) != 2)
 		st = 0;
-	return st;
+	return state == 'Z' || state == 'X' ? 0 : st;
 }
 
 bool odm_slot_alive(const struct odm_proc_slot *slot)
