@@ -66,6 +66,16 @@ static inline void fs_done(struct cfs_fs *fs)
 	test_dir_remove();
 }
 
+/* A new root-owned inode outside any directory, linked as a file or directory would be;
+ * fs->lock held. */
+static inline struct cfs_inode *fs_new_inode(struct cfs_fs *fs, uint32_t mode)
+{
+	struct cfs_inode *ip;
+	cr_assert_eq(cfs_ialloc(fs, 0, mode, 0, 0, &ip), 0);
+	ip->d.nlink = S_ISDIR(mode) ? 2 : 1;
+	return ip;
+}
+
 static const struct cfs_cred root_cred = {0, 0};
 
 #endif

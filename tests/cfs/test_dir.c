@@ -28,9 +28,7 @@ Test(dir, splits_keep_every_name_findable)
 {
 	struct cfs_fs *fs = fs_fresh(1, 64);
 	pthread_mutex_lock(&fs->lock);
-	struct cfs_inode *dir;
-	cr_assert_eq(cfs_ialloc(fs, 0, S_IFDIR | 0755, 0, 0, &dir), 0);
-	dir->d.nlink = 2;
+	struct cfs_inode *dir = fs_new_inode(fs, S_IFDIR | 0755);
 	dir->nlookup = 1;
 	cr_assert_eq(cfs_dir_init(fs, dir), 0);
 	char name[300];

@@ -28,9 +28,7 @@ Test(extent, random_operations_match_the_model)
 {
 	struct cfs_fs *fs = fs_fresh(1, 64);
 	pthread_mutex_lock(&fs->lock);
-	struct cfs_inode *ip;
-	cr_assert_eq(cfs_ialloc(fs, 0, S_IFREG | 0644, 0, 0, &ip), 0);
-	ip->d.nlink = 1;
+	struct cfs_inode *ip = fs_new_inode(fs, S_IFREG | 0644);
 	srand(7);
 	uint64_t free0 = cfs_free_blocks(fs);
 	for (int step = 0; step < 400; step++) {
@@ -76,9 +74,7 @@ Test(extent, a_long_map_goes_to_overflow_blocks_and_back)
 {
 	struct cfs_fs *fs = fs_fresh(1, 64);
 	pthread_mutex_lock(&fs->lock);
-	struct cfs_inode *ip;
-	cr_assert_eq(cfs_ialloc(fs, 0, S_IFREG | 0644, 0, 0, &ip), 0);
-	ip->d.nlink = 1;
+	struct cfs_inode *ip = fs_new_inode(fs, S_IFREG | 0644);
 	/* Every other block: no two extents can merge. */
 	for (uint64_t b = 0; b < 1000; b += 2) {
 		cr_assert_eq(cfs_ext_fill(fs, ip, b, 1), 0);
