@@ -28,7 +28,7 @@ CVM_OBJ := $(CVM_SRC:%.c=$(BUILD)/%.o)
 LOCK_SRC := $(wildcard dlm-client/*.c)
 LOCK_OBJ := $(LOCK_SRC:%.c=$(BUILD)/%.o) $(BUILD)/proto/cfslock.pb-c.o
 LDLIBS_LOCK := -lcpg -lquorum -ldlm -lprotobuf-c -lpthread
-CFSD_SRC := cfs/cfsd.c cfs/fuse_ops.c cfs/control_server.c cfs/odm_server.c
+CFSD_SRC := cfs/cfsd.c cfs/fuse_ops.c cfs/control_server.c cfs/odm_server.c cfs/kernel_inval.c
 CFS_SRC := $(filter-out $(CFSD_SRC),$(wildcard cfs/*.c))
 CFS_OBJ := $(CFS_SRC:%.c=$(BUILD)/%.o)
 TOOLS_COMMON_OBJ := $(BUILD)/tools/common.o

@@ -294,6 +294,19 @@ void cfs_bcache_trim(struct cfs_fs *fs)
 	/* NOLINTEND(clang-analyzer-unix.Malloc) */
 }
 
+void cfs_bcache_drop(struct cfs_fs *fs)
+{
+	for (size_t i = 0; i < CFS_BCACHE_BUCKETS; i++)
+		for (struct cfs_buf *b = fs->bhash[i], *n; b; b = n) {
+			n = b->hnext;
+			if (b->dirty)
+				continue;
+			lru_unlink(fs, b);
+			unhash(fs, b);
+			buf_free(b);
+		}
+}
+
 void cfs_bcache_committed(struct cfs_fs *fs)
 {
 	for (uint32_t i = 0; i < fs->txn.n; i++) {

@@ -10,6 +10,7 @@
 #include "cvm/cvm.h"
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -25,6 +26,7 @@ struct cfs_mkfs_opts {
 	uint32_t slots;          /* 0: 4 */
 	uint32_t journal_blocks; /* per slot; 0: 4 MiB worth */
 	const char *label;
+	const char *lockproto;   /* NULL: "local" */
 	bool force;              /* overwrite an existing filesystem */
 };
 typedef void (*cfs_progress_fn)(void *arg, const char *what, unsigned long long done,
@@ -43,24 +45,45 @@ int cfs_fsck(struct cvm_volume *vol, bool repair, cfs_print_fn print, void *arg,
 	     cfs_progress_fn progress, struct cfs_fsck_report *report);
 
 /* ---- mounting ---- */
+#define CFS_SLOT_ANY UINT32_MAX
 struct cfs_mount_opts {
-	uint32_t slot;
+	uint32_t slot;       /* CFS_SLOT_ANY: the first free one (cluster), 0 (local) */
 	bool ro;
 	bool dboptimized;
-	const char *cluster; /* lock backend: "local" (the default) */
+	const char *cluster; /* lock backend; NULL: the one recorded at mkfs */
 };
+/* The lock protocol a superblock records ("local" for filesystems made without one). */
+const char *cfs_lockproto_name(const char *recorded);
+bool cfs_lockproto_valid(const char *name);
+/* Record another lock protocol; refused unless every slot's journal is empty (the filesystem
+ * is unmounted everywhere and no node died with it mounted). */
+int cfs_set_lockproto(struct cvm_volume *vol, const char *proto);
+int cfs_get_lockproto(struct cvm_volume *vol, char *out, size_t len);
 int cfs_mount(struct cvm_volume *vol, const struct cfs_mount_opts *o, struct cfs_fs **out);
 /* Commit, free the orphans nobody holds, release everything.  The volume stays open. */
 int cfs_unmount(struct cfs_fs *fs);
+/* Called (with the filesystem's lock held: only queue work) for every regular file whose
+ * pages the kernel may cache when the node gives up the right to cache them; ino as the
+ * kernel knows it. */
+typedef void (*cfs_invalidate_fn)(void *arg, uint64_t ino);
+void cfs_set_invalidate(struct cfs_fs *fs, cfs_invalidate_fn fn, void *arg);
+/* May the kernel keep the pages it cached of this file at this open?  (No other node can
+ * have changed it since the last open here.)  Call after cfs_open. */
+bool cfs_keep_cache(struct cfs_fs *fs, uint64_t ino);
 /* Take in the space a grown volume added. */
 int cfs_grow(struct cfs_fs *fs, struct cvm_volume *grown, uint64_t *added_blocks);
 
 struct cfs_stats {
 	uint64_t commits, commit_blocks, reads, writes, read_bytes, write_bytes, direct_writes;
 };
+#define CFS_STATUS_MAX_NODES 64
 struct cfs_status {
 	uint64_t total_blocks, free_blocks, block_size;
 	uint32_t nags, slot, nslots;
+	char lockproto[16];
+	uint32_t node_id;                /* this node's cluster id (0 with local locks) */
+	uint32_t nmounted;               /* nodes that have it mounted, by slot */
+	uint32_t mounted_slot[CFS_STATUS_MAX_NODES], mounted_node[CFS_STATUS_MAX_NODES];
 	char label[64];
 	char fs_uuid[37];
 	struct cfs_stats stats;
@@ -76,6 +99,9 @@ int cfs_getattr(struct cfs_fs *fs, uint64_t ino, struct stat *st);
 /* lookup and the calls that make an object count a reference, dropped with cfs_forget. */
 int cfs_lookup(struct cfs_fs *fs, uint64_t parent, const char *name, struct stat *st);
 void cfs_forget(struct cfs_fs *fs, uint64_t ino, uint64_t n);
+/* The generation of an inode the kernel holds a reference on (FUSE's entry generation): an
+ * inode number reused for a new file has another one. */
+uint64_t cfs_generation(struct cfs_fs *fs, uint64_t ino);
 int cfs_mknod(struct cfs_fs *fs, uint64_t parent, const char *name, mode_t mode, dev_t rdev,
 	      const struct cfs_cred *cr, struct stat *st);
 int cfs_mkdir(struct cfs_fs *fs, uint64_t parent, const char *name, mode_t mode,
@@ -102,6 +128,8 @@ int cfs_setattr(struct cfs_fs *fs, uint64_t ino, const struct stat *attr, unsign
 		struct stat *out);
 int cfs_open(struct cfs_fs *fs, uint64_t ino);
 int cfs_release(struct cfs_fs *fs, uint64_t ino);
+/* Drop open and lookup references at once. */
+int cfs_put(struct cfs_fs *fs, uint64_t ino, uint32_t opens, uint64_t lookups);
 /* Returns bytes read (short at end of file). */
 int64_t cfs_read(struct cfs_fs *fs, uint64_t ino, void *buf, uint64_t size, uint64_t off);
 #define CFS_W_SYNC 1u   /* O_SYNC: data and metadata, times included, durable on return */

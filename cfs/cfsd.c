@@ -38,8 +38,10 @@ static void usage(FILE *out)
 		"  -f               stay in the foreground, log to stderr\n"
 		"  -o OPTIONS       comma-separated:\n"
 		"     dboptimized   every open is direct I/O (no page cache)\n"
-		"     cluster=local lock manager (only local in this version)\n"
-		"     node=SLOT     journal slot of this node (default 0)\n"
+		"     cluster=P     lock protocol: local, corosync or dlm (default: the one\n"
+		"                   recorded by mkfs.cfs -p; another one is refused)\n"
+		"     node=SLOT     journal slot of this node (default: 0 with local locks, the\n"
+		"                   first free one on a cluster)\n"
 		"     ro, rw        read-only or read-write (default rw)\n"
 		"     scan=PATHS    where to look for the LUNs, colon-separated (default $CVM_SCAN)\n"
 		"     log=FILE      where the daemon logs once in the background\n"
@@ -67,9 +69,8 @@ static int parse_opts(struct opts *o, char *list)
 		} else if (!strcmp(opt, "rw")) {
 			o->m.ro = false;
 		} else if (klen == 7 && !strncmp(opt, "cluster", 7) && val) {
-			if (strcmp(val, "local")) {
-				fprintf(stderr, "cfsd: cluster=%s: only cluster=local is available "
-						"in this version\n", val);
+			if (!cfs_lockproto_valid(val)) {
+				fprintf(stderr, "cfsd: cluster=%s: give local, corosync or dlm\n", val);
 				return -EINVAL;
 			}
 			o->m.cluster = val;
@@ -197,6 +198,14 @@ static int serve(struct opts *o, struct cfsd *d, int status_fd)
 	d->se = se;
 	if (fuse_set_signal_handlers(se) == 0 && fuse_session_mount(se, o->mountpoint) == 0) {
 		struct cfs_control *ctl = NULL;
+		if (d->cluster && kernel_inval_start(d)) {
+			fprintf(stderr, "cfsd: cannot start the page invalidation thread\n");
+			fuse_session_unmount(se);
+			report(status_fd, EXIT_FAILED);
+			fuse_remove_signal_handlers(se);
+			fuse_session_destroy(se);
+			return EXIT_FAILED;
+		}
 		if (cfs_control_start(d, o->mountpoint, &ctl))
 			fprintf(stderr, "cfsd: control socket: %s (cfs grow and status will not work)\n",
 				cfs_last_error());
@@ -212,6 +221,7 @@ static int serve(struct opts *o, struct cfsd *d, int status_fd)
 		fuse_loop_cfg_set_idle_threads(cfg, 8);
 		rc = fuse_session_loop_mt(se, cfg) ? EXIT_FAILED : EXIT_OK;
 		fuse_loop_cfg_destroy(cfg);
+		kernel_inval_stop(d);
 		cfs_control_stop(ctl);
 		fuse_session_unmount(se);
 	} else {
@@ -235,7 +245,7 @@ static void redirect_log(const char *log)
 
 int main(int argc, char **argv)
 {
-	struct opts o = {0};
+	struct opts o = {.m.slot = CFS_SLOT_ANY};
 	int rc = parse_args(argc, argv, &o);
 	if (rc)
 		return rc;
@@ -275,8 +285,16 @@ int main(int argc, char **argv)
 	}
 	if (!o.foreground)
 		redirect_log(o.log);
-	fprintf(stderr, "cfsd: mounted volume %s slot %u at %s%s\n", o.volume, o.m.slot,
-		o.mountpoint, o.m.dboptimized ? " (dboptimized)" : "");
+	struct cfs_status st;
+	cfs_status(d.fs, &st);
+	d.cluster = strcmp(st.lockproto, "local") != 0;
+	if (d.cluster)
+		fprintf(stderr, "cfsd: node %u: mounted volume %s slot %u at %s%s (cluster=%s)\n",
+			st.node_id, o.volume, st.slot, o.mountpoint,
+			o.m.dboptimized ? " (dboptimized)" : "", st.lockproto);
+	else
+		fprintf(stderr, "cfsd: mounted volume %s slot %u at %s%s\n", o.volume, st.slot,
+			o.mountpoint, o.m.dboptimized ? " (dboptimized)" : "");
 	rc = serve(&o, &d, status_fd);
 	int urc = cfs_unmount(d.fs);
 	if (urc)

@@ -53,9 +53,21 @@ static int grow(struct cfsd *d, uint64_t *added, char *msg, size_t msglen)
 	return 0;
 }
 
-static void fill_status(struct cfsd *d, ControlStatus *s, struct cfs_status *st)
+static void fill_status(struct cfsd *d, ControlStatus *s, struct cfs_status *st,
+			MountedNode *nodes, MountedNode **node_ptrs)
 {
 	cfs_status(d->fs, st);
+	s->lockproto = st->lockproto;
+	s->has_node_id = true;
+	s->node_id = st->node_id;
+	for (uint32_t i = 0; i < st->nmounted; i++) {
+		mounted_node__init(&nodes[i]);
+		nodes[i].slot = st->mounted_slot[i];
+		nodes[i].node_id = st->mounted_node[i];
+		node_ptrs[i] = &nodes[i];
+	}
+	s->n_mounted = st->nmounted;
+	s->mounted = node_ptrs;
 	s->volume = (char *)d->volume;
 	s->label = st->label;
 	s->fs_uuid = st->fs_uuid;
@@ -104,6 +116,7 @@ static void serve(struct conn *c, const ControlRequest *req)
 	ControlReply reply = CONTROL_REPLY__INIT;
 	ControlStatus status = CONTROL_STATUS__INIT;
 	struct cfs_status st;
+	MountedNode nodes[CFS_STATUS_MAX_NODES], *node_ptrs[CFS_STATUS_MAX_NODES];
 	struct odm_reply_mem mem = {0};
 	if (req->op == CONTROL_REQUEST__OP__GROW) {
 		uint64_t added = 0;
@@ -122,7 +135,7 @@ static void serve(struct conn *c, const ControlRequest *req)
 	}
 	if (!reply.error && (req->op == CONTROL_REQUEST__OP__STATUS ||
 			     req->op == CONTROL_REQUEST__OP__GROW)) {
-		fill_status(d, &status, &st);
+		fill_status(d, &status, &st, nodes, node_ptrs);
 		reply.status = &status;
 	}
 	send_reply(c, &reply);

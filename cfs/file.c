@@ -177,14 +177,25 @@ static int write_unwritten(struct cfs_fs *fs, const struct piece *pc, const uint
 	return rc;
 }
 
-static struct cfs_inode *open_inode(struct cfs_fs *fs, uint64_t ino)
+/* The in-memory inode of an open file; data calls come on open files only.  fs->lock held:
+ * the glock is taken in `mode` and the inode read again if another node had it meanwhile. */
+static int open_inode_locked(struct cfs_fs *fs, uint64_t ino, int mode, struct cfs_inode **ip)
+{
+	int rc = cfs_glock_acquire(fs, mode);
+	if (!rc)
+		rc = cfs_iget(fs, cfs_real_ino(fs, ino), ip);
+	if (!rc && !(*ip)->nopen)
+		rc = -EBADF;
+	return rc;
+}
+
+static struct cfs_inode *open_inode(struct cfs_fs *fs, uint64_t ino, int mode, int *err)
 {
 	struct cfs_inode *ip = NULL;
 	pthread_mutex_lock(&fs->lock);
-	if (cfs_iget(fs, cfs_real_ino(fs, ino), &ip) || !ip->nopen)
-		ip = NULL; /* data calls come on open files only */
+	*err = open_inode_locked(fs, ino, mode, &ip);
 	pthread_mutex_unlock(&fs->lock);
-	return ip;
+	return *err ? NULL : ip;
 }
 
 int cfs_open(struct cfs_fs *fs, uint64_t ino)
@@ -199,32 +210,89 @@ int cfs_open(struct cfs_fs *fs, uint64_t ino)
 	return rc;
 }
 
-int cfs_release(struct cfs_fs *fs, uint64_t ino)
+bool cfs_keep_cache(struct cfs_fs *fs, uint64_t ino)
 {
-	/* No glock wait: a release must drop its count whatever the lock manager says. */
 	pthread_mutex_lock(&fs->lock);
-	struct cfs_inode *ip;
-	int rc = cfs_iget(fs, cfs_real_ino(fs, ino), &ip);
-	if (!rc) {
-		if (ip->nopen)
-			ip->nopen--;
-		rc = cfs_iput_check(fs, ip);
+	struct cfs_inode *ip = cfs_icache_find(fs, cfs_real_ino(fs, ino));
+	uint64_t epoch = __atomic_load_n(&fs->glock_epoch, __ATOMIC_ACQUIRE);
+	bool keep = !fs->cluster || (ip && ip->kcache_epoch == epoch);
+	if (ip)
+		ip->kcache_epoch = epoch;
+	pthread_mutex_unlock(&fs->lock);
+	return keep;
+}
+
+void cfs_set_invalidate(struct cfs_fs *fs, cfs_invalidate_fn fn, void *arg)
+{
+	pthread_mutex_lock(&fs->lock);
+	fs->invalidate = fn;
+	fs->invalidate_arg = arg;
+	pthread_mutex_unlock(&fs->lock);
+}
+
+/* The last reference to an inode is gone (fs->lock held): it leaves memory, and is freed if
+ * nothing names it.  On a cluster that needs the current inode, so the glock: PR to look, EX
+ * to free.  Without the glock (no quorum) it stays as it is: the unmount or the next mount of
+ * this slot finishes it. */
+static int put_last(struct cfs_fs *fs, struct cfs_inode *ip)
+{
+	if (!fs->cluster || ip->ino == fs->sb.root_ino)
+		return cfs_iput_check(fs, ip);
+	ip->nopen++; /* pinned: fetching the glock may drop the caches */
+	struct cfs_inode *cur;
+	int rc = cfs_glock_acquire(fs, CFSLOCK_PR);
+	if (!rc)
+		rc = cfs_iget(fs, ip->ino, &cur);
+	if (!rc && ip->d.nlink == 0 && !fs->ro && (rc = cfs_glock_acquire(fs, CFSLOCK_EX)) == 0)
+		rc = cfs_iget(fs, ip->ino, &cur);
+	ip->nopen--;
+	if (rc && rc != -ESTALE) { /* ESTALE: another node freed it; it just leaves memory */
+		cfs_log(fs, "inode %llu: last reference dropped without the metadata lock (%s)",
+			(unsigned long long)ip->ino, strerror(-rc));
+		return rc;
+	}
+	return cfs_iput_check(fs, ip);
+}
+
+int cfs_put(struct cfs_fs *fs, uint64_t ino, uint32_t opens, uint64_t lookups)
+{
+	/* No wait before the counts drop: a release must drop its count whatever the lock
+	 * manager says. */
+	pthread_mutex_lock(&fs->lock);
+	struct cfs_inode *ip = cfs_icache_find(fs, cfs_real_ino(fs, ino));
+	int rc = 0;
+	if (ip) {
+		ip->nopen = ip->nopen > opens ? ip->nopen - opens : 0;
+		ip->nlookup = ip->nlookup > lookups ? ip->nlookup - lookups : 0;
+		if (!ip->nopen && !ip->nlookup)
+			rc = put_last(fs, ip);
 	}
 	cfs_op_end(fs);
 	return rc;
 }
 
+int cfs_release(struct cfs_fs *fs, uint64_t ino)
+{
+	return cfs_put(fs, ino, 1, 0);
+}
+
 int64_t cfs_read(struct cfs_fs *fs, uint64_t ino, void *buf, uint64_t size, uint64_t off)
 {
-	struct cfs_inode *ip = open_inode(fs, ino);
+	int rc;
+	struct cfs_inode *ip = open_inode(fs, ino, CFSLOCK_PR, &rc);
 	if (!ip)
-		return -EBADF;
+		return rc;
 	struct plan p = {0};
 	pthread_rwlock_rdlock(&ip->io);
 	pthread_mutex_lock(&fs->lock);
-	uint64_t fsize = ip->d.size;
-	uint64_t len = off >= fsize ? 0 : fsize - off < size ? fsize - off : size;
-	int rc = plan_range(fs, ip, off, len, &p);
+	rc = open_inode_locked(fs, ino, CFSLOCK_PR, &ip);
+	uint64_t len = 0;
+	if (!rc) {
+		uint64_t fsize = ip->d.size;
+		len = off >= fsize ? 0 : fsize - off < size ? fsize - off : size;
+		rc = plan_range(fs, ip, off, len, &p);
+	}
+	cfs_io_hold(fs);
 	pthread_mutex_unlock(&fs->lock);
 	pthread_rwlock_rdlock(&fs->vol_lock);
 	for (size_t i = 0; i < p.n && !rc; i++) {
@@ -235,6 +303,9 @@ int64_t cfs_read(struct cfs_fs *fs, uint64_t ino, void *buf, uint64_t size, uint
 			rc = vol_read(fs, p.v[i].pblk_byte, dst, p.v[i].len);
 	}
 	pthread_rwlock_unlock(&fs->vol_lock);
+	pthread_mutex_lock(&fs->lock);
+	cfs_io_unhold(fs);
+	pthread_mutex_unlock(&fs->lock);
 	pthread_rwlock_unlock(&ip->io);
 	free(p.v);
 	if (rc)
@@ -278,24 +349,24 @@ int64_t cfs_write(struct cfs_fs *fs, uint64_t ino, const void *buf, uint64_t siz
 {
 	if (off + size < off || off + size > CFS_MAX_FILE_BYTES)
 		return -EFBIG;
-	struct cfs_inode *ip = open_inode(fs, ino);
-	if (!ip)
-		return -EBADF;
 	if (fs->ro)
 		return -EROFS;
+	int rc;
+	struct cfs_inode *ip = open_inode(fs, ino, CFSLOCK_EX, &rc);
+	if (!ip)
+		return rc;
 	if (size == 0)
 		return 0;
 	bool aligned = off % SECTOR == 0 && size % SECTOR == 0;
 	bool exclusive = false;
 	struct plan p = {0};
-	int rc;
 	for (;;) { /* shared if nothing needs allocating or patching, else exclusive */
 		if (exclusive)
 			pthread_rwlock_wrlock(&ip->io);
 		else
 			pthread_rwlock_rdlock(&ip->io);
 		pthread_mutex_lock(&fs->lock);
-		rc = cfs_glock_acquire(fs);
+		rc = open_inode_locked(fs, ino, CFSLOCK_EX, &ip);
 		if (!rc)
 			rc = plan_range(fs, ip, off, size, &p);
 		if (rc || exclusive || (aligned && p.all_written))
@@ -314,6 +385,7 @@ int64_t cfs_write(struct cfs_fs *fs, uint64_t ino, const void *buf, uint64_t siz
 		if (!rc && (rc = cfs_iwrite(fs, ip))) /* the new unwritten extents */
 			cfs_log(fs, "inode %llu: %s", (unsigned long long)ip->ino, strerror(-rc));
 	}
+	cfs_io_hold(fs);
 	pthread_mutex_unlock(&fs->lock);
 	pthread_rwlock_rdlock(&fs->vol_lock);
 	for (size_t i = 0; i < p.n && !rc; i++) {
@@ -327,6 +399,7 @@ int64_t cfs_write(struct cfs_fs *fs, uint64_t ino, const void *buf, uint64_t siz
 	pthread_mutex_lock(&fs->lock);
 	if (!rc)
 		rc = write_finish(fs, ip, &p, off + size, flags, changed_map);
+	cfs_io_unhold(fs);
 	cfs_op_end(fs);
 	pthread_rwlock_unlock(&ip->io);
 	free(p.v);
@@ -381,12 +454,15 @@ int cfs_fallocate(struct cfs_fs *fs, uint64_t ino, int mode, uint64_t off, uint6
 		return -EINVAL;
 	if (len == 0 || off + len < off || off + len > CFS_MAX_FILE_BYTES)
 		return len == 0 ? -EINVAL : -EFBIG;
-	struct cfs_inode *ip = open_inode(fs, ino);
+	int rc;
+	struct cfs_inode *ip = open_inode(fs, ino, CFSLOCK_EX, &rc);
 	if (!ip)
-		return -EBADF;
+		return rc;
 	uint64_t bs = fs->bs;
 	pthread_rwlock_wrlock(&ip->io);
-	int rc = cfs_op_begin(fs, true);
+	rc = cfs_op_begin(fs, true);
+	if (!rc)
+		rc = open_inode_locked(fs, ino, CFSLOCK_EX, &ip);
 	if (rc) {
 		pthread_rwlock_unlock(&ip->io);
 		return rc;

@@ -77,7 +77,11 @@ struct cfs_dsuper {
 	uint64_t ctime, mtime;
 	uint64_t generation;     /* bumped by every grow */
 	uint64_t orphan_dir[CFS_MAX_SLOTS]; /* per slot: unlinked inodes still open */
+	/* The lock protocol every mount must use ("local", "corosync", "dlm"); all zeros, as on
+	 * filesystems made before it was recorded, means "local". */
+	char lockproto[16];
 };
+#define CFS_LOCKPROTO_LEN 16u
 
 /* Allocation group header; the bitmap (bit set = used) follows at CFS_AGH_BITMAP_OFF and covers
  * the group's blocks, the header block included. */

@@ -160,6 +160,7 @@ static void *committer(void *arg)
 		if (fs->txn.n && !fs->ro)
 			cfs_journal_commit(fs);
 		cfs_bcache_trim(fs);
+		cfs_glock_check(fs); /* another node may be waiting for a lock nobody here uses */
 	}
 	pthread_mutex_unlock(&fs->lock);
 	return NULL;
@@ -169,10 +170,11 @@ static void fs_free(struct cfs_fs *fs)
 {
 	cfs_icache_destroy(fs);
 	cfs_bcache_destroy(fs);
-	if (fs->meta) {
-		if (fs->meta_held)
-			cfslock_unlock_sync(fs->meta);
-		cfslock_free(fs->meta);
+	cfs_glock_shutdown(fs);
+	if (fs->slot_lock) {
+		if (cfslock_mode(fs->slot_lock) >= 0)
+			cfslock_unlock_sync(fs->slot_lock);
+		cfslock_free(fs->slot_lock);
 	}
 	if (fs->space)
 		cfslock_space_close(fs->space);
@@ -188,10 +190,11 @@ static void fs_free(struct cfs_fs *fs)
 	pthread_mutex_destroy(&fs->lock);
 	pthread_rwlock_destroy(&fs->vol_lock);
 	pthread_cond_destroy(&fs->commit_wake);
+	pthread_cond_destroy(&fs->io_idle);
 	free(fs);
 }
 
-static int check_identity(struct cfs_fs *fs, const struct cfs_mount_opts *o)
+static int check_identity(struct cfs_fs *fs, const struct cfs_mount_opts *o, const char **proto)
 {
 	const struct cvm_config *cfg = cvm_volume_config(fs->vol);
 	if (memcmp(fs->sb.vol_uuid, cfg->vol_uuid.b, 16)) {
@@ -199,17 +202,135 @@ static int check_identity(struct cfs_fs *fs, const struct cfs_mount_opts *o)
 			      "were copied?): check the LUN paths", cfg->name);
 		return -EINVAL;
 	}
-	if (o->slot >= fs->sb.nslots) {
+	if (o->slot != CFS_SLOT_ANY && o->slot >= fs->sb.nslots) {
 		cfs_set_error("node slot %u does not exist: the filesystem on %s has slots 0-%u",
 			      o->slot, cfg->name, fs->sb.nslots - 1);
 		return -EINVAL;
 	}
-	if (o->cluster && strcmp(o->cluster, "local")) {
-		cfs_set_error("cluster=%s: only cluster=local is available in this version",
-			      o->cluster);
-		return -EINVAL;
+	char recorded[CFS_LOCKPROTO_LEN + 1] = {0};
+	memcpy(recorded, fs->sb.lockproto, CFS_LOCKPROTO_LEN);
+	*proto = cfs_lockproto_name(recorded);
+	if (!cfs_lockproto_valid(*proto)) {
+		cfs_set_error("the superblock of %s names an unknown lock protocol '%.16s': run "
+			      "fsck.cfs", cfg->name, *proto);
+		return -EUCLEAN;
 	}
+	if (o->cluster && strcmp(o->cluster, *proto)) {
+		cfs_set_error("the filesystem on %s was made for cluster=%s, not cluster=%s: mount "
+			      "it with cluster=%s (or change the protocol with 'cfs lockproto' while "
+			      "it is unmounted everywhere)", cfg->name, *proto, o->cluster, *proto);
+		return -EPROTO;
+	}
+	/* The protocol names live in static storage: the string may outlive fs->sb. */
+	*proto = !strcmp(*proto, "corosync") ? "corosync" : !strcmp(*proto, "dlm") ? "dlm" : "local";
 	return 0;
+}
+
+struct slot_holder {
+	char resource[16];
+	uint32_t node;
+};
+
+static void find_holder(void *arg, const struct cfslock_dump_entry *e)
+{
+	struct slot_holder *h = arg;
+	if (!strcmp(e->resource, h->resource) && !strcmp(e->state, "granted"))
+		h->node = e->node;
+}
+
+/* A cluster node owns a slot (its journal and orphans) while it holds "slot-N" EX. */
+static int claim_cluster_slot(struct cfs_fs *fs, uint32_t want)
+{
+	const char *vname = cvm_volume_config(fs->vol)->name;
+	uint32_t first = want == CFS_SLOT_ANY ? 0 : want;
+	uint32_t last = want == CFS_SLOT_ANY ? fs->sb.nslots - 1 : want;
+	for (uint32_t s = first; s <= last; s++) {
+		char name[16];
+		snprintf(name, sizeof name, "slot-%u", s);
+		struct cfslock *lk = cfslock_new(fs->space, name, NULL, NULL, fs);
+		if (!lk)
+			return -ENOMEM;
+		int rc = cfslock_request_sync(lk, CFSLOCK_EX, CFSLOCK_NOQUEUE);
+		if (!rc) {
+			fs->slot = s;
+			fs->slot_lock = lk;
+			return 0;
+		}
+		cfslock_free(lk);
+		if (rc != -EAGAIN) {
+			cfs_set_error("slot %u of %s: lock manager: %s", s, vname, strerror(-rc));
+			return rc == -CFSLOCK_ENOQUORUM ? -EIO : rc;
+		}
+	}
+	if (want == CFS_SLOT_ANY) {
+		cfs_set_error("all %u node slots of %s are in use: unmount it on a node, or add "
+			      "slots", fs->sb.nslots, vname);
+		return -EUSERS;
+	}
+	struct slot_holder h = {.node = 0};
+	snprintf(h.resource, sizeof h.resource, "slot-%u", want);
+	cfslock_dump(fs->space, find_holder, &h);
+	cfs_set_error("slot %u of %s is in use by node %u: give another node= or none (a free "
+		      "slot is taken)", want, vname, h.node);
+	return -EBUSY;
+}
+
+int cfs_cluster_idle(struct cvm_volume *vol, const struct cfs_dsuper *sb, const char *proto)
+{
+	struct cfs_fs probe = {.vol = vol, .sb = *sb, .cluster = true};
+	const char *vname = cvm_volume_config(vol)->name;
+	int rc = cfs_glock_init(&probe, proto);
+	for (uint32_t s = 0; s < sb->nslots && !rc; s++) {
+		rc = claim_cluster_slot(&probe, s);
+		if (!rc) {
+			cfslock_unlock_sync(probe.slot_lock);
+			cfslock_free(probe.slot_lock);
+			probe.slot_lock = NULL;
+		} else if (rc == -EBUSY) {
+			char why[256];
+			snprintf(why, sizeof why, "%s", cfs_last_error());
+			cfs_set_error("the filesystem on %s is mounted on a node (%s): unmount it "
+				      "everywhere first", vname, why);
+		}
+	}
+	if (rc && rc != -EBUSY && !cfs_last_error()[0])
+		cfs_set_error("cannot tell whether %s is mounted on another node: %s", vname,
+			      strerror(-rc));
+	cfs_glock_shutdown(&probe);
+	if (probe.space)
+		cfslock_space_close(probe.space);
+	if (probe.locks)
+		cfslock_client_close(probe.locks);
+	return rc;
+}
+
+/* Which slot, under which lock: the cluster lock says who has it cluster-wide, the OFD lock
+ * catches two daemons on one machine (the tests' nodes share the LUN files). */
+static int take_slot(struct cfs_fs *fs, const struct cfs_mount_opts *o)
+{
+	int rc = 0;
+	if (fs->cluster)
+		rc = claim_cluster_slot(fs, o->slot);
+	else
+		fs->slot = o->slot == CFS_SLOT_ANY ? 0 : o->slot;
+	return rc ? rc : claim_slot(fs);
+}
+
+/* Replay this slot's journal, read the groups, free the orphans: under the glock EX. */
+static int start_fs(struct cfs_fs *fs)
+{
+	pthread_mutex_lock(&fs->lock);
+	int rc = cfs_glock_acquire(fs, CFSLOCK_EX);
+	if (rc)
+		cfs_set_error("metadata lock: %s", strerror(-rc));
+	if (!rc && (rc = cfs_journal_replay(fs)))
+		cfs_set_error("journal of slot %u: replay failed: %s", fs->slot, strerror(-rc));
+	if (!rc)
+		rc = cfs_alloc_load(fs);
+	if (!rc && !fs->ro && (rc = free_orphans(fs)))
+		cfs_set_error("orphans of slot %u: %s", fs->slot, strerror(-rc));
+	pthread_mutex_unlock(&fs->lock);
+	return rc;
 }
 
 int cfs_mount(struct cvm_volume *vol, const struct cfs_mount_opts *o, struct cfs_fs **out)
@@ -219,7 +340,6 @@ int cfs_mount(struct cvm_volume *vol, const struct cfs_mount_opts *o, struct cfs
 		return -ENOMEM;
 	fs->vol = vol;
 	fs->lockfd = -1;
-	fs->slot = o->slot;
 	fs->ro = o->ro;
 	fs->dboptimized = o->dboptimized;
 	pthread_mutex_init(&fs->lock, NULL);
@@ -227,29 +347,29 @@ int cfs_mount(struct cvm_volume *vol, const struct cfs_mount_opts *o, struct cfs
 	pthread_mutex_init(&fs->aio_lock, NULL);
 	fs->aio_vol = vol;
 	pthread_cond_init(&fs->commit_wake, NULL);
+	pthread_cond_init(&fs->io_idle, NULL);
+	const char *proto = "local";
 	int rc = cfs_super_read(vol, &fs->sb, NULL);
 	if (!rc)
-		rc = check_identity(fs, o);
+		rc = check_identity(fs, o, &proto);
+	fs->cluster = strcmp(proto, "local") != 0;
+	/* Local mounts have the volume to themselves on this machine; cluster nodes share it. */
 	if (!rc)
-		rc = cfs_volume_claim(vol, true, &fs->lockfd);
+		rc = cfs_volume_claim(vol, !fs->cluster, &fs->lockfd);
 	if (!rc)
-		rc = claim_slot(fs);
+		rc = cfs_glock_init(fs, proto);
+	if (!rc)
+		rc = take_slot(fs, o);
 	fs->bs = fs->sb.block_size;
 	fs->ihash = calloc(CFS_ICACHE_BUCKETS, sizeof *fs->ihash);
 	if (!rc)
 		rc = fs->ihash ? cfs_bcache_init(fs) : -ENOMEM;
-	if (!rc)
-		rc = cfs_glock_init(fs);
-	if (!rc && (rc = cfs_journal_replay(fs)))
-		cfs_set_error("journal of slot %u: replay failed: %s", fs->slot, strerror(-rc));
-	if (!rc)
-		rc = cfs_alloc_load(fs);
 	uint32_t r = 0;
 	if (getrandom(&r, sizeof r, 0) != sizeof r)
 		r = (uint32_t)time(NULL);
 	fs->next_generation = (uint64_t)r << 20;
-	if (!rc && !fs->ro && (rc = free_orphans(fs)))
-		cfs_set_error("orphans of slot %u: %s", fs->slot, strerror(-rc));
+	if (!rc)
+		rc = start_fs(fs);
 	if (!rc && (rc = pthread_create(&fs->committer, NULL, committer, fs)))
 		rc = -rc;
 	if (rc) {
@@ -268,13 +388,17 @@ int cfs_unmount(struct cfs_fs *fs)
 	pthread_mutex_unlock(&fs->lock);
 	pthread_join(fs->committer, NULL);
 	pthread_mutex_lock(&fs->lock);
-	/* The kernel's references are gone with the mount: unlinked inodes go now. */
-	int rc = 0;
+	/* The kernel's references are gone with the mount: unlinked inodes go now (on a cluster
+	 * under the glock EX, read again: another node may have changed or freed them). */
+	int rc = fs->ro ? 0 : cfs_glock_acquire(fs, CFSLOCK_EX);
 	for (size_t i = 0; i < CFS_ICACHE_BUCKETS && !rc; i++)
 		for (struct cfs_inode *ip = fs->ihash[i], *n; ip && !rc; ip = n) {
 			n = ip->hnext;
 			ip->nlookup = 0;
 			ip->nopen = 0;
+			struct cfs_inode *cur;
+			if (ip->stale)
+				cfs_iget(fs, ip->ino, &cur); /* ESTALE: dead, it just leaves memory */
 			rc = cfs_iput_check(fs, ip);
 			if (!rc && fs->txn.n > fs->txn.limit / 2)
 				rc = cfs_journal_commit(fs);
@@ -289,6 +413,19 @@ int cfs_unmount(struct cfs_fs *fs)
 	return rc;
 }
 
+/* Every granted "slot-N" lock is a node with the filesystem mounted. */
+static void add_mounted(void *arg, const struct cfslock_dump_entry *e)
+{
+	struct cfs_status *st = arg;
+	unsigned slot;
+	char tail;
+	if (sscanf(e->resource, "slot-%u%c", &slot, &tail) != 1 || strcmp(e->state, "granted") ||
+	    st->nmounted >= CFS_STATUS_MAX_NODES)
+		return;
+	st->mounted_slot[st->nmounted] = slot;
+	st->mounted_node[st->nmounted++] = e->node;
+}
+
 void cfs_status(struct cfs_fs *fs, struct cfs_status *st)
 {
 	pthread_mutex_lock(&fs->lock);
@@ -300,6 +437,12 @@ void cfs_status(struct cfs_fs *fs, struct cfs_status *st)
 	st->slot = fs->slot;
 	st->nslots = fs->sb.nslots;
 	memcpy(st->label, fs->sb.label, sizeof st->label);
+	char recorded[CFS_LOCKPROTO_LEN + 1] = {0};
+	memcpy(recorded, fs->sb.lockproto, CFS_LOCKPROTO_LEN);
+	snprintf(st->lockproto, sizeof st->lockproto, "%s", cfs_lockproto_name(recorded));
+	st->node_id = fs->cluster ? cfslock_node_id(fs->locks) : 0;
+	if (fs->cluster)
+		cfslock_dump(fs->space, add_mounted, st);
 	cvm_uuid u;
 	memcpy(u.b, fs->sb.fs_uuid, 16);
 	cvm_uuid_format(&u, st->fs_uuid);

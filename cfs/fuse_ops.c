@@ -17,8 +17,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define ATTR_TIMEOUT 1.0
-#define ENTRY_TIMEOUT 1.0
+/* On a cluster mount the kernel keeps no attributes or names: another node may change them
+ * at any time, and each lookup or getattr is answered from cfsd's caches under the glock. */
+#define ATTR_TIMEOUT(d) ((d)->cluster ? 0.0 : 1.0)
+#define ENTRY_TIMEOUT(d) ((d)->cluster ? 0.0 : 1.0)
 
 static struct cfsd *D(fuse_req_t req) { return fuse_req_userdata(req); }
 
@@ -31,7 +33,9 @@ static void reply_entry(fuse_req_t req, int rc, const struct stat *st)
 		return;
 	}
 	struct fuse_entry_param e = {.ino = st->st_ino, .attr = *st,
-				     .attr_timeout = ATTR_TIMEOUT, .entry_timeout = ENTRY_TIMEOUT};
+				     .generation = cfs_generation(D(req)->fs, st->st_ino),
+				     .attr_timeout = ATTR_TIMEOUT(D(req)),
+				     .entry_timeout = ENTRY_TIMEOUT(D(req))};
 	if (fuse_reply_entry(req, &e) == -ENOENT) /* the kernel gave up: drop the reference */
 		cfs_forget(D(req)->fs, st->st_ino, 1);
 }
@@ -83,7 +87,7 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	if (rc)
 		reply_err(req, rc);
 	else
-		fuse_reply_attr(req, &st, ATTR_TIMEOUT);
+		fuse_reply_attr(req, &st, ATTR_TIMEOUT(D(req)));
 }
 
 static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
@@ -127,7 +131,7 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 	if (rc)
 		reply_err(req, rc);
 	else
-		fuse_reply_attr(req, &st, ATTR_TIMEOUT);
+		fuse_reply_attr(req, &st, ATTR_TIMEOUT(D(req)));
 }
 
 static void op_readlink(fuse_req_t req, fuse_ino_t ino)
@@ -198,7 +202,9 @@ static void set_open(struct cfsd *d, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	fi->fh = (uint64_t)(unsigned)fi->flags;
 	fi->direct_io = d->fs_dboptimized || (fi->flags & O_DIRECT) || odm_held(d->odm, ino);
-	fi->keep_cache = !fi->direct_io;
+	/* On a cluster the pages are kept only if no other node can have changed the file since
+	 * the last open here (close-to-open: a file closed elsewhere is read anew). */
+	fi->keep_cache = !fi->direct_io && cfs_keep_cache(d->fs, ino);
 }
 
 /* libfuse 3.14 cannot say FOPEN_PARALLEL_DIRECT_WRITES, without which the kernel lets one
@@ -244,7 +250,8 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	}
 	set_open(d, st.st_ino, fi);
 	struct fuse_entry_param e = {.ino = st.st_ino, .attr = st,
-				     .attr_timeout = ATTR_TIMEOUT, .entry_timeout = ENTRY_TIMEOUT};
+				     .generation = cfs_generation(d->fs, st.st_ino),
+				     .attr_timeout = ATTR_TIMEOUT(d), .entry_timeout = ENTRY_TIMEOUT(d)};
 	if (fuse_reply_create(req, &e, fi) == -ENOENT) {
 		cfs_release(d->fs, st.st_ino);
 		cfs_forget(d->fs, st.st_ino, 1);

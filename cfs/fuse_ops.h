@@ -9,10 +9,13 @@
 struct scan_paths;
 struct fuse_session;
 struct odm_server;
+struct kernel_inval;
 struct cfsd {
 	struct cfs_fs *fs;
 	struct cvm_volume *vol;
 	bool fs_dboptimized;
+	bool cluster;                  /* other nodes change the filesystem too */
+	struct kernel_inval *inval;    /* drops the kernel's pages of files others change */
 	const char *volume;
 	const struct scan_paths *scan; /* to find the LUNs again after a cvm grow */
 	struct fuse_session *se;
@@ -21,5 +24,11 @@ struct cfsd {
 
 struct fuse_lowlevel_ops;
 extern const struct fuse_lowlevel_ops cfsd_ops;
+
+/* kernel_inval.c: a thread that tells the kernel to drop the cached pages of files whose
+ * metadata lock this node gave up.  It runs apart from the FUSE workers: an invalidation waits
+ * for page locks that a request blocked on the lock may hold. */
+int kernel_inval_start(struct cfsd *d);
+void kernel_inval_stop(struct cfsd *d);
 
 #endif

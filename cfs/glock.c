@@ -1,74 +1,219 @@
 /* The metadata glock and the operation boundaries.
  *
  * Every operation runs under fs->lock and the cluster lock "meta" of the filesystem's
- * lockspace, held EX while this node caches metadata (GFS2's glock model, with one glock for
- * the whole filesystem in this version).  When another node asks for it, the blocking callback
- * marks it wanted; the next operation boundary commits the journal and lets it go, and the
- * next operation asks for it again.  With the local backend nobody else asks; dropping the
- * block and inode caches and the kernel's on release is for the cluster version. */
+ * lockspace (GFS2's glock model, with one glock for the whole filesystem in this version):
+ * PR lets a node read and cache metadata, EX lets it change it.  With the local backend the
+ * glock is always taken EX and nobody else asks for it.
+ *
+ * A node keeps the glock after its operations (it caches the grant) until another node asks.
+ * The blocking callback only records what the other node wants; the next operation boundary,
+ * or the committer thread, acts on it once no data I/O of this node relies on the grant
+ * (fs->io_holders):
+ *   - EX wanted PR: commit, convert down to PR, keep the caches (still valid: nobody else can
+ *     change anything while we hold PR);
+ *   - anything else: commit (if EX), empty the journal (its blocks are about to be changed by
+ *     others, a replay of it would put old images back), drop the block cache, mark every
+ *     in-memory inode stale, tell cfsd which inodes the kernel may cache pages of, unlock.
+ * Going from PR to EX is a drop and a new request, not a conversion: two nodes converting
+ * PR to EX at once would wait for each other for ever. */
 #include "cfs/internal.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <string.h>
 
 static void meta_wanted(void *arg, struct cfslock *lk, int mode)
 {
-	(void)lk, (void)mode;
+	(void)lk;
 	struct cfs_fs *fs = arg;
-	fs->meta_wanted = true; /* read at the next boundary, under fs->lock */
-	pthread_cond_signal(&fs->commit_wake);
+	/* The widest demand wins: a PR wish upgraded by a later EX wish means drop. */
+	int prev = __atomic_load_n(&fs->meta_wanted, __ATOMIC_ACQUIRE);
+	if (mode > prev)
+		__atomic_store_n(&fs->meta_wanted, mode, __ATOMIC_RELEASE);
+	pthread_cond_signal(&fs->commit_wake); /* the committer acts on it if nobody else does */
 }
 
-int cfs_glock_init(struct cfs_fs *fs)
+/* Callbacks of the lock manager run on this thread, whatever the other threads do. */
+static void *dispatcher(void *arg)
 {
-	char space[64];
+	struct cfs_fs *fs = arg;
+	int fd = cfslock_client_fd(fs->locks);
+	while (!__atomic_load_n(&fs->stopping, __ATOMIC_ACQUIRE)) {
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+		if (poll(&p, 1, 200) > 0)
+			cfslock_dispatch(fs->locks);
+	}
+	return NULL;
+}
+
+static void lockspace_name(const struct cfs_fs *fs, char *buf, size_t len)
+{
 	cvm_uuid u;
 	char us[CVM_UUID_STR];
 	memcpy(u.b, fs->sb.fs_uuid, 16);
 	cvm_uuid_format(&u, us);
-	snprintf(space, sizeof space, "cfs-%.36s", us);
-	int rc = cfslock_client_open("local", NULL, &fs->locks);
-	if (!rc)
-		rc = cfslock_space_open(fs->locks, space, &fs->space);
+	snprintf(buf, len, "cfs-%.36s", us);
+}
+
+int cfs_glock_init(struct cfs_fs *fs, const char *proto)
+{
+	char space[64];
+	lockspace_name(fs, space, sizeof space);
+	fs->meta_wanted = -1;
+	fs->meta_mode = -1;
+	int rc = cfslock_client_open(proto, NULL, &fs->locks);
+	if (rc) {
+		cfs_set_error("lock manager '%s': %s%s", proto, strerror(-rc),
+			      strcmp(proto, "local") ? " (is corosync running on this node?)" : "");
+		return rc;
+	}
+	if (!cfslock_quorate(fs->locks)) {
+		cfs_set_error("this node has no quorum: a cluster filesystem is mounted only on a "
+			      "node of the quorate partition; check corosync-quorumtool -s");
+		return -CFSLOCK_ENOQUORUM;
+	}
+	rc = cfslock_space_open(fs->locks, space, &fs->space);
 	if (!rc && !(fs->meta = cfslock_new(fs->space, "meta", NULL, meta_wanted, fs)))
 		rc = -ENOMEM;
+	if (!rc && fs->cluster && (rc = -pthread_create(&fs->dispatch, NULL, dispatcher, fs)) == 0)
+		fs->dispatching = true;
 	if (rc)
 		cfs_set_error("lock manager: %s", strerror(-rc));
 	return rc;
 }
 
-int cfs_glock_acquire(struct cfs_fs *fs)
+void cfs_glock_shutdown(struct cfs_fs *fs)
 {
-	if (fs->meta_held)
+	__atomic_store_n(&fs->stopping, true, __ATOMIC_RELEASE);
+	if (fs->dispatching)
+		pthread_join(fs->dispatch, NULL);
+	fs->dispatching = false;
+	if (fs->meta) {
+		if (fs->meta_mode >= 0)
+			cfslock_unlock_sync(fs->meta);
+		cfslock_free(fs->meta);
+		fs->meta = NULL;
+	}
+}
+
+/* Forget everything read under a grant we are giving up. */
+static void drop_caches(struct cfs_fs *fs)
+{
+	cfs_bcache_drop(fs);
+	cfs_icache_invalidate(fs);
+	fs->caches_stale = true;
+	__atomic_add_fetch(&fs->glock_epoch, 1, __ATOMIC_RELEASE);
+}
+
+/* Give the glock up (or convert it down to `to`, PR).  fs->lock held, no data I/O in flight. */
+static int glock_let_go(struct cfs_fs *fs, int to)
+{
+	int rc = 0;
+	if (fs->meta_mode == CFSLOCK_EX) {
+		if ((rc = cfs_journal_commit(fs)))
+			return rc; /* keep the lock: what we changed is not on disk */
+		if (to != CFSLOCK_PR && !fs->ro) {
+			rc = cfs_journal_clear(fs->vol, &fs->sb, fs->slot, fs->jseq);
+			if (!rc)
+				rc = cvm_volume_flush(fs->vol);
+			if (rc) {
+				cfs_log(fs, "slot %u: journal could not be emptied (%s): keeping the "
+					"metadata lock", fs->slot, strerror(-rc));
+				return rc;
+			}
+		}
+	}
+	if (to == CFSLOCK_PR && fs->meta_mode == CFSLOCK_EX) {
+		rc = cfslock_request_sync(fs->meta, CFSLOCK_PR, 0);
+		if (!rc)
+			fs->meta_mode = CFSLOCK_PR;
+		return rc;
+	}
+	drop_caches(fs);
+	fs->meta_mode = -1;
+	rc = cfslock_unlock_sync(fs->meta);
+	if (rc)
+		cfs_log(fs, "lock meta: unlock: %s", strerror(-rc));
+	return rc;
+}
+
+int cfs_glock_acquire(struct cfs_fs *fs, int mode)
+{
+	if (!fs->cluster)
+		mode = CFSLOCK_EX;
+	if (fs->meta_mode >= mode)
 		return 0;
-	int rc = cfslock_request_sync(fs->meta, CFSLOCK_EX, 0);
+	if (fs->meta_mode >= 0) {
+		/* PR held, EX wanted: let go, then ask (see the top of this file). */
+		while (fs->io_holders)
+			pthread_cond_wait(&fs->io_idle, &fs->lock);
+		if (fs->meta_mode >= mode)
+			return 0;
+		int rc = glock_let_go(fs, -1);
+		if (rc)
+			return rc == -CFSLOCK_ENOQUORUM ? -EIO : rc;
+	}
+	/* Nothing is held now: a wish recorded from here on is about the grant we ask for (it
+	 * can arrive before this thread sees the grant). */
+	__atomic_store_n(&fs->meta_wanted, -1, __ATOMIC_RELEASE);
+	int rc = cfslock_request_sync(fs->meta, mode, 0);
 	if (rc) {
-		cfs_log(fs, "lock meta: %s", strerror(-rc));
+		cfs_log(fs, "lock meta %s: %s", cfslock_mode_name(mode), strerror(-rc));
 		return rc == -CFSLOCK_ENOQUORUM ? -EIO : rc;
 	}
-	fs->meta_held = true;
+	fs->meta_mode = mode;
+	if (fs->caches_stale) {
+		/* Other nodes allocated and freed meanwhile: the group summaries are read again. */
+		if ((rc = cfs_alloc_load(fs)))
+			return rc;
+		fs->caches_stale = false;
+	}
 	return 0;
 }
 
 void cfs_glock_check(struct cfs_fs *fs)
 {
-	if (!fs->meta_held || !fs->meta_wanted)
+	int wanted = __atomic_load_n(&fs->meta_wanted, __ATOMIC_ACQUIRE);
+	if (fs->meta_mode < 0 || wanted < 0 || fs->io_holders)
 		return;
-	if (cfs_journal_commit(fs))
-		return; /* keep the lock: what we hold is not on disk */
-	fs->meta_wanted = false;
-	fs->meta_held = false;
-	cfslock_release(fs->meta);
+	/* Taken before acting: a wish that arrives meanwhile (for the PR we convert down to,
+	 * say) must survive. */
+	if (!__atomic_compare_exchange_n(&fs->meta_wanted, &wanted, -1, false, __ATOMIC_ACQ_REL,
+					 __ATOMIC_ACQUIRE))
+		return; /* changed under us: the next boundary sees the new one */
+	if (wanted == CFSLOCK_PR && fs->meta_mode == CFSLOCK_PR)
+		return; /* a stale wish: PR is compatible with PR */
+	int to = wanted == CFSLOCK_PR ? CFSLOCK_PR : -1;
+	if (glock_let_go(fs, to))
+		meta_wanted(fs, fs->meta, wanted); /* kept: try again at the next boundary */
+}
+
+void cfs_io_hold(struct cfs_fs *fs)
+{
+	fs->io_holders++;
+}
+
+void cfs_io_unhold(struct cfs_fs *fs)
+{
+	if (--fs->io_holders == 0) {
+		pthread_cond_broadcast(&fs->io_idle);
+		cfs_glock_check(fs);
+	}
+}
+
+int cfs_op_begin_mode(struct cfs_fs *fs, int mode)
+{
+	pthread_mutex_lock(&fs->lock);
+	int rc = mode == CFSLOCK_EX && fs->ro ? -EROFS : cfs_glock_acquire(fs, mode);
+	if (rc)
+		pthread_mutex_unlock(&fs->lock);
+	return rc;
 }
 
 int cfs_op_begin(struct cfs_fs *fs, bool change)
 {
-	pthread_mutex_lock(&fs->lock);
-	int rc = change && fs->ro ? -EROFS : cfs_glock_acquire(fs);
-	if (rc)
-		pthread_mutex_unlock(&fs->lock);
-	return rc;
+	return cfs_op_begin_mode(fs, change ? CFSLOCK_EX : CFSLOCK_PR);
 }
 
 void cfs_op_end(struct cfs_fs *fs)

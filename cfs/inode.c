@@ -103,13 +103,9 @@ static int read_chain(struct cfs_fs *fs, struct cfs_inode *ip)
 	return ip->next == ip->d.nextents && !blk ? 0 : -EIO;
 }
 
-int cfs_iget(struct cfs_fs *fs, uint64_t ino, struct cfs_inode **out)
+/* Read an inode's block and extent chain into ip (its fields, xattrs and map). */
+static int inode_read(struct cfs_fs *fs, uint64_t ino, struct cfs_inode *ip)
 {
-	for (struct cfs_inode *ip = *ihash_slot(fs, ino); ip; ip = ip->hnext)
-		if (ip->ino == ino) {
-			*out = ip;
-			return 0;
-		}
 	if (ino < fs->sb.ag_start || ino >= fs->sb.total_blocks ||
 	    (!fs->checking && !cfs_block_in_use(fs, ino)))
 		return -ESTALE; /* a handle to an inode freed meanwhile */
@@ -117,9 +113,6 @@ int cfs_iget(struct cfs_fs *fs, uint64_t ino, struct cfs_inode **out)
 	int rc = cfs_bread(fs, ino, CFS_B_INODE, ino, &b);
 	if (rc)
 		return rc;
-	struct cfs_inode *ip = inode_new_mem(fs, ino);
-	if (!ip)
-		return -ENOMEM;
 	rc = cfs_inode_decode(fs, b->data, ip);
 	if (!rc)
 		rc = read_chain(fs, ip);
@@ -127,10 +120,77 @@ int cfs_iget(struct cfs_fs *fs, uint64_t ino, struct cfs_inode **out)
 		rc = -EIO;
 	if (!rc && ip->d.nlink == 0 && ip->d.mode == 0)
 		rc = -ESTALE; /* a freed inode block that was not reused */
+	if (rc == -EIO)
+		cfs_log(fs, "block %llu (inode %llu): damaged inode or extent map: EIO",
+			(unsigned long long)ino, (unsigned long long)ino);
+	return rc;
+}
+
+/* Read again an inode cached under a glock grant given up since.  Another node may have freed
+ * it (it is dead here), or freed it and made another inode in its block: the kernel tells the
+ * two apart by their generation, so a new lookup gets the new one, unless a file handle of the
+ * old one is still open here (data calls carry no generation): then it stays dead until that
+ * is closed. */
+static int inode_refresh(struct cfs_fs *fs, struct cfs_inode *ip)
+{
+	if (ip->dead && ip->nopen)
+		return -ESTALE;
+	struct cfs_inode fresh = {.ino = ip->ino};
+	int rc = inode_read(fs, ip->ino, &fresh);
+	if (!rc && fresh.d.generation != ip->d.generation) {
+		if (ip->nopen)
+			rc = -ESTALE;
+		ip->dead = true;
+	}
 	if (rc) {
-		if (rc == -EIO)
-			cfs_log(fs, "block %llu (inode %llu): damaged inode or extent map: EIO",
-				(unsigned long long)ino, (unsigned long long)ino);
+		free(fresh.ext);
+		if (rc == -ESTALE)
+			ip->dead = true;
+		return rc;
+	}
+	free(ip->ext);
+	ip->d = fresh.d;
+	memcpy(ip->xattr, fresh.xattr, sizeof ip->xattr);
+	ip->ext = fresh.ext;
+	ip->next = fresh.next;
+	ip->ext_cap = fresh.ext_cap;
+	if (ip->dead) /* another inode in the block: nothing of the old one's state applies */
+		ip->in_orphans = ip->unlinked_here = false;
+	ip->stale = ip->dead = false;
+	return 0;
+}
+
+struct cfs_inode *cfs_icache_find(struct cfs_fs *fs, uint64_t ino)
+{
+	for (struct cfs_inode *ip = *ihash_slot(fs, ino); ip; ip = ip->hnext)
+		if (ip->ino == ino)
+			return ip;
+	return NULL;
+}
+
+uint64_t cfs_generation(struct cfs_fs *fs, uint64_t ino)
+{
+	pthread_mutex_lock(&fs->lock);
+	struct cfs_inode *ip = cfs_icache_find(fs, cfs_real_ino(fs, ino));
+	uint64_t gen = ip ? ip->d.generation : 0;
+	pthread_mutex_unlock(&fs->lock);
+	return gen;
+}
+
+int cfs_iget(struct cfs_fs *fs, uint64_t ino, struct cfs_inode **out)
+{
+	struct cfs_inode *ip = cfs_icache_find(fs, ino);
+	if (ip) {
+		int rc = ip->stale || ip->dead ? inode_refresh(fs, ip) : 0;
+		if (!rc)
+			*out = ip;
+		return rc;
+	}
+	ip = inode_new_mem(fs, ino);
+	if (!ip)
+		return -ENOMEM;
+	int rc = inode_read(fs, ino, ip);
+	if (rc) {
 		ihash_remove(fs, ip);
 		inode_free_mem(ip);
 		return rc;
@@ -139,8 +199,21 @@ int cfs_iget(struct cfs_fs *fs, uint64_t ino, struct cfs_inode **out)
 	return 0;
 }
 
-/* Store the extents past the inline ones in the overflow chain, reusing its blocks; a block
- * joins the transaction only if its content changed. */
+void cfs_icache_invalidate(struct cfs_fs *fs)
+{
+	for (size_t i = 0; i < CFS_ICACHE_BUCKETS; i++)
+		for (struct cfs_inode *ip = fs->ihash[i], *n; ip; ip = n) {
+			n = ip->hnext;
+			if (!ip->nlookup && !ip->nopen && ip->ino != fs->sb.root_ino) {
+				cfs_iforget(fs, ip);
+				continue;
+			}
+			ip->stale = true;
+			if (fs->invalidate && S_ISREG(ip->d.mode) && !ip->dead)
+				fs->invalidate(fs->invalidate_arg, ip->ino);
+		}
+}
+
 static int write_chain(struct cfs_fs *fs, struct cfs_inode *ip)
 {
 	uint32_t per = CFS_EXTB_EXTENTS(fs->bs), inl = CFS_INODE_EXTENTS(fs->bs);
@@ -299,8 +372,15 @@ int cfs_iput_check(struct cfs_fs *fs, struct cfs_inode *ip)
 {
 	if (ip->nlookup || ip->nopen || ip->ino == fs->sb.root_ino)
 		return 0;
+	if (ip->dead || ip->stale) { /* another node's now: nothing of ours to write or free */
+		cfs_iforget(fs, ip);
+		return 0;
+	}
 	int rc = ip->times_dirty && ip->d.nlink ? cfs_iwrite(fs, ip) : 0;
-	if (ip->d.nlink == 0 && !fs->ro) {
+	/* On a cluster an unlinked inode is freed by the node that unlinked it (it alone keeps it
+	 * on its orphan list while in use); another node that sees it unlinked lets it go. */
+	bool ours = !fs->cluster || ip->in_orphans || ip->unlinked_here;
+	if (ip->d.nlink == 0 && !fs->ro && ours) {
 		rc = cfs_ifree(fs, ip);
 		if (!rc && ip->in_orphans)
 			rc = cfs_orphan_remove(fs, ip);

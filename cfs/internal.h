@@ -44,6 +44,8 @@ int cfs_bnew(struct cfs_fs *fs, uint64_t blkno, uint16_t type, uint64_t owner,
 void cfs_bdirty(struct cfs_fs *fs, struct cfs_buf *b);
 /* Forget a cached block (freed), dirty or not. */
 void cfs_bforget(struct cfs_fs *fs, uint64_t blkno);
+/* Drop every clean block (the glock is going; nothing is dirty after the commit). */
+void cfs_bcache_drop(struct cfs_fs *fs);
 /* Drop clean blocks beyond the cache's size. */
 void cfs_bcache_trim(struct cfs_fs *fs);
 /* The running transaction is on disk: its blocks are clean again. */
@@ -107,6 +109,10 @@ struct cfs_inode {
 	struct cfs_dextent *ext;
 	uint32_t next, ext_cap;
 	pthread_rwlock_t io; /* data I/O shared; anything that frees blocks exclusive */
+	bool stale; /* read under a glock grant given up since: read again before use */
+	bool dead;  /* freed (or its block reused) by another node: ESTALE from now on */
+	bool unlinked_here; /* its last link went on this node: this node frees it */
+	uint64_t kcache_epoch; /* glock epoch at the last open: the kernel's pages are valid */
 };
 
 int cfs_iget(struct cfs_fs *fs, uint64_t ino, struct cfs_inode **out);
@@ -119,6 +125,11 @@ int cfs_iput_check(struct cfs_fs *fs, struct cfs_inode *ip);
 int cfs_ifree(struct cfs_fs *fs, struct cfs_inode *ip);
 /* Drop the in-memory inode, whatever its state (fsck). */
 void cfs_iforget(struct cfs_fs *fs, struct cfs_inode *ip);
+/* The glock is going: inodes nobody holds leave memory, the others are read again at their
+ * next use; cfsd hears of every regular file the kernel may cache pages of. */
+void cfs_icache_invalidate(struct cfs_fs *fs);
+/* The in-memory inode if there is one, as it is (no read, no glock needed). */
+struct cfs_inode *cfs_icache_find(struct cfs_fs *fs, uint64_t ino);
 void cfs_icache_destroy(struct cfs_fs *fs);
 void cfs_itouch(struct cfs_inode *ip, bool m, bool c);
 /* Write the inodes whose times alone changed (before a commit). */
@@ -208,10 +219,21 @@ struct cfs_fs {
 	struct cfs_inode **ihash;
 	uint64_t next_generation;
 
+	bool cluster;               /* a lock protocol other than local */
 	struct cfslock_client *locks;
 	struct cfslock_space *space;
-	struct cfslock *meta;
-	bool meta_held, meta_wanted;
+	struct cfslock *meta;       /* the metadata glock (glock.c) */
+	struct cfslock *slot_lock;  /* EX while this node owns its slot's journal */
+	int meta_mode;              /* granted mode, -1 none */
+	int meta_wanted;            /* mode another node asked for, -1 none (atomic) */
+	bool caches_stale;          /* the group summaries must be read again */
+	uint64_t glock_epoch;       /* bumped each time the caches are dropped (atomic) */
+	unsigned io_holders;        /* data I/O in flight on mappings read under the glock */
+	pthread_cond_t io_idle;
+	pthread_t dispatch;
+	bool dispatching;
+	cfs_invalidate_fn invalidate; /* cfsd: drop the kernel's pages of an inode */
+	void *invalidate_arg;
 	pthread_t committer;
 	pthread_cond_t commit_wake;
 	bool stopping;
@@ -222,14 +244,20 @@ struct cfs_fs {
 /* ---- orphans and the metadata lock (fs.c, glock.c) ---- */
 int cfs_orphan_add(struct cfs_fs *fs, struct cfs_inode *ip);
 int cfs_orphan_remove(struct cfs_fs *fs, struct cfs_inode *ip);
-/* The filesystem-wide metadata glock, GFS2 style: held EX while this node caches metadata;
- * when another node wants it, the journal is committed, the caches dropped, and it goes. */
-int cfs_glock_init(struct cfs_fs *fs);
-int cfs_glock_acquire(struct cfs_fs *fs);
+/* The filesystem-wide metadata glock, GFS2 style (see glock.c): PR to read and cache, EX to
+ * change; given up or converted down when another node asks.  Modes are CFSLOCK_*. */
+int cfs_glock_init(struct cfs_fs *fs, const char *proto);
+void cfs_glock_shutdown(struct cfs_fs *fs);
+int cfs_glock_acquire(struct cfs_fs *fs, int mode);
+/* Act on another node's wish for the glock if nothing here needs it now. */
 void cfs_glock_check(struct cfs_fs *fs);
-/* Begin and end every public operation: the filesystem lock, the glock, the transaction's
- * size, the cache's size. */
+/* Data I/O on a mapping read under the glock: it is not given up meanwhile. */
+void cfs_io_hold(struct cfs_fs *fs);
+void cfs_io_unhold(struct cfs_fs *fs);
+/* Begin and end every public operation: the filesystem lock, the glock (PR to look, EX to
+ * change), the transaction's size, the cache's size. */
 int cfs_op_begin(struct cfs_fs *fs, bool change);
+int cfs_op_begin_mode(struct cfs_fs *fs, int mode);
 void cfs_op_end(struct cfs_fs *fs);
 /* Set a file's size, freeing or zeroing what lies past it; ip->io held exclusive. */
 int cfs_truncate_locked(struct cfs_fs *fs, struct cfs_inode *ip, uint64_t size);
@@ -240,6 +268,8 @@ void cfs_fill_stat(const struct cfs_fs *fs, const struct cfs_inode *ip, struct s
 int cfs_reserve(void **v, size_t *cap, size_t n, size_t size);
 
 void cfs_log(const struct cfs_fs *fs, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* No node of the cluster holds a slot of this filesystem (every slot lock is free). */
+int cfs_cluster_idle(struct cvm_volume *vol, const struct cfs_dsuper *sb, const char *proto);
 /* Take the node-local lock on the volume: exclusive (mkfs, fsck, local mounts) or shared. */
 int cfs_volume_claim(struct cvm_volume *vol, bool exclusive, int *fd_out);
 

@@ -37,6 +37,10 @@ static int geometry(struct cvm_volume *vol, const struct cfs_mkfs_opts *o, struc
 		cfs_set_error("label '%s' is longer than %u characters", o->label, CFS_LABEL_MAX);
 		return -EINVAL;
 	}
+	if (o->lockproto && !cfs_lockproto_valid(o->lockproto)) {
+		cfs_set_error("lock protocol '%s': give local, corosync or dlm", o->lockproto);
+		return -EINVAL;
+	}
 	uint32_t jb = o->journal_blocks ? o->journal_blocks : DEFAULT_JOURNAL_BYTES / bs;
 	if (jb < MIN_JOURNAL_BLOCKS)
 		jb = MIN_JOURNAL_BLOCKS;
@@ -74,6 +78,7 @@ static int geometry(struct cvm_volume *vol, const struct cfs_mkfs_opts *o, struc
 	memcpy(sb->fs_uuid, u.b, 16);
 	if (o->label)
 		snprintf(sb->label, sizeof sb->label, "%s", o->label);
+	snprintf(sb->lockproto, sizeof sb->lockproto, "%s", o->lockproto ? o->lockproto : "local");
 	if (getrandom(&sb->hash_seed, sizeof sb->hash_seed, 0) != sizeof sb->hash_seed)
 		sb->hash_seed = (uint32_t)time(NULL);
 	sb->ctime = sb->mtime = (uint64_t)time(NULL);

@@ -100,14 +100,7 @@ int cfs_lookup(struct cfs_fs *fs, uint64_t parent, const char *name, struct stat
 
 void cfs_forget(struct cfs_fs *fs, uint64_t ino, uint64_t n)
 {
-	pthread_mutex_lock(&fs->lock);
-	struct cfs_inode *ip;
-	if (!cfs_iget(fs, cfs_real_ino(fs, ino), &ip)) {
-		ip->nlookup = ip->nlookup > n ? ip->nlookup - n : 0;
-		cfs_iput_check(fs, ip);
-	}
-	cfs_bcache_trim(fs);
-	pthread_mutex_unlock(&fs->lock);
+	cfs_put(fs, ino, 0, n);
 }
 
 /* Make an inode of mode under dir/name.  target: a symlink's.  name NULL: an unnamed file,
@@ -312,6 +305,7 @@ static int drop_link(struct cfs_fs *fs, struct cfs_inode *ip)
 		ip->d.nlink--;
 	cfs_itouch(ip, false, true);
 	int rc = 0;
+	ip->unlinked_here = ip->d.nlink == 0;
 	if (ip->d.nlink == 0 && (ip->nlookup || ip->nopen) && !ip->in_orphans)
 		rc = cfs_orphan_add(fs, ip);
 	return rc ? rc : cfs_iwrite(fs, ip);
@@ -527,8 +521,14 @@ int cfs_setattr(struct cfs_fs *fs, uint64_t ino, const struct stat *a, unsigned 
 			pthread_mutex_unlock(&fs->lock);
 			pthread_rwlock_wrlock(&ip->io);
 			pthread_mutex_lock(&fs->lock);
+			/* The glock may have gone to another node meanwhile. */
+			struct cfs_inode *cur;
+			rc = cfs_glock_acquire(fs, CFSLOCK_EX);
+			if (!rc)
+				rc = cfs_iget(fs, ip->ino, &cur);
 			ip->nopen--;
-			rc = cfs_truncate_locked(fs, ip, (uint64_t)a->st_size);
+			if (!rc)
+				rc = cfs_truncate_locked(fs, ip, (uint64_t)a->st_size);
 			pthread_rwlock_unlock(&ip->io);
 		}
 	}

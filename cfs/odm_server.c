@@ -605,6 +605,14 @@ void odm_handle(struct odm_client *c, const ControlRequest *req, ControlReply *r
 	struct odm_hold *h;
 	switch (req->op) {
 	case CONTROL_REQUEST__OP__ODM_HELLO:
+		if (c->s->d->cluster) {
+			/* Maps handed out must be revoked when the metadata lock moves to another
+			 * node; that comes with per-file allocation locks. */
+			snprintf(m->message, sizeof m->message, "ODM is not available on a cluster "
+				 "mount in this version: use a cluster=local filesystem for ODM");
+			rc = -EOPNOTSUPP;
+			break;
+		}
 		snprintf(c->owner, sizeof c->owner, "%s (pid %d)", req->owner ? req->owner : "?",
 			 (int)c->pid);
 		pthread_mutex_lock(&c->s->lock);

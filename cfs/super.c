@@ -2,8 +2,11 @@
 #include "cfs/internal.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 uint64_t cfs_ag_first(const struct cfs_dsuper *sb, uint32_t ag)
 {
@@ -131,4 +134,83 @@ int cfs_super_write(struct cvm_volume *vol, const struct cfs_dsuper *sb)
 	}
 	free(b);
 	return rc ? rc : cvm_volume_flush(vol);
+}
+
+/* ---- the lock protocol ---- */
+const char *cfs_lockproto_name(const char *recorded)
+{
+	return recorded[0] ? recorded : "local";
+}
+
+bool cfs_lockproto_valid(const char *name)
+{
+	return !strcmp(name, "local") || !strcmp(name, "corosync") || !strcmp(name, "dlm");
+}
+
+/* A journal that holds a transaction belongs to a mounted node or one that died mounted:
+ * the protocol must not change under either. */
+static int check_journals_empty(struct cvm_volume *vol, const struct cfs_dsuper *sb)
+{
+	for (uint32_t slot = 0; slot < sb->nslots; slot++) {
+		uint64_t seq;
+		uint32_t count;
+		uint64_t *targets = NULL;
+		uint8_t *images = NULL;
+		int rc = cfs_journal_read(vol, sb, slot, &seq, &count, &targets, &images);
+		free(targets);
+		free(images);
+		if (rc) {
+			cfs_set_error("journal of slot %u cannot be read: %s", slot, strerror(-rc));
+			return rc;
+		}
+		if (count) {
+			cfs_set_error("the journal of slot %u is not empty: the filesystem on %s is "
+				      "mounted on a node, or a node died with it mounted; unmount it "
+				      "everywhere (or run fsck.cfs) first", slot,
+				      cvm_volume_config(vol)->name);
+			return -EBUSY;
+		}
+	}
+	return 0;
+}
+
+int cfs_get_lockproto(struct cvm_volume *vol, char *out, size_t len)
+{
+	struct cfs_dsuper sb;
+	int rc = cfs_super_read(vol, &sb, NULL);
+	if (!rc) {
+		char recorded[CFS_LOCKPROTO_LEN + 1] = {0};
+		memcpy(recorded, sb.lockproto, CFS_LOCKPROTO_LEN);
+		snprintf(out, len, "%s", cfs_lockproto_name(recorded));
+	}
+	return rc;
+}
+
+int cfs_set_lockproto(struct cvm_volume *vol, const char *proto)
+{
+	if (!cfs_lockproto_valid(proto)) {
+		cfs_set_error("lock protocol '%s': give local, corosync or dlm", proto);
+		return -EINVAL;
+	}
+	struct cfs_dsuper sb;
+	int claim = -1;
+	int rc = cfs_super_read(vol, &sb, NULL);
+	char now[CFS_LOCKPROTO_LEN + 1] = {0};
+	memcpy(now, sb.lockproto, CFS_LOCKPROTO_LEN);
+	/* A cluster filesystem: ask the lock manager whether any node has it mounted. */
+	if (!rc && strcmp(cfs_lockproto_name(now), "local"))
+		rc = cfs_cluster_idle(vol, &sb, cfs_lockproto_name(now));
+	if (!rc)
+		rc = check_journals_empty(vol, &sb);
+	if (!rc)
+		rc = cfs_volume_claim(vol, true, &claim);
+	if (!rc) {
+		memset(sb.lockproto, 0, sizeof sb.lockproto);
+		snprintf(sb.lockproto, sizeof sb.lockproto, "%s", proto);
+		sb.mtime = (uint64_t)time(NULL);
+		rc = cfs_super_write(vol, &sb);
+	}
+	if (claim >= 0)
+		close(claim);
+	return rc;
 }

@@ -1,5 +1,6 @@
 /* cfs: mount, unmount, status and online growth of CFS filesystems; also the mount helper
  * (installed as mount.cfs, so `mount -t cfs VOLUME DIR -o ...` works).  See man/cfs.8. */
+#include "cfs/cfs.h"
 #include "cfs/control.h"
 #include "cvm/cvm.h"
 #include "proto/control.pb-c.h"
@@ -27,8 +28,9 @@ static void usage(FILE *out)
 		"       cfs umount DIR\n"
 		"       cfs status DIR [--json]\n"
 		"       cfs grow DIR [--json]\n"
+		"       cfs lockproto VOLUME [local|corosync|dlm] [-s|--scan PATH]...\n"
 		"       mount.cfs VOLUME DIR [-o OPTIONS]      (as called by mount -t cfs)\n"
-		"Mount options: dboptimized, cluster=local, node=SLOT, ro, rw, scan=PATHS,\n"
+		"Mount options: dboptimized, cluster=local|corosync|dlm, node=SLOT, ro, rw, scan=PATHS,\n"
 		"log=FILE, and FUSE's (allow_other, ...).  See cfs(8).\n"
 		"Exit status: 0 done, 1 failed, 2 bad usage.\n");
 }
@@ -140,7 +142,12 @@ static void print_status(const char *dir, const ControlReply *r, bool json)
 		       (unsigned long long)s->write_bytes, s->pid);
 		if (r->has_added_blocks)
 			printf(", \"added_blocks\": %llu", (unsigned long long)r->added_blocks);
-		printf("}\n");
+		printf(", \"lockproto\": \"%s\", \"node_id\": %u, \"mounted\": [",
+		       s->lockproto ? s->lockproto : "local", s->node_id);
+		for (size_t i = 0; i < s->n_mounted; i++)
+			printf("%s{\"slot\": %u, \"node_id\": %u}", i ? ", " : "",
+			       s->mounted[i]->slot, s->mounted[i]->node_id);
+		printf("]}\n");
 		return;
 	}
 	char total[32], avail[32];
@@ -158,6 +165,39 @@ static void print_status(const char *dir, const ControlReply *r, bool json)
 	       (unsigned long long)s->commits, (unsigned long long)s->commit_blocks);
 	if (r->has_added_blocks)
 		printf("  grown by %llu blocks\n", (unsigned long long)r->added_blocks);
+	if (!s->lockproto || !strcmp(s->lockproto, "local")) {
+		printf("  lock protocol local: mounted on this node only\n");
+		return;
+	}
+	printf("  lock protocol %s, this node is node %u; mounted on %zu node%s:", s->lockproto,
+	       s->node_id, s->n_mounted, s->n_mounted == 1 ? "" : "s");
+	for (size_t i = 0; i < s->n_mounted; i++)
+		printf(" node %u (slot %u)%s", s->mounted[i]->node_id, s->mounted[i]->slot,
+		       i + 1 < s->n_mounted ? "," : "\n");
+	if (!s->n_mounted)
+		printf("\n");
+}
+
+/* Show or change the lock protocol recorded in the superblock. */
+static int do_lockproto(const char *volume, const char *proto, struct scan_paths *scan)
+{
+	if (proto && !cfs_lockproto_valid(proto)) {
+		fprintf(stderr, "cfs: lock protocol '%s': give local, corosync or dlm\n", proto);
+		return EXIT_USAGE;
+	}
+	struct cvm_volume *vol;
+	if (open_volume("cfs", scan, volume, proto ? CVM_OPEN_RDWR : CVM_OPEN_RDONLY, &vol))
+		return EXIT_FAILED;
+	char now[16];
+	int rc = proto ? cfs_set_lockproto(vol, proto) : cfs_get_lockproto(vol, now, sizeof now);
+	if (rc)
+		fprintf(stderr, "cfs: %s\n", cfs_last_error()[0] ? cfs_last_error() : strerror(-rc));
+	else if (proto)
+		printf("cfs: the filesystem on %s now uses lock protocol %s\n", volume, proto);
+	else
+		printf("%s\n", now);
+	cvm_volume_close(vol);
+	return rc ? EXIT_FAILED : EXIT_OK;
 }
 
 static int do_query(const char *dir, ControlRequest__Op op, bool json)
@@ -283,6 +323,8 @@ int main(int argc, char **argv)
 		return do_umount(args[0]);
 	if (!strcmp(cmd, "status") && nargs == 1)
 		return do_query(args[0], CONTROL_REQUEST__OP__STATUS, json);
+	if (!strcmp(cmd, "lockproto") && (nargs == 1 || nargs == 2))
+		return do_lockproto(args[0], nargs == 2 ? args[1] : NULL, &scan);
 	if (!strcmp(cmd, "grow") && nargs == 1)
 		return do_query(args[0], CONTROL_REQUEST__OP__GROW, json);
 	fprintf(stderr, "cfs: '%s' with %d argument%s: not a command I know\n", cmd, nargs,

@@ -10,12 +10,14 @@
 static void usage(FILE *out)
 {
 	fprintf(out,
-		"usage: mkfs.cfs [-b BLOCKSIZE] [-J SLOTS] [-L LABEL] [--journal-size SIZE]\n"
-		"                [--force] [-s|--scan PATH]... VOLUME\n"
+		"usage: mkfs.cfs [-b BLOCKSIZE] [-J SLOTS] [-L LABEL] [-p PROTOCOL]\n"
+		"                [--journal-size SIZE] [--force] [-s|--scan PATH]... VOLUME\n"
 		"Make a CFS filesystem on CVM volume VOLUME.\n"
 		"  -b SIZE          block size: 4k (default), 8k, 16k, 32k or 64k\n"
 		"  -J SLOTS         node slots, one journal each (default 4, at most 64)\n"
 		"  -L LABEL         filesystem label (at most 63 characters)\n"
+		"  -p PROTOCOL      lock protocol every mount uses: local (default, one node),\n"
+		"                   corosync or dlm (mounted on every node of a cluster)\n"
 		"  --journal-size S journal size per slot (default 4M)\n"
 		"  --force          overwrite a filesystem already on the volume\n"
 		"  -s, --scan PATH  where to look for LUNs (default $CVM_SCAN)\n"
@@ -44,12 +46,13 @@ int main(int argc, char **argv)
 	static const struct option longs[] = {
 		{"force", no_argument, NULL, 'f'}, {"scan", required_argument, NULL, 's'},
 		{"journal-size", required_argument, NULL, 'j'}, {"help", no_argument, NULL, 'h'},
+		{"lockproto", required_argument, NULL, 'p'},
 		{0}};
 	struct cfs_mkfs_opts o = {0};
 	struct scan_paths scan = {0};
 	uint32_t journal_bytes = 0;
 	int c;
-	while ((c = getopt_long(argc, argv, "b:J:L:s:h", longs, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "b:J:L:p:s:h", longs, NULL)) != -1) {
 		switch (c) {
 		case 'b':
 			if (parse_u32("block size", optarg, 65536, &o.block_size, true))
@@ -64,6 +67,14 @@ int main(int argc, char **argv)
 				return EXIT_USAGE;
 			break;
 		case 'L': o.label = optarg; break;
+		case 'p':
+			if (!cfs_lockproto_valid(optarg)) {
+				fprintf(stderr, "mkfs.cfs: lock protocol '%s': give local, corosync or "
+						"dlm\n", optarg);
+				return EXIT_USAGE;
+			}
+			o.lockproto = optarg;
+			break;
 		case 'f': o.force = true; break;
 		case 's': scan_paths_add(&scan, optarg); break;
 		case 'h': usage(stdout); return EXIT_OK;
@@ -91,7 +102,8 @@ int main(int argc, char **argv)
 		char size[32];
 		cvm_format_size(cvm_volume_size(vol), size, sizeof size);
 		printf("mkfs.cfs: made a CFS filesystem on volume %s: %s, %u-byte blocks, %u node "
-		       "slots%s%s\n", name, size, bs, o.slots ? o.slots : 4, o.label ? ", label " : "",
+		       "slots, lock protocol %s%s%s\n", name, size, bs, o.slots ? o.slots : 4,
+		       o.lockproto ? o.lockproto : "local", o.label ? ", label " : "",
 		       o.label ? o.label : "");
 	}
 	cvm_volume_close(vol);

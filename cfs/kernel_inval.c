@@ -1,0 +1,119 @@
+/* Dropping the kernel's cached pages of files another node may change (cluster mounts).
+ *
+ * libcfs calls us, with its lock held, for every regular file the kernel may cache pages of
+ * when this node gives up the metadata glock.  We only queue the inode; this thread sends
+ * FUSE_NOTIFY_INVAL_INODE for it.  Sending it from a FUSE worker, or before the glock goes,
+ * could deadlock: the kernel locks the pages of a read or write before it sends the request,
+ * the request waits for the glock, and the invalidation waits for those pages.
+ *
+ * Between the glock going and the invalidation landing, a process that keeps the file open
+ * may still read an old page from the kernel's cache; an open after the change never does
+ * (cfs_keep_cache), which is the close-to-open coherence cfs(8) promises. */
+#define FUSE_USE_VERSION 312
+#include "cfs/fuse_ops.h"
+
+#include <errno.h>
+#include <fuse_lowlevel.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+struct kernel_inval {
+	struct cfsd *d;
+	pthread_mutex_t lock;
+	pthread_cond_t wake;
+	uint64_t *queue;
+	size_t n, cap;
+	bool stop;
+	pthread_t thread;
+};
+
+static void enqueue(void *arg, uint64_t ino)
+{
+	struct kernel_inval *k = arg;
+	pthread_mutex_lock(&k->lock);
+	if (k->n == k->cap) {
+		size_t cap = k->cap ? k->cap * 2 : 256;
+		uint64_t *q = realloc(k->queue, cap * sizeof *q);
+		if (!q) {
+			/* Dropped: the next open of the file still reads it anew. */
+			pthread_mutex_unlock(&k->lock);
+			fprintf(stderr, "cfsd: inode %llu: no memory to queue a page invalidation\n",
+				(unsigned long long)ino);
+			return;
+		}
+		k->queue = q;
+		k->cap = cap;
+	}
+	k->queue[k->n++] = ino;
+	pthread_cond_signal(&k->wake);
+	pthread_mutex_unlock(&k->lock);
+}
+
+static void *run(void *arg)
+{
+	struct kernel_inval *k = arg;
+	uint64_t *batch = NULL;
+	pthread_mutex_lock(&k->lock);
+	while (!k->stop) {
+		if (!k->n) {
+			pthread_cond_wait(&k->wake, &k->lock);
+			continue;
+		}
+		size_t n = k->n;
+		free(batch);
+		batch = k->queue; /* take the whole queue; a new one grows meanwhile */
+		k->queue = NULL;
+		k->n = k->cap = 0;
+		pthread_mutex_unlock(&k->lock);
+		for (size_t i = 0; i < n; i++) {
+			int rc = fuse_lowlevel_notify_inval_inode(k->d->se, batch[i], 0, 0);
+			if (rc && rc != -ENOENT) /* ENOENT: the kernel has forgotten it already */
+				fprintf(stderr, "cfsd: inode %llu: page invalidation failed: %d\n",
+					(unsigned long long)batch[i], rc);
+		}
+		pthread_mutex_lock(&k->lock);
+	}
+	pthread_mutex_unlock(&k->lock);
+	free(batch);
+	return NULL;
+}
+
+int kernel_inval_start(struct cfsd *d)
+{
+	struct kernel_inval *k = calloc(1, sizeof *k);
+	if (!k)
+		return -ENOMEM;
+	k->d = d;
+	pthread_mutex_init(&k->lock, NULL);
+	pthread_cond_init(&k->wake, NULL);
+	int rc = pthread_create(&k->thread, NULL, run, k);
+	if (rc) {
+		pthread_mutex_destroy(&k->lock);
+		pthread_cond_destroy(&k->wake);
+		free(k);
+		return -rc;
+	}
+	d->inval = k;
+	cfs_set_invalidate(d->fs, enqueue, k);
+	return 0;
+}
+
+void kernel_inval_stop(struct cfsd *d)
+{
+	struct kernel_inval *k = d->inval;
+	if (!k)
+		return;
+	cfs_set_invalidate(d->fs, NULL, NULL);
+	pthread_mutex_lock(&k->lock);
+	k->stop = true;
+	pthread_cond_signal(&k->wake);
+	pthread_mutex_unlock(&k->lock);
+	pthread_join(k->thread, NULL);
+	pthread_mutex_destroy(&k->lock);
+	pthread_cond_destroy(&k->wake);
+	free(k->queue);
+	free(k);
+	d->inval = NULL;
+}

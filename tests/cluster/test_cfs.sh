@@ -1,0 +1,157 @@
+#!/usr/bin/env bash
+# CFS mounted read-write on 3 corosync nodes at once (cluster=corosync), over the same LUN
+# files: the lock protocol and slot refusals, what one node does seen at once by the others
+# (data after close or fsync, names, attributes, xattrs, ACLs, df), a file kept open on one
+# node while another rewrites it, writes and appends to one file in turns, a coherence checker
+# on all nodes, a tree unpacked on one node checked and removed from the others, fsck clean.
+. "$(dirname "$0")/lib.sh" "cfs cluster tests"
+export CVM_SCAN=$T
+if [ ! -c /dev/fuse ]; then
+	echo "skip - cfs cluster tests: no /dev/fuse"
+	exit 0
+fi
+on() { local n=$1; shift; timeout 300 "$HERE/cluster.sh" exec "$n" "$@"; }
+M() { echo "$T/m$1"; } # node N's mount point (each node has its own mount namespace)
+mount_on() { # node [options]
+	mkdir -p "$(M "$1")"
+	on "$1" "$BIN/cfs" mount data "$(M "$1")" -o "log=$T/cfsd$1.log${2:+,$2}"
+}
+umount_on() { on "$1" timeout 60 "$BIN/cfs" umount "$(M "$1")"; }
+check() { local what=$1; shift; if "$@" >"$T/check.out" 2>&1; then ok "$what"; else not_ok "$what: $(head -c 600 "$T/check.out")"; fi; }
+fsck_clean() { # what
+	if "$BIN/fsck.cfs" -n data >"$T/fsck.out" 2>&1; then ok "$1: fsck.cfs -n clean"; else not_ok "$1: fsck.cfs: $(cat "$T/fsck.out")"; fi
+}
+
+C up 3 >/dev/null && ok "cluster of 3 nodes up" || { not_ok "cluster up"; finish; }
+for i in 0 1 2 3; do truncate -s 256M "$T/lun$i"; done
+"$BIN/cvm" create data "$T"/lun0 "$T"/lun1 "$T"/lun2 "$T"/lun3 >/dev/null
+
+# ---- refusals: nothing written ----
+"$BIN/mkfs.cfs" -J 4 data >/dev/null
+before=$(fingerprint)
+mkdir -p "$(M 1)"
+expect 1 "made for cluster=local" "a local filesystem is not mounted cluster=corosync" -- \
+	on 1 "$BIN/cfs" mount data "$(M 1)" -o cluster=corosync
+[ "$(fingerprint)" = "$before" ] && ok "the refused mount wrote nothing" || not_ok "the refused mount changed a LUN"
+expect 2 "give local, corosync or dlm" "mkfs.cfs -p with an unknown protocol" -- "$BIN/mkfs.cfs" -p gfs data --force
+expect 0 "lock protocol corosync" "mkfs.cfs -p corosync" -- "$BIN/mkfs.cfs" -p corosync -J 4 --force data
+expect 0 "corosync" "cfs lockproto shows the recorded protocol" -- "$BIN/cfs" lockproto data
+before=$(fingerprint)
+expect 1 "made for cluster=corosync, not cluster=local" "a cluster filesystem is not mounted cluster=local" -- \
+	on 1 "$BIN/cfs" mount data "$(M 1)" -o cluster=local
+[ "$(fingerprint)" = "$before" ] && ok "the refused local mount wrote nothing" || not_ok "the refused local mount changed a LUN"
+
+# No quorum: node 3 alone in its partition.
+C partition 3
+C wait-quorum 3 no 30 >/dev/null
+mkdir -p "$(M 3)"
+expect 1 "no quorum" "no mount without quorum" -- on 3 "$BIN/cfs" mount data "$(M 3)"
+C heal
+C wait-quorum 3 yes 60 >/dev/null
+
+# ---- mount on every node ----
+check "mount on node 1 (slot given)" mount_on 1 node=0
+check "mount on node 2 (a free slot is taken)" mount_on 2
+expect 1 "slot 0 of data is in use by node 1" "a slot in use elsewhere is refused, naming the node" -- \
+	on 3 "$BIN/cfs" mount data "$(M 3)" -o node=0
+check "mount on node 3 with mount -t cfs style options" mount_on 3 cluster=corosync,_netdev
+expect 0 "mounted on 3 nodes" "cfs status lists every node" -- on 2 "$BIN/cfs" status "$(M 2)"
+on 1 "$BIN/cfs" status --json "$(M 1)" >"$T/status.json"
+check "cfs status --json: protocol, node id, slots" python3 -c '
+import json, sys
+s = json.load(open(sys.argv[1]))
+assert s["lockproto"] == "corosync" and s["node_id"] == 1, s
+assert sorted(m["node_id"] for m in s["mounted"]) == [1, 2, 3], s
+assert len({m["slot"] for m in s["mounted"]}) == 3, s' "$T/status.json"
+expect 1 "is mounted on a node (slot 0 of data is in use by node 1" "the protocol cannot change while mounted" -- \
+	on 2 "$BIN/cfs" lockproto data local
+
+# ---- what one node does, the others see ----
+on 1 bash -c "head -c 3000000 /dev/urandom >'$(M 1)/blob' && sync '$(M 1)/blob'"
+want=$(on 1 sha256sum "$(M 1)/blob" | cut -d' ' -f1)
+for n in 2 3; do
+	got=$(on $n sha256sum "$(M $n)/blob" | cut -d' ' -f1)
+	[ "$got" = "$want" ] && ok "node $n reads node 1's file whole" || not_ok "node $n reads '$got', want '$want'"
+done
+on 2 mkdir "$(M 2)/d"
+on 2 bash -c "echo hello >'$(M 2)/d/a'"
+on 3 mv "$(M 3)/d/a" "$(M 3)/d/b"
+check "a rename on node 3 is seen on node 1" on 1 bash -c "[ ! -e '$(M 1)/d/a' ] && [ \"\$(cat '$(M 1)/d/b')\" = hello ]"
+on 1 rm "$(M 1)/d/b"
+check "a remove on node 1 is seen on node 2" on 2 bash -c "[ -z \"\$(ls -A '$(M 2)/d')\" ]"
+on 2 bash -c "echo x >'$(M 2)/attrs' && chmod 640 '$(M 2)/attrs' && chown 123:456 '$(M 2)/attrs'"
+check "mode and owner from node 2 on node 3" on 3 bash -c "[ \"\$(stat -c '%a %u %g' '$(M 3)/attrs')\" = '640 123 456' ]"
+on 3 setfattr -n user.k -v v1 "$(M 3)/attrs"
+check "an xattr from node 3 on node 1" on 1 bash -c "[ \"\$(getfattr --only-values -n user.k '$(M 1)/attrs')\" = v1 ]"
+on 1 setfacl -m u:777:r "$(M 1)/attrs"
+check "an ACL from node 1 on node 2" on 2 bash -c "getfacl -p '$(M 2)/attrs' | grep -q '^user:777:r--'"
+on 1 touch -d '2001-02-03 04:05:06' "$(M 1)/attrs"
+check "times from node 1 on node 3" on 3 bash -c "[ \"\$(stat -c %Y '$(M 3)/attrs')\" = \"\$(date -d '2001-02-03 04:05:06' +%s)\" ]"
+for n in 1 2 3; do on $n stat -f -c '%f' "$(M $n)"; done >"$T/df"
+[ "$(sort -u "$T/df" | wc -l)" -eq 1 ] && ok "free blocks agree on every node ($(head -1 "$T/df"))" || not_ok "free blocks differ: $(tr '\n' ' ' <"$T/df")"
+
+# ---- a file kept open on node 2 while node 1 rewrites it ----
+on 1 bash -c "printf 'version-1' >'$(M 1)/open' && sync '$(M 1)/open'"
+on 2 python3 - "$(M 2)/open" >"$T/open.out" 2>&1 <<'EOF' &
+import os, sys, time
+fd = os.open(sys.argv[1], os.O_RDONLY)
+print(os.pread(fd, 64, 0).decode(), flush=True)
+while not os.path.exists(sys.argv[1] + ".go"):
+    time.sleep(0.05)
+time.sleep(0.2)
+print(os.pread(fd, 64, 0).decode(), flush=True)
+EOF
+reader=$!
+sleep 1
+on 1 bash -c "printf 'version-2' >'$(M 1)/open' && sync '$(M 1)/open' && touch '$(M 1)/open.go'"
+wait $reader
+check "node 2 reading through a file open since before sees node 1's rewrite" \
+	grep -qx version-2 "$T/open.out"
+
+# ---- write, append, truncate of one file by 3 nodes in turns ----
+: >"$T/expect"
+for round in 1 2 3 4; do
+	for n in 1 2 3; do
+		on $n bash -c "printf 'r$round n$n\n' >>'$(M $n)/shared'"
+		printf 'r%s n%s\n' $round $n >>"$T/expect"
+	done
+	if [ $round = 2 ]; then
+		on 2 truncate -s 12 "$(M 2)/shared"
+		truncate -s 12 "$T/expect"
+	fi
+done
+for n in 1 2 3; do
+	check "appends and a truncate by 3 nodes in turns, read on node $n" on $n cmp "$(M $n)/shared" "$T/expect"
+done
+
+# ---- coherence checker: all nodes at once ----
+on 1 mkdir "$(M 1)/coh"
+ops=${COHERENCE_OPS:-1200}
+for n in 1 2 3; do
+	on $n python3 "$HERE/coherence.py" "$(M $n)/coh" $n 3 "$ops" >"$T/coh$n.out" 2>&1 &
+	eval "coh$n=\$!"
+done
+for n in 1 2 3; do
+	v="coh$n"
+	if wait "${!v}"; then ok "coherence checker on node $n: $(tail -1 "$T/coh$n.out")"
+	else not_ok "coherence checker on node $n: $(tail -5 "$T/coh$n.out" | tr '\n' ' ')"; fi
+done
+
+# ---- a tree unpacked on node 1, checked on 2 and 3, removed on 3 ----
+src=/usr/share/doc
+on 1 bash -c "mkdir '$(M 1)/tree' && tar -C '$src' -cf - . | tar -C '$(M 1)/tree' -xf -"
+(cd "$src" && find . -type f -print0 | sort -z | xargs -0 sha256sum) >"$T/tree.sums"
+for n in 2 3; do
+	check "node $n: every file of the tree unpacked on node 1 has the same sha256" \
+		on $n bash -c "cd '$(M $n)/tree' && sha256sum --quiet -c '$T/tree.sums'"
+done
+check "node 3 removes the tree node 1 made" on 3 rm -rf "$(M 3)/tree"
+check "node 1 sees it gone" on 1 bash -c "[ ! -e '$(M 1)/tree' ]"
+
+for n in 1 2 3; do check "unmount on node $n" umount_on $n; done
+fsck_clean "after the cluster run"
+expect 0 "now uses lock protocol local" "the protocol changes once unmounted everywhere" -- on 2 "$BIN/cfs" lockproto data local
+expect 0 "local" "and reads back" -- "$BIN/cfs" lockproto data
+grep -h "EIO\|damaged" "$T"/cfsd*.log >"$T/bad.log" 2>/dev/null
+[ ! -s "$T/bad.log" ] && ok "no daemon logged damage" || not_ok "daemons logged: $(head -5 "$T/bad.log")"
+finish
