@@ -180,6 +180,19 @@ static void unhash(struct cfs_fs *fs, struct cfs_buf *b)
 int cfs_bread(struct cfs_fs *fs, uint64_t blkno, uint16_t type, uint64_t owner,
 	      struct cfs_buf **out)
 {
+	return cfs_bread_flags(fs, blkno, type, owner, 0, out);
+}
+
+/* A block that is another kind, or another object's, may have been freed and reused. */
+static bool reused(const uint8_t *data, uint16_t type, uint64_t owner)
+{
+	const struct cfs_bhdr *h = (const void *)data;
+	return h->magic != CFS_MAGIC || h->type != type || (owner && h->owner != owner);
+}
+
+int cfs_bread_flags(struct cfs_fs *fs, uint64_t blkno, uint16_t type, uint64_t owner,
+		    unsigned flags, struct cfs_buf **out)
+{
 	const char *why = NULL;
 	struct cfs_buf *b = lookup(fs, blkno);
 	if (b) {
@@ -206,6 +219,11 @@ int cfs_bread(struct cfs_fs *fs, uint64_t blkno, uint16_t type, uint64_t owner,
 	if (!b)
 		return -ENOMEM;
 	int rc = cvm_volume_read(fs->vol, b->data, fs->bs, blkno * fs->bs);
+	if (!rc && (flags & CFS_BREAD_MAY_BE_REUSED) && reused(b->data, type, owner)) {
+		unhash(fs, b);
+		buf_free(b);
+		return -ESTALE;
+	}
 	if (!rc && cfs_block_verify(b->data, fs->bs, blkno, type, owner, &why))
 		rc = -EIO;
 	if (rc) {

@@ -88,8 +88,10 @@ static int parse_opts(struct opts *o, char *list)
 		} else if (klen == 3 && !strncmp(opt, "log", 3) && val) {
 			o->log = val;
 		} else if (!strcmp(opt, "defaults") || !strcmp(opt, "auto") || !strcmp(opt, "noauto") ||
-			   !strcmp(opt, "_netdev") || !strcmp(opt, "nofail") || !strcmp(opt, "user")) {
-			/* fstab words that mean nothing to the daemon */
+			   !strcmp(opt, "_netdev") || !strcmp(opt, "nofail") || !strcmp(opt, "user") ||
+			   !strncmp(opt, "x-", 2) || (klen == 7 && !strncmp(opt, "comment", 7))) {
+			/* fstab words that mean nothing to the daemon (x-systemd.requires=... and
+			 * the like are for systemd) */
 		} else if (!strcmp(opt, "allow_other") || !strcmp(opt, "default_permissions") ||
 			   !strcmp(opt, "nosuid") || !strcmp(opt, "nodev") || !strcmp(opt, "noexec") ||
 			   !strcmp(opt, "suid") || !strcmp(opt, "dev") || !strcmp(opt, "exec") ||

@@ -209,20 +209,20 @@ static int check_identity(struct cfs_fs *fs, const struct cfs_mount_opts *o, con
 	}
 	char recorded[CFS_LOCKPROTO_LEN + 1] = {0};
 	memcpy(recorded, fs->sb.lockproto, CFS_LOCKPROTO_LEN);
-	*proto = cfs_lockproto_name(recorded);
-	if (!cfs_lockproto_valid(*proto)) {
+	const char *name = cfs_lockproto_name(recorded);
+	if (!cfs_lockproto_valid(name)) {
 		cfs_set_error("the superblock of %s names an unknown lock protocol '%.16s': run "
-			      "fsck.cfs", cfg->name, *proto);
+			      "fsck.cfs", cfg->name, name);
 		return -EUCLEAN;
 	}
-	if (o->cluster && strcmp(o->cluster, *proto)) {
+	if (o->cluster && strcmp(o->cluster, name)) {
 		cfs_set_error("the filesystem on %s was made for cluster=%s, not cluster=%s: mount "
 			      "it with cluster=%s (or change the protocol with 'cfs lockproto' while "
-			      "it is unmounted everywhere)", cfg->name, *proto, o->cluster, *proto);
+			      "it is unmounted everywhere)", cfg->name, name, o->cluster, name);
 		return -EPROTO;
 	}
-	/* The protocol names live in static storage: the string may outlive fs->sb. */
-	*proto = !strcmp(*proto, "corosync") ? "corosync" : !strcmp(*proto, "dlm") ? "dlm" : "local";
+	/* A name in static storage: `recorded` is gone when we return. */
+	*proto = !strcmp(name, "corosync") ? "corosync" : !strcmp(name, "dlm") ? "dlm" : "local";
 	return 0;
 }
 

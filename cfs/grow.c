@@ -64,6 +64,14 @@ int cfs_grow(struct cfs_fs *fs, struct cvm_volume *grown, uint64_t *added_blocks
 		cfs_set_error("volume %s is not the one this filesystem lives on", cfg->name);
 		return -EINVAL;
 	}
+	if (fs->cluster) {
+		/* Every node must take in the new volume generation before anyone allocates
+		 * there; until that exists, growth is refused rather than half done. */
+		cfs_set_error("growth of a cluster filesystem is not available in this version: "
+			      "unmount it everywhere, 'cfs lockproto %s local', mount and grow it "
+			      "on one node, unmount, then set the protocol back", cfg->name);
+		return -EOPNOTSUPP;
+	}
 	int rc = cfs_op_begin(fs, true);
 	if (rc)
 		return rc;

@@ -103,14 +103,16 @@ static int read_chain(struct cfs_fs *fs, struct cfs_inode *ip)
 	return ip->next == ip->d.nextents && !blk ? 0 : -EIO;
 }
 
-/* Read an inode's block and extent chain into ip (its fields, xattrs and map). */
+/* Read an inode's block and extent chain into ip (its fields, xattrs and map).  On a cluster
+ * the block of an inode we knew may hold anything now: another node freed and reused it. */
 static int inode_read(struct cfs_fs *fs, uint64_t ino, struct cfs_inode *ip)
 {
 	if (ino < fs->sb.ag_start || ino >= fs->sb.total_blocks ||
 	    (!fs->checking && !cfs_block_in_use(fs, ino)))
 		return -ESTALE; /* a handle to an inode freed meanwhile */
 	struct cfs_buf *b;
-	int rc = cfs_bread(fs, ino, CFS_B_INODE, ino, &b);
+	int rc = cfs_bread_flags(fs, ino, CFS_B_INODE, ino,
+				 fs->cluster ? CFS_BREAD_MAY_BE_REUSED : 0, &b);
 	if (rc)
 		return rc;
 	rc = cfs_inode_decode(fs, b->data, ip);

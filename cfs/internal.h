@@ -37,6 +37,11 @@ void cfs_bcache_destroy(struct cfs_fs *fs);
  * is damaged.  The buffer stays valid until the filesystem lock is released. */
 int cfs_bread(struct cfs_fs *fs, uint64_t blkno, uint16_t type, uint64_t owner,
 	      struct cfs_buf **out);
+/* The block may have been freed and reused by another node since we last knew it: another
+ * kind of block there is -ESTALE, not damage. */
+#define CFS_BREAD_MAY_BE_REUSED 1u
+int cfs_bread_flags(struct cfs_fs *fs, uint64_t blkno, uint16_t type, uint64_t owner,
+		    unsigned flags, struct cfs_buf **out);
 /* A fresh zeroed block with its header, already in the transaction. */
 int cfs_bnew(struct cfs_fs *fs, uint64_t blkno, uint16_t type, uint64_t owner,
 	     struct cfs_buf **out);

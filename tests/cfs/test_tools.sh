@@ -31,7 +31,10 @@ expect 1 "already holds a CFS filesystem (label 'tools'" "mkfs.cfs refuses a for
 expect 2 "unknown mount option 'bogus'" "mount: bad option" -- "$BIN/cfs" mount v "$M" -o bogus
 expect 2 "node=x" "mount: bad slot number" -- "$BIN/cfs" mount v "$M" -o node=x
 expect 1 "slot 5 does not exist" "mount: a slot beyond the filesystem's" -- "$BIN/cfs" mount v "$M" -o node=5
-expect 2 "only cluster=local" "mount: a cluster backend not in this version" -- "$BIN/cfs" mount v "$M" -o cluster=corosync
+expect 2 "give local, corosync or dlm" "mount: an unknown lock protocol" -- "$BIN/cfs" mount v "$M" -o cluster=gfs
+expect 1 "made for cluster=local, not cluster=corosync" "mount: another protocol than the recorded one" -- "$BIN/cfs" mount v "$M" -o cluster=corosync
+expect 2 "give local, corosync or dlm" "mkfs.cfs -p: an unknown lock protocol" -- "$BIN/mkfs.cfs" -p gfs --force v
+expect 2 "give local, corosync or dlm" "cfs lockproto: an unknown lock protocol" -- "$BIN/cfs" lockproto v gfs
 expect 1 "not a directory" "mount: mount point is a file" -- "$BIN/cfs" mount v "$T/v.lun0"
 expect 1 "volume nope" "mount: unknown volume" -- "$BIN/cfs" mount nope "$M"
 expect 16 "contradict" "fsck.cfs -n -y" -- "$BIN/fsck.cfs" -n -y v

@@ -4,27 +4,10 @@
 # (data after close or fsync, names, attributes, xattrs, ACLs, df), a file kept open on one
 # node while another rewrites it, writes and appends to one file in turns, a coherence checker
 # on all nodes, a tree unpacked on one node checked and removed from the others, fsck clean.
-. "$(dirname "$0")/lib.sh" "cfs cluster tests"
-export CVM_SCAN=$T
-if [ ! -c /dev/fuse ]; then
-	echo "skip - cfs cluster tests: no /dev/fuse"
-	exit 0
-fi
-on() { local n=$1; shift; timeout 300 "$HERE/cluster.sh" exec "$n" "$@"; }
-M() { echo "$T/m$1"; } # node N's mount point (each node has its own mount namespace)
-mount_on() { # node [options]
-	mkdir -p "$(M "$1")"
-	on "$1" "$BIN/cfs" mount data "$(M "$1")" -o "log=$T/cfsd$1.log${2:+,$2}"
-}
-umount_on() { on "$1" timeout 60 "$BIN/cfs" umount "$(M "$1")"; }
-check() { local what=$1; shift; if "$@" >"$T/check.out" 2>&1; then ok "$what"; else not_ok "$what: $(head -c 600 "$T/check.out")"; fi; }
-fsck_clean() { # what
-	if "$BIN/fsck.cfs" -n data >"$T/fsck.out" 2>&1; then ok "$1: fsck.cfs -n clean"; else not_ok "$1: fsck.cfs: $(cat "$T/fsck.out")"; fi
-}
+. "$(dirname "$0")/cfs_lib.sh" "cfs cluster tests"
 
 C up 3 >/dev/null && ok "cluster of 3 nodes up" || { not_ok "cluster up"; finish; }
-for i in 0 1 2 3; do truncate -s 256M "$T/lun$i"; done
-"$BIN/cvm" create data "$T"/lun0 "$T"/lun1 "$T"/lun2 "$T"/lun3 >/dev/null
+make_data 256
 
 # ---- refusals: nothing written ----
 "$BIN/mkfs.cfs" -J 4 data >/dev/null
@@ -108,6 +91,22 @@ wait $reader
 check "node 2 reading through a file open since before sees node 1's rewrite" \
 	grep -qx version-2 "$T/open.out"
 
+# ---- shared writable mmap: msync on node 3, a new mapping on node 1 ----
+on 3 python3 -c '
+import mmap, os, sys
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o644)
+os.ftruncate(fd, 8192)
+m = mmap.mmap(fd, 8192)
+m[4096:4096 + 11] = b"from node 3"
+m.flush()
+m.close(); os.close(fd)' "$(M 3)/mapped"
+check "a shared mapping written and msync'd on node 3 is read through a mapping on node 1" \
+	on 1 python3 -c '
+import mmap, os, sys
+fd = os.open(sys.argv[1], os.O_RDONLY)
+m = mmap.mmap(fd, 8192, prot=mmap.PROT_READ)
+assert m[4096:4096 + 11] == b"from node 3", m[4096:4096 + 11]' "$(M 1)/mapped"
+
 # ---- write, append, truncate of one file by 3 nodes in turns ----
 : >"$T/expect"
 for round in 1 2 3 4; do
@@ -152,6 +151,5 @@ for n in 1 2 3; do check "unmount on node $n" umount_on $n; done
 fsck_clean "after the cluster run"
 expect 0 "now uses lock protocol local" "the protocol changes once unmounted everywhere" -- on 2 "$BIN/cfs" lockproto data local
 expect 0 "local" "and reads back" -- "$BIN/cfs" lockproto data
-grep -h "EIO\|damaged" "$T"/cfsd*.log >"$T/bad.log" 2>/dev/null
-[ ! -s "$T/bad.log" ] && ok "no daemon logged damage" || not_ok "daemons logged: $(head -5 "$T/bad.log")"
+no_damage_logged
 finish

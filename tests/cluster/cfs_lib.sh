@@ -1,0 +1,32 @@
+# Shared by the CFS cluster tests: the cluster lib (a cluster of our own, always taken down),
+# then helpers to run commands on a node and mount CFS there.  Each node has its own mount
+# namespace, so node N's mount point $T/mN is only mounted inside node N.
+# Usage: . cfs_lib.sh WHAT
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh" "$1"
+export CVM_SCAN=$T
+if [ ! -c /dev/fuse ]; then
+	echo "skip - $1: no /dev/fuse"
+	exit 0
+fi
+on() { local n=$1; shift; timeout 300 "$HERE/cluster.sh" exec "$n" "$@"; }
+M() { echo "$T/m$1"; }
+mount_on() { # node [options]
+	mkdir -p "$(M "$1")"
+	on "$1" "$BIN/cfs" mount data "$(M "$1")" -o "log=$T/cfsd$1.log${2:+,$2}"
+}
+umount_on() { on "$1" timeout 60 "$BIN/cfs" umount "$(M "$1")"; }
+check() { local what=$1; shift; if "$@" >"$T/check.out" 2>&1; then ok "$what"; else not_ok "$what: $(head -c 600 "$T/check.out")"; fi; }
+fsck_clean() { # what
+	if "$BIN/fsck.cfs" -n data >"$T/fsck.out" 2>&1; then ok "$1: fsck.cfs -n clean"; else not_ok "$1: fsck.cfs: $(cat "$T/fsck.out")"; fi
+}
+# make_data MIB: a 4-LUN volume "data" of MIB MiB LUN files.
+make_data() {
+	local i
+	for i in 0 1 2 3; do truncate -s "$1M" "$T/lun$i"; done
+	"$BIN/cvm" create data "$T"/lun0 "$T"/lun1 "$T"/lun2 "$T"/lun3 >/dev/null
+}
+# no_damage_logged: no daemon logged EIO or damage.
+no_damage_logged() {
+	grep -h "EIO\|damaged" "$T"/cfsd*.log >"$T/bad.log" 2>/dev/null
+	[ ! -s "$T/bad.log" ] && ok "no daemon logged damage" || not_ok "daemons logged: $(head -5 "$T/bad.log")"
+}

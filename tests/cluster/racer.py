@@ -1,0 +1,59 @@
+#!/usr/bin/env python3
+"""Create racer (after ocfs2-test's create_racer): for SECONDS, create, link, rename, unlink,
+mkdir and rmdir a small set of names in one directory, at random, as fast as it can.  Run it on
+several nodes at once on the same directory.  Expected errors (the name is there, or not, or a
+directory is not empty) are part of the game; anything else is printed and counted.
+
+    racer.py DIR SECONDS SEED
+"""
+import errno
+import os
+import random
+import sys
+import time
+
+NAMES = [f"n{i}" for i in range(10)]
+EXPECTED = {errno.ENOENT, errno.EEXIST, errno.ENOTEMPTY, errno.EISDIR, errno.ENOTDIR,
+            errno.EINVAL, errno.EPERM}
+
+
+def step(top, rnd):
+    a, b = (f"{top}/{rnd.choice(NAMES)}" for _ in range(2))
+    op = rnd.randrange(7)
+    if op == 0:
+        fd = os.open(a, os.O_CREAT | os.O_WRONLY, 0o644)
+        os.write(fd, b"x" * rnd.randrange(1, 9000))
+        os.close(fd)
+    elif op == 1:
+        os.link(a, b)
+    elif op == 2:
+        os.rename(a, b)
+    elif op == 3:
+        os.unlink(a)
+    elif op == 4:
+        os.mkdir(a)
+    elif op == 5:
+        os.rmdir(a)
+    else:
+        os.symlink("target", a)
+
+
+def main():
+    top, seconds, seed = sys.argv[1], float(sys.argv[2]), int(sys.argv[3])
+    rnd = random.Random(seed)
+    end = time.time() + seconds
+    done = odd = 0
+    while time.time() < end:
+        try:
+            step(top, rnd)
+        except OSError as e:
+            if e.errno not in EXPECTED:
+                odd += 1
+                print(f"unexpected: {e}", file=sys.stderr)
+        done += 1
+    print(f"operations {done} unexpected errors {odd}")
+    return 1 if odd else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
