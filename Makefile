@@ -28,8 +28,8 @@ CVM_OBJ := $(CVM_SRC:%.c=$(BUILD)/%.o)
 LOCK_SRC := $(wildcard dlm-client/*.c)
 LOCK_OBJ := $(LOCK_SRC:%.c=$(BUILD)/%.o) $(BUILD)/proto/cfslock.pb-c.o
 LDLIBS_LOCK := -lcpg -lquorum -ldlm -lprotobuf-c -lpthread
-CFSD_SRC := cfs/cfsd.c cfs/fuse_ops.c cfs/control_server.c cfs/odm_server.c cfs/kernel_inval.c
-CFS_SRC := $(filter-out $(CFSD_SRC),$(wildcard cfs/*.c))
+CFSD_SRC := $(wildcard cfsd/*.c)
+CFS_SRC := $(wildcard cfs/*.c)
 CFS_OBJ := $(CFS_SRC:%.c=$(BUILD)/%.o)
 TOOLS_COMMON_OBJ := $(BUILD)/tools/common.o
 CFS_TOOLS := $(BUILD)/bin/mkfs.cfs $(BUILD)/bin/fsck.cfs $(BUILD)/bin/cfs $(BUILD)/bin/cfsd
@@ -43,7 +43,7 @@ ODM_OBJ := $(ODM_SRC:%.c=$(BUILD)/%.o) $(BUILD)/cfs/control.o $(BUILD)/proto/con
 LDLIBS_ODM := -lprotobuf-c -laio -lpthread
 
 .SECONDARY:
-.PHONY: all deps check demo bench bench-cvm bench-locks bench-cfs bench-odm install clean lint
+.PHONY: all deps check demo bench bench-cvm bench-locks bench-cfs bench-odm bench-cluster install clean lint
 all: deps $(LIBS) $(BUILD)/lib/libcvm.so $(BUILD)/lib/libodm.so $(TOOLS)
 
 # Installs what is missing (apt-get, as root); a no-op once everything is there.
@@ -59,12 +59,12 @@ $(BUILD)/proto/%.pb-c.o: $(BUILD)/proto/%.pb-c.c
 	$(CC) $(CFLAGS_COMMON) $(CFLAGS_OPT) -Wno-unused-parameter -c $< -o $@
 
 $(BUILD)/dlm-client/corosync.o: $(BUILD)/proto/cfslock.pb-c.h
-$(BUILD)/cfs/control_server.o $(BUILD)/cfs/odm_server.o $(BUILD)/cfs/fuse_ops.o $(BUILD)/tools/cfs.o: \
+$(CFSD_SRC:%.c=$(BUILD)/%.o) $(BUILD)/tools/cfs.o: \
 	$(BUILD)/proto/control.pb-c.h
 
 $(ODM_SRC:%.c=$(BUILD)/%.o): $(BUILD)/proto/control.pb-c.h
 
-$(BUILD)/%.o: %.c $(wildcard cvm/*.h tools/*.h dlm-client/*.h cfs/*.h odm/*.h)
+$(BUILD)/%.o: %.c $(wildcard cvm/*.h tools/*.h dlm-client/*.h cfs/*.h cfsd/*.h odm/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -c $< -o $@
 
@@ -154,6 +154,10 @@ bench: all $(BUILD)/bench/lockbench $(BUILD)/bench/odmbench
 	bench/locks/run.sh $(BUILD)
 	bench/cfs/run.sh $(BUILD)
 	bench/odm/run.sh $(BUILD)
+	bench/cluster/run.sh $(BUILD)
+
+bench-cluster: all
+	bench/cluster/run.sh $(BUILD)
 
 bench-cfs: all
 	bench/cfs/run.sh $(BUILD)
@@ -174,7 +178,7 @@ bench-cvm: all
 
 lint:
 	cppcheck --quiet --error-exitcode=1 --enable=warning,portability --inline-suppr \
-		-D_GNU_SOURCE -I. cvm dlm-client cfs odm tools
+		-D_GNU_SOURCE -I. cvm dlm-client cfs cfsd odm tools
 	clang-tidy --quiet $(CVM_SRC) $(LOCK_SRC) $(CFS_SRC) $(CFSD_SRC) $(ODM_SRC) tools/*.c -- $(CFLAGS_COMMON)
 
 install: all

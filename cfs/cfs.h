@@ -82,6 +82,7 @@ struct cfs_status {
 	uint32_t nags, slot, nslots;
 	char lockproto[16];
 	uint32_t node_id;                /* this node's cluster id (0 with local locks) */
+	uint64_t lock_messages;          /* lock messages this mount sent to other nodes */
 	uint32_t nmounted;               /* nodes that have it mounted, by slot */
 	uint32_t mounted_slot[CFS_STATUS_MAX_NODES], mounted_node[CFS_STATUS_MAX_NODES];
 	char label[64];

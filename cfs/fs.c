@@ -441,6 +441,7 @@ void cfs_status(struct cfs_fs *fs, struct cfs_status *st)
 	memcpy(recorded, fs->sb.lockproto, CFS_LOCKPROTO_LEN);
 	snprintf(st->lockproto, sizeof st->lockproto, "%s", cfs_lockproto_name(recorded));
 	st->node_id = fs->cluster ? cfslock_node_id(fs->locks) : 0;
+	st->lock_messages = cfslock_messages_sent(fs->locks);
 	if (fs->cluster)
 		cfslock_dump(fs->space, add_mounted, st);
 	cvm_uuid u;

@@ -44,6 +44,8 @@ int cfslock_client_fd(const struct cfslock_client *c);
 /* Run the callbacks that are due; returns how many ran, or -errno. */
 int cfslock_dispatch(struct cfslock_client *c);
 uint32_t cfslock_node_id(const struct cfslock_client *c);
+/* Messages this client sent to the other nodes (0 for the local backend): what caching saves. */
+uint64_t cfslock_messages_sent(const struct cfslock_client *c);
 bool cfslock_quorate(const struct cfslock_client *c);
 
 int cfslock_space_open(struct cfslock_client *c, const char *name, struct cfslock_space **out);

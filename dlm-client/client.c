@@ -79,6 +79,10 @@ void cfslock_client_close(struct cfslock_client *c)
 int cfslock_client_fd(const struct cfslock_client *c) { return c->efd; }
 uint32_t cfslock_node_id(const struct cfslock_client *c) { return c->node; }
 bool cfslock_quorate(const struct cfslock_client *c) { return c->quorate; }
+uint64_t cfslock_messages_sent(const struct cfslock_client *c)
+{
+	return __atomic_load_n(&c->messages_sent, __ATOMIC_RELAXED);
+}
 
 static void enqueue(struct cfslock_client *c, struct callback *cb)
 {

@@ -35,6 +35,7 @@ struct cfslock_client {
 	bool quorate;
 	struct cfslock_events events;
 	int efd; /* eventfd: readable while callbacks are queued */
+	uint64_t messages_sent; /* by this client to other nodes (atomic) */
 	pthread_mutex_t qlock;
 	struct callback *head, *tail;
 	pthread_mutex_t dispatch_lock;

@@ -91,6 +91,8 @@ static int mcast(struct cs *cs, void *data, size_t len)
 	while ((err = cpg_mcast_joined(cs->cpg, CPG_TYPE_AGREED, &iov, 1)) == CS_ERR_TRY_AGAIN &&
 	       cs->connected)
 		usleep(1000);
+	if (err == CS_OK)
+		__atomic_add_fetch(&cs->c->messages_sent, 1, __ATOMIC_RELAXED);
 	return err == CS_OK ? 0 : -ENOTCONN;
 }
 

@@ -142,8 +142,9 @@ static void print_status(const char *dir, const ControlReply *r, bool json)
 		       (unsigned long long)s->write_bytes, s->pid);
 		if (r->has_added_blocks)
 			printf(", \"added_blocks\": %llu", (unsigned long long)r->added_blocks);
-		printf(", \"lockproto\": \"%s\", \"node_id\": %u, \"mounted\": [",
-		       s->lockproto ? s->lockproto : "local", s->node_id);
+		printf(", \"lockproto\": \"%s\", \"node_id\": %u, \"lock_messages\": %llu, "
+		       "\"mounted\": [", s->lockproto ? s->lockproto : "local", s->node_id,
+		       (unsigned long long)s->lock_messages);
 		for (size_t i = 0; i < s->n_mounted; i++)
 			printf("%s{\"slot\": %u, \"node_id\": %u}", i ? ", " : "",
 			       s->mounted[i]->slot, s->mounted[i]->node_id);
@@ -169,8 +170,9 @@ static void print_status(const char *dir, const ControlReply *r, bool json)
 		printf("  lock protocol local: mounted on this node only\n");
 		return;
 	}
-	printf("  lock protocol %s, this node is node %u; mounted on %zu node%s:", s->lockproto,
-	       s->node_id, s->n_mounted, s->n_mounted == 1 ? "" : "s");
+	printf("  lock protocol %s, this node is node %u (%llu lock messages sent); mounted on "
+	       "%zu node%s:", s->lockproto, s->node_id, (unsigned long long)s->lock_messages,
+	       s->n_mounted, s->n_mounted == 1 ? "" : "s");
 	for (size_t i = 0; i < s->n_mounted; i++)
 		printf(" node %u (slot %u)%s", s->mounted[i]->node_id, s->mounted[i]->slot,
 		       i + 1 < s->n_mounted ? "," : "\n");

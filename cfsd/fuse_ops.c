@@ -5,8 +5,8 @@
  * directory handle carries the directory's entries as of opendir, so readdir offsets are
  * stable while other threads change the directory. */
 #define FUSE_USE_VERSION 312
-#include "cfs/fuse_ops.h"
-#include "cfs/odm_server.h"
+#include "cfsd/fuse_ops.h"
+#include "cfsd/odm_server.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -10,7 +10,7 @@
  * may still read an old page from the kernel's cache; an open after the change never does
  * (cfs_keep_cache), which is the close-to-open coherence cfs(8) promises. */
 #define FUSE_USE_VERSION 312
-#include "cfs/fuse_ops.h"
+#include "cfsd/fuse_ops.h"
 
 #include <errno.h>
 #include <fuse_lowlevel.h>

@@ -7,7 +7,7 @@
  * waits for the child to say "mounted" or why not, so `mount` and `cfs mount` get a real exit
  * status and message. */
 #define FUSE_USE_VERSION 312
-#include "cfs/fuse_ops.h"
+#include "cfsd/fuse_ops.h"
 #include "cfs/control.h"
 #include "tools/common.h"
 

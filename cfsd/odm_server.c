@@ -1,8 +1,8 @@
 /* cfsd's side of libodm (see odm_server.h). */
 #define FUSE_USE_VERSION 312
-#include "cfs/odm_server.h"
+#include "cfsd/odm_server.h"
 #include "cfs/control.h"
-#include "cfs/fuse_ops.h"
+#include "cfsd/fuse_ops.h"
 #include "cfs/internal.h"
 
 #include <errno.h>

@@ -1,7 +1,7 @@
 /* cfsd's side of the control socket: status, grow, and the ODM clients' requests. */
 #include "cfs/control.h"
-#include "cfs/fuse_ops.h"
-#include "cfs/odm_server.h"
+#include "cfsd/fuse_ops.h"
+#include "cfsd/odm_server.h"
 #include "proto/control.pb-c.h"
 #include "tools/common.h"
 
@@ -58,8 +58,9 @@ static void fill_status(struct cfsd *d, ControlStatus *s, struct cfs_status *st,
 {
 	cfs_status(d->fs, st);
 	s->lockproto = st->lockproto;
-	s->has_node_id = true;
+	s->has_node_id = s->has_lock_messages = true;
 	s->node_id = st->node_id;
+	s->lock_messages = st->lock_messages;
 	for (uint32_t i = 0; i < st->nmounted; i++) {
 		mounted_node__init(&nodes[i]);
 		nodes[i].slot = st->mounted_slot[i];

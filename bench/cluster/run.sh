@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# bench/cluster: CFS mounted on 3 corosync nodes (tests/cluster/cluster.sh, all on this machine
+# and the same LUN files) against CFS on one node, in one run.
+#   1. lock messages per operation once warm: a read-only walk and read of a shared tree on 3
+#      nodes at once, second pass (target 0); creates in each node's own directory, 3 nodes at
+#      once (target <= 1)
+#   2. create+stat+unlink of BENCH_FILES files: one node cluster=corosync vs cluster=local
+#      (target >= 0.5x); 3 nodes each in its own directory together vs one node
+#   3. untar of a BENCH_TREE-file tree on node 1, then read every file on node 2: time vs both
+#      on one local mount
+#   4. two nodes appending to one file in turns: hand-offs per second, p50 (target <= 1 ms)
+# Usage: run.sh [BUILD]; env BENCH_DIR (default /var/tmp), BENCH_FILES (default 5000),
+# BENCH_TREE (default 50000), BENCH_TURNS (default 2000).
+set -euo pipefail
+build=${1:-build}
+bin=$(cd "$build/bin" && pwd)
+here=$(cd "$(dirname "$0")" && pwd)
+cluster=$here/../../tests/cluster/cluster.sh
+nfiles=${BENCH_FILES:-5000}
+ntree=${BENCH_TREE:-50000}
+turns=${BENCH_TURNS:-2000}
+dir=$(mktemp -d "${BENCH_DIR:-/var/tmp}/cfs-cbench.XXXXXX")
+export CVM_SCAN=$dir CLUSTER_ID=cb$$
+CLUSTER_ID=${CLUSTER_ID:0:6}
+cleanup() {
+	"$cluster" down >/dev/null 2>&1 || true
+	mountpoint -q "$dir/local" 2>/dev/null && umount -l "$dir/local"
+	sleep 0.5
+	rm -rf "$dir"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+on() { local n=$1; shift; "$cluster" exec "$n" "$@"; }
+M() { echo "$dir/m$1"; }
+now() { date +%s.%N; }
+secs() { python3 -c "print(f'{$2 - $1:.2f}')"; }
+ratio() { python3 -c "print(f'{$1 / $2:.2f}')"; }
+messages() { # node -> lock messages its mount has sent
+	on "$1" "$bin/cfs" status --json "$(M "$1")" | python3 -c 'import json,sys; print(json.load(sys.stdin)["lock_messages"])'
+}
+# churn DIR N: create, stat and unlink N files.
+churn() { python3 - "$1" "$2" <<'EOF'
+import os, sys
+d, n = sys.argv[1], int(sys.argv[2])
+os.makedirs(d, exist_ok=True)
+for i in range(n):
+    p = f"{d}/f{i}"
+    os.close(os.open(p, os.O_CREAT | os.O_WRONLY, 0o644))
+    os.stat(p)
+    os.unlink(p)
+EOF
+}
+
+echo "bench/cluster: $(nproc) cores; LUN files in $dir; $nfiles files churned, $ntree-file tree, $turns turns"
+for i in 0 1 2 3; do truncate -s 1G "$dir/lun$i"; done
+"$bin/cvm" create cb "$dir"/lun{0,1,2,3} >/dev/null
+python3 "$here/../../tests/cluster/make_home.py" "$dir/tree" "$ntree" 1 >/dev/null
+
+# ---- the baseline: one node, cluster=local ----
+"$bin/mkfs.cfs" cb >/dev/null 2>&1
+mkdir -p "$dir/local"
+"$bin/cfs" mount cb "$dir/local" -o "log=$dir/local.log"
+t0=$(now); churn "$dir/local/c" "$nfiles"; t1=$(now)
+local_churn=$(secs "$t0" "$t1")
+t0=$(now); tar -C "$dir/tree" -cf - . | tar -C "$dir/local" -xf -; t1=$(now)
+"$bin/cfs" umount "$dir/local"
+"$bin/cfs" mount cb "$dir/local" -o "log=$dir/local.log" # cold caches, as another node's
+t2=$(now); (cd "$dir/local" && find . -type f -print0 | xargs -0 cat >/dev/null); t3=$(now)
+local_untar=$(secs "$t0" "$t1") local_read=$(secs "$t2" "$t3")
+"$bin/cfs" umount "$dir/local"
+
+# ---- 3 nodes, cluster=corosync ----
+"$cluster" up 3 >/dev/null
+"$bin/mkfs.cfs" -p corosync -J 4 --force cb >/dev/null 2>&1
+for n in 1 2 3; do mkdir -p "$(M $n)"; on $n "$bin/cfs" mount cb "$(M $n)" -o "log=$dir/cfsd$n.log"; done
+
+t0=$(now); on 1 bash -c "$(declare -f churn); churn '$(M 1)/c' $nfiles"; t1=$(now)
+one_churn=$(secs "$t0" "$t1")
+t0=$(now)
+for n in 1 2 3; do on $n bash -c "$(declare -f churn); churn '$(M $n)/own$n' $nfiles" & done
+wait
+t1=$(now)
+three_churn=$(secs "$t0" "$t1")
+
+# Creates in each node's own directory, all at once: messages per create.
+m0=$(( $(messages 1) + $(messages 2) + $(messages 3) ))
+for n in 1 2 3; do on $n bash -c "mkdir -p '$(M $n)/mk$n' && cd '$(M $n)/mk$n' && for i in \$(seq 300); do : >f\$i; done" & done
+wait
+m1=$(( $(messages 1) + $(messages 2) + $(messages 3) ))
+create_msgs=$(python3 -c "print(f'{($m1 - $m0) / 900:.2f}')")
+
+t0=$(now); on 1 bash -c "tar -C '$dir/tree' -cf - . | tar -C '$(M 1)' -xf -"; t1=$(now)
+t2=$(now); on 2 bash -c "cd '$(M 2)' && find . -path ./c -prune -o -type f -print0 | xargs -0 cat >/dev/null"; t3=$(now)
+cl_untar=$(secs "$t0" "$t1") cl_read=$(secs "$t2" "$t3")
+
+# Read-only walk and read of the shared tree on 3 nodes: a first pass warms, the second counts.
+walk() { for n in 1 2 3; do on $n bash -c "cd '$(M $n)' && find dir1 -type f -print0 | xargs -0 cat >/dev/null" & done; wait; }
+walk
+m0=$(( $(messages 1) + $(messages 2) + $(messages 3) ))
+ops=$(on 1 bash -c "cd '$(M 1)' && find dir1 | wc -l")
+walk
+m1=$(( $(messages 1) + $(messages 2) + $(messages 3) ))
+walk_msgs=$(python3 -c "print(f'{($m1 - $m0) / (3 * $ops):.3f}')")
+
+on 1 bash -c ": >'$(M 1)/pp'"
+on 2 python3 "$here/pingpong.py" "$(M 2)/pp" 1 "$turns" &
+pp=$(on 1 python3 "$here/pingpong.py" "$(M 1)/pp" 0 "$turns")
+wait
+
+echo
+echo "lock messages per operation once warm (3 nodes):"
+echo "  read-only walk + read of a shared tree ($ops names per node): $walk_msgs (target 0)"
+echo "  creates, each node in its own directory, all at once:     $create_msgs (target <= 1)"
+echo "create+stat+unlink of $nfiles files:"
+echo "  one node, cluster=local:    ${local_churn} s"
+echo "  one node, cluster=corosync: ${one_churn} s   rate vs local $(ratio "$local_churn" "$one_churn")x (target >= 0.5)"
+echo "  3 nodes at once, own dirs:  ${three_churn} s for 3x the work: $(ratio "$(python3 -c "print(3 * $one_churn)")" "$three_churn")x one node's rate"
+echo "untar of $ntree files, then read every file:"
+echo "  one local mount:            untar ${local_untar} s, read (remounted) ${local_read} s"
+echo "  untar on node 1, read on 2: untar ${cl_untar} s, read ${cl_read} s   ($(ratio "$local_untar" "$cl_untar")x and $(ratio "$local_read" "$cl_read")x local speed)"
+echo "two nodes appending in turns: $pp (target p50 <= 1 ms)"
