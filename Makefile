@@ -198,6 +198,9 @@ install: all
 	install -d $(DESTDIR)$(PREFIX)/share/man/man5 $(DESTDIR)$(PREFIX)/sbin
 	install -m 644 man/cfs.5 $(DESTDIR)$(PREFIX)/share/man/man5/
 	ln -sf ../bin/cfs $(DESTDIR)$(PREFIX)/sbin/mount.cfs
+	install -d $(DESTDIR)$(PREFIX)/lib/systemd/system
+	sed 's|@BINDIR@|$(PREFIX)/bin|' scripts/systemd/cfs@.service \
+		>$(DESTDIR)$(PREFIX)/lib/systemd/system/cfs@.service
 
 clean:
 	rm -rf build
