@@ -325,8 +325,11 @@ int main(int argc, char **argv)
 		return do_umount(args[0]);
 	if (!strcmp(cmd, "status") && nargs == 1)
 		return do_query(args[0], CONTROL_REQUEST__OP__STATUS, json);
-	if (!strcmp(cmd, "lockproto") && (nargs == 1 || nargs == 2))
-		return do_lockproto(args[0], nargs == 2 ? args[1] : NULL, &scan);
+	if (!strcmp(cmd, "lockproto") && (nargs == 1 || nargs == 2)) {
+		int rc = do_lockproto(args[0], nargs == 2 ? args[1] : NULL, &scan);
+		scan_paths_free(&scan);
+		return rc;
+	}
 	if (!strcmp(cmd, "grow") && nargs == 1)
 		return do_query(args[0], CONTROL_REQUEST__OP__GROW, json);
 	fprintf(stderr, "cfs: '%s' with %d argument%s: not a command I know\n", cmd, nargs,
