@@ -126,7 +126,7 @@ static int free_orphans(struct cfs_fs *fs)
 		rc = cfs_dir_walk(fs, dir, collect, &l);
 	for (size_t i = 0; i < l.n && !rc; i++) {
 		struct cfs_inode *ip;
-		rc = cfs_iget(fs, l.ino[i], &ip);
+		rc = cfs_iget_entry(fs, l.ino[i], &ip);
 		if (rc) {
 			cfs_log(fs, "orphan inode %" PRIu64 ": %s; fsck.cfs will look at it", l.ino[i],
 				strerror(-rc));

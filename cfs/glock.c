@@ -9,8 +9,8 @@
  * The blocking callback only records what the other node wants; the next operation boundary,
  * or the committer thread, acts on it once no data I/O of this node relies on the grant
  * (fs->io_holders):
- *   - EX wanted PR: commit, convert down to PR, keep the caches (still valid: nobody else can
- *     change anything while we hold PR);
+ *   - EX wanted PR: commit, empty the journal, convert down to PR, keep the caches (still
+ *     valid: nobody else can change anything while we hold PR);
  *   - anything else: commit (if EX), empty the journal (its blocks are about to be changed by
  *     others, a replay of it would put old images back), drop the block cache, mark every
  *     in-memory inode stale, tell cfsd which inodes the kernel may cache pages of, unlock.
@@ -113,7 +113,8 @@ static int glock_let_go(struct cfs_fs *fs, int to)
 	if (fs->meta_mode == CFSLOCK_EX) {
 		if ((rc = cfs_journal_commit(fs)))
 			return rc; /* keep the lock: what we changed is not on disk */
-		if (to != CFSLOCK_PR && !fs->ro) {
+		/* Also on the way down to PR: the next node's EX may come before we drop PR. */
+		if (!fs->ro) {
 			rc = cfs_journal_clear(fs->vol, &fs->sb, fs->slot, fs->jseq);
 			if (!rc)
 				rc = cvm_volume_flush(fs->vol);

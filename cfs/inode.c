@@ -129,20 +129,21 @@ static int inode_read(struct cfs_fs *fs, uint64_t ino, struct cfs_inode *ip)
 }
 
 /* Read again an inode cached under a glock grant given up since.  Another node may have freed
- * it (it is dead here), or freed it and made another inode in its block: the kernel tells the
- * two apart by their generation, so a new lookup gets the new one, unless a file handle of the
- * old one is still open here (data calls carry no generation): then it stays dead until that
- * is closed. */
-static int inode_refresh(struct cfs_fs *fs, struct cfs_inode *ip)
+ * it (it is dead here), or freed it and made another inode in its block.  Asked by inode
+ * number (the kernel's inode, a handle) it stays dead: ESTALE.  Asked through a directory
+ * entry (`entry`), the new inode takes its place: the kernel tells the two apart by their
+ * generation and drops its old one.  Not while a file handle of the old one is open here
+ * (data calls carry no generation): then it stays dead until that is closed. */
+static int inode_refresh(struct cfs_fs *fs, struct cfs_inode *ip, bool entry)
 {
-	if (ip->dead && ip->nopen)
+	if (ip->dead && (ip->nopen || !entry))
 		return -ESTALE;
 	struct cfs_inode fresh = {.ino = ip->ino};
 	int rc = inode_read(fs, ip->ino, &fresh);
 	if (!rc && fresh.d.generation != ip->d.generation) {
-		if (ip->nopen)
-			rc = -ESTALE;
 		ip->dead = true;
+		if (ip->nopen || !entry)
+			rc = -ESTALE;
 	}
 	if (rc) {
 		free(fresh.ext);
@@ -179,11 +180,11 @@ uint64_t cfs_generation(struct cfs_fs *fs, uint64_t ino)
 	return gen;
 }
 
-int cfs_iget(struct cfs_fs *fs, uint64_t ino, struct cfs_inode **out)
+static int iget(struct cfs_fs *fs, uint64_t ino, bool entry, struct cfs_inode **out)
 {
 	struct cfs_inode *ip = cfs_icache_find(fs, ino);
 	if (ip) {
-		int rc = ip->stale || ip->dead ? inode_refresh(fs, ip) : 0;
+		int rc = ip->stale || ip->dead ? inode_refresh(fs, ip, entry) : 0;
 		if (!rc)
 			*out = ip;
 		return rc;
@@ -199,6 +200,16 @@ int cfs_iget(struct cfs_fs *fs, uint64_t ino, struct cfs_inode **out)
 	}
 	*out = ip;
 	return 0;
+}
+
+int cfs_iget(struct cfs_fs *fs, uint64_t ino, struct cfs_inode **out)
+{
+	return iget(fs, ino, false, out);
+}
+
+int cfs_iget_entry(struct cfs_fs *fs, uint64_t ino, struct cfs_inode **out)
+{
+	return iget(fs, ino, true, out);
 }
 
 void cfs_icache_invalidate(struct cfs_fs *fs)

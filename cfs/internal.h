@@ -120,7 +120,11 @@ struct cfs_inode {
 	uint64_t kcache_epoch; /* glock epoch at the last open: the kernel's pages are valid */
 };
 
+/* The inode by number (from the kernel or a handle): ESTALE if another node freed it. */
 int cfs_iget(struct cfs_fs *fs, uint64_t ino, struct cfs_inode **out);
+/* The inode a directory entry (or parent pointer, or orphan list) names now: if another node
+ * made a new inode in the block of one we knew, it is that one. */
+int cfs_iget_entry(struct cfs_fs *fs, uint64_t ino, struct cfs_inode **out);
 /* Write the in-memory inode (fields, xattrs, extent map) into its blocks. */
 int cfs_iwrite(struct cfs_fs *fs, struct cfs_inode *ip);
 int cfs_ialloc(struct cfs_fs *fs, uint64_t near, uint32_t mode, uint32_t uid, uint32_t gid,

@@ -86,13 +86,15 @@ int cfs_lookup(struct cfs_fs *fs, uint64_t parent, const char *name, struct stat
 	else if (!rc)
 		rc = cfs_dir_lookup(fs, dir, name, &ino, NULL);
 	if (!rc)
-		rc = cfs_iget(fs, ino, &ip);
+		rc = cfs_iget_entry(fs, ino, &ip);
 	if (!rc) {
 		ip->nlookup++;
 		cfs_fill_stat(fs, ip, st);
 	}
-	if (rc == -ESTALE)
-		rc = -EIO; /* an entry pointing at no inode */
+	/* An entry pointing at no inode is damage on one node; on a cluster it can also be a
+	 * new inode in the block of one still open here. */
+	if (rc == -ESTALE && !fs->cluster)
+		rc = -EIO;
 	cfs_iput_check(fs, dir);
 	cfs_op_end(fs);
 	return rc;
@@ -324,7 +326,7 @@ static int remove_entry(struct cfs_fs *fs, uint64_t parent, const char *name, bo
 	if (!rc)
 		rc = cfs_dir_lookup(fs, v[0], name, &ino, NULL);
 	if (!rc)
-		rc = cfs_iget(fs, ino, &v[1]);
+		rc = cfs_iget_entry(fs, ino, &v[1]);
 	if (!rc && want_dir && !S_ISDIR(v[1]->d.mode))
 		rc = -ENOTDIR;
 	if (!rc && !want_dir && S_ISDIR(v[1]->d.mode))
@@ -365,7 +367,7 @@ static int is_ancestor(struct cfs_fs *fs, uint64_t a, uint64_t b)
 		if (b == fs->sb.root_ino)
 			return 0;
 		struct cfs_inode *ip;
-		int rc = cfs_iget(fs, b, &ip);
+		int rc = cfs_iget_entry(fs, b, &ip);
 		if (rc)
 			return rc;
 		uint64_t up = ip->d.parent;
@@ -472,11 +474,11 @@ int cfs_rename(struct cfs_fs *fs, uint64_t parent, const char *name, uint64_t ne
 	if (!rc)
 		rc = cfs_dir_lookup(fs, r.from_dir, name, &sino, NULL);
 	if (!rc)
-		rc = cfs_iget(fs, sino, &r.src);
+		rc = cfs_iget_entry(fs, sino, &r.src);
 	if (!rc) {
 		rc = cfs_dir_lookup(fs, r.to_dir, newname, &dino, NULL);
 		if (!rc)
-			rc = cfs_iget(fs, dino, &r.dst);
+			rc = cfs_iget_entry(fs, dino, &r.dst);
 		else if (rc == -ENOENT)
 			rc = 0;
 	}

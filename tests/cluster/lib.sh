@@ -9,4 +9,5 @@ fi
 export CLUSTER_ID=c$$
 CLUSTER_ID=${CLUSTER_ID:0:6}
 trap '"$HERE/cluster.sh" down >/dev/null 2>&1; rm -rf "$T"' EXIT
+trap 'exit 1' INT TERM # a test stopped from outside still takes its cluster down
 C() { "$HERE/cluster.sh" "$@"; }

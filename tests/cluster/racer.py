@@ -2,7 +2,9 @@
 """Create racer (after ocfs2-test's create_racer): for SECONDS, create, link, rename, unlink,
 mkdir and rmdir a small set of names in one directory, at random, as fast as it can.  Run it on
 several nodes at once on the same directory.  Expected errors (the name is there, or not, or a
-directory is not empty) are part of the game; anything else is printed and counted.
+directory is not empty) are part of the game; anything else is printed and counted.  ESTALE is
+counted apart: in this version a file another node removed and replaced between this node's
+lookup and its operation is gone here (no iopen lock yet), as on NFS.
 
     racer.py DIR SECONDS SEED
 """
@@ -42,16 +44,18 @@ def main():
     top, seconds, seed = sys.argv[1], float(sys.argv[2]), int(sys.argv[3])
     rnd = random.Random(seed)
     end = time.time() + seconds
-    done = odd = 0
+    done = odd = stale = 0
     while time.time() < end:
         try:
             step(top, rnd)
         except OSError as e:
-            if e.errno not in EXPECTED:
+            if e.errno == errno.ESTALE:
+                stale += 1
+            elif e.errno not in EXPECTED:
                 odd += 1
                 print(f"unexpected: {e}", file=sys.stderr)
         done += 1
-    print(f"operations {done} unexpected errors {odd}")
+    print(f"operations {done} unexpected errors {odd} stale {stale}")
     return 1 if odd else 0
 
 
