@@ -177,17 +177,17 @@ static void unhash(struct cfs_fs *fs, struct cfs_buf *b)
 		}
 }
 
-int cfs_bread(struct cfs_fs *fs, uint64_t blkno, uint16_t type, uint64_t owner,
-	      struct cfs_buf **out)
-{
-	return cfs_bread_flags(fs, blkno, type, owner, 0, out);
-}
-
 /* A block that is another kind, or another object's, may have been freed and reused. */
 static bool reused(const uint8_t *data, uint16_t type, uint64_t owner)
 {
 	const struct cfs_bhdr *h = (const void *)data;
 	return h->magic != CFS_MAGIC || h->type != type || (owner && h->owner != owner);
+}
+
+int cfs_bread(struct cfs_fs *fs, uint64_t blkno, uint16_t type, uint64_t owner,
+	      struct cfs_buf **out)
+{
+	return cfs_bread_flags(fs, blkno, type, owner, 0, out);
 }
 
 int cfs_bread_flags(struct cfs_fs *fs, uint64_t blkno, uint16_t type, uint64_t owner,
@@ -197,6 +197,8 @@ int cfs_bread_flags(struct cfs_fs *fs, uint64_t blkno, uint16_t type, uint64_t o
 	struct cfs_buf *b = lookup(fs, blkno);
 	if (b) {
 		const struct cfs_bhdr *h = (const void *)b->data;
+		if ((flags & CFS_BREAD_MAY_BE_REUSED) && reused(b->data, type, owner))
+			return -ESTALE;
 		if (h->type != type || (owner && h->owner != owner)) {
 			cfs_log(fs, "block %llu: %s (wanted type %u owner %llu): EIO",
 				(unsigned long long)blkno, "cached block of another kind", type,

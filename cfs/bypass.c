@@ -57,7 +57,7 @@ static int write_zeros(struct cfs_fs *fs, uint64_t ino, uint64_t off, uint64_t e
 
 static int regular_inode(struct cfs_fs *fs, uint64_t ino, struct cfs_inode **ip)
 {
-	int rc = cfs_iget(fs, cfs_real_ino(fs, ino), ip);
+	int rc = cfs_iget(fs, ino, ip);
 	if (!rc && !S_ISREG((*ip)->d.mode))
 		rc = -EINVAL;
 	if (!rc && !(*ip)->nopen)

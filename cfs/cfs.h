@@ -100,9 +100,12 @@ int cfs_getattr(struct cfs_fs *fs, uint64_t ino, struct stat *st);
 /* lookup and the calls that make an object count a reference, dropped with cfs_forget. */
 int cfs_lookup(struct cfs_fs *fs, uint64_t parent, const char *name, struct stat *st);
 void cfs_forget(struct cfs_fs *fs, uint64_t ino, uint64_t n);
-/* The generation of an inode the kernel holds a reference on (FUSE's entry generation): an
- * inode number reused for a new file has another one. */
+/* The generation of an inode the kernel holds a reference on (FUSE's entry generation). */
 uint64_t cfs_generation(struct cfs_fs *fs, uint64_t ino);
+/* Inode numbers in this API are handles: on a cluster mount the block number carries a tag of
+ * the inode's generation in its top bits, so an inode another node freed and made anew in the
+ * same block has another number.  This is the block number, what stat(2) shows. */
+uint64_t cfs_handle_ino(uint64_t handle);
 int cfs_mknod(struct cfs_fs *fs, uint64_t parent, const char *name, mode_t mode, dev_t rdev,
 	      const struct cfs_cred *cr, struct stat *st);
 int cfs_mkdir(struct cfs_fs *fs, uint64_t parent, const char *name, mode_t mode,

@@ -183,7 +183,7 @@ static int open_inode_locked(struct cfs_fs *fs, uint64_t ino, int mode, struct c
 {
 	int rc = cfs_glock_acquire(fs, mode);
 	if (!rc)
-		rc = cfs_iget(fs, cfs_real_ino(fs, ino), ip);
+		rc = cfs_iget(fs, ino, ip);
 	if (!rc && !(*ip)->nopen)
 		rc = -EBADF;
 	return rc;
@@ -204,7 +204,7 @@ int cfs_open(struct cfs_fs *fs, uint64_t ino)
 	if (rc)
 		return rc;
 	struct cfs_inode *ip;
-	if (!(rc = cfs_iget(fs, cfs_real_ino(fs, ino), &ip)))
+	if (!(rc = cfs_iget(fs, ino, &ip)))
 		ip->nopen++;
 	cfs_op_end(fs);
 	return rc;
@@ -213,7 +213,7 @@ int cfs_open(struct cfs_fs *fs, uint64_t ino)
 bool cfs_keep_cache(struct cfs_fs *fs, uint64_t ino)
 {
 	pthread_mutex_lock(&fs->lock);
-	struct cfs_inode *ip = cfs_icache_find(fs, cfs_real_ino(fs, ino));
+	struct cfs_inode *ip = cfs_icache_find(fs, ino);
 	uint64_t epoch = __atomic_load_n(&fs->glock_epoch, __ATOMIC_ACQUIRE);
 	bool keep = !fs->cluster || (ip && ip->kcache_epoch == epoch);
 	if (ip)
@@ -239,12 +239,11 @@ static int put_last(struct cfs_fs *fs, struct cfs_inode *ip)
 	if (!fs->cluster || ip->ino == fs->sb.root_ino)
 		return cfs_iput_check(fs, ip);
 	ip->nopen++; /* pinned: fetching the glock may drop the caches */
-	struct cfs_inode *cur;
 	int rc = cfs_glock_acquire(fs, CFSLOCK_PR);
 	if (!rc)
-		rc = cfs_iget(fs, ip->ino, &cur);
+		rc = cfs_irefresh(fs, ip);
 	if (!rc && ip->d.nlink == 0 && !fs->ro && (rc = cfs_glock_acquire(fs, CFSLOCK_EX)) == 0)
-		rc = cfs_iget(fs, ip->ino, &cur);
+		rc = cfs_irefresh(fs, ip);
 	ip->nopen--;
 	if (rc && rc != -ESTALE) { /* ESTALE: another node freed it; it just leaves memory */
 		cfs_log(fs, "inode %llu: last reference dropped without the metadata lock (%s)",
@@ -259,7 +258,7 @@ int cfs_put(struct cfs_fs *fs, uint64_t ino, uint32_t opens, uint64_t lookups)
 	/* No wait before the counts drop: a release must drop its count whatever the lock
 	 * manager says. */
 	pthread_mutex_lock(&fs->lock);
-	struct cfs_inode *ip = cfs_icache_find(fs, cfs_real_ino(fs, ino));
+	struct cfs_inode *ip = cfs_icache_find(fs, ino);
 	int rc = 0;
 	if (ip) {
 		ip->nopen = ip->nopen > opens ? ip->nopen - opens : 0;

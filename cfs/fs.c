@@ -396,9 +396,7 @@ int cfs_unmount(struct cfs_fs *fs)
 			n = ip->hnext;
 			ip->nlookup = 0;
 			ip->nopen = 0;
-			struct cfs_inode *cur;
-			if (ip->stale)
-				cfs_iget(fs, ip->ino, &cur); /* ESTALE: dead, it just leaves memory */
+			cfs_irefresh(fs, ip); /* ESTALE: dead, it just leaves memory */
 			rc = cfs_iput_check(fs, ip);
 			if (!rc && fs->txn.n > fs->txn.limit / 2)
 				rc = cfs_journal_commit(fs);

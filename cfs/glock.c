@@ -225,8 +225,3 @@ void cfs_op_end(struct cfs_fs *fs)
 	cfs_glock_check(fs);
 	pthread_mutex_unlock(&fs->lock);
 }
-
-uint64_t cfs_real_ino(const struct cfs_fs *fs, uint64_t ino)
-{
-	return ino == CFS_ROOT ? fs->sb.root_ino : ino;
-}

@@ -128,27 +128,81 @@ static int inode_read(struct cfs_fs *fs, uint64_t ino, struct cfs_inode *ip)
 	return rc;
 }
 
-/* Read again an inode cached under a glock grant given up since.  Another node may have freed
- * it (it is dead here), or freed it and made another inode in its block.  Asked by inode
- * number (the kernel's inode, a handle) it stays dead: ESTALE.  Asked through a directory
- * entry (`entry`), the new inode takes its place: the kernel tells the two apart by their
- * generation and drops its old one.  Not while a file handle of the old one is open here
- * (data calls carry no generation): then it stays dead until that is closed. */
-static int inode_refresh(struct cfs_fs *fs, struct cfs_inode *ip, bool entry)
+/* ---- handles: how the kernel and the callers of cfs.h name an inode ----
+ * On a cluster another node may free an inode and make a new one in its block while this node
+ * still knows the old one (the kernel holds it, a file is open here).  So a handle carries a
+ * tag of the inode's generation above its block number: to the kernel the old and the new
+ * inode are two inodes, and the old one answers ESTALE.  Local mounts use the block number. */
+#define HANDLE_BLK_BITS 40
+#define HANDLE_BLK_MASK ((1ull << HANDLE_BLK_BITS) - 1)
+
+static uint64_t gen_tag(uint64_t generation)
 {
-	if (ip->dead && (ip->nopen || !entry))
+	return generation % 0xffffffu + 1; /* 24 bits, never 0 */
+}
+
+uint64_t cfs_handle(const struct cfs_fs *fs, const struct cfs_inode *ip)
+{
+	if (ip->ino == fs->sb.root_ino)
+		return CFS_ROOT;
+	return fs->cluster ? ip->ino | gen_tag(ip->d.generation) << HANDLE_BLK_BITS : ip->ino;
+}
+
+uint64_t cfs_handle_ino(uint64_t handle)
+{
+	return handle & HANDLE_BLK_MASK;
+}
+
+static void handle_split(const struct cfs_fs *fs, uint64_t h, uint64_t *blk, uint64_t *tag)
+{
+	*blk = h == CFS_ROOT ? fs->sb.root_ino : h & HANDLE_BLK_MASK;
+	*tag = h == CFS_ROOT ? 0 : h >> HANDLE_BLK_BITS;
+}
+
+struct cfs_inode *cfs_icache_find(struct cfs_fs *fs, uint64_t handle)
+{
+	uint64_t blk, tag;
+	handle_split(fs, handle, &blk, &tag);
+	for (struct cfs_inode *ip = *ihash_slot(fs, blk); ip; ip = ip->hnext)
+		if (ip->ino == blk && (!tag || gen_tag(ip->d.generation) == tag))
+			return ip;
+	return NULL;
+}
+
+/* The in-memory inode of a block that is not known dead. */
+static struct cfs_inode *find_live(struct cfs_fs *fs, uint64_t blk)
+{
+	for (struct cfs_inode *ip = *ihash_slot(fs, blk); ip; ip = ip->hnext)
+		if (ip->ino == blk && !ip->dead)
+			return ip;
+	return NULL;
+}
+
+uint64_t cfs_generation(struct cfs_fs *fs, uint64_t handle)
+{
+	pthread_mutex_lock(&fs->lock);
+	struct cfs_inode *ip = cfs_icache_find(fs, handle);
+	uint64_t gen = ip ? ip->d.generation : 0;
+	pthread_mutex_unlock(&fs->lock);
+	return gen;
+}
+
+/* Read again an inode cached under a glock grant given up since.  If another node freed it,
+ * or freed it and made another inode in its block, it is dead here: ESTALE from now on, and
+ * it leaves memory when nothing here holds it any more. */
+int cfs_irefresh(struct cfs_fs *fs, struct cfs_inode *ip)
+{
+	if (ip->dead)
 		return -ESTALE;
+	if (!ip->stale)
+		return 0;
 	struct cfs_inode fresh = {.ino = ip->ino};
 	int rc = inode_read(fs, ip->ino, &fresh);
-	if (!rc && fresh.d.generation != ip->d.generation) {
-		ip->dead = true;
-		if (ip->nopen || !entry)
-			rc = -ESTALE;
-	}
+	if (!rc && fresh.d.generation != ip->d.generation)
+		rc = -ESTALE;
 	if (rc) {
 		free(fresh.ext);
-		if (rc == -ESTALE)
-			ip->dead = true;
+		ip->dead = rc == -ESTALE;
 		return rc;
 	}
 	free(ip->ext);
@@ -157,42 +211,18 @@ static int inode_refresh(struct cfs_fs *fs, struct cfs_inode *ip, bool entry)
 	ip->ext = fresh.ext;
 	ip->next = fresh.next;
 	ip->ext_cap = fresh.ext_cap;
-	if (ip->dead) /* another inode in the block: nothing of the old one's state applies */
-		ip->in_orphans = ip->unlinked_here = false;
-	ip->stale = ip->dead = false;
+	ip->stale = false;
 	return 0;
 }
 
-struct cfs_inode *cfs_icache_find(struct cfs_fs *fs, uint64_t ino)
+static int iget_new(struct cfs_fs *fs, uint64_t blk, uint64_t tag, struct cfs_inode **out)
 {
-	for (struct cfs_inode *ip = *ihash_slot(fs, ino); ip; ip = ip->hnext)
-		if (ip->ino == ino)
-			return ip;
-	return NULL;
-}
-
-uint64_t cfs_generation(struct cfs_fs *fs, uint64_t ino)
-{
-	pthread_mutex_lock(&fs->lock);
-	struct cfs_inode *ip = cfs_icache_find(fs, cfs_real_ino(fs, ino));
-	uint64_t gen = ip ? ip->d.generation : 0;
-	pthread_mutex_unlock(&fs->lock);
-	return gen;
-}
-
-static int iget(struct cfs_fs *fs, uint64_t ino, bool entry, struct cfs_inode **out)
-{
-	struct cfs_inode *ip = cfs_icache_find(fs, ino);
-	if (ip) {
-		int rc = ip->stale || ip->dead ? inode_refresh(fs, ip, entry) : 0;
-		if (!rc)
-			*out = ip;
-		return rc;
-	}
-	ip = inode_new_mem(fs, ino);
+	struct cfs_inode *ip = inode_new_mem(fs, blk);
 	if (!ip)
 		return -ENOMEM;
-	int rc = inode_read(fs, ino, ip);
+	int rc = inode_read(fs, blk, ip);
+	if (!rc && tag && gen_tag(ip->d.generation) != tag)
+		rc = -ESTALE; /* the handle names an inode freed since */
 	if (rc) {
 		ihash_remove(fs, ip);
 		inode_free_mem(ip);
@@ -202,14 +232,34 @@ static int iget(struct cfs_fs *fs, uint64_t ino, bool entry, struct cfs_inode **
 	return 0;
 }
 
-int cfs_iget(struct cfs_fs *fs, uint64_t ino, struct cfs_inode **out)
+int cfs_iget(struct cfs_fs *fs, uint64_t handle, struct cfs_inode **out)
 {
-	return iget(fs, ino, false, out);
+	uint64_t blk, tag;
+	handle_split(fs, handle, &blk, &tag);
+	struct cfs_inode *ip = cfs_icache_find(fs, handle);
+	if (!ip && tag && find_live(fs, blk))
+		return -ESTALE; /* another inode lives in the block now */
+	if (!ip)
+		return iget_new(fs, blk, tag, out);
+	int rc = cfs_irefresh(fs, ip);
+	if (!rc)
+		*out = ip;
+	return rc;
 }
 
 int cfs_iget_entry(struct cfs_fs *fs, uint64_t ino, struct cfs_inode **out)
 {
-	return iget(fs, ino, true, out);
+	struct cfs_inode *ip = find_live(fs, ino);
+	int rc = ip ? cfs_irefresh(fs, ip) : -ESTALE;
+	if (!rc) {
+		*out = ip;
+		return 0;
+	}
+	if (rc != -ESTALE)
+		return rc;
+	/* Unknown here, or the one we knew is dead (it leaves memory with its last reference, or
+	 * at the next invalidation): what the entry names now. */
+	return iget_new(fs, ino, 0, out);
 }
 
 void cfs_icache_invalidate(struct cfs_fs *fs)
@@ -223,7 +273,7 @@ void cfs_icache_invalidate(struct cfs_fs *fs)
 			}
 			ip->stale = true;
 			if (fs->invalidate && S_ISREG(ip->d.mode) && !ip->dead)
-				fs->invalidate(fs->invalidate_arg, ip->ino);
+				fs->invalidate(fs->invalidate_arg, cfs_handle(fs, ip));
 		}
 }
 

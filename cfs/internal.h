@@ -120,11 +120,15 @@ struct cfs_inode {
 	uint64_t kcache_epoch; /* glock epoch at the last open: the kernel's pages are valid */
 };
 
-/* The inode by number (from the kernel or a handle): ESTALE if another node freed it. */
-int cfs_iget(struct cfs_fs *fs, uint64_t ino, struct cfs_inode **out);
-/* The inode a directory entry (or parent pointer, or orphan list) names now: if another node
- * made a new inode in the block of one we knew, it is that one. */
+/* The inode a handle names (cfs.h's inode numbers: the block number, tagged with the
+ * generation on a cluster; CFS_ROOT the root): ESTALE if another node freed it. */
+int cfs_iget(struct cfs_fs *fs, uint64_t handle, struct cfs_inode **out);
+/* The inode a directory entry (or parent pointer, or orphan list) names now, by block
+ * number: if another node made a new inode in the block of one we knew, that one. */
 int cfs_iget_entry(struct cfs_fs *fs, uint64_t ino, struct cfs_inode **out);
+/* Read a stale inode again (see glock.c); ESTALE if it is dead. */
+int cfs_irefresh(struct cfs_fs *fs, struct cfs_inode *ip);
+uint64_t cfs_handle(const struct cfs_fs *fs, const struct cfs_inode *ip);
 /* Write the in-memory inode (fields, xattrs, extent map) into its blocks. */
 int cfs_iwrite(struct cfs_fs *fs, struct cfs_inode *ip);
 int cfs_ialloc(struct cfs_fs *fs, uint64_t near, uint32_t mode, uint32_t uid, uint32_t gid,
@@ -137,8 +141,8 @@ void cfs_iforget(struct cfs_fs *fs, struct cfs_inode *ip);
 /* The glock is going: inodes nobody holds leave memory, the others are read again at their
  * next use; cfsd hears of every regular file the kernel may cache pages of. */
 void cfs_icache_invalidate(struct cfs_fs *fs);
-/* The in-memory inode if there is one, as it is (no read, no glock needed). */
-struct cfs_inode *cfs_icache_find(struct cfs_fs *fs, uint64_t ino);
+/* The in-memory inode a handle names, dead or not, as it is (no read, no glock needed). */
+struct cfs_inode *cfs_icache_find(struct cfs_fs *fs, uint64_t handle);
 void cfs_icache_destroy(struct cfs_fs *fs);
 void cfs_itouch(struct cfs_inode *ip, bool m, bool c);
 /* Write the inodes whose times alone changed (before a commit). */
@@ -270,7 +274,6 @@ int cfs_op_begin_mode(struct cfs_fs *fs, int mode);
 void cfs_op_end(struct cfs_fs *fs);
 /* Set a file's size, freeing or zeroing what lies past it; ip->io held exclusive. */
 int cfs_truncate_locked(struct cfs_fs *fs, struct cfs_inode *ip, uint64_t size);
-uint64_t cfs_real_ino(const struct cfs_fs *fs, uint64_t ino);
 void cfs_fill_stat(const struct cfs_fs *fs, const struct cfs_inode *ip, struct stat *st);
 
 /* Make room for n elements of size bytes in *v (capacity *cap, grown by doubling). */

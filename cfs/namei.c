@@ -18,7 +18,7 @@ static uint8_t dtype(uint32_t mode) { return (uint8_t)((mode & S_IFMT) >> 12); }
 void cfs_fill_stat(const struct cfs_fs *fs, const struct cfs_inode *ip, struct stat *st)
 {
 	memset(st, 0, sizeof *st);
-	st->st_ino = ip->ino == fs->sb.root_ino ? CFS_ROOT : ip->ino;
+	st->st_ino = cfs_handle(fs, ip);
 	st->st_mode = ip->d.mode;
 	st->st_nlink = ip->d.nlink;
 	st->st_uid = ip->d.uid;
@@ -34,7 +34,7 @@ void cfs_fill_stat(const struct cfs_fs *fs, const struct cfs_inode *ip, struct s
 
 static int get_dir(struct cfs_fs *fs, uint64_t ino, struct cfs_inode **dir)
 {
-	int rc = cfs_iget(fs, cfs_real_ino(fs, ino), dir);
+	int rc = cfs_iget(fs, ino, dir);
 	if (!rc && !S_ISDIR((*dir)->d.mode))
 		rc = -ENOTDIR;
 	return rc;
@@ -61,7 +61,7 @@ int cfs_getattr(struct cfs_fs *fs, uint64_t ino, struct stat *st)
 	if (rc)
 		return rc;
 	struct cfs_inode *ip;
-	if (!(rc = cfs_iget(fs, cfs_real_ino(fs, ino), &ip))) {
+	if (!(rc = cfs_iget(fs, ino, &ip))) {
 		cfs_fill_stat(fs, ip, st);
 		cfs_iput_check(fs, ip);
 	}
@@ -230,7 +230,7 @@ int cfs_readlink(struct cfs_fs *fs, uint64_t ino, char *buf, size_t size)
 		return rc;
 	struct cfs_inode *ip;
 	uint8_t *blk = NULL;
-	rc = cfs_iget(fs, cfs_real_ino(fs, ino), &ip);
+	rc = cfs_iget(fs, ino, &ip);
 	if (!rc && !S_ISLNK(ip->d.mode))
 		rc = -EINVAL;
 	bool unwritten;
@@ -261,7 +261,7 @@ int cfs_link(struct cfs_fs *fs, uint64_t ino, uint64_t parent, const char *name,
 		return rc;
 	struct cfs_inode *v[2] = {0};
 	uint64_t exists;
-	rc = cfs_iget(fs, cfs_real_ino(fs, ino), &v[0]);
+	rc = cfs_iget(fs, ino, &v[0]);
 	if (!rc && S_ISDIR(v[0]->d.mode))
 		rc = -EPERM;
 	if (!rc && v[0]->d.nlink >= LINK_MAX_CFS)
@@ -507,7 +507,7 @@ int cfs_setattr(struct cfs_fs *fs, uint64_t ino, const struct stat *a, unsigned 
 	if (rc)
 		return rc;
 	struct cfs_inode *ip;
-	rc = cfs_iget(fs, cfs_real_ino(fs, ino), &ip);
+	rc = cfs_iget(fs, ino, &ip);
 	if (rc) {
 		cfs_op_end(fs);
 		return rc;
@@ -524,10 +524,9 @@ int cfs_setattr(struct cfs_fs *fs, uint64_t ino, const struct stat *a, unsigned 
 			pthread_rwlock_wrlock(&ip->io);
 			pthread_mutex_lock(&fs->lock);
 			/* The glock may have gone to another node meanwhile. */
-			struct cfs_inode *cur;
 			rc = cfs_glock_acquire(fs, CFSLOCK_EX);
 			if (!rc)
-				rc = cfs_iget(fs, ip->ino, &cur);
+				rc = cfs_irefresh(fs, ip);
 			ip->nopen--;
 			if (!rc)
 				rc = cfs_truncate_locked(fs, ip, (uint64_t)a->st_size);
@@ -585,7 +584,7 @@ static int xattr_op(struct cfs_fs *fs, uint64_t ino, bool change,
 	if (rc)
 		return rc;
 	struct cfs_inode *ip;
-	rc = cfs_iget(fs, cfs_real_ino(fs, ino), &ip);
+	rc = cfs_iget(fs, ino, &ip);
 	if (!rc) {
 		rc = fn(fs, ip, arg);
 		if (rc >= 0 && change) {

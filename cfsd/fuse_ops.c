@@ -26,13 +26,31 @@ static struct cfsd *D(fuse_req_t req) { return fuse_req_userdata(req); }
 
 static void reply_err(fuse_req_t req, int rc) { fuse_reply_err(req, rc < 0 ? -rc : rc); }
 
+/* libcfs's inode numbers are the kernel's node ids; stat(2) shows the block number (see
+ * cfs_handle_ino). */
+static struct stat shown(struct stat st)
+{
+	st.st_ino = cfs_handle_ino(st.st_ino);
+	return st;
+}
+
+static void reply_attr(fuse_req_t req, int rc, const struct stat *st)
+{
+	if (rc) {
+		reply_err(req, rc);
+		return;
+	}
+	struct stat out = shown(*st);
+	fuse_reply_attr(req, &out, ATTR_TIMEOUT(D(req)));
+}
+
 static void reply_entry(fuse_req_t req, int rc, const struct stat *st)
 {
 	if (rc) {
 		reply_err(req, rc);
 		return;
 	}
-	struct fuse_entry_param e = {.ino = st->st_ino, .attr = *st,
+	struct fuse_entry_param e = {.ino = st->st_ino, .attr = shown(*st),
 				     .generation = cfs_generation(D(req)->fs, st->st_ino),
 				     .attr_timeout = ATTR_TIMEOUT(D(req)),
 				     .entry_timeout = ENTRY_TIMEOUT(D(req))};
@@ -84,10 +102,7 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	(void)fi;
 	struct stat st;
 	int rc = cfs_getattr(D(req)->fs, ino, &st);
-	if (rc)
-		reply_err(req, rc);
-	else
-		fuse_reply_attr(req, &st, ATTR_TIMEOUT(D(req)));
+	reply_attr(req, rc, &st);
 }
 
 static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
@@ -128,10 +143,7 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 		rc = cfs_setattr(d->fs, ino, attr, set, &st);
 	if (set & CFS_SET_SIZE)
 		odm_revoke_end(d->odm, ino);
-	if (rc)
-		reply_err(req, rc);
-	else
-		fuse_reply_attr(req, &st, ATTR_TIMEOUT(D(req)));
+	reply_attr(req, rc, &st);
 }
 
 static void op_readlink(fuse_req_t req, fuse_ino_t ino)
@@ -249,7 +261,7 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 		return;
 	}
 	set_open(d, st.st_ino, fi);
-	struct fuse_entry_param e = {.ino = st.st_ino, .attr = st,
+	struct fuse_entry_param e = {.ino = st.st_ino, .attr = shown(st),
 				     .generation = cfs_generation(d->fs, st.st_ino),
 				     .attr_timeout = ATTR_TIMEOUT(d), .entry_timeout = ENTRY_TIMEOUT(d)};
 	if (fuse_reply_create(req, &e, fi) == -ENOENT) {
