@@ -158,7 +158,7 @@ done
 
 # ---- coherence checker: all nodes at once ----
 on 1 mkdir "$(M 1)/coh"
-ops=${COHERENCE_OPS:-1200}
+ops=${COHERENCE_OPS:-3400} # per node: over 10,000 in all
 for n in 1 2 3; do
 	on $n python3 "$HERE/coherence.py" "$(M $n)/coh" $n 3 "$ops" >"$T/coh$n.out" 2>&1 &
 	eval "coh$n=\$!"
