@@ -30,3 +30,16 @@ no_damage_logged() {
 	grep -h "EIO\|damaged" "$T"/cfsd*.log >"$T/bad.log" 2>/dev/null
 	[ ! -s "$T/bad.log" ] && ok "no daemon logged damage" || not_ok "daemons logged: $(head -5 "$T/bad.log")"
 }
+# at_once WHAT FN: "FN N" for nodes 1, 2 and 3 at the same time (output in $T/FN.N); ok with
+# its last line, or not_ok with its last lines, for each node.
+at_once() {
+	local what=$1 fn=$2 n pids=()
+	for n in 1 2 3; do
+		"$fn" $n >"$T/$fn.$n" 2>&1 &
+		pids[n]=$!
+	done
+	for n in 1 2 3; do
+		if wait "${pids[n]}"; then ok "$what on node $n: $(tail -1 "$T/$fn.$n")"
+		else not_ok "$what on node $n: $(tail -5 "$T/$fn.$n" | tr '\n' ' ')"; fi
+	done
+}

@@ -159,15 +159,8 @@ done
 # ---- coherence checker: all nodes at once ----
 on 1 mkdir "$(M 1)/coh"
 ops=${COHERENCE_OPS:-3400} # per node: over 10,000 in all
-for n in 1 2 3; do
-	on $n python3 "$HERE/coherence.py" "$(M $n)/coh" $n 3 "$ops" >"$T/coh$n.out" 2>&1 &
-	eval "coh$n=\$!"
-done
-for n in 1 2 3; do
-	v="coh$n"
-	if wait "${!v}"; then ok "coherence checker on node $n: $(tail -1 "$T/coh$n.out")"
-	else not_ok "coherence checker on node $n: $(tail -5 "$T/coh$n.out" | tr '\n' ' ')"; fi
-done
+checker() { on "$1" python3 "$HERE/coherence.py" "$(M "$1")/coh" "$1" 3 "$ops"; }
+at_once "coherence checker" checker
 
 # ---- a tree unpacked on node 1, checked on 2 and 3, removed on 3 ----
 src=/usr/share/doc

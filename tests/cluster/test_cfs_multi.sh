@@ -25,15 +25,8 @@ remount_all() {
 
 # ---- create racer ----
 on 1 mkdir "$(M 1)/race"
-for n in 1 2 3; do
-	on $n python3 "$HERE/racer.py" "$(M $n)/race" "$RACE_SECONDS" $n >"$T/race$n.out" 2>&1 &
-	eval "race$n=\$!"
-done
-for n in 1 2 3; do
-	v="race$n"
-	if wait "${!v}"; then ok "create racer on node $n: $(tail -1 "$T/race$n.out")"
-	else not_ok "create racer on node $n: $(tail -3 "$T/race$n.out" | tr '\n' ' ')"; fi
-done
+racer() { on "$1" python3 "$HERE/racer.py" "$(M "$1")/race" "$RACE_SECONDS" "$1"; }
+at_once "create racer" racer
 for n in 1 2 3; do
 	on $n bash -c "cd '$(M $n)/race' && for f in * ; do [ -e \"\$f\" ] || [ -L \"\$f\" ] || continue; stat -c '%n %F %h %s' \"\$f\"; done" >"$T/list$n" 2>&1
 done
