@@ -3,9 +3,11 @@
 
     coherence.py DIR NODE NODES OPS
 
-Every node owns FILES files DIR/f<node>-<k>.  It rewrites one of its own files in place with a
-self-describing record (node, file, version, a checksum over the padding), fsyncs and closes
-it, then publishes the version in DIR/ann<node>-<k> (written, fsync'd, closed).  Between its
+Every node owns FILES files DIR/f<node>-<k>.  It replaces one of its own files with a
+self-describing record (node, file, version, a checksum over the padding): written to a
+temporary name, fsync'd, closed and renamed over the old one, so that a reader on any node
+gets one whole version or another, never a write in progress.  Then it publishes the version
+in DIR/ann<node>-<k> (written, fsync'd, closed).  Between its
 writes it reads another node's file: it reads the announced version first, then the file, and
 the file must be whole (checksum right, identity right) and at least that version: a stale or
 torn read is counted.  Prints "ops N stale S torn T" and exits 1 if S or T is not 0.
@@ -45,6 +47,11 @@ def write_file(path, data):
         os.close(fd)
 
 
+def replace_file(path, data):
+    write_file(path + ".new", data)
+    os.rename(path + ".new", path)
+
+
 def read_file(path):
     fd = os.open(path, os.O_RDONLY)
     try:
@@ -57,7 +64,7 @@ def main():
     top, node, nodes, ops = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
     versions = [0] * FILES
     for k in range(FILES):
-        write_file(f"{top}/f{node}-{k}", record(node, k, 0))
+        replace_file(f"{top}/f{node}-{k}", record(node, k, 0))
         write_file(f"{top}/ann{node}-{k}", b"0")
     # Wait until every node has made its files.
     deadline = time.time() + 120
@@ -71,7 +78,7 @@ def main():
         if i % 2 == 0:
             k = random.randrange(FILES)
             versions[k] += 1
-            write_file(f"{top}/f{node}-{k}", record(node, k, versions[k]))
+            replace_file(f"{top}/f{node}-{k}", record(node, k, versions[k]))
             write_file(f"{top}/ann{node}-{k}", str(versions[k]).encode())
             continue
         other = random.choice([n for n in range(1, nodes + 1) if n != node] or [node])
