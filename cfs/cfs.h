@@ -52,8 +52,7 @@ struct cfs_mount_opts {
 	bool dboptimized;
 	const char *cluster; /* lock backend; NULL: the one recorded at mkfs */
 };
-/* The lock protocol a superblock records ("local" for filesystems made without one). */
-const char *cfs_lockproto_name(const char *recorded);
+/* Is name a lock protocol: local, corosync or dlm? */
 bool cfs_lockproto_valid(const char *name);
 /* Record another lock protocol; refused unless every slot's journal is empty (the filesystem
  * is unmounted everywhere and no node died with it mounted). */

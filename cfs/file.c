@@ -212,10 +212,12 @@ int cfs_open(struct cfs_fs *fs, uint64_t ino)
 
 bool cfs_keep_cache(struct cfs_fs *fs, uint64_t ino)
 {
+	if (!fs->cluster)
+		return true; /* nobody else changes the file */
 	pthread_mutex_lock(&fs->lock);
 	struct cfs_inode *ip = cfs_icache_find(fs, ino);
 	uint64_t epoch = __atomic_load_n(&fs->glock_epoch, __ATOMIC_ACQUIRE);
-	bool keep = !fs->cluster || (ip && ip->kcache_epoch == epoch);
+	bool keep = ip && ip->kcache_epoch == epoch;
 	if (ip)
 		ip->kcache_epoch = epoch;
 	pthread_mutex_unlock(&fs->lock);
@@ -291,7 +293,10 @@ int64_t cfs_read(struct cfs_fs *fs, uint64_t ino, void *buf, uint64_t size, uint
 		len = off >= fsize ? 0 : fsize - off < size ? fsize - off : size;
 		rc = plan_range(fs, ip, off, len, &p);
 	}
-	cfs_io_hold(fs);
+	/* Only another node can take the glock from under the mapping: a local mount needs no
+	 * second trip through fs->lock per read. */
+	if (fs->cluster)
+		cfs_io_hold(fs);
 	pthread_mutex_unlock(&fs->lock);
 	pthread_rwlock_rdlock(&fs->vol_lock);
 	for (size_t i = 0; i < p.n && !rc; i++) {
@@ -302,9 +307,11 @@ int64_t cfs_read(struct cfs_fs *fs, uint64_t ino, void *buf, uint64_t size, uint
 			rc = vol_read(fs, p.v[i].pblk_byte, dst, p.v[i].len);
 	}
 	pthread_rwlock_unlock(&fs->vol_lock);
-	pthread_mutex_lock(&fs->lock);
-	cfs_io_unhold(fs);
-	pthread_mutex_unlock(&fs->lock);
+	if (fs->cluster) {
+		pthread_mutex_lock(&fs->lock);
+		cfs_io_unhold(fs);
+		pthread_mutex_unlock(&fs->lock);
+	}
 	pthread_rwlock_unlock(&ip->io);
 	free(p.v);
 	if (rc)

@@ -207,12 +207,10 @@ static int check_identity(struct cfs_fs *fs, const struct cfs_mount_opts *o, con
 			      o->slot, cfg->name, fs->sb.nslots - 1);
 		return -EINVAL;
 	}
-	char recorded[CFS_LOCKPROTO_LEN + 1] = {0};
-	memcpy(recorded, fs->sb.lockproto, CFS_LOCKPROTO_LEN);
-	const char *name = cfs_lockproto_name(recorded);
-	if (!cfs_lockproto_valid(name)) {
-		cfs_set_error("the superblock of %s names an unknown lock protocol '%.16s': run "
-			      "fsck.cfs", cfg->name, name);
+	const char *name = cfs_super_lockproto(&fs->sb);
+	if (!name) {
+		cfs_set_error("the superblock of %s names an unknown lock protocol '%.16s': set it "
+			      "with 'cfs lockproto'", cfg->name, fs->sb.lockproto);
 		return -EUCLEAN;
 	}
 	if (o->cluster && strcmp(o->cluster, name)) {
@@ -221,8 +219,7 @@ static int check_identity(struct cfs_fs *fs, const struct cfs_mount_opts *o, con
 			      "it is unmounted everywhere)", cfg->name, name, o->cluster, name);
 		return -EPROTO;
 	}
-	/* A name in static storage: `recorded` is gone when we return. */
-	*proto = !strcmp(name, "corosync") ? "corosync" : !strcmp(name, "dlm") ? "dlm" : "local";
+	*proto = name;
 	return 0;
 }
 
@@ -435,9 +432,7 @@ void cfs_status(struct cfs_fs *fs, struct cfs_status *st)
 	st->slot = fs->slot;
 	st->nslots = fs->sb.nslots;
 	memcpy(st->label, fs->sb.label, sizeof st->label);
-	char recorded[CFS_LOCKPROTO_LEN + 1] = {0};
-	memcpy(recorded, fs->sb.lockproto, CFS_LOCKPROTO_LEN);
-	snprintf(st->lockproto, sizeof st->lockproto, "%s", cfs_lockproto_name(recorded));
+	snprintf(st->lockproto, sizeof st->lockproto, "%s", cfs_super_lockproto(&fs->sb));
 	st->node_id = fs->cluster ? cfslock_node_id(fs->locks) : 0;
 	st->lock_messages = cfslock_messages_sent(fs->locks);
 	if (fs->cluster)

@@ -203,18 +203,13 @@ void cfs_io_unhold(struct cfs_fs *fs)
 	}
 }
 
-int cfs_op_begin_mode(struct cfs_fs *fs, int mode)
+int cfs_op_begin(struct cfs_fs *fs, bool change)
 {
 	pthread_mutex_lock(&fs->lock);
-	int rc = mode == CFSLOCK_EX && fs->ro ? -EROFS : cfs_glock_acquire(fs, mode);
+	int rc = change && fs->ro ? -EROFS : cfs_glock_acquire(fs, change ? CFSLOCK_EX : CFSLOCK_PR);
 	if (rc)
 		pthread_mutex_unlock(&fs->lock);
 	return rc;
-}
-
-int cfs_op_begin(struct cfs_fs *fs, bool change)
-{
-	return cfs_op_begin_mode(fs, change ? CFSLOCK_EX : CFSLOCK_PR);
 }
 
 void cfs_op_end(struct cfs_fs *fs)

@@ -80,6 +80,9 @@ int cfs_journal_read(struct cvm_volume *vol, const struct cfs_dsuper *sb, uint32
 int cfs_super_read(struct cvm_volume *vol, struct cfs_dsuper *sb, bool *used_backup);
 int cfs_super_write(struct cvm_volume *vol, const struct cfs_dsuper *sb);
 int cfs_super_check(const struct cfs_dsuper *sb, uint64_t volume_bytes, const char **why);
+/* The lock protocol a superblock records, in static storage ("local" for filesystems made
+ * before it was recorded), or NULL if it names none we know. */
+const char *cfs_super_lockproto(const struct cfs_dsuper *sb);
 uint64_t cfs_ag_first(const struct cfs_dsuper *sb, uint32_t ag);
 uint32_t cfs_ag_size(const struct cfs_dsuper *sb, uint32_t ag);
 
@@ -270,7 +273,6 @@ void cfs_io_unhold(struct cfs_fs *fs);
 /* Begin and end every public operation: the filesystem lock, the glock (PR to look, EX to
  * change), the transaction's size, the cache's size. */
 int cfs_op_begin(struct cfs_fs *fs, bool change);
-int cfs_op_begin_mode(struct cfs_fs *fs, int mode);
 void cfs_op_end(struct cfs_fs *fs);
 /* Set a file's size, freeing or zeroing what lies past it; ip->io held exclusive. */
 int cfs_truncate_locked(struct cfs_fs *fs, struct cfs_inode *ip, uint64_t size);

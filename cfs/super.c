@@ -137,14 +137,25 @@ int cfs_super_write(struct cvm_volume *vol, const struct cfs_dsuper *sb)
 }
 
 /* ---- the lock protocol ---- */
-const char *cfs_lockproto_name(const char *recorded)
-{
-	return recorded[0] ? recorded : "local";
-}
+static const char *const protocols[] = {"local", "corosync", "dlm"};
 
 bool cfs_lockproto_valid(const char *name)
 {
-	return !strcmp(name, "local") || !strcmp(name, "corosync") || !strcmp(name, "dlm");
+	for (size_t i = 0; i < sizeof protocols / sizeof *protocols; i++)
+		if (!strcmp(name, protocols[i]))
+			return true;
+	return false;
+}
+
+const char *cfs_super_lockproto(const struct cfs_dsuper *sb)
+{
+	if (!sb->lockproto[0])
+		return "local"; /* made before the protocol was recorded */
+	size_t len = strnlen(sb->lockproto, CFS_LOCKPROTO_LEN);
+	for (size_t i = 0; i < sizeof protocols / sizeof *protocols; i++)
+		if (len == strlen(protocols[i]) && !memcmp(sb->lockproto, protocols[i], len))
+			return protocols[i];
+	return NULL;
 }
 
 /* A journal that holds a transaction belongs to a mounted node or one that died mounted:
@@ -178,11 +189,9 @@ int cfs_get_lockproto(struct cvm_volume *vol, char *out, size_t len)
 {
 	struct cfs_dsuper sb;
 	int rc = cfs_super_read(vol, &sb, NULL);
-	if (!rc) {
-		char recorded[CFS_LOCKPROTO_LEN + 1] = {0};
-		memcpy(recorded, sb.lockproto, CFS_LOCKPROTO_LEN);
-		snprintf(out, len, "%s", cfs_lockproto_name(recorded));
-	}
+	const char *name = rc ? NULL : cfs_super_lockproto(&sb);
+	if (!rc)
+		snprintf(out, len, "%s", name ? name : "unknown");
 	return rc;
 }
 
@@ -195,11 +204,10 @@ int cfs_set_lockproto(struct cvm_volume *vol, const char *proto)
 	struct cfs_dsuper sb;
 	int claim = -1;
 	int rc = cfs_super_read(vol, &sb, NULL);
-	char now[CFS_LOCKPROTO_LEN + 1] = {0};
-	memcpy(now, sb.lockproto, CFS_LOCKPROTO_LEN);
+	const char *now = rc ? NULL : cfs_super_lockproto(&sb);
 	/* A cluster filesystem: ask the lock manager whether any node has it mounted. */
-	if (!rc && strcmp(cfs_lockproto_name(now), "local"))
-		rc = cfs_cluster_idle(vol, &sb, cfs_lockproto_name(now));
+	if (now && strcmp(now, "local"))
+		rc = cfs_cluster_idle(vol, &sb, now);
 	if (!rc)
 		rc = check_journals_empty(vol, &sb);
 	if (!rc)

@@ -198,16 +198,14 @@ static int serve(struct opts *o, struct cfsd *d, int status_fd)
 	}
 	int rc = EXIT_FAILED;
 	d->se = se;
+	if (d->cluster && kernel_inval_start(d)) {
+		fprintf(stderr, "cfsd: cannot start the page invalidation thread\n");
+		report(status_fd, EXIT_FAILED);
+		fuse_session_destroy(se);
+		return EXIT_FAILED;
+	}
 	if (fuse_set_signal_handlers(se) == 0 && fuse_session_mount(se, o->mountpoint) == 0) {
 		struct cfs_control *ctl = NULL;
-		if (d->cluster && kernel_inval_start(d)) {
-			fprintf(stderr, "cfsd: cannot start the page invalidation thread\n");
-			fuse_session_unmount(se);
-			report(status_fd, EXIT_FAILED);
-			fuse_remove_signal_handlers(se);
-			fuse_session_destroy(se);
-			return EXIT_FAILED;
-		}
 		if (cfs_control_start(d, o->mountpoint, &ctl))
 			fprintf(stderr, "cfsd: control socket: %s (cfs grow and status will not work)\n",
 				cfs_last_error());
@@ -223,7 +221,6 @@ static int serve(struct opts *o, struct cfsd *d, int status_fd)
 		fuse_loop_cfg_set_idle_threads(cfg, 8);
 		rc = fuse_session_loop_mt(se, cfg) ? EXIT_FAILED : EXIT_OK;
 		fuse_loop_cfg_destroy(cfg);
-		kernel_inval_stop(d);
 		cfs_control_stop(ctl);
 		fuse_session_unmount(se);
 	} else {
@@ -231,6 +228,7 @@ static int serve(struct opts *o, struct cfsd *d, int status_fd)
 			o->mountpoint);
 		report(status_fd, EXIT_FAILED);
 	}
+	kernel_inval_stop(d); /* before the session goes: the thread sends through it */
 	fuse_remove_signal_handlers(se);
 	fuse_session_destroy(se);
 	return rc;

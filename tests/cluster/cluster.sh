@@ -114,9 +114,28 @@ cmd_up() {
 	echo "cluster $ID: $count nodes up and quorate"
 }
 
+# The node's FUSE mounts lose their connection first: a daemon killed while one of its threads
+# waits in the kernel on its own connection (a page invalidation waiting for a page that a
+# request to the daemon holds) would never die otherwise.
+fuse_minors() { # mountinfo files -> the device minors of their FUSE mounts
+	awk '{ for (i = 7; i <= NF; i++) if ($i == "-") { if ($(i + 1) ~ /^fuse(\.|$)/) { split($3, d, ":"); print d[2] } break } }' \
+		"$@" 2>/dev/null | sort -u
+}
+abort_fuse() { # node: only mounts made in the node, not those it saw of this machine's
+	local p files=() ctl=/sys/fs/fuse/connections mounted=
+	for p in $(ip netns pids "$(ns "$1")" 2>/dev/null); do files+=("/proc/$p/mountinfo"); done
+	[ ${#files[@]} -gt 0 ] && [ -d $ctl ] || return 0
+	if ! mountpoint -q $ctl; then mount -t fusectl none $ctl 2>/dev/null && mounted=1 || return 0; fi
+	for p in $(comm -23 <(fuse_minors "${files[@]}") <(fuse_minors /proc/self/mountinfo)); do
+		echo 1 >"$ctl/$p/abort" 2>/dev/null || true
+	done
+	[ -z "$mounted" ] || umount $ctl
+}
+
 cmd_down() {
 	local count
 	count=$(nodes)
+	for i in $(seq 1 "$count"); do abort_fuse "$i"; done
 	for i in $(seq 1 "$count"); do
 		# Everything running in the node: corosync and whatever tests started there.
 		for p in $(ip netns pids "$(ns "$i")" 2>/dev/null); do kill -9 "$p" 2>/dev/null || true; done
