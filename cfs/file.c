@@ -204,7 +204,7 @@ int cfs_open(struct cfs_fs *fs, uint64_t ino)
 	if (rc)
 		return rc;
 	struct cfs_inode *ip;
-	if (!(rc = cfs_iget(fs, ino, &ip)))
+	if (!(rc = cfs_iget(fs, ino, &ip)) && !(rc = cfs_iopen_hold(fs, ip)))
 		ip->nopen++;
 	cfs_op_end(fs);
 	return rc;

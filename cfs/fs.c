@@ -187,7 +187,6 @@ static void fs_free(struct cfs_fs *fs)
 {
 	cfs_iopen_drop_reaps(fs);
 	cfs_icache_destroy(fs);
-	cfs_iopen_free(fs);
 	cfs_bcache_destroy(fs);
 	cfs_glock_shutdown(fs);
 	if (fs->slot_lock) {

@@ -119,9 +119,11 @@ struct cfs_inode {
 	pthread_rwlock_t io; /* data I/O shared; anything that frees blocks exclusive */
 	bool stale; /* read under a glock grant given up since: read again before use */
 	bool dead;  /* freed (or its block reused) by another node: ESTALE from now on */
-	/* cluster: the open lock (iopen.c), PR while open here past a let-go of the glock */
+	/* cluster: the open lock (iopen.c), PR while open here and kept after until asked */
+	struct cfs_fs *fs;
 	struct cfslock *iopen;
-	int iopen_mode; /* granted mode, -1 none */
+	int iopen_mode;    /* granted mode, -1 none */
+	bool iopen_wanted; /* another node asked for it (atomic) */
 	uint64_t kcache_epoch; /* glock epoch at the last open: the kernel's pages are valid */
 };
 
@@ -170,21 +172,20 @@ uint64_t cfs_ext_bmap(const struct cfs_inode *ip, uint64_t lblk, bool *unwritten
 
 /* ---- who frees an unlinked inode on a cluster (iopen.c) ---- */
 struct cfs_reap;
-/* The glock is about to go: take the open lock of every file open here. */
-int cfs_iopen_before_let_go(struct cfs_fs *fs);
-/* The last open here ended: its open lock goes. */
+/* An open of the inode begins here: -ESTALE if a node is freeing it. */
+int cfs_iopen_hold(struct cfs_fs *fs, struct cfs_inode *ip);
+/* The last open here ended: the open lock goes if another node asked for it. */
 void cfs_iopen_closed(struct cfs_fs *fs, struct cfs_inode *ip);
 /* The inode leaves memory. */
 void cfs_iopen_forget(struct cfs_fs *fs, struct cfs_inode *ip);
 /* An unlinked inode nothing here holds (metadata glock EX): freed now if no node has it open,
  * else left on an orphan list for the last node to close it. */
 int cfs_iopen_unlinked(struct cfs_fs *fs, struct cfs_inode *ip);
-/* The committer's round: free the inodes whose reaps were granted. */
+/* The committer's round: let go of open locks others want, free what reaps were granted. */
 void cfs_iopen_work(struct cfs_fs *fs);
 /* Unmount: wait up to wait_ms for the reaps in progress, then drop them. */
 void cfs_iopen_shutdown(struct cfs_fs *fs, unsigned wait_ms);
 void cfs_iopen_drop_reaps(struct cfs_fs *fs);
-void cfs_iopen_free(struct cfs_fs *fs);
 
 /* ---- directories (dir.c) ---- */
 typedef int (*cfs_dir_visit_fn)(void *arg, const char *name, size_t len, uint64_t ino,
@@ -271,10 +272,8 @@ struct cfs_fs {
 	pthread_t dispatch;
 	bool dispatching;
 	struct cfs_reap *reaps;      /* unlinked inodes waiting for their last close (iopen.c) */
-	struct cfslock *opens;       /* PR: this node holds open locks; EX: nobody does */
-	bool opens_shared, opens_busy;
-	unsigned iopen_count;        /* open locks held PR here */
-	int iopen_error;
+	unsigned iopen_wishes;       /* open locks other nodes asked for (atomic) */
+	unsigned iopen_wishes_seen;
 	cfs_invalidate_fn invalidate; /* cfsd: drop the kernel's pages of an inode */
 	void *invalidate_arg;
 	pthread_t committer;

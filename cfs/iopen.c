@@ -1,23 +1,20 @@
-/* Who frees an unlinked inode on a cluster: the last node to have it open (GFS2's iopen glock,
- * taken lazily).
+/* Who frees an unlinked inode on a cluster: the last node to have it open (GFS2's iopen glock).
  *
  * Each inode has a cluster lock "o<block>.<generation>" (a new inode in a freed block is another
- * resource, so nothing said about the old one holds up the new one), and the filesystem has one
- * lock "opens".  Only a node holding the metadata glock EX unlinks or frees, and while a node
- * holds the glock (PR or EX) nobody else holds it EX.  So a node needs the open locks only when
- * it lets the glock go: then it takes the inode's lock PR for every file it has open, and
- * "opens" PR if it has any, and keeps them until those files are closed here.  A node working
- * alone sends no message for them.
- *
- * A node frees an unlinked inode nothing of its own holds any more:
- *   - at once if it gets "opens" EX without waiting (no node has anything open: the grant is
- *     kept, so a node removing files alone asks once), or the inode's lock EX without waiting;
- *   - else the inode stays on the unlinker's orphan list (every unlink on a cluster puts it
- *     there, so a crash leaves it to that slot's next mount) and a reap is queued: an EX
- *     request that waits until the holders have closed it.  The grant wakes the committer,
- *     which frees the inode under the metadata glock EX if it is still the same unlinked one.
- * Lock callbacks may run on any thread waiting for the lock manager, one holding fs->lock
- * included: a reap's grant only sets a flag and wakes the committer. */
+ * resource, so nothing said about the old one holds up the new one).  A node holds it PR while it
+ * has the file open, and keeps the grant after the last close until another node asks for it.
+ * A node frees an inode only under that lock EX, so never while any node has it open:
+ *   - whoever drops the last link puts the inode on its slot's orphan list (a crash leaves it to
+ *     that slot's next mount);
+ *   - whoever then finds no reference of its own (the unlinker right away, every other node at
+ *     its last close) tries EX without waiting; granted, it frees the inode and takes it off
+ *     every orphan list;
+ *   - refused, it queues a reap: an EX request that waits.  Holders that still have the file
+ *     open let go at their last close, cached grants at the committer's next round; the grant
+ *     wakes the committer, which frees the inode under the metadata glock EX if it is still the
+ *     same unlinked inode.
+ * The lock's callbacks may run on any thread waiting for the lock manager, one that holds
+ * fs->lock included: they only set flags and wake the committer. */
 #include "cfs/internal.h"
 
 #include <errno.h>
@@ -40,17 +37,27 @@ static void lock_name(const struct cfs_inode *ip, char *buf, size_t len)
 	snprintf(buf, len, "o%" PRIx64 ".%" PRIx64, ip->ino, ip->d.generation);
 }
 
-static int iopen_request(struct cfs_fs *fs, struct cfs_inode *ip, int mode, unsigned flags)
+static void iopen_wanted(void *arg, struct cfslock *lk, int mode)
+{
+	(void)lk, (void)mode;
+	struct cfs_inode *ip = arg;
+	__atomic_store_n(&ip->iopen_wanted, true, __ATOMIC_RELEASE);
+	__atomic_add_fetch(&ip->fs->iopen_wishes, 1, __ATOMIC_ACQ_REL);
+	pthread_cond_signal(&ip->fs->commit_wake);
+}
+
+static int iopen_request(struct cfs_fs *fs, struct cfs_inode *ip, int mode)
 {
 	if (!ip->iopen) {
 		char name[48];
 		lock_name(ip, name, sizeof name);
-		if (!(ip->iopen = cfslock_new(fs->space, name, NULL, NULL, NULL)))
+		ip->fs = fs;
+		if (!(ip->iopen = cfslock_new(fs->space, name, NULL, iopen_wanted, ip)))
 			return -ENOMEM;
 	}
 	if (ip->iopen_mode >= mode)
 		return 0;
-	int rc = cfslock_request_sync(ip->iopen, mode, flags);
+	int rc = cfslock_request_sync(ip->iopen, mode, CFSLOCK_NOQUEUE);
 	if (!rc)
 		ip->iopen_mode = mode;
 	return rc;
@@ -60,6 +67,7 @@ static int iopen_unlock(struct cfs_fs *fs, struct cfs_inode *ip)
 {
 	if (ip->iopen_mode < 0)
 		return 0;
+	__atomic_store_n(&ip->iopen_wanted, false, __ATOMIC_RELEASE);
 	ip->iopen_mode = -1;
 	int rc = cfslock_unlock_sync(ip->iopen);
 	if (rc)
@@ -67,73 +75,26 @@ static int iopen_unlock(struct cfs_fs *fs, struct cfs_inode *ip)
 	return rc;
 }
 
-/* "opens" PR: this node has files open while it does not hold the metadata glock.  A grant kept
- * from a check (EX, unused) is converted down, not asked for again. */
-static int opens_lock(struct cfs_fs *fs)
-{
-	if (!fs->opens && !(fs->opens = cfslock_new(fs->space, "opens", NULL, NULL, NULL)))
-		return -ENOMEM;
-	return 0;
-}
-
-static int opens_share(struct cfs_fs *fs)
-{
-	if (fs->opens_shared)
-		return 0;
-	int rc = opens_lock(fs);
-	if (rc)
-		return rc;
-	if (cfslock_mode(fs->opens) == CFSLOCK_EX &&
-	    cfslock_request_sync(fs->opens, CFSLOCK_EX, CFSLOCK_NOQUEUE) == 0)
-		rc = cfslock_request_sync(fs->opens, CFSLOCK_PR, 0); /* down: granted at once */
-	else
-		rc = cfslock_request_sync(fs->opens, CFSLOCK_PR, 0);
-	fs->opens_shared = !rc;
-	return rc;
-}
-
-static void hold_if_open(struct cfs_fs *fs, struct cfs_inode *ip)
-{
-	if (!ip->nopen || ip->iopen_mode >= 0 || ip->dead || fs->iopen_error)
-		return;
-	int rc = iopen_request(fs, ip, CFSLOCK_PR, 0);
-	if (rc) {
-		cfs_log(fs, "inode %" PRIu64 ": open lock: %s", ip->ino, strerror(-rc));
-		fs->iopen_error = rc;
-		return;
-	}
-	fs->iopen_count++;
-}
-
-int cfs_iopen_before_let_go(struct cfs_fs *fs)
+int cfs_iopen_hold(struct cfs_fs *fs, struct cfs_inode *ip)
 {
 	if (!fs->cluster)
 		return 0;
-	fs->iopen_error = 0;
-	fs->opens_busy = false; /* asked again in the next tenure */
-	cfs_icache_each(fs, hold_if_open);
-	int rc = fs->iopen_error;
-	if (!rc && fs->iopen_count)
-		rc = opens_share(fs);
-	return rc == -CFSLOCK_ENOQUORUM ? -EIO : rc;
+	int rc = iopen_request(fs, ip, CFSLOCK_PR);
+	/* Refused: a node is freeing it (its last link is gone), so it is gone for us too. */
+	return rc == -EAGAIN ? -ESTALE : rc == -CFSLOCK_ENOQUORUM ? -EIO : rc;
 }
 
 void cfs_iopen_closed(struct cfs_fs *fs, struct cfs_inode *ip)
 {
-	if (ip->iopen_mode < 0)
-		return;
-	iopen_unlock(fs, ip);
-	if (--fs->iopen_count == 0 && fs->opens_shared) {
-		fs->opens_shared = false;
-		cfslock_unlock_sync(fs->opens);
-	}
+	if (ip->iopen_mode >= 0 && __atomic_load_n(&ip->iopen_wanted, __ATOMIC_ACQUIRE))
+		iopen_unlock(fs, ip);
 }
 
 void cfs_iopen_forget(struct cfs_fs *fs, struct cfs_inode *ip)
 {
 	if (!ip->iopen)
 		return;
-	cfs_iopen_closed(fs, ip);
+	iopen_unlock(fs, ip);
 	cfslock_free(ip->iopen);
 	ip->iopen = NULL;
 }
@@ -194,41 +155,22 @@ static int reap_queue(struct cfs_fs *fs, const struct cfs_inode *ip)
 	return 0;
 }
 
-/* Does no other node have this inode open?  Then its lock (or "opens") is held EX here. */
-static int nobody_else_has_it(struct cfs_fs *fs, struct cfs_inode *ip, bool *by_opens)
-{
-	*by_opens = false;
-	if (!fs->opens_shared && !fs->opens_busy && !opens_lock(fs)) {
-		int rc = cfslock_request_sync(fs->opens, CFSLOCK_EX, CFSLOCK_NOQUEUE);
-		if (!rc) {
-			*by_opens = true;
-			return 0;
-		}
-		/* Somebody has something open: while this node holds the glock EX nobody lets
-		 * go of "opens" for long, ask inode by inode. */
-		fs->opens_busy = rc == -EAGAIN;
-	}
-	return iopen_request(fs, ip, CFSLOCK_EX, CFSLOCK_NOQUEUE);
-}
-
 int cfs_iopen_unlinked(struct cfs_fs *fs, struct cfs_inode *ip)
 {
 	if (!fs->cluster)
 		return free_unlinked(fs, ip);
-	bool by_opens;
-	int rc = nobody_else_has_it(fs, ip, &by_opens);
+	int rc = iopen_request(fs, ip, CFSLOCK_EX);
 	if (!rc) {
 		rc = free_unlinked(fs, ip);
-		if (by_opens)
-			cfslock_release(fs->opens); /* kept: the next unlink asks nobody */
-		else
-			iopen_unlock(fs, ip);
+		iopen_unlock(fs, ip);
 		return rc;
 	}
 	if (rc != -EAGAIN)
 		return rc == -CFSLOCK_ENOQUORUM ? -EIO : rc;
 	/* Open elsewhere: the last node to close it frees it. */
-	return reap_queue(fs, ip);
+	iopen_unlock(fs, ip);
+	rc = ip->in_orphans ? 0 : cfs_orphan_add(fs, ip);
+	return rc ? rc : reap_queue(fs, ip);
 }
 
 /* A granted reap: free the inode if it is still the unlinked one the reap was queued for. */
@@ -257,10 +199,22 @@ static void reap_free(struct cfs_reap *r)
 	free(r);
 }
 
+static void let_go_unused(struct cfs_fs *fs, struct cfs_inode *ip)
+{
+	if (!ip->nopen)
+		cfs_iopen_closed(fs, ip);
+}
+
 void cfs_iopen_work(struct cfs_fs *fs)
 {
 	if (!fs->cluster)
 		return;
+	/* Open locks another node asked for, held here by nothing open, go. */
+	unsigned wishes = __atomic_load_n(&fs->iopen_wishes, __ATOMIC_ACQUIRE);
+	if (wishes != fs->iopen_wishes_seen) {
+		fs->iopen_wishes_seen = wishes;
+		cfs_icache_each(fs, let_go_unused);
+	}
 	for (struct cfs_reap **p = &fs->reaps, *r; (r = *p);) {
 		int state = __atomic_load_n(&r->state, __ATOMIC_ACQUIRE);
 		if (state == 0) {
@@ -306,14 +260,4 @@ void cfs_iopen_drop_reaps(struct cfs_fs *fs)
 		fs->reaps = r->next;
 		reap_free(r);
 	}
-}
-
-void cfs_iopen_free(struct cfs_fs *fs)
-{
-	if (!fs->opens)
-		return;
-	if (cfslock_mode(fs->opens) >= 0)
-		cfslock_unlock_sync(fs->opens);
-	cfslock_free(fs->opens);
-	fs->opens = NULL;
 }

@@ -167,7 +167,7 @@ static int make_node(struct cfs_fs *fs, uint64_t parent, const char *name, mode_
 		}
 		free(blk);
 	}
-	if (!rc && !name) {
+	if (!rc && !name && !(rc = cfs_iopen_hold(fs, ip))) {
 		ip->d.nlink = 0;
 		ip->nopen = 1;
 		rc = cfs_orphan_add(fs, ip);
