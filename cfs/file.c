@@ -204,7 +204,7 @@ int cfs_open(struct cfs_fs *fs, uint64_t ino)
 	if (rc)
 		return rc;
 	struct cfs_inode *ip;
-	if (!(rc = cfs_iget(fs, ino, &ip)) && !(rc = cfs_iopen_hold(fs, ip)))
+	if (!(rc = cfs_iget(fs, ino, &ip)))
 		ip->nopen++;
 	cfs_op_end(fs);
 	return rc;
@@ -265,8 +265,6 @@ int cfs_put(struct cfs_fs *fs, uint64_t ino, uint32_t opens, uint64_t lookups)
 	if (ip) {
 		ip->nopen = ip->nopen > opens ? ip->nopen - opens : 0;
 		ip->nlookup = ip->nlookup > lookups ? ip->nlookup - lookups : 0;
-		if (opens && !ip->nopen)
-			cfs_iopen_closed(fs, ip);
 		if (!ip->nopen && !ip->nlookup)
 			rc = put_last(fs, ip);
 	}

@@ -86,22 +86,6 @@ int cfs_orphan_add(struct cfs_fs *fs, struct cfs_inode *ip)
 	return rc;
 }
 
-int cfs_orphan_remove_from(struct cfs_fs *fs, uint32_t slot, uint64_t ino)
-{
-	struct cfs_inode *dir;
-	char name[17];
-	uint64_t named;
-	orphan_name(ino, name);
-	int rc = cfs_iget(fs, fs->sb.orphan_dir[slot], &dir);
-	if (!rc)
-		rc = cfs_dir_lookup(fs, dir, name, &named, NULL);
-	if (rc == -ENOENT || (!rc && named != ino))
-		return 0;
-	if (!rc)
-		rc = cfs_dir_remove(fs, dir, name);
-	return rc ? rc : cfs_iwrite(fs, dir);
-}
-
 int cfs_orphan_remove(struct cfs_fs *fs, struct cfs_inode *ip)
 {
 	struct cfs_inode *dir;
@@ -176,7 +160,6 @@ static void *committer(void *arg)
 		if (fs->txn.n && !fs->ro)
 			cfs_journal_commit(fs);
 		cfs_bcache_trim(fs);
-		cfs_iopen_work(fs);
 		cfs_glock_check(fs); /* another node may be waiting for a lock nobody here uses */
 	}
 	pthread_mutex_unlock(&fs->lock);
@@ -185,7 +168,6 @@ static void *committer(void *arg)
 
 static void fs_free(struct cfs_fs *fs)
 {
-	cfs_iopen_drop_reaps(fs);
 	cfs_icache_destroy(fs);
 	cfs_bcache_destroy(fs);
 	cfs_glock_shutdown(fs);
@@ -416,8 +398,6 @@ int cfs_unmount(struct cfs_fs *fs)
 			if (!rc && fs->txn.n > fs->txn.limit / 2)
 				rc = cfs_journal_commit(fs);
 		}
-	if (!rc && fs->cluster)
-		cfs_iopen_shutdown(fs, 2000);
 	int crc = cfs_journal_commit(fs);
 	/* Clean: the next mount has nothing to replay. */
 	if (!crc && !fs->ro)

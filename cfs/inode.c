@@ -38,7 +38,6 @@ void cfs_icache_destroy(struct cfs_fs *fs)
 	for (size_t i = 0; i < CFS_ICACHE_BUCKETS; i++)
 		for (struct cfs_inode *ip = fs->ihash[i], *n; ip; ip = n) {
 			n = ip->hnext;
-			cfs_iopen_forget(fs, ip);
 			inode_free_mem(ip);
 		}
 	free(fs->ihash);
@@ -51,7 +50,6 @@ static struct cfs_inode *inode_new_mem(struct cfs_fs *fs, uint64_t ino)
 	if (!ip)
 		return NULL;
 	ip->ino = ino;
-	ip->iopen_mode = -1;
 	pthread_rwlock_init(&ip->io, NULL);
 	struct cfs_inode **s = ihash_slot(fs, ino);
 	ip->hnext = *s;
@@ -442,24 +440,20 @@ int cfs_iput_check(struct cfs_fs *fs, struct cfs_inode *ip)
 		return 0;
 	}
 	int rc = ip->times_dirty && ip->d.nlink ? cfs_iwrite(fs, ip) : 0;
-	/* On a cluster only under the glock EX: whoever reads it unlinked under PR lets it go,
-	 * the node that unlinked it has it freed. */
-	if (ip->d.nlink == 0 && !fs->ro && (!fs->cluster || fs->meta_mode == CFSLOCK_EX))
-		rc = cfs_iopen_unlinked(fs, ip);
+	/* On a cluster an unlinked inode is freed by the node that unlinked it (it alone keeps it
+	 * on its orphan list while in use); another node that sees it unlinked lets it go. */
+	bool ours = !fs->cluster || ip->in_orphans || ip->unlinked_here;
+	if (ip->d.nlink == 0 && !fs->ro && ours) {
+		rc = cfs_ifree(fs, ip);
+		if (!rc && ip->in_orphans)
+			rc = cfs_orphan_remove(fs, ip);
+	}
 	cfs_iforget(fs, ip);
 	return rc;
 }
 
-void cfs_icache_each(struct cfs_fs *fs, void (*fn)(struct cfs_fs *, struct cfs_inode *))
-{
-	for (size_t i = 0; i < CFS_ICACHE_BUCKETS; i++)
-		for (struct cfs_inode *ip = fs->ihash[i]; ip; ip = ip->hnext)
-			fn(fs, ip);
-}
-
 void cfs_iforget(struct cfs_fs *fs, struct cfs_inode *ip)
 {
-	cfs_iopen_forget(fs, ip);
 	ihash_remove(fs, ip);
 	inode_free_mem(ip);
 }

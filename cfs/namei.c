@@ -167,7 +167,7 @@ static int make_node(struct cfs_fs *fs, uint64_t parent, const char *name, mode_
 		}
 		free(blk);
 	}
-	if (!rc && !name && !(rc = cfs_iopen_hold(fs, ip))) {
+	if (!rc && !name) {
 		ip->d.nlink = 0;
 		ip->nopen = 1;
 		rc = cfs_orphan_add(fs, ip);
@@ -307,9 +307,8 @@ static int drop_link(struct cfs_fs *fs, struct cfs_inode *ip)
 		ip->d.nlink--;
 	cfs_itouch(ip, false, true);
 	int rc = 0;
-	/* On a cluster always: another node may have it open, and then it outlives this op. */
-	bool kept = ip->nlookup || ip->nopen || fs->cluster;
-	if (ip->d.nlink == 0 && kept && !ip->in_orphans)
+	ip->unlinked_here = ip->d.nlink == 0;
+	if (ip->d.nlink == 0 && (ip->nlookup || ip->nopen) && !ip->in_orphans)
 		rc = cfs_orphan_add(fs, ip);
 	return rc ? rc : cfs_iwrite(fs, ip);
 }
