@@ -189,13 +189,17 @@ static int open_inode_locked(struct cfs_fs *fs, uint64_t ino, int mode, struct c
 	return rc;
 }
 
-static struct cfs_inode *open_inode(struct cfs_fs *fs, uint64_t ino, int mode, int *err)
+/* Which in-memory inode to take the I/O lock of, before fs->lock (the lock order): an open
+ * file stays in memory.  Whether it is still current is open_inode_locked's to say. */
+static struct cfs_inode *open_inode(struct cfs_fs *fs, uint64_t ino, int *err)
 {
-	struct cfs_inode *ip = NULL;
 	pthread_mutex_lock(&fs->lock);
-	*err = open_inode_locked(fs, ino, mode, &ip);
+	struct cfs_inode *ip = cfs_icache_find(fs, ino);
+	if (ip && !ip->nopen)
+		ip = NULL;
 	pthread_mutex_unlock(&fs->lock);
-	return *err ? NULL : ip;
+	*err = ip ? 0 : -EBADF;
+	return ip;
 }
 
 int cfs_open(struct cfs_fs *fs, uint64_t ino)
@@ -280,7 +284,7 @@ int cfs_release(struct cfs_fs *fs, uint64_t ino)
 int64_t cfs_read(struct cfs_fs *fs, uint64_t ino, void *buf, uint64_t size, uint64_t off)
 {
 	int rc;
-	struct cfs_inode *ip = open_inode(fs, ino, CFSLOCK_PR, &rc);
+	struct cfs_inode *ip = open_inode(fs, ino, &rc);
 	if (!ip)
 		return rc;
 	struct plan p = {0};
@@ -358,7 +362,7 @@ int64_t cfs_write(struct cfs_fs *fs, uint64_t ino, const void *buf, uint64_t siz
 	if (fs->ro)
 		return -EROFS;
 	int rc;
-	struct cfs_inode *ip = open_inode(fs, ino, CFSLOCK_EX, &rc);
+	struct cfs_inode *ip = open_inode(fs, ino, &rc);
 	if (!ip)
 		return rc;
 	if (size == 0)
@@ -461,7 +465,7 @@ int cfs_fallocate(struct cfs_fs *fs, uint64_t ino, int mode, uint64_t off, uint6
 	if (len == 0 || off + len < off || off + len > CFS_MAX_FILE_BYTES)
 		return len == 0 ? -EINVAL : -EFBIG;
 	int rc;
-	struct cfs_inode *ip = open_inode(fs, ino, CFSLOCK_EX, &rc);
+	struct cfs_inode *ip = open_inode(fs, ino, &rc);
 	if (!ip)
 		return rc;
 	uint64_t bs = fs->bs;

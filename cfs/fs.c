@@ -170,16 +170,12 @@ static void fs_free(struct cfs_fs *fs)
 {
 	cfs_icache_destroy(fs);
 	cfs_bcache_destroy(fs);
-	cfs_glock_shutdown(fs);
 	if (fs->slot_lock) {
 		if (cfslock_mode(fs->slot_lock) >= 0)
 			cfslock_unlock_sync(fs->slot_lock);
 		cfslock_free(fs->slot_lock);
 	}
-	if (fs->space)
-		cfslock_space_close(fs->space);
-	if (fs->locks)
-		cfslock_client_close(fs->locks);
+	cfs_glock_shutdown(fs);
 	if (fs->lockfd >= 0)
 		close(fs->lockfd);
 	free(fs->ags);
@@ -294,10 +290,6 @@ int cfs_cluster_idle(struct cvm_volume *vol, const struct cfs_dsuper *sb, const 
 		cfs_set_error("cannot tell whether %s is mounted on another node: %s", vname,
 			      strerror(-rc));
 	cfs_glock_shutdown(&probe);
-	if (probe.space)
-		cfslock_space_close(probe.space);
-	if (probe.locks)
-		cfslock_client_close(probe.locks);
 	return rc;
 }
 

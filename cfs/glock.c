@@ -95,6 +95,12 @@ void cfs_glock_shutdown(struct cfs_fs *fs)
 		cfslock_free(fs->meta);
 		fs->meta = NULL;
 	}
+	if (fs->space)
+		cfslock_space_close(fs->space);
+	if (fs->locks)
+		cfslock_client_close(fs->locks);
+	fs->space = NULL;
+	fs->locks = NULL;
 }
 
 /* Forget everything read under a grant we are giving up. */

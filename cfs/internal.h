@@ -83,6 +83,8 @@ int cfs_super_check(const struct cfs_dsuper *sb, uint64_t volume_bytes, const ch
 /* The lock protocol a superblock records, in static storage ("local" for filesystems made
  * before it was recorded), or NULL if it names none we know. */
 const char *cfs_super_lockproto(const struct cfs_dsuper *sb);
+/* 0 if name is a lock protocol, else -EINVAL with the error set. */
+int cfs_lockproto_check(const char *name);
 uint64_t cfs_ag_first(const struct cfs_dsuper *sb, uint32_t ag);
 uint32_t cfs_ag_size(const struct cfs_dsuper *sb, uint32_t ag);
 

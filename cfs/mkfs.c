@@ -37,10 +37,8 @@ static int geometry(struct cvm_volume *vol, const struct cfs_mkfs_opts *o, struc
 		cfs_set_error("label '%s' is longer than %u characters", o->label, CFS_LABEL_MAX);
 		return -EINVAL;
 	}
-	if (o->lockproto && !cfs_lockproto_valid(o->lockproto)) {
-		cfs_set_error("lock protocol '%s': give local, corosync or dlm", o->lockproto);
+	if (o->lockproto && cfs_lockproto_check(o->lockproto))
 		return -EINVAL;
-	}
 	uint32_t jb = o->journal_blocks ? o->journal_blocks : DEFAULT_JOURNAL_BYTES / bs;
 	if (jb < MIN_JOURNAL_BLOCKS)
 		jb = MIN_JOURNAL_BLOCKS;

@@ -147,6 +147,14 @@ bool cfs_lockproto_valid(const char *name)
 	return false;
 }
 
+int cfs_lockproto_check(const char *name)
+{
+	if (cfs_lockproto_valid(name))
+		return 0;
+	cfs_set_error("lock protocol '%s': give local, corosync or dlm", name);
+	return -EINVAL;
+}
+
 const char *cfs_super_lockproto(const struct cfs_dsuper *sb)
 {
 	if (!sb->lockproto[0])
@@ -197,10 +205,8 @@ int cfs_get_lockproto(struct cvm_volume *vol, char *out, size_t len)
 
 int cfs_set_lockproto(struct cvm_volume *vol, const char *proto)
 {
-	if (!cfs_lockproto_valid(proto)) {
-		cfs_set_error("lock protocol '%s': give local, corosync or dlm", proto);
+	if (cfs_lockproto_check(proto))
 		return -EINVAL;
-	}
 	struct cfs_dsuper sb;
 	int claim = -1;
 	int rc = cfs_super_read(vol, &sb, NULL);
