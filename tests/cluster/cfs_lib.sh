@@ -8,7 +8,9 @@ if [ ! -c /dev/fuse ]; then
 	echo "skip - $1: no /dev/fuse"
 	exit 0
 fi
-on() { local n=$1; shift; timeout 300 "$HERE/cluster.sh" exec "$n" "$@"; }
+# In the background and waited for: a TERM or INT then runs the traps at once (bash runs them
+# only after a foreground command ends, and a command stuck on a hung mount never would).
+on() { local n=$1; shift; timeout 300 "$HERE/cluster.sh" exec "$n" "$@" <&0 & wait $!; }
 M() { echo "$T/m$1"; }
 mount_on() { # node [options]
 	mkdir -p "$(M "$1")"
