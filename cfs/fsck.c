@@ -476,6 +476,29 @@ static int check_links(struct fsck *k)
 	return rc;
 }
 
+/* What a block marked in use but reached from nothing holds: its header says which kind of
+ * block it was and whose, which tells a leak's cause. */
+static void describe_leaked(struct fsck *k, uint64_t blk)
+{
+	struct cfs_fs *fs = k->fs;
+	static const char *const kinds[] = {"?", "superblock", "group header", "inode",
+					   "directory bucket", "directory overflow",
+					   "extent map", "xattr block", "journal descriptor",
+					   "journal commit"};
+	uint8_t *b;
+	if (posix_memalign((void **)&b, 4096, fs->bs))
+		return;
+	const struct cfs_bhdr *h = (const void *)b;
+	if (cvm_volume_read(fs->vol, b, fs->bs, blk * fs->bs))
+		say(k, false, "  block %" PRIu64 ": unreadable", blk);
+	else if (h->magic != CFS_MAGIC || h->blkno != blk)
+		say(k, false, "  block %" PRIu64 ": data (no metadata header)", blk);
+	else
+		say(k, false, "  block %" PRIu64 ": %s of %" PRIu64, blk,
+		    h->type < sizeof kinds / sizeof *kinds ? kinds[h->type] : "?", h->owner);
+	free(b);
+}
+
 static int check_group(struct fsck *k, uint32_t g)
 {
 	struct cfs_fs *fs = k->fs;
@@ -503,9 +526,15 @@ static int check_group(struct fsck *k, uint32_t g)
 	}
 	if (lost)
 		say(k, true, "group %u: %u blocks in use are marked free%s", g, lost, fixed(k));
-	if (leaked)
+	if (leaked) {
 		say(k, true, "group %u: %u blocks marked in use belong to nothing%s", g, leaked,
 		    fixed(k));
+		for (uint32_t i = 0, shown = 0; i < nblocks && shown < 8; i++)
+			if (cfs_bit_get(bm, i) && !cfs_bit_get(k->used, start + i)) {
+				describe_leaked(k, start + i);
+				shown++;
+			}
+	}
 	if (!lost && !leaked && h->nfree != nfree)
 		say(k, true, "group %u: free count %u, should be %u%s", g, h->nfree, nfree, fixed(k));
 	k->r->blocks_used += nblocks - nfree;

@@ -14,6 +14,7 @@ mount_cfs v "$M" || { not_ok "mount"; finish; }
 mkdir "$M/dir" && echo keep >"$M/keep" && echo lose >"$M/lose" && echo inner >"$M/dir/inner"
 lose=$(stat -c %i "$M/lose")
 dir=$(stat -c %i "$M/dir")
+inner=$(stat -c %i "$M/dir/inner")
 umount_cfs "$M"
 expect 0 "clean" "fsck.cfs: clean before the damage" -- "$BIN/fsck.cfs" v
 
@@ -33,6 +34,7 @@ expect 0 "clean" "fsck.cfs -n: clean after the repair" -- "$BIN/fsck.cfs" -n v
 # 2. A directory's inode: its entry goes, what it held is freed.
 smash "$dir"
 expect 4 "inode $dir which is damaged" "fsck.cfs -n finds the damaged directory" -- "$BIN/fsck.cfs" -n v
+expect 4 "block $inner: inode of $inner" "fsck.cfs -n says what the blocks nothing reaches now hold" -- "$BIN/fsck.cfs" -n v
 mount_cfs v "$M"
 expect 2 "Input/output error" "ls of the damaged directory gives EIO" -- ls "$M/dir"
 umount_cfs "$M"
