@@ -392,6 +392,28 @@ int cfs_dir_remove(struct cfs_fs *fs, struct cfs_inode *dir, const char *name)
 	return 0;
 }
 
+int cfs_dir_free_overflow(struct cfs_fs *fs, struct cfs_inode *dir)
+{
+	for (uint64_t bucket = 0; bucket < nbuckets(dir); bucket++) {
+		struct cfs_buf *b, *next;
+		int rc = read_bucket(fs, dir, bucket, &b);
+		if (!rc && (rc = read_next(fs, dir, b, &next)) == 0 && next) {
+			/* A bucket never names a freed block, whatever commits come before its own
+			 * free. */
+			((struct cfs_ddirb *)b->data)->next = 0;
+			cfs_bdirty(fs, b);
+		}
+		while (!rc && next) {
+			uint64_t blk = next->blkno;
+			if (!(rc = read_next(fs, dir, next, &next)) && !(rc = cfs_free(fs, blk, 1)))
+				dir->d.nblocks--;
+		}
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
 int cfs_dir_replace(struct cfs_fs *fs, struct cfs_inode *dir, const char *name, uint64_t ino,
 		    uint8_t type)
 {

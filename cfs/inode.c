@@ -406,6 +406,8 @@ int cfs_ifree(struct cfs_fs *fs, struct cfs_inode *ip)
 	 * crash half way leaves it to the next mount to finish. */
 	if (!ip->in_orphans && ip->next > 16)
 		rc = cfs_orphan_add(fs, ip);
+	if (!rc && S_ISDIR(ip->d.mode))
+		rc = cfs_dir_free_overflow(fs, ip);
 	if (!rc)
 		rc = cfs_ext_punch(fs, ip, 0, UINT64_MAX);
 	if (!rc && ip->d.xattr_block) {

@@ -176,6 +176,8 @@ int cfs_dir_lookup(struct cfs_fs *fs, struct cfs_inode *dir, const char *name, u
 int cfs_dir_add(struct cfs_fs *fs, struct cfs_inode *dir, const char *name, uint64_t ino,
 		uint8_t type);
 int cfs_dir_remove(struct cfs_fs *fs, struct cfs_inode *dir, const char *name);
+/* Free the overflow blocks chained to the buckets (the buckets are in the extent map). */
+int cfs_dir_free_overflow(struct cfs_fs *fs, struct cfs_inode *dir);
 /* Point an existing entry at another inode (rename over, exchange). */
 int cfs_dir_replace(struct cfs_fs *fs, struct cfs_inode *dir, const char *name, uint64_t ino,
 		    uint8_t type);

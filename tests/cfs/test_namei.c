@@ -74,6 +74,32 @@ Test(namei, many_entries_split_buckets)
 	fs_done(fs);
 }
 
+/* Names long enough to fill a bucket before it splits chain overflow blocks to it; removing
+ * the directory frees them with its buckets (they leaked once: fsck.cfs found them). */
+Test(namei, rmdir_frees_overflow_blocks)
+{
+	struct cfs_fs *fs = fs_fresh(1, 64);
+	uint64_t before = cfs_free_blocks(fs);
+	uint64_t d = mk(fs, CFS_ROOT, "dir", S_IFDIR | 0755);
+	char name[256];
+	for (int i = 0; i < 60; i++) {
+		snprintf(name, sizeof name, "%03d-%0200d", i, 0);
+		cfs_forget(fs, mk(fs, d, name, S_IFREG | 0600), 1);
+	}
+	struct stat st;
+	cr_assert_eq(cfs_getattr(fs, d, &st), 0);
+	cr_assert_gt(st.st_blocks * 512 / 4096, 2, "60 names of 204 bytes need overflow blocks");
+	for (int i = 0; i < 60; i++) {
+		snprintf(name, sizeof name, "%03d-%0200d", i, 0);
+		cr_assert_eq(cfs_unlink(fs, d, name), 0, "unlink %s", name);
+	}
+	cfs_forget(fs, d, 1);
+	cr_assert_eq(cfs_rmdir(fs, CFS_ROOT, "dir"), 0);
+	cr_assert_eq(cfs_sync(fs), 0);
+	cr_assert_eq(cfs_free_blocks(fs), before, "every block of the directory is free again");
+	fs_done(fs);
+}
+
 Test(namei, rename_kinds)
 {
 	struct cfs_fs *fs = fs_fresh(1, 64);
