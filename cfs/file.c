@@ -236,6 +236,19 @@ void cfs_set_invalidate(struct cfs_fs *fs, cfs_invalidate_fn fn, void *arg)
 	pthread_mutex_unlock(&fs->lock);
 }
 
+/* Take the glock to see the inode as it is now, EX if it is unlinked (to free it). */
+static int lock_current(struct cfs_fs *fs, struct cfs_inode *ip)
+{
+	ip->pins++; /* fetching the glock may drop the caches */
+	int rc = cfs_glock_acquire(fs, CFSLOCK_PR);
+	if (!rc)
+		rc = cfs_irefresh(fs, ip);
+	if (!rc && ip->d.nlink == 0 && !fs->ro && (rc = cfs_glock_acquire(fs, CFSLOCK_EX)) == 0)
+		rc = cfs_irefresh(fs, ip);
+	ip->pins--;
+	return rc;
+}
+
 /* The last reference to an inode is gone (fs->lock held): it leaves memory, and is freed if
  * nothing names it.  On a cluster that needs the current inode, so the glock: PR to look, EX
  * to free.  Without the glock (no quorum) it stays as it is: the unmount or the next mount of
@@ -244,19 +257,24 @@ static int put_last(struct cfs_fs *fs, struct cfs_inode *ip)
 {
 	if (!fs->cluster || ip->ino == fs->sb.root_ino)
 		return cfs_iput_check(fs, ip);
-	ip->nopen++; /* pinned: fetching the glock may drop the caches */
-	int rc = cfs_glock_acquire(fs, CFSLOCK_PR);
-	if (!rc)
-		rc = cfs_irefresh(fs, ip);
-	if (!rc && ip->d.nlink == 0 && !fs->ro && (rc = cfs_glock_acquire(fs, CFSLOCK_EX)) == 0)
-		rc = cfs_irefresh(fs, ip);
-	ip->nopen--;
+	int rc = lock_current(fs, ip);
 	if (rc && rc != -ESTALE) { /* ESTALE: another node freed it; it just leaves memory */
 		cfs_log(fs, "inode %llu: last reference dropped without the metadata lock (%s)",
 			(unsigned long long)ip->ino, strerror(-rc));
 		return rc;
 	}
 	return cfs_iput_check(fs, ip);
+}
+
+/* The last open here of a file another node may have unlinked meanwhile (we held its open
+ * lock): if nobody names it and nobody else has it open, it is freed now.  The kernel may
+ * keep its entry for long (it did not see the unlink), so this cannot wait for the forget. */
+static int closed_last(struct cfs_fs *fs, struct cfs_inode *ip)
+{
+	int rc = lock_current(fs, ip);
+	if (!rc && ip->d.nlink == 0 && !fs->ro)
+		rc = cfs_iopen_unlinked(fs, ip);
+	return rc == -ESTALE ? 0 : rc;
 }
 
 int cfs_put(struct cfs_fs *fs, uint64_t ino, uint32_t opens, uint64_t lookups)
@@ -269,8 +287,13 @@ int cfs_put(struct cfs_fs *fs, uint64_t ino, uint32_t opens, uint64_t lookups)
 	if (ip) {
 		ip->nopen = ip->nopen > opens ? ip->nopen - opens : 0;
 		ip->nlookup = ip->nlookup > lookups ? ip->nlookup - lookups : 0;
+		bool open_locked = ip->iopen_mode >= 0;
+		if (opens && !ip->nopen)
+			cfs_iopen_closed(fs, ip);
 		if (!ip->nopen && !ip->nlookup)
 			rc = put_last(fs, ip);
+		else if (opens && !ip->nopen && open_locked)
+			rc = closed_last(fs, ip);
 	}
 	cfs_op_end(fs);
 	return rc;

@@ -86,6 +86,22 @@ int cfs_orphan_add(struct cfs_fs *fs, struct cfs_inode *ip)
 	return rc;
 }
 
+int cfs_orphan_remove_from(struct cfs_fs *fs, uint32_t slot, uint64_t ino)
+{
+	struct cfs_inode *dir;
+	char name[17];
+	uint64_t named;
+	orphan_name(ino, name);
+	int rc = cfs_iget(fs, fs->sb.orphan_dir[slot], &dir);
+	if (!rc)
+		rc = cfs_dir_lookup(fs, dir, name, &named, NULL);
+	if (rc == -ENOENT || (!rc && named != ino))
+		return 0;
+	if (!rc)
+		rc = cfs_dir_remove(fs, dir, name);
+	return rc ? rc : cfs_iwrite(fs, dir);
+}
+
 int cfs_orphan_remove(struct cfs_fs *fs, struct cfs_inode *ip)
 {
 	struct cfs_inode *dir;
@@ -169,6 +185,7 @@ static void *committer(void *arg)
 static void fs_free(struct cfs_fs *fs)
 {
 	cfs_icache_destroy(fs);
+	cfs_iopen_free(fs);
 	cfs_bcache_destroy(fs);
 	if (fs->slot_lock) {
 		if (cfslock_mode(fs->slot_lock) >= 0)

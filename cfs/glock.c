@@ -137,6 +137,9 @@ static int glock_let_go(struct cfs_fs *fs, int to)
 			fs->meta_mode = CFSLOCK_PR;
 		return rc;
 	}
+	/* Nobody may free what this node has open once it lets go (see iopen.c). */
+	if ((rc = cfs_iopen_before_let_go(fs)))
+		return rc;
 	drop_caches(fs);
 	fs->meta_mode = -1;
 	rc = cfslock_unlock_sync(fs->meta);

@@ -38,6 +38,7 @@ void cfs_icache_destroy(struct cfs_fs *fs)
 	for (size_t i = 0; i < CFS_ICACHE_BUCKETS; i++)
 		for (struct cfs_inode *ip = fs->ihash[i], *n; ip; ip = n) {
 			n = ip->hnext;
+			cfs_iopen_forget(fs, ip);
 			inode_free_mem(ip);
 		}
 	free(fs->ihash);
@@ -50,6 +51,7 @@ static struct cfs_inode *inode_new_mem(struct cfs_fs *fs, uint64_t ino)
 	if (!ip)
 		return NULL;
 	ip->ino = ino;
+	ip->iopen_mode = -1;
 	pthread_rwlock_init(&ip->io, NULL);
 	struct cfs_inode **s = ihash_slot(fs, ino);
 	ip->hnext = *s;
@@ -267,7 +269,7 @@ void cfs_icache_invalidate(struct cfs_fs *fs)
 	for (size_t i = 0; i < CFS_ICACHE_BUCKETS; i++)
 		for (struct cfs_inode *ip = fs->ihash[i], *n; ip; ip = n) {
 			n = ip->hnext;
-			if (!ip->nlookup && !ip->nopen && ip->ino != fs->sb.root_ino) {
+			if (!ip->nlookup && !ip->nopen && !ip->pins && ip->ino != fs->sb.root_ino) {
 				cfs_iforget(fs, ip);
 				continue;
 			}
@@ -435,27 +437,31 @@ int cfs_iflush_times(struct cfs_fs *fs)
 
 int cfs_iput_check(struct cfs_fs *fs, struct cfs_inode *ip)
 {
-	if (ip->nlookup || ip->nopen || ip->ino == fs->sb.root_ino)
+	if (ip->nlookup || ip->nopen || ip->pins || ip->ino == fs->sb.root_ino)
 		return 0;
 	if (ip->dead || ip->stale) { /* another node's now: nothing of ours to write or free */
 		cfs_iforget(fs, ip);
 		return 0;
 	}
 	int rc = ip->times_dirty && ip->d.nlink ? cfs_iwrite(fs, ip) : 0;
-	/* On a cluster an unlinked inode is freed by the node that unlinked it (it alone keeps it
-	 * on its orphan list while in use); another node that sees it unlinked lets it go. */
-	bool ours = !fs->cluster || ip->in_orphans || ip->unlinked_here;
-	if (ip->d.nlink == 0 && !fs->ro && ours) {
-		rc = cfs_ifree(fs, ip);
-		if (!rc && ip->in_orphans)
-			rc = cfs_orphan_remove(fs, ip);
-	}
+	/* On a cluster only under the glock EX: whoever reads it unlinked under PR lets it go,
+	 * the node that unlinked it has it freed. */
+	if (ip->d.nlink == 0 && !fs->ro && (!fs->cluster || fs->meta_mode == CFSLOCK_EX))
+		rc = cfs_iopen_unlinked(fs, ip);
 	cfs_iforget(fs, ip);
 	return rc;
 }
 
+void cfs_icache_each(struct cfs_fs *fs, void (*fn)(struct cfs_fs *, struct cfs_inode *))
+{
+	for (size_t i = 0; i < CFS_ICACHE_BUCKETS; i++)
+		for (struct cfs_inode *ip = fs->ihash[i]; ip; ip = ip->hnext)
+			fn(fs, ip);
+}
+
 void cfs_iforget(struct cfs_fs *fs, struct cfs_inode *ip)
 {
+	cfs_iopen_forget(fs, ip);
 	ihash_remove(fs, ip);
 	inode_free_mem(ip);
 }

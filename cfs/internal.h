@@ -112,6 +112,7 @@ struct cfs_inode {
 	struct cfs_inode *hnext;
 	uint64_t nlookup;
 	uint32_t nopen;
+	uint32_t pins; /* kept in memory across a wait for a lock: not an open (iopen.c) */
 	bool in_orphans;
 	bool times_dirty; /* mtime/ctime changed by an overwrite, written at the next commit */
 	struct cfs_dinode d;
@@ -121,7 +122,9 @@ struct cfs_inode {
 	pthread_rwlock_t io; /* data I/O shared; anything that frees blocks exclusive */
 	bool stale; /* read under a glock grant given up since: read again before use */
 	bool dead;  /* freed (or its block reused) by another node: ESTALE from now on */
-	bool unlinked_here; /* its last link went on this node: this node frees it */
+	/* cluster: the open lock (iopen.c), PR while open here past a let-go of the glock */
+	struct cfslock *iopen;
+	int iopen_mode; /* granted mode, -1 none */
 	uint64_t kcache_epoch; /* glock epoch at the last open: the kernel's pages are valid */
 };
 
@@ -143,6 +146,8 @@ int cfs_iput_check(struct cfs_fs *fs, struct cfs_inode *ip);
 int cfs_ifree(struct cfs_fs *fs, struct cfs_inode *ip);
 /* Drop the in-memory inode, whatever its state (fsck). */
 void cfs_iforget(struct cfs_fs *fs, struct cfs_inode *ip);
+/* Call fn for every in-memory inode (fn must not take inodes out of memory). */
+void cfs_icache_each(struct cfs_fs *fs, void (*fn)(struct cfs_fs *, struct cfs_inode *));
 /* The glock is going: inodes nobody holds leave memory, the others are read again at their
  * next use; cfsd hears of every regular file the kernel may cache pages of. */
 void cfs_icache_invalidate(struct cfs_fs *fs);
@@ -165,6 +170,18 @@ int cfs_ext_mark_written(struct cfs_inode *ip, uint64_t lblk, uint64_t count);
 int cfs_ext_fill(struct cfs_fs *fs, struct cfs_inode *ip, uint64_t lblk, uint64_t count);
 /* Physical block of a logical block, 0 if a hole; *unwritten says if it reads as zeros. */
 uint64_t cfs_ext_bmap(const struct cfs_inode *ip, uint64_t lblk, bool *unwritten);
+
+/* ---- who frees an unlinked inode on a cluster (iopen.c) ---- */
+/* The glock is about to go: take the open lock of every file open here. */
+int cfs_iopen_before_let_go(struct cfs_fs *fs);
+/* The last open here ended: its open lock goes. */
+void cfs_iopen_closed(struct cfs_fs *fs, struct cfs_inode *ip);
+/* The inode leaves memory. */
+void cfs_iopen_forget(struct cfs_fs *fs, struct cfs_inode *ip);
+/* An unlinked inode nothing here holds (metadata glock EX): freed now if no node has it open,
+ * else left on an orphan list for the last node to close it. */
+int cfs_iopen_unlinked(struct cfs_fs *fs, struct cfs_inode *ip);
+void cfs_iopen_free(struct cfs_fs *fs);
 
 /* ---- directories (dir.c) ---- */
 typedef int (*cfs_dir_visit_fn)(void *arg, const char *name, size_t len, uint64_t ino,
@@ -252,6 +269,10 @@ struct cfs_fs {
 	pthread_cond_t io_idle;
 	pthread_t dispatch;
 	bool dispatching;
+	struct cfslock *opens;       /* PR: this node holds open locks; EX: nobody does */
+	bool opens_shared, opens_busy;
+	unsigned iopen_count;        /* open locks held PR here */
+	int iopen_error;
 	cfs_invalidate_fn invalidate; /* cfsd: drop the kernel's pages of an inode */
 	void *invalidate_arg;
 	pthread_t committer;
@@ -264,6 +285,8 @@ struct cfs_fs {
 /* ---- orphans and the metadata lock (fs.c, glock.c) ---- */
 int cfs_orphan_add(struct cfs_fs *fs, struct cfs_inode *ip);
 int cfs_orphan_remove(struct cfs_fs *fs, struct cfs_inode *ip);
+/* Take block ino off slot's orphan list if it is there. */
+int cfs_orphan_remove_from(struct cfs_fs *fs, uint32_t slot, uint64_t ino);
 /* The filesystem-wide metadata glock, GFS2 style (see glock.c): PR to read and cache, EX to
  * change; given up or converted down when another node asks.  Modes are CFSLOCK_*. */
 int cfs_glock_init(struct cfs_fs *fs, const char *proto);

@@ -307,8 +307,9 @@ static int drop_link(struct cfs_fs *fs, struct cfs_inode *ip)
 		ip->d.nlink--;
 	cfs_itouch(ip, false, true);
 	int rc = 0;
-	ip->unlinked_here = ip->d.nlink == 0;
-	if (ip->d.nlink == 0 && (ip->nlookup || ip->nopen) && !ip->in_orphans)
+	/* On a cluster always: another node may have it open, and then it outlives this op. */
+	bool kept = ip->nlookup || ip->nopen || fs->cluster;
+	if (ip->d.nlink == 0 && kept && !ip->in_orphans)
 		rc = cfs_orphan_add(fs, ip);
 	return rc ? rc : cfs_iwrite(fs, ip);
 }
@@ -519,7 +520,7 @@ int cfs_setattr(struct cfs_fs *fs, uint64_t ino, const struct stat *a, unsigned 
 			rc = -EFBIG;
 		if (!rc) {
 			/* Blocks may be freed: wait for this file's I/O (lock order: io, fs). */
-			ip->nopen++;
+			ip->pins++;
 			pthread_mutex_unlock(&fs->lock);
 			pthread_rwlock_wrlock(&ip->io);
 			pthread_mutex_lock(&fs->lock);
@@ -527,7 +528,7 @@ int cfs_setattr(struct cfs_fs *fs, uint64_t ino, const struct stat *a, unsigned 
 			rc = cfs_glock_acquire(fs, CFSLOCK_EX);
 			if (!rc)
 				rc = cfs_irefresh(fs, ip);
-			ip->nopen--;
+			ip->pins--;
 			if (!rc)
 				rc = cfs_truncate_locked(fs, ip, (uint64_t)a->st_size);
 			pthread_rwlock_unlock(&ip->io);

@@ -46,6 +46,7 @@ int cfslock_client_open(const char *backend, const struct cfslock_events *events
 		c->events = *events;
 	c->quorate = true;
 	pthread_mutex_init(&c->qlock, NULL);
+	pthread_mutex_init(&c->cache_lock, NULL);
 	pthread_mutex_init(&c->dispatch_lock, NULL);
 	pthread_cond_init(&c->dispatched, NULL);
 	c->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -71,6 +72,7 @@ void cfslock_client_close(struct cfslock_client *c)
 	}
 	close(c->efd);
 	pthread_mutex_destroy(&c->qlock);
+	pthread_mutex_destroy(&c->cache_lock);
 	pthread_mutex_destroy(&c->dispatch_lock);
 	pthread_cond_destroy(&c->dispatched);
 	free(c);
@@ -136,11 +138,18 @@ static int unlock_now(struct cfslock *lk, bool internal);
 static void run_lock_callback(struct cfslock *lk, const struct lt_event *ev)
 {
 	if (ev->type == LT_EV_BLOCKING) {
-		if (lk->cached && !lk->pending) {
+		/* A thread may be taking the cached grant right now: decide under cache_lock. */
+		pthread_mutex_lock(&lk->s->c->cache_lock);
+		bool unused = lk->cached && !lk->pending;
+		if (unused) {
+			lk->cached = false;
 			unlock_now(lk, true); /* nobody here uses it: let it go */
-			return;
+		} else {
+			lk->wanted_elsewhere = true; /* its release unlocks it */
 		}
-		lk->wanted_elsewhere = true;
+		pthread_mutex_unlock(&lk->s->c->cache_lock);
+		if (unused)
+			return;
 		if (lk->blocking)
 			lk->blocking(lk->arg, lk, ev->mode);
 		return;
@@ -310,10 +319,12 @@ static bool covers(int held, int want)
 /* A request the cached grant covers: granted here, no message. */
 static bool take_cached(struct cfslock *lk, int mode)
 {
-	if (!lk->cached || lk->pending || !covers(lk->granted, mode))
-		return false;
-	lk->cached = false;
-	return true;
+	pthread_mutex_lock(&lk->s->c->cache_lock);
+	bool take = lk->cached && !lk->pending && covers(lk->granted, mode);
+	if (take)
+		lk->cached = false;
+	pthread_mutex_unlock(&lk->s->c->cache_lock);
+	return take;
 }
 
 int cfslock_request(struct cfslock *lk, int mode, unsigned flags)
@@ -364,12 +375,16 @@ int cfslock_release(struct cfslock *lk)
 {
 	if (lk->granted < 0 || lk->pending)
 		return lk->granted < 0 ? -ENOENT : -EBUSY;
+	pthread_mutex_lock(&lk->s->c->cache_lock);
+	int rc = 0;
 	if (lk->wanted_elsewhere) {
 		lk->wanted_elsewhere = false;
-		return unlock_now(lk, true);
+		rc = unlock_now(lk, true);
+	} else {
+		lk->cached = true;
 	}
-	lk->cached = true;
-	return 0;
+	pthread_mutex_unlock(&lk->s->c->cache_lock);
+	return rc;
 }
 
 bool cfslock_cached(const struct cfslock *lk) { return lk->cached; }

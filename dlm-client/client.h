@@ -37,6 +37,7 @@ struct cfslock_client {
 	int efd; /* eventfd: readable while callbacks are queued */
 	uint64_t messages_sent; /* by this client to other nodes (atomic) */
 	pthread_mutex_t qlock;
+	pthread_mutex_t cache_lock; /* a cached grant taken or let go: one thread at a time */
 	struct callback *head, *tail;
 	pthread_mutex_t dispatch_lock;
 	pthread_cond_t dispatched;

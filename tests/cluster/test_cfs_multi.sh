@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # CFS on 3 corosync nodes under concurrent load (after OCFS2's multi-node suite): a create
 # racer on one directory from every node, a tree unpacked on one node while another removes
-# it (both ways), a shared "Oracle home" of 20,000 files with links and programs read and run
+# it (both ways), a file open on two nodes removed on a third (read and written on, freed at
+# the last close), a shared "Oracle home" of 20,000 files with links and programs read and run
 # everywhere, and direct writes from a dboptimized node and a normal one to disjoint blocks of
 # one preallocated file, verified from the third.  fsck.cfs -n clean after each part.
 . "$(dirname "$0")/cfs_lib.sh" "cfs multi-node load tests"
@@ -51,6 +52,34 @@ cross_delete() { # maker remover
 }
 cross_delete 2 3
 cross_delete 3 2
+
+# ---- open delete: a file open on nodes 2 and 3 is removed on node 1 ----
+free_on() { on "$1" stat -f -c %f "$(M "$1")"; }
+wait_for() { local i; for i in $(seq 300); do [ -e "$1" ] && return 0; sleep 0.1; done; return 1; }
+before=$(free_on 3)
+on 1 bash -c "head -c 4000000 /dev/urandom >'$(M 1)/od' && sync '$(M 1)/od'"
+sum=$(on 1 sha256sum "$(M 1)/od" | cut -d' ' -f1)
+with_file=$(free_on 3)
+on 2 python3 "$HERE/open_delete.py" "$(M 2)/od" "$T/od" >"$T/od.out" 2>&1 &
+opener=$!
+on 3 bash -c "exec 9<'$(M 3)/od'; touch '$T/od3.opened'; while [ ! -e '$T/od3.close' ]; do sleep 0.05; done" &
+holder=$!
+wait_for "$T/od.opened" && wait_for "$T/od3.opened" && on 1 rm "$(M 1)/od" && touch "$T/od.removed"
+wait_for "$T/od.written" || not_ok "open delete: node 2 did not go on: $(cat "$T/od.out")"
+check "node 1's remove is seen on node 3 while nodes 2 and 3 have the file open" \
+	on 3 bash -c "[ ! -e '$(M 3)/od' ]"
+check "node 2 reads the whole file node 1 removed" grep -qx "read $sum" "$T/od.out"
+check "node 2 writes on to it and reads it back, with no link left" grep -qx "wrote ok 0" "$T/od.out"
+touch "$T/od.close"
+wait $opener
+held=$(free_on 3)
+check "its space stays in use while node 3 still has it open ($with_file free blocks with it, $held now)" \
+	test "$held" -le "$with_file"
+touch "$T/od3.close"
+wait $holder
+after=$(free_on 3)
+check "its space comes back once node 3, the last to have it open, closes it ($before free blocks before, $after after)" \
+	test "$after" -ge $((before - 16))
 remount_all "after cross delete"
 
 # ---- a shared Oracle home: unpacked on node 2, read and run everywhere ----

@@ -1,0 +1,205 @@
+/* Who frees an unlinked inode on a cluster: the last node to close it (GFS2's iopen glock,
+ * taken lazily).
+ *
+ * Each inode has a cluster lock "o<block>.<generation>" (a new inode in a freed block is another
+ * resource, so nothing said about the old one holds up the new one), and the filesystem has one
+ * lock "opens".  Only a node holding the metadata glock EX unlinks or frees, and while a node
+ * holds the glock (PR or EX) nobody else holds it EX.  So a node needs the open locks only when
+ * it lets the glock go: then it takes the inode's lock PR for every file it has open, and
+ * "opens" PR if it has any, and keeps them until those files are closed here.  A node working
+ * alone sends no message for them.
+ *
+ * A node under the glock EX frees an unlinked inode nothing of its own holds any more if no
+ * other node has it open: "opens" EX granted without waiting (nobody has anything open; the
+ * grant is kept, so a node removing files alone asks once), or the inode's lock EX without
+ * waiting.  Otherwise it stays on the unlinker's orphan list (every unlink on a cluster puts it
+ * there, so a crash leaves it to that slot's next mount), and each node that closes it gives its
+ * lock back before it looks again: the last one finds no holder and frees it.
+ *
+ * Nobody ever waits for an open lock EX: it is only asked for without waiting, by the holder
+ * of the glock EX.  So the PR requests of a node letting the glock go (made with fs->lock held)
+ * wait at most for a kept "opens" grant, which the lock library gives back on its own. */
+#include "cfs/internal.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+
+static void lock_name(const struct cfs_inode *ip, char *buf, size_t len)
+{
+	snprintf(buf, len, "o%" PRIx64 ".%" PRIx64, ip->ino, ip->d.generation);
+}
+
+static int iopen_request(struct cfs_fs *fs, struct cfs_inode *ip, int mode, unsigned flags)
+{
+	if (!ip->iopen) {
+		char name[48];
+		lock_name(ip, name, sizeof name);
+		if (!(ip->iopen = cfslock_new(fs->space, name, NULL, NULL, NULL)))
+			return -ENOMEM;
+	}
+	if (ip->iopen_mode >= mode)
+		return 0;
+	int rc = cfslock_request_sync(ip->iopen, mode, flags);
+	if (!rc)
+		ip->iopen_mode = mode;
+	return rc;
+}
+
+static int iopen_unlock(struct cfs_fs *fs, struct cfs_inode *ip)
+{
+	if (ip->iopen_mode < 0)
+		return 0;
+	ip->iopen_mode = -1;
+	int rc = cfslock_unlock_sync(ip->iopen);
+	if (rc)
+		cfs_log(fs, "inode %" PRIu64 ": open lock: unlock: %s", ip->ino, strerror(-rc));
+	return rc;
+}
+
+/* "opens" PR: this node has files open while it does not hold the metadata glock.  A grant kept
+ * from a check (EX, unused) is converted down, not asked for again. */
+static int opens_lock(struct cfs_fs *fs)
+{
+	if (!fs->opens && !(fs->opens = cfslock_new(fs->space, "opens", NULL, NULL, NULL)))
+		return -ENOMEM;
+	return 0;
+}
+
+static int opens_share(struct cfs_fs *fs)
+{
+	if (fs->opens_shared)
+		return 0;
+	int rc = opens_lock(fs);
+	if (rc)
+		return rc;
+	if (cfslock_mode(fs->opens) == CFSLOCK_EX &&
+	    cfslock_request_sync(fs->opens, CFSLOCK_EX, CFSLOCK_NOQUEUE) == 0)
+		rc = cfslock_request_sync(fs->opens, CFSLOCK_PR, 0); /* down: granted at once */
+	else
+		rc = cfslock_request_sync(fs->opens, CFSLOCK_PR, 0);
+	fs->opens_shared = !rc;
+	return rc;
+}
+
+static void hold_if_open(struct cfs_fs *fs, struct cfs_inode *ip)
+{
+	if (!ip->nopen || ip->iopen_mode >= 0 || ip->dead || fs->iopen_error)
+		return;
+	int rc = iopen_request(fs, ip, CFSLOCK_PR, 0);
+	if (rc) {
+		cfs_log(fs, "inode %" PRIu64 ": open lock: %s", ip->ino, strerror(-rc));
+		fs->iopen_error = rc;
+		return;
+	}
+	fs->iopen_count++;
+}
+
+int cfs_iopen_before_let_go(struct cfs_fs *fs)
+{
+	if (!fs->cluster)
+		return 0;
+	fs->iopen_error = 0;
+	fs->opens_busy = false; /* asked again in the next tenure */
+	cfs_icache_each(fs, hold_if_open);
+	int rc = fs->iopen_error;
+	if (!rc && fs->iopen_count)
+		rc = opens_share(fs);
+	return rc == -CFSLOCK_ENOQUORUM ? -EIO : rc;
+}
+
+void cfs_iopen_closed(struct cfs_fs *fs, struct cfs_inode *ip)
+{
+	if (ip->iopen_mode < 0)
+		return;
+	iopen_unlock(fs, ip);
+	if (--fs->iopen_count == 0 && fs->opens_shared) {
+		fs->opens_shared = false;
+		cfslock_unlock_sync(fs->opens);
+	}
+}
+
+void cfs_iopen_forget(struct cfs_fs *fs, struct cfs_inode *ip)
+{
+	if (!ip->iopen)
+		return;
+	cfs_iopen_closed(fs, ip);
+	cfslock_free(ip->iopen);
+	ip->iopen = NULL;
+}
+
+/* ---- freeing ---- */
+
+/* Take the inode off its unlinker's orphan list: ours if we know we put it there, else
+ * whichever slot's list names it. */
+static int orphans_forget(struct cfs_fs *fs, struct cfs_inode *ip)
+{
+	if (ip->in_orphans)
+		return cfs_orphan_remove(fs, ip);
+	int rc = 0;
+	for (uint32_t s = 0; s < fs->sb.nslots && !rc; s++)
+		rc = cfs_orphan_remove_from(fs, s, ip->ino);
+	return rc;
+}
+
+/* Free an unlinked inode nobody has open (its lock EX here), metadata glock EX held. */
+static int free_unlinked(struct cfs_fs *fs, struct cfs_inode *ip)
+{
+	int rc = cfs_ifree(fs, ip);
+	if (!rc)
+		rc = fs->cluster ? orphans_forget(fs, ip) : ip->in_orphans ? cfs_orphan_remove(fs, ip) : 0;
+	if (rc)
+		cfs_log(fs, "inode %" PRIu64 ": freeing the unlinked inode: %s", ip->ino, strerror(-rc));
+	return rc;
+}
+
+/* Does no other node have this inode open?  Then its lock (or "opens") is held EX here. */
+static int nobody_else_has_it(struct cfs_fs *fs, struct cfs_inode *ip, bool *by_opens)
+{
+	*by_opens = false;
+	if (!fs->opens_shared && !fs->opens_busy && !opens_lock(fs)) {
+		int rc = cfslock_request_sync(fs->opens, CFSLOCK_EX, CFSLOCK_NOQUEUE);
+		if (!rc) {
+			*by_opens = true;
+			return 0;
+		}
+		/* Somebody has something open: while this node holds the glock EX nobody lets
+		 * go of "opens" for long, ask inode by inode. */
+		fs->opens_busy = rc == -EAGAIN;
+	}
+	return iopen_request(fs, ip, CFSLOCK_EX, CFSLOCK_NOQUEUE);
+}
+
+int cfs_iopen_unlinked(struct cfs_fs *fs, struct cfs_inode *ip)
+{
+	if (!fs->cluster)
+		return free_unlinked(fs, ip);
+	bool by_opens;
+	int rc = nobody_else_has_it(fs, ip, &by_opens);
+	if (!rc) {
+		rc = free_unlinked(fs, ip);
+		ip->dead = !rc; /* its block is free: what still names it here gets ESTALE */
+		if (by_opens)
+			cfslock_release(fs->opens); /* kept: the next unlink asks nobody */
+		else
+			iopen_unlock(fs, ip);
+		return rc;
+	}
+	if (rc == -EAGAIN)
+		return 0; /* open elsewhere: on its unlinker's orphan list until the last close */
+	return rc == -CFSLOCK_ENOQUORUM ? -EIO : rc;
+}
+
+void cfs_iopen_free(struct cfs_fs *fs)
+{
+	if (!fs->opens)
+		return;
+	if (cfslock_mode(fs->opens) >= 0)
+		cfslock_unlock_sync(fs->opens);
+	cfslock_free(fs->opens);
+	fs->opens = NULL;
+}
