@@ -249,6 +249,20 @@ static int lock_current(struct cfs_fs *fs, struct cfs_inode *ip)
 	return rc;
 }
 
+/* Stamp the times of writes made under the shared glock: under EX, the inode read again. */
+static int stamp_pending_times(struct cfs_fs *fs, struct cfs_inode *ip)
+{
+	ip->pins++;
+	int rc = fs->ro ? 0 : cfs_glock_acquire(fs, CFSLOCK_EX);
+	if (!rc)
+		rc = cfs_irefresh(fs, ip);
+	ip->pins--;
+	if (!rc && ip->d.nlink)
+		cfs_itimes_catch_up(ip);
+	ip->times_pending = false;
+	return rc == -ESTALE ? 0 : rc;
+}
+
 /* The last reference to an inode is gone (fs->lock held): it leaves memory, and is freed if
  * nothing names it.  On a cluster that needs the current inode, so the glock: PR to look, EX
  * to free.  Without the glock (no quorum) it stays as it is: the unmount or the next mount of
@@ -283,11 +297,13 @@ int cfs_put(struct cfs_fs *fs, uint64_t ino, uint32_t opens, uint64_t lookups)
 	 * manager says. */
 	pthread_mutex_lock(&fs->lock);
 	struct cfs_inode *ip = cfs_icache_find(fs, ino);
-	int rc = 0;
+	int rc = 0, times_rc = 0;
 	if (ip) {
 		ip->nopen = ip->nopen > opens ? ip->nopen - opens : 0;
 		ip->nlookup = ip->nlookup > lookups ? ip->nlookup - lookups : 0;
 		bool open_locked = ip->iopen_mode >= 0;
+		if (opens && !ip->nopen && ip->times_pending)
+			times_rc = stamp_pending_times(fs, ip);
 		if (opens && !ip->nopen)
 			cfs_iopen_closed(fs, ip);
 		if (!ip->nopen && !ip->nlookup)
@@ -296,7 +312,7 @@ int cfs_put(struct cfs_fs *fs, uint64_t ino, uint32_t opens, uint64_t lookups)
 			rc = closed_last(fs, ip);
 	}
 	cfs_op_end(fs);
-	return rc;
+	return rc ? rc : times_rc;
 }
 
 int cfs_release(struct cfs_fs *fs, uint64_t ino)
@@ -391,7 +407,9 @@ int64_t cfs_write(struct cfs_fs *fs, uint64_t ino, const void *buf, uint64_t siz
 	if (size == 0)
 		return 0;
 	bool aligned = off % SECTOR == 0 && size % SECTOR == 0;
-	bool exclusive = false;
+	bool exclusive = false, shared_glock = false;
+	/* A direct write into written blocks may go under the glock PR (shared_write.c). */
+	bool try_shared = aligned && !(flags & CFS_W_SYNC);
 	struct plan p = {0};
 	for (;;) { /* shared if nothing needs allocating or patching, else exclusive */
 		if (exclusive)
@@ -399,15 +417,24 @@ int64_t cfs_write(struct cfs_fs *fs, uint64_t ino, const void *buf, uint64_t siz
 		else
 			pthread_rwlock_rdlock(&ip->io);
 		pthread_mutex_lock(&fs->lock);
-		rc = open_inode_locked(fs, ino, CFSLOCK_EX, &ip);
+		shared_glock = try_shared && cfs_shared_write_begin(fs);
+		rc = open_inode_locked(fs, ino, shared_glock ? CFSLOCK_PR : CFSLOCK_EX, &ip);
 		if (!rc)
 			rc = plan_range(fs, ip, off, size, &p);
-		if (rc || exclusive || (aligned && p.all_written))
+		bool in_place = !rc && aligned && p.all_written;
+		if (shared_glock && !(in_place && off + size <= ip->d.size)) {
+			cfs_shared_write_end(fs);
+			shared_glock = try_shared = false; /* again, under EX */
+		} else if (rc || exclusive || in_place) {
 			break;
+		} else {
+			exclusive = true;
+		}
 		pthread_mutex_unlock(&fs->lock);
 		pthread_rwlock_unlock(&ip->io);
-		exclusive = true;
 	}
+	if (!rc && !shared_glock)
+		cfs_itimes_catch_up(ip);
 	bool changed_map = false;
 	if (!rc && !p.all_written) {
 		uint64_t first = off / fs->bs, last = (off + size + fs->bs - 1) / fs->bs;
@@ -430,8 +457,12 @@ int64_t cfs_write(struct cfs_fs *fs, uint64_t ino, const void *buf, uint64_t siz
 		rc = cvm_volume_flush(fs->vol);
 	pthread_rwlock_unlock(&fs->vol_lock);
 	pthread_mutex_lock(&fs->lock);
-	if (!rc)
+	if (!rc && shared_glock)
+		ip->times_pending = true; /* no inode write under PR */
+	else if (!rc)
 		rc = write_finish(fs, ip, &p, off + size, flags, changed_map);
+	if (shared_glock)
+		cfs_shared_write_end(fs);
 	cfs_io_unhold(fs);
 	cfs_op_end(fs);
 	pthread_rwlock_unlock(&ip->io);
@@ -542,6 +573,11 @@ int cfs_sync(struct cfs_fs *fs)
 
 int cfs_fsync(struct cfs_fs *fs, uint64_t ino)
 {
-	(void)ino; /* one journal per node: committing it covers every inode */
-	return cfs_sync(fs);
+	/* One journal per node: committing it covers every inode, once the times of writes
+	 * under the shared glock are in it. */
+	pthread_mutex_lock(&fs->lock);
+	struct cfs_inode *ip = cfs_icache_find(fs, ino);
+	int rc = ip && ip->times_pending ? stamp_pending_times(fs, ip) : 0;
+	pthread_mutex_unlock(&fs->lock);
+	return rc ? rc : cfs_sync(fs);
 }

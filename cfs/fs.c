@@ -186,6 +186,7 @@ static void fs_free(struct cfs_fs *fs)
 {
 	cfs_icache_destroy(fs);
 	cfs_iopen_free(fs);
+	cfs_shared_write_free(fs);
 	cfs_bcache_destroy(fs);
 	if (fs->slot_lock) {
 		if (cfslock_mode(fs->slot_lock) >= 0)
@@ -366,6 +367,8 @@ int cfs_mount(struct cvm_volume *vol, const struct cfs_mount_opts *o, struct cfs
 		rc = cfs_glock_init(fs, proto);
 	if (!rc)
 		rc = take_slot(fs, o);
+	if (!rc)
+		rc = cfs_shared_write_init(fs);
 	fs->bs = fs->sb.block_size;
 	fs->ihash = calloc(CFS_ICACHE_BUCKETS, sizeof *fs->ihash);
 	if (!rc)

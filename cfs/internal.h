@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <time.h>
 
 #define CFS_BCACHE_BUCKETS 65536u
 #define CFS_ICACHE_BUCKETS 16384u
@@ -115,6 +116,7 @@ struct cfs_inode {
 	uint32_t pins; /* kept in memory across a wait for a lock: not an open (iopen.c) */
 	bool in_orphans;
 	bool times_dirty; /* mtime/ctime changed by an overwrite, written at the next commit */
+	bool times_pending; /* written under the shared glock: stamp at the next EX use here */
 	struct cfs_dinode d;
 	uint8_t xattr[CFS_INODE_XATTR_LEN];
 	struct cfs_dextent *ext;
@@ -273,6 +275,10 @@ struct cfs_fs {
 	bool opens_shared, opens_busy;
 	unsigned iopen_count;        /* open locks held PR here */
 	int iopen_error;
+	struct cfslock *pagecache;   /* PR: normal mount; CW: shared direct writes (shared_write.c) */
+	unsigned shared_writers;     /* writes in flight under the glock PR and pagecache CW */
+	bool pagecache_wanted;       /* a normal mount asks for it (atomic) */
+	time_t pagecache_refused;    /* when CW was last refused, 0 if it was not */
 	cfs_invalidate_fn invalidate; /* cfsd: drop the kernel's pages of an inode */
 	void *invalidate_arg;
 	pthread_t committer;
@@ -290,6 +296,14 @@ int cfs_orphan_remove_from(struct cfs_fs *fs, uint32_t slot, uint64_t ino);
 /* The filesystem-wide metadata glock, GFS2 style (see glock.c): PR to read and cache, EX to
  * change; given up or converted down when another node asks.  Modes are CFSLOCK_*. */
 int cfs_glock_init(struct cfs_fs *fs, const char *proto);
+/* Direct writes under the shared glock (shared_write.c).  Init takes "pagecache" PR on a
+ * normal cluster mount; begin says if this write may go under the glock PR (fs->lock held). */
+int cfs_shared_write_init(struct cfs_fs *fs);
+void cfs_shared_write_free(struct cfs_fs *fs);
+bool cfs_shared_write_begin(struct cfs_fs *fs);
+void cfs_shared_write_end(struct cfs_fs *fs);
+/* Stamp the times of writes made under the shared glock (glock EX held). */
+void cfs_itimes_catch_up(struct cfs_inode *ip);
 void cfs_glock_shutdown(struct cfs_fs *fs);
 int cfs_glock_acquire(struct cfs_fs *fs, int mode);
 /* Act on another node's wish for the glock if nothing here needs it now. */
