@@ -424,7 +424,7 @@ int64_t cfs_write(struct cfs_fs *fs, uint64_t ino, const void *buf, uint64_t siz
 		bool in_place = !rc && aligned && p.all_written;
 		if (shared_glock && !(in_place && off + size <= ip->d.size)) {
 			cfs_shared_write_end(fs);
-			shared_glock = try_shared = false; /* again, under EX */
+			try_shared = false; /* again, under EX */
 		} else if (rc || exclusive || in_place) {
 			break;
 		} else {

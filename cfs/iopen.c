@@ -77,11 +77,11 @@ static int opens_share(struct cfs_fs *fs)
 	int rc = opens_lock(fs);
 	if (rc)
 		return rc;
-	if (cfslock_mode(fs->opens) == CFSLOCK_EX &&
-	    cfslock_request_sync(fs->opens, CFSLOCK_EX, CFSLOCK_NOQUEUE) == 0)
-		rc = cfslock_request_sync(fs->opens, CFSLOCK_PR, 0); /* down: granted at once */
-	else
-		rc = cfslock_request_sync(fs->opens, CFSLOCK_PR, 0);
+	/* A kept EX grant (from a free) is taken back first, so that the PR below converts it
+	 * down, granted at once, rather than racing the library's own release of it. */
+	if (cfslock_mode(fs->opens) == CFSLOCK_EX)
+		(void)cfslock_request_sync(fs->opens, CFSLOCK_EX, CFSLOCK_NOQUEUE);
+	rc = cfslock_request_sync(fs->opens, CFSLOCK_PR, 0);
 	fs->opens_shared = !rc;
 	return rc;
 }
