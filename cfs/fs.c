@@ -188,11 +188,7 @@ static void fs_free(struct cfs_fs *fs)
 	cfs_iopen_free(fs);
 	cfs_shared_write_free(fs);
 	cfs_bcache_destroy(fs);
-	if (fs->slot_lock) {
-		if (cfslock_mode(fs->slot_lock) >= 0)
-			cfslock_unlock_sync(fs->slot_lock);
-		cfslock_free(fs->slot_lock);
-	}
+	cfs_lock_put(&fs->slot_lock);
 	cfs_glock_shutdown(fs);
 	if (fs->lockfd >= 0)
 		close(fs->lockfd);
@@ -294,9 +290,7 @@ int cfs_cluster_idle(struct cvm_volume *vol, const struct cfs_dsuper *sb, const 
 	for (uint32_t s = 0; s < sb->nslots && !rc; s++) {
 		rc = claim_cluster_slot(&probe, s);
 		if (!rc) {
-			cfslock_unlock_sync(probe.slot_lock);
-			cfslock_free(probe.slot_lock);
-			probe.slot_lock = NULL;
+			cfs_lock_put(&probe.slot_lock);
 		} else if (rc == -EBUSY) {
 			char why[256];
 			snprintf(why, sizeof why, "%s", cfs_last_error());

@@ -83,6 +83,16 @@ int cfs_glock_init(struct cfs_fs *fs, const char *proto)
 	return rc;
 }
 
+void cfs_lock_put(struct cfslock **lk)
+{
+	if (!*lk)
+		return;
+	if (cfslock_mode(*lk) >= 0)
+		cfslock_unlock_sync(*lk);
+	cfslock_free(*lk);
+	*lk = NULL;
+}
+
 void cfs_glock_shutdown(struct cfs_fs *fs)
 {
 	__atomic_store_n(&fs->stopping, true, __ATOMIC_RELEASE);

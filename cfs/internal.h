@@ -296,6 +296,8 @@ int cfs_orphan_remove_from(struct cfs_fs *fs, uint32_t slot, uint64_t ino);
 /* The filesystem-wide metadata glock, GFS2 style (see glock.c): PR to read and cache, EX to
  * change; given up or converted down when another node asks.  Modes are CFSLOCK_*. */
 int cfs_glock_init(struct cfs_fs *fs, const char *proto);
+/* Unlock (if held) and free a lock of the filesystem's lockspace; *lk becomes NULL. */
+void cfs_lock_put(struct cfslock **lk);
 /* Direct writes under the shared glock (shared_write.c).  Init takes "pagecache" PR on a
  * normal cluster mount; begin says if this write may go under the glock PR (fs->lock held). */
 int cfs_shared_write_init(struct cfs_fs *fs);

@@ -196,10 +196,5 @@ int cfs_iopen_unlinked(struct cfs_fs *fs, struct cfs_inode *ip)
 
 void cfs_iopen_free(struct cfs_fs *fs)
 {
-	if (!fs->opens)
-		return;
-	if (cfslock_mode(fs->opens) >= 0)
-		cfslock_unlock_sync(fs->opens);
-	cfslock_free(fs->opens);
-	fs->opens = NULL;
+	cfs_lock_put(&fs->opens);
 }

@@ -46,12 +46,7 @@ int cfs_shared_write_init(struct cfs_fs *fs)
 
 void cfs_shared_write_free(struct cfs_fs *fs)
 {
-	if (!fs->pagecache)
-		return;
-	if (cfslock_mode(fs->pagecache) >= 0)
-		cfslock_unlock_sync(fs->pagecache);
-	cfslock_free(fs->pagecache);
-	fs->pagecache = NULL;
+	cfs_lock_put(&fs->pagecache);
 }
 
 bool cfs_shared_write_begin(struct cfs_fs *fs)
