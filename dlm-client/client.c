@@ -287,8 +287,24 @@ void cfslock_free(struct cfslock *lk)
 {
 	if (!lk)
 		return;
-	if (lk->s->c->ops->forget)
-		lk->s->c->ops->forget(lk);
+	struct cfslock_client *c = lk->s->c;
+	if (c->ops->forget)
+		c->ops->forget(lk); /* no new event names it */
+	/* Nor may a queued one: dispatched after the free it would run on freed memory. */
+	pthread_mutex_lock(&c->dispatch_lock);
+	pthread_mutex_lock(&c->qlock);
+	c->tail = NULL;
+	for (struct callback **p = &c->head, *cb; (cb = *p);) {
+		if (cb->kind == CB_LOCK && cb->lk == lk) {
+			*p = cb->next;
+			free(cb);
+		} else {
+			c->tail = cb;
+			p = &cb->next;
+		}
+	}
+	pthread_mutex_unlock(&c->qlock);
+	pthread_mutex_unlock(&c->dispatch_lock);
 	free(lk);
 }
 

@@ -96,6 +96,34 @@ Test(local, callbacks_run_only_in_dispatch)
 	close_pair(&p);
 }
 
+/* A lock freed with an event still queued for it (a blocking notice here): the dispatch that
+ * follows must not run it (it would use freed memory; ASan says so). */
+Test(local, free_drops_queued_events)
+{
+	struct pair p = open_pair("t6");
+	struct seen x = {0}, y = {0}, z = {0};
+	struct cfslock *la = cfslock_new(p.sa, "inode:7", on_done, on_blocking, &x);
+	struct cfslock *other = cfslock_new(p.sa, "inode:8", on_done, on_blocking, &z);
+	struct cfslock *lb = cfslock_new(p.sb, "inode:7", on_done, on_blocking, &y);
+	cr_assert_eq(cfslock_request_sync(la, CFSLOCK_EX, 0), 0);
+	cr_assert_eq(cfslock_request(other, CFSLOCK_EX, 0), 0); /* its grant is queued */
+	cr_assert_eq(cfslock_request(lb, CFSLOCK_PR, 0), 0);    /* la's blocking notice too */
+	cr_assert_eq(cfslock_unlock(la), 0);                    /* and la's unlock */
+	cfslock_free(la);
+	cr_assert_eq(cfslock_dispatch(p.a), 1, "only the other lock's event is left");
+	cr_assert_eq(x.blocking_calls + x.done_calls, 0);
+	cr_assert_eq(z.done_calls, 1);
+	cr_assert_eq(cfslock_request_sync(lb, CFSLOCK_PR, 0), -EBUSY, "lb's request is pending");
+	while (!y.done_calls)
+		cfslock_dispatch(p.b);
+	cr_assert_eq(cfslock_mode(lb), CFSLOCK_PR, "granted once la was unlocked");
+	cr_assert_eq(cfslock_unlock_sync(other), 0);
+	cr_assert_eq(cfslock_unlock_sync(lb), 0);
+	cfslock_free(other);
+	cfslock_free(lb);
+	close_pair(&p);
+}
+
 Test(local, noqueue_cancel_and_value_block)
 {
 	struct pair p = open_pair("t2");
