@@ -9,6 +9,8 @@
 #   3. untar of a BENCH_TREE-file tree on node 1, then read every file on node 2: time vs both
 #      on one local mount
 #   4. two nodes appending to one file in turns: hand-offs per second, p50 (target <= 1 ms)
+#   5. 4 KiB random direct writes (randio, QD 8) into one written file from 2 dboptimized
+#      nodes at once vs from one of them alone: IOPS ratio and lock messages per write
 # Usage: run.sh [BUILD]; env BENCH_DIR (default /var/tmp), BENCH_FILES (default 1000),
 # BENCH_TREE (default 50000), BENCH_TURNS (default 1000).  With one glock for the whole
 # filesystem, 3 nodes changing it at once manage some 15 operations a second in all here: keep
@@ -109,6 +111,22 @@ on 2 python3 "$here/pingpong.py" "$(M 2)/pp" 1 "$turns" &
 pp=$(on 1 python3 "$here/pingpong.py" "$(M 1)/pp" 0 "$turns")
 wait
 
+# Shared direct writes: every node dboptimized (a normal mount stops them).
+for n in 1 2 3; do on $n "$bin/cfs" umount "$(M $n)"; done
+for n in 1 2; do on $n "$bin/cfs" mount cb "$(M $n)" -o "log=$dir/cfsd$n.log,dboptimized"; done
+on 1 dd if=/dev/zero of="$(M 1)/datafile" bs=1M count=64 oflag=direct status=none
+iops() { # node seconds -> write IOPS of randio on the datafile
+	on "$1" "$bin/randio" -r 0 -q 8 -t "$2" -S 64M --quiet --json "$(M "$1")/datafile" |
+		python3 -c 'import json,sys; print(json.load(sys.stdin)["iops"])'
+}
+iops 1 1 >/dev/null # warm: the locks this node keeps
+alone=$(iops 1 5)
+m0=$(( $(messages 1) + $(messages 2) ))
+iops 1 5 >"$dir/iops1" & iops 2 5 >"$dir/iops2"; wait
+m1=$(( $(messages 1) + $(messages 2) ))
+both=$(python3 -c "print($(cat "$dir/iops1") + $(cat "$dir/iops2"))")
+dio_msgs=$(python3 -c "print(f'{($m1 - $m0) / ($both * 5):.4f}')")
+
 echo
 echo "lock messages per operation once warm (3 nodes):"
 echo "  read-only walk + read of a shared tree ($ops names per node): $walk_msgs (target 0)"
@@ -121,3 +139,5 @@ echo "untar of $ntree files, then read every file:"
 echo "  one local mount:            untar ${local_untar} s, read (remounted) ${local_read} s"
 echo "  untar on node 1, read on 2: untar ${cl_untar} s, read ${cl_read} s   ($(ratio "$local_untar" "$cl_untar")x and $(ratio "$local_read" "$cl_read")x local speed)"
 echo "two nodes appending in turns: $pp (target p50 <= 1 ms)"
+echo "4 KiB random direct writes into one file, dboptimized, QD 8:"
+echo "  node 1 alone: $alone IOPS; nodes 1 and 2 at once: $both IOPS ($(ratio "$both" "$alone")x); lock messages per write $dio_msgs"
