@@ -15,13 +15,42 @@
  *     others, a replay of it would put old images back), drop the block cache, mark every
  *     in-memory inode stale, tell cfsd which inodes the kernel may cache pages of, unlock.
  * Going from PR to EX is a drop and a new request, not a conversion: two nodes converting
- * PR to EX at once would wait for each other for ever. */
+ * PR to EX at once would wait for each other for ever.
+ *
+ * A grant in use is kept for a short minimum hold time even when another node asks (GFS2's
+ * gl_hold_time): without it two nodes both changing the filesystem passed the glock back and
+ * forth for every operation, a commit and a handful of messages each.  A node that has not
+ * used it for a moment lets go at once. */
 #include "cfs/internal.h"
 
 #include <errno.h>
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
+
+#define HOLD_NS 30000000ull /* a grant in use is kept this long after it came */
+#define IDLE_NS 1000000ull  /* unused this long: given up at once when asked */
+
+uint64_t cfs_now_ns(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+/* Keep the grant a little longer?  If so, the committer is told when to look again. */
+static bool still_held_for_use(struct cfs_fs *fs)
+{
+	uint64_t now = cfs_now_ns(), until = fs->meta_granted_ns + HOLD_NS;
+	if (!fs->cluster || now >= until || now - fs->last_use_ns >= IDLE_NS)
+		return false;
+	if (fs->hold_until_ns != until) { /* the committer may be asleep for a second */
+		fs->hold_until_ns = until;
+		pthread_cond_signal(&fs->commit_wake);
+	}
+	return true;
+}
 
 static void meta_wanted(void *arg, struct cfslock *lk, int mode)
 {
@@ -183,6 +212,7 @@ int cfs_glock_acquire(struct cfs_fs *fs, int mode)
 		return rc == -CFSLOCK_ENOQUORUM ? -EIO : rc;
 	}
 	fs->meta_mode = mode;
+	fs->meta_granted_ns = fs->last_use_ns = cfs_now_ns();
 	if (fs->caches_stale) {
 		/* Other nodes allocated and freed meanwhile: the group summaries are read again. */
 		if ((rc = cfs_alloc_load(fs)))
@@ -195,7 +225,7 @@ int cfs_glock_acquire(struct cfs_fs *fs, int mode)
 void cfs_glock_check(struct cfs_fs *fs)
 {
 	int wanted = __atomic_load_n(&fs->meta_wanted, __ATOMIC_ACQUIRE);
-	if (fs->meta_mode < 0 || wanted < 0 || fs->io_holders)
+	if (fs->meta_mode < 0 || wanted < 0 || fs->io_holders || still_held_for_use(fs))
 		return;
 	/* Taken before acting: a wish that arrives meanwhile (for the PR we convert down to,
 	 * say) must survive. */
@@ -233,6 +263,7 @@ int cfs_op_begin(struct cfs_fs *fs, bool change)
 
 void cfs_op_end(struct cfs_fs *fs)
 {
+	fs->last_use_ns = cfs_now_ns();
 	if (fs->txn.n > fs->txn.limit / 2)
 		cfs_journal_commit(fs);
 	cfs_bcache_trim(fs);

@@ -266,6 +266,9 @@ struct cfs_fs {
 	int meta_mode;              /* granted mode, -1 none */
 	int meta_wanted;            /* mode another node asked for, -1 none (atomic) */
 	bool caches_stale;          /* the group summaries must be read again */
+	uint64_t meta_granted_ns;   /* when the glock was granted (cfs_now_ns) */
+	uint64_t last_use_ns;       /* when an operation last ended here */
+	uint64_t hold_until_ns;     /* a wish waits for the minimum hold time till then */
 	uint64_t glock_epoch;       /* bumped each time the caches are dropped (atomic) */
 	unsigned io_holders;        /* data I/O in flight on mappings read under the glock */
 	pthread_cond_t io_idle;
@@ -296,6 +299,8 @@ int cfs_orphan_remove_from(struct cfs_fs *fs, uint32_t slot, uint64_t ino);
 /* The filesystem-wide metadata glock, GFS2 style (see glock.c): PR to read and cache, EX to
  * change; given up or converted down when another node asks.  Modes are CFSLOCK_*. */
 int cfs_glock_init(struct cfs_fs *fs, const char *proto);
+/* CLOCK_MONOTONIC in nanoseconds. */
+uint64_t cfs_now_ns(void);
 /* Unlock (if held) and free a lock of the filesystem's lockspace; *lk becomes NULL. */
 void cfs_lock_put(struct cfslock **lk);
 /* Direct writes under the shared glock (shared_write.c).  Init takes "pagecache" PR on a
