@@ -191,6 +191,7 @@ static int serve(struct opts *o, struct cfsd *d, int status_fd)
 	char *argv[] = {"cfsd", "-o", all, NULL};
 	struct fuse_args args = FUSE_ARGS_INIT(3, argv);
 	struct fuse_session *se = fuse_session_new(&args, &cfsd_ops, sizeof cfsd_ops, d);
+	fuse_opt_free_args(&args); /* libfuse may have added to them; the session has parsed them */
 	if (!se) {
 		fprintf(stderr, "cfsd: FUSE session failed (a bad FUSE option?)\n");
 		report(status_fd, EXIT_FAILED);
