@@ -28,7 +28,13 @@ expect() {
 
 fingerprint() { sha256sum "$T"/lun* 2>/dev/null | sha256sum; }
 
+# finish: fails the script if a daemon's log ($T/*.log: a daemon's stderr is its log) holds a
+# sanitizer report, which an ASan build's memory error or leak leaves there and nothing else
+# would show.
 finish() {
+	local san
+	san=$(grep -h -A12 "ERROR: AddressSanitizer\|ERROR: LeakSanitizer\|runtime error:" "$T"/*.log 2>/dev/null)
+	[ -z "$san" ] || not_ok "a daemon hit a sanitizer error: $(head -c 1500 <<<"$san")"
 	[ "$FAILS" -eq 0 ]
 	exit $?
 }
