@@ -61,8 +61,8 @@ static int iopen_unlock(struct cfs_fs *fs, struct cfs_inode *ip)
 	return rc;
 }
 
-/* "opens" PR: this node has files open while it does not hold the metadata glock.  A grant kept
- * from a check (EX, unused) is converted down, not asked for again. */
+/* "opens" PR: this node has files open while it does not hold the metadata glock; EX (kept
+ * after a free): no node has. */
 static int opens_lock(struct cfs_fs *fs)
 {
 	if (!fs->opens && !(fs->opens = cfslock_new(fs->space, "opens", NULL, NULL, NULL)))
