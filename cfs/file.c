@@ -236,27 +236,30 @@ void cfs_set_invalidate(struct cfs_fs *fs, cfs_invalidate_fn fn, void *arg)
 	pthread_mutex_unlock(&fs->lock);
 }
 
-/* Take the glock to see the inode as it is now, EX if it is unlinked (to free it). */
-static int lock_current(struct cfs_fs *fs, struct cfs_inode *ip)
+/* Take the glock in mode and read the inode again if another node had it meanwhile. */
+static int relock(struct cfs_fs *fs, struct cfs_inode *ip, int mode)
 {
 	ip->pins++; /* fetching the glock may drop the caches */
-	int rc = cfs_glock_acquire(fs, CFSLOCK_PR);
+	int rc = cfs_glock_acquire(fs, mode);
 	if (!rc)
 		rc = cfs_irefresh(fs, ip);
-	if (!rc && ip->d.nlink == 0 && !fs->ro && (rc = cfs_glock_acquire(fs, CFSLOCK_EX)) == 0)
-		rc = cfs_irefresh(fs, ip);
 	ip->pins--;
+	return rc;
+}
+
+/* The inode as it is now: PR to look, EX if it is unlinked (to free it). */
+static int lock_current(struct cfs_fs *fs, struct cfs_inode *ip)
+{
+	int rc = relock(fs, ip, CFSLOCK_PR);
+	if (!rc && ip->d.nlink == 0 && !fs->ro)
+		rc = relock(fs, ip, CFSLOCK_EX);
 	return rc;
 }
 
 /* Stamp the times of writes made under the shared glock: under EX, the inode read again. */
 static int stamp_pending_times(struct cfs_fs *fs, struct cfs_inode *ip)
 {
-	ip->pins++;
-	int rc = fs->ro ? 0 : cfs_glock_acquire(fs, CFSLOCK_EX);
-	if (!rc)
-		rc = cfs_irefresh(fs, ip);
-	ip->pins--;
+	int rc = fs->ro ? 0 : relock(fs, ip, CFSLOCK_EX);
 	if (!rc && ip->d.nlink)
 		cfs_itimes_catch_up(ip);
 	ip->times_pending = false;

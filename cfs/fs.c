@@ -90,28 +90,18 @@ int cfs_orphan_remove_from(struct cfs_fs *fs, uint32_t slot, uint64_t ino)
 {
 	struct cfs_inode *dir;
 	char name[17];
-	uint64_t named;
 	orphan_name(ino, name);
 	int rc = cfs_iget(fs, fs->sb.orphan_dir[slot], &dir);
 	if (!rc)
-		rc = cfs_dir_lookup(fs, dir, name, &named, NULL);
-	if (rc == -ENOENT || (!rc && named != ino))
-		return 0;
-	if (!rc)
 		rc = cfs_dir_remove(fs, dir, name);
+	if (rc == -ENOENT)
+		return 0; /* not on this list */
 	return rc ? rc : cfs_iwrite(fs, dir);
 }
 
 int cfs_orphan_remove(struct cfs_fs *fs, struct cfs_inode *ip)
 {
-	struct cfs_inode *dir;
-	char name[17];
-	orphan_name(ip->ino, name);
-	int rc = orphan_dir(fs, &dir);
-	if (!rc)
-		rc = cfs_dir_remove(fs, dir, name);
-	if (!rc)
-		rc = cfs_iwrite(fs, dir);
+	int rc = cfs_orphan_remove_from(fs, fs->slot, ip->ino);
 	if (!rc)
 		ip->in_orphans = false;
 	return rc;

@@ -263,7 +263,8 @@ int cfs_op_begin(struct cfs_fs *fs, bool change)
 
 void cfs_op_end(struct cfs_fs *fs)
 {
-	fs->last_use_ns = cfs_now_ns();
+	if (fs->cluster) /* for the minimum hold time */
+		fs->last_use_ns = cfs_now_ns();
 	if (fs->txn.n > fs->txn.limit / 2)
 		cfs_journal_commit(fs);
 	cfs_bcache_trim(fs);

@@ -9,7 +9,6 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
-#include <time.h>
 
 #define CFS_BCACHE_BUCKETS 65536u
 #define CFS_ICACHE_BUCKETS 16384u
@@ -281,7 +280,7 @@ struct cfs_fs {
 	struct cfslock *pagecache;   /* PR: normal mount; CW: shared direct writes (shared_write.c) */
 	unsigned shared_writers;     /* writes in flight under the glock PR and pagecache CW */
 	bool pagecache_wanted;       /* a normal mount asks for it (atomic) */
-	time_t pagecache_refused;    /* when CW was last refused, 0 if it was not */
+	uint64_t pagecache_refused;  /* when CW was last refused (cfs_now_ns), 0 if it was not */
 	cfs_invalidate_fn invalidate; /* cfsd: drop the kernel's pages of an inode */
 	void *invalidate_arg;
 	pthread_t committer;

@@ -134,12 +134,14 @@ void cfs_iopen_forget(struct cfs_fs *fs, struct cfs_inode *ip)
 
 /* ---- freeing ---- */
 
-/* Take the inode off its unlinker's orphan list: ours if we know we put it there, else
- * whichever slot's list names it. */
+/* Take the inode off its unlinker's orphan list: ours if we know we put it there, else (on a
+ * cluster) whichever slot's list names it. */
 static int orphans_forget(struct cfs_fs *fs, struct cfs_inode *ip)
 {
 	if (ip->in_orphans)
 		return cfs_orphan_remove(fs, ip);
+	if (!fs->cluster)
+		return 0;
 	int rc = 0;
 	for (uint32_t s = 0; s < fs->sb.nslots && !rc; s++)
 		rc = cfs_orphan_remove_from(fs, s, ip->ino);
@@ -151,7 +153,7 @@ static int free_unlinked(struct cfs_fs *fs, struct cfs_inode *ip)
 {
 	int rc = cfs_ifree(fs, ip);
 	if (!rc)
-		rc = fs->cluster ? orphans_forget(fs, ip) : ip->in_orphans ? cfs_orphan_remove(fs, ip) : 0;
+		rc = orphans_forget(fs, ip);
 	if (rc)
 		cfs_log(fs, "inode %" PRIu64 ": freeing the unlinked inode: %s", ip->ino, strerror(-rc));
 	return rc;

@@ -18,9 +18,8 @@
 
 #include <errno.h>
 #include <string.h>
-#include <time.h>
 
-#define RETRY_SECONDS 5 /* after a refusal (a normal mount somewhere): ask again this late */
+#define RETRY_NS 5000000000ull /* after a refusal (a normal mount somewhere): ask again this late */
 
 static void pagecache_wanted(void *arg, struct cfslock *lk, int mode)
 {
@@ -60,8 +59,8 @@ bool cfs_shared_write_begin(struct cfs_fs *fs)
 		fs->shared_writers++;
 		return true;
 	}
-	time_t now = time(NULL);
-	if (fs->pagecache_refused && now - fs->pagecache_refused < RETRY_SECONDS)
+	uint64_t now = cfs_now_ns();
+	if (fs->pagecache_refused && now - fs->pagecache_refused < RETRY_NS)
 		return false;
 	__atomic_store_n(&fs->pagecache_wanted, false, __ATOMIC_RELEASE);
 	/* A kept grant is taken again with no message. */
