@@ -155,9 +155,11 @@ bench: all $(BUILD)/bench/lockbench $(BUILD)/bench/odmbench
 	bench/cfs/run.sh $(BUILD)
 	bench/odm/run.sh $(BUILD)
 	bench/cluster/run.sh $(BUILD)
+	bench/cluster/recovery.sh $(BUILD)
 
 bench-cluster: all
 	bench/cluster/run.sh $(BUILD)
+	bench/cluster/recovery.sh $(BUILD)
 
 bench-cfs: all
 	bench/cfs/run.sh $(BUILD)

@@ -51,6 +51,9 @@ struct cfs_mount_opts {
 	bool ro;
 	bool dboptimized;
 	const char *cluster; /* lock backend; NULL: the one recorded at mkfs */
+	/* cluster: an absolute path run to fence a dead node before its journal is replayed,
+	 * instead of waiting the fence interval (cfs(8), "Fencing"); NULL: none */
+	const char *fence_program;
 };
 /* Is name a lock protocol: local, corosync or dlm? */
 bool cfs_lockproto_valid(const char *name);
@@ -84,6 +87,10 @@ struct cfs_status {
 	uint64_t lock_messages;          /* lock messages this mount sent to other nodes */
 	uint32_t nmounted;               /* nodes that have it mounted, by slot */
 	uint32_t mounted_slot[CFS_STATUS_MAX_NODES], mounted_node[CFS_STATUS_MAX_NODES];
+	uint32_t nrecovering; /* dead nodes not recovered yet, by slot */
+	uint32_t recovering_slot[CFS_STATUS_MAX_NODES], recovering_node[CFS_STATUS_MAX_NODES];
+	bool fenced;                /* this node lost quorum: every call fails with EIO */
+	uint32_t fence_interval_ms; /* survivors wait this long after a death before a replay */
 	char label[64];
 	char fs_uuid[37];
 	struct cfs_stats stats;

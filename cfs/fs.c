@@ -66,9 +66,9 @@ static void orphan_name(uint64_t ino, char name[17])
 	snprintf(name, 17, "%016" PRIx64, ino);
 }
 
-static int orphan_dir(struct cfs_fs *fs, struct cfs_inode **dir)
+static int orphan_dir(struct cfs_fs *fs, uint32_t slot, struct cfs_inode **dir)
 {
-	return cfs_iget(fs, fs->sb.orphan_dir[fs->slot], dir);
+	return cfs_iget(fs, fs->sb.orphan_dir[slot], dir);
 }
 
 int cfs_orphan_add(struct cfs_fs *fs, struct cfs_inode *ip)
@@ -76,7 +76,7 @@ int cfs_orphan_add(struct cfs_fs *fs, struct cfs_inode *ip)
 	struct cfs_inode *dir;
 	char name[17];
 	orphan_name(ip->ino, name);
-	int rc = orphan_dir(fs, &dir);
+	int rc = orphan_dir(fs, fs->slot, &dir);
 	if (!rc)
 		rc = cfs_dir_add(fs, dir, name, ip->ino, DT_REG);
 	if (!rc)
@@ -91,7 +91,7 @@ int cfs_orphan_remove_from(struct cfs_fs *fs, uint32_t slot, uint64_t ino)
 	struct cfs_inode *dir;
 	char name[17];
 	orphan_name(ino, name);
-	int rc = cfs_iget(fs, fs->sb.orphan_dir[slot], &dir);
+	int rc = orphan_dir(fs, slot, &dir);
 	if (!rc)
 		rc = cfs_dir_remove(fs, dir, name);
 	if (rc == -ENOENT)
@@ -122,12 +122,13 @@ static int collect(void *arg, const char *name, size_t len, uint64_t ino, uint8_
 	return 0;
 }
 
-/* Free what the last daemon of this slot left unlinked but open. */
-static int free_orphans(struct cfs_fs *fs)
+/* What the last daemon of a slot left unlinked but open: our own slot's at the mount, a dead
+ * node's at its recovery. */
+int cfs_orphans_free(struct cfs_fs *fs, uint32_t slot)
 {
 	struct cfs_inode *dir;
 	struct orphan_list l = {0};
-	int rc = orphan_dir(fs, &dir);
+	int rc = orphan_dir(fs, slot, &dir);
 	if (!rc)
 		rc = cfs_dir_walk(fs, dir, collect, &l);
 	for (size_t i = 0; i < l.n && !rc; i++) {
@@ -139,14 +140,15 @@ static int free_orphans(struct cfs_fs *fs)
 			rc = 0;
 			continue;
 		}
-		ip->in_orphans = true;
+		ip->in_orphans = slot == fs->slot;
 		if (ip->d.nlink == 0)
 			rc = cfs_iput_check(fs, ip);
 		if (!rc && fs->txn.n > fs->txn.limit / 2)
 			rc = cfs_journal_commit(fs);
 	}
 	if (l.n)
-		cfs_log(fs, "freed %zu orphan inode%s", l.n, l.n == 1 ? "" : "s");
+		cfs_log(fs, "orphans of slot %u: %zu inode%s looked at", slot, l.n,
+			l.n == 1 ? "" : "s");
 	free(l.ino);
 	return rc ? rc : cfs_journal_commit(fs);
 }
@@ -179,6 +181,7 @@ static void *committer(void *arg)
 
 static void fs_free(struct cfs_fs *fs)
 {
+	cfs_recovery_stop(fs);
 	cfs_icache_destroy(fs);
 	cfs_iopen_free(fs);
 	cfs_shared_write_free(fs);
@@ -196,6 +199,7 @@ static void fs_free(struct cfs_fs *fs)
 	pthread_rwlock_destroy(&fs->vol_lock);
 	pthread_cond_destroy(&fs->commit_wake);
 	pthread_cond_destroy(&fs->io_idle);
+	cfs_recovery_destroy(fs);
 	free(fs);
 }
 
@@ -223,6 +227,15 @@ static int check_identity(struct cfs_fs *fs, const struct cfs_mount_opts *o, con
 			      "it with cluster=%s (or change the protocol with 'cfs lockproto' while "
 			      "it is unmounted everywhere)", cfg->name, name, o->cluster, name);
 		return -EPROTO;
+	}
+	if (o->fence_program && !strcmp(name, "local")) {
+		cfs_set_error("fence=%s: a fence program is for cluster mounts; the filesystem on %s "
+			      "has the lock protocol local", o->fence_program, cfg->name);
+		return -EINVAL;
+	}
+	if (o->fence_program && (o->fence_program[0] != '/' || access(o->fence_program, X_OK))) {
+		cfs_set_error("fence=%s: give the absolute path of an executable program", o->fence_program);
+		return -EINVAL;
 	}
 	*proto = name;
 	return 0;
@@ -323,8 +336,9 @@ static int start_fs(struct cfs_fs *fs)
 		cfs_set_error("journal of slot %u: replay failed: %s", fs->slot, strerror(-rc));
 	if (!rc)
 		rc = cfs_alloc_load(fs);
-	if (!rc && !fs->ro && (rc = free_orphans(fs)))
+	if (!rc && !fs->ro && (rc = cfs_orphans_free(fs, fs->slot)))
 		cfs_set_error("orphans of slot %u: %s", fs->slot, strerror(-rc));
+	__atomic_store_n(&fs->started, !rc, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&fs->lock);
 	return rc;
 }
@@ -338,12 +352,14 @@ int cfs_mount(struct cvm_volume *vol, const struct cfs_mount_opts *o, struct cfs
 	fs->lockfd = -1;
 	fs->ro = o->ro;
 	fs->dboptimized = o->dboptimized;
+	fs->fence_program = o->fence_program;
 	pthread_mutex_init(&fs->lock, NULL);
 	pthread_rwlock_init(&fs->vol_lock, NULL);
 	pthread_mutex_init(&fs->aio_lock, NULL);
 	fs->aio_vol = vol;
 	pthread_cond_init(&fs->commit_wake, NULL);
 	pthread_cond_init(&fs->io_idle, NULL);
+	cfs_recovery_init(fs);
 	const char *proto = "local";
 	int rc = cfs_super_read(vol, &fs->sb, NULL);
 	if (!rc)
@@ -366,6 +382,9 @@ int cfs_mount(struct cvm_volume *vol, const struct cfs_mount_opts *o, struct cfs
 	if (getrandom(&r, sizeof r, 0) != sizeof r)
 		r = (uint32_t)time(NULL);
 	fs->next_generation = (uint64_t)r << 20;
+	/* Before our own glock request: a dead node may hold it until somebody recovers it. */
+	if (!rc)
+		rc = cfs_recovery_start(fs);
 	if (!rc)
 		rc = start_fs(fs);
 	if (!rc && (rc = pthread_create(&fs->committer, NULL, committer, fs)))
@@ -380,6 +399,7 @@ int cfs_mount(struct cvm_volume *vol, const struct cfs_mount_opts *o, struct cfs
 
 int cfs_unmount(struct cfs_fs *fs)
 {
+	cfs_recovery_stop(fs); /* it takes the glock for dead slots' orphans */
 	pthread_mutex_lock(&fs->lock);
 	fs->stopping = true;
 	pthread_cond_signal(&fs->commit_wake);
@@ -409,17 +429,27 @@ int cfs_unmount(struct cfs_fs *fs)
 	return rc;
 }
 
-/* Every granted "slot-N" lock is a node with the filesystem mounted. */
+bool cfs_slot_lock(const char *resource, unsigned *slot)
+{
+	char tail;
+	return sscanf(resource, "slot-%u%c", slot, &tail) == 1;
+}
+
+/* Every granted "slot-N" lock is a node with the filesystem mounted, or a dead one whose
+ * recovery is not done (its locks are recovering). */
 static void add_mounted(void *arg, const struct cfslock_dump_entry *e)
 {
 	struct cfs_status *st = arg;
 	unsigned slot;
-	char tail;
-	if (sscanf(e->resource, "slot-%u%c", &slot, &tail) != 1 || strcmp(e->state, "granted") ||
-	    st->nmounted >= CFS_STATUS_MAX_NODES)
+	if (!cfs_slot_lock(e->resource, &slot) || strcmp(e->state, "granted"))
 		return;
-	st->mounted_slot[st->nmounted] = slot;
-	st->mounted_node[st->nmounted++] = e->node;
+	if (e->recovering && st->nrecovering < CFS_STATUS_MAX_NODES) {
+		st->recovering_slot[st->nrecovering] = slot;
+		st->recovering_node[st->nrecovering++] = e->node;
+	} else if (!e->recovering && st->nmounted < CFS_STATUS_MAX_NODES) {
+		st->mounted_slot[st->nmounted] = slot;
+		st->mounted_node[st->nmounted++] = e->node;
+	}
 }
 
 void cfs_status(struct cfs_fs *fs, struct cfs_status *st)
@@ -436,8 +466,11 @@ void cfs_status(struct cfs_fs *fs, struct cfs_status *st)
 	snprintf(st->lockproto, sizeof st->lockproto, "%s", cfs_super_lockproto(&fs->sb));
 	st->node_id = fs->cluster ? cfslock_node_id(fs->locks) : 0;
 	st->lock_messages = cfslock_messages_sent(fs->locks);
-	if (fs->cluster)
+	if (fs->cluster) {
 		cfslock_dump(fs->space, add_mounted, st);
+		st->fenced = cfs_fenced(fs);
+		st->fence_interval_ms = cfs_fence_interval_ms(fs);
+	}
 	cvm_uuid u;
 	memcpy(u.b, fs->sb.fs_uuid, 16);
 	cvm_uuid_format(&u, st->fs_uuid);

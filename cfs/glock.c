@@ -63,6 +63,11 @@ static void meta_wanted(void *arg, struct cfslock *lk, int mode)
 	pthread_cond_signal(&fs->commit_wake); /* the committer acts on it if nobody else does */
 }
 
+static void lost_quorum(struct cfs_fs *fs)
+{
+	cfs_fence(fs, "this node lost quorum");
+}
+
 /* Callbacks of the lock manager run on this thread, whatever the other threads do. */
 static void *dispatcher(void *arg)
 {
@@ -70,8 +75,10 @@ static void *dispatcher(void *arg)
 	int fd = cfslock_client_fd(fs->locks);
 	while (!__atomic_load_n(&fs->stopping, __ATOMIC_ACQUIRE)) {
 		struct pollfd p = {.fd = fd, .events = POLLIN};
-		if (poll(&p, 1, 200) > 0)
+		if (poll(&p, 1, FENCE_CHECK_MS) > 0)
 			cfslock_dispatch(fs->locks);
+		if (!cfslock_quorate(fs->locks)) /* in case the event went by */
+			lost_quorum(fs);
 	}
 	return NULL;
 }
@@ -85,13 +92,28 @@ static void lockspace_name(const struct cfs_fs *fs, char *buf, size_t len)
 	snprintf(buf, len, "cfs-%.36s", us);
 }
 
+static void membership_changed(void *arg, uint32_t node, bool joined)
+{
+	(void)node;
+	if (!joined)
+		cfs_recovery_kick(arg);
+}
+
+static void quorum_changed(void *arg, bool quorate)
+{
+	if (!quorate)
+		lost_quorum(arg);
+}
+
 int cfs_glock_init(struct cfs_fs *fs, const char *proto)
 {
 	char space[64];
 	lockspace_name(fs, space, sizeof space);
 	fs->meta_wanted = -1;
 	fs->meta_mode = -1;
-	int rc = cfslock_client_open(proto, NULL, &fs->locks);
+	fs->lock_events = (struct cfslock_events){
+		.membership = membership_changed, .quorum = quorum_changed, .arg = fs};
+	int rc = cfslock_client_open(proto, &fs->lock_events, &fs->locks);
 	if (rc) {
 		cfs_set_error("lock manager '%s': %s%s", proto, strerror(-rc),
 			      strcmp(proto, "local") ? " (is corosync running on this node?)" : "");
@@ -191,6 +213,8 @@ int cfs_glock_acquire(struct cfs_fs *fs, int mode)
 {
 	if (!fs->cluster)
 		mode = CFSLOCK_EX;
+	else if (cfs_fenced(fs))
+		return -EIO; /* what this node has cached may be another node's to change now */
 	if (fs->meta_mode >= mode)
 		return 0;
 	if (fs->meta_mode >= 0) {
@@ -207,6 +231,8 @@ int cfs_glock_acquire(struct cfs_fs *fs, int mode)
 	 * can arrive before this thread sees the grant). */
 	__atomic_store_n(&fs->meta_wanted, -1, __ATOMIC_RELEASE);
 	int rc = cfslock_request_sync(fs->meta, mode, 0);
+	if (rc == -CFSLOCK_ENOQUORUM)
+		lost_quorum(fs);
 	if (rc) {
 		cfs_log(fs, "lock meta %s: %s", cfslock_mode_name(mode), strerror(-rc));
 		return rc == -CFSLOCK_ENOQUORUM ? -EIO : rc;

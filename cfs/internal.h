@@ -65,6 +65,10 @@ struct cfs_txn {
 	uint32_t limit; /* most blocks a transaction may hold */
 };
 int cfs_journal_replay(struct cfs_fs *fs);
+/* Write the committed transaction of a slot's journal in place and flush (replay is
+ * idempotent): *seq its sequence, *count its blocks (0: nothing to replay). */
+int cfs_journal_apply(struct cvm_volume *vol, const struct cfs_dsuper *sb, uint32_t slot,
+		      uint64_t *seq, uint32_t *count);
 uint32_t cfs_journal_limit(const struct cfs_dsuper *sb);
 int cfs_journal_commit(struct cfs_fs *fs);
 /* Mark a slot's journal empty (mkfs, fsck after repairs: anything written in place without
@@ -286,6 +290,17 @@ struct cfs_fs {
 	pthread_t committer;
 	pthread_cond_t commit_wake;
 	bool stopping;
+	bool started; /* the own journal is replayed: others' orphans may be freed (atomic) */
+	/* recovery of dead nodes (recovery.c) */
+	pthread_t recoverer;
+	bool recovery_running;
+	pthread_mutex_t recovery_lock;
+	pthread_cond_t recovery_wake;
+	bool recovery_kicked, recovery_retry;
+	bool recovery_stop; /* atomic */
+	const char *fence_program; /* the mount options': see fence.c */
+	uint32_t failure_detection_ms; /* the lock manager's, asked once at mount (fence.c) */
+	struct cfslock_events lock_events;
 	int lockfd; /* holds the OFD locks saying this node uses the filesystem */
 	struct cfs_stats stats;
 };
@@ -293,8 +308,31 @@ struct cfs_fs {
 /* ---- orphans and the metadata lock (fs.c, glock.c) ---- */
 int cfs_orphan_add(struct cfs_fs *fs, struct cfs_inode *ip);
 int cfs_orphan_remove(struct cfs_fs *fs, struct cfs_inode *ip);
+/* Is this lock resource a slot lock ("slot-N")?  Then *slot is N. */
+bool cfs_slot_lock(const char *resource, unsigned *slot);
 /* Take block ino off slot's orphan list if it is there. */
 int cfs_orphan_remove_from(struct cfs_fs *fs, uint32_t slot, uint64_t ino);
+/* Free what slot's orphan list names and nobody has open (glock EX); then commit. */
+int cfs_orphans_free(struct cfs_fs *fs, uint32_t slot);
+/* Recovery of dead nodes (recovery.c): init before the lock client opens, start once the
+ * caches exist, stop before the unmount lets go of anything. */
+void cfs_recovery_init(struct cfs_fs *fs);
+int cfs_recovery_start(struct cfs_fs *fs);
+/* The membership changed: look at the lock table again (any thread; only signals). */
+void cfs_recovery_kick(struct cfs_fs *fs);
+void cfs_recovery_stop(struct cfs_fs *fs);
+void cfs_recovery_destroy(struct cfs_fs *fs);
+/* Self-fencing (fence.c): no I/O of this node reaches the volume from now on, every call
+ * fails with EIO (logged once with why). */
+#define FENCE_CHECK_MS 200u /* quorum is looked at least this often */
+#define IO_GRACE_MS 500u    /* I/O in the kernel at the fence is done within this */
+void cfs_fence(struct cfs_fs *fs, const char *why);
+bool cfs_fenced(const struct cfs_fs *fs);
+/* Run the fence program for a dead node: 0 once it says the node is fenced. */
+int cfs_fence_node(struct cfs_fs *fs, uint32_t node, uint32_t slot);
+/* How long survivors wait after a node left before they replay its journal. */
+uint32_t cfs_fence_interval_ms(const struct cfs_fs *fs);
+void cfs_fence_log_interval(const struct cfs_fs *fs);
 /* The filesystem-wide metadata glock, GFS2 style (see glock.c): PR to read and cache, EX to
  * change; given up or converted down when another node asks.  Modes are CFSLOCK_*. */
 int cfs_glock_init(struct cfs_fs *fs, const char *proto);

@@ -91,27 +91,35 @@ int cfs_journal_read(struct cvm_volume *vol, const struct cfs_dsuper *sb, uint32
 	return 0;
 }
 
+int cfs_journal_apply(struct cvm_volume *vol, const struct cfs_dsuper *sb, uint32_t slot,
+		      uint64_t *seq, uint32_t *count)
+{
+	uint64_t *targets;
+	uint8_t *images;
+	uint32_t bs = sb->block_size;
+	int rc = cfs_journal_read(vol, sb, slot, seq, count, &targets, &images);
+	for (uint32_t i = 0; i < *count && !rc; i++)
+		rc = cvm_volume_write(vol, images + (size_t)i * bs, bs, targets[i] * bs);
+	if (!rc && *count)
+		rc = cvm_volume_flush(vol);
+	free(targets);
+	free(images);
+	return rc;
+}
+
 int cfs_journal_replay(struct cfs_fs *fs)
 {
-	uint64_t seq, *targets;
+	uint64_t seq;
 	uint32_t n;
-	uint8_t *images;
-	int rc = cfs_journal_read(fs->vol, &fs->sb, fs->slot, &seq, &n, &targets, &images);
+	int rc = cfs_journal_apply(fs->vol, &fs->sb, fs->slot, &seq, &n);
 	if (rc)
 		return rc;
 	fs->jseq = seq + 1;
 	fs->txn.limit = cfs_journal_limit(&fs->sb);
-	for (uint32_t i = 0; i < n && !rc; i++)
-		rc = cvm_volume_write(fs->vol, images + (size_t)i * fs->bs, fs->bs,
-				      targets[i] * fs->bs);
-	if (!rc && n) {
-		rc = cvm_volume_flush(fs->vol);
+	if (n)
 		cfs_log(fs, "journal: replayed transaction %llu (%u blocks)",
 			(unsigned long long)seq, n);
-	}
-	free(targets);
-	free(images);
-	return rc;
+	return 0;
 }
 
 static int write_in_place(struct cfs_fs *fs)

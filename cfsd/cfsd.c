@@ -42,6 +42,8 @@ static void usage(FILE *out)
 		"                   recorded by mkfs.cfs -p; another one is refused)\n"
 		"     node=SLOT     journal slot of this node (default: 0 with local locks, the\n"
 		"                   first free one on a cluster)\n"
+		"     fence=PROGRAM cluster: run PROGRAM NODE to fence a dead node before its\n"
+		"                   journal is replayed (default: wait the fence interval)\n"
 		"     ro, rw        read-only or read-write (default rw)\n"
 		"     scan=PATHS    where to look for the LUNs, colon-separated (default $CVM_SCAN)\n"
 		"     log=FILE      where the daemon logs once in the background\n"
@@ -85,6 +87,8 @@ static int parse_opts(struct opts *o, char *list)
 		} else if (klen == 4 && !strncmp(opt, "scan", 4) && val) {
 			for (char *s2, *p = strtok_r((char *)val, ":", &s2); p; p = strtok_r(NULL, ":", &s2))
 				scan_paths_add(&o->scan, p);
+		} else if (klen == 5 && !strncmp(opt, "fence", 5) && val) {
+			o->m.fence_program = val;
 		} else if (klen == 3 && !strncmp(opt, "log", 3) && val) {
 			o->log = val;
 		} else if (!strcmp(opt, "defaults") || !strcmp(opt, "auto") || !strcmp(opt, "noauto") ||

@@ -53,22 +53,35 @@ static int grow(struct cfsd *d, uint64_t *added, char *msg, size_t msglen)
 	return 0;
 }
 
+/* nodes and node_ptrs: room for the mounted nodes, then the recovering ones. */
+static void fill_nodes(MountedNode *nodes, MountedNode **ptrs, uint32_t n, const uint32_t *slot,
+		       const uint32_t *node)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		mounted_node__init(&nodes[i]);
+		nodes[i].slot = slot[i];
+		nodes[i].node_id = node[i];
+		ptrs[i] = &nodes[i];
+	}
+}
+
 static void fill_status(struct cfsd *d, ControlStatus *s, struct cfs_status *st,
 			MountedNode *nodes, MountedNode **node_ptrs)
 {
 	cfs_status(d->fs, st);
 	s->lockproto = st->lockproto;
-	s->has_node_id = s->has_lock_messages = true;
+	s->has_node_id = s->has_lock_messages = s->has_fenced = s->has_fence_interval_ms = true;
 	s->node_id = st->node_id;
 	s->lock_messages = st->lock_messages;
-	for (uint32_t i = 0; i < st->nmounted; i++) {
-		mounted_node__init(&nodes[i]);
-		nodes[i].slot = st->mounted_slot[i];
-		nodes[i].node_id = st->mounted_node[i];
-		node_ptrs[i] = &nodes[i];
-	}
+	s->fenced = st->fenced;
+	s->fence_interval_ms = st->fence_interval_ms;
+	fill_nodes(nodes, node_ptrs, st->nmounted, st->mounted_slot, st->mounted_node);
 	s->n_mounted = st->nmounted;
 	s->mounted = node_ptrs;
+	fill_nodes(nodes + st->nmounted, node_ptrs + st->nmounted, st->nrecovering,
+		   st->recovering_slot, st->recovering_node);
+	s->n_recovering = st->nrecovering;
+	s->recovering = node_ptrs + st->nmounted;
 	s->volume = (char *)d->volume;
 	s->label = st->label;
 	s->fs_uuid = st->fs_uuid;
@@ -117,7 +130,7 @@ static void serve(struct conn *c, const ControlRequest *req)
 	ControlReply reply = CONTROL_REPLY__INIT;
 	ControlStatus status = CONTROL_STATUS__INIT;
 	struct cfs_status st;
-	MountedNode nodes[CFS_STATUS_MAX_NODES], *node_ptrs[CFS_STATUS_MAX_NODES];
+	MountedNode nodes[2 * CFS_STATUS_MAX_NODES], *node_ptrs[2 * CFS_STATUS_MAX_NODES];
 	struct odm_reply_mem mem = {0};
 	if (req->op == CONTROL_REQUEST__OP__GROW) {
 		uint64_t added = 0;

@@ -115,6 +115,11 @@ static void piece_failed(struct cvm_aio *a, struct aio_req *r, int64_t err)
 
 static void submit_queue(struct cvm_aio *a)
 {
+	while (a->qlen && cvm_volume_fenced(a->vol)) { /* queued before the fence: not sent */
+		piece_failed(a, a->queue[a->qhead]->data, -EIO);
+		a->qhead++;
+		a->qlen--;
+	}
 	while (a->qlen) {
 		unsigned room = a->nevents - a->kernel_pieces;
 		if (room == 0)
@@ -144,6 +149,8 @@ int cvm_aio_submit(struct cvm_aio *aio, enum cvm_op op, void *buf, uint64_t len,
 	const struct cvm_config *cfg = cvm_volume_config(v);
 	if ((offset | len | (uintptr_t)buf) % CVM_IO_ALIGN || len == 0)
 		return -EINVAL;
+	if (cvm_volume_fenced(v))
+		return -EIO;
 	struct cvm_map_iter it;
 	struct cvm_piece p;
 	if (cvm_map_begin(&it, cfg, offset, len))

@@ -158,6 +158,11 @@ int cvm_volume_read(struct cvm_volume *vol, void *buf, uint64_t len, uint64_t of
 int cvm_volume_write(struct cvm_volume *vol, const void *buf, uint64_t len, uint64_t offset);
 /* Make completed writes durable on every LUN. */
 int cvm_volume_flush(struct cvm_volume *vol);
+/* Self-fencing (a cluster node that lost quorum): from now on every read, write, flush and
+ * asynchronous submission of this volume fails with -EIO without reaching the LUNs.  I/O
+ * already in the kernel still completes.  There is no way back: the volume is closed. */
+void cvm_volume_fence(struct cvm_volume *vol);
+bool cvm_volume_fenced(const struct cvm_volume *vol);
 
 struct cvm_create_opts {
 	uint64_t stripe_width; /* 0: CVM_DEFAULT_STRIPE_WIDTH */

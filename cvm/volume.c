@@ -19,6 +19,7 @@ struct cvm_volume {
 	/* Written since the last flush: only those LUNs are flushed (a small synchronous write
 	 * touches one or two LUNs of a wide volume). */
 	bool written[CVM_MAX_LUNS];
+	bool fenced; /* atomic: no I/O reaches the LUNs any more */
 };
 
 static const struct cvm_stripe_set *set_of_lun(const struct cvm_config *cfg, uint32_t lun)
@@ -183,8 +184,20 @@ int cvm_volume_lun_fd(const struct cvm_volume *vol, uint32_t lun)
 	return lun < vol->cfg.nluns ? vol->fd[lun] : -EINVAL;
 }
 
+void cvm_volume_fence(struct cvm_volume *vol)
+{
+	__atomic_store_n(&vol->fenced, true, __ATOMIC_RELEASE);
+}
+
+bool cvm_volume_fenced(const struct cvm_volume *vol)
+{
+	return __atomic_load_n(&vol->fenced, __ATOMIC_ACQUIRE);
+}
+
 static int check_io(const struct cvm_volume *v, const void *buf, uint64_t len, uint64_t off)
 {
+	if (cvm_volume_fenced(v))
+		return -EIO;
 	if ((off | len | (uintptr_t)buf) % CVM_IO_ALIGN)
 		return -EINVAL;
 	if (off > v->size || len > v->size - off)
@@ -238,6 +251,8 @@ int cvm_volume_write(struct cvm_volume *vol, const void *buf, uint64_t len, uint
 
 int cvm_volume_flush(struct cvm_volume *vol)
 {
+	if (cvm_volume_fenced(vol))
+		return -EIO;
 	for (uint32_t i = 0; i < vol->cfg.nluns; i++) {
 		if (!__atomic_exchange_n(&vol->written[i], false, __ATOMIC_ACQ_REL))
 			continue;

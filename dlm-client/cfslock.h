@@ -47,6 +47,10 @@ uint32_t cfslock_node_id(const struct cfslock_client *c);
 /* Messages this client sent to the other nodes (0 for the local backend): what caching saves. */
 uint64_t cfslock_messages_sent(const struct cfslock_client *c);
 bool cfslock_quorate(const struct cfslock_client *c);
+/* How long membership takes to declare a silent member gone (corosync's token timeout), for
+ * fence intervals; 0 if the backend does not say.  Asks the cluster manager at each call (it
+ * runs a command): call it once and keep the answer. */
+uint32_t cfslock_failure_detection_ms(const struct cfslock_client *c);
 
 int cfslock_space_open(struct cfslock_client *c, const char *name, struct cfslock_space **out);
 void cfslock_space_close(struct cfslock_space *s);

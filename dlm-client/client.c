@@ -81,6 +81,10 @@ void cfslock_client_close(struct cfslock_client *c)
 int cfslock_client_fd(const struct cfslock_client *c) { return c->efd; }
 uint32_t cfslock_node_id(const struct cfslock_client *c) { return c->node; }
 bool cfslock_quorate(const struct cfslock_client *c) { return c->quorate; }
+uint32_t cfslock_failure_detection_ms(const struct cfslock_client *c)
+{
+	return c->ops->failure_detection_ms ? c->ops->failure_detection_ms() : 0;
+}
 uint64_t cfslock_messages_sent(const struct cfslock_client *c)
 {
 	return __atomic_load_n(&c->messages_sent, __ATOMIC_RELAXED);
@@ -157,9 +161,11 @@ static void run_lock_callback(struct cfslock *lk, const struct lt_event *ev)
 	int status = ev->type == LT_EV_FAILED ? ev->status : 0;
 	lk->granted = ev->type == LT_EV_UNLOCKED ? -1 : ev->mode;
 	lk->pending = false;
+	/* A new grant answers no earlier wish; a grant taken from the cache still owes one
+	 * that arrived before it was run (the table sends a wish once). */
 	if (ev->type != LT_EV_GRANTED)
 		lk->cached = false;
-	else
+	else if (!ev->from_cache)
 		lk->wanted_elsewhere = false;
 	if (lk->internal) { /* the library's own unlock: only a request queued behind it waits */
 		lk->internal = false;
@@ -349,7 +355,7 @@ int cfslock_request(struct cfslock *lk, int mode, unsigned flags)
 		return -EINVAL;
 	if (take_cached(lk, mode)) {
 		struct lt_event ev = {.type = LT_EV_GRANTED, .lkid = lk->lkid, .mode = lk->granted,
-				      .lvb_valid = lk->lvb_valid};
+				      .lvb_valid = lk->lvb_valid, .from_cache = true};
 		memcpy(ev.lvb, lk->lvb, CFSLOCK_LVB_LEN);
 		lk->pending = true;
 		cfslock_deliver(lk->s->c, lk, &ev);

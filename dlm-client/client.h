@@ -20,6 +20,7 @@ struct cfslock_backend_ops {
 	int (*recovery_done)(struct cfslock_space *s, uint32_t node);
 	int (*dump)(struct cfslock_space *s, lt_visit_fn visit, void *arg);
 	void (*forget)(struct cfslock *lk); /* the handle is being freed */
+	uint32_t (*failure_detection_ms)(void); /* NULL: the backend does not say */
 };
 
 extern const struct cfslock_backend_ops cfslock_local_ops;

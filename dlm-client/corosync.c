@@ -720,6 +720,25 @@ static void *cs_thread(void *arg)
 	return NULL;
 }
 
+/* corosync's token timeout: a member silent this long is declared gone (corosync has no
+ * library for its configuration map among our dependencies; its command reads it).  0 if
+ * unknown. */
+static uint32_t token_timeout_ms(void)
+{
+	FILE *f = popen("corosync-cmapctl -g runtime.config.totem.token 2>/dev/null", "r");
+	if (!f)
+		return 0;
+	char line[128];
+	unsigned ms = 0;
+	if (fgets(line, sizeof line, f)) {
+		const char *eq = strchr(line, '=');
+		if (!eq || sscanf(eq + 1, "%u", &ms) != 1)
+			ms = 0;
+	}
+	pclose(f);
+	return ms;
+}
+
 static int cs_open(struct cfslock_client *c)
 {
 	struct cs *cs = calloc(1, sizeof *cs);
@@ -943,5 +962,6 @@ const struct cfslock_backend_ops cfslock_corosync_ops = {
 	.space_open = cs_space_open, .space_close = cs_space_close,
 	.request = cs_request, .convert = cs_convert, .unlock = cs_unlock,
 	.cancel = cs_cancel, .recovery_done = cs_recovery_done, .dump = cs_dump,
+	.failure_detection_ms = token_timeout_ms,
 	.forget = cs_forget,
 };

@@ -29,6 +29,7 @@ struct lt_event {
 	int status;
 	bool lvb_valid;
 	uint8_t lvb[LT_LVB_LEN];
+	bool from_cache; /* client only: a grant the client took from its own cache */
 };
 
 typedef void (*lt_emit_fn)(void *arg, const struct lt_event *ev);

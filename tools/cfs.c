@@ -117,6 +117,13 @@ static int ask(const char *dir, ControlRequest__Op op, ControlReply **out)
 	return 0;
 }
 
+static void print_nodes_json(MountedNode *const *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		printf("%s{\"slot\": %u, \"node_id\": %u}", i ? ", " : "", v[i]->slot,
+		       v[i]->node_id);
+}
+
 static void print_status(const char *dir, const ControlReply *r, bool json)
 {
 	const ControlStatus *s = r->status;
@@ -145,10 +152,11 @@ static void print_status(const char *dir, const ControlReply *r, bool json)
 		printf(", \"lockproto\": \"%s\", \"node_id\": %u, \"lock_messages\": %llu, "
 		       "\"mounted\": [", s->lockproto ? s->lockproto : "local", s->node_id,
 		       (unsigned long long)s->lock_messages);
-		for (size_t i = 0; i < s->n_mounted; i++)
-			printf("%s{\"slot\": %u, \"node_id\": %u}", i ? ", " : "",
-			       s->mounted[i]->slot, s->mounted[i]->node_id);
-		printf("]}\n");
+		print_nodes_json(s->mounted, s->n_mounted);
+		printf("], \"recovering\": [");
+		print_nodes_json(s->recovering, s->n_recovering);
+		printf("], \"fenced\": %s, \"fence_interval_ms\": %u}\n",
+		       s->fenced ? "true" : "false", s->fence_interval_ms);
 		return;
 	}
 	char total[32], avail[32];
@@ -178,6 +186,13 @@ static void print_status(const char *dir, const ControlReply *r, bool json)
 		       i + 1 < s->n_mounted ? "," : "\n");
 	if (!s->n_mounted)
 		printf("\n");
+	for (size_t i = 0; i < s->n_recovering; i++)
+		printf("  node %u (slot %u) died: its journal is replayed after the fence interval "
+		       "(%u ms)\n", s->recovering[i]->node_id, s->recovering[i]->slot,
+		       s->fence_interval_ms);
+	if (s->fenced)
+		printf("  FENCED: this node lost quorum; every call fails with EIO until the "
+		       "filesystem is unmounted and mounted again\n");
 }
 
 /* Show or change the lock protocol recorded in the superblock. */

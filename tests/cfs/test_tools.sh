@@ -32,6 +32,7 @@ expect 2 "unknown mount option 'bogus'" "mount: bad option" -- "$BIN/cfs" mount 
 expect 2 "node=x" "mount: bad slot number" -- "$BIN/cfs" mount v "$M" -o node=x
 expect 1 "slot 5 does not exist" "mount: a slot beyond the filesystem's" -- "$BIN/cfs" mount v "$M" -o node=5
 expect 2 "give local, corosync or dlm" "mount: an unknown lock protocol" -- "$BIN/cfs" mount v "$M" -o cluster=gfs
+expect 1 "a fence program is for cluster mounts" "mount: fence= on a local filesystem" -- "$BIN/cfs" mount v "$M" -o fence=/bin/true
 expect 1 "made for cluster=local, not cluster=corosync" "mount: another protocol than the recorded one" -- "$BIN/cfs" mount v "$M" -o cluster=corosync
 expect 2 "give local, corosync or dlm" "mkfs.cfs -p: an unknown lock protocol" -- "$BIN/mkfs.cfs" -p gfs --force v
 expect 2 "give local, corosync or dlm" "cfs lockproto: an unknown lock protocol" -- "$BIN/cfs" lockproto v gfs

@@ -8,14 +8,46 @@ if [ ! -c /dev/fuse ]; then
 	echo "skip - $1: no /dev/fuse"
 	exit 0
 fi
-# In the background and waited for: a TERM or INT then runs the traps at once (bash runs them
-# only after a foreground command ends, and a command stuck on a hung mount never would).
-on() { local n=$1; shift; timeout 300 "$HERE/cluster.sh" exec "$n" "$@" <&0 & wait $!; }
+# on NODE CMD...: CMD inside node NODE.  In the background and waited for: a TERM or INT then
+# runs the traps at once (bash runs them only after a foreground command ends, and a command
+# stuck on a hung mount never would).  A command still running after ON_LIMIT seconds means
+# the cluster hangs: every later command would wait as long, so the script stops there (see
+# hung) rather than spend the test run's time limit.
+ON_LIMIT=${ON_LIMIT:-300}
+on() {
+	local n=$1 start=$SECONDS rc
+	shift
+	timeout "$ON_LIMIT" "$HERE/cluster.sh" exec "$n" "$@" <&0 &
+	wait $!
+	rc=$?
+	# 124 is also what a "timeout" inside CMD returns: only the outer limit counts here.
+	[ "$rc" -eq 124 ] && [ $((SECONDS - start)) -ge "$ON_LIMIT" ] &&
+		hung "node $n: '$*' still running after $ON_LIMIT s"
+	return "$rc"
+}
+# hung WHY: a failed check naming WHY, every cfsd's threads (where gdb is installed) to the
+# test's output, then the script ends through its traps (cluster down, temp dir removed).
+# Called from subshells too, hence the TERM to the script itself.
+hung() {
+	local pid
+	echo "not ok - the cluster hangs: $1" >&"$TAP_FD"
+	for pid in $(pgrep -f "^cfsd .*$T/" || true); do
+		echo "# cfsd $pid: $(tr '\0' ' ' </proc/"$pid"/cmdline)" >&"$TAP_FD"
+		command -v gdb >/dev/null &&
+			timeout 60 gdb -p "$pid" -batch -ex "thread apply all bt" 2>/dev/null |
+			grep -E '^(Thread|#)' | sed 's/^/# /' | head -300 >&"$TAP_FD"
+	done
+	kill -TERM $$
+	exit 1
+}
 M() { echo "$T/m$1"; }
 mount_on() { # node [options]
 	mkdir -p "$(M "$1")"
 	on "$1" "$BIN/cfs" mount data "$(M "$1")" -o "log=$T/cfsd$1.log${2:+,$2}"
 }
+# status_of NODE FIELD: a field of `cfs status --json` of node NODE's mount.
+status_of() { on "$1" "$BIN/cfs" status --json "$(M "$1")" | python3 -c "import json,sys; print(json.load(sys.stdin)['$2'])"; }
+ms() { date +%s%3N; } # now, in milliseconds
 umount_on() { on "$1" timeout 60 "$BIN/cfs" umount "$(M "$1")"; }
 check() { local what=$1; shift; if "$@" >"$T/check.out" 2>&1; then ok "$what"; else not_ok "$what: $(head -c 600 "$T/check.out")"; fi; }
 fsck_clean() { # what
@@ -27,9 +59,10 @@ make_data() {
 	for i in 0 1 2 3; do truncate -s "$1M" "$T/lun$i"; done
 	"$BIN/cvm" create data "$T"/lun0 "$T"/lun1 "$T"/lun2 "$T"/lun3 >/dev/null
 }
-# no_damage_logged: no daemon logged EIO or damage (sanitizer reports: see finish).
+# no_damage_logged: no daemon logged EIO or damage (sanitizer reports: see finish).  A node
+# that fenced itself says its calls fail with EIO: that is no damage.
 no_damage_logged() {
-	grep -h "EIO\|damaged" "$T"/cfsd*.log >"$T/bad.log" 2>/dev/null
+	grep -h "EIO\|damaged" "$T"/cfsd*.log 2>/dev/null | grep -v "FENCED:" >"$T/bad.log"
 	[ ! -s "$T/bad.log" ] && ok "no daemon logged damage" || not_ok "daemons logged: $(head -5 "$T/bad.log")"
 }
 # at_once WHAT FN: "FN N" for nodes 1, 2 and 3 at the same time (output in $T/FN.N); ok with

@@ -10,7 +10,6 @@ make_data 128
 "$BIN/mkfs.cfs" -p corosync -J 4 data >/dev/null
 check "node 1 mounts dboptimized" mount_on 1 dboptimized
 check "node 2 mounts dboptimized" mount_on 2 dboptimized
-messages() { on "$1" "$BIN/cfs" status --json "$(M "$1")" | python3 -c 'import json,sys; print(json.load(sys.stdin)["lock_messages"])'; }
 f1=$(M 1)/datafile
 # 8 MiB of written blocks (fallocate would leave them unwritten: the first write converts).
 on 1 dd if=/dev/zero of="$f1" bs=1M count=8 oflag=direct status=none
@@ -21,11 +20,11 @@ on 1 dd if="$T/half1" of="$f1" bs=4k count=1 oflag=direct conv=notrunc status=no
 on 2 dd if="$T/half2" of="$(M 2)/datafile" bs=4k count=1 seek=1024 oflag=direct conv=notrunc status=none
 before_mtime=$(on 1 stat -c %Y "$f1")
 sleep 1.1
-m0=$(( $(messages 1) + $(messages 2) ))
+m0=$(( $(status_of 1 lock_messages) + $(status_of 2 lock_messages) ))
 on 1 dd if="$T/half1" of="$f1" bs=4k oflag=direct conv=notrunc status=none &
 on 2 dd if="$T/half2" of="$(M 2)/datafile" bs=4k seek=1024 oflag=direct conv=notrunc status=none &
 wait
-m1=$(( $(messages 1) + $(messages 2) ))
+m1=$(( $(status_of 1 lock_messages) + $(status_of 2 lock_messages) ))
 check "2048 direct 4 KiB writes from 2 nodes at once sent $((m1 - m0)) lock messages (want under 20)" \
 	test $((m1 - m0)) -lt 20
 cat "$T/half1" "$T/half2" >"$T/whole"

@@ -3,6 +3,7 @@
 #include "dlm-client/cfslock.h"
 
 #include <criterion/criterion.h>
+#include <unistd.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -120,6 +121,35 @@ Test(local, free_drops_queued_events)
 	cr_assert_eq(cfslock_unlock_sync(other), 0);
 	cr_assert_eq(cfslock_unlock_sync(lb), 0);
 	cfslock_free(other);
+	cfslock_free(lb);
+	close_pair(&p);
+}
+
+/* A wish for a cached lock that is taken again before the wish is run: the grant from the
+ * cache must not forget the wish (the table sends it once), so the release lets the lock go.
+ * It was forgotten, and the other node waited for ever (cluster flock found it). */
+Test(local, wish_survives_regrant_from_cache)
+{
+	struct pair p = open_pair("t7");
+	struct seen x = {0}, y = {0};
+	struct cfslock *la = cfslock_new(p.sa, "inode:9", on_done, NULL, &x);
+	struct cfslock *lb = cfslock_new(p.sb, "inode:9", on_done, NULL, &y);
+	cr_assert_eq(cfslock_request_sync(la, CFSLOCK_EX, 0), 0);
+	cr_assert_eq(cfslock_release(la), 0);
+	cr_assert_eq(cfslock_request(lb, CFSLOCK_EX, 0), 0); /* la's wish is queued, not run */
+	cr_assert_eq(cfslock_request(la, CFSLOCK_EX, 0), 0); /* taken from the cache */
+	while (!x.done_calls)
+		cfslock_dispatch(p.a);
+	cr_assert_eq(cfslock_mode(la), CFSLOCK_EX);
+	cr_assert_eq(cfslock_release(la), 0); /* owes the wish: let go */
+	for (int i = 0; i < 2000 && !y.done_calls; i++) {
+		cfslock_dispatch(p.a);
+		cfslock_dispatch(p.b);
+		usleep(1000);
+	}
+	cr_assert_eq(cfslock_mode(lb), CFSLOCK_EX, "the other client got the lock");
+	cr_assert_eq(cfslock_unlock_sync(lb), 0);
+	cfslock_free(la);
 	cfslock_free(lb);
 	close_pair(&p);
 }

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# bench/cluster/recovery.sh: node death to a survivor's blocked call completing (target <= 5 s),
+# over BENCH_ROUNDS (default 20) kill -9 points of tests/cluster/test_cfs_recovery.sh (an
+# fsync'd workload; odd rounds the node dies, even rounds only its cfsd), with the harness's
+# corosync token settings.  Every round also checks the dead node's fsync'd changes and fsck.
+# Usage: recovery.sh [BUILD]
+set -euo pipefail
+build=${1:-build}
+here=$(cd "$(dirname "$0")" && pwd)
+rounds=${BENCH_ROUNDS:-20}
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+BIN=$(cd "$build/bin" && pwd) RECOVERY_ROUNDS=$rounds \
+	bash "$here/../../tests/cluster/test_cfs_recovery.sh" | tee "$out" | grep -v "^ok" || true
+echo "corosync (tests/cluster/cluster.sh): $(grep -o 'token: [0-9]*' "$here/../../tests/cluster/cluster.sh"), consensus 1.2 x token (corosync's default)"
+python3 - "$out" "$rounds" <<'PY'
+import re, statistics, sys
+text = open(sys.argv[1]).read()
+pairs = [(int(r), int(t)) for r, t in
+         re.findall(r"round (\d+): node \d+'s operation completed (\d+) ms", text)]
+node = [t for r, t in pairs if r % 2 == 1]
+daemon = [t for r, t in pairs if r % 2 == 0]
+for what, v in (("node killed (corosync first)", node), ("only cfsd killed", daemon)):
+    if v:
+        print(f"{what}: {len(v)} deaths, survivor's call completed after p50 {statistics.median(v):.0f} ms, "
+              f"max {max(v)} ms (target <= 5000 ms)")
+fails = len(re.findall(r"^not ok", text, re.M))
+print(f"checks failed: {fails}")
+sys.exit(1 if fails else 0)
+PY

@@ -1,0 +1,149 @@
+/* Self-fencing, and how long the survivors wait before they replay a node's journal.
+ *
+ * A node that loses quorum may be the one the others think is dead: they will replay its
+ * journal and hand its locks to others, so from that moment nothing of it may reach the LUNs.
+ * It fences itself: the volume refuses every read, write, flush and submission (EIO, see
+ * cvm_volume_fence), and every call of the filesystem fails with EIO.  The mount stays so,
+ * with its cached grants worthless, until it is unmounted and mounted again: rejoining with
+ * caches and a journal from before the partition is not worth the risk.
+ *
+ * The fence interval.  Membership declares a silent node gone after corosync's token timeout
+ * on each side of a partition; the two sides' timers start from the last token each saw, at
+ * most one token timeout apart.  The cut-off node hears of its lost quorum when its side forms
+ * a membership, and the lock library tells cfsd at once; the dispatcher also looks at quorum
+ * every FENCE_CHECK_MS in case it missed it.  I/O already in the kernel at the fence finishes
+ * within IO_GRACE_MS on a working LUN.  So a survivor that saw the node leave waits
+ *     token timeout + 2 x FENCE_CHECK_MS + IO_GRACE_MS
+ * before it replays.  A node that stops without losing quorum (a process frozen in the
+ * kernel) is not covered by the interval: sites with SCSI-3 persistent reservations or power
+ * fencing give a fence program (fence=PROGRAM), and then the survivor that recovers a node
+ * runs it instead of waiting, and replays only once it succeeded.  Calling convention (cfs(8)):
+ *     PROGRAM NODE       environment CFS_FENCE_NODE, CFS_FENCE_SLOT, CFS_FS_UUID, CFS_FS_LABEL
+ * exit 0: the node can no longer reach the LUNs; anything else (or no answer within
+ * FENCE_PROGRAM_TIMEOUT_S): the node is not fenced, its journal waits, the program is run
+ * again at the next try. */
+#include "cfs/internal.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define FENCE_PROGRAM_TIMEOUT_S 60
+
+extern char **environ;
+
+#define UNKNOWN_DETECTION_MS 10000u /* the lock manager does not say: assume a slow cluster */
+
+void cfs_fence(struct cfs_fs *fs, const char *why)
+{
+	if (cvm_volume_fenced(fs->vol))
+		return;
+	cvm_volume_fence(fs->vol);
+	cfs_log(fs, "FENCED: %s; no I/O of this node reaches the volume any more, every call "
+		"fails with EIO: unmount the filesystem and mount it again", why);
+}
+
+bool cfs_fenced(const struct cfs_fs *fs)
+{
+	return cvm_volume_fenced(fs->vol);
+}
+
+uint32_t cfs_fence_interval_ms(const struct cfs_fs *fs)
+{
+	uint32_t token = fs->failure_detection_ms;
+	return (token ? token : UNKNOWN_DETECTION_MS) + 2 * FENCE_CHECK_MS + IO_GRACE_MS;
+}
+
+void cfs_fence_log_interval(const struct cfs_fs *fs)
+{
+	uint32_t token = fs->failure_detection_ms;
+	if (token)
+		cfs_log(fs, "fence interval %" PRIu32 " ms: corosync token timeout %" PRIu32
+			" ms, quorum checked every %u ms, %u ms for I/O in flight",
+			cfs_fence_interval_ms(fs), token, FENCE_CHECK_MS, IO_GRACE_MS);
+	else
+		cfs_log(fs, "fence interval %" PRIu32 " ms: the lock manager does not say its "
+			"failure detection time (%u ms assumed)", cfs_fence_interval_ms(fs),
+			UNKNOWN_DETECTION_MS);
+}
+
+/* The program's environment: ours, then what it needs to know about the node. */
+static char **fence_env(struct cfs_fs *fs, uint32_t node, uint32_t slot, char vars[4][128])
+{
+	size_t n = 0;
+	while (environ[n])
+		n++;
+	char **env = calloc(n + 5, sizeof *env);
+	if (!env)
+		return NULL;
+	memcpy(env, environ, n * sizeof *env);
+	cvm_uuid u;
+	char us[CVM_UUID_STR];
+	memcpy(u.b, fs->sb.fs_uuid, 16);
+	cvm_uuid_format(&u, us);
+	snprintf(vars[0], 128, "CFS_FENCE_NODE=%" PRIu32, node);
+	snprintf(vars[1], 128, "CFS_FENCE_SLOT=%" PRIu32, slot);
+	snprintf(vars[2], 128, "CFS_FS_UUID=%s", us);
+	snprintf(vars[3], 128, "CFS_FS_LABEL=%.64s", fs->sb.label);
+	for (int i = 0; i < 4; i++)
+		env[n + (size_t)i] = vars[i];
+	return env;
+}
+
+/* Wait for the child up to the timeout; its wait status, or -ETIMEDOUT (killed). */
+static int wait_child(pid_t pid)
+{
+	const struct timespec tick = {.tv_nsec = 20000000};
+	uint64_t until = cfs_now_ns() + FENCE_PROGRAM_TIMEOUT_S * 1000000000ull;
+	int status;
+	for (;;) {
+		pid_t r = waitpid(pid, &status, WNOHANG);
+		if (r == pid)
+			return status;
+		if (r < 0 && errno != EINTR)
+			return -errno;
+		if (cfs_now_ns() >= until) {
+			kill(pid, SIGKILL);
+			waitpid(pid, &status, 0);
+			return -ETIMEDOUT;
+		}
+		nanosleep(&tick, NULL);
+	}
+}
+
+int cfs_fence_node(struct cfs_fs *fs, uint32_t node, uint32_t slot)
+{
+	char arg[16], vars[4][128];
+	snprintf(arg, sizeof arg, "%" PRIu32, node);
+	char *argv[] = {(char *)fs->fence_program, arg, NULL};
+	char **env = fence_env(fs, node, slot, vars);
+	if (!env)
+		return -ENOMEM;
+	uint64_t t0 = cfs_now_ns();
+	pid_t pid;
+	int rc = -posix_spawn(&pid, fs->fence_program, NULL, NULL, argv, env);
+	free(env);
+	int status = rc ? rc : wait_child(pid);
+	uint64_t ms = (cfs_now_ns() - t0) / 1000000;
+	if (status == 0) {
+		cfs_log(fs, "recovery: fence program %s fenced node %" PRIu32 " (slot %" PRIu32
+			") in %" PRIu64 " ms", fs->fence_program, node, slot, ms);
+		return 0;
+	}
+	if (status < 0)
+		cfs_log(fs, "recovery: fence program %s for node %" PRIu32 ": %s; its journal "
+			"waits, trying again", fs->fence_program, node, strerror(-status));
+	else
+		cfs_log(fs, "recovery: fence program %s for node %" PRIu32 " failed (%s %d); its "
+			"journal waits, trying again", fs->fence_program, node,
+			WIFEXITED(status) ? "exit status" : "signal",
+			WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+	return -EAGAIN;
+}
