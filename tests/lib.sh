@@ -7,8 +7,12 @@ T=$(mktemp -d "${TMPDIR:-/var/tmp}/cfs-it.XXXXXX")
 trap 'rm -rf "$T"' EXIT
 FAILS=0
 
-ok() { echo "ok - $*"; }
-not_ok() { echo "not ok - $*"; FAILS=$((FAILS + 1)); }
+# A check's line ends with the seconds since the script started: where a slow or hung run
+# spent its time shows in CI's output.  TAP_FD is the script's own output, for lines written
+# from inside a redirected command.
+exec {TAP_FD}>&1
+ok() { echo "ok - $* [${SECONDS}s]"; }
+not_ok() { echo "not ok - $* [${SECONDS}s]"; FAILS=$((FAILS + 1)); }
 
 # expect CODE NEEDLE DESCRIPTION -- CMD...: exit status CODE and NEEDLE in stdout+stderr.
 expect() {

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Run every test of a build directory: the criterion unit tests, then the integration scripts
-# (which drive the installed-style binaries in BUILD/bin).  Counts test cases, prints
-# "N passed, N failed" last (", N skipped" for checks whose needs are missing), and exits
-# non-zero if anything failed.
+# (which drive the installed-style binaries in BUILD/bin, each within SCRIPT_LIMIT seconds).
+# Counts test cases, prints "N passed, N failed" last (", N skipped" for checks whose needs
+# are missing), and exits non-zero if anything failed.
 set -u
 build=${1:-build}
 cd "$(dirname "$0")/.." || exit 1
@@ -31,10 +31,15 @@ for t in "$build"/tests/*/test_*; do
 	fi
 done
 
+# A script still running after SCRIPT_LIMIT seconds is stopped (TERM: its traps take its
+# cluster and mounts down; KILL two minutes later) and counts as failed, so that one hang
+# cannot spend CI's whole time limit.  The longest script takes about 8 minutes here.
+SCRIPT_LIMIT=${SCRIPT_LIMIT:-1200}
 for s in tests/*/test_*.sh; do
 	echo "== integration: $s"
-	BIN="$build/bin" bash "$s" 2>&1 | tee "$log"
+	BIN="$build/bin" timeout -k 120 "$SCRIPT_LIMIT" bash "$s" 2>&1 | tee "$log"
 	rc=${PIPESTATUS[0]}
+	[ "$rc" -eq 124 ] && echo "not ok - $s still running after $SCRIPT_LIMIT s: stopped" | tee -a "$log"
 	p=$(grep -ac '^ok ' "$log")
 	f=$(grep -ac '^not ok ' "$log")
 	skipped=$((skipped + $(grep -ac '^skip ' "$log")))
