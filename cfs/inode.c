@@ -236,6 +236,7 @@ static int iget_new(struct cfs_fs *fs, uint64_t blk, uint64_t tag, struct cfs_in
 
 int cfs_iget(struct cfs_fs *fs, uint64_t handle, struct cfs_inode **out)
 {
+	*out = NULL; /* also on failure: callers put what they got on every way out */
 	uint64_t blk, tag;
 	handle_split(fs, handle, &blk, &tag);
 	struct cfs_inode *ip = cfs_icache_find(fs, handle);
@@ -252,6 +253,7 @@ int cfs_iget(struct cfs_fs *fs, uint64_t handle, struct cfs_inode **out)
 int cfs_iget_entry(struct cfs_fs *fs, uint64_t ino, struct cfs_inode **out)
 {
 	struct cfs_inode *ip = find_live(fs, ino);
+	*out = NULL;
 	int rc = ip ? cfs_irefresh(fs, ip) : -ESTALE;
 	if (!rc) {
 		*out = ip;
@@ -437,6 +439,8 @@ int cfs_iflush_times(struct cfs_fs *fs)
 
 int cfs_iput_check(struct cfs_fs *fs, struct cfs_inode *ip)
 {
+	if (!ip)
+		return 0;
 	if (ip->nlookup || ip->nopen || ip->pins || ip->ino == fs->sb.root_ino)
 		return 0;
 	if (ip->dead || ip->stale) { /* another node's now: nothing of ours to write or free */

@@ -146,7 +146,8 @@ uint64_t cfs_handle(const struct cfs_fs *fs, const struct cfs_inode *ip);
 int cfs_iwrite(struct cfs_fs *fs, struct cfs_inode *ip);
 int cfs_ialloc(struct cfs_fs *fs, uint64_t near, uint32_t mode, uint32_t uid, uint32_t gid,
 	       struct cfs_inode **out);
-/* Drop the in-memory inode if nobody uses it; free it on disk if it is unlinked too. */
+/* Drop the in-memory inode if nobody uses it; free it on disk if it is unlinked too.  NULL:
+ * nothing (what a failed cfs_iget leaves). */
 int cfs_iput_check(struct cfs_fs *fs, struct cfs_inode *ip);
 int cfs_ifree(struct cfs_fs *fs, struct cfs_inode *ip);
 /* Drop the in-memory inode, whatever its state (fsck). */
@@ -278,7 +279,8 @@ struct cfs_fs {
 	pthread_t dispatch;
 	bool dispatching;
 	struct cfslock *opens;       /* PR: this node holds open locks; EX: nobody does */
-	bool opens_shared, opens_busy;
+	bool opens_shared;
+	uint64_t opens_refused_ns;   /* when "opens" EX was last refused (cfs_now_ns), 0 if not */
 	unsigned iopen_count;        /* open locks held PR here */
 	int iopen_error;
 	struct cfslock *pagecache;   /* PR: normal mount; CW: shared direct writes (shared_write.c) */

@@ -11,8 +11,8 @@
  *
  * A node under the glock EX frees an unlinked inode nothing of its own holds any more if no
  * other node has it open: "opens" EX granted without waiting (nobody has anything open; the
- * grant is kept, so a node removing files alone asks once), or the inode's lock EX without
- * waiting.  Otherwise it stays on the unlinker's orphan list (every unlink on a cluster puts it
+ * grant is kept, so a node removing files alone asks once; a node keeping it from earlier frees
+ * is told, and gives it back for the next try), or the inode's lock EX without waiting.  Otherwise it stays on the unlinker's orphan list (every unlink on a cluster puts it
  * there, so a crash leaves it to that slot's next mount), and each node that closes it gives its
  * lock back before it looks again: the last one finds no holder and frees it.
  *
@@ -104,7 +104,7 @@ int cfs_iopen_before_let_go(struct cfs_fs *fs)
 	if (!fs->cluster)
 		return 0;
 	fs->iopen_error = 0;
-	fs->opens_busy = false; /* asked again in the next tenure */
+	fs->opens_refused_ns = 0; /* asked again in the next tenure */
 	cfs_icache_each(fs, hold_if_open);
 	int rc = fs->iopen_error;
 	if (!rc && fs->iopen_count)
@@ -159,19 +159,32 @@ static int free_unlinked(struct cfs_fs *fs, struct cfs_inode *ip)
 	return rc;
 }
 
+/* After "opens" EX was refused, how long unlinks ask inode by inode before asking for it again.
+ * The refusal is often brief (the kernel's release of a file another node just closed arrives
+ * after its glock went), and an rm -rf asking per inode sends two messages per file. */
+#define OPENS_RETRY_NS 100000000ull
+
+static bool opens_worth_asking(struct cfs_fs *fs)
+{
+	if (fs->opens_shared)
+		return false;
+	return !fs->opens_refused_ns || cfs_now_ns() - fs->opens_refused_ns >= OPENS_RETRY_NS;
+}
+
 /* Does no other node have this inode open?  Then its lock (or "opens") is held EX here. */
 static int nobody_else_has_it(struct cfs_fs *fs, struct cfs_inode *ip, bool *by_opens)
 {
 	*by_opens = false;
-	if (!fs->opens_shared && !fs->opens_busy && !opens_lock(fs)) {
-		int rc = cfslock_request_sync(fs->opens, CFSLOCK_EX, CFSLOCK_NOQUEUE);
+	if (opens_worth_asking(fs) && !opens_lock(fs)) {
+		int rc = cfslock_request_sync(fs->opens, CFSLOCK_EX,
+					      CFSLOCK_NOQUEUE | CFSLOCK_NOQUEUEBAST);
 		if (!rc) {
+			fs->opens_refused_ns = 0;
 			*by_opens = true;
 			return 0;
 		}
-		/* Somebody has something open: while this node holds the glock EX nobody lets
-		 * go of "opens" for long, ask inode by inode. */
-		fs->opens_busy = rc == -EAGAIN;
+		if (rc == -EAGAIN)
+			fs->opens_refused_ns = cfs_now_ns();
 	}
 	return iopen_request(fs, ip, CFSLOCK_EX, CFSLOCK_NOQUEUE);
 }

@@ -118,7 +118,7 @@ static int make_node(struct cfs_fs *fs, uint64_t parent, const char *name, mode_
 		return tlen ? -ENAMETOOLONG : -ENOENT;
 	if ((rc = cfs_op_begin(fs, true)))
 		return rc;
-	struct cfs_inode *dir, *ip = NULL;
+	struct cfs_inode *dir = NULL, *ip = NULL;
 	uint64_t exists;
 	rc = get_dir(fs, parent, &dir);
 	if (!rc && dir->d.nlink == 0)

@@ -24,6 +24,9 @@ enum cfslock_mode { CFSLOCK_NL, CFSLOCK_CR, CFSLOCK_CW, CFSLOCK_PR, CFSLOCK_PW, 
 #define CFSLOCK_LVB_LEN 32
 #define CFSLOCK_NAME_MAX 64
 #define CFSLOCK_NOQUEUE 0x1u        /* fail with -EAGAIN instead of waiting */
+/* With NOQUEUE: the holders in the way still get the blocking notice (the DLM's NOQUEUEBAST),
+ * so a lock only kept in a holder's cache is given back for the next try. */
+#define CFSLOCK_NOQUEUEBAST 0x2u
 #define CFSLOCK_ENOQUORUM ENOLINK   /* this node has no quorum: it must stop I/O */
 
 struct cfslock_client;

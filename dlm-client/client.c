@@ -349,9 +349,12 @@ static bool take_cached(struct cfslock *lk, int mode)
 	return take;
 }
 
+_Static_assert(LT_NOQUEUE == CFSLOCK_NOQUEUE && LT_NOQUEUEBAST == CFSLOCK_NOQUEUEBAST,
+	       "backends pass the request flags to the lock table as they are");
+
 int cfslock_request(struct cfslock *lk, int mode, unsigned flags)
 {
-	if (mode < CFSLOCK_NL || mode > CFSLOCK_EX || (flags & ~CFSLOCK_NOQUEUE))
+	if (mode < CFSLOCK_NL || mode > CFSLOCK_EX || (flags & ~(unsigned)LT_FLAGS))
 		return -EINVAL;
 	if (take_cached(lk, mode)) {
 		struct lt_event ev = {.type = LT_EV_GRANTED, .lkid = lk->lkid, .mode = lk->granted,

@@ -428,7 +428,7 @@ static void apply_op(struct cs *cs, const LockOp *op)
 	if (!r)
 		return;
 	const uint8_t *lvb = op->has_lvb && op->lvb.len == LT_LVB_LEN ? op->lvb.data : NULL;
-	unsigned flags = op->has_flags && (op->flags & CFSLOCK_NOQUEUE) ? LT_NOQUEUE : 0;
+	unsigned flags = op->has_flags ? op->flags & LT_FLAGS : 0;
 	int rc = 0;
 	switch (op->kind) {
 	case LOCK_OP__KIND__REQUEST:

@@ -177,7 +177,7 @@ static int lock_call(struct cfslock *lk, int mode, unsigned flags, const uint8_t
 	if (lvb)
 		memcpy(d->lvb, lvb, CFSLOCK_LVB_LEN);
 	uint32_t f = LKF_VALBLK | (flags & CFSLOCK_NOQUEUE ? LKF_NOQUEUE : 0) |
-		     (convert ? LKF_CONVERT : 0);
+		     (flags & CFSLOCK_NOQUEUEBAST ? LKF_NOQUEUEBAST : 0) | (convert ? LKF_CONVERT : 0);
 	int rc = dlm_ls_lock(ds->ls, (uint32_t)mode, &d->lksb, f, lk->name, (unsigned)lk->len, 0,
 			     ast, d, bast, NULL);
 	return rc ? -errno : 0;

@@ -278,6 +278,22 @@ static void send_blocking(struct lt_table *t, struct lt_resource *r)
 					}
 }
 
+/* A NOQUEUE request of lock l for mode failed (l->granted is what it keeps): with LT_NOQUEUEBAST the holders in its way hear
+ * of it all the same, once per grant, as they would of a queued request. */
+static void refused(struct lt_table *t, struct lt_lock *l, int mode, unsigned flags)
+{
+	emit(t, LT_EV_FAILED, l, l->granted, -EAGAIN);
+	if (!(flags & LT_NOQUEUEBAST))
+		return;
+	for (int hq = LT_GRANTED; hq <= LT_CONVERTING; hq++)
+		for (struct lt_lock *h = l->res->queue[hq].first; h; h = h->next)
+			if (h != l && !h->recovering && !compat[h->granted][mode] &&
+			    h->bast_sent != mode) {
+				h->bast_sent = mode;
+				emit(t, LT_EV_BLOCKING, h, mode, 0);
+			}
+}
+
 /* Conversions first, then new requests, each queue in order, stopping at the first that does
  * not fit: a request is never overtaken, so nobody starves. */
 static void grant_pending(struct lt_table *t, struct lt_resource *r)
@@ -318,7 +334,7 @@ int lt_request(struct lt_table *t, uint64_t node, uint64_t lkid, const char *nam
 	if ((first_in_line || mode == CFSLOCK_NL) && fits_granted(r, l, mode)) {
 		grant(t, l);
 	} else if (flags & LT_NOQUEUE) {
-		emit(t, LT_EV_FAILED, l, -1, -EAGAIN);
+		refused(t, l, mode, flags);
 		forget_lock(t, l);
 		forget_resource_if_unused(t, r);
 	} else {
@@ -356,7 +372,7 @@ int lt_convert(struct lt_table *t, uint64_t node, uint64_t lkid, int mode, unsig
 			grant_pending(t, r);
 	} else if (flags & LT_NOQUEUE) {
 		l->requested = l->granted;
-		emit(t, LT_EV_FAILED, l, l->granted, -EAGAIN);
+		refused(t, l, mode, flags);
 	} else {
 		move_to(l, LT_CONVERTING);
 		send_blocking(t, r);

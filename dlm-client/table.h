@@ -45,7 +45,10 @@ bool lt_modes_compatible(int a, int b);
  * All return 0 when the call was taken (its outcome comes as events), or -errno when it is
  * malformed: -EEXIST (lock id in use), -ENOENT (no such lock), -EBUSY (a request of that lock
  * is still pending), -EINVAL (mode or name). */
+/* Flags: the values of cfslock.h's CFSLOCK_NOQUEUE and CFSLOCK_NOQUEUEBAST. */
 #define LT_NOQUEUE 1u
+#define LT_NOQUEUEBAST 2u
+#define LT_FLAGS (LT_NOQUEUE | LT_NOQUEUEBAST)
 int lt_request(struct lt_table *t, uint64_t node, uint64_t lkid, const char *name, size_t len,
 	       int mode, unsigned flags);
 /* lvb, if not NULL, is stored when the lock goes down from PW or EX. */

@@ -100,6 +100,23 @@ Test(namei, rmdir_frees_overflow_blocks)
 	fs_done(fs);
 }
 
+/* Names made in a directory removed meanwhile: ENOENT while this node still knows it, ESTALE
+ * once it is forgotten and freed (on a cluster, another node removed it while the kernel here
+ * still named it; cfsd crashed on it once). */
+Test(namei, make_in_a_removed_directory)
+{
+	struct cfs_fs *fs = fs_fresh(1, 64);
+	struct stat st;
+	uint64_t d = mk(fs, CFS_ROOT, "gone", S_IFDIR | 0755);
+	cr_assert_eq(cfs_rmdir(fs, CFS_ROOT, "gone"), 0);
+	cr_assert_eq(cfs_mkdir(fs, d, "x", 0755, &root_cred, &st), -ENOENT);
+	cfs_forget(fs, d, 1);
+	cr_assert_eq(cfs_mkdir(fs, d, "x", 0755, &root_cred, &st), -ESTALE);
+	cr_assert_eq(cfs_mknod(fs, d, "f", S_IFREG | 0644, 0, &root_cred, &st), -ESTALE);
+	cr_assert_eq(cfs_symlink(fs, d, "l", "x", &root_cred, &st), -ESTALE);
+	fs_done(fs);
+}
+
 Test(namei, rename_kinds)
 {
 	struct cfs_fs *fs = fs_fresh(1, 64);

@@ -62,6 +62,19 @@ on 3 mv "$(M 3)/d/a" "$(M 3)/d/b"
 check "a rename on node 3 is seen on node 1" on 1 bash -c "[ ! -e '$(M 1)/d/a' ] && [ \"\$(cat '$(M 1)/d/b')\" = hello ]"
 on 1 rm "$(M 1)/d/b"
 check "a remove on node 1 is seen on node 2" on 2 bash -c "[ -z \"\$(ls -A '$(M 2)/d')\" ]"
+# A directory removed on one node while another works in it (its working directory, nothing
+# open): gone there too, so names made in it fail with ESTALE, as cfs(8) says (cfsd crashed on
+# it once).
+on 3 bash -c "cd '$(M 3)/d' && touch '$T/in_d' && while [ ! -e '$T/d_gone' ]; do sleep 0.05; done
+	mkdir sub; echo \$? >'$T/in_d.rc'; touch f; echo \$? >>'$T/in_d.rc'" 2>"$T/in_d.err" &
+in_d=$!
+for _ in $(seq 300); do [ -e "$T/in_d" ] && break; sleep 0.1; done
+on 1 rmdir "$(M 1)/d"
+touch "$T/d_gone"
+wait $in_d
+check "mkdir and create on node 3 in the directory node 1 removed fail with ESTALE" \
+	bash -c "[ \"\$(tr '\n' ' ' <'$T/in_d.rc')\" = '1 1 ' ] && [ \$(grep -c 'Stale file handle' '$T/in_d.err') = 2 ]"
+check "node 3's mount goes on after it" on 3 ls "$(M 3)"
 on 2 bash -c "echo x >'$(M 2)/attrs' && chmod 640 '$(M 2)/attrs' && chown 123:456 '$(M 2)/attrs'"
 check "mode and owner from node 2 on node 3" on 3 bash -c "[ \"\$(stat -c '%a %u %g' '$(M 3)/attrs')\" = '640 123 456' ]"
 on 3 setfattr -n user.k -v v1 "$(M 3)/attrs"

@@ -186,6 +186,36 @@ Test(local, noqueue_cancel_and_value_block)
 	close_pair(&p);
 }
 
+/* A lock another client only keeps cached: a NOQUEUE request fails for as long as it is kept,
+ * unless it asks with NOQUEUEBAST, which makes the library give the cached grant back. */
+Test(local, noqueuebast_takes_back_a_cached_grant)
+{
+	struct pair p = open_pair("t8");
+	struct seen x = {0};
+	struct cfslock *la = cfslock_new(p.sa, "opens", on_done, on_blocking, &x);
+	struct cfslock *lb = cfslock_new(p.sb, "opens", NULL, NULL, NULL);
+	cr_assert_eq(cfslock_request_sync(la, CFSLOCK_EX, 0), 0);
+	cr_assert_eq(cfslock_release(la), 0);
+	for (int i = 0; i < 3; i++) {
+		cr_assert_eq(cfslock_request_sync(lb, CFSLOCK_EX, CFSLOCK_NOQUEUE), -EAGAIN);
+		cfslock_dispatch(p.a);
+		cr_assert(cfslock_cached(la), "a plain NOQUEUE request took a cached grant back");
+	}
+	cr_assert_eq(cfslock_request_sync(lb, CFSLOCK_EX, CFSLOCK_NOQUEUE | CFSLOCK_NOQUEUEBAST),
+		     -EAGAIN);
+	for (int i = 0; i < 2000 && cfslock_mode(la) >= 0; i++) {
+		cfslock_dispatch(p.a);
+		usleep(1000);
+	}
+	cr_assert_eq(cfslock_mode(la), -1, "the cached grant was not given back");
+	cr_assert_eq(x.blocking_calls, 0, "a cached lock's blocking callback reached its user");
+	cr_assert_eq(cfslock_request_sync(lb, CFSLOCK_EX, CFSLOCK_NOQUEUE), 0);
+	cr_assert_eq(cfslock_unlock_sync(lb), 0);
+	cfslock_free(la);
+	cfslock_free(lb);
+	close_pair(&p);
+}
+
 Test(local, bad_arguments)
 {
 	struct cfslock_client *a = open_client();

@@ -121,6 +121,30 @@ Test(table, noqueue_fails_with_eagain)
 	cr_assert_eq(e->mode, CFSLOCK_NL, "a refused conversion keeps its mode");
 }
 
+/* NOQUEUEBAST: a refused request still tells the holders in its way, once per grant; a plain
+ * NOQUEUE tells nobody. */
+Test(table, noqueuebast_tells_the_holders)
+{
+	R(1, 1, CFSLOCK_PR, 0);
+	R(2, 1, CFSLOCK_CR, 0);
+	R(3, 1, CFSLOCK_EX, LT_NOQUEUE);
+	cr_assert_null(last(LT_EV_BLOCKING, 1, 1), "a plain NOQUEUE refusal told a holder");
+	R(3, 2, CFSLOCK_EX, LT_NOQUEUE | LT_NOQUEUEBAST);
+	cr_assert_eq(last(LT_EV_FAILED, 3, 2)->status, -EAGAIN);
+	const struct lt_event *e1 = last(LT_EV_BLOCKING, 1, 1), *e2 = last(LT_EV_BLOCKING, 2, 1);
+	cr_assert(e1 && e1->mode == CFSLOCK_EX && e2 && e2->mode == CFSLOCK_EX);
+	size_t n = rec->n;
+	R(3, 3, CFSLOCK_EX, LT_NOQUEUE | LT_NOQUEUEBAST);
+	cr_assert_eq(rec->n, n + 1, "a second refusal for the same mode tells nobody again");
+	/* A refused conversion tells the others, not itself; PW is in the way of PR only. */
+	R(3, 4, CFSLOCK_NL, 0);
+	cr_assert_eq(lt_convert(t, 3, 4, CFSLOCK_PW, LT_NOQUEUE | LT_NOQUEUEBAST, NULL), 0);
+	cr_assert_eq(last(LT_EV_BLOCKING, 1, 1)->mode, CFSLOCK_PW);
+	cr_assert_eq(last(LT_EV_BLOCKING, 2, 1)->mode, CFSLOCK_EX, "CR does not block PW");
+	cr_assert_null(last(LT_EV_BLOCKING, 3, 4));
+	cr_assert_eq(lt_count(t), 3, "refused requests leave nothing behind");
+}
+
 Test(table, cancel_waiting_and_converting)
 {
 	R(1, 1, CFSLOCK_EX, 0);
