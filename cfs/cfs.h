@@ -138,6 +138,15 @@ int cfs_setattr(struct cfs_fs *fs, uint64_t ino, const struct stat *attr, unsign
 		struct stat *out);
 int cfs_open(struct cfs_fs *fs, uint64_t ino);
 int cfs_release(struct cfs_fs *fs, uint64_t ino);
+/* flock(2) on a cluster mount, for the open file description owner (flock.c).  Returns 1 if
+ * it is done at once, 0 if done(arg, status) will say how it ended (status 0, -EAGAIN for
+ * LOCK_NB when it is held elsewhere, -EINTR once interrupted), or -errno (-EOPNOTSUPP on a
+ * one-node mount, whose flocks the kernel keeps). */
+typedef void (*cfs_flock_done_fn)(void *arg, int status);
+int cfs_flock(struct cfs_fs *fs, uint64_t ino, uint64_t owner, int op, cfs_flock_done_fn done,
+	      void *arg);
+/* Give up the waiting request whose done argument is arg: it ends with -EINTR (or granted). */
+void cfs_flock_interrupt(struct cfs_fs *fs, void *arg);
 /* Drop open and lookup references at once. */
 int cfs_put(struct cfs_fs *fs, uint64_t ino, uint32_t opens, uint64_t lookups);
 /* Returns bytes read (short at end of file). */

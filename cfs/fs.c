@@ -184,6 +184,7 @@ static void fs_free(struct cfs_fs *fs)
 	cfs_recovery_stop(fs);
 	cfs_icache_destroy(fs);
 	cfs_iopen_free(fs);
+	cfs_flock_free(fs);
 	cfs_shared_write_free(fs);
 	cfs_bcache_destroy(fs);
 	cfs_lock_put(&fs->slot_lock);
@@ -195,6 +196,7 @@ static void fs_free(struct cfs_fs *fs)
 	while (fs->aio_nfree)
 		cvm_aio_destroy(fs->aio_free[--fs->aio_nfree]);
 	pthread_mutex_destroy(&fs->aio_lock);
+	pthread_mutex_destroy(&fs->flock_mutex);
 	pthread_mutex_destroy(&fs->lock);
 	pthread_rwlock_destroy(&fs->vol_lock);
 	pthread_cond_destroy(&fs->commit_wake);
@@ -356,6 +358,7 @@ int cfs_mount(struct cvm_volume *vol, const struct cfs_mount_opts *o, struct cfs
 	pthread_mutex_init(&fs->lock, NULL);
 	pthread_rwlock_init(&fs->vol_lock, NULL);
 	pthread_mutex_init(&fs->aio_lock, NULL);
+	pthread_mutex_init(&fs->flock_mutex, NULL);
 	fs->aio_vol = vol;
 	pthread_cond_init(&fs->commit_wake, NULL);
 	pthread_cond_init(&fs->io_idle, NULL);

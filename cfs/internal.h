@@ -189,6 +189,9 @@ void cfs_iopen_forget(struct cfs_fs *fs, struct cfs_inode *ip);
 int cfs_iopen_unlinked(struct cfs_fs *fs, struct cfs_inode *ip);
 void cfs_iopen_free(struct cfs_fs *fs);
 
+/* flock.c */
+void cfs_flock_free(struct cfs_fs *fs);
+
 /* ---- directories (dir.c) ---- */
 typedef int (*cfs_dir_visit_fn)(void *arg, const char *name, size_t len, uint64_t ino,
 				uint8_t type);
@@ -279,6 +282,9 @@ struct cfs_fs {
 	pthread_t dispatch;
 	bool dispatching;
 	struct cfslock *opens;       /* PR: this node holds open locks; EX: nobody does */
+	pthread_mutex_t flock_mutex; /* the list of flock users (flock.c) */
+	struct cfs_flock *flocks;
+	void *flock_interrupted;     /* a request interrupted before it waited (flock.c) */
 	bool opens_shared;
 	uint64_t opens_refused_ns;   /* when "opens" EX was last refused (cfs_now_ns), 0 if not */
 	unsigned iopen_count;        /* open locks held PR here */

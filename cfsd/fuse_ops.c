@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 
 /* On a cluster mount the kernel keeps no attributes or names: another node may change them
  * at any time, and each lookup or getattr is answered from cfsd's caches under the glock. */
@@ -73,6 +74,8 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 		conn->want &= ~FUSE_CAP_SPLICE_READ;
 	conn->want &= ~FUSE_CAP_HANDLE_KILLPRIV; /* the kernel clears suid bits itself */
 	conn->want &= ~FUSE_CAP_ATOMIC_O_TRUNC;   /* O_TRUNC arrives as a setattr */
+	if (!d->cluster)
+		conn->want &= ~FUSE_CAP_FLOCK_LOCKS; /* the kernel keeps a one-node mount's flocks */
 	conn->max_write = 1u << 20;
 	conn->max_readahead = d->fs_dboptimized ? 0 : 1u << 20;
 	conn->time_gran = 1;
@@ -313,8 +316,34 @@ static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 
 static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	(void)fi;
-	reply_err(req, cfs_release(D(req)->fs, ino));
+	struct cfsd *d = D(req);
+	int rc = fi->flock_release && d->cluster
+			 ? cfs_flock(d->fs, ino, fi->lock_owner, LOCK_UN, NULL, NULL) : 0;
+	rc = rc < 0 ? rc : 0;
+	int rc2 = cfs_release(d->fs, ino);
+	reply_err(req, rc ? rc : rc2);
+}
+
+/* flock(2) on a cluster mount (one-node mounts leave flocks to the kernel, see op_init): a
+ * request that waits is answered from the lock library's thread when it ends. */
+static void flock_done(void *arg, int status)
+{
+	reply_err(arg, status);
+}
+
+static void flock_interrupted(fuse_req_t req, void *arg)
+{
+	(void)arg;
+	cfs_flock_interrupt(D(req)->fs, req);
+}
+
+static void op_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, int op)
+{
+	/* Before the request: once it waits, req is flock_done's (it may be answered at once). */
+	fuse_req_interrupt_func(req, flock_interrupted, NULL);
+	int rc = cfs_flock(D(req)->fs, ino, fi->lock_owner, op, flock_done, req);
+	if (rc)
+		reply_err(req, rc > 0 ? 0 : rc);
 }
 
 static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
@@ -471,6 +500,7 @@ const struct fuse_lowlevel_ops cfsd_ops = {
 	.write = op_write,
 	.flush = op_flush,
 	.release = op_release,
+	.flock = op_flock,
 	.fsync = op_fsync,
 	.opendir = op_opendir,
 	.readdir = op_readdir,

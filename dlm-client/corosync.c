@@ -62,6 +62,7 @@ struct cs {
 	pthread_t thread;
 	int wake[2];
 	pthread_mutex_t lock;
+	pthread_mutex_t send_lock; /* one cpg_mcast_joined at a time (see mcast) */
 	pthread_cond_t changed;
 	bool stop, connected, quorate, lost_quorum, synced, hello_seen;
 	uint32_t nodeid, pid, hello_seq;
@@ -88,9 +89,13 @@ static int mcast(struct cs *cs, void *data, size_t len)
 {
 	struct iovec iov = {.iov_base = data, .iov_len = len};
 	cs_error_t err;
+	/* Serialized: two threads multicasting at once on one cpg handle lost a message (a
+	 * flock's unlock and an open lock's, sent together: the second never came back). */
+	pthread_mutex_lock(&cs->send_lock);
 	while ((err = cpg_mcast_joined(cs->cpg, CPG_TYPE_AGREED, &iov, 1)) == CS_ERR_TRY_AGAIN &&
 	       cs->connected)
 		usleep(1000);
+	pthread_mutex_unlock(&cs->send_lock);
 	if (err == CS_OK)
 		__atomic_add_fetch(&cs->c->messages_sent, 1, __ATOMIC_RELAXED);
 	return err == CS_OK ? 0 : -ENOTCONN;
@@ -746,6 +751,7 @@ static int cs_open(struct cfslock_client *c)
 		return -ENOMEM;
 	cs->c = c;
 	pthread_mutex_init(&cs->lock, NULL);
+	pthread_mutex_init(&cs->send_lock, NULL);
 	pthread_cond_init(&cs->changed, NULL);
 	cpg_callbacks_t cb = {.cpg_deliver_fn = on_deliver, .cpg_confchg_fn = on_confchg};
 	quorum_callbacks_t qcb = {.quorum_notify_fn = on_quorum};
