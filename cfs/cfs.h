@@ -147,6 +147,8 @@ int cfs_flock(struct cfs_fs *fs, uint64_t ino, uint64_t owner, int op, cfs_flock
 	      void *arg);
 /* Give up the waiting request whose done argument is arg: it ends with -EINTR (or granted). */
 void cfs_flock_interrupt(struct cfs_fs *fs, void *arg);
+/* The open file description owner is closed: its flock goes. */
+int cfs_flock_close(struct cfs_fs *fs, uint64_t owner);
 /* Drop open and lookup references at once. */
 int cfs_put(struct cfs_fs *fs, uint64_t ino, uint32_t opens, uint64_t lookups);
 /* Returns bytes read (short at end of file). */

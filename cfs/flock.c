@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <unistd.h>
 
 struct cfs_flock {
 	uint64_t owner, ino;
@@ -74,10 +75,13 @@ static struct cfs_flock *new_flock(struct cfs_fs *fs, uint64_t ino, uint64_t gen
 	return f;
 }
 
-/* Without fs->flock_mutex: a sync call runs other locks' completions on this thread. */
+/* Without fs->flock_mutex: a sync call runs other locks' completions on this thread.  EBUSY:
+ * the library is letting a cached grant go already. */
 static int unlock_flock(struct cfs_fs *fs, struct cfs_flock *f)
 {
 	int rc = cfslock_mode(f->lk) >= 0 ? cfslock_unlock_sync(f->lk) : 0;
+	if (rc == -EBUSY)
+		return 0;
 	if (rc)
 		cfs_log(fs, "inode %" PRIu64 ": flock: unlock: %s", f->ino, strerror(-rc));
 	return errno_of(rc);
@@ -93,26 +97,75 @@ static void unlink_flock(struct cfs_fs *fs, struct cfs_flock *f)
 }
 
 /* Claim the description's lock for this call (created if asked); NULL and *rc if it cannot be
- * had.  An unlock takes it off the list at once. */
-static struct cfs_flock *claim(struct cfs_fs *fs, uint64_t ino, uint64_t owner, bool unlock,
-			       int *rc)
+ * had.  A close takes it off the list at once. */
+static struct cfs_flock *claim(struct cfs_fs *fs, uint64_t ino, uint64_t owner, bool create,
+			       bool closing, int *rc)
 {
 	/* Not under flock_mutex: completions take it on threads that may hold fs->lock. */
-	uint64_t gen = unlock ? 0 : cfs_generation(fs, ino);
+	uint64_t gen = create ? cfs_generation(fs, ino) : 0;
 	pthread_mutex_lock(&fs->flock_mutex);
 	struct cfs_flock *f = find(fs, owner);
 	*rc = 0;
 	if (f && f->busy)
 		*rc = -EBUSY; /* another thread's flock on the same description is under way */
-	else if (!f && !unlock && !(f = new_flock(fs, ino, gen, owner)))
+	else if (!f && create && !(f = new_flock(fs, ino, gen, owner)))
 		*rc = -ENOMEM;
 	if (f && !*rc) {
 		f->busy = true;
-		if (unlock)
+		if (closing)
 			unlink_flock(fs, f);
 	}
 	pthread_mutex_unlock(&fs->flock_mutex);
 	return *rc ? NULL : f;
+}
+
+static void unclaim(struct cfs_fs *fs, struct cfs_flock *f)
+{
+	pthread_mutex_lock(&fs->flock_mutex);
+	f->busy = false;
+	pthread_mutex_unlock(&fs->flock_mutex);
+}
+
+/* LOCK_UN keeps the grant cached here (GFS2's glocks, OCFS2's flock locks do too): taking it
+ * again asks nobody while no other description wants it, and when one does (here or on
+ * another node) the lock library lets it go by itself. */
+static int flock_unlock(struct cfs_fs *fs, uint64_t owner)
+{
+	int rc;
+	struct cfs_flock *f = claim(fs, 0, owner, false, false, &rc);
+	if (!f)
+		return rc ? rc : 1; /* nothing to unlock */
+	if (cfslock_mode(f->lk) >= 0 && !cfslock_cached(f->lk))
+		rc = errno_of(cfslock_release(f->lk));
+	unclaim(fs, f);
+	return rc ? rc : 1;
+}
+
+int cfs_flock_close(struct cfs_fs *fs, uint64_t owner)
+{
+	int rc;
+	struct cfs_flock *f = claim(fs, 0, owner, false, true, &rc);
+	if (!f)
+		return rc;
+	rc = unlock_flock(fs, f);
+	cfslock_free(f->lk);
+	free(f);
+	return rc;
+}
+
+/* LOCK_NB, here and now (it waits for nobody).  A description elsewhere that unlocked keeps
+ * its grant cached: told by the refusal (NOQUEUEBAST), its library gives it back within a few
+ * message times, so a refusal is tried again a few times before it counts. */
+#define NOQUEUE_TRIES 4
+static int without_waiting(struct cfs_flock *f, int mode)
+{
+	int rc = -EAGAIN;
+	for (unsigned i = 0; i < NOQUEUE_TRIES && rc == -EAGAIN; i++) {
+		if (i)
+			usleep(2000u << i); /* 4, 8, 16 ms */
+		rc = cfslock_request_sync(f->lk, mode, CFSLOCK_NOQUEUE | CFSLOCK_NOQUEUEBAST);
+	}
+	return rc ? errno_of(rc) : 1;
 }
 
 int cfs_flock(struct cfs_fs *fs, uint64_t ino, uint64_t owner, int op, cfs_flock_done_fn done,
@@ -121,29 +174,29 @@ int cfs_flock(struct cfs_fs *fs, uint64_t ino, uint64_t owner, int op, cfs_flock
 	if (!fs->cluster)
 		return -EOPNOTSUPP; /* the kernel keeps a one-node mount's flocks */
 	int kind = op & ~LOCK_NB, rc;
-	if (kind != LOCK_SH && kind != LOCK_EX && kind != LOCK_UN)
+	if (kind == LOCK_UN)
+		return flock_unlock(fs, owner);
+	if (kind != LOCK_SH && kind != LOCK_EX)
 		return -EINVAL;
-	struct cfs_flock *f = claim(fs, ino, owner, kind == LOCK_UN, &rc);
+	struct cfs_flock *f = claim(fs, ino, owner, true, false, &rc);
 	if (!f)
-		return kind == LOCK_UN && !rc ? 1 : rc; /* nothing to unlock */
-	if (kind == LOCK_UN) {
-		rc = unlock_flock(fs, f);
-		cfslock_free(f->lk);
-		free(f);
-		return rc ? rc : 1;
-	}
+		return rc;
 	int mode = kind == LOCK_EX ? CFSLOCK_EX : CFSLOCK_PR;
-	if (cfslock_mode(f->lk) == mode)
+	/* Pending: the library is letting it go (another description asked after our unlock). */
+	bool in_use = !cfslock_cached(f->lk) && !cfslock_pending(f->lk);
+	if (cfslock_mode(f->lk) == mode && in_use)
 		rc = 1; /* held already */
-	else if (cfslock_mode(f->lk) >= 0)
-		rc = unlock_flock(fs, f);
+	else if (cfslock_mode(f->lk) >= 0 && cfslock_mode(f->lk) != mode)
+		rc = unlock_flock(fs, f); /* a conversion lets go first, as Linux's flock does */
+	if (!rc && (op & LOCK_NB))
+		rc = without_waiting(f, mode);
 	pthread_mutex_lock(&fs->flock_mutex);
 	if (!rc && fs->flock_interrupted == arg)
 		rc = -EINTR;
 	if (!rc) {
 		f->done = done;
 		f->arg = arg;
-		if ((rc = errno_of(cfslock_request(f->lk, mode, op & LOCK_NB ? CFSLOCK_NOQUEUE : 0))))
+		if ((rc = errno_of(cfslock_request(f->lk, mode, 0))))
 			f->done = NULL;
 	}
 	f->busy = f->done != NULL;

@@ -318,8 +318,7 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 {
 	struct cfsd *d = D(req);
 	int rc = fi->flock_release && d->cluster
-			 ? cfs_flock(d->fs, ino, fi->lock_owner, LOCK_UN, NULL, NULL) : 0;
-	rc = rc < 0 ? rc : 0;
+			 ? cfs_flock_close(d->fs, fi->lock_owner) : 0;
 	int rc2 = cfs_release(d->fs, ino);
 	reply_err(req, rc ? rc : rc2);
 }

@@ -138,6 +138,22 @@ void cfslock_deliver_quorum(struct cfslock_client *c, bool quorate)
 }
 
 static int unlock_now(struct cfslock *lk, bool internal);
+static int send_request(struct cfslock *lk, int mode, unsigned flags);
+
+/* The library's own unlock of a cached grant is done: a request made meanwhile goes now.
+ * 1 if one did (its completion comes later), 0 if there was none, or -errno. */
+static int send_deferred(struct cfslock *lk)
+{
+	pthread_mutex_lock(&lk->s->c->cache_lock);
+	lk->internal = false;
+	int mode = lk->deferred_mode;
+	lk->deferred_mode = -1;
+	pthread_mutex_unlock(&lk->s->c->cache_lock);
+	if (mode < 0)
+		return 0;
+	int rc = send_request(lk, mode, lk->deferred_flags);
+	return rc ? rc : 1;
+}
 
 static void run_lock_callback(struct cfslock *lk, const struct lt_event *ev)
 {
@@ -167,10 +183,11 @@ static void run_lock_callback(struct cfslock *lk, const struct lt_event *ev)
 		lk->cached = false;
 	else if (!ev->from_cache)
 		lk->wanted_elsewhere = false;
-	if (lk->internal) { /* the library's own unlock: only a request queued behind it waits */
-		lk->internal = false;
-		lk->sync_done = lk->sync_waiting;
-		return;
+	if (lk->internal) { /* the library's own unlock: nobody waits for it, but a request may */
+		int sent = send_deferred(lk);
+		if (sent >= 0)
+			return;
+		status = sent; /* the deferred request ends here */
 	}
 	if (ev->type == LT_EV_GRANTED) {
 		memcpy(lk->lvb, ev->lvb, CFSLOCK_LVB_LEN);
@@ -282,7 +299,7 @@ struct cfslock *cfslock_new(struct cfslock_space *s, const char *name, cfslock_d
 	if (!lk)
 		return NULL;
 	*lk = (struct cfslock){.s = s, .len = len, .granted = -1, .done = done,
-			       .blocking = blocking, .arg = arg};
+			       .blocking = blocking, .arg = arg, .deferred_mode = -1};
 	memcpy(lk->name, name, len); /* NOLINT(bugprone-not-null-terminated-result): calloc'd */
 	static _Atomic uint64_t next_lkid = 1; /* unique in the process, whatever the client */
 	lk->lkid = next_lkid++;
@@ -364,6 +381,19 @@ int cfslock_request(struct cfslock *lk, int mode, unsigned flags)
 		cfslock_deliver(lk->s->c, lk, &ev);
 		return 0;
 	}
+	/* The library is giving the cached grant back (another node asked): ask once it has. */
+	pthread_mutex_lock(&lk->s->c->cache_lock);
+	bool defer = lk->internal && lk->deferred_mode < 0;
+	if (defer) {
+		lk->deferred_mode = mode;
+		lk->deferred_flags = flags;
+	}
+	pthread_mutex_unlock(&lk->s->c->cache_lock);
+	return defer ? 0 : send_request(lk, mode, flags);
+}
+
+static int send_request(struct cfslock *lk, int mode, unsigned flags)
+{
 	lk->cached = false;
 	int rc = start(lk);
 	if (rc)
@@ -425,11 +455,6 @@ int cfslock_request_sync(struct cfslock *lk, int mode, unsigned flags)
 {
 	if (take_cached(lk, mode))
 		return 0; /* the fast path: no message, no callback, no system call */
-	if (lk->internal) { /* the library is releasing the cached grant: let it finish */
-		lk->sync_waiting = true;
-		lk->sync_done = false;
-		wait_sync(lk);
-	}
 	lk->sync_waiting = true;
 	lk->sync_done = false;
 	int rc = cfslock_request(lk, mode, flags);

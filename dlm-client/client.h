@@ -69,6 +69,8 @@ struct cfslock {
 	bool cached;          /* granted, kept after cfslock_release, not in use */
 	bool wanted_elsewhere; /* a blocking callback came while in use: unlock at release */
 	bool internal;        /* the pending op is the library's own unlock of a cached lock */
+	int deferred_mode;    /* a request made meanwhile, sent when that unlock is done; -1 none */
+	unsigned deferred_flags;
 };
 
 /* Backends report table events for this client's locks, and membership and quorum changes,

@@ -11,6 +11,8 @@
 #   4. two nodes appending to one file in turns: hand-offs per second, p50 (target <= 1 ms)
 #   5. 4 KiB random direct writes (randio, QD 8) into one written file from 2 dboptimized
 #      nodes at once vs from one of them alone: IOPS ratio and lock messages per write
+#   6. uncontended flock lock+unlock pairs per second on one node (target >= 5000), and on 2
+#      nodes at once on their own files, vs the kernel's flock on the one-node mount
 # Usage: run.sh [BUILD]; env BENCH_DIR (default /var/tmp), BENCH_FILES (default 1000),
 # BENCH_TREE (default 50000), BENCH_TURNS (default 1000).  With one glock for the whole
 # filesystem, 3 nodes changing it at once manage some 15 operations a second in all here: keep
@@ -66,6 +68,7 @@ mkdir -p "$dir/local"
 "$bin/cfs" mount cb "$dir/local" -o "log=$dir/local.log"
 t0=$(now); churn "$dir/local/c" "$nfiles"; t1=$(now)
 local_churn=$(secs "$t0" "$t1")
+local_flock=$(python3 "$here/flockrate.py" "$dir/local/flock" 20000)
 t0=$(now); tar -C "$dir/tree" -cf - . | tar -C "$dir/local" -xf -; t1=$(now)
 "$bin/cfs" umount "$dir/local"
 "$bin/cfs" mount cb "$dir/local" -o "log=$dir/local.log" # cold caches, as another node's
@@ -106,6 +109,12 @@ walk
 m1=$(( $(messages 1) + $(messages 2) + $(messages 3) ))
 walk_msgs=$(python3 -c "print(f'{($m1 - $m0) / (3 * $ops):.3f}')")
 
+flock1=$(on 1 python3 "$here/flockrate.py" "$(M 1)/flock1" 20000)
+on 1 python3 "$here/flockrate.py" "$(M 1)/flock1" 20000 >"$dir/flock1" &
+flock2=$(on 2 python3 "$here/flockrate.py" "$(M 2)/flock2" 20000)
+wait
+flock_both="$(cat "$dir/flock1") and $flock2"
+
 on 1 bash -c ": >'$(M 1)/pp'"
 on 2 python3 "$here/pingpong.py" "$(M 2)/pp" 1 "$turns" &
 pp=$(on 1 python3 "$here/pingpong.py" "$(M 1)/pp" 0 "$turns")
@@ -139,5 +148,9 @@ echo "untar of $ntree files, then read every file:"
 echo "  one local mount:            untar ${local_untar} s, read (remounted) ${local_read} s"
 echo "  untar on node 1, read on 2: untar ${cl_untar} s, read ${cl_read} s   ($(ratio "$local_untar" "$cl_untar")x and $(ratio "$local_read" "$cl_read")x local speed)"
 echo "two nodes appending in turns: $pp (target p50 <= 1 ms)"
+echo "flock lock+unlock pairs per second, uncontended:"
+echo "  one-node mount (the kernel's flock): $local_flock"
+echo "  node 1 of the cluster:               $flock1 (target >= 5000)"
+echo "  nodes 1 and 2 at once, own files:    $flock_both"
 echo "4 KiB random direct writes into one file, dboptimized, QD 8:"
 echo "  node 1 alone: $alone IOPS; nodes 1 and 2 at once: $both IOPS ($(ratio "$both" "$alone")x); lock messages per write $dio_msgs"

@@ -5,7 +5,7 @@
 # death once the node is recovered; a waiting flock is interrupted by a signal and leaves
 # nothing behind.
 . "$(dirname "$0")/cfs_lib.sh" "cfs flock across nodes"
-INCREMENTS=${INCREMENTS:-50}
+INCREMENTS=${INCREMENTS:-100}
 
 C up 3 >/dev/null && ok "cluster of 3 nodes up" || { not_ok "cluster up"; finish; }
 make_data 256
@@ -48,6 +48,25 @@ check "node 1 takes LOCK_SH" holds 1 -s
 check "node 2 takes LOCK_SH at the same time" on 2 flock -n -s "$(M 2)/lock" true
 if on 3 flock -n -x "$(M 3)/lock" true; then not_ok "LOCK_EX on node 3 granted over node 1's LOCK_SH"
 else ok "LOCK_EX on node 3 waits for node 1's LOCK_SH"; fi
+release
+
+# A description that unlocked but stays open keeps its grant cached on its node: another
+# node's LOCK_NB must still get the lock, at once or after a few message times.
+on 1 python3 -c "
+import fcntl, os, sys, time
+fd = os.open(sys.argv[1], os.O_RDWR)
+for _ in range(3):
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    fcntl.flock(fd, fcntl.LOCK_UN)
+open(sys.argv[2], 'w').close()
+while not os.path.exists(sys.argv[3]):
+    time.sleep(0.05)
+" "$(M 1)/lock" "$T/unlocked" "$T/release" &
+holder=$!
+for _ in $(seq 600); do [ -e "$T/unlocked" ] && break; sleep 0.05; done
+check "LOCK_NB on node 2 succeeds after node 1 unlocked (its file still open there)" \
+	on 2 flock -n -x "$(M 2)/lock" true
+check "and LOCK_NB of LOCK_SH on node 3" on 3 flock -n -s "$(M 3)/lock" true
 release
 
 # A waiting flock interrupted by a signal: EINTR, and its request is gone (the next one on

@@ -216,6 +216,40 @@ Test(local, noqueuebast_takes_back_a_cached_grant)
 	close_pair(&p);
 }
 
+/* A request made while the library gives a cached grant back (another client asked) waits
+ * for that and is sent then, in turn behind the other client: it was refused with EBUSY. */
+Test(local, request_during_the_release_of_a_cached_grant)
+{
+	struct pair p = open_pair("t9");
+	struct seen x = {0}, y = {0};
+	struct cfslock *la = cfslock_new(p.sa, "f1", on_done, NULL, &x);
+	struct cfslock *lb = cfslock_new(p.sb, "f1", on_done, NULL, &y);
+	cr_assert_eq(cfslock_request_sync(la, CFSLOCK_EX, 0), 0);
+	cr_assert_eq(cfslock_release(la), 0);
+	cr_assert_eq(cfslock_request(lb, CFSLOCK_EX, 0), 0);
+	cfslock_dispatch(p.a); /* the wish: the library unlocks the cached grant */
+	cr_assert(cfslock_pending(la), "the library's unlock is under way");
+	cr_assert_eq(cfslock_request(la, CFSLOCK_EX, 0), 0, "refused during the library's unlock");
+	for (int i = 0; i < 2000 && !y.done_calls; i++) {
+		cfslock_dispatch(p.a);
+		cfslock_dispatch(p.b);
+		usleep(1000);
+	}
+	cr_assert_eq(cfslock_mode(lb), CFSLOCK_EX, "the other client asked first");
+	cr_assert_eq(x.done_calls, 0);
+	cr_assert_eq(cfslock_unlock_sync(lb), 0);
+	for (int i = 0; i < 2000 && !x.done_calls; i++) {
+		cfslock_dispatch(p.a);
+		usleep(1000);
+	}
+	cr_assert_eq(x.last_status, 0);
+	cr_assert_eq(cfslock_mode(la), CFSLOCK_EX, "the deferred request was not granted");
+	cr_assert_eq(cfslock_unlock_sync(la), 0);
+	cfslock_free(la);
+	cfslock_free(lb);
+	close_pair(&p);
+}
+
 Test(local, bad_arguments)
 {
 	struct cfslock_client *a = open_client();
