@@ -1,0 +1,52 @@
+/* POSIX record locks (fcntl F_SETLK, F_SETLKW, F_GETLK) as one deterministic table: every
+ * member of a lockspace applies the same ordered calls to its copy (as dlm_controld does for
+ * GFS2's plocks), so all copies agree on who holds what.  Ranges are inclusive [start, end];
+ * a lock's owner is (node, owner): the cluster member and the kernel's lock owner there. */
+#ifndef CFS_PLOCK_H
+#define CFS_PLOCK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define PL_MAX UINT64_MAX /* "to the end of the file" */
+
+enum pl_type { PL_RD, PL_WR, PL_UN };
+
+struct pl_lock {
+	uint64_t file, node, owner, start, end;
+	uint32_t pid;
+	enum pl_type type;
+};
+
+enum pl_event_type {
+	PL_EV_GRANTED, /* a set (lock or unlock) took effect */
+	PL_EV_FAILED,  /* status: -EAGAIN (F_SETLK and busy), -ECANCELED (a waiter cancelled) */
+};
+struct pl_event {
+	enum pl_event_type type;
+	uint64_t node, reqid; /* the request it answers */
+	int status;
+};
+typedef void (*pl_emit_fn)(void *arg, const struct pl_event *ev);
+
+struct pl_table;
+struct pl_table *pl_create(pl_emit_fn emit, void *arg);
+void pl_destroy(struct pl_table *t);
+
+/* Lock or unlock (PL_UN) l's range for its owner; reqid names the request in the events.
+ * wait: a lock that conflicts waits (F_SETLKW) instead of failing.  0, or -EINVAL, -ENOMEM. */
+int pl_set(struct pl_table *t, uint64_t reqid, const struct pl_lock *l, bool wait);
+/* The first lock of another owner that conflicts with l, or false (F_GETLK). */
+bool pl_get(const struct pl_table *t, const struct pl_lock *l, struct pl_lock *holder);
+/* Cancel a waiting request (a signal): -ENOENT if it does not wait. */
+int pl_cancel(struct pl_table *t, uint64_t node, uint64_t reqid);
+/* Everything of an owner on a file goes (its last close there), or of a whole node (node
+ * failure: owner and file 0 mean all). */
+void pl_drop(struct pl_table *t, uint64_t node, uint64_t owner, uint64_t file);
+size_t pl_count(const struct pl_table *t); /* held ranges and waiters */
+/* Every held range (for a snapshot to a joining member, or a dump). */
+void pl_foreach_held(const struct pl_table *t, void (*fn)(void *arg, const struct pl_lock *l),
+		     void *arg);
+
+#endif
