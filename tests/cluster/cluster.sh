@@ -5,6 +5,8 @@
 #   cluster.sh up N            start nodes 1..N, wait until all are members and quorate
 #   cluster.sh down            stop everything and remove namespaces, links and state
 #   cluster.sh kill NODE       kill -9 the node's corosync
+#   cluster.sh abort NODE      end the FUSE connections of mounts made in the node (after a
+#                              test kills a daemon there: see abort_fuse)
 #   cluster.sh start NODE      start a killed node's corosync again
 #   cluster.sh partition NODE...   cut those nodes off from the rest (they still see each other)
 #   cluster.sh heal            join all nodes again
@@ -116,7 +118,8 @@ cmd_up() {
 
 # The node's FUSE mounts lose their connection first: a daemon killed while one of its threads
 # waits in the kernel on its own connection (a page invalidation waiting for a page that a
-# request to the daemon holds) would never die otherwise.
+# request to the daemon holds) would never die otherwise, and the process that made that
+# request would wait for ever (seen in test_cfs_recovery.sh: a writer on the killed node).
 fuse_minors() { # mountinfo files -> the device minors of their FUSE mounts
 	awk '{ for (i = 7; i <= NF; i++) if ($i == "-") { if ($(i + 1) ~ /^fuse(\.|$)/) { split($3, d, ":"); print d[2] } break } }' \
 		"$@" 2>/dev/null | sort -u
@@ -172,6 +175,7 @@ up) # in a child, so that any failure (set -e or die) is followed by a full clea
 __up) cmd_up "$@" ;;
 down) cmd_down ;;
 kill) [ $# -eq 1 ] || die "kill NODE"; alive "$1" && kill -9 "$(pid_of "$1")"; true ;;
+abort) [ $# -eq 1 ] || die "abort NODE"; abort_fuse "$1" ;;
 start) [ $# -eq 1 ] || die "start NODE"; alive "$1" && die "node $1 is running"; start_node "$1" ;;
 partition) cmd_partition "$@" ;;
 heal) cmd_heal ;;

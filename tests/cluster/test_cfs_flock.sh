@@ -103,7 +103,7 @@ check "a lock goes when its holder exits without unlocking" on 2 flock -n -x "$(
 # A dead node's flock goes once the node is recovered.
 check "node 3 takes LOCK_EX" holds 3 -x
 pid=$(status_of 3 pid)
-C kill 3; kill -9 "$pid"
+C kill 3; kill -9 "$pid"; C abort 3
 t0=$(ms)
 check "node 1 gets LOCK_EX after node 3 died" on 1 flock -w 60 -x "$(M 1)/lock" true
 ok "node 1 got it $(($(ms) - t0)) ms after node 3 died (token 1000 ms)"

@@ -8,6 +8,7 @@
 . "$(dirname "$0")/cfs_lib.sh" "cfs multi-node load tests"
 RACE_SECONDS=${RACE_SECONDS:-60}
 HOME_FILES=${HOME_FILES:-20000}
+XDEL_FILES=${XDEL_FILES:-5000}
 
 C up 3 >/dev/null && ok "cluster of 3 nodes up" || { not_ok "cluster up"; finish; }
 make_data 512
@@ -35,8 +36,10 @@ check "after the race every node lists the same names, types, link counts and si
 	bash -c "cmp '$T/list1' '$T/list2' && cmp '$T/list1' '$T/list3'"
 remount_all "after the create racer"
 
-# ---- cross delete: unpack on one node while another removes ----
-src=/usr/share/doc
+# ---- cross delete: unpack a generated tree on one node while another removes it ----
+# A tree of the same size on every machine (a system directory's size varies).
+src=$T/xdel
+python3 "$HERE/make_home.py" "$src" "$XDEL_FILES" 3
 cross_delete() { # maker remover
 	local mk=$1 rm=$2 i
 	on "$mk" mkdir "$(M "$mk")/x"

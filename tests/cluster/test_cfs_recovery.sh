@@ -27,6 +27,7 @@ for r in $(seq 1 "$ROUNDS"); do
 	# Odd rounds: the node dies (corosync first: the others notice at the token timeout);
 	# even rounds: cfsd dies first (its corosync tells the others at once).
 	if [ $((r % 2)) -eq 1 ]; then C kill $victim; kill -9 "$pid"; else kill -9 "$pid"; C kill $victim; fi
+	C abort $victim # a writer there may wait on a page the dead daemon was invalidating
 	t0=$(ms)
 	wait $work 2>/dev/null
 	# Needs the glock EX, which the dead node may have held: waits for the recovery.
@@ -65,7 +66,7 @@ pid=$(status_of 2 pid)
 on 2 python3 "$HERE/fsync_log.py" run "$(M 2)/wf" "$T/logf" >/dev/null 2>&1 &
 work=$!
 sleep 1.5
-C kill 2; kill -9 "$pid"
+C kill 2; kill -9 "$pid"; C abort 2
 t0=$(ms)
 wait $work 2>/dev/null
 check "fence program: node 1 creates a directory after node 2 died" on 1 timeout 60 mkdir "$(M 1)/after-fence"

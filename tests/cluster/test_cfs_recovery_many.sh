@@ -17,7 +17,7 @@ for n in 4 5; do
 	on $n python3 "$HERE/fsync_log.py" run "$(M $n)/w$n" "$T/log$n" >/dev/null 2>&1 &
 done
 sleep 2
-C kill 4; C kill 5; kill -9 "${pid[4]}" "${pid[5]}"
+C kill 4; C kill 5; kill -9 "${pid[4]}" "${pid[5]}"; C abort 4; C abort 5
 t0=$(ms)
 check "node 1 creates a directory after nodes 4 and 5 died at once" on 1 timeout 60 mkdir "$(M 1)/after-a"
 ok "node 1's operation completed $(($(ms) - t0)) ms after the deaths"
@@ -49,7 +49,7 @@ for n in 1 2 3 4 5; do pid[$n]=$(status_of $n pid); done
 before=$(recovered)
 on 5 python3 "$HERE/fsync_log.py" run "$(M 5)/wb" "$T/logb" >/dev/null 2>&1 &
 sleep 1.5
-C kill 5; kill -9 "${pid[5]}"
+C kill 5; kill -9 "${pid[5]}"; C abort 5
 wait
 for _ in $(seq 200); do [ -s "$T/agent.log" ] && break; sleep 0.1; done
 hung=$(awk 'NR == 1 { print $2 }' "$T/agent.log" 2>/dev/null)
@@ -57,7 +57,7 @@ recoverer=
 for n in 1 2 3 4; do [ "${pid[$n]}" = "$hung" ] && recoverer=$n; done
 check "a survivor (node ${recoverer:-?}) runs the fence agent for node 5, which hangs" test -n "$recoverer"
 [ -n "$recoverer" ] || finish
-C kill "$recoverer"; kill -9 "${pid[$recoverer]}"
+C kill "$recoverer"; kill -9 "${pid[$recoverer]}"; C abort "$recoverer"
 t0=$(ms)
 other=1; [ "$recoverer" = 1 ] && other=2
 check "node $other creates a directory after the recovering node $recoverer died too" \

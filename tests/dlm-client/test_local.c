@@ -57,6 +57,16 @@ static void close_pair(struct pair *p)
 	cfslock_client_close(p->b);
 }
 
+/* Run both clients' callbacks until *calls is not 0 (at most two seconds). */
+static void dispatch_until(struct pair *p, const int *calls)
+{
+	for (int i = 0; i < 2000 && !*calls; i++) {
+		cfslock_dispatch(p->a);
+		cfslock_dispatch(p->b);
+		usleep(1000);
+	}
+}
+
 Test(local, unknown_backend_is_refused)
 {
 	struct cfslock_client *c;
@@ -142,11 +152,7 @@ Test(local, wish_survives_regrant_from_cache)
 		cfslock_dispatch(p.a);
 	cr_assert_eq(cfslock_mode(la), CFSLOCK_EX);
 	cr_assert_eq(cfslock_release(la), 0); /* owes the wish: let go */
-	for (int i = 0; i < 2000 && !y.done_calls; i++) {
-		cfslock_dispatch(p.a);
-		cfslock_dispatch(p.b);
-		usleep(1000);
-	}
+	dispatch_until(&p, &y.done_calls);
 	cr_assert_eq(cfslock_mode(lb), CFSLOCK_EX, "the other client got the lock");
 	cr_assert_eq(cfslock_unlock_sync(lb), 0);
 	cfslock_free(la);
@@ -230,18 +236,11 @@ Test(local, request_during_the_release_of_a_cached_grant)
 	cfslock_dispatch(p.a); /* the wish: the library unlocks the cached grant */
 	cr_assert(cfslock_pending(la), "the library's unlock is under way");
 	cr_assert_eq(cfslock_request(la, CFSLOCK_EX, 0), 0, "refused during the library's unlock");
-	for (int i = 0; i < 2000 && !y.done_calls; i++) {
-		cfslock_dispatch(p.a);
-		cfslock_dispatch(p.b);
-		usleep(1000);
-	}
+	dispatch_until(&p, &y.done_calls);
 	cr_assert_eq(cfslock_mode(lb), CFSLOCK_EX, "the other client asked first");
 	cr_assert_eq(x.done_calls, 0);
 	cr_assert_eq(cfslock_unlock_sync(lb), 0);
-	for (int i = 0; i < 2000 && !x.done_calls; i++) {
-		cfslock_dispatch(p.a);
-		usleep(1000);
-	}
+	dispatch_until(&p, &x.done_calls);
 	cr_assert_eq(x.last_status, 0);
 	cr_assert_eq(cfslock_mode(la), CFSLOCK_EX, "the deferred request was not granted");
 	cr_assert_eq(cfslock_unlock_sync(la), 0);
