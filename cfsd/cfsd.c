@@ -57,6 +57,20 @@ static void add_fuse_opt(struct opts *o, const char *opt)
 	snprintf(o->fuse_opts + len, sizeof o->fuse_opts - len, "%s%s", len ? "," : "", opt);
 }
 
+/* The words mount(8) and fstab use for access times.  CFS never updates an access time on a
+ * read (only utimensat(2) sets it), as noatime: each of them means that here. */
+static bool atime_word(const char *opt)
+{
+	static const char *const words[] = {"atime",      "noatime",       "relatime",
+					    "norelatime", "strictatime",   "nostrictatime",
+					    "lazytime",   "nolazytime",    "diratime",
+					    "nodiratime"};
+	for (size_t i = 0; i < sizeof words / sizeof *words; i++)
+		if (!strcmp(opt, words[i]))
+			return true;
+	return false;
+}
+
 /* Ours are taken out; the rest is for FUSE.  -EINVAL with a message for bad values. */
 static int parse_opts(struct opts *o, char *list)
 {
@@ -93,13 +107,21 @@ static int parse_opts(struct opts *o, char *list)
 			o->log = val;
 		} else if (!strcmp(opt, "defaults") || !strcmp(opt, "auto") || !strcmp(opt, "noauto") ||
 			   !strcmp(opt, "_netdev") || !strcmp(opt, "nofail") || !strcmp(opt, "user") ||
+			   !strcmp(opt, "async") || !strcmp(opt, "silent") || !strcmp(opt, "loud") ||
 			   !strncmp(opt, "x-", 2) || (klen == 7 && !strncmp(opt, "comment", 7))) {
 			/* fstab words that mean nothing to the daemon (x-systemd.requires=... and
-			 * the like are for systemd) */
+			 * the like are for systemd; async is what it does anyway) */
+		} else if (atime_word(opt)) {
+			if (!strcmp(opt, "noatime"))
+				add_fuse_opt(o, opt); /* shown in /proc/mounts */
+		} else if (!strcmp(opt, "sync") || !strcmp(opt, "dirsync")) {
+			fprintf(stderr, "cfsd: mount option '%s' is not supported: open files with "
+					"O_SYNC or O_DSYNC, or call fsync(2), where writes must be "
+					"durable at once (see cfs(8))\n", opt);
+			return -EINVAL;
 		} else if (!strcmp(opt, "allow_other") || !strcmp(opt, "default_permissions") ||
 			   !strcmp(opt, "nosuid") || !strcmp(opt, "nodev") || !strcmp(opt, "noexec") ||
 			   !strcmp(opt, "suid") || !strcmp(opt, "dev") || !strcmp(opt, "exec") ||
-			   !strcmp(opt, "noatime") || !strcmp(opt, "relatime") ||
 			   (val && (klen == 6 && !strncmp(opt, "fsname", 6))) ||
 			   (val && klen == 8 && !strncmp(opt, "max_read", 8))) {
 			add_fuse_opt(o, opt);

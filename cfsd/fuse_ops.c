@@ -2,8 +2,8 @@
  *
  * Inode numbers are libcfs's (the root is FUSE_ROOT_ID); a lookup reference the kernel holds
  * is a cfs_lookup that cfs_forget drops.  An open file's fh carries its open flags.  A
- * directory handle carries the directory's entries as of opendir, so readdir offsets are
- * stable while other threads change the directory. */
+ * directory handle carries the directory's entries as of opendir (or the last rewind), so
+ * readdir offsets are stable while other threads change the directory. */
 #define FUSE_USE_VERSION 312
 #include "cfsd/fuse_ops.h"
 #include "cfsd/odm_server.h"
@@ -354,6 +354,7 @@ static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_f
 struct dir_handle {
 	struct cfs_dirent *v;
 	size_t n;
+	bool served; /* a readdir has used v: one from offset 0 again is a rewinddir(3) */
 };
 
 static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -375,8 +376,20 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		       struct fuse_file_info *fi)
 {
-	(void)ino;
 	struct dir_handle *h = (struct dir_handle *)(uintptr_t)fi->fh;
+	if (off == 0 && h->served) { /* a rewound stream shows the directory as it is now */
+		struct cfs_dirent *v;
+		size_t n;
+		int rc = cfs_readdir_all(D(req)->fs, ino, &v, &n);
+		if (rc) {
+			reply_err(req, rc);
+			return;
+		}
+		free(h->v);
+		h->v = v;
+		h->n = n;
+	}
+	h->served = true;
 	char *buf = malloc(size);
 	if (!buf) {
 		fuse_reply_err(req, ENOMEM);

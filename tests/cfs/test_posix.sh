@@ -34,6 +34,28 @@ assert renameat2('x1', 'x2', 2) == 0
 assert open('x1').read() == 'two' and open('x2').read() == 'one'
 assert renameat2('x1', 'x3', 1) == 0 and not os.path.exists('x1')
 PY
+check "rewinddir shows names made and removed after opendir" py <<'PY'
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+libc.opendir.restype = ctypes.c_void_p
+libc.readdir.restype = ctypes.c_void_p
+libc.readdir.argtypes = libc.rewinddir.argtypes = libc.closedir.argtypes = [ctypes.c_void_p]
+def names(d):
+    out = set()
+    while True:
+        e = libc.readdir(d)
+        if not e:
+            return out - {'.', '..'}
+        out.add(ctypes.string_at(e + 19).decode())  # d_name in struct dirent
+os.mkdir('rw'); open('rw/old', 'w').close()
+d = libc.opendir(b'rw')
+assert names(d) == {'old'}
+open('rw/new', 'w').close(); os.unlink('rw/old')
+libc.rewinddir(d)
+got = names(d)
+libc.closedir(d)
+assert got == {'new'}, got
+PY
 check "unlink of an open file: still readable, space back at close" py "$M" <<'PY'
 import os, sys
 fd = os.open('open-unlinked', os.O_CREAT | os.O_RDWR, 0o644)

@@ -29,6 +29,7 @@ expect 0 "made a CFS filesystem" "mkfs.cfs of a second volume" -- "$BIN/mkfs.cfs
 before=$(fingerprint)
 expect 1 "already holds a CFS filesystem (label 'tools'" "mkfs.cfs refuses a formatted volume" -- "$BIN/mkfs.cfs" v
 expect 2 "unknown mount option 'bogus'" "mount: bad option" -- "$BIN/cfs" mount v "$M" -o bogus
+expect 2 "not supported: open files with O_SYNC" "mount: sync is refused, saying what to use" -- "$BIN/cfs" mount v "$M" -o sync
 expect 2 "node=x" "mount: bad slot number" -- "$BIN/cfs" mount v "$M" -o node=x
 expect 1 "slot 5 does not exist" "mount: a slot beyond the filesystem's" -- "$BIN/cfs" mount v "$M" -o node=5
 expect 2 "give local, corosync or dlm" "mount: an unknown lock protocol" -- "$BIN/cfs" mount v "$M" -o cluster=gfs
@@ -73,6 +74,14 @@ size_after=$(stat -f -c %b "$M")
 check "the new space can be written" dd if=/dev/zero of="$M/more" bs=1M count=80 status=none
 expect 0 "" "cfs umount" -- "$BIN/cfs" umount "$M"
 expect 0 "clean" "fsck.cfs after grow" -- "$BIN/fsck.cfs" v
+
+# The access-time words of fstab are accepted; a read never changes the access time.
+expect 0 "" "mount with relatime,strictatime,lazytime,nodiratime,async" -- \
+	"$BIN/cfs" mount v "$M" -o "relatime,strictatime,lazytime,nodiratime,async,log=$T/v.log"
+check "a read leaves the access time set by touch -a" bash -c "
+	echo data >'$M/atime' && touch -a -d '2001-02-03 04:05:06' '$M/atime' && cat '$M/atime' >/dev/null &&
+	[ \"\$(stat -c %X '$M/atime')\" = \"\$(date -d '2001-02-03 04:05:06' +%s)\" ]"
+expect 0 "" "cfs umount" -- "$BIN/cfs" umount "$M"
 
 # mount -t cfs through the mount helper, and plain umount.
 if [ ! -e /sbin/mount.cfs ] && [ -w /sbin ]; then
