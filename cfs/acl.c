@@ -121,3 +121,8 @@ int cfs_acl_inherit(struct cfs_fs *fs, struct cfs_inode *dir, struct cfs_inode *
 }
 
 bool cfs_acl_is_access(const char *name) { return !strcmp(name, ACL_ACCESS); }
+
+bool cfs_acl_has_default(struct cfs_fs *fs, struct cfs_inode *dir)
+{
+	return cfs_xattr_get(fs, dir, ACL_DEFAULT, NULL, 0) > 0;
+}

@@ -101,6 +101,8 @@ void cfs_status(struct cfs_fs *fs, struct cfs_status *st);
 #define CFS_ROOT 1u
 struct cfs_cred {
 	uint32_t uid, gid;
+	uint32_t umask; /* the caller's, applied to a new file's mode unless its directory has a
+			 * default ACL (POSIX.1e); 0 if the kernel applied it already */
 };
 int cfs_getattr(struct cfs_fs *fs, uint64_t ino, struct stat *st);
 /* lookup and the calls that make an object count a reference, dropped with cfs_forget. */

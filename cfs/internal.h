@@ -234,6 +234,7 @@ int cfs_acl_set_access(struct cfs_fs *fs, struct cfs_inode *ip, const void *valu
 int cfs_acl_chmod(struct cfs_fs *fs, struct cfs_inode *ip);
 int cfs_acl_inherit(struct cfs_fs *fs, struct cfs_inode *dir, struct cfs_inode *ip);
 bool cfs_acl_is_access(const char *name);
+bool cfs_acl_has_default(struct cfs_fs *fs, struct cfs_inode *dir);
 
 /* ---- the mounted filesystem ---- */
 struct cfs_fs {

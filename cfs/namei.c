@@ -137,6 +137,9 @@ static int make_node(struct cfs_fs *fs, uint64_t parent, const char *name, mode_
 		if (S_ISDIR(mode))
 			mode |= S_ISGID;
 	}
+	/* POSIX.1e: under a default ACL the ACL, not the umask, limits the new mode. */
+	if (!rc && !target && !cfs_acl_has_default(fs, dir))
+		mode &= ~(mode_t)cr->umask;
 	if (!rc)
 		rc = cfs_ialloc(fs, dir->ino, (uint32_t)mode, cr->uid, gid, &ip);
 	if (!rc) {

@@ -62,7 +62,7 @@ static void reply_entry(fuse_req_t req, int rc, const struct stat *st)
 static struct cfs_cred cred_of(fuse_req_t req)
 {
 	const struct fuse_ctx *c = fuse_req_ctx(req);
-	return (struct cfs_cred){c->uid, c->gid};
+	return (struct cfs_cred){c->uid, c->gid, c->umask};
 }
 
 static void op_init(void *userdata, struct fuse_conn_info *conn)
@@ -73,6 +73,8 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	if (conn->capable & FUSE_CAP_SPLICE_READ)
 		conn->want &= ~FUSE_CAP_SPLICE_READ;
 	conn->want &= ~FUSE_CAP_HANDLE_KILLPRIV; /* the kernel clears suid bits itself */
+	if (conn->capable & FUSE_CAP_DONT_MASK)
+		conn->want |= FUSE_CAP_DONT_MASK; /* umask is ours to apply: not under a default ACL */
 	conn->want &= ~FUSE_CAP_ATOMIC_O_TRUNC;   /* O_TRUNC arrives as a setattr */
 	if (!d->cluster)
 		conn->want &= ~FUSE_CAP_FLOCK_LOCKS; /* the kernel keeps a one-node mount's flocks */

@@ -88,7 +88,7 @@ struct odm_client *odm_client_new(struct odm_server *s, int fd, pthread_mutex_t 
 	socklen_t len = sizeof uc;
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &uc, &len) == 0) {
 		c->pid = uc.pid;
-		c->cred = (struct cfs_cred){uc.uid, uc.gid};
+		c->cred = (struct cfs_cred){uc.uid, uc.gid, 0}; /* the mode it asks for, unmasked */
 	}
 	snprintf(c->owner, sizeof c->owner, "pid %d", (int)c->pid);
 	return c;

@@ -34,6 +34,12 @@ assert renameat2('x1', 'x2', 2) == 0
 assert open('x1').read() == 'two' and open('x2').read() == 'one'
 assert renameat2('x1', 'x3', 1) == 0 and not os.path.exists('x1')
 PY
+check "under a default ACL the umask is not applied (POSIX.1e), elsewhere it is" bash -c '
+	mkdir umacl && setfacl -d -m u::rwx,g::rwx,o::rx umacl &&
+	(umask 722 && touch umacl/f plain && mkdir umacl/sub plaindir) &&
+	[ "$(stat -c %a umacl/f)" = 664 ] && [ "$(stat -c %a umacl/sub)" = 775 ] &&
+	getfacl -p umacl/f | grep -qx "user::rw-" && getfacl -p umacl/sub | grep -qx "group::rwx" &&
+	[ "$(stat -c %a plain)" = 44 ] && [ "$(stat -c %a plaindir)" = 55 ]'
 check "rewinddir shows names made and removed after opendir" py <<'PY'
 import ctypes, os
 libc = ctypes.CDLL(None, use_errno=True)
