@@ -151,6 +151,22 @@ int cfs_flock(struct cfs_fs *fs, uint64_t ino, uint64_t owner, int op, cfs_flock
 void cfs_flock_interrupt(struct cfs_fs *fs, void *arg);
 /* The open file description owner is closed: its flock goes. */
 int cfs_flock_close(struct cfs_fs *fs, uint64_t owner);
+
+/* fcntl(2) record locks on a cluster mount (plock.c), for the kernel's lock owner owner; fl
+ * as FUSE gives it (l_whence SEEK_SET, l_len 0: to the end).  cfs_plock_set: 0 if done(arg,
+ * status) will say how it ended (0, -EAGAIN, -EINTR), or -errno (-EOPNOTSUPP on a one-node
+ * mount, whose record locks the kernel keeps). */
+struct flock;
+int cfs_plock_set(struct cfs_fs *fs, uint64_t ino, uint64_t owner, const struct flock *fl,
+		  bool wait, cfs_flock_done_fn done, void *arg);
+void cfs_plock_interrupt(struct cfs_fs *fs, void *arg);
+/* F_GETLK: *fl becomes the first lock in its way (l_pid 0 if its holder is on another node),
+ * or its l_type F_UNLCK. */
+int cfs_plock_get(struct cfs_fs *fs, uint64_t ino, uint64_t owner, struct flock *fl);
+/* The lock owner closed the file here: 1 if it held nothing (done is not called), 0 if done
+ * will say, or -errno. */
+int cfs_plock_close(struct cfs_fs *fs, uint64_t ino, uint64_t owner, cfs_flock_done_fn done,
+		    void *arg);
 /* Drop open and lookup references at once. */
 int cfs_put(struct cfs_fs *fs, uint64_t ino, uint32_t opens, uint64_t lookups);
 /* Returns bytes read (short at end of file). */

@@ -286,6 +286,7 @@ struct cfs_fs {
 	pthread_mutex_t flock_mutex; /* the list of flock users (flock.c) */
 	struct cfs_flock *flocks;
 	void *flock_interrupted;     /* a request interrupted before it waited (flock.c) */
+	struct pending *plocks_pending; /* record lock requests not answered yet (plock.c) */
 	bool opens_shared;
 	uint64_t opens_refused_ns;   /* when "opens" EX was last refused (cfs_now_ns), 0 if not */
 	unsigned iopen_count;        /* open locks held PR here */

@@ -76,8 +76,8 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	if (conn->capable & FUSE_CAP_DONT_MASK)
 		conn->want |= FUSE_CAP_DONT_MASK; /* umask is ours to apply: not under a default ACL */
 	conn->want &= ~FUSE_CAP_ATOMIC_O_TRUNC;   /* O_TRUNC arrives as a setattr */
-	if (!d->cluster)
-		conn->want &= ~FUSE_CAP_FLOCK_LOCKS; /* the kernel keeps a one-node mount's flocks */
+	if (!d->cluster) /* the kernel keeps a one-node mount's flocks and record locks */
+		conn->want &= ~(FUSE_CAP_FLOCK_LOCKS | FUSE_CAP_POSIX_LOCKS);
 	conn->max_write = 1u << 20;
 	conn->max_readahead = d->fs_dboptimized ? 0 : 1u << 20;
 	conn->time_gran = 1;
@@ -310,10 +310,16 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 		fuse_reply_write(req, (size_t)n);
 }
 
+/* A close: on a cluster mount the closing owner's record locks on the file go (the kernel
+ * leaves that to the daemon's flush), answered once the cluster has applied it. */
+static void flush_done(void *arg, int status) { reply_err(arg, status); }
+
 static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	(void)ino, (void)fi;
-	fuse_reply_err(req, 0);
+	struct cfsd *d = D(req);
+	int rc = d->cluster ? cfs_plock_close(d->fs, ino, fi->lock_owner, flush_done, req) : 1;
+	if (rc)
+		reply_err(req, rc > 0 ? 0 : rc);
 }
 
 static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -336,6 +342,33 @@ static void flock_interrupted(fuse_req_t req, void *arg)
 {
 	(void)arg;
 	cfs_flock_interrupt(D(req)->fs, req);
+}
+
+/* fcntl record locks on a cluster mount (one-node mounts leave them to the kernel, see
+ * op_init).  A waiting F_SETLKW is answered from the lock library's thread. */
+static void op_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
+		     struct flock *lock)
+{
+	int rc = cfs_plock_get(D(req)->fs, ino, fi->lock_owner, lock);
+	if (rc)
+		reply_err(req, rc);
+	else
+		fuse_reply_lock(req, lock);
+}
+
+static void plock_interrupted(fuse_req_t req, void *arg)
+{
+	(void)arg;
+	cfs_plock_interrupt(D(req)->fs, req);
+}
+
+static void op_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
+		     struct flock *lock, int sleep)
+{
+	fuse_req_interrupt_func(req, plock_interrupted, NULL); /* before: req is done's after */
+	int rc = cfs_plock_set(D(req)->fs, ino, fi->lock_owner, lock, sleep != 0, flock_done, req);
+	if (rc)
+		reply_err(req, rc);
 }
 
 static void op_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, int op)
@@ -515,6 +548,8 @@ const struct fuse_lowlevel_ops cfsd_ops = {
 	.flush = op_flush,
 	.release = op_release,
 	.flock = op_flock,
+	.getlk = op_getlk,
+	.setlk = op_setlk,
 	.fsync = op_fsync,
 	.opendir = op_opendir,
 	.readdir = op_readdir,

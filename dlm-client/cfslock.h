@@ -96,6 +96,32 @@ const char *cfslock_name(const struct cfslock *lk);
 const char *cfslock_mode_name(int mode);
 int cfslock_parse_mode(const char *s);
 
+/* ---- POSIX record locks (fcntl), cluster-wide: the corosync backend only (-EOPNOTSUPP
+ * elsewhere).  Every member applies them in one order to its copy (plock.c). ---- */
+struct cfslock_plock {
+	uint64_t file;       /* the caller's name for the file, the same on every node */
+	uint64_t owner;      /* the kernel's lock owner on this node */
+	uint64_t start, end; /* inclusive; end UINT64_MAX: to the end of the file */
+	uint32_t pid;
+	int type;            /* F_RDLCK, F_WRLCK or F_UNLCK */
+};
+typedef void (*cfslock_plock_done_fn)(void *arg, int status);
+/* Lock or unlock a range.  done(arg, status) runs in cfslock_dispatch: 0, -EAGAIN (not wait,
+ * and held elsewhere), -EINTR (cancelled), -ENOLINK (quorum lost) or another -errno.  *reqid
+ * names the request for cfslock_plock_cancel. */
+int cfslock_plock(struct cfslock_space *s, const struct cfslock_plock *l, bool wait,
+		  cfslock_plock_done_fn done, void *arg, uint64_t *reqid);
+/* A waiting request ends with -EINTR (or was granted meanwhile). */
+int cfslock_plock_cancel(struct cfslock_space *s, uint64_t reqid);
+/* F_GETLK from this node's copy: 1 and the first lock in the way (and the cluster node that
+ * holds it), or 0. */
+int cfslock_plock_get(struct cfslock_space *s, const struct cfslock_plock *l,
+		      struct cfslock_plock *holder, uint32_t *holder_node);
+/* The owner closed the file here: all its locks on it go.  1 if it held none (done is not
+ * called), 0 if done will say, or -errno. */
+int cfslock_plock_close(struct cfslock_space *s, uint64_t file, uint64_t owner,
+			cfslock_plock_done_fn done, void *arg);
+
 /* Dump a lockspace's table as this node sees it. */
 struct cfslock_dump_entry {
 	const char *resource;

@@ -2,6 +2,7 @@
  * the synchronous wrappers.  Backends do the locking (local.c, corosync.c, dlm.c). */
 #include "client.h"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,7 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
-enum callback_kind { CB_LOCK, CB_MEMBERSHIP, CB_QUORUM };
+enum callback_kind { CB_LOCK, CB_MEMBERSHIP, CB_QUORUM, CB_PLOCK };
 
 struct callback {
 	struct callback *next;
@@ -20,6 +21,9 @@ struct callback {
 	struct lt_event ev;
 	uint32_t node;
 	bool flag;
+	cfslock_plock_done_fn plock_done;
+	void *plock_arg;
+	int status;
 };
 
 static const struct cfslock_backend_ops *find_backend(const char *name)
@@ -130,6 +134,16 @@ void cfslock_deliver_membership(struct cfslock_client *c, uint32_t node, bool jo
 	enqueue(c, cb);
 }
 
+void cfslock_deliver_plock(struct cfslock_client *c, cfslock_plock_done_fn done, void *arg,
+			   int status)
+{
+	struct callback *cb = new_callback(CB_PLOCK);
+	cb->plock_done = done;
+	cb->plock_arg = arg;
+	cb->status = status;
+	enqueue(c, cb);
+}
+
 void cfslock_deliver_quorum(struct cfslock_client *c, bool quorate)
 {
 	struct callback *cb = new_callback(CB_QUORUM);
@@ -225,6 +239,7 @@ static int dispatch_locked(struct cfslock_client *c)
 			if (c->events.quorum)
 				c->events.quorum(c->events.arg, cb->flag);
 			break;
+		case CB_PLOCK: cb->plock_done(cb->plock_arg, cb->status); break;
 		}
 		free(cb);
 	}
@@ -529,4 +544,55 @@ int cfslock_dump(struct cfslock_space *s, cfslock_dump_fn fn, void *arg)
 {
 	struct dump_ctx d = {fn, arg};
 	return s->c->ops->dump(s, dump_visit, &d);
+}
+
+/* ---- POSIX record locks ---- */
+static uint64_t new_reqid(void)
+{
+	static _Atomic uint64_t next = 1;
+	return next++;
+}
+
+static int plock_valid(const struct cfslock_plock *l)
+{
+	return l->start <= l->end && (l->type == F_RDLCK || l->type == F_WRLCK || l->type == F_UNLCK)
+		       ? 0
+		       : -EINVAL;
+}
+
+int cfslock_plock(struct cfslock_space *s, const struct cfslock_plock *l, bool wait,
+		  cfslock_plock_done_fn done, void *arg, uint64_t *reqid)
+{
+	const struct cfslock_backend_ops *ops = s->c->ops;
+	if (!ops->plock)
+		return -EOPNOTSUPP;
+	int rc = plock_valid(l);
+	if (rc)
+		return rc;
+	if (!s->c->quorate)
+		return -CFSLOCK_ENOQUORUM;
+	*reqid = new_reqid();
+	return ops->plock(s, l, wait, done, arg, *reqid);
+}
+
+int cfslock_plock_cancel(struct cfslock_space *s, uint64_t reqid)
+{
+	return s->c->ops->plock_cancel ? s->c->ops->plock_cancel(s, reqid) : -EOPNOTSUPP;
+}
+
+int cfslock_plock_get(struct cfslock_space *s, const struct cfslock_plock *l,
+		      struct cfslock_plock *holder, uint32_t *holder_node)
+{
+	if (!s->c->ops->plock_get)
+		return -EOPNOTSUPP;
+	int rc = plock_valid(l);
+	return rc ? rc : s->c->ops->plock_get(s, l, holder, holder_node);
+}
+
+int cfslock_plock_close(struct cfslock_space *s, uint64_t file, uint64_t owner,
+			cfslock_plock_done_fn done, void *arg)
+{
+	if (!s->c->ops->plock_close)
+		return -EOPNOTSUPP;
+	return s->c->ops->plock_close(s, file, owner, done, arg, new_reqid());
 }

@@ -20,6 +20,14 @@ struct cfslock_backend_ops {
 	int (*recovery_done)(struct cfslock_space *s, uint32_t node);
 	int (*dump)(struct cfslock_space *s, lt_visit_fn visit, void *arg);
 	void (*forget)(struct cfslock *lk); /* the handle is being freed */
+	/* POSIX record locks (NULL: not supported) */
+	int (*plock)(struct cfslock_space *s, const struct cfslock_plock *l, bool wait,
+		     cfslock_plock_done_fn done, void *arg, uint64_t reqid);
+	int (*plock_cancel)(struct cfslock_space *s, uint64_t reqid);
+	int (*plock_get)(struct cfslock_space *s, const struct cfslock_plock *l,
+			 struct cfslock_plock *holder, uint32_t *holder_node);
+	int (*plock_close)(struct cfslock_space *s, uint64_t file, uint64_t owner,
+			   cfslock_plock_done_fn done, void *arg, uint64_t reqid);
 	uint32_t (*failure_detection_ms)(void); /* NULL: the backend does not say */
 };
 
@@ -78,5 +86,8 @@ struct cfslock {
 void cfslock_deliver(struct cfslock_client *c, struct cfslock *lk, const struct lt_event *ev);
 void cfslock_deliver_membership(struct cfslock_client *c, uint32_t node, bool joined);
 void cfslock_deliver_quorum(struct cfslock_client *c, bool quorate);
+/* A record lock request ended: done(arg, status) runs in the next cfslock_dispatch. */
+void cfslock_deliver_plock(struct cfslock_client *c, cfslock_plock_done_fn done, void *arg,
+			   int status);
 
 #endif

@@ -9,10 +9,13 @@
  * A backend thread polls the CPG and quorum descriptors; callbacks reach the client through
  * its event queue like every other backend's. */
 #include "client.h"
+#include "plock.h"
 #include "proto/cfslock.pb-c.h"
 
 #include <corosync/cpg.h>
 #include <corosync/quorum.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +39,7 @@ struct member {
 struct replica {
 	char name[CFSLOCK_NAME_MAX + 1];
 	struct lt_table *table;
+	struct pl_table *plocks;
 	struct cs *cs;
 	struct replica *next;
 };
@@ -44,6 +48,14 @@ struct lkmap_entry {
 	uint64_t lkid;
 	struct cfslock *lk;
 	struct lkmap_entry *next;
+};
+
+/* A record lock request of ours, until its answer comes in the ordered stream. */
+struct plock_req {
+	uint64_t reqid;
+	cfslock_plock_done_fn done;
+	void *arg;
+	struct plock_req *next;
 };
 
 /* A message, or (len 0) a member that joined: both are kept in order while we wait for our
@@ -73,6 +85,7 @@ struct cs {
 	size_t nfailed;
 	struct replica *replicas;
 	struct lkmap_entry *lkmap[LKMAP_BUCKETS];
+	struct plock_req *plock_reqs;
 	struct message *buffered, *buffered_tail; /* delivered after our Hello, before sync */
 	struct message *outbox, *outbox_tail;     /* to multicast from the thread */
 };
@@ -193,6 +206,32 @@ static void fail_all_local(struct cs *cs, int status)
 			free(e);
 		}
 	memset(cs->lkmap, 0, sizeof cs->lkmap);
+	for (struct plock_req *q = cs->plock_reqs, *n; q; q = n) {
+		n = q->next;
+		cfslock_deliver_plock(cs->c, q->done, q->arg, status);
+		free(q);
+	}
+	cs->plock_reqs = NULL;
+}
+
+/* Our request reqid is answered: its done runs at the next dispatch.  cs->lock held. */
+static void plock_answered(struct cs *cs, uint64_t reqid, int status)
+{
+	for (struct plock_req **pp = &cs->plock_reqs; *pp; pp = &(*pp)->next)
+		if ((*pp)->reqid == reqid) {
+			struct plock_req *q = *pp;
+			*pp = q->next;
+			cfslock_deliver_plock(cs->c, q->done, q->arg, status);
+			free(q);
+			return;
+		}
+}
+
+static void plock_emit(void *arg, const struct pl_event *ev)
+{
+	struct cs *cs = ((struct replica *)arg)->cs;
+	if (ev->node == cs->owner && cs->synced)
+		plock_answered(cs, ev->reqid, ev->type == PL_EV_GRANTED ? 0 : ev->status);
 }
 
 /* ---- replicas ---- */
@@ -225,7 +264,9 @@ static struct replica *replica(struct cs *cs, const char *name, bool create)
 	if (r || !create || strlen(name) > CFSLOCK_NAME_MAX)
 		return r;
 	r = calloc(1, sizeof *r);
-	if (!r || !(r->table = lt_create(emit, r))) {
+	if (!r || !(r->table = lt_create(emit, r)) || !(r->plocks = pl_create(plock_emit, r))) {
+		if (r)
+			lt_destroy(r->table);
 		free(r);
 		return NULL;
 	}
@@ -241,6 +282,7 @@ static void drop_replicas(struct cs *cs)
 	for (struct replica *r = cs->replicas, *n; r; r = n) {
 		n = r->next;
 		lt_destroy(r->table);
+		pl_destroy(r->plocks);
 		free(r);
 	}
 	cs->replicas = NULL;
@@ -293,9 +335,41 @@ static bool i_answer(const struct cs *cs)
 struct snap_builder {
 	Snapshot *snap;
 	const char *space;
-	size_t cap;
+	size_t cap, plock_cap;
 	bool oom;
 };
+
+static void snap_add_plock(void *arg, const struct pl_lock *l, uint64_t reqid)
+{
+	struct snap_builder *b = arg;
+	if (b->snap->n_plocks == b->plock_cap) {
+		size_t cap = b->plock_cap ? b->plock_cap * 2 : 16;
+		SnapshotPlock **v = realloc(b->snap->plocks, cap * sizeof *v);
+		if (!v) {
+			b->oom = true;
+			return;
+		}
+		b->snap->plocks = v;
+		b->plock_cap = cap;
+	}
+	SnapshotPlock *p = malloc(sizeof *p);
+	if (!p) {
+		b->oom = true;
+		return;
+	}
+	snapshot_plock__init(p);
+	p->space = (char *)b->space;
+	p->file = l->file;
+	p->owner = l->node;
+	p->lock_owner = l->owner;
+	p->start = l->start;
+	p->end = l->end;
+	p->pid = l->pid;
+	p->type = (uint32_t)l->type;
+	p->has_waiting_reqid = reqid != 0;
+	p->waiting_reqid = reqid;
+	b->snap->plocks[b->snap->n_plocks++] = p;
+}
 
 static void snap_add(void *arg, const struct lt_lock_info *i)
 {
@@ -343,6 +417,7 @@ static void answer_hello(struct cs *cs, const Hello *h)
 	for (struct replica *r = cs->replicas; r; r = r->next) {
 		b.space = r->name;
 		lt_walk(r->table, snap_add, &b);
+		pl_walk(r->plocks, snap_add_plock, &b);
 	}
 	MemberOwner *mo = calloc(cs->nmembers + 1, sizeof *mo);
 	MemberOwner **mv = calloc(cs->nmembers + 1, sizeof *mv);
@@ -368,6 +443,9 @@ static void answer_hello(struct cs *cs, const Hello *h)
 	for (size_t i = 0; i < snap.n_locks; i++)
 		free(snap.locks[i]);
 	free(snap.locks);
+	for (size_t i = 0; i < snap.n_plocks; i++)
+		free(snap.plocks[i]);
+	free(snap.plocks);
 	free(mo);
 	free(mv);
 }
@@ -390,6 +468,15 @@ static void take_snapshot(struct cs *cs, const Snapshot *s)
 			.lvb = l->has_lvb && l->lvb.len == LT_LVB_LEN ? l->lvb.data : NULL};
 		if (r)
 			lt_restore(r->table, &info);
+	}
+	for (size_t i = 0; i < s->n_plocks; i++) {
+		const SnapshotPlock *p = s->plocks[i];
+		struct replica *r = replica(cs, p->space, true);
+		struct pl_lock l = {.file = p->file, .node = p->owner, .owner = p->lock_owner,
+				    .start = p->start, .end = p->end, .pid = p->pid,
+				    .type = (enum pl_type)p->type};
+		if (r && pl_restore(r->plocks, &l, p->has_waiting_reqid ? p->waiting_reqid : 0))
+			abort(); /* a copy that differs from the others' would answer differently */
 	}
 	cs->nmembers = 0;
 	for (size_t i = 0; i < s->n_members && i < MAX_MEMBERS; i++)
@@ -447,6 +534,7 @@ static void apply_op(struct cs *cs, const LockOp *op)
 	case LOCK_OP__KIND__CANCEL: rc = lt_cancel(r->table, op->owner, op->lkid); break;
 	case LOCK_OP__KIND__RECOVERY_DONE:
 		lt_recovery_done(r->table, op->lkid);
+		pl_drop(r->plocks, op->lkid, 0, 0, true);
 		break;
 	default: break;
 	}
@@ -458,6 +546,36 @@ static void apply_op(struct cs *cs, const LockOp *op)
 		if (e)
 			cfslock_deliver(cs->c, e->lk, &ev);
 	}
+}
+
+static struct pl_lock pl_lock_of(const PlockOp *op)
+{
+	return (struct pl_lock){.file = op->file, .node = op->owner, .owner = op->lock_owner,
+				.start = op->start, .end = op->end, .pid = op->pid,
+				.type = (enum pl_type)op->type};
+}
+
+static void apply_plock(struct cs *cs, const PlockOp *op)
+{
+	if (!owner_live(cs, op->owner))
+		return; /* from an owner that failed meanwhile */
+	struct replica *r = replica(cs, op->space, true);
+	if (!r)
+		return;
+	struct pl_lock l = pl_lock_of(op);
+	int rc = 0;
+	switch (op->kind) {
+	case PLOCK_OP__KIND__SET: rc = pl_set(r->plocks, op->reqid, &l, op->wait); break;
+	case PLOCK_OP__KIND__CANCEL: (void)pl_cancel(r->plocks, op->owner, op->reqid); break;
+	case PLOCK_OP__KIND__CLOSE:
+		pl_drop(r->plocks, op->owner, op->lock_owner, op->file, true);
+		if (op->owner == cs->owner)
+			plock_answered(cs, op->reqid, 0);
+		break;
+	default: break;
+	}
+	if (rc && op->owner == cs->owner) /* refused: it still ends */
+		plock_answered(cs, op->reqid, rc);
 }
 
 static void apply_hello(struct cs *cs, uint32_t nodeid, const Hello *h)
@@ -496,6 +614,8 @@ static void apply(struct cs *cs, uint32_t nodeid, uint32_t pid, const Envelope *
 				cs->members[i].synced = true;
 	} else if (env->op)
 		apply_op(cs, env->op);
+	else if (env->plock)
+		apply_plock(cs, env->plock);
 	(void)pid;
 }
 
@@ -552,8 +672,10 @@ static void member_left(struct cs *cs, uint32_t nodeid, uint32_t pid)
 	*m = cs->members[--cs->nmembers];
 	if (owner && !owner_failed(cs, owner) && cs->nfailed < MAX_MEMBERS) {
 		cs->failed[cs->nfailed++] = owner;
-		for (struct replica *r = cs->replicas; r; r = r->next)
+		for (struct replica *r = cs->replicas; r; r = r->next) {
 			lt_node_failed(r->table, owner);
+			pl_drop(r->plocks, owner, 0, 0, false); /* what it holds goes at recovery */
+		}
 	}
 	if (members_on_node(cs, nodeid) == 0)
 		cfslock_deliver_membership(cs->c, nodeid, false);
@@ -963,6 +1085,123 @@ static void cs_forget(struct cfslock *lk)
 	pthread_mutex_unlock(&cs->lock);
 }
 
+/* ---- POSIX record locks ---- */
+static int send_plock(struct cs *cs, PlockOp *op, cfslock_plock_done_fn done, void *arg)
+{
+	struct plock_req *q = malloc(sizeof *q);
+	if (!q)
+		return -ENOMEM;
+	*q = (struct plock_req){.reqid = op->reqid, .done = done, .arg = arg};
+	pthread_mutex_lock(&cs->lock);
+	int rc = cs->connected && cs->synced ? 0 : -CFSLOCK_ENOQUORUM;
+	if (!rc) {
+		q->next = cs->plock_reqs;
+		cs->plock_reqs = q;
+	}
+	op->owner = cs->owner;
+	pthread_mutex_unlock(&cs->lock);
+	if (rc) {
+		free(q);
+		return rc;
+	}
+	Envelope env = ENVELOPE__INIT;
+	env.plock = op;
+	if ((rc = multicast(cs, &env))) { /* never sent, so never answered: still listed */
+		pthread_mutex_lock(&cs->lock);
+		struct plock_req **pp = &cs->plock_reqs;
+		while (*pp && *pp != q)
+			pp = &(*pp)->next;
+		if (*pp)
+			*pp = q->next;
+		pthread_mutex_unlock(&cs->lock);
+		free(q);
+	}
+	// cppcheck-suppress memleak ; q is on cs->plock_reqs until its answer frees it
+	return rc;
+}
+
+static enum pl_type pl_type_of(int fcntl_type)
+{
+	return fcntl_type == F_RDLCK ? PL_RD : fcntl_type == F_WRLCK ? PL_WR : PL_UN;
+}
+
+static int cs_plock(struct cfslock_space *s, const struct cfslock_plock *l, bool wait,
+		    cfslock_plock_done_fn done, void *arg, uint64_t reqid)
+{
+	PlockOp op = PLOCK_OP__INIT;
+	op.kind = PLOCK_OP__KIND__SET;
+	op.space = s->name;
+	op.reqid = reqid;
+	op.has_file = op.has_lock_owner = op.has_start = op.has_end = op.has_pid = true;
+	op.has_type = op.has_wait = true;
+	op.file = l->file;
+	op.lock_owner = l->owner;
+	op.start = l->start;
+	op.end = l->end;
+	op.pid = l->pid;
+	op.type = (uint32_t)pl_type_of(l->type);
+	op.wait = wait;
+	return send_plock(s->c->backend, &op, done, arg);
+}
+
+static void plock_ignored(void *arg, int status) { (void)arg, (void)status; }
+
+static int cs_plock_cancel(struct cfslock_space *s, uint64_t reqid)
+{
+	PlockOp op = PLOCK_OP__INIT;
+	op.kind = PLOCK_OP__KIND__CANCEL;
+	op.space = s->name;
+	op.reqid = reqid; /* the waiting request's: its answer is the cancel's */
+	Envelope env = ENVELOPE__INIT;
+	struct cs *cs = s->c->backend;
+	pthread_mutex_lock(&cs->lock);
+	op.owner = cs->owner;
+	pthread_mutex_unlock(&cs->lock);
+	env.plock = &op;
+	return multicast(cs, &env);
+}
+
+static int cs_plock_get(struct cfslock_space *s, const struct cfslock_plock *l,
+			struct cfslock_plock *holder, uint32_t *holder_node)
+{
+	struct cs *cs = s->c->backend;
+	pthread_mutex_lock(&cs->lock);
+	struct replica *r = replica(cs, s->name, false);
+	struct pl_lock probe = {.file = l->file, .node = cs->owner, .owner = l->owner,
+				.start = l->start, .end = l->end, .pid = l->pid,
+				.type = pl_type_of(l->type)}, h;
+	bool found = r && pl_get(r->plocks, &probe, &h);
+	pthread_mutex_unlock(&cs->lock);
+	if (found) {
+		*holder = (struct cfslock_plock){.file = h.file, .owner = h.owner, .start = h.start,
+						 .end = h.end, .pid = h.pid,
+						 .type = h.type == PL_RD ? F_RDLCK : F_WRLCK};
+		*holder_node = (uint32_t)(h.node >> 32);
+	}
+	return found;
+}
+
+static int cs_plock_close(struct cfslock_space *s, uint64_t file, uint64_t owner,
+			  cfslock_plock_done_fn done, void *arg, uint64_t reqid)
+{
+	struct cs *cs = s->c->backend;
+	pthread_mutex_lock(&cs->lock);
+	struct replica *r = replica(cs, s->name, false);
+	bool owns = r && pl_owns(r->plocks, cs->owner, owner, file);
+	pthread_mutex_unlock(&cs->lock);
+	if (!owns)
+		return 1; /* nothing of its here: no message on every close */
+	PlockOp op = PLOCK_OP__INIT;
+	op.kind = PLOCK_OP__KIND__CLOSE;
+	op.space = s->name;
+	op.reqid = reqid;
+	op.has_file = op.has_lock_owner = true;
+	op.file = file;
+	op.lock_owner = owner;
+	int rc = send_plock(cs, &op, done ? done : plock_ignored, arg);
+	return rc;
+}
+
 const struct cfslock_backend_ops cfslock_corosync_ops = {
 	.name = "corosync", .open = cs_open, .close = cs_close,
 	.space_open = cs_space_open, .space_close = cs_space_close,
@@ -970,4 +1209,6 @@ const struct cfslock_backend_ops cfslock_corosync_ops = {
 	.cancel = cs_cancel, .recovery_done = cs_recovery_done, .dump = cs_dump,
 	.failure_detection_ms = token_timeout_ms,
 	.forget = cs_forget,
+	.plock = cs_plock, .plock_cancel = cs_plock_cancel, .plock_get = cs_plock_get,
+	.plock_close = cs_plock_close,
 };

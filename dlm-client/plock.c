@@ -55,11 +55,23 @@ void pl_destroy(struct pl_table *t)
 
 size_t pl_count(const struct pl_table *t) { return t->nheld + t->nwaiters; }
 
-void pl_foreach_held(const struct pl_table *t, void (*fn)(void *arg, const struct pl_lock *l),
-		     void *arg)
+bool pl_owns(const struct pl_table *t, uint64_t node, uint64_t owner, uint64_t file)
 {
 	for (const struct held *h = t->held; h; h = h->next)
-		fn(arg, &h->l);
+		if (h->l.node == node && h->l.owner == owner && h->l.file == file)
+			return true;
+	for (const struct waiter *w = t->waiters; w; w = w->next)
+		if (w->l.node == node && w->l.owner == owner && w->l.file == file)
+			return true;
+	return false;
+}
+
+void pl_walk(const struct pl_table *t, pl_visit_fn fn, void *arg)
+{
+	for (const struct held *h = t->held; h; h = h->next)
+		fn(arg, &h->l, 0);
+	for (const struct waiter *w = t->waiters; w; w = w->next)
+		fn(arg, &w->l, w->reqid);
 }
 
 static void emit(struct pl_table *t, enum pl_event_type type, uint64_t node, uint64_t reqid,
@@ -99,6 +111,35 @@ static int add_held(struct pl_table *t, const struct pl_lock *l)
 		return -ENOMEM;
 	*h = (struct held){.l = *l, .next = t->held};
 	t->held = h;
+	t->nheld++;
+	return 0;
+}
+
+static int add_waiter(struct pl_table *t, const struct pl_lock *l, uint64_t reqid)
+{
+	struct waiter *w = malloc(sizeof *w);
+	if (!w)
+		return -ENOMEM;
+	*w = (struct waiter){.reqid = reqid, .l = *l};
+	*t->waiters_tail = w;
+	t->waiters_tail = &w->next;
+	t->nwaiters++;
+	return 0;
+}
+
+/* The held list is walked newest first: restoring appends, so the copy walks alike. */
+int pl_restore(struct pl_table *t, const struct pl_lock *l, uint64_t reqid)
+{
+	if (reqid)
+		return add_waiter(t, l, reqid);
+	struct held *h = malloc(sizeof *h);
+	if (!h)
+		return -ENOMEM;
+	*h = (struct held){.l = *l};
+	struct held **pp = &t->held;
+	while (*pp)
+		pp = &(*pp)->next;
+	*pp = h;
 	t->nheld++;
 	return 0;
 }
@@ -198,14 +239,7 @@ int pl_set(struct pl_table *t, uint64_t reqid, const struct pl_lock *l, bool wai
 			emit(t, PL_EV_FAILED, l->node, reqid, -EAGAIN);
 			return 0;
 		}
-		struct waiter *w = malloc(sizeof *w);
-		if (!w)
-			return -ENOMEM;
-		*w = (struct waiter){.reqid = reqid, .l = *l};
-		*t->waiters_tail = w;
-		t->waiters_tail = &w->next;
-		t->nwaiters++;
-		return 0;
+		return add_waiter(t, l, reqid);
 	}
 	int rc = apply(t, l);
 	emit(t, rc ? PL_EV_FAILED : PL_EV_GRANTED, l->node, reqid, rc);
@@ -232,9 +266,9 @@ int pl_cancel(struct pl_table *t, uint64_t node, uint64_t reqid)
 	return -ENOENT;
 }
 
-void pl_drop(struct pl_table *t, uint64_t node, uint64_t owner, uint64_t file)
+void pl_drop(struct pl_table *t, uint64_t node, uint64_t owner, uint64_t file, bool held)
 {
-	for (struct held **pp = &t->held; *pp;) {
+	for (struct held **pp = &t->held; held && *pp;) {
 		const struct pl_lock *h = &(*pp)->l;
 		if (h->node == node && (!owner || h->owner == owner) && (!file || h->file == file))
 			remove_held(t, pp);

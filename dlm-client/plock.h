@@ -41,12 +41,17 @@ int pl_set(struct pl_table *t, uint64_t reqid, const struct pl_lock *l, bool wai
 bool pl_get(const struct pl_table *t, const struct pl_lock *l, struct pl_lock *holder);
 /* Cancel a waiting request (a signal): -ENOENT if it does not wait. */
 int pl_cancel(struct pl_table *t, uint64_t node, uint64_t reqid);
-/* Everything of an owner on a file goes (its last close there), or of a whole node (node
- * failure: owner and file 0 mean all). */
-void pl_drop(struct pl_table *t, uint64_t node, uint64_t owner, uint64_t file);
+/* Everything of an owner on a file goes (its last close there), or of a whole node (its
+ * recovery is done: owner and file 0 mean all).  held false: only waiters (a node that failed
+ * keeps what it holds until its recovery). */
+void pl_drop(struct pl_table *t, uint64_t node, uint64_t owner, uint64_t file, bool held);
 size_t pl_count(const struct pl_table *t); /* held ranges and waiters */
-/* Every held range (for a snapshot to a joining member, or a dump). */
-void pl_foreach_held(const struct pl_table *t, void (*fn)(void *arg, const struct pl_lock *l),
-		     void *arg);
+/* Does owner (node, owner) hold or wait for anything on file? */
+bool pl_owns(const struct pl_table *t, uint64_t node, uint64_t owner, uint64_t file);
+/* Every held range, then every waiter in arrival order (reqid 0 for a held range): what a
+ * joining member's copy is made from with pl_restore, called in the same order. */
+typedef void (*pl_visit_fn)(void *arg, const struct pl_lock *l, uint64_t reqid);
+void pl_walk(const struct pl_table *t, pl_visit_fn fn, void *arg);
+int pl_restore(struct pl_table *t, const struct pl_lock *l, uint64_t reqid);
 
 #endif

@@ -12,7 +12,8 @@
 #   5. 4 KiB random direct writes (randio, QD 8) into one written file from 2 dboptimized
 #      nodes at once vs from one of them alone: IOPS ratio and lock messages per write
 #   6. uncontended flock lock+unlock pairs per second on one node (target >= 5000), and on 2
-#      nodes at once on their own files, vs the kernel's flock on the one-node mount
+#      nodes at once on their own files, vs the kernel's flock on the one-node mount; the
+#      same for fcntl record locks
 # Usage: run.sh [BUILD]; env BENCH_DIR (default /var/tmp), BENCH_FILES (default 1000),
 # BENCH_TREE (default 50000), BENCH_TURNS (default 1000).  With one glock for the whole
 # filesystem, 3 nodes changing it at once manage some 15 operations a second in all here: keep
@@ -69,6 +70,7 @@ mkdir -p "$dir/local"
 t0=$(now); churn "$dir/local/c" "$nfiles"; t1=$(now)
 local_churn=$(secs "$t0" "$t1")
 local_flock=$(python3 "$here/flockrate.py" "$dir/local/flock" 20000)
+local_fcntl=$(python3 "$here/flockrate.py" "$dir/local/flock" 20000 fcntl)
 t0=$(now); tar -C "$dir/tree" -cf - . | tar -C "$dir/local" -xf -; t1=$(now)
 "$bin/cfs" umount "$dir/local"
 "$bin/cfs" mount cb "$dir/local" -o "log=$dir/local.log" # cold caches, as another node's
@@ -114,6 +116,7 @@ on 1 python3 "$here/flockrate.py" "$(M 1)/flock1" 20000 >"$dir/flock1" &
 flock2=$(on 2 python3 "$here/flockrate.py" "$(M 2)/flock2" 20000)
 wait
 flock_both="$(cat "$dir/flock1") and $flock2"
+fcntl1=$(on 1 python3 "$here/flockrate.py" "$(M 1)/fcntl1" 2000 fcntl)
 
 on 1 bash -c ": >'$(M 1)/pp'"
 on 2 python3 "$here/pingpong.py" "$(M 2)/pp" 1 "$turns" &
@@ -152,5 +155,8 @@ echo "flock lock+unlock pairs per second, uncontended:"
 echo "  one-node mount (the kernel's flock): $local_flock"
 echo "  node 1 of the cluster:               $flock1 (target >= 5000)"
 echo "  nodes 1 and 2 at once, own files:    $flock_both"
+echo "fcntl record lock+unlock pairs per second, uncontended (one ordered message each):"
+echo "  one-node mount (the kernel's):       $local_fcntl"
+echo "  node 1 of the cluster:               $fcntl1 (target >= 5000)"
 echo "4 KiB random direct writes into one file, dboptimized, QD 8:"
 echo "  node 1 alone: $alone IOPS; nodes 1 and 2 at once: $both IOPS ($(ratio "$both" "$alone")x); lock messages per write $dio_msgs"

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# flock(2) across the nodes of a cluster mount: a counter incremented under LOCK_EX by two
-# processes on each of 3 nodes ends exact; LOCK_NB fails while another node holds the lock;
-# LOCK_SH is shared between nodes; a lock goes with its holder's exit, and with its node's
-# death once the node is recovered; a waiting flock is interrupted by a signal and leaves
-# nothing behind.
-. "$(dirname "$0")/cfs_lib.sh" "cfs flock across nodes"
+# flock(2) and fcntl(2) record locks across the nodes of a cluster mount: counters
+# incremented under LOCK_EX and under F_SETLKW by two processes on each of 3 nodes end exact;
+# LOCK_NB and F_SETLK fail while another node holds the lock; shared locks and disjoint
+# ranges coexist between nodes; F_GETLK names the holder; a lock goes with its holder's close
+# or exit, and with its node's death once the node is recovered; a waiting lock is
+# interrupted by a signal and leaves nothing behind.
+. "$(dirname "$0")/cfs_lib.sh" "cfs flock and fcntl locks across nodes"
 INCREMENTS=${INCREMENTS:-100}
+PL_INCREMENTS=${PL_INCREMENTS:-50}
 
 C up 3 >/dev/null && ok "cluster of 3 nodes up" || { not_ok "cluster up"; finish; }
 make_data 256
@@ -100,6 +102,58 @@ os._exit(0)
 " "$(M 1)/lock"
 check "a lock goes when its holder exits without unlocking" on 2 flock -n -x "$(M 2)/lock" true
 
+# ---- fcntl record locks ----
+on 1 bash -c "echo 0 >'$(M 1)/pcounter' && touch '$(M 1)/plock'"
+pcounter() { # node
+	local pids=() i
+	for i in 1 2; do
+		on "$1" python3 "$HERE/flock_counter.py" "$(M "$1")/plock" "$(M "$1")/pcounter" "$PL_INCREMENTS" fcntl &
+		pids+=($!)
+	done
+	wait "${pids[@]}"
+}
+at_once "$PL_INCREMENTS increments by each of 2 processes under F_SETLKW" pcounter
+want=$((3 * 2 * PL_INCREMENTS))
+for n in 1 2 3; do
+	check "node $n reads the F_SETLKW counter at $want" on $n bash -c "[ \"\$(cat '$(M $n)/pcounter')\" = $want ]"
+done
+P() { local n=$1; shift; on "$n" python3 "$HERE/plock_tool.py" "$1" "$(M "$n")/plock" "${@:2}"; }
+# pholds NODE START LEN r|w: a process on NODE holds the range until $T/release appears.
+pholds() {
+	on "$1" python3 "$HERE/plock_tool.py" hold "$(M "$1")/plock" "$2" "$3" "$4" "$T/held.p$1" "$T/release" &
+	holder=$!
+	for _ in $(seq 600); do [ -e "$T/held.p$1" ] && return 0; sleep 0.05; done
+	return 1
+}
+check "node 1 write-locks bytes 0-99" pholds 1 0 100 w
+check "F_SETLK of byte 50 on node 2 fails while node 1 holds it" bash -c "[ \"\$(cat)\" = busy ]" <<<"$(P 2 try 50 1 r)"
+check "F_SETLK of bytes 100-199 on node 2 is granted (disjoint)" bash -c "[ \"\$(cat)\" = granted ]" <<<"$(P 2 try 100 100 w)"
+check "F_GETLK on node 3 names node 1's write lock, pid 0 (another node's)" \
+	bash -c "[ \"\$(cat)\" = 'w 0 100 0' ]" <<<"$(P 3 get 10 5 r)"
+pid1=$(pgrep -f "bin/python3 $HERE/plock_tool.py hold $(M 1)/" | head -1)
+check "F_GETLK on node 1 names the holder's pid ($pid1)" \
+	bash -c "[ \"\$(cat)\" = 'w 0 100 $pid1' ]" <<<"$(P 1 get 10 5 r)"
+t0=$(ms)
+check "a waiting F_SETLKW on node 2 is interrupted by a signal" bash -c "[ \"\$(cat)\" = interrupted ]" <<<"$(P 2 interrupted)"
+ok "... after $(($(ms) - t0)) ms (alarm at 2000 ms)"
+release
+check "the holder's exit let go: F_SETLK on node 3 is granted (node 2's interrupted wait left nothing)" \
+	bash -c "[ \"\$(cat)\" = granted ]" <<<"$(P 3 try 0 0 w)"
+check "node 2 read-locks the whole file" pholds 2 0 0 r
+check "node 3 read-locks it too (shared)" bash -c "[ \"\$(cat)\" = granted ]" <<<"$(P 3 try 0 0 r)"
+check "node 1 cannot write-lock it" bash -c "[ \"\$(cat)\" = busy ]" <<<"$(P 1 try 0 0 w)"
+release
+# Closing any descriptor of the file drops the process's record locks (POSIX).
+check "a lock goes at the holder's close of another descriptor of the file" bash -c "[ \"\$(cat)\" = granted ]" <<<"$(on 1 python3 -c "
+import fcntl, os, subprocess, sys
+fd = os.open(sys.argv[1], os.O_RDWR)
+fcntl.lockf(fd, fcntl.LOCK_EX)
+os.close(os.open(sys.argv[1], os.O_RDONLY))
+print(subprocess.run(sys.argv[2:], capture_output=True, text=True).stdout.strip())
+" "$(M 1)/plock" "$HERE/cluster.sh" exec 2 python3 "$HERE/plock_tool.py" try "$(M 2)/plock" 0 0 w)"
+check "node 3 write-locks bytes 10-19 before it dies" pholds 3 10 10 w
+pholder=$holder
+
 # A dead node's flock goes once the node is recovered.
 check "node 3 takes LOCK_EX" holds 3 -x
 pid=$(status_of 3 pid)
@@ -107,7 +161,12 @@ C kill 3; kill -9 "$pid"; C abort 3
 t0=$(ms)
 check "node 1 gets LOCK_EX after node 3 died" on 1 flock -w 60 -x "$(M 1)/lock" true
 ok "node 1 got it $(($(ms) - t0)) ms after node 3 died (token 1000 ms)"
-touch "$T/release"; wait "$holder" 2>/dev/null; rm -f "$T/release"
+check "node 2 gets node 3's record lock after its recovery" on 2 bash -c "
+	for i in \$(seq 120); do
+		[ \"\$(python3 '$HERE/plock_tool.py' try '$(M 2)/plock' 10 10 w)\" = granted ] && exit 0
+		sleep 0.5
+	done; exit 1"
+touch "$T/release"; wait "$holder" "$pholder" 2>/dev/null; rm -f "$T/release"
 
 for n in 1 2; do check "unmount on node $n" umount_on $n; done
 fsck_clean "after the flock tests"

@@ -3,6 +3,7 @@
 #include "dlm-client/cfslock.h"
 
 #include <criterion/criterion.h>
+#include <fcntl.h>
 #include <unistd.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -266,6 +267,11 @@ Test(local, bad_arguments)
 	cr_assert_eq(cfslock_request(lk, CFSLOCK_PR, 0x80), -EINVAL);
 	cr_assert_eq(cfslock_parse_mode("ex"), CFSLOCK_EX);
 	cr_assert_eq(cfslock_parse_mode("XX"), -EINVAL);
+	/* Record locks are the corosync backend's; a bad range is refused before that. */
+	struct cfslock_plock pl = {.file = 1, .owner = 1, .start = 0, .end = 9, .type = F_WRLCK};
+	uint64_t reqid;
+	cr_assert_eq(cfslock_plock(s, &pl, false, NULL, NULL, &reqid), -EOPNOTSUPP);
+	cr_assert_eq(cfslock_plock_close(s, 1, 1, NULL, NULL), -EOPNOTSUPP);
 	cfslock_free(lk);
 	cfslock_space_close(s);
 	cfslock_client_close(a);

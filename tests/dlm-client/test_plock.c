@@ -135,12 +135,12 @@ Test(plock, cancel_close_and_node_failure)
 	cr_assert_eq(pl_cancel(t, 2, 2), -ENOENT);
 	/* Node 1's owner closes the file: its locks go, node 3's waiter gets its range. */
 	set(4, L(1, 2, 50, 59, PL_WR), false); /* another owner of node 1 keeps this */
-	pl_drop(t, 1, 1, 7);
+	pl_drop(t, 1, 1, 7, true);
 	cr_assert_eq(answer(3, 3, NULL), PL_EV_GRANTED);
 	cr_assert_not(is_free(55, 55, PL_RD), "only the closing owner's locks went");
 	/* Node 3 fails: all it held or waited for goes. */
 	set(5, L(3, 2, 55, 55, PL_RD), true);
-	pl_drop(t, 3, 0, 0);
+	pl_drop(t, 3, 0, 0, true);
 	cr_assert_eq(answer(3, 5, &st), PL_EV_FAILED);
 	cr_assert(is_free(1, 1, PL_WR));
 	cr_assert_eq(pl_count(t), 1);
@@ -159,9 +159,11 @@ struct all_held {
 	struct pl_lock v[512];
 	size_t n;
 };
-static void collect(void *arg, const struct pl_lock *l)
+static void collect(void *arg, const struct pl_lock *l, uint64_t reqid)
 {
 	struct all_held *a = arg;
+	if (reqid)
+		return; /* a waiter */
 	cr_assert_lt(a->n, 512);
 	a->v[a->n++] = *l;
 }
@@ -172,7 +174,7 @@ static void check_invariants(const struct pl_table *x)
 {
 	static struct all_held a;
 	a.n = 0;
-	pl_foreach_held(x, collect, &a);
+	pl_walk(x, collect, &a);
 	for (size_t i = 0; i < a.n; i++)
 		for (size_t j = i + 1; j < a.n; j++) {
 			const struct pl_lock *p = &a.v[i], *q = &a.v[j];
@@ -203,8 +205,8 @@ Test(plock, same_calls_same_answers)
 			pl_cancel(t, l.node, i - 5);
 			pl_cancel(u, l.node, i - 5);
 		} else if (which == 1) {
-			pl_drop(t, l.node, l.owner, 7);
-			pl_drop(u, l.node, l.owner, 7);
+			pl_drop(t, l.node, l.owner, 7, true);
+			pl_drop(u, l.node, l.owner, 7, true);
 		} else {
 			cr_assert_eq(pl_set(t, i, &l, wait), 0);
 			cr_assert_eq(pl_set(u, i, &l, wait), 0);
@@ -221,4 +223,52 @@ Test(plock, same_calls_same_answers)
 			  rec.ev[i].status == rec2.ev[i].status);
 	cr_assert_eq(pl_count(t), pl_count(u));
 	pl_destroy(u);
+}
+
+/* A copy made from pl_walk in the middle of a run (a joining member's snapshot) answers the
+ * rest of the run as the original does: waiters keep their order. */
+static struct recorder rec3;
+static void copy_into(void *arg, const struct pl_lock *l, uint64_t reqid)
+{
+	cr_assert_eq(pl_restore(arg, l, reqid), 0);
+}
+
+static void random_call(struct pl_table *a, struct pl_table *b, uint64_t i)
+{
+	uint64_t s = (uint64_t)(rand() % 60), len = (uint64_t)(rand() % 20);
+	struct pl_lock l = L((uint64_t)(rand() % 3 + 1), (uint64_t)(rand() % 2 + 1), s, s + len,
+			     (enum pl_type)(rand() % 3));
+	bool wait = rand() % 3 != 0;
+	int which = rand() % 30;
+	struct pl_table *both[2] = {a, b};
+	for (int k = 0; k < 2 && both[k]; k++) {
+		if (which == 0)
+			pl_cancel(both[k], l.node, i - 3);
+		else if (which == 1)
+			pl_drop(both[k], l.node, 0, 0, false); /* a node fails: its waiters go */
+		else
+			cr_assert_eq(pl_set(both[k], i, &l, wait), 0);
+	}
+}
+
+Test(plock, a_copy_from_a_walk_goes_on_alike)
+{
+	srand(7);
+	uint64_t i = 1;
+	for (; i <= 1500; i++)
+		random_call(t, NULL, i);
+	struct pl_table *v = pl_create(record, &rec3);
+	pl_walk(t, copy_into, v);
+	cr_assert_eq(pl_count(v), pl_count(t));
+	cr_assert_gt(pl_count(t), 0, "the copy is made of something");
+	size_t from = rec.n;
+	for (; i <= 3000; i++)
+		random_call(t, v, i);
+	cr_assert_eq(rec.n - from, rec3.n);
+	for (size_t k = 0; k < rec3.n; k++)
+		cr_assert(rec.ev[from + k].type == rec3.ev[k].type &&
+			  rec.ev[from + k].reqid == rec3.ev[k].reqid &&
+			  rec.ev[from + k].node == rec3.ev[k].node);
+	check_invariants(v);
+	pl_destroy(v);
 }
