@@ -209,8 +209,11 @@ static int wait_for_child(int fd)
 static int serve(struct opts *o, struct cfsd *d, int status_fd)
 {
 	char fsname[300];
+	/* Root mounts as for a kernel filesystem: set-user-ID programs and devices work unless
+	 * nosuid or nodev (the user's options come later and win) says otherwise; libfuse's own
+	 * default is nosuid,nodev. */
 	snprintf(fsname, sizeof fsname, "fsname=cfs:%s,subtype=cfs,default_permissions%s%s%s",
-		 o->volume, getuid() == 0 ? ",allow_other" : "", o->m.ro ? ",ro" : "",
+		 o->volume, getuid() == 0 ? ",allow_other,suid,dev" : "", o->m.ro ? ",ro" : "",
 		 o->fuse_opts[0] ? "," : "");
 	char all[1400];
 	snprintf(all, sizeof all, "%s%s", fsname, o->fuse_opts);

@@ -75,6 +75,21 @@ check "the new space can be written" dd if=/dev/zero of="$M/more" bs=1M count=80
 expect 0 "" "cfs umount" -- "$BIN/cfs" umount "$M"
 expect 0 "clean" "fsck.cfs after grow" -- "$BIN/fsck.cfs" v
 
+# Root mounts with suid and dev, as a kernel filesystem: a set-user-ID copy of id run by
+# nobody says uid 0; with -o nosuid it says nobody's.
+suid_uid() { setpriv --reuid=65534 --regid=65534 --clear-groups "$M/suid-id" -u 2>&1; }
+chmod 711 "$T" # nobody reaches the mount point
+expect 0 "" "mount for the set-user-ID checks" -- "$BIN/cfs" mount v "$M" -o "log=$T/v.log"
+cp "$(command -v id)" "$M/suid-id" && chmod 4755 "$M/suid-id"
+check "a set-user-ID program runs with its owner's uid (suid by default)" test "$(suid_uid)" = 0
+check "the mount is neither nosuid nor nodev" bash -c "! grep ' $M fuse.cfs ' /proc/self/mounts | grep -qE 'nosuid|nodev'"
+expect 0 "" "cfs umount" -- "$BIN/cfs" umount "$M"
+expect 0 "" "mount -o nosuid" -- "$BIN/cfs" mount v "$M" -o "nosuid,log=$T/v.log"
+check "with nosuid it runs with the caller's uid" test "$(suid_uid)" = 65534
+rm -f "$M/suid-id"
+expect 0 "" "cfs umount" -- "$BIN/cfs" umount "$M"
+chmod 700 "$T"
+
 # The access-time words of fstab are accepted; a read never changes the access time.
 expect 0 "" "mount with relatime,strictatime,lazytime,nodiratime,async" -- \
 	"$BIN/cfs" mount v "$M" -o "relatime,strictatime,lazytime,nodiratime,async,log=$T/v.log"
