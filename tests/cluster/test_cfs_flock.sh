@@ -151,6 +151,11 @@ fcntl.lockf(fd, fcntl.LOCK_EX)
 os.close(os.open(sys.argv[1], os.O_RDONLY))
 print(subprocess.run(sys.argv[2:], capture_output=True, text=True).stdout.strip())
 " "$(M 1)/plock" "$HERE/cluster.sh" exec 2 python3 "$HERE/plock_tool.py" try "$(M 2)/plock" 0 0 w)"
+# A holder killed -9: the kernel closes its files, and its locks go.
+check "node 1 write-locks the whole file" pholds 1 0 0 w
+kill -9 "$(pgrep -f "bin/python3 $HERE/plock_tool.py hold $(M 1)/" | head -1)"
+wait "$holder" 2>/dev/null; rm -f "$T"/held.*
+check "a holder killed -9 let go: F_SETLK on node 2 is granted" bash -c "[ \"\$(cat)\" = granted ]" <<<"$(P 2 try 0 0 w)"
 check "node 3 write-locks bytes 10-19 before it dies" pholds 3 10 10 w
 pholder=$holder
 
