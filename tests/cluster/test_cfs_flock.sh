@@ -15,19 +15,25 @@ make_data 256
 for n in 1 2 3; do check "node $n mounts" mount_on $n; done
 
 on 1 bash -c "echo 0 >'$(M 1)/counter' && touch '$(M 1)/lock'"
-counter() { # node
+# counted NODE LOCKFILE COUNTER N KIND: two processes on NODE, N increments each under KIND.
+counted() {
 	local pids=() i
 	for i in 1 2; do
-		on "$1" python3 "$HERE/flock_counter.py" "$(M "$1")/lock" "$(M "$1")/counter" "$INCREMENTS" &
+		on "$1" python3 "$HERE/flock_counter.py" "$(M "$1")/$2" "$(M "$1")/$3" "$4" "$5" &
 		pids+=($!)
 	done
 	wait "${pids[@]}"
 }
+# counter_is NAME WANT: every node reads WANT in file NAME.
+counter_is() {
+	local n
+	for n in 1 2 3; do
+		check "node $n reads $1 at $2" on $n bash -c "[ \"\$(cat '$(M $n)/$1')\" = $2 ]"
+	done
+}
+counter() { counted "$1" lock counter "$INCREMENTS" flock; }
 at_once "$INCREMENTS increments by each of 2 processes under LOCK_EX" counter
-want=$((3 * 2 * INCREMENTS))
-for n in 1 2 3; do
-	check "node $n reads the counter at $want" on $n bash -c "[ \"\$(cat '$(M $n)/counter')\" = $want ]"
-done
+counter_is counter $((3 * 2 * INCREMENTS))
 
 # holds NODE MODE-FLAG: a flock(1) on node NODE that holds the lock until $T/release appears.
 holds() {
@@ -104,19 +110,9 @@ check "a lock goes when its holder exits without unlocking" on 2 flock -n -x "$(
 
 # ---- fcntl record locks ----
 on 1 bash -c "echo 0 >'$(M 1)/pcounter' && touch '$(M 1)/plock'"
-pcounter() { # node
-	local pids=() i
-	for i in 1 2; do
-		on "$1" python3 "$HERE/flock_counter.py" "$(M "$1")/plock" "$(M "$1")/pcounter" "$PL_INCREMENTS" fcntl &
-		pids+=($!)
-	done
-	wait "${pids[@]}"
-}
+pcounter() { counted "$1" plock pcounter "$PL_INCREMENTS" fcntl; }
 at_once "$PL_INCREMENTS increments by each of 2 processes under F_SETLKW" pcounter
-want=$((3 * 2 * PL_INCREMENTS))
-for n in 1 2 3; do
-	check "node $n reads the F_SETLKW counter at $want" on $n bash -c "[ \"\$(cat '$(M $n)/pcounter')\" = $want ]"
-done
+counter_is pcounter $((3 * 2 * PL_INCREMENTS))
 P() { local n=$1; shift; on "$n" python3 "$HERE/plock_tool.py" "$1" "$(M "$n")/plock" "${@:2}"; }
 # pholds NODE START LEN r|w: a process on NODE holds the range until $T/release appears.
 pholds() {
