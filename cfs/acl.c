@@ -92,13 +92,17 @@ int cfs_acl_chmod(struct cfs_fs *fs, struct cfs_inode *ip)
 }
 
 /* A new inode under a directory with a default ACL: it inherits it (directories keep it as
- * their own default too), and the mode is cut down to what the ACL allows. */
-int cfs_acl_inherit(struct cfs_fs *fs, struct cfs_inode *dir, struct cfs_inode *ip)
+ * their own default too), and the mode is cut down to what the ACL allows.  Without one, the
+ * creator's umask cuts it (POSIX.1e: under a default ACL the umask does not apply). */
+int cfs_acl_inherit(struct cfs_fs *fs, struct cfs_inode *dir, struct cfs_inode *ip,
+		    uint32_t umask)
 {
 	uint8_t acl[ACL_MAX_BYTES];
 	int len = cfs_xattr_get(fs, dir, ACL_DEFAULT, acl, sizeof acl);
-	if (len == -ENODATA)
+	if (len == -ENODATA) {
+		ip->d.mode &= ~(umask & 0777u);
 		return 0;
+	}
 	if (len < 0 || !valid(acl, len))
 		return len < 0 ? len : -EIO;
 	int rc = 0;
@@ -122,7 +126,3 @@ int cfs_acl_inherit(struct cfs_fs *fs, struct cfs_inode *dir, struct cfs_inode *
 
 bool cfs_acl_is_access(const char *name) { return !strcmp(name, ACL_ACCESS); }
 
-bool cfs_acl_has_default(struct cfs_fs *fs, struct cfs_inode *dir)
-{
-	return cfs_xattr_get(fs, dir, ACL_DEFAULT, NULL, 0) > 0;
-}

@@ -38,11 +38,6 @@ static struct cfs_flock *find(struct cfs_fs *fs, uint64_t owner)
 	return NULL;
 }
 
-static int errno_of(int status)
-{
-	return status == -ECANCELED ? -EINTR : status == -CFSLOCK_ENOQUORUM ? -EIO : status;
-}
-
 /* The lock's completion, on whichever thread dispatches: brief. */
 static void granted_or_not(void *arg, struct cfslock *lk, int status)
 {
@@ -55,7 +50,7 @@ static void granted_or_not(void *arg, struct cfslock *lk, int status)
 	f->busy = false;
 	pthread_mutex_unlock(&f->fs->flock_mutex);
 	if (done)
-		done(done_arg, errno_of(status));
+		done(done_arg, cfs_applock_errno(status));
 }
 
 static struct cfs_flock *new_flock(struct cfs_fs *fs, uint64_t ino, uint64_t gen, uint64_t owner)
@@ -84,7 +79,7 @@ static int unlock_flock(struct cfs_fs *fs, struct cfs_flock *f)
 		return 0;
 	if (rc)
 		cfs_log(fs, "inode %" PRIu64 ": flock: unlock: %s", f->ino, strerror(-rc));
-	return errno_of(rc);
+	return cfs_applock_errno(rc);
 }
 
 static void unlink_flock(struct cfs_fs *fs, struct cfs_flock *f)
@@ -136,7 +131,7 @@ static int flock_unlock(struct cfs_fs *fs, uint64_t owner)
 	if (!f)
 		return rc ? rc : 1; /* nothing to unlock */
 	if (cfslock_mode(f->lk) >= 0 && !cfslock_cached(f->lk))
-		rc = errno_of(cfslock_release(f->lk));
+		rc = cfs_applock_errno(cfslock_release(f->lk));
 	unclaim(fs, f);
 	return rc ? rc : 1;
 }
@@ -165,7 +160,7 @@ static int without_waiting(struct cfs_flock *f, int mode)
 			usleep(2000u << i); /* 4, 8, 16 ms */
 		rc = cfslock_request_sync(f->lk, mode, CFSLOCK_NOQUEUE | CFSLOCK_NOQUEUEBAST);
 	}
-	return rc ? errno_of(rc) : 1;
+	return rc ? cfs_applock_errno(rc) : 1;
 }
 
 int cfs_flock(struct cfs_fs *fs, uint64_t ino, uint64_t owner, int op, cfs_flock_done_fn done,
@@ -196,7 +191,7 @@ int cfs_flock(struct cfs_fs *fs, uint64_t ino, uint64_t owner, int op, cfs_flock
 	if (!rc) {
 		f->done = done;
 		f->arg = arg;
-		if ((rc = errno_of(cfslock_request(f->lk, mode, 0))))
+		if ((rc = cfs_applock_errno(cfslock_request(f->lk, mode, 0))))
 			f->done = NULL;
 	}
 	f->busy = f->done != NULL;

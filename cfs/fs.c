@@ -276,7 +276,7 @@ static int claim_cluster_slot(struct cfs_fs *fs, uint32_t want)
 		cfslock_free(lk);
 		if (rc != -EAGAIN) {
 			cfs_set_error("slot %u of %s: lock manager: %s", s, vname, strerror(-rc));
-			return rc == -CFSLOCK_ENOQUORUM ? -EIO : rc;
+			return cfs_lock_errno(rc);
 		}
 	}
 	if (want == CFS_SLOT_ANY) {

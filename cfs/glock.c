@@ -225,7 +225,7 @@ int cfs_glock_acquire(struct cfs_fs *fs, int mode)
 			return 0;
 		int rc = glock_let_go(fs, -1);
 		if (rc)
-			return rc == -CFSLOCK_ENOQUORUM ? -EIO : rc;
+			return cfs_lock_errno(rc);
 	}
 	/* Nothing is held now: a wish recorded from here on is about the grant we ask for (it
 	 * can arrive before this thread sees the grant). */
@@ -235,7 +235,7 @@ int cfs_glock_acquire(struct cfs_fs *fs, int mode)
 		lost_quorum(fs);
 	if (rc) {
 		cfs_log(fs, "lock meta %s: %s", cfslock_mode_name(mode), strerror(-rc));
-		return rc == -CFSLOCK_ENOQUORUM ? -EIO : rc;
+		return cfs_lock_errno(rc);
 	}
 	fs->meta_mode = mode;
 	fs->meta_granted_ns = fs->last_use_ns = cfs_now_ns();

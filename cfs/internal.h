@@ -6,6 +6,7 @@
 #include "cfs/format.h"
 #include "dlm-client/cfslock.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -192,6 +193,11 @@ void cfs_iopen_free(struct cfs_fs *fs);
 /* flock.c */
 void cfs_flock_free(struct cfs_fs *fs);
 
+/* What a lock call's status means to a filesystem call: a node without quorum has fenced
+ * itself (EIO).  An application lock's request that was cancelled was interrupted (EINTR). */
+static inline int cfs_lock_errno(int rc) { return rc == -CFSLOCK_ENOQUORUM ? -EIO : rc; }
+static inline int cfs_applock_errno(int rc) { return rc == -ECANCELED ? -EINTR : cfs_lock_errno(rc); }
+
 /* ---- directories (dir.c) ---- */
 typedef int (*cfs_dir_visit_fn)(void *arg, const char *name, size_t len, uint64_t ino,
 				uint8_t type);
@@ -232,9 +238,9 @@ int cfs_xattr_remove(struct cfs_fs *fs, struct cfs_inode *ip, const char *name);
 /* ---- POSIX ACLs (acl.c) ---- */
 int cfs_acl_set_access(struct cfs_fs *fs, struct cfs_inode *ip, const void *value, size_t size);
 int cfs_acl_chmod(struct cfs_fs *fs, struct cfs_inode *ip);
-int cfs_acl_inherit(struct cfs_fs *fs, struct cfs_inode *dir, struct cfs_inode *ip);
+int cfs_acl_inherit(struct cfs_fs *fs, struct cfs_inode *dir, struct cfs_inode *ip,
+		    uint32_t umask);
 bool cfs_acl_is_access(const char *name);
-bool cfs_acl_has_default(struct cfs_fs *fs, struct cfs_inode *dir);
 
 /* ---- the mounted filesystem ---- */
 struct cfs_fs {

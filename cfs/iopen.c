@@ -12,9 +12,10 @@
  * A node under the glock EX frees an unlinked inode nothing of its own holds any more if no
  * other node has it open: "opens" EX granted without waiting (nobody has anything open; the
  * grant is kept, so a node removing files alone asks once; a node keeping it from earlier frees
- * is told, and gives it back for the next try), or the inode's lock EX without waiting.  Otherwise it stays on the unlinker's orphan list (every unlink on a cluster puts it
- * there, so a crash leaves it to that slot's next mount), and each node that closes it gives its
- * lock back before it looks again: the last one finds no holder and frees it.
+ * is told, and gives it back for the next try), or the inode's lock EX without waiting.
+ * Otherwise it stays on the unlinker's orphan list (every unlink on a cluster puts it there, so
+ * a crash leaves it to that slot's next mount), and each node that closes it gives its lock
+ * back before it looks again: the last one finds no holder and frees it.
  *
  * Nobody ever waits for an open lock EX: it is only asked for without waiting, by the holder
  * of the glock EX.  So the PR requests of a node letting the glock go (made with fs->lock held)
@@ -109,7 +110,7 @@ int cfs_iopen_before_let_go(struct cfs_fs *fs)
 	int rc = fs->iopen_error;
 	if (!rc && fs->iopen_count)
 		rc = opens_share(fs);
-	return rc == -CFSLOCK_ENOQUORUM ? -EIO : rc;
+	return cfs_lock_errno(rc);
 }
 
 void cfs_iopen_closed(struct cfs_fs *fs, struct cfs_inode *ip)
@@ -206,7 +207,7 @@ int cfs_iopen_unlinked(struct cfs_fs *fs, struct cfs_inode *ip)
 	}
 	if (rc == -EAGAIN)
 		return 0; /* open elsewhere: on its unlinker's orphan list until the last close */
-	return rc == -CFSLOCK_ENOQUORUM ? -EIO : rc;
+	return cfs_lock_errno(rc);
 }
 
 void cfs_iopen_free(struct cfs_fs *fs)

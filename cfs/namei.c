@@ -137,9 +137,6 @@ static int make_node(struct cfs_fs *fs, uint64_t parent, const char *name, mode_
 		if (S_ISDIR(mode))
 			mode |= S_ISGID;
 	}
-	/* POSIX.1e: under a default ACL the ACL, not the umask, limits the new mode. */
-	if (!rc && !target && !cfs_acl_has_default(fs, dir))
-		mode &= ~(mode_t)cr->umask;
 	if (!rc)
 		rc = cfs_ialloc(fs, dir->ino, (uint32_t)mode, cr->uid, gid, &ip);
 	if (!rc) {
@@ -152,7 +149,7 @@ static int make_node(struct cfs_fs *fs, uint64_t parent, const char *name, mode_
 		}
 	}
 	if (!rc && !target)
-		rc = cfs_acl_inherit(fs, dir, ip);
+		rc = cfs_acl_inherit(fs, dir, ip, cr->umask);
 	if (!rc && target) { /* the target is the symlink's data block */
 		rc = cfs_ext_fill(fs, ip, 0, 1);
 		if (!rc)

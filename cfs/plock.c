@@ -45,8 +45,7 @@ static void answered(void *arg, int status)
 	pthread_mutex_lock(&fs->flock_mutex);
 	unlink_pending(fs, p);
 	pthread_mutex_unlock(&fs->flock_mutex);
-	p->done(p->arg, status == -ECANCELED ? -EINTR : status == -CFSLOCK_ENOQUORUM ? -EIO
-										: status);
+	p->done(p->arg, cfs_applock_errno(status));
 	free(p);
 }
 
@@ -82,7 +81,7 @@ int cfs_plock_set(struct cfs_fs *fs, uint64_t ino, uint64_t owner, const struct 
 	pthread_mutex_unlock(&fs->flock_mutex);
 	if (cancel)
 		(void)cfslock_plock_cancel(fs->space, reqid);
-	return rc == -CFSLOCK_ENOQUORUM ? -EIO : rc;
+	return cfs_lock_errno(rc);
 }
 
 void cfs_plock_interrupt(struct cfs_fs *fs, void *arg)
@@ -123,6 +122,5 @@ int cfs_plock_close(struct cfs_fs *fs, uint64_t ino, uint64_t owner, cfs_flock_d
 {
 	if (!fs->cluster)
 		return 1;
-	int rc = cfslock_plock_close(fs->space, ino, owner, done, arg);
-	return rc == -CFSLOCK_ENOQUORUM ? -EIO : rc;
+	return cfs_lock_errno(cfslock_plock_close(fs->space, ino, owner, done, arg));
 }

@@ -40,7 +40,7 @@ int cfs_shared_write_init(struct cfs_fs *fs)
 	int rc = cfslock_request_sync(fs->pagecache, CFSLOCK_PR, 0);
 	if (rc)
 		cfs_set_error("lock pagecache: %s", strerror(-rc));
-	return rc == -CFSLOCK_ENOQUORUM ? -EIO : rc;
+	return cfs_lock_errno(rc);
 }
 
 void cfs_shared_write_free(struct cfs_fs *fs)

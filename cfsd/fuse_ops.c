@@ -310,14 +310,15 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 		fuse_reply_write(req, (size_t)n);
 }
 
+/* The answer to a request left waiting for the cluster (flush, flock, setlk): arg is req. */
+static void reply_later(void *arg, int status) { reply_err(arg, status); }
+
 /* A close: on a cluster mount the closing owner's record locks on the file go (the kernel
  * leaves that to the daemon's flush), answered once the cluster has applied it. */
-static void flush_done(void *arg, int status) { reply_err(arg, status); }
-
 static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct cfsd *d = D(req);
-	int rc = d->cluster ? cfs_plock_close(d->fs, ino, fi->lock_owner, flush_done, req) : 1;
+	int rc = d->cluster ? cfs_plock_close(d->fs, ino, fi->lock_owner, reply_later, req) : 1;
 	if (rc)
 		reply_err(req, rc > 0 ? 0 : rc);
 }
@@ -333,11 +334,6 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 
 /* flock(2) on a cluster mount (one-node mounts leave flocks to the kernel, see op_init): a
  * request that waits is answered from the lock library's thread when it ends. */
-static void flock_done(void *arg, int status)
-{
-	reply_err(arg, status);
-}
-
 static void flock_interrupted(fuse_req_t req, void *arg)
 {
 	(void)arg;
@@ -366,7 +362,7 @@ static void op_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 		     struct flock *lock, int sleep)
 {
 	fuse_req_interrupt_func(req, plock_interrupted, NULL); /* before: req is done's after */
-	int rc = cfs_plock_set(D(req)->fs, ino, fi->lock_owner, lock, sleep != 0, flock_done, req);
+	int rc = cfs_plock_set(D(req)->fs, ino, fi->lock_owner, lock, sleep != 0, reply_later, req);
 	if (rc)
 		reply_err(req, rc);
 }
@@ -375,7 +371,7 @@ static void op_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, 
 {
 	/* Before the request: once it waits, req is flock_done's (it may be answered at once). */
 	fuse_req_interrupt_func(req, flock_interrupted, NULL);
-	int rc = cfs_flock(D(req)->fs, ino, fi->lock_owner, op, flock_done, req);
+	int rc = cfs_flock(D(req)->fs, ino, fi->lock_owner, op, reply_later, req);
 	if (rc)
 		reply_err(req, rc > 0 ? 0 : rc);
 }

@@ -1086,6 +1086,17 @@ static void cs_forget(struct cfslock *lk)
 }
 
 /* ---- POSIX record locks ---- */
+static int multicast_plock(struct cs *cs, PlockOp *op)
+{
+	pthread_mutex_lock(&cs->lock);
+	op->owner = cs->owner;
+	pthread_mutex_unlock(&cs->lock);
+	Envelope env = ENVELOPE__INIT;
+	env.plock = op;
+	return multicast(cs, &env);
+}
+
+/* Send op, whose answer (a grant or a failure in the ordered stream) goes to done. */
 static int send_plock(struct cs *cs, PlockOp *op, cfslock_plock_done_fn done, void *arg)
 {
 	struct plock_req *q = malloc(sizeof *q);
@@ -1098,15 +1109,12 @@ static int send_plock(struct cs *cs, PlockOp *op, cfslock_plock_done_fn done, vo
 		q->next = cs->plock_reqs;
 		cs->plock_reqs = q;
 	}
-	op->owner = cs->owner;
 	pthread_mutex_unlock(&cs->lock);
 	if (rc) {
 		free(q);
 		return rc;
 	}
-	Envelope env = ENVELOPE__INIT;
-	env.plock = op;
-	if ((rc = multicast(cs, &env))) { /* never sent, so never answered: still listed */
+	if ((rc = multicast_plock(cs, op))) { /* never sent, so never answered: still listed */
 		pthread_mutex_lock(&cs->lock);
 		struct plock_req **pp = &cs->plock_reqs;
 		while (*pp && *pp != q)
@@ -1152,13 +1160,7 @@ static int cs_plock_cancel(struct cfslock_space *s, uint64_t reqid)
 	op.kind = PLOCK_OP__KIND__CANCEL;
 	op.space = s->name;
 	op.reqid = reqid; /* the waiting request's: its answer is the cancel's */
-	Envelope env = ENVELOPE__INIT;
-	struct cs *cs = s->c->backend;
-	pthread_mutex_lock(&cs->lock);
-	op.owner = cs->owner;
-	pthread_mutex_unlock(&cs->lock);
-	env.plock = &op;
-	return multicast(cs, &env);
+	return multicast_plock(s->c->backend, &op);
 }
 
 static int cs_plock_get(struct cfslock_space *s, const struct cfslock_plock *l,
@@ -1198,8 +1200,7 @@ static int cs_plock_close(struct cfslock_space *s, uint64_t file, uint64_t owner
 	op.has_file = op.has_lock_owner = true;
 	op.file = file;
 	op.lock_owner = owner;
-	int rc = send_plock(cs, &op, done ? done : plock_ignored, arg);
-	return rc;
+	return send_plock(cs, &op, done ? done : plock_ignored, arg);
 }
 
 const struct cfslock_backend_ops cfslock_corosync_ops = {

@@ -91,8 +91,7 @@ static struct lt_table *table_of(const struct cfslock *lk)
 static int local_request(struct cfslock *lk, int mode, unsigned flags)
 {
 	pthread_mutex_lock(&registry_lock);
-	int rc = lt_request(table_of(lk), LOCAL_OWNER, lkid_of(lk), lk->name, lk->len, mode,
-			    flags);
+	int rc = lt_request(table_of(lk), LOCAL_OWNER, lkid_of(lk), lk->name, lk->len, mode, flags);
 	pthread_mutex_unlock(&registry_lock);
 	return rc;
 }
@@ -100,8 +99,7 @@ static int local_request(struct cfslock *lk, int mode, unsigned flags)
 static int local_convert(struct cfslock *lk, int mode, unsigned flags, const uint8_t *lvb)
 {
 	pthread_mutex_lock(&registry_lock);
-	int rc = lt_convert(table_of(lk), LOCAL_OWNER, lkid_of(lk), mode, flags,
-			    lvb);
+	int rc = lt_convert(table_of(lk), LOCAL_OWNER, lkid_of(lk), mode, flags, lvb);
 	pthread_mutex_unlock(&registry_lock);
 	return rc;
 }

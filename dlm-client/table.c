@@ -264,34 +264,33 @@ static void grant(struct lt_table *t, struct lt_lock *l)
 	emit(t, LT_EV_GRANTED, l, l->granted, 0);
 }
 
-/* Tell holders that block a queued request, once per wanted mode. */
-static void send_blocking(struct lt_table *t, struct lt_resource *r)
+/* Tell the holders that block lock w from mode, once per wanted mode. */
+static void tell_holders(struct lt_table *t, const struct lt_lock *w, int mode)
 {
-	for (int q = LT_CONVERTING; q <= LT_WAITING; q++)
-		for (struct lt_lock *w = r->queue[q].first; w; w = w->next)
-			for (int hq = LT_GRANTED; hq <= LT_CONVERTING; hq++)
-				for (struct lt_lock *h = r->queue[hq].first; h; h = h->next)
-					if (h != w && !h->recovering && !compat[h->granted][w->requested] &&
-					    h->bast_sent != w->requested) {
-						h->bast_sent = w->requested;
-						emit(t, LT_EV_BLOCKING, h, w->requested, 0);
-					}
-}
-
-/* A NOQUEUE request of lock l for mode failed (l->granted is what it keeps): with LT_NOQUEUEBAST the holders in its way hear
- * of it all the same, once per grant, as they would of a queued request. */
-static void refused(struct lt_table *t, struct lt_lock *l, int mode, unsigned flags)
-{
-	emit(t, LT_EV_FAILED, l, l->granted, -EAGAIN);
-	if (!(flags & LT_NOQUEUEBAST))
-		return;
 	for (int hq = LT_GRANTED; hq <= LT_CONVERTING; hq++)
-		for (struct lt_lock *h = l->res->queue[hq].first; h; h = h->next)
-			if (h != l && !h->recovering && !compat[h->granted][mode] &&
+		for (struct lt_lock *h = w->res->queue[hq].first; h; h = h->next)
+			if (h != w && !h->recovering && !compat[h->granted][mode] &&
 			    h->bast_sent != mode) {
 				h->bast_sent = mode;
 				emit(t, LT_EV_BLOCKING, h, mode, 0);
 			}
+}
+
+/* Tell holders that block a queued request. */
+static void send_blocking(struct lt_table *t, struct lt_resource *r)
+{
+	for (int q = LT_CONVERTING; q <= LT_WAITING; q++)
+		for (struct lt_lock *w = r->queue[q].first; w; w = w->next)
+			tell_holders(t, w, w->requested);
+}
+
+/* A NOQUEUE request of lock l for mode failed (l->granted is what it keeps): with
+ * LT_NOQUEUEBAST the holders in its way hear of it all the same, as of a queued request. */
+static void refused(struct lt_table *t, struct lt_lock *l, int mode, unsigned flags)
+{
+	emit(t, LT_EV_FAILED, l, l->granted, -EAGAIN);
+	if (flags & LT_NOQUEUEBAST)
+		tell_holders(t, l, mode);
 }
 
 /* Conversions first, then new requests, each queue in order, stopping at the first that does
