@@ -52,18 +52,21 @@ static mode_t acl_mode(uint8_t *acl, int len, bool *extended)
 }
 
 /* A new access ACL: the mode follows it; one the mode says all of is not stored. */
-int cfs_acl_set_access(struct cfs_fs *fs, struct cfs_inode *ip, const void *value, size_t size)
+int cfs_acl_set_access(struct cfs_fs *fs, struct cfs_inode *ip, const void *value, size_t size,
+		       const struct cfs_cred *cr)
 {
 	uint8_t *acl = (uint8_t *)value;
 	if (!valid(acl, (int)size))
 		return -EINVAL;
 	bool extended;
-	mode_t mode = acl_mode(acl, (int)size, &extended);
-	ip->d.mode = (ip->d.mode & ~0777u) | mode;
-	if (extended)
-		return cfs_xattr_set(fs, ip, ACL_ACCESS, value, size, 0);
-	int rc = cfs_xattr_remove(fs, ip, ACL_ACCESS);
-	return rc == -ENODATA ? 0 : rc;
+	mode_t mode = (ip->d.mode & ~0777u) | acl_mode(acl, (int)size, &extended);
+	int rc = extended ? cfs_xattr_set(fs, ip, ACL_ACCESS, value, size, 0)
+			  : cfs_xattr_remove(fs, ip, ACL_ACCESS);
+	if (rc == -ENODATA)
+		rc = 0;
+	if (!rc)
+		ip->d.mode = cfs_setid_chmod(mode, ip->d.gid, cr);
+	return rc;
 }
 
 /* chmod: the ACL's owner, mask (or group) and other entries take the new bits. */
@@ -121,7 +124,7 @@ int cfs_acl_inherit(struct cfs_fs *fs, struct cfs_inode *dir, struct cfs_inode *
 		else if (e->tag == (has_mask ? MASK : GROUP_OBJ))
 			e->perm &= (m >> 3) & 7;
 	}
-	return rc ? rc : cfs_acl_set_access(fs, ip, acl, (size_t)len);
+	return rc ? rc : cfs_acl_set_access(fs, ip, acl, (size_t)len, NULL);
 }
 
 bool cfs_acl_is_access(const char *name) { return !strcmp(name, ACL_ACCESS); }

@@ -47,7 +47,7 @@ static int write_zeros(struct cfs_fs *fs, uint64_t ino, uint64_t off, uint64_t e
 	int rc = 0;
 	while (off < end && rc == 0) {
 		uint64_t n = end - off < ZERO_CHUNK ? end - off : ZERO_CHUNK;
-		int64_t w = cfs_write(fs, ino, zeros, n, off, 0);
+		int64_t w = cfs_write(fs, ino, zeros, n, off, 0, NULL);
 		rc = w < 0 ? (int)w : 0;
 		off += n;
 	}
@@ -142,7 +142,7 @@ int cfs_bypass_resize(struct cfs_fs *fs, uint64_t ino, uint64_t size)
 	if (rc || (uint64_t)st.st_size == size)
 		return rc;
 	if ((uint64_t)st.st_size > size)
-		return cfs_setattr(fs, ino, &attr, CFS_SET_SIZE, &st);
+		return cfs_setattr(fs, ino, &attr, CFS_SET_SIZE, NULL, &st);
 	/* Growing: allocate in one go (contiguous where possible), zeroed by the next map. */
-	return cfs_fallocate(fs, ino, 0, (uint64_t)st.st_size, size - (uint64_t)st.st_size);
+	return cfs_fallocate(fs, ino, 0, (uint64_t)st.st_size, size - (uint64_t)st.st_size, NULL);
 }

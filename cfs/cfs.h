@@ -103,7 +103,15 @@ struct cfs_cred {
 	uint32_t uid, gid;
 	uint32_t umask; /* the caller's, applied to a new file's mode unless its directory has a
 			 * default ACL (POSIX.1e); 0 if the kernel applied it already */
+	/* For the set-user-ID and set-group-ID rules of the calls that change a file: whether
+	 * the caller has CAP_FSETID and whether gid is one of its groups.  Asked only about files
+	 * with those bits, so a daemon can look the answers up then.  NULL: uid 0 has the
+	 * capability, and gid is the caller's group only if it is cr->gid. */
+	unsigned (*privileges)(const struct cfs_cred *cr, uint32_t gid);
+	void *ctx; /* the privileges function's */
 };
+#define CFS_CRED_FSETID 1u
+#define CFS_CRED_IN_GROUP 2u
 int cfs_getattr(struct cfs_fs *fs, uint64_t ino, struct stat *st);
 /* lookup and the calls that make an object count a reference, dropped with cfs_forget. */
 int cfs_lookup(struct cfs_fs *fs, uint64_t parent, const char *name, struct stat *st);
@@ -136,8 +144,9 @@ int cfs_rename(struct cfs_fs *fs, uint64_t parent, const char *name, uint64_t ne
 #define CFS_SET_ATIME 16u
 #define CFS_SET_MTIME 32u
 #define CFS_SET_CTIME 64u
+/* cr NULL, here and below: the filesystem itself asks, set-ID bits stay. */
 int cfs_setattr(struct cfs_fs *fs, uint64_t ino, const struct stat *attr, unsigned to_set,
-		struct stat *out);
+		const struct cfs_cred *cr, struct stat *out);
 int cfs_open(struct cfs_fs *fs, uint64_t ino);
 int cfs_release(struct cfs_fs *fs, uint64_t ino);
 /* flock(2) on a cluster mount, for the open file description owner (flock.c).  Returns 1 if
@@ -175,12 +184,13 @@ int64_t cfs_read(struct cfs_fs *fs, uint64_t ino, void *buf, uint64_t size, uint
 #define CFS_W_DIRECT 2u /* O_DIRECT: the allocation and size it changed committed on return */
 #define CFS_W_DSYNC 4u  /* O_DSYNC: data, allocation and size durable on return */
 int64_t cfs_write(struct cfs_fs *fs, uint64_t ino, const void *buf, uint64_t size,
-		  uint64_t off, unsigned flags);
-int cfs_fallocate(struct cfs_fs *fs, uint64_t ino, int mode, uint64_t off, uint64_t len);
+		  uint64_t off, unsigned flags, const struct cfs_cred *cr);
+int cfs_fallocate(struct cfs_fs *fs, uint64_t ino, int mode, uint64_t off, uint64_t len,
+		  const struct cfs_cred *cr);
 int cfs_fsync(struct cfs_fs *fs, uint64_t ino);
 int cfs_statfs(struct cfs_fs *fs, struct statvfs *st);
 int cfs_setxattr(struct cfs_fs *fs, uint64_t ino, const char *name, const void *value,
-		 size_t size, int flags);
+		 size_t size, int flags, const struct cfs_cred *cr);
 /* size 0: the size needed; else bytes copied or -ERANGE. */
 int cfs_getxattr(struct cfs_fs *fs, uint64_t ino, const char *name, void *value, size_t size);
 int cfs_listxattr(struct cfs_fs *fs, uint64_t ino, char *list, size_t size);

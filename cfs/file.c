@@ -397,7 +397,7 @@ static int write_finish(struct cfs_fs *fs, struct cfs_inode *ip, const struct pl
 }
 
 int64_t cfs_write(struct cfs_fs *fs, uint64_t ino, const void *buf, uint64_t size,
-		  uint64_t off, unsigned flags)
+		  uint64_t off, unsigned flags, const struct cfs_cred *cr)
 {
 	if (off + size < off || off + size > CFS_MAX_FILE_BYTES)
 		return -EFBIG;
@@ -414,6 +414,7 @@ int64_t cfs_write(struct cfs_fs *fs, uint64_t ino, const void *buf, uint64_t siz
 	/* A direct write into written blocks may go under the glock PR (shared_write.c). */
 	bool try_shared = aligned && !(flags & CFS_W_SYNC);
 	struct plan p = {0};
+	mode_t drop = 0;
 	for (;;) { /* shared if nothing needs allocating or patching, else exclusive */
 		if (exclusive)
 			pthread_rwlock_wrlock(&ip->io);
@@ -424,8 +425,9 @@ int64_t cfs_write(struct cfs_fs *fs, uint64_t ino, const void *buf, uint64_t siz
 		rc = open_inode_locked(fs, ino, shared_glock ? CFSLOCK_PR : CFSLOCK_EX, &ip);
 		if (!rc)
 			rc = plan_range(fs, ip, off, size, &p);
+		drop = rc ? 0 : cfs_setid_drop_on_change(ip, cr);
 		bool in_place = !rc && aligned && p.all_written;
-		if (shared_glock && !(in_place && off + size <= ip->d.size)) {
+		if (shared_glock && !(in_place && off + size <= ip->d.size && !drop)) {
 			cfs_shared_write_end(fs);
 			try_shared = false; /* again, under EX */
 		} else if (rc || exclusive || in_place) {
@@ -438,6 +440,11 @@ int64_t cfs_write(struct cfs_fs *fs, uint64_t ino, const void *buf, uint64_t siz
 	}
 	if (!rc && !shared_glock)
 		cfs_itimes_catch_up(ip);
+	if (!rc && drop) { /* before the data, as the kernel's file_remove_privs */
+		ip->d.mode &= ~drop;
+		cfs_itouch(ip, false, true);
+		rc = cfs_iwrite(fs, ip);
+	}
 	bool changed_map = false;
 	if (!rc && !p.all_written) {
 		uint64_t first = off / fs->bs, last = (off + size + fs->bs - 1) / fs->bs;
@@ -513,7 +520,8 @@ int cfs_truncate_locked(struct cfs_fs *fs, struct cfs_inode *ip, uint64_t size)
 	return rc;
 }
 
-int cfs_fallocate(struct cfs_fs *fs, uint64_t ino, int mode, uint64_t off, uint64_t len)
+int cfs_fallocate(struct cfs_fs *fs, uint64_t ino, int mode, uint64_t off, uint64_t len,
+		  const struct cfs_cred *cr)
 {
 	if (mode & ~(FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE))
 		return -EOPNOTSUPP;
@@ -534,6 +542,7 @@ int cfs_fallocate(struct cfs_fs *fs, uint64_t ino, int mode, uint64_t off, uint6
 		pthread_rwlock_unlock(&ip->io);
 		return rc;
 	}
+	ip->d.mode &= ~cfs_setid_drop_on_change(ip, cr);
 	if (mode & FALLOC_FL_PUNCH_HOLE) {
 		uint64_t end = off + len < ip->d.size ? off + len : ip->d.size;
 		uint64_t first = (off + bs - 1) / bs, last = end / bs;

@@ -236,11 +236,20 @@ int cfs_xattr_list(struct cfs_fs *fs, struct cfs_inode *ip, char *list, size_t s
 int cfs_xattr_remove(struct cfs_fs *fs, struct cfs_inode *ip, const char *name);
 
 /* ---- POSIX ACLs (acl.c) ---- */
-int cfs_acl_set_access(struct cfs_fs *fs, struct cfs_inode *ip, const void *value, size_t size);
+int cfs_acl_set_access(struct cfs_fs *fs, struct cfs_inode *ip, const void *value, size_t size,
+		       const struct cfs_cred *cr);
 int cfs_acl_chmod(struct cfs_fs *fs, struct cfs_inode *ip);
 int cfs_acl_inherit(struct cfs_fs *fs, struct cfs_inode *dir, struct cfs_inode *ip,
 		    uint32_t umask);
 bool cfs_acl_is_access(const char *name);
+
+/* ---- set-user-ID and set-group-ID bits (setid.c); cr NULL: the filesystem itself ---- */
+/* The bits a write, truncate or fallocate by cr takes from ip. */
+mode_t cfs_setid_drop_on_change(const struct cfs_inode *ip, const struct cfs_cred *cr);
+/* The bits a chown by cr takes from ip (set-user-ID whoever asks). */
+mode_t cfs_setid_drop_on_chown(const struct cfs_inode *ip, const struct cfs_cred *cr);
+/* mode as cr may set it on a file of group gid: chmod and an access ACL. */
+mode_t cfs_setid_chmod(mode_t mode, uint32_t gid, const struct cfs_cred *cr);
 
 /* ---- the mounted filesystem ---- */
 struct cfs_fs {

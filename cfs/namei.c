@@ -502,7 +502,7 @@ static void set_time(int64_t *sec, uint32_t *nsec, const struct timespec *ts)
 }
 
 int cfs_setattr(struct cfs_fs *fs, uint64_t ino, const struct stat *a, unsigned set,
-		struct stat *out)
+		const struct cfs_cred *cr, struct stat *out)
 {
 	int rc = cfs_op_begin(fs, true);
 	if (rc)
@@ -535,14 +535,21 @@ int cfs_setattr(struct cfs_fs *fs, uint64_t ino, const struct stat *a, unsigned 
 		}
 	}
 	if (!rc) {
+		/* What a chown or truncate takes is decided on the file as it was (fs/attr.c). */
+		mode_t drop = set & (CFS_SET_UID | CFS_SET_GID) ? cfs_setid_drop_on_chown(ip, cr) : 0;
+		if (set & CFS_SET_SIZE)
+			drop |= cfs_setid_drop_on_change(ip, cr);
 		if (set & CFS_SET_MODE) {
-			ip->d.mode = (ip->d.mode & S_IFMT) | (a->st_mode & 07777);
+			uint32_t gid = set & CFS_SET_GID ? a->st_gid : ip->d.gid;
+			mode_t mode = cfs_setid_chmod(a->st_mode & 07777, gid, cr);
+			ip->d.mode = (ip->d.mode & S_IFMT) | mode;
 			rc = cfs_acl_chmod(fs, ip);
 		}
 		if (!rc && (set & CFS_SET_UID))
 			ip->d.uid = a->st_uid;
 		if (set & CFS_SET_GID)
 			ip->d.gid = a->st_gid;
+		ip->d.mode &= ~drop;
 		if (set & CFS_SET_ATIME)
 			set_time(&ip->d.atime, &ip->d.atime_ns, &a->st_atim);
 		if (set & CFS_SET_MTIME)
@@ -604,13 +611,14 @@ struct xa {
 	void *value;
 	size_t size;
 	int flags;
+	const struct cfs_cred *cr;
 };
 
 static int xa_set(struct cfs_fs *fs, struct cfs_inode *ip, void *arg)
 {
 	struct xa *x = arg;
 	if (cfs_acl_is_access(x->name))
-		return cfs_acl_set_access(fs, ip, x->value, x->size);
+		return cfs_acl_set_access(fs, ip, x->value, x->size, x->cr);
 	return cfs_xattr_set(fs, ip, x->name, x->value, x->size, x->flags);
 }
 static int xa_get(struct cfs_fs *fs, struct cfs_inode *ip, void *arg)
@@ -630,27 +638,27 @@ static int xa_remove(struct cfs_fs *fs, struct cfs_inode *ip, void *arg)
 }
 
 int cfs_setxattr(struct cfs_fs *fs, uint64_t ino, const char *name, const void *value,
-		 size_t size, int flags)
+		 size_t size, int flags, const struct cfs_cred *cr)
 {
-	struct xa x = {name, (void *)value, size, flags};
+	struct xa x = {name, (void *)value, size, flags, cr};
 	return xattr_op(fs, ino, true, xa_set, &x);
 }
 
 int cfs_getxattr(struct cfs_fs *fs, uint64_t ino, const char *name, void *value, size_t size)
 {
-	struct xa x = {name, value, size, 0};
+	struct xa x = {name, value, size, 0, NULL};
 	return xattr_op(fs, ino, false, xa_get, &x);
 }
 
 int cfs_listxattr(struct cfs_fs *fs, uint64_t ino, char *list, size_t size)
 {
-	struct xa x = {NULL, list, size, 0};
+	struct xa x = {NULL, list, size, 0, NULL};
 	return xattr_op(fs, ino, false, xa_list, &x);
 }
 
 int cfs_removexattr(struct cfs_fs *fs, uint64_t ino, const char *name)
 {
-	struct xa x = {name, NULL, 0, 0};
+	struct xa x = {name, NULL, 0, 0, NULL};
 	return xattr_op(fs, ino, true, xa_remove, &x);
 }
 

@@ -62,7 +62,7 @@ static void reply_entry(fuse_req_t req, int rc, const struct stat *st)
 static struct cfs_cred cred_of(fuse_req_t req)
 {
 	const struct fuse_ctx *c = fuse_req_ctx(req);
-	return (struct cfs_cred){c->uid, c->gid, c->umask};
+	return (struct cfs_cred){.uid = c->uid, .gid = c->gid, .umask = c->umask};
 }
 
 static void op_init(void *userdata, struct fuse_conn_info *conn)
@@ -144,8 +144,10 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 	char msg[256];
 	/* A size change may free blocks an ODM client writes to: its map goes first. */
 	int rc = set & CFS_SET_SIZE ? odm_revoke_begin(d->odm, ino, NULL, msg, sizeof msg) : 0;
+	struct caller who;
+	struct cfs_cred c = caller_cred(req, &who);
 	if (!rc)
-		rc = cfs_setattr(d->fs, ino, attr, set, &st);
+		rc = cfs_setattr(d->fs, ino, attr, set, &c, &st);
 	if (set & CFS_SET_SIZE)
 		odm_revoke_end(d->odm, ino);
 	reply_attr(req, rc, &st);
@@ -292,6 +294,17 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	free(buf);
 }
 
+/* A write or fallocate may have taken set-ID bits away: the kernel must not keep showing
+ * them, nor grant them at an exec, until its cached attributes time out.  Attributes only, no
+ * pages: no page lock of the request being answered is waited for. */
+static void forget_attributes(struct cfsd *d, fuse_ino_t ino)
+{
+	int rc = fuse_lowlevel_notify_inval_inode(d->se, ino, -1, 0);
+	if (rc && rc != -ENOENT)
+		fprintf(stderr, "cfsd: inode %llu: attribute invalidation failed: %d\n",
+			(unsigned long long)ino, rc);
+}
+
 static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
 		     struct fuse_file_info *fi)
 {
@@ -303,7 +316,11 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 		w |= CFS_W_DSYNC;
 	if (flags & O_DIRECT)
 		w |= CFS_W_DIRECT;
-	int64_t n = cfs_write(D(req)->fs, ino, buf, size, (uint64_t)off, w);
+	struct caller who;
+	struct cfs_cred c = caller_cred(req, &who);
+	int64_t n = cfs_write(D(req)->fs, ino, buf, size, (uint64_t)off, w, &c);
+	if (who.asked)
+		forget_attributes(D(req), ino);
 	if (n < 0)
 		reply_err(req, (int)n);
 	else
@@ -468,7 +485,9 @@ static void op_statfs(fuse_req_t req, fuse_ino_t ino)
 static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
 			size_t size, int flags)
 {
-	reply_err(req, cfs_setxattr(D(req)->fs, ino, name, value, size, flags));
+	struct caller who;
+	struct cfs_cred c = caller_cred(req, &who);
+	reply_err(req, cfs_setxattr(D(req)->fs, ino, name, value, size, flags, &c));
 }
 
 /* getxattr and listxattr: size 0 asks for the size, else for the bytes. */
@@ -515,8 +534,12 @@ static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, of
 	char msg[256];
 	bool frees = mode & FALLOC_FL_PUNCH_HOLE;
 	int rc = frees ? odm_revoke_begin(d->odm, ino, NULL, msg, sizeof msg) : 0;
+	struct caller who;
+	struct cfs_cred c = caller_cred(req, &who);
 	if (!rc)
-		rc = cfs_fallocate(d->fs, ino, mode, (uint64_t)off, (uint64_t)len);
+		rc = cfs_fallocate(d->fs, ino, mode, (uint64_t)off, (uint64_t)len, &c);
+	if (who.asked)
+		forget_attributes(d, ino);
 	if (frees)
 		odm_revoke_end(d->odm, ino);
 	reply_err(req, rc);

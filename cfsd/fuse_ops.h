@@ -25,6 +25,16 @@ struct cfsd {
 struct fuse_lowlevel_ops;
 extern const struct fuse_lowlevel_ops cfsd_ops;
 
+/* caller.c: the credentials of the caller of req, with the privileges the set-ID rules ask
+ * about looked up when asked; who->asked says whether they were (the kernel's cached mode of
+ * the file may then be out of date). */
+typedef struct fuse_req *fuse_req_t;
+struct caller {
+	fuse_req_t req;
+	bool asked;
+};
+struct cfs_cred caller_cred(fuse_req_t req, struct caller *who);
+
 /* kernel_inval.c: a thread that tells the kernel to drop the cached pages of files whose
  * metadata lock this node gave up.  It runs apart from the FUSE workers: an invalidation waits
  * for page locks that a request blocked on the lock may hold. */

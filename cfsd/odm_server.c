@@ -88,7 +88,7 @@ struct odm_client *odm_client_new(struct odm_server *s, int fd, pthread_mutex_t 
 	socklen_t len = sizeof uc;
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &uc, &len) == 0) {
 		c->pid = uc.pid;
-		c->cred = (struct cfs_cred){uc.uid, uc.gid, 0}; /* the mode it asks for, unmasked */
+		c->cred = (struct cfs_cred){.uid = uc.uid, .gid = uc.gid}; /* mode asked for, unmasked */
 	}
 	snprintf(c->owner, sizeof c->owner, "pid %d", (int)c->pid);
 	return c;
@@ -513,7 +513,7 @@ static int create(struct odm_client *c, const ControlRequest *req, ControlReply 
 	c->s->holds = h;
 	pthread_mutex_unlock(&c->s->lock);
 	uint32_t attr[2] = {req->block_size, req->file_type};
-	rc = cfs_setxattr(fs, h->ino, ODM_XATTR, attr, sizeof attr, 0);
+	rc = cfs_setxattr(fs, h->ino, ODM_XATTR, attr, sizeof attr, 0, NULL);
 	if (!rc && req->size)
 		rc = cfs_bypass_resize(fs, h->ino, req->size);
 	if (!rc)

@@ -76,6 +76,6 @@ static inline struct cfs_inode *fs_new_inode(struct cfs_fs *fs, uint32_t mode)
 	return ip;
 }
 
-static const struct cfs_cred root_cred = {0, 0, 0};
+static const struct cfs_cred root_cred = {.uid = 0};
 
 #endif

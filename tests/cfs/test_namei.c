@@ -165,7 +165,7 @@ Test(namei, links_and_orphans)
 	cr_assert_eq(cfs_unlink(fs, CFS_ROOT, "f"), 0);
 	cr_assert_eq(cfs_unlink(fs, CFS_ROOT, "g"), 0);
 	/* Still open: readable and writable, an orphan on disk. */
-	cr_assert_eq(cfs_write(fs, f, "hello", 5, 0, 0), 5);
+	cr_assert_eq(cfs_write(fs, f, "hello", 5, 0, 0, NULL), 5);
 	char buf[8] = {0};
 	cr_assert_eq(cfs_read(fs, f, buf, sizeof buf, 0), 5);
 	cr_assert_str_eq(buf, "hello");

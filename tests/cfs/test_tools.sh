@@ -87,7 +87,41 @@ expect 0 "" "cfs umount" -- "$BIN/cfs" umount "$M"
 expect 0 "" "mount -o nosuid" -- "$BIN/cfs" mount v "$M" -o "nosuid,log=$T/v.log"
 check "with nosuid it runs with the caller's uid" test "$(suid_uid)" = 65534
 rm -f "$M/suid-id"
+
+# What a user without CAP_FSETID changes loses its set-ID bits as on Linux's own filesystems:
+# setuid always, setgid when group-executable or when the user is outside the file's group.
+# setid_case WHAT OWNER MODE WANT CMD...: a file of OWNER (and OWNER's group) with MODE; CMD
+# is run by nobody with $F the file; the mode must then read WANT, also after a stat.
+setid_case() {
+	local what=$1 owner=$2 mode=$3 want=$4 got
+	shift 4
+	rm -f "$M/setid"
+	head -c 8192 /dev/zero >"$M/setid" && chown "$owner:$owner" "$M/setid" && chmod "$mode" "$M/setid"
+	F=$M/setid setpriv --reuid=65534 --regid=65534 --clear-groups "$@" >"$T/setid.out" 2>&1
+	got=$(stat -c %a "$M/setid")
+	[ "$got" = "$want" ] && ok "$what: $mode -> $want" ||
+		not_ok "$what: $mode -> $got, expected $want ($(cat "$T/setid.out"))"
+}
+chmod 1777 "$M"
+setid_case "a direct write by the owner" 65534 6644 2644 \
+	bash -c 'dd if=/dev/zero of="$F" bs=4096 count=1 oflag=direct conv=notrunc status=none'
+setid_case "a buffered write by an outsider" 0 6666 666 \
+	bash -c 'dd if=/dev/zero of="$F" bs=100 count=1 conv=notrunc status=none'
+setid_case "fallocate" 0 6666 666 fallocate -l 65536 "$M/setid"
+setid_case "a punched hole" 0 2666 666 fallocate -p -o 0 -l 4096 "$M/setid"
+setid_case "truncate" 0 6666 666 truncate -s 100 "$M/setid"
+head -c 10 /dev/zero >"$M/setid" && chown 65534:0 "$M/setid" && chmod 755 "$M/setid"
+check "chmod g+s by an owner outside the file's group is ignored" bash -c \
+	"setpriv --reuid=65534 --regid=65534 --clear-groups chmod 2755 '$M/setid' && [ \$(stat -c %a '$M/setid') = 755 ]"
+chmod 2755 "$M/setid"
+check "setfacl by an owner outside the file's group drops setgid" bash -c \
+	"setpriv --reuid=65534 --regid=65534 --clear-groups setfacl -m u:0:r '$M/setid' && [ \$(stat -c %a '$M/setid') = 755 ]"
+chmod 6755 "$M/setid"
+check "a write by root keeps them" bash -c "echo x >>'$M/setid' && [ \$(stat -c %a '$M/setid') = 6755 ]"
+rm -f "$M/setid"
+chmod 755 "$M"
 expect 0 "" "cfs umount" -- "$BIN/cfs" umount "$M"
+expect 0 "clean" "fsck.cfs after the set-ID checks" -- "$BIN/fsck.cfs" -n v
 chmod 700 "$T"
 
 # The access-time words of fstab are accepted; a read never changes the access time.

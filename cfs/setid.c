@@ -1,0 +1,51 @@
+/* Set-user-ID and set-group-ID bits: which changes take them away, by the rules of Linux's own
+ * filesystems (fs/attr.c setattr_should_drop_suidgid and setattr_prepare, chown_common,
+ * posix_acl_update_mode), so that nobody keeps the privileges of a program they changed.
+ * The kernel applies some of these rules itself before it asks us (buffered writes, truncate,
+ * chown, chmod under default_permissions) but not all: a direct write, fallocate and an ACL
+ * reach us with the bits still set.  Applying them here again is harmless. */
+#include "cfs/internal.h"
+
+#include <sys/stat.h>
+
+static unsigned privileges(const struct cfs_cred *cr, uint32_t gid)
+{
+	if (cr->privileges)
+		return cr->privileges(cr, gid);
+	return (cr->uid == 0 ? CFS_CRED_FSETID : 0) | (cr->gid == gid ? CFS_CRED_IN_GROUP : 0);
+}
+
+/* Set-group-ID without group execute marks a file for mandatory locking rather than granting
+ * anything: it goes only for a caller outside the file's group. */
+static mode_t sgid_to_drop(const struct cfs_inode *ip, unsigned priv)
+{
+	mode_t m = ip->d.mode;
+	if (!(m & S_ISGID))
+		return 0;
+	return (m & S_IXGRP) || !(priv & (CFS_CRED_IN_GROUP | CFS_CRED_FSETID)) ? S_ISGID : 0;
+}
+
+mode_t cfs_setid_drop_on_change(const struct cfs_inode *ip, const struct cfs_cred *cr)
+{
+	if (!cr || !S_ISREG(ip->d.mode) || !(ip->d.mode & (S_ISUID | S_ISGID)))
+		return 0;
+	unsigned priv = privileges(cr, ip->d.gid);
+	if (priv & CFS_CRED_FSETID)
+		return 0;
+	return (ip->d.mode & S_ISUID) | sgid_to_drop(ip, priv);
+}
+
+mode_t cfs_setid_drop_on_chown(const struct cfs_inode *ip, const struct cfs_cred *cr)
+{
+	if (S_ISDIR(ip->d.mode) || !(ip->d.mode & (S_ISUID | S_ISGID)))
+		return 0;
+	unsigned priv = cr ? privileges(cr, ip->d.gid) : CFS_CRED_FSETID;
+	return (ip->d.mode & S_ISUID) | sgid_to_drop(ip, priv);
+}
+
+mode_t cfs_setid_chmod(mode_t mode, uint32_t gid, const struct cfs_cred *cr)
+{
+	if (!cr || !(mode & S_ISGID) || (privileges(cr, gid) & (CFS_CRED_IN_GROUP | CFS_CRED_FSETID)))
+		return mode;
+	return mode & ~(mode_t)S_ISGID;
+}
