@@ -70,8 +70,12 @@ int cfs_unmount(struct cfs_fs *fs);
 typedef void (*cfs_invalidate_fn)(void *arg, uint64_t ino);
 void cfs_set_invalidate(struct cfs_fs *fs, cfs_invalidate_fn fn, void *arg);
 /* May the kernel keep the pages it cached of this file at this open?  (No other node can
- * have changed it since the last open here.)  Call after cfs_open. */
+ * have changed it since the last open here.)  Call after cfs_open, at every open without
+ * O_DIRECT: it also records that the kernel may now cache pages of the file. */
 bool cfs_keep_cache(struct cfs_fs *fs, uint64_t ino);
+/* Has the file been opened without O_DIRECT since the kernel last forgot it?  If not, a
+ * direct write leaves no page of it in the kernel to drop. */
+bool cfs_kernel_may_cache(struct cfs_fs *fs, uint64_t ino);
 /* Take in the space a grown volume added. */
 int cfs_grow(struct cfs_fs *fs, struct cvm_volume *grown, uint64_t *added_blocks);
 

@@ -216,16 +216,26 @@ int cfs_open(struct cfs_fs *fs, uint64_t ino)
 
 bool cfs_keep_cache(struct cfs_fs *fs, uint64_t ino)
 {
-	if (!fs->cluster)
-		return true; /* nobody else changes the file */
 	pthread_mutex_lock(&fs->lock);
 	struct cfs_inode *ip = cfs_icache_find(fs, ino);
 	uint64_t epoch = __atomic_load_n(&fs->glock_epoch, __ATOMIC_ACQUIRE);
-	bool keep = ip && ip->kcache_epoch == epoch;
-	if (ip)
+	/* One node: nobody else changes the file. */
+	bool keep = !fs->cluster || (ip && ip->kcache_epoch == epoch);
+	if (ip) {
 		ip->kcache_epoch = epoch;
+		ip->kernel_pages = true;
+	}
 	pthread_mutex_unlock(&fs->lock);
 	return keep;
+}
+
+bool cfs_kernel_may_cache(struct cfs_fs *fs, uint64_t ino)
+{
+	pthread_mutex_lock(&fs->lock);
+	struct cfs_inode *ip = cfs_icache_find(fs, ino);
+	bool pages = ip && ip->kernel_pages;
+	pthread_mutex_unlock(&fs->lock);
+	return pages;
 }
 
 void cfs_set_invalidate(struct cfs_fs *fs, cfs_invalidate_fn fn, void *arg)

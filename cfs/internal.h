@@ -132,6 +132,7 @@ struct cfs_inode {
 	struct cfslock *iopen;
 	int iopen_mode; /* granted mode, -1 none */
 	uint64_t kcache_epoch; /* glock epoch at the last open: the kernel's pages are valid */
+	bool kernel_pages;     /* opened without O_DIRECT: the kernel may cache pages of it */
 };
 
 /* The inode a handle names (cfs.h's inode numbers: the block number, tagged with the

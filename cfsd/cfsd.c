@@ -228,7 +228,7 @@ static int serve(struct opts *o, struct cfsd *d, int status_fd)
 	}
 	int rc = EXIT_FAILED;
 	d->se = se;
-	if (d->cluster && kernel_inval_start(d)) {
+	if (kernel_inval_start(d)) {
 		fprintf(stderr, "cfsd: cannot start the page invalidation thread\n");
 		report(status_fd, EXIT_FAILED);
 		fuse_session_destroy(se);

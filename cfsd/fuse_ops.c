@@ -216,11 +216,14 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	reply_err(req, cfs_rename(D(req)->fs, parent, name, newparent, newname, f));
 }
 
+/* An open file's fh: its open flags, and whether its I/O bypasses the kernel's pages. */
+#define FH_DIRECT_IO (1ull << 32)
+
 /* Files ODM clients hold are written behind the kernel's back: never cached. */
 static void set_open(struct cfsd *d, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	fi->fh = (uint64_t)(unsigned)fi->flags;
 	fi->direct_io = d->fs_dboptimized || (fi->flags & O_DIRECT) || odm_held(d->odm, ino);
+	fi->fh = (uint64_t)(unsigned)fi->flags | (fi->direct_io ? FH_DIRECT_IO : 0);
 	/* On a cluster the pages are kept only if no other node can have changed the file since
 	 * the last open here (close-to-open: a file closed elsewhere is read anew). */
 	fi->keep_cache = !fi->direct_io && cfs_keep_cache(d->fs, ino);
@@ -308,7 +311,7 @@ static void forget_attributes(struct cfsd *d, fuse_ino_t ino)
 static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
 		     struct fuse_file_info *fi)
 {
-	int flags = (int)fi->fh;
+	int flags = (int)(unsigned)fi->fh;
 	unsigned w = 0;
 	if ((flags & O_SYNC) == O_SYNC) /* O_SYNC includes the O_DSYNC bit */
 		w |= CFS_W_SYNC;
@@ -318,13 +321,17 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 		w |= CFS_W_DIRECT;
 	struct caller who;
 	struct cfs_cred c = caller_cred(req, &who);
-	int64_t n = cfs_write(D(req)->fs, ino, buf, size, (uint64_t)off, w, &c);
+	struct cfsd *d = D(req);
+	int64_t n = cfs_write(d->fs, ino, buf, size, (uint64_t)off, w, &c);
 	if (who.asked)
-		forget_attributes(D(req), ino);
-	if (n < 0)
+		forget_attributes(d, ino);
+	if (n < 0) {
 		reply_err(req, (int)n);
-	else
-		fuse_reply_write(req, (size_t)n);
+		return;
+	}
+	fuse_reply_write(req, (size_t)n);
+	if ((fi->fh & FH_DIRECT_IO) && cfs_kernel_may_cache(d->fs, ino))
+		kernel_inval_range(d, ino, off, n); /* pages a buffered open cached meanwhile */
 }
 
 /* The answer to a request left waiting for the cluster (flush, flock, setlk): arg is req. */

@@ -5,6 +5,7 @@
 #include "cfs/cfs.h"
 
 #include <stdbool.h>
+#include <sys/types.h>
 
 struct scan_paths;
 struct fuse_session;
@@ -36,9 +37,12 @@ struct caller {
 struct cfs_cred caller_cred(fuse_req_t req, struct caller *who);
 
 /* kernel_inval.c: a thread that tells the kernel to drop the cached pages of files whose
- * metadata lock this node gave up.  It runs apart from the FUSE workers: an invalidation waits
- * for page locks that a request blocked on the lock may hold. */
+ * metadata lock this node gave up, and of the range of a direct write.  It runs apart from
+ * the FUSE workers: an invalidation waits for page locks that a request blocked on the lock,
+ * or waiting for a worker, may hold. */
 int kernel_inval_start(struct cfsd *d);
 void kernel_inval_stop(struct cfsd *d);
+/* Have the kernel drop the pages it cached of [off, off + len) of a file, soon. */
+void kernel_inval_range(struct cfsd *d, uint64_t ino, off_t off, off_t len);
 
 #endif

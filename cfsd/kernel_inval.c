@@ -1,4 +1,5 @@
-/* Dropping the kernel's cached pages of files another node may change (cluster mounts).
+/* Dropping the kernel's cached pages of files another node may change (cluster mounts), and
+ * of the range a direct write changed under pages cached through a buffered open.
  *
  * libcfs calls us, with its lock held, for every regular file the kernel may cache pages of
  * when this node gives up the metadata glock.  We only queue the inode; this thread sends
@@ -8,7 +9,12 @@
  *
  * Between the glock going and the invalidation landing, a process that keeps the file open
  * may still read an old page from the kernel's cache; an open after the change never does
- * (cfs_keep_cache), which is the close-to-open coherence cfs(8) promises. */
+ * (cfs_keep_cache), which is the close-to-open coherence cfs(8) promises.
+ *
+ * Kernels before 6.16 do not drop the pages of a direct write's range that a buffered reader
+ * cached while an asynchronous (libaio) write was in flight; cfsd drops them here, just after
+ * the answer.  Not before it: the pages are locked by a readahead that waits for a slot among
+ * the kernel's background requests, which the unanswered writes hold. */
 #define FUSE_USE_VERSION 312
 #include "cfsd/fuse_ops.h"
 
@@ -19,42 +25,63 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+struct inval {
+	uint64_t ino;
+	off_t off, len; /* len 0: to the end of the file */
+};
+
 struct kernel_inval {
 	struct cfsd *d;
 	pthread_mutex_t lock;
 	pthread_cond_t wake;
-	uint64_t *queue;
+	struct inval *queue;
 	size_t n, cap;
 	bool stop;
 	pthread_t thread;
 };
 
-static void enqueue(void *arg, uint64_t ino)
+static int enqueue(struct kernel_inval *k, const struct inval *v)
 {
-	struct kernel_inval *k = arg;
 	pthread_mutex_lock(&k->lock);
 	if (k->n == k->cap) {
 		size_t cap = k->cap ? k->cap * 2 : 256;
-		uint64_t *q = realloc(k->queue, cap * sizeof *q);
+		struct inval *q = realloc(k->queue, cap * sizeof *q);
 		if (!q) {
-			/* Dropped: the next open of the file still reads it anew. */
 			pthread_mutex_unlock(&k->lock);
 			fprintf(stderr, "cfsd: inode %llu: no memory to queue a page invalidation\n",
-				(unsigned long long)ino);
-			return;
+				(unsigned long long)v->ino);
+			return -ENOMEM;
 		}
 		k->queue = q;
 		k->cap = cap;
 	}
-	k->queue[k->n++] = ino;
+	k->queue[k->n++] = *v;
 	pthread_cond_signal(&k->wake);
 	pthread_mutex_unlock(&k->lock);
+	return 0;
+}
+
+/* Dropped if there is no memory: the next open of the file still reads it anew. */
+static void enqueue_file(void *arg, uint64_t ino) { enqueue(arg, &(struct inval){.ino = ino}); }
+
+void kernel_inval_range(struct cfsd *d, uint64_t ino, off_t off, off_t len)
+{
+	if (d->inval && len > 0)
+		enqueue(d->inval, &(struct inval){ino, off, len});
+}
+
+static void invalidate(struct kernel_inval *k, const struct inval *v)
+{
+	int rc = fuse_lowlevel_notify_inval_inode(k->d->se, v->ino, v->off, v->len);
+	if (rc && rc != -ENOENT) /* ENOENT: the kernel has forgotten it already */
+		fprintf(stderr, "cfsd: inode %llu: page invalidation failed: %d\n",
+			(unsigned long long)v->ino, rc);
 }
 
 static void *run(void *arg)
 {
 	struct kernel_inval *k = arg;
-	uint64_t *batch = NULL;
+	struct inval *batch = NULL;
 	pthread_mutex_lock(&k->lock);
 	while (!k->stop) {
 		if (!k->n) {
@@ -67,12 +94,8 @@ static void *run(void *arg)
 		k->queue = NULL;
 		k->n = k->cap = 0;
 		pthread_mutex_unlock(&k->lock);
-		for (size_t i = 0; i < n; i++) {
-			int rc = fuse_lowlevel_notify_inval_inode(k->d->se, batch[i], 0, 0);
-			if (rc && rc != -ENOENT) /* ENOENT: the kernel has forgotten it already */
-				fprintf(stderr, "cfsd: inode %llu: page invalidation failed: %d\n",
-					(unsigned long long)batch[i], rc);
-		}
+		for (size_t i = 0; i < n; i++)
+			invalidate(k, &batch[i]);
 		pthread_mutex_lock(&k->lock);
 	}
 	pthread_mutex_unlock(&k->lock);
@@ -96,7 +119,8 @@ int kernel_inval_start(struct cfsd *d)
 		return -rc;
 	}
 	d->inval = k;
-	cfs_set_invalidate(d->fs, enqueue, k);
+	if (d->cluster)
+		cfs_set_invalidate(d->fs, enqueue_file, k);
 	return 0;
 }
 
@@ -105,7 +129,8 @@ void kernel_inval_stop(struct cfsd *d)
 	struct kernel_inval *k = d->inval;
 	if (!k)
 		return;
-	cfs_set_invalidate(d->fs, NULL, NULL);
+	if (d->cluster)
+		cfs_set_invalidate(d->fs, NULL, NULL);
 	pthread_mutex_lock(&k->lock);
 	k->stop = true;
 	pthread_cond_signal(&k->wake);
