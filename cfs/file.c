@@ -530,11 +530,29 @@ int cfs_truncate_locked(struct cfs_fs *fs, struct cfs_inode *ip, uint64_t size)
 	return rc;
 }
 
+/* Bytes [off, end) read as zeros after: whole blocks are freed, the edges zeroed. */
+static int punch_hole(struct cfs_fs *fs, struct cfs_inode *ip, uint64_t off, uint64_t end)
+{
+	uint64_t bs = fs->bs, first = (off + bs - 1) / bs, last = end / bs;
+	if (off >= end)
+		return 0;
+	if (first > last)
+		return zero_range(fs, ip, off, end);
+	int rc = zero_range(fs, ip, off, first * bs);
+	if (!rc)
+		rc = zero_range(fs, ip, last * bs, end);
+	if (!rc && last > first)
+		rc = cfs_ext_punch(fs, ip, first, last - first);
+	return rc;
+}
+
 int cfs_fallocate(struct cfs_fs *fs, uint64_t ino, int mode, uint64_t off, uint64_t len,
 		  const struct cfs_cred *cr)
 {
-	if (mode & ~(FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE))
+	if (mode & ~(FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE | FALLOC_FL_ZERO_RANGE))
 		return -EOPNOTSUPP;
+	if ((mode & FALLOC_FL_PUNCH_HOLE) && (mode & FALLOC_FL_ZERO_RANGE))
+		return -EINVAL;
 	if ((mode & FALLOC_FL_PUNCH_HOLE) && !(mode & FALLOC_FL_KEEP_SIZE))
 		return -EINVAL;
 	if (len == 0 || off + len < off || off + len > CFS_MAX_FILE_BYTES)
@@ -553,23 +571,16 @@ int cfs_fallocate(struct cfs_fs *fs, uint64_t ino, int mode, uint64_t off, uint6
 		return rc;
 	}
 	ip->d.mode &= ~cfs_setid_drop_on_change(ip, cr);
+	/* Past the end of the file there is nothing to zero: it reads as zeros already. */
+	uint64_t end = off + len < ip->d.size ? off + len : ip->d.size;
 	if (mode & FALLOC_FL_PUNCH_HOLE) {
-		uint64_t end = off + len < ip->d.size ? off + len : ip->d.size;
-		uint64_t first = (off + bs - 1) / bs, last = end / bs;
-		if (off < end) {
-			if (first > last) {
-				rc = zero_range(fs, ip, off, end);
-			} else {
-				rc = zero_range(fs, ip, off, first * bs);
-				if (!rc)
-					rc = zero_range(fs, ip, last * bs, end);
-				if (!rc && last > first)
-					rc = cfs_ext_punch(fs, ip, first, last - first);
-			}
-		}
+		rc = punch_hole(fs, ip, off, end);
 	} else {
+		/* ZERO_RANGE: freed, then allocated again unwritten (reads as zeros). */
+		rc = mode & FALLOC_FL_ZERO_RANGE ? punch_hole(fs, ip, off, end) : 0;
 		uint64_t first = off / bs, last = (off + len + bs - 1) / bs;
-		rc = cfs_ext_fill(fs, ip, first, last - first);
+		if (!rc)
+			rc = cfs_ext_fill(fs, ip, first, last - first);
 		if (!rc && !(mode & FALLOC_FL_KEEP_SIZE) && off + len > ip->d.size)
 			ip->d.size = off + len;
 	}

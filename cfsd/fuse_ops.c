@@ -539,7 +539,7 @@ static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, of
 	}
 	struct cfsd *d = D(req);
 	char msg[256];
-	bool frees = mode & FALLOC_FL_PUNCH_HOLE;
+	bool frees = mode & (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_ZERO_RANGE);
 	int rc = frees ? odm_revoke_begin(d->odm, ino, NULL, msg, sizeof msg) : 0;
 	struct caller who;
 	struct cfs_cred c = caller_cred(req, &who);

@@ -156,6 +156,28 @@ check "fallocate, KEEP_SIZE and PUNCH_HOLE" bash -c \
 	 fallocate -n -o 8M -l 4M fa && [ "$(stat -c %s fa)" = 8388608 ] &&
 	 yes | head -c 8M > fb && fallocate -p -o 4096 -l 1M fb && [ "$(stat -c %s fb)" = 8388608 ] &&
 	 [ "$(head -c 8192 fb | tail -c 4096 | tr -d "\0" | wc -c)" = 0 ] && [ "$(head -c 1 fb)" = y ]'
+check "fallocate ZERO_RANGE: zeros in the range, allocated, the rest kept, the size grown" py <<'PY'
+import os
+data = bytes(range(256)) * 4096  # 1 MiB
+with open('fz', 'wb') as f:
+    f.write(data)
+fd = os.open('fz', os.O_RDWR)
+import ctypes  # fallocate(2) with a mode
+libc = ctypes.CDLL(None, use_errno=True)
+libc.fallocate.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_long, ctypes.c_long]
+ZERO, KEEP = 0x10, 0x01
+assert libc.fallocate(fd, ZERO, 1000, 300000) == 0, ctypes.get_errno()  # unaligned edges
+got = os.pread(fd, len(data), 0)
+assert got[:1000] == data[:1000] and got[301000:] == data[301000:]
+assert got[1000:301000] == bytes(300000)
+assert libc.fallocate(fd, ZERO | KEEP, len(data) - 4096, 1 << 20) == 0
+assert os.fstat(fd).st_size == len(data) and os.pread(fd, 4096, len(data) - 4096) == bytes(4096)
+assert libc.fallocate(fd, ZERO, len(data), 1 << 20) == 0
+st = os.fstat(fd)
+assert st.st_size == 2 << 20 and st.st_blocks * 512 >= 2 << 20, (st.st_size, st.st_blocks)
+assert libc.fallocate(fd, ZERO | 0x02, 0, 4096) == -1  # with PUNCH_HOLE: refused
+os.close(fd)
+PY
 check "truncate down and up reads zeros past the old end" bash -c \
 	'yes | head -c 10000 > tr && truncate -s 5000 tr && truncate -s 10000 tr && [ "$(tail -c 5000 tr | tr -d "\0" | wc -c)" = 0 ]'
 check "sparse files of 1 TiB" bash -c \
