@@ -494,6 +494,43 @@ int64_t cfs_write(struct cfs_fs *fs, uint64_t ino, const void *buf, uint64_t siz
 	return (int64_t)size;
 }
 
+/* lseek's SEEK_DATA (hole false) and SEEK_HOLE from off < size: data is written blocks;
+ * unwritten extents read as zeros and count as holes, as on ext4 and XFS. */
+static int64_t seek_data_or_hole(const struct cfs_fs *fs, const struct cfs_inode *ip,
+				 uint64_t off, bool hole)
+{
+	uint64_t bs = fs->bs, at = off;
+	for (uint32_t i = cfs_ext_find(ip, off / bs); i < ip->next; i++) {
+		const struct cfs_dextent *e = &ip->ext[i];
+		uint64_t start = e->lblk * bs, end = (e->lblk + e->len) * bs;
+		bool data = !(e->flags & CFS_EXT_UNWRITTEN);
+		if (hole && (!data || start > at))
+			break;
+		if (hole)
+			at = end;
+		else if (data)
+			return start > off ? (start < ip->d.size ? (int64_t)start : -ENXIO) : (int64_t)off;
+	}
+	if (!hole)
+		return -ENXIO;
+	return (int64_t)(at < ip->d.size ? at : ip->d.size);
+}
+
+int64_t cfs_seek_data(struct cfs_fs *fs, uint64_t ino, uint64_t off, bool hole)
+{
+	int rc;
+	struct cfs_inode *ip = open_inode(fs, ino, &rc);
+	if (!ip)
+		return rc;
+	pthread_rwlock_rdlock(&ip->io);
+	pthread_mutex_lock(&fs->lock);
+	rc = open_inode_locked(fs, ino, CFSLOCK_PR, &ip);
+	int64_t at = rc ? rc : off >= ip->d.size ? -ENXIO : seek_data_or_hole(fs, ip, off, hole);
+	pthread_mutex_unlock(&fs->lock);
+	pthread_rwlock_unlock(&ip->io);
+	return at;
+}
+
 /* Zero bytes [from, to) of the file that lie in written blocks (fs->lock and io held). */
 static int zero_range(struct cfs_fs *fs, struct cfs_inode *ip, uint64_t from, uint64_t to)
 {

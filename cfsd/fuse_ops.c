@@ -529,6 +529,22 @@ static void op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 	reply_err(req, cfs_removexattr(D(req)->fs, ino, name));
 }
 
+/* The kernel answers SEEK_SET, SEEK_CUR and SEEK_END itself. */
+static void op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
+		     struct fuse_file_info *fi)
+{
+	(void)fi;
+	if (off < 0 || (whence != SEEK_DATA && whence != SEEK_HOLE)) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	int64_t at = cfs_seek_data(D(req)->fs, ino, (uint64_t)off, whence == SEEK_HOLE);
+	if (at < 0)
+		reply_err(req, (int)at);
+	else
+		fuse_reply_lseek(req, at);
+}
+
 static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len,
 			 struct fuse_file_info *fi)
 {
@@ -557,6 +573,7 @@ const struct fuse_lowlevel_ops cfsd_ops = {
 	.lookup = op_lookup,
 	.forget = op_forget,
 	.forget_multi = op_forget_multi,
+	.lseek = op_lseek,
 	.getattr = op_getattr,
 	.setattr = op_setattr,
 	.readlink = op_readlink,

@@ -178,6 +178,30 @@ assert st.st_size == 2 << 20 and st.st_blocks * 512 >= 2 << 20, (st.st_size, st.
 assert libc.fallocate(fd, ZERO | 0x02, 0, 4096) == -1  # with PUNCH_HOLE: refused
 os.close(fd)
 PY
+check "SEEK_DATA and SEEK_HOLE; cp keeps a sparse file sparse" py <<'PY'
+import errno, os, subprocess
+fd = os.open('sk', os.O_CREAT | os.O_RDWR, 0o644)
+os.pwrite(fd, b'a' * 4096, 0)
+os.pwrite(fd, b'b' * 5000, 1 << 20)           # data in [1 MiB, 1 MiB + 8 KiB)
+os.posix_fallocate(fd, 2 << 20, 1 << 20)      # unwritten: a hole to lseek
+os.ftruncate(fd, 4 << 20)
+M = 1 << 20
+assert os.lseek(fd, 0, os.SEEK_DATA) == 0 and os.lseek(fd, 0, os.SEEK_HOLE) == 4096
+assert os.lseek(fd, 4096, os.SEEK_DATA) == M and os.lseek(fd, M + 100, os.SEEK_DATA) == M + 100
+assert os.lseek(fd, M, os.SEEK_HOLE) == M + 8192
+assert os.lseek(fd, 3 * M, os.SEEK_HOLE) == 3 * M
+for at in (M + 8192, 4 * M):
+    try:
+        os.lseek(fd, at, os.SEEK_DATA if at < 4 * M else os.SEEK_HOLE)
+        raise AssertionError(f'no ENXIO at {at}')
+    except OSError as e:
+        assert e.errno == errno.ENXIO, e
+os.close(fd)
+subprocess.run(['cp', 'sk', 'sk-copy'], check=True)
+st = os.stat('sk-copy')
+assert open('sk', 'rb').read() == open('sk-copy', 'rb').read()
+assert st.st_blocks * 512 <= 64 * 1024, st.st_blocks  # the holes stayed holes
+PY
 check "truncate down and up reads zeros past the old end" bash -c \
 	'yes | head -c 10000 > tr && truncate -s 5000 tr && truncate -s 10000 tr && [ "$(tail -c 5000 tr | tr -d "\0" | wc -c)" = 0 ]'
 check "sparse files of 1 TiB" bash -c \
