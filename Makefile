@@ -43,7 +43,7 @@ ODM_OBJ := $(ODM_SRC:%.c=$(BUILD)/%.o) $(BUILD)/cfs/control.o $(BUILD)/proto/con
 LDLIBS_ODM := -lprotobuf-c -laio -lpthread
 
 .SECONDARY:
-.PHONY: all deps check demo bench bench-cvm bench-locks bench-cfs bench-odm bench-cluster install clean lint
+.PHONY: all deps check demo soak bench bench-cvm bench-locks bench-cfs bench-odm bench-cluster install clean lint
 all: deps $(LIBS) $(BUILD)/lib/libcvm.so $(BUILD)/lib/libodm.so $(TOOLS)
 
 # Installs what is missing (apt-get, as root); a no-op once everything is there.
@@ -163,6 +163,11 @@ bench-cluster: all
 
 bench-cfs: all
 	bench/cfs/run.sh $(BUILD)
+
+# The randomized soak of one filesystem at length (make check runs 8 rounds); SOAK_SEED=N
+# replays a run.
+soak: all
+	SOAK_ROUNDS=$${SOAK_ROUNDS:-200} SOAK_STEPS=$${SOAK_STEPS:-2000} BIN=$(BUILD)/bin tests/cfs/test_soak.sh
 
 $(BUILD)/bench/odmbench: bench/odm/odmbench.c $(BUILD)/lib/libodm.so $(BUILD)/odm/stats.o
 	@mkdir -p $(dir $@)

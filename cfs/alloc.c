@@ -157,7 +157,8 @@ bool cfs_block_in_use(struct cfs_fs *fs, uint64_t blk)
 	return cfs_bit_get(b->data + CFS_AGH_BITMAP_OFF, (uint32_t)(blk - fs->ags[ag].start));
 }
 
-int cfs_alloc(struct cfs_fs *fs, uint64_t goal, uint32_t want, uint64_t *pblk, uint32_t *got)
+static int alloc_from(struct cfs_fs *fs, uint64_t goal, uint32_t want, uint64_t *pblk,
+		      uint32_t *got)
 {
 	uint32_t nags = fs->sb.nags;
 	uint32_t first = goal ? ag_of(fs, goal)
@@ -174,6 +175,22 @@ int cfs_alloc(struct cfs_fs *fs, uint64_t goal, uint32_t want, uint64_t *pblk, u
 			return rc;
 	}
 	return -ENOSPC;
+}
+
+int cfs_alloc(struct cfs_fs *fs, uint64_t goal, uint32_t want, uint64_t *pblk, uint32_t *got)
+{
+	uint64_t free = cfs_free_blocks(fs);
+	if (free <= CFS_META_RESERVE)
+		return -ENOSPC;
+	if (want > free - CFS_META_RESERVE)
+		want = (uint32_t)(free - CFS_META_RESERVE);
+	return alloc_from(fs, goal, want, pblk, got);
+}
+
+int cfs_alloc_meta(struct cfs_fs *fs, uint64_t goal, uint64_t *pblk)
+{
+	uint32_t got;
+	return alloc_from(fs, goal, 1, pblk, &got);
 }
 
 static int add_pending(struct cfs_fs *fs, uint64_t pblk, uint32_t len)

@@ -304,14 +304,21 @@ static int write_chain(struct cfs_fs *fs, struct cfs_inode *ip)
 		}
 		blk = next;
 	}
+	uint32_t kept = have;
 	for (; have < need && !rc; have++) {
-		uint32_t got;
 		struct cfs_buf *b;
-		if ((rc = cfs_alloc(fs, ip->ino, 1, &blks[have], &got)))
-			break;
-		if ((rc = cfs_bnew(fs, blks[have], CFS_B_EXTENTS, ip->ino, &b)))
+		if ((rc = cfs_alloc_meta(fs, ip->ino, &blks[have])))
 			break;
 		ip->d.nblocks++;
+		if ((rc = cfs_bnew(fs, blks[have], CFS_B_EXTENTS, ip->ino, &b))) {
+			have++; /* freed below */
+			break;
+		}
+	}
+	/* Not linked into the chain: give back what this call took. */
+	for (uint32_t i = kept; rc && i < have; i++) {
+		cfs_free(fs, blks[i], 1);
+		ip->d.nblocks--;
 	}
 	for (uint32_t i = 0; i < need && !rc; i++) {
 		struct cfs_buf *b;

@@ -99,8 +99,14 @@ struct cfs_ag {
 	uint32_t nblocks, nfree;
 };
 int cfs_alloc_load(struct cfs_fs *fs);
-/* Up to want contiguous blocks near goal (0: this node's groups). */
+/* Up to want contiguous blocks near goal (0: this node's groups), for something new (data,
+ * an inode, an xattr block): -ENOSPC once only CFS_META_RESERVE blocks are free. */
 int cfs_alloc(struct cfs_fs *fs, uint64_t goal, uint32_t want, uint64_t *pblk, uint32_t *got);
+/* The same, for a block that makes what is allocated already reachable (an extent map or
+ * directory block): it may take the reserve.  Without one a full filesystem could allocate
+ * data whose map cannot be written: blocks in use that belong to nothing. */
+#define CFS_META_RESERVE 256u
+int cfs_alloc_meta(struct cfs_fs *fs, uint64_t goal, uint64_t *pblk);
 int cfs_free(struct cfs_fs *fs, uint64_t pblk, uint32_t len);
 uint64_t cfs_free_blocks(struct cfs_fs *fs);
 /* Is the block allocated?  (A damaged group header counts as yes.) */

@@ -576,9 +576,12 @@ int cfs_statfs(struct cfs_fs *fs, struct statvfs *st)
 	uint64_t free_blocks = cfs_free_blocks(fs);
 	st->f_bsize = st->f_frsize = fs->bs;
 	st->f_blocks = fs->sb.total_blocks - fs->sb.ag_start;
-	st->f_bfree = st->f_bavail = free_blocks;
+	/* What users can have: the reserve is for the maps of what they have (cfs_alloc_meta). */
+	uint64_t avail = free_blocks > CFS_META_RESERVE ? free_blocks - CFS_META_RESERVE : 0;
+	st->f_bfree = free_blocks;
+	st->f_bavail = avail;
 	st->f_files = st->f_blocks; /* an inode is a block */
-	st->f_ffree = st->f_favail = free_blocks;
+	st->f_ffree = st->f_favail = avail;
 	st->f_namemax = CFS_NAME_MAX;
 	cfs_op_end(fs);
 	return 0;
