@@ -180,11 +180,14 @@ int cfs_dir_lookup(struct cfs_fs *fs, struct cfs_inode *dir, const char *name, u
 	return rc;
 }
 
-static int new_overflow(struct cfs_fs *fs, struct cfs_inode *dir, struct cfs_buf **out)
+/* reserve: the block completes a change begun (a split), not a new name: it may take the
+ * blocks kept for maps (cfs_alloc_meta). */
+static int new_overflow(struct cfs_fs *fs, struct cfs_inode *dir, bool reserve,
+			struct cfs_buf **out)
 {
 	uint64_t blk;
 	uint32_t got;
-	int rc = cfs_alloc(fs, dir->ino, 1, &blk, &got);
+	int rc = reserve ? cfs_alloc_meta(fs, dir->ino, &blk) : cfs_alloc(fs, dir->ino, 1, &blk, &got);
 	if (rc)
 		return rc;
 	if ((rc = cfs_bnew(fs, blk, CFS_B_DIROVF, dir->ino, out)))
@@ -228,7 +231,7 @@ static int write_bucket(struct cfs_fs *fs, struct cfs_inode *dir, struct cfs_buf
 			}
 			return 0;
 		}
-		if (!next && (rc = new_overflow(fs, dir, &next)))
+		if (!next && (rc = new_overflow(fs, dir, true, &next)))
 			return rc;
 		h->next = next->blkno;
 		b = next;
@@ -281,6 +284,11 @@ static int new_bucket(struct cfs_fs *fs, struct cfs_inode *dir, uint64_t bucket,
 	return rc;
 }
 
+/* split_one found no block for the new bucket and changed nothing. */
+#define SPLIT_NO_SPACE 1
+
+/* Only the new bucket is allocated before entries move; the overflow blocks of its chain may
+ * take the reserve, so that a split once begun ends whole. */
 static int split_one(struct cfs_fs *fs, struct cfs_inode *dir)
 {
 	uint64_t old = dir->d.dir_split, add = old + (1ull << dir->d.dir_level);
@@ -294,6 +302,8 @@ static int split_one(struct cfs_fs *fs, struct cfs_inode *dir)
 	uint8_t *stay = malloc(bytes + 1), *move = malloc(bytes + 1);
 	uint32_t ns = 0, nm = 0;
 	rc = stay && move ? new_bucket(fs, dir, add, &nb) : -ENOMEM;
+	if (rc == -ENOSPC)
+		rc = SPLIT_NO_SPACE;
 	for (uint32_t o = 0; !rc && o < bytes;) {
 		struct dent d;
 		dent_get(ents + o, &d);
@@ -353,7 +363,7 @@ int cfs_dir_add(struct cfs_fs *fs, struct cfs_inode *dir, const char *name, uint
 		if ((rc = read_next(fs, dir, b, &next)))
 			return rc;
 		if (!next) {
-			if ((rc = new_overflow(fs, dir, &next)))
+			if ((rc = new_overflow(fs, dir, false, &next)))
 				return rc;
 			h->next = next->blkno;
 			cfs_bdirty(fs, b);
@@ -366,9 +376,11 @@ int cfs_dir_add(struct cfs_fs *fs, struct cfs_inode *dir, const char *name, uint
 	h->count++;
 	cfs_bdirty(fs, b);
 	dir->d.dir_entries++;
+	/* The name is in: a split that finds no space for its new bucket changes nothing and
+	 * waits for the next add (chains are only longer meanwhile). */
 	if (dir->d.dir_entries > nbuckets(dir) * SPLIT_LOAD(fs->bs))
 		rc = split_one(fs, dir);
-	return rc;
+	return rc == SPLIT_NO_SPACE ? 0 : rc;
 }
 
 int cfs_dir_remove(struct cfs_fs *fs, struct cfs_inode *dir, const char *name)

@@ -462,8 +462,12 @@ int64_t cfs_write(struct cfs_fs *fs, uint64_t ino, const void *buf, uint64_t siz
 		changed_map = true;
 		if (!rc)
 			rc = plan_range(fs, ip, off, size, &p);
-		if (!rc && (rc = cfs_iwrite(fs, ip))) /* the new unwritten extents */
-			cfs_log(fs, "inode %llu: %s", (unsigned long long)ip->ino, strerror(-rc));
+		/* The new unwritten extents, also those a fill that ran out of space made: what is
+		 * allocated must be in the map that goes with the allocation. */
+		int w = cfs_iwrite(fs, ip);
+		if (w)
+			cfs_log(fs, "inode %llu: %s", (unsigned long long)ip->ino, strerror(-w));
+		rc = rc ? rc : w;
 	}
 	cfs_io_hold(fs);
 	pthread_mutex_unlock(&fs->lock);

@@ -77,3 +77,51 @@ Test(dir, splits_keep_every_name_findable)
 	pthread_mutex_unlock(&fs->lock);
 	fs_done(fs);
 }
+
+static void fsck_print(void *arg, const char *line)
+{
+	(void)arg;
+	cr_log_info("fsck: %s", line);
+}
+
+/* On a full filesystem a name is added or it is not, whatever becomes of the split it would
+ * have started: a link that failed used to leave its name behind (the split had no block for
+ * its new bucket after the name was in). */
+Test(dir, a_full_filesystem_adds_a_name_whole_or_not_at_all)
+{
+	struct cfs_fs *fs = fs_fresh(1, 64);
+	struct stat st;
+	struct statvfs sv;
+	cr_assert_eq(cfs_mknod(fs, CFS_ROOT, "target", S_IFREG | 0644, 0, &root_cred, &st), 0);
+	uint64_t target = st.st_ino;
+	cr_assert_eq(cfs_mkdir(fs, CFS_ROOT, "names", 0755, &root_cred, &st), 0);
+	uint64_t dir = st.st_ino;
+	cr_assert_eq(cfs_mknod(fs, CFS_ROOT, "big", S_IFREG | 0644, 0, &root_cred, &st), 0);
+	cr_assert_eq(cfs_open(fs, st.st_ino), 0);
+	cr_assert_eq(cfs_statfs(fs, &sv), 0);
+	cr_assert_eq(cfs_fallocate(fs, st.st_ino, 0, 0, sv.f_bavail * fs->bs, NULL), 0);
+	cr_assert_eq(cfs_release(fs, st.st_ino), 0);
+	unsigned linked = 0, refused = 0;
+	for (unsigned i = 0; i < 3000 && refused < 20; i++) {
+		char name[64];
+		snprintf(name, sizeof name, "n%05u", i); /* short: buckets split before they fill */
+		int rc = cfs_link(fs, target, dir, name, &st);
+		struct stat found;
+		int look = cfs_lookup(fs, dir, name, &found);
+		if (rc == 0) {
+			linked++;
+			cr_assert_eq(look, 0, "%s linked but not found", name);
+		} else {
+			refused++;
+			cr_assert_eq(rc, -ENOSPC);
+			cr_assert_eq(look, -ENOENT, "%s refused but found", name);
+		}
+	}
+	cr_assert_gt(linked, 0);
+	cr_assert_gt(refused, 0);
+	cr_assert_eq(cfs_unmount(fs), 0);
+	struct cfs_fsck_report r;
+	cr_assert_eq(cfs_fsck(test_vol, false, fsck_print, NULL, NULL, &r), 0);
+	cr_expect_eq(r.problems, 0, "fsck found %u problems", r.problems);
+	fs_done(NULL);
+}

@@ -135,3 +135,28 @@ Test(extent, a_full_filesystem_still_has_room_for_the_map_of_its_data)
 	cr_expect_eq(r.problems, 0, "fsck found %u problems", r.problems);
 	fs_done(NULL);
 }
+
+/* The soak's second leak: a write into holes larger than the free space allocated what there
+ * was, failed with ENOSPC, and left the inode unwritten: those blocks belonged to nothing. */
+Test(extent, a_write_that_runs_out_of_space_maps_what_it_allocated)
+{
+	struct cfs_fs *fs = fs_fresh(1, 64);
+	struct stat st;
+	struct statvfs sv;
+	cr_assert_eq(cfs_mknod(fs, CFS_ROOT, "big", S_IFREG | 0644, 0, &root_cred, &st), 0);
+	uint64_t big = st.st_ino;
+	cr_assert_eq(cfs_open(fs, big), 0);
+	cr_assert_eq(cfs_statfs(fs, &sv), 0);
+	cr_assert_eq(cfs_fallocate(fs, big, 0, 0, (sv.f_bavail - 10) * fs->bs, NULL), 0);
+	cr_assert_eq(cfs_mknod(fs, CFS_ROOT, "f", S_IFREG | 0644, 0, &root_cred, &st), 0);
+	cr_assert_eq(cfs_open(fs, st.st_ino), 0);
+	static char data[100 * 4096];
+	cr_assert_eq(cfs_write(fs, st.st_ino, data, sizeof data, 0, 0, NULL), -ENOSPC);
+	cr_assert_eq(cfs_release(fs, st.st_ino), 0);
+	cr_assert_eq(cfs_release(fs, big), 0);
+	cr_assert_eq(cfs_unmount(fs), 0);
+	struct cfs_fsck_report r;
+	cr_assert_eq(cfs_fsck(test_vol, false, fsck_print, NULL, NULL, &r), 0);
+	cr_expect_eq(r.problems, 0, "fsck found %u problems", r.problems);
+	fs_done(NULL);
+}
