@@ -11,7 +11,8 @@
 #include <time.h>
 
 #define LINK_MAX_CFS 65000u
-#define RESERVE_BLOCKS 64u /* a namespace change may need a few blocks; refuse early */
+/* A namespace change may need a few blocks: refused early, above the maps' reserve. */
+#define RESERVE_BLOCKS (CFS_META_RESERVE + 64u)
 
 static uint8_t dtype(uint32_t mode) { return (uint8_t)((mode & S_IFMT) >> 12); }
 
@@ -120,6 +121,7 @@ static int make_node(struct cfs_fs *fs, uint64_t parent, const char *name, mode_
 		return rc;
 	struct cfs_inode *dir = NULL, *ip = NULL;
 	uint64_t exists;
+	bool named = false, counted = false; /* what to undo if it fails half way */
 	rc = get_dir(fs, parent, &dir);
 	if (!rc && dir->d.nlink == 0)
 		rc = -ENOENT; /* removed while we looked */
@@ -146,6 +148,7 @@ static int make_node(struct cfs_fs *fs, uint64_t parent, const char *name, mode_
 			ip->d.parent = dir->ino;
 			rc = cfs_dir_init(fs, ip);
 			dir->d.nlink++;
+			counted = true;
 		}
 	}
 	if (!rc && !target)
@@ -173,7 +176,7 @@ static int make_node(struct cfs_fs *fs, uint64_t parent, const char *name, mode_
 		rc = cfs_orphan_add(fs, ip);
 	}
 	if (!rc && name)
-		rc = cfs_dir_add(fs, dir, name, ip->ino, dtype((uint32_t)mode));
+		named = !(rc = cfs_dir_add(fs, dir, name, ip->ino, dtype((uint32_t)mode)));
 	if (!rc && name) {
 		cfs_itouch(dir, true, true);
 		rc = cfs_iwrite(fs, dir);
@@ -183,10 +186,20 @@ static int make_node(struct cfs_fs *fs, uint64_t parent, const char *name, mode_
 	if (!rc) {
 		ip->nlookup += name != NULL;
 		cfs_fill_stat(fs, ip, st);
+	} else if (ip && !named) { /* nothing names it: it goes, with what it holds */
+		if (counted)
+			dir->d.nlink--;
+		ip->d.nlink = 0;
+		ip->nopen = 0;
+		int frc = cfs_iput_check(fs, ip);
+		if (frc)
+			cfs_log(fs, "create %s in inode %llu failed half way (%s), and freeing inode "
+				"%llu too (%s): fsck.cfs will reclaim it", name ? name : "(unnamed)",
+				(unsigned long long)dir->ino, strerror(-rc),
+				(unsigned long long)ip->ino, strerror(-frc));
 	} else if (ip) {
-		cfs_log(fs, "create %s in inode %llu failed half way (%s): fsck.cfs will reclaim "
-			"inode %llu", name ? name : "(unnamed)", (unsigned long long)dir->ino, strerror(-rc),
-			(unsigned long long)ip->ino);
+		cfs_log(fs, "create %s in inode %llu failed after naming inode %llu (%s)", name,
+			(unsigned long long)dir->ino, (unsigned long long)ip->ino, strerror(-rc));
 		cfs_iput_check(fs, ip);
 	}
 	if (dir)
