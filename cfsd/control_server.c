@@ -144,11 +144,20 @@ static void serve(struct conn *c, const ControlRequest *req)
 		reply.added_blocks = added;
 		if (rc)
 			reply.message = mem.message;
+	} else if (req->op == CONTROL_REQUEST__OP__SYNC) {
+		int rc = cfs_sync(d->fs);
+		reply.error = -rc;
+		if (rc) {
+			snprintf(mem.message, sizeof mem.message,
+				 "writing back to the LUNs of %s failed: %s (the daemon's log says more)",
+				 d->volume, strerror(-rc));
+			reply.message = mem.message;
+		}
 	} else if (odm_is_request(req)) {
 		odm_handle(c->odm, req, &reply, &mem);
 	}
 	if (!reply.error && (req->op == CONTROL_REQUEST__OP__STATUS ||
-			     req->op == CONTROL_REQUEST__OP__GROW)) {
+			     req->op == CONTROL_REQUEST__OP__GROW || req->op == CONTROL_REQUEST__OP__SYNC)) {
 		fill_status(d, &status, &st, nodes, node_ptrs);
 		reply.status = &status;
 	}

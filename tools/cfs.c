@@ -30,6 +30,7 @@ static void usage(FILE *out)
 		"       cfs grow DIR [--json]\n"
 		"       cfs lockproto VOLUME [local|corosync|dlm] [-s|--scan PATH]...\n"
 		"       mount.cfs VOLUME DIR [-o OPTIONS]      (as called by mount -t cfs)\n"
+
 		"Mount options: dboptimized, cluster=local|corosync|dlm, node=SLOT, ro, rw, scan=PATHS,\n"
 		"log=FILE, and FUSE's (allow_other, ...).  See cfs(8).\n"
 		"Exit status: 0 done, 1 failed, 2 bad usage.\n");
@@ -245,12 +246,17 @@ static bool still_running(int pid)
 	return p[2] != 'Z' && p[2] != 'X';
 }
 
-/* Unmount, then wait for the daemon to finish writing (so fsck can run right after). */
+/* Write back (reporting what fails), unmount, then wait for the daemon to finish writing,
+ * so that fsck or cvm can run right after. */
 static int do_umount(const char *dir)
 {
 	ControlReply *r;
 	int pid = 0;
-	if (ask(dir, CONTROL_REQUEST__OP__STATUS, &r) == 0) {
+	bool written_back = ask(dir, CONTROL_REQUEST__OP__SYNC, &r) == 0;
+	if (written_back) {
+		pid = r->status ? r->status->pid : 0;
+		control_reply__free_unpacked(r, NULL);
+	} else if (ask(dir, CONTROL_REQUEST__OP__STATUS, &r) == 0) { /* said why: unmount anyway */
 		pid = r->status ? r->status->pid : 0;
 		control_reply__free_unpacked(r, NULL);
 	}
@@ -265,7 +271,7 @@ static int do_umount(const char *dir)
 		fprintf(stderr, "cfs: %s is unmounted but its daemon (pid %d) is still busy\n", dir, pid);
 		return EXIT_FAILED;
 	}
-	return EXIT_OK;
+	return written_back || !pid ? EXIT_OK : EXIT_FAILED;
 }
 
 /* mount.cfs VOLUME DIR [-sfnv] [-o OPTIONS], as mount(8) calls it. */
