@@ -212,6 +212,10 @@ struct cfs_dirent {
 int cfs_readdir_all(struct cfs_fs *fs, uint64_t ino, struct cfs_dirent **out, size_t *n);
 /* Commit the running transaction now. */
 int cfs_sync(struct cfs_fs *fs);
+/* remount,ro: commit, empty the journal, refuse changes with EROFS from now on; remount,rw:
+ * take them again (nothing to replay).  -EROFS for rw on a filesystem mounted read-only or
+ * made read-only by an I/O error: only a new mount clears those. */
+int cfs_set_read_only(struct cfs_fs *fs, bool ro);
 
 /* ---- kernel bypass (ODM clients write straight to the LUNs) ---- */
 /* A regular file without a name (O_TMPFILE): open once (cfs_release frees it) and on the

@@ -265,6 +265,7 @@ struct cfs_fs {
 	uint32_t bs;
 	uint32_t slot;
 	bool ro, dboptimized;
+	bool remounted_ro; /* ro by cfs_set_read_only, which may take it back */
 	const char *who; /* log prefix: "cfsd" or "fsck.cfs" */
 	bool checking;   /* fsck: read inodes whatever the bitmaps say */
 	pthread_mutex_t lock; /* every metadata access */

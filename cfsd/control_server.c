@@ -144,6 +144,16 @@ static void serve(struct conn *c, const ControlRequest *req)
 		reply.added_blocks = added;
 		if (rc)
 			reply.message = mem.message;
+	} else if (req->op == CONTROL_REQUEST__OP__READ_ONLY) {
+		int rc = cfs_set_read_only(d->fs, req->has_size && req->size);
+		reply.error = -rc;
+		if (rc) {
+			snprintf(mem.message, sizeof mem.message, "%s",
+				 rc == -EROFS ? "read-only since it was mounted, or since an I/O error "
+						"(the daemon's log says which): unmount and mount it again"
+					      : strerror(-rc));
+			reply.message = mem.message;
+		}
 	} else if (req->op == CONTROL_REQUEST__OP__SYNC) {
 		int rc = cfs_sync(d->fs);
 		reply.error = -rc;

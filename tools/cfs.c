@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/statvfs.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <time.h>
@@ -52,28 +53,8 @@ static void exec_cfsd(char **args)
 	exit(EXIT_FAILED);
 }
 
-static int do_mount(const char *volume, const char *dir, const char *opts,
-		    const struct scan_paths *scan)
-{
-	char all[4096] = "";
-	size_t len = 0;
-	if (opts && *opts)
-		len += (size_t)snprintf(all, sizeof all, "%s", opts);
-	for (size_t i = 0; i < scan->n && len < sizeof all; i++)
-		len += (size_t)snprintf(all + len, sizeof all - len, "%sscan=%s", len ? "," : "",
-					scan->paths[i]);
-	char *args[] = {"cfsd", "-o", all, (char *)volume, (char *)dir, NULL};
-	if (!all[0]) {
-		args[1] = (char *)volume;
-		args[2] = (char *)dir;
-		args[3] = NULL;
-	}
-	exec_cfsd(args);
-	return EXIT_FAILED;
-}
-
 /* One request to the daemon serving dir. */
-static int ask(const char *dir, ControlRequest__Op op, ControlReply **out)
+static int ask_req(const char *dir, const ControlRequest *req, ControlReply **out)
 {
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	int rc = cfs_control_path(dir, path, sizeof path);
@@ -91,11 +72,9 @@ static int ask(const char *dir, ControlRequest__Op op, ControlReply **out)
 			close(fd);
 		return -ENOENT;
 	}
-	ControlRequest req = CONTROL_REQUEST__INIT;
-	req.op = op;
 	uint8_t *msg;
 	uint32_t len;
-	rc = cfs_control_send_message(fd, NULL, &req.base);
+	rc = cfs_control_send_message(fd, NULL, &req->base);
 	if (!rc)
 		rc = cfs_control_recv(fd, &msg, &len);
 	close(fd);
@@ -116,6 +95,99 @@ static int ask(const char *dir, ControlRequest__Op op, ControlReply **out)
 		return -EIO;
 	}
 	return 0;
+}
+
+static int ask(const char *dir, ControlRequest__Op op, ControlReply **out)
+{
+	ControlRequest req = CONTROL_REQUEST__INIT;
+	req.op = op;
+	return ask_req(dir, &req, out);
+}
+
+/* The per-mount flags a remount must give again, or the kernel clears them. */
+static unsigned long mount_flags_of(const char *dir)
+{
+	static const struct { unsigned long st, ms; } map[] = {
+		{ST_NOSUID, MS_NOSUID}, {ST_NODEV, MS_NODEV}, {ST_NOEXEC, MS_NOEXEC},
+		{ST_NOATIME, MS_NOATIME}, {ST_NODIRATIME, MS_NODIRATIME}, {ST_RELATIME, MS_RELATIME}};
+	struct statvfs sv;
+	unsigned long flags = 0;
+	if (statvfs(dir, &sv) == 0)
+		for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
+			flags |= sv.f_flag & map[i].st ? map[i].ms : 0;
+	return flags;
+}
+
+/* mount -o remount,ro|rw DIR: the daemon commits and refuses changes before the kernel's
+ * mount turns read-only, and takes them again before it turns read-write.  The other options
+ * of a mount cannot change on a remount and are ignored. */
+static int do_remount(const char *dir, const char *opts)
+{
+	int ro = -1;
+	char copy[4096];
+	snprintf(copy, sizeof copy, "%s", opts);
+	for (char *save, *o = strtok_r(copy, ",", &save); o; o = strtok_r(NULL, ",", &save))
+		ro = !strcmp(o, "ro") ? 1 : !strcmp(o, "rw") ? 0 : ro;
+	if (ro < 0) {
+		fprintf(stderr, "cfs: remount of %s: say ro or rw (nothing else changes on a remount)\n",
+			dir);
+		return EXIT_USAGE;
+	}
+	unsigned long flags = MS_REMOUNT | mount_flags_of(dir) | (ro ? MS_RDONLY : 0);
+	ControlRequest req = CONTROL_REQUEST__INIT;
+	req.op = CONTROL_REQUEST__OP__READ_ONLY;
+	req.has_size = true;
+	req.size = (uint64_t)ro;
+	ControlReply *r;
+	if (ro && mount(NULL, dir, NULL, flags, NULL)) {
+		fprintf(stderr, "cfs: remount of %s read-only: %s%s\n", dir, strerror(errno),
+			errno == EBUSY ? " (files are open for writing there: close them first)" : "");
+		return EXIT_FAILED;
+	}
+	if (ask_req(dir, &req, &r)) {
+		if (ro) /* the kernel refuses writes already; what the daemon has may not be written */
+			fprintf(stderr, "cfs: %s: the kernel refuses writes, but the daemon did not "
+				"commit: unmount it\n", dir);
+		return EXIT_FAILED;
+	}
+	control_reply__free_unpacked(r, NULL);
+	if (!ro && mount(NULL, dir, NULL, flags, NULL)) {
+		fprintf(stderr, "cfs: remount of %s read-write: %s\n", dir, strerror(errno));
+		return EXIT_FAILED;
+	}
+	return EXIT_OK;
+}
+
+static bool has_option(const char *opts, const char *want)
+{
+	char copy[4096];
+	snprintf(copy, sizeof copy, "%s", opts ? opts : "");
+	for (char *save, *o = strtok_r(copy, ",", &save); o; o = strtok_r(NULL, ",", &save))
+		if (!strcmp(o, want))
+			return true;
+	return false;
+}
+
+static int do_mount(const char *volume, const char *dir, const char *opts,
+		    const struct scan_paths *scan)
+{
+	if (has_option(opts, "remount"))
+		return do_remount(dir, opts);
+	char all[4096] = "";
+	size_t len = 0;
+	if (opts && *opts)
+		len += (size_t)snprintf(all, sizeof all, "%s", opts);
+	for (size_t i = 0; i < scan->n && len < sizeof all; i++)
+		len += (size_t)snprintf(all + len, sizeof all - len, "%sscan=%s", len ? "," : "",
+					scan->paths[i]);
+	char *args[] = {"cfsd", "-o", all, (char *)volume, (char *)dir, NULL};
+	if (!all[0]) {
+		args[1] = (char *)volume;
+		args[2] = (char *)dir;
+		args[3] = NULL;
+	}
+	exec_cfsd(args);
+	return EXIT_FAILED;
 }
 
 static void print_nodes_json(MountedNode *const *v, size_t n)
@@ -274,7 +346,9 @@ static int do_umount(const char *dir)
 	return written_back || !pid ? EXIT_OK : EXIT_FAILED;
 }
 
-/* mount.cfs VOLUME DIR [-sfnv] [-o OPTIONS], as mount(8) calls it. */
+/* mount.cfs VOLUME DIR [-sfnv] [-o OPTIONS], as mount(8) calls it; also cfs cfs:VOLUME DIR
+ * -o OPTIONS, as FUSE's mount.fuse calls the program a fuse.cfs mount's type names (mount(8)
+ * does so for mount -o remount: the source is then the mount's fsname). */
 static int mount_helper(int argc, char **argv)
 {
 	const char *opts = NULL;
@@ -292,13 +366,16 @@ static int mount_helper(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	struct scan_paths none = {0};
-	return do_mount(argv[optind], argv[optind + 1], opts, &none);
+	const char *volume = argv[optind];
+	if (!strncmp(volume, "cfs:", 4))
+		volume += 4;
+	return do_mount(volume, argv[optind + 1], opts, &none);
 }
 
 int main(int argc, char **argv)
 {
 	char *base = basename(argv[0]);
-	if (!strcmp(base, "mount.cfs"))
+	if (!strcmp(base, "mount.cfs") || (argc > 1 && !strncmp(argv[1], "cfs:", 4)))
 		return mount_helper(argc, argv);
 	static const struct option longs[] = {{"json", no_argument, NULL, 'j'},
 					      {"scan", required_argument, NULL, 's'},

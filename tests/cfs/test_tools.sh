@@ -132,6 +132,25 @@ check "a read leaves the access time set by touch -a" bash -c "
 	[ \"\$(stat -c %X '$M/atime')\" = \"\$(date -d '2001-02-03 04:05:06' +%s)\" ]"
 expect 0 "" "cfs umount" -- "$BIN/cfs" umount "$M"
 
+# remount,ro commits and refuses writes (EBUSY while a file is open for writing); back to rw
+# they work again with nothing replayed; the mount's other flags stay.
+expect 0 "" "mount for the remount checks" -- "$BIN/cfs" mount v "$M" -o "nosuid,log=$T/v.log"
+echo before >"$M/remount"
+exec {held}>>"$M/remount"
+expect 1 "close them first" "remount,ro with a file open for writing" -- "$BIN/cfs" mount v "$M" -o remount,ro
+exec {held}>&-
+expect 0 "" "remount,ro" -- "$BIN/cfs" mount v "$M" -o remount,ro
+check "read-only and still nosuid" bash -c "grep ' $M fuse.cfs ' /proc/self/mounts | grep -q ' ro,nosuid'"
+expect 1 "Read-only file system" "a write after remount,ro" -- bash -c "echo x >>'$M/remount'"
+expect 2 "say ro or rw" "a remount that says neither" -- "$BIN/cfs" mount v "$M" -o remount
+expect 0 "" "remount,rw" -- "$BIN/cfs" mount v "$M" -o remount,rw
+check "writes work again, the data is there" bash -c "echo after >>'$M/remount' && [ \"\$(cat '$M/remount')\" = \"\$(printf 'before\nafter')\" ]"
+expect 0 "" "cfs umount" -- "$BIN/cfs" umount "$M"
+expect 0 "" "mount -o ro" -- "$BIN/cfs" mount v "$M" -o "ro,log=$T/v.log"
+expect 1 "mount it again" "remount,rw of a filesystem mounted read-only" -- "$BIN/cfs" mount v "$M" -o remount,rw
+expect 0 "" "cfs umount" -- "$BIN/cfs" umount "$M"
+expect 0 "clean" "fsck.cfs after the remounts" -- "$BIN/fsck.cfs" v
+
 # mount -t cfs through the mount helper, and plain umount.
 if [ ! -e /sbin/mount.cfs ] && [ -w /sbin ]; then
 	MOUNT_HELPER=/sbin/mount.cfs
@@ -141,6 +160,19 @@ if [ -n "${MOUNT_HELPER:-}" ]; then
 	expect 0 "" "mount -t cfs" -- mount -t cfs v "$M" -o "dboptimized,log=$T/v.log"
 	grep -q " $M fuse.cfs " /proc/self/mounts && ok "mounted as fuse.cfs" || not_ok "mount -t cfs: not in /proc/self/mounts"
 	expect 0 "dboptimized" "the mount is dboptimized" -- "$BIN/cfs" status "$M"
+	# mount(8) sends a remount to FUSE's mount.fuse, which runs the type's program, cfs, by
+	# name from the standard PATH.
+	if [ ! -e /usr/local/bin/cfs ] && [ -w /usr/local/bin ]; then
+		PATH_HELPER=/usr/local/bin/cfs
+		ln -s "$BIN/cfs" "$PATH_HELPER"
+		expect 0 "" "mount -o remount,ro" -- mount -o remount,ro "$M"
+		check "the mount is read-only" bash -c "grep ' $M fuse.cfs ' /proc/self/mounts | grep -q ' ro,'"
+		expect 0 "" "mount -o remount,rw" -- mount -o remount,rw "$M"
+		check "writes work again" bash -c "echo x >'$M/after-remount'"
+		rm -f "$PATH_HELPER"
+	else
+		echo "skip - mount -o remount: /usr/local/bin/cfs exists already or is read-only"
+	fi
 	expect 0 "" "umount" -- umount "$M"
 else
 	echo "skip - mount -t cfs: /sbin/mount.cfs exists already or /sbin is read-only"
