@@ -325,10 +325,8 @@ static int do_umount(const char *dir)
 	ControlReply *r;
 	int pid = 0;
 	bool written_back = ask(dir, CONTROL_REQUEST__OP__SYNC, &r) == 0;
-	if (written_back) {
-		pid = r->status ? r->status->pid : 0;
-		control_reply__free_unpacked(r, NULL);
-	} else if (ask(dir, CONTROL_REQUEST__OP__STATUS, &r) == 0) { /* said why: unmount anyway */
+	/* A failed write-back was reported: unmount anyway, and say so in the exit status. */
+	if (written_back || ask(dir, CONTROL_REQUEST__OP__STATUS, &r) == 0) {
 		pid = r->status ? r->status->pid : 0;
 		control_reply__free_unpacked(r, NULL);
 	}
