@@ -77,12 +77,18 @@ int cfs_lookup(struct cfs_fs *fs, uint64_t parent, const char *name, struct stat
 		return rc;
 	struct cfs_inode *dir, *ip = NULL;
 	uint64_t ino = 0;
+	if (!strcmp(name, ".")) { /* any inode by its handle: how an NFS file handle is opened */
+		if (!(rc = cfs_iget(fs, parent, &ip))) {
+			ip->nlookup++;
+			cfs_fill_stat(fs, ip, st);
+		}
+		cfs_op_end(fs);
+		return rc;
+	}
 	rc = get_dir(fs, parent, &dir);
 	if (!rc && strlen(name) > CFS_NAME_MAX)
 		rc = -ENAMETOOLONG;
-	if (!rc && !strcmp(name, "."))
-		ino = dir->ino;
-	else if (!rc && !strcmp(name, ".."))
+	if (!rc && !strcmp(name, ".."))
 		ino = dir->ino == fs->sb.root_ino ? dir->ino : dir->d.parent;
 	else if (!rc)
 		rc = cfs_dir_lookup(fs, dir, name, &ino, NULL);

@@ -2,6 +2,7 @@
 # mkfs.cfs, fsck.cfs, cfs and cfsd as people use them: help, mount -t cfs, online grow, and every
 # bad input refused with a message naming the thing, with nothing on the LUNs changed.
 . "$(dirname "$0")/lib.sh"
+HERE=$(cd "$(dirname "$0")" && pwd)
 M=$T/mnt
 mkdir -p "$M"
 make_volume v 2 64
@@ -130,6 +131,19 @@ expect 0 "" "mount with relatime,strictatime,lazytime,nodiratime,async" -- \
 check "a read leaves the access time set by touch -a" bash -c "
 	echo data >'$M/atime' && touch -a -d '2001-02-03 04:05:06' '$M/atime' && cat '$M/atime' >/dev/null &&
 	[ \"\$(stat -c %X '$M/atime')\" = \"\$(date -d '2001-02-03 04:05:06' +%s)\" ]"
+expect 0 "" "cfs umount" -- "$BIN/cfs" umount "$M"
+
+# File handles (open_by_handle_at, what an NFS server exports) stay valid across an unmount
+# and mount; a removed file's handle is stale.
+expect 0 "" "mount for the file handle checks" -- "$BIN/cfs" mount v "$M" -o "log=$T/v.log"
+mkdir -p "$M/fh" && echo handled >"$M/fh/file"
+FH=$(python3 "$HERE/file_handle.py" get "$M/fh/file")
+expect 0 "handled" "open_by_handle_at" -- python3 "$HERE/file_handle.py" read "$M" "$FH"
+expect 0 "" "cfs umount" -- "$BIN/cfs" umount "$M"
+expect 0 "" "mount again" -- "$BIN/cfs" mount v "$M" -o "log=$T/v.log"
+expect 0 "handled" "the handle after a remount" -- python3 "$HERE/file_handle.py" read "$M" "$FH"
+rm "$M/fh/file"
+expect 1 "ESTALE" "the handle of a removed file" -- python3 "$HERE/file_handle.py" read "$M" "$FH"
 expect 0 "" "cfs umount" -- "$BIN/cfs" umount "$M"
 
 # remount,ro commits and refuses writes (EBUSY while a file is open for writing); back to rw
