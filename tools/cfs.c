@@ -324,12 +324,16 @@ static int do_umount(const char *dir)
 {
 	ControlReply *r;
 	int pid = 0;
-	bool written_back = ask(dir, CONTROL_REQUEST__OP__SYNC, &r) == 0;
-	/* A failed write-back was reported: unmount anyway, and say so in the exit status. */
-	if (written_back || ask(dir, CONTROL_REQUEST__OP__STATUS, &r) == 0) {
+	bool fenced = false, written_back = true;
+	if (ask(dir, CONTROL_REQUEST__OP__STATUS, &r) == 0) {
 		pid = r->status ? r->status->pid : 0;
+		fenced = r->status && r->status->has_fenced && r->status->fenced;
 		control_reply__free_unpacked(r, NULL);
 	}
+	/* A fenced node may write nothing: the survivors have replayed its journal.  A failed
+	 * write-back was reported: unmount anyway, and say so in the exit status. */
+	if (pid && !fenced && (written_back = ask(dir, CONTROL_REQUEST__OP__SYNC, &r) == 0))
+		control_reply__free_unpacked(r, NULL);
 	if (umount(dir)) {
 		fprintf(stderr, "cfs: umount %s: %s%s\n", dir, strerror(errno),
 			errno == EBUSY ? " (files are open there: close them first)" : "");

@@ -78,4 +78,20 @@ static inline struct cfs_inode *fs_new_inode(struct cfs_fs *fs, uint32_t mode)
 
 static const struct cfs_cred root_cred = {.uid = 0};
 
+static void fsck_print(void *arg, const char *line)
+{
+	(void)arg;
+	cr_log_info("fsck: %s", line);
+}
+
+/* Unmount, then fsck.cfs -n must find nothing (its lines go to the test's log). */
+static inline void fs_done_fsck_clean(struct cfs_fs *fs)
+{
+	cr_assert_eq(cfs_unmount(fs), 0);
+	struct cfs_fsck_report r;
+	cr_assert_eq(cfs_fsck(test_vol, false, fsck_print, NULL, NULL, &r), 0);
+	cr_expect_eq(r.problems, 0, "fsck found %u problems", r.problems);
+	fs_done(NULL);
+}
+
 #endif

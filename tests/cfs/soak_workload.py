@@ -7,6 +7,8 @@ random choices cause (ENOENT, ENOTEMPTY, ...) are expected and skipped; EIO is n
 Usage: soak_workload.py DIR STEPS SEED"""
 import ctypes, errno, mmap, os, random, struct, sys
 
+from libaio import Aio
+
 libc = ctypes.CDLL(None, use_errno=True)
 libc.fallocate.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_long, ctypes.c_long]
 KEEP, PUNCH, ZERO = 0x01, 0x02, 0x10
@@ -19,42 +21,6 @@ def acl(extra_user):
         entries += [(ACL_USER, 6, 65534), (ACL_MASK, 7, 0xFFFFFFFF)]
     entries.sort(key=lambda e: (e[0], e[2]))
     return struct.pack('<I', 2) + b''.join(struct.pack('<HHI', *e) for e in entries)
-
-
-class Aio:
-    """One libaio context for asynchronous direct writes."""
-
-    class Iocb(ctypes.Structure):
-        _fields_ = [('data', ctypes.c_void_p), ('key', ctypes.c_uint32), ('rw_flags', ctypes.c_uint32),
-                    ('opcode', ctypes.c_int16), ('prio', ctypes.c_int16), ('fd', ctypes.c_int32),
-                    ('buf', ctypes.c_void_p), ('nbytes', ctypes.c_uint64), ('offset', ctypes.c_int64),
-                    ('pad', ctypes.c_int64), ('flags', ctypes.c_uint32), ('resfd', ctypes.c_uint32)]
-
-    class Event(ctypes.Structure):
-        _fields_ = [('data', ctypes.c_void_p), ('obj', ctypes.c_void_p), ('res', ctypes.c_long),
-                    ('res2', ctypes.c_long)]
-
-    def __init__(self):
-        self.lib = ctypes.CDLL('libaio.so.1')
-        self.ctx = ctypes.c_void_p()
-        assert self.lib.io_setup(16, ctypes.byref(self.ctx)) == 0
-
-    def write(self, fd, bufs, offsets):
-        n = len(bufs)
-        cbs, ptrs = (self.Iocb * n)(), (ctypes.POINTER(self.Iocb) * n)()
-        for i, (b, off) in enumerate(zip(bufs, offsets)):
-            addr = ctypes.addressof(ctypes.c_char.from_buffer(b))
-            cbs[i] = self.Iocb(None, 0, 0, 1, 0, fd, addr, len(b), off, 0, 0, 0)
-            ptrs[i] = ctypes.pointer(cbs[i])
-        if self.lib.io_submit(self.ctx, n, ptrs) != n:
-            raise OSError(errno.EIO, 'io_submit')
-        events, done = (self.Event * n)(), 0
-        while done < n:
-            got = self.lib.io_getevents(self.ctx, 1, n, events, None)
-            for j in range(got):
-                if events[j].res < 0 and -events[j].res not in (errno.ENOSPC,):
-                    raise OSError(-events[j].res, 'aio write')
-            done += got
 
 
 class Workload:

@@ -78,15 +78,10 @@ Test(dir, splits_keep_every_name_findable)
 	fs_done(fs);
 }
 
-static void fsck_print(void *arg, const char *line)
-{
-	(void)arg;
-	cr_log_info("fsck: %s", line);
-}
-
-/* On a full filesystem a name is added or it is not, whatever becomes of the split it would
- * have started: a link that failed used to leave its name behind (the split had no block for
- * its new bucket after the name was in). */
+/* Near full, a name is added or it is not.  A link that failed used to leave its name behind
+ * when the split it started had no block for its new bucket (found by the soak); now names
+ * stop 64 blocks above the maps' reserve, before a split can run short, and a split short of
+ * space changes nothing (cfs_dir_add). */
 Test(dir, a_full_filesystem_adds_a_name_whole_or_not_at_all)
 {
 	struct cfs_fs *fs = fs_fresh(1, 64);
@@ -99,7 +94,7 @@ Test(dir, a_full_filesystem_adds_a_name_whole_or_not_at_all)
 	cr_assert_eq(cfs_mknod(fs, CFS_ROOT, "big", S_IFREG | 0644, 0, &root_cred, &st), 0);
 	cr_assert_eq(cfs_open(fs, st.st_ino), 0);
 	cr_assert_eq(cfs_statfs(fs, &sv), 0);
-	cr_assert_eq(cfs_fallocate(fs, st.st_ino, 0, 0, sv.f_bavail * fs->bs, NULL), 0);
+	cr_assert_eq(cfs_fallocate(fs, st.st_ino, 0, 0, (sv.f_bavail - 70) * fs->bs, NULL), 0);
 	cr_assert_eq(cfs_release(fs, st.st_ino), 0);
 	unsigned linked = 0, refused = 0;
 	for (unsigned i = 0; i < 3000 && refused < 20; i++) {
@@ -119,9 +114,5 @@ Test(dir, a_full_filesystem_adds_a_name_whole_or_not_at_all)
 	}
 	cr_assert_gt(linked, 0);
 	cr_assert_gt(refused, 0);
-	cr_assert_eq(cfs_unmount(fs), 0);
-	struct cfs_fsck_report r;
-	cr_assert_eq(cfs_fsck(test_vol, false, fsck_print, NULL, NULL, &r), 0);
-	cr_expect_eq(r.problems, 0, "fsck found %u problems", r.problems);
-	fs_done(NULL);
+	fs_done_fsck_clean(fs);
 }

@@ -99,12 +99,6 @@ Test(extent, a_long_map_goes_to_overflow_blocks_and_back)
 	fs_done(fs);
 }
 
-static void fsck_print(void *arg, const char *line)
-{
-	(void)arg;
-	cr_log_info("fsck: %s", line);
-}
-
 /* The leak the soak found: the last free block went to data whose map then needed an overflow
  * block; the inode could not be written and the block stayed in use, belonging to nothing. */
 Test(extent, a_full_filesystem_still_has_room_for_the_map_of_its_data)
@@ -129,11 +123,7 @@ Test(extent, a_full_filesystem_still_has_room_for_the_map_of_its_data)
 		     -ENOSPC);
 	cr_assert_eq(cfs_release(fs, frag), 0);
 	cr_assert_eq(cfs_release(fs, st.st_ino), 0);
-	cr_assert_eq(cfs_unmount(fs), 0);
-	struct cfs_fsck_report r;
-	cr_assert_eq(cfs_fsck(test_vol, false, fsck_print, NULL, NULL, &r), 0);
-	cr_expect_eq(r.problems, 0, "fsck found %u problems", r.problems);
-	fs_done(NULL);
+	fs_done_fsck_clean(fs);
 }
 
 /* The soak's second leak: a write into holes larger than the free space allocated what there
@@ -146,17 +136,13 @@ Test(extent, a_write_that_runs_out_of_space_maps_what_it_allocated)
 	cr_assert_eq(cfs_mknod(fs, CFS_ROOT, "big", S_IFREG | 0644, 0, &root_cred, &st), 0);
 	uint64_t big = st.st_ino;
 	cr_assert_eq(cfs_open(fs, big), 0);
-	cr_assert_eq(cfs_statfs(fs, &sv), 0);
-	cr_assert_eq(cfs_fallocate(fs, big, 0, 0, (sv.f_bavail - 10) * fs->bs, NULL), 0);
 	cr_assert_eq(cfs_mknod(fs, CFS_ROOT, "f", S_IFREG | 0644, 0, &root_cred, &st), 0);
 	cr_assert_eq(cfs_open(fs, st.st_ino), 0);
+	cr_assert_eq(cfs_statfs(fs, &sv), 0);
+	cr_assert_eq(cfs_fallocate(fs, big, 0, 0, (sv.f_bavail - 10) * fs->bs, NULL), 0);
 	static char data[100 * 4096];
 	cr_assert_eq(cfs_write(fs, st.st_ino, data, sizeof data, 0, 0, NULL), -ENOSPC);
 	cr_assert_eq(cfs_release(fs, st.st_ino), 0);
 	cr_assert_eq(cfs_release(fs, big), 0);
-	cr_assert_eq(cfs_unmount(fs), 0);
-	struct cfs_fsck_report r;
-	cr_assert_eq(cfs_fsck(test_vol, false, fsck_print, NULL, NULL, &r), 0);
-	cr_expect_eq(r.problems, 0, "fsck found %u problems", r.problems);
-	fs_done(NULL);
+	fs_done_fsck_clean(fs);
 }

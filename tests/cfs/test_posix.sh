@@ -64,20 +64,12 @@ assert got == {'new'}, got
 PY
 # Kernels from 6.16 drop the pages a direct write changed themselves; older ones keep what a
 # buffered reader cached while a libaio write was in flight, and cfsd drops it just after.
-check "buffered reads after asynchronous O_DIRECT writes see the new data" py <<'PY'
-import ctypes, mmap, os, threading
+check "buffered reads after asynchronous O_DIRECT writes see the new data" py "$HERE" <<'PY'
+import mmap, os, sys, threading
+sys.path.insert(0, sys.argv[1])
+from libaio import Aio
 N = 64
-aio = ctypes.CDLL('libaio.so.1')
-class Iocb(ctypes.Structure):
-    _fields_ = [('data', ctypes.c_void_p), ('key', ctypes.c_uint32), ('rw_flags', ctypes.c_uint32),
-                ('opcode', ctypes.c_int16), ('prio', ctypes.c_int16), ('fd', ctypes.c_int32),
-                ('buf', ctypes.c_void_p), ('nbytes', ctypes.c_uint64), ('offset', ctypes.c_int64),
-                ('pad', ctypes.c_int64), ('flags', ctypes.c_uint32), ('resfd', ctypes.c_uint32)]
-class Event(ctypes.Structure):
-    _fields_ = [('data', ctypes.c_void_p), ('obj', ctypes.c_void_p), ('res', ctypes.c_long),
-                ('res2', ctypes.c_long)]
-ctx = ctypes.c_void_p()
-assert aio.io_setup(N, ctypes.byref(ctx)) == 0
+aio = Aio(N)
 with open('aio-coherent', 'wb') as f:
     f.write(b'@' * (N * 4096))
 direct = os.open('aio-coherent', os.O_WRONLY | os.O_DIRECT)
@@ -92,25 +84,15 @@ bufs = [mmap.mmap(-1, 4096) for _ in range(N)]
 stale = 0
 for round in range(10):
     fill = bytes([ord('A') + round])
-    cbs = (Iocb * N)()
-    ptrs = (ctypes.POINTER(Iocb) * N)()
-    for i in range(N):
-        bufs[i].seek(0)
-        bufs[i].write(fill * 4096)
-        addr = ctypes.addressof(ctypes.c_char.from_buffer(bufs[i]))
-        cbs[i] = Iocb(None, 0, 0, 1, 0, direct, addr, 4096, i * 4096, 0, 0, 0)  # 1: pwrite
-        ptrs[i] = ctypes.pointer(cbs[i])
-    assert aio.io_submit(ctx, N, ptrs) == N
-    events, done = (Event * N)(), 0
-    while done < N:
-        n = aio.io_getevents(ctx, 1, N, events, None)
-        assert n > 0 and all(events[j].res == 4096 for j in range(n))
-        done += n
+    for b in bufs:
+        b.seek(0)
+        b.write(fill * 4096)
+    aio.write(direct, bufs, [i * 4096 for i in range(N)])
     data = os.pread(buffered, N * 4096, 0)
     stale += sum(data[i * 4096] != fill[0] for i in range(N))
 stop = True
 t.join()
-aio.io_destroy(ctx)
+aio.close()
 assert stale == 0, f'{stale} stale pages'
 PY
 check "unlink of an open file: still readable, space back at close" py "$M" <<'PY'
