@@ -139,8 +139,9 @@ int cfs_unlink(struct cfs_fs *fs, uint64_t parent, const char *name);
 int cfs_rmdir(struct cfs_fs *fs, uint64_t parent, const char *name);
 #define CFS_RENAME_NOREPLACE 1u
 #define CFS_RENAME_EXCHANGE 2u
+#define CFS_RENAME_WHITEOUT 4u /* leave a whiteout (char device 0:0 owned by cr) at name */
 int cfs_rename(struct cfs_fs *fs, uint64_t parent, const char *name, uint64_t newparent,
-	       const char *newname, unsigned flags);
+	       const char *newname, unsigned flags, const struct cfs_cred *cr);
 #define CFS_SET_MODE 1u
 #define CFS_SET_UID 2u
 #define CFS_SET_GID 4u

@@ -112,24 +112,18 @@ void cfs_forget(struct cfs_fs *fs, uint64_t ino, uint64_t n)
 	cfs_put(fs, ino, 0, n);
 }
 
-/* Make an inode of mode under dir/name.  target: a symlink's.  name NULL: an unnamed file,
- * open, on the orphan list until cfs_link names it. */
-static int make_node(struct cfs_fs *fs, uint64_t parent, const char *name, mode_t mode,
-		     dev_t rdev, const struct cfs_cred *cr, const char *target, struct stat *st)
+/* make_node inside an operation, dir held: *st is filled, and the kernel's reference counted
+ * if referenced. */
+static int make_in(struct cfs_fs *fs, struct cfs_inode *dir, const char *name, mode_t mode,
+		   dev_t rdev, const struct cfs_cred *cr, const char *target, bool referenced,
+		   struct stat *st)
 {
-	int rc = name ? check_name(name) : 0;
-	if (rc)
-		return rc;
 	size_t tlen = target ? strlen(target) : 0;
-	if (target && (tlen == 0 || tlen >= fs->bs || tlen >= 4096))
-		return tlen ? -ENAMETOOLONG : -ENOENT;
-	if ((rc = cfs_op_begin(fs, true)))
-		return rc;
-	struct cfs_inode *dir = NULL, *ip = NULL;
+	struct cfs_inode *ip = NULL;
 	uint64_t exists;
 	bool named = false, counted = false; /* what to undo if it fails half way */
-	rc = get_dir(fs, parent, &dir);
-	if (!rc && dir->d.nlink == 0)
+	int rc = 0;
+	if (dir->d.nlink == 0)
 		rc = -ENOENT; /* removed while we looked */
 	if (!rc && S_ISDIR(mode) && dir->d.nlink >= LINK_MAX_CFS)
 		rc = -EMLINK;
@@ -190,8 +184,10 @@ static int make_node(struct cfs_fs *fs, uint64_t parent, const char *name, mode_
 	if (!rc)
 		rc = cfs_iwrite(fs, ip);
 	if (!rc) {
-		ip->nlookup += name != NULL;
+		ip->nlookup += referenced;
 		cfs_fill_stat(fs, ip, st);
+		if (!referenced && name) /* nobody holds it: it leaves memory */
+			rc = cfs_iput_check(fs, ip);
 	} else if (ip && !named) { /* nothing names it: it goes, with what it holds */
 		if (counted)
 			dir->d.nlink--;
@@ -208,8 +204,27 @@ static int make_node(struct cfs_fs *fs, uint64_t parent, const char *name, mode_
 			(unsigned long long)dir->ino, (unsigned long long)ip->ino, strerror(-rc));
 		cfs_iput_check(fs, ip);
 	}
-	if (dir)
-		cfs_iput_check(fs, dir);
+	return rc;
+}
+
+/* Make an inode of mode under dir/name.  target: a symlink's.  name NULL: an unnamed file,
+ * open, on the orphan list until cfs_link names it. */
+static int make_node(struct cfs_fs *fs, uint64_t parent, const char *name, mode_t mode,
+		     dev_t rdev, const struct cfs_cred *cr, const char *target, struct stat *st)
+{
+	int rc = name ? check_name(name) : 0;
+	if (rc)
+		return rc;
+	size_t tlen = target ? strlen(target) : 0;
+	if (target && (tlen == 0 || tlen >= fs->bs || tlen >= 4096))
+		return tlen ? -ENAMETOOLONG : -ENOENT;
+	if ((rc = cfs_op_begin(fs, true)))
+		return rc;
+	struct cfs_inode *dir = NULL;
+	rc = get_dir(fs, parent, &dir);
+	if (!rc)
+		rc = make_in(fs, dir, name, mode, rdev, cr, target, name != NULL, st);
+	cfs_iput_check(fs, dir);
 	cfs_op_end(fs);
 	return rc;
 }
@@ -477,9 +492,9 @@ static int rename_apply(struct cfs_fs *fs, struct rename_ctx *r)
 }
 
 int cfs_rename(struct cfs_fs *fs, uint64_t parent, const char *name, uint64_t newparent,
-	       const char *newname, unsigned flags)
+	       const char *newname, unsigned flags, const struct cfs_cred *cr)
 {
-	if ((flags & CFS_RENAME_EXCHANGE) && (flags & CFS_RENAME_NOREPLACE))
+	if ((flags & CFS_RENAME_EXCHANGE) && (flags & (CFS_RENAME_NOREPLACE | CFS_RENAME_WHITEOUT)))
 		return -EINVAL;
 	int rc = check_name(name);
 	if (!rc)
@@ -508,6 +523,10 @@ int cfs_rename(struct cfs_fs *fs, uint64_t parent, const char *name, uint64_t ne
 		rc = rename_checks(fs, &r);
 	if (!rc)
 		rc = rename_apply(fs, &r);
+	/* The whiteout overlayfs asks for, in the same transaction: a character device 0:0. */
+	struct stat st;
+	if (!rc && (flags & CFS_RENAME_WHITEOUT))
+		rc = make_in(fs, r.from_dir, name, S_IFCHR, 0, cr, NULL, false, &st);
 	struct cfs_inode *v[4] = {r.src, r.dst, r.from_dir, r.to_dir != r.from_dir ? r.to_dir : NULL};
 	release_inodes(fs, v, 4);
 	cfs_op_end(fs);

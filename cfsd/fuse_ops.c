@@ -209,7 +209,7 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		      fuse_ino_t newparent, const char *newname, unsigned flags)
 {
 	unsigned f = 0;
-	if (flags & ~(unsigned)(RENAME_NOREPLACE | RENAME_EXCHANGE)) {
+	if (flags & ~(unsigned)(RENAME_NOREPLACE | RENAME_EXCHANGE | RENAME_WHITEOUT)) {
 		fuse_reply_err(req, EINVAL);
 		return;
 	}
@@ -217,7 +217,10 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		f |= CFS_RENAME_NOREPLACE;
 	if (flags & RENAME_EXCHANGE)
 		f |= CFS_RENAME_EXCHANGE;
-	reply_err(req, cfs_rename(D(req)->fs, parent, name, newparent, newname, f));
+	if (flags & RENAME_WHITEOUT)
+		f |= CFS_RENAME_WHITEOUT;
+	struct cfs_cred c = cred_of(req);
+	reply_err(req, cfs_rename(D(req)->fs, parent, name, newparent, newname, f, &c));
 }
 
 /* An open file's fh: its open flags, and whether its I/O bypasses the kernel's pages. */

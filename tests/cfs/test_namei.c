@@ -124,22 +124,22 @@ Test(namei, rename_kinds)
 	uint64_t b = mk(fs, CFS_ROOT, "b", S_IFDIR | 0755);
 	uint64_t x = mk(fs, a, "x", S_IFREG | 0644);
 	uint64_t y = mk(fs, b, "y", S_IFREG | 0644);
-	cr_assert_eq(cfs_rename(fs, a, "x", b, "y", CFS_RENAME_NOREPLACE), -EEXIST);
-	cr_assert_eq(cfs_rename(fs, a, "x", b, "y", CFS_RENAME_EXCHANGE), 0);
+	cr_assert_eq(cfs_rename(fs, a, "x", b, "y", CFS_RENAME_NOREPLACE, &root_cred), -EEXIST);
+	cr_assert_eq(cfs_rename(fs, a, "x", b, "y", CFS_RENAME_EXCHANGE, &root_cred), 0);
 	struct stat st;
 	cr_assert_eq(look(fs, a, "x", &st), 0);
 	cr_assert_eq(st.st_ino, y);
 	cr_assert_eq(look(fs, b, "y", &st), 0);
 	cr_assert_eq(st.st_ino, x);
 	/* Over an existing file: the old one loses its name. */
-	cr_assert_eq(cfs_rename(fs, a, "x", b, "y", 0), 0);
+	cr_assert_eq(cfs_rename(fs, a, "x", b, "y", 0, &root_cred), 0);
 	cr_assert_eq(look(fs, a, "x", NULL), -ENOENT);
 	cr_assert_eq(look(fs, b, "y", &st), 0);
 	cr_assert_eq(st.st_ino, y);
 	/* A directory into another: link counts follow; not into itself. */
 	uint64_t c = mk(fs, a, "c", S_IFDIR | 0755);
-	cr_assert_eq(cfs_rename(fs, CFS_ROOT, "a", c, "inside", 0), -EINVAL);
-	cr_assert_eq(cfs_rename(fs, a, "c", b, "c", 0), 0);
+	cr_assert_eq(cfs_rename(fs, CFS_ROOT, "a", c, "inside", 0, &root_cred), -EINVAL);
+	cr_assert_eq(cfs_rename(fs, a, "c", b, "c", 0, &root_cred), 0);
 	cr_assert_eq(cfs_getattr(fs, a, &st), 0);
 	cr_assert_eq(st.st_nlink, 2);
 	cr_assert_eq(cfs_getattr(fs, b, &st), 0);
@@ -147,7 +147,7 @@ Test(namei, rename_kinds)
 	cr_assert_eq(look(fs, c, "..", &st), 0);
 	cr_assert_eq(st.st_ino, b);
 	cr_assert_eq(cfs_rmdir(fs, CFS_ROOT, "b"), -ENOTEMPTY);
-	cr_assert_eq(cfs_rename(fs, CFS_ROOT, "a", b, "c", 0), 0); /* over an empty dir */
+	cr_assert_eq(cfs_rename(fs, CFS_ROOT, "a", b, "c", 0, &root_cred), 0); /* over an empty dir */
 	cr_assert_eq(cfs_getattr(fs, CFS_ROOT, &st), 0);
 	cr_assert_eq(st.st_nlink, 3);
 	(void)x;

@@ -34,6 +34,26 @@ assert renameat2('x1', 'x2', 2) == 0
 assert open('x1').read() == 'two' and open('x2').read() == 'one'
 assert renameat2('x1', 'x3', 1) == 0 and not os.path.exists('x1')
 PY
+check "RENAME_WHITEOUT leaves a character device 0:0 at the old name" py <<'PY'
+import ctypes, os, stat
+libc = ctypes.CDLL(None, use_errno=True)
+open('wh1', 'w').write('moved')
+assert libc.renameat2(-100, b'wh1', -100, b'wh2', 4) == 0, ctypes.get_errno()
+st = os.lstat('wh1')
+assert stat.S_ISCHR(st.st_mode) and st.st_rdev == 0, st
+assert open('wh2').read() == 'moved'
+assert libc.renameat2(-100, b'wh2', -100, b'wh1', 4 | 2) == -1  # with EXCHANGE: refused
+PY
+if grep -qw overlay /proc/filesystems || modprobe overlay 2>/dev/null; then
+	check "overlayfs with its upper and work directories on CFS" bash -c '
+		mkdir -p ovl/upper ovl/work "$0/lower" "$0/ovl" && echo low >"$0/lower/f" && echo keep >"$0/lower/g" &&
+		mount -t overlay overlay -o "lowerdir=$0/lower,upperdir=$PWD/ovl/upper,workdir=$PWD/ovl/work" "$0/ovl" &&
+		rm "$0/ovl/f" && echo new >"$0/ovl/h" && mv "$0/ovl/h" "$0/ovl/i"; rc=$?
+		listing=$(ls "$0/ovl" | tr "\n" " "); umount "$0/ovl"
+		[ $rc = 0 ] && [ "$listing" = "g i " ] && [ -c ovl/upper/f ]' "$T"
+else
+	echo "skip - overlayfs: not in this kernel"
+fi
 check "under a default ACL the umask is not applied (POSIX.1e), elsewhere it is" bash -c '
 	mkdir umacl && setfacl -d -m u::rwx,g::rwx,o::rx umacl &&
 	(umask 722 && touch umacl/f plain && mkdir umacl/sub plaindir) &&
@@ -65,7 +85,9 @@ PY
 # Kernels from 6.16 drop the pages a direct write changed themselves; older ones keep what a
 # buffered reader cached while a libaio write was in flight, and cfsd drops it just after.
 check "buffered reads after asynchronous O_DIRECT writes see the new data" py "$HERE" <<'PY'
-import mmap, os, sys, threading
+import mmap, os, sys, threading, traceback
+sys.excepthook = lambda kind, e, tb: print(f'{kind.__name__}: {e}', traceback.format_tb(tb)[-1],
+                                           file=sys.stderr)  # the error first: check shows 600 bytes
 sys.path.insert(0, sys.argv[1])
 from libaio import Aio
 N = 64
