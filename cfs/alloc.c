@@ -177,13 +177,23 @@ static int alloc_from(struct cfs_fs *fs, uint64_t goal, uint32_t want, uint64_t 
 	return -ENOSPC;
 }
 
+bool cfs_free_above(const struct cfs_fs *fs, uint64_t n)
+{
+	uint64_t sum = 0;
+	for (uint32_t i = 0; i < fs->sb.nags; i++)
+		if ((sum += fs->ags[i].nfree) > n)
+			return true;
+	return false;
+}
+
 int cfs_alloc(struct cfs_fs *fs, uint64_t goal, uint32_t want, uint64_t *pblk, uint32_t *got)
 {
-	uint64_t free = cfs_free_blocks(fs);
-	if (free <= CFS_META_RESERVE)
-		return -ENOSPC;
-	if (want > free - CFS_META_RESERVE)
-		want = (uint32_t)(free - CFS_META_RESERVE);
+	if (!cfs_free_above(fs, CFS_META_RESERVE + (uint64_t)want)) { /* nearly full: count */
+		uint64_t free = cfs_free_blocks(fs);
+		if (free <= CFS_META_RESERVE)
+			return -ENOSPC;
+		want = (uint32_t)(free - CFS_META_RESERVE < want ? free - CFS_META_RESERVE : want);
+	}
 	return alloc_from(fs, goal, want, pblk, got);
 }
 

@@ -432,6 +432,29 @@ int cfs_unmount(struct cfs_fs *fs)
 	return rc;
 }
 
+int cfs_set_read_only(struct cfs_fs *fs, bool ro)
+{
+	pthread_mutex_lock(&fs->lock);
+	int rc = 0;
+	if (ro && !fs->ro) {
+		rc = cfs_journal_commit(fs);
+		if (!rc)
+			rc = cfs_journal_clear(fs->vol, &fs->sb, fs->slot, fs->jseq);
+		if (!rc) {
+			fs->ro = fs->remounted_ro = true;
+			cfs_log(fs, "remounted read-only");
+		}
+	} else if (!ro && fs->ro) {
+		rc = fs->remounted_ro ? 0 : -EROFS;
+		if (!rc) {
+			fs->ro = fs->remounted_ro = false;
+			cfs_log(fs, "remounted read-write");
+		}
+	}
+	pthread_mutex_unlock(&fs->lock);
+	return rc;
+}
+
 bool cfs_slot_lock(const char *resource, unsigned *slot)
 {
 	char tail;

@@ -109,6 +109,8 @@ int cfs_alloc(struct cfs_fs *fs, uint64_t goal, uint32_t want, uint64_t *pblk, u
 int cfs_alloc_meta(struct cfs_fs *fs, uint64_t goal, uint64_t *pblk);
 int cfs_free(struct cfs_fs *fs, uint64_t pblk, uint32_t len);
 uint64_t cfs_free_blocks(struct cfs_fs *fs);
+/* More than n blocks free?  Stops counting once there are: cheap unless nearly full. */
+bool cfs_free_above(const struct cfs_fs *fs, uint64_t n);
 /* Is the block allocated?  (A damaged group header counts as yes.) */
 bool cfs_block_in_use(struct cfs_fs *fs, uint64_t blk);
 /* Format the bitmap of a new group into a buffer (mkfs, grow). */

@@ -127,7 +127,7 @@ static int make_in(struct cfs_fs *fs, struct cfs_inode *dir, const char *name, m
 		rc = -ENOENT; /* removed while we looked */
 	if (!rc && S_ISDIR(mode) && dir->d.nlink >= LINK_MAX_CFS)
 		rc = -EMLINK;
-	if (!rc && cfs_free_blocks(fs) < RESERVE_BLOCKS + (target ? 1 : 0))
+	if (!rc && !cfs_free_above(fs, RESERVE_BLOCKS + (target ? 1 : 0) - 1))
 		rc = -ENOSPC;
 	if (!rc && name) {
 		rc = cfs_dir_lookup(fs, dir, name, &exists, NULL);
@@ -304,7 +304,7 @@ int cfs_link(struct cfs_fs *fs, uint64_t ino, uint64_t parent, const char *name,
 		rc = -ENOENT;
 	if (!rc)
 		rc = get_dir(fs, parent, &v[1]);
-	if (!rc && cfs_free_blocks(fs) < RESERVE_BLOCKS)
+	if (!rc && !cfs_free_above(fs, RESERVE_BLOCKS - 1))
 		rc = -ENOSPC;
 	if (!rc) {
 		rc = cfs_dir_lookup(fs, v[1], name, &exists, NULL);
@@ -436,7 +436,7 @@ static int rename_checks(struct cfs_fs *fs, struct rename_ctx *r)
 		if (a)
 			return a < 0 ? a : -EINVAL;
 	}
-	if (!r->dst && cfs_free_blocks(fs) < RESERVE_BLOCKS)
+	if (!r->dst && !cfs_free_above(fs, RESERVE_BLOCKS - 1))
 		return -ENOSPC;
 	return 0;
 }

@@ -337,8 +337,9 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 		return;
 	}
 	fuse_reply_write(req, (size_t)n);
-	if ((fi->fh & FH_DIRECT_IO) && cfs_kernel_may_cache(d->fs, ino))
-		kernel_inval_range(d, ino, off, n); /* pages a buffered open cached meanwhile */
+	/* Pages a buffered open cached meanwhile (none on dboptimized: no open is buffered). */
+	if ((fi->fh & FH_DIRECT_IO) && !d->fs_dboptimized && cfs_kernel_may_cache(d->fs, ino))
+		kernel_inval_range(d, ino, off, n);
 }
 
 /* The answer to a request left waiting for the cluster (flush, flock, setlk): arg is req. */

@@ -339,19 +339,27 @@ struct snap_builder {
 	bool oom;
 };
 
+/* An array of n pointers with room for one more (doubled from first), or NULL. */
+static void *room_for_one(void *v, size_t n, size_t *cap, size_t first)
+{
+	if (n < *cap)
+		return v;
+	size_t more = *cap ? *cap * 2 : first;
+	void *grown = realloc(v, more * sizeof(void *));
+	if (grown)
+		*cap = more;
+	return grown;
+}
+
 static void snap_add_plock(void *arg, const struct pl_lock *l, uint64_t reqid)
 {
 	struct snap_builder *b = arg;
-	if (b->snap->n_plocks == b->plock_cap) {
-		size_t cap = b->plock_cap ? b->plock_cap * 2 : 16;
-		SnapshotPlock **v = realloc(b->snap->plocks, cap * sizeof *v);
-		if (!v) {
-			b->oom = true;
-			return;
-		}
-		b->snap->plocks = v;
-		b->plock_cap = cap;
+	SnapshotPlock **v = room_for_one(b->snap->plocks, b->snap->n_plocks, &b->plock_cap, 16);
+	if (!v) {
+		b->oom = true;
+		return;
 	}
+	b->snap->plocks = v;
 	SnapshotPlock *p = malloc(sizeof *p);
 	if (!p) {
 		b->oom = true;
@@ -374,16 +382,12 @@ static void snap_add_plock(void *arg, const struct pl_lock *l, uint64_t reqid)
 static void snap_add(void *arg, const struct lt_lock_info *i)
 {
 	struct snap_builder *b = arg;
-	if (b->snap->n_locks == b->cap) {
-		size_t cap = b->cap ? b->cap * 2 : 64;
-		SnapshotLock **v = realloc(b->snap->locks, cap * sizeof *v);
-		if (!v) {
-			b->oom = true;
-			return;
-		}
-		b->snap->locks = v;
-		b->cap = cap;
+	SnapshotLock **v = room_for_one(b->snap->locks, b->snap->n_locks, &b->cap, 64);
+	if (!v) {
+		b->oom = true;
+		return;
 	}
+	b->snap->locks = v;
 	SnapshotLock *l = malloc(sizeof *l + i->name_len + LT_LVB_LEN);
 	if (!l) {
 		b->oom = true;

@@ -26,11 +26,12 @@ static void usage(FILE *out)
 {
 	fprintf(out,
 		"usage: cfs mount VOLUME DIR [-o OPTIONS] [-s|--scan PATH]...\n"
-		"       cfs umount DIR\n"
+		"       cfs mount VOLUME DIR -o remount,ro|rw  (also mount -o remount,ro DIR)\n"
+		"       cfs umount DIR                          (writes back, then waits for cfsd)\n"
 		"       cfs status DIR [--json]\n"
 		"       cfs grow DIR [--json]\n"
 		"       cfs lockproto VOLUME [local|corosync|dlm] [-s|--scan PATH]...\n"
-		"       mount.cfs VOLUME DIR [-o OPTIONS]      (as called by mount -t cfs)\n"
+		"       mount.cfs VOLUME DIR [-o OPTIONS]       (as called by mount -t cfs)\n"
 
 		"Mount options: dboptimized, cluster=local|corosync|dlm, node=SLOT, ro, rw, scan=PATHS,\n"
 		"log=FILE, and FUSE's (allow_other, ...).  See cfs(8).\n"
@@ -118,17 +119,29 @@ static unsigned long mount_flags_of(const char *dir)
 	return flags;
 }
 
+/* What a remount in opts asks for: NOT_REMOUNT, TO_RW, TO_RO (the last of ro and rw wins),
+ * or NEITHER. */
+enum remount { NOT_REMOUNT, NEITHER, TO_RW, TO_RO };
+static enum remount remount_asked(const char *opts)
+{
+	bool remount = false;
+	enum remount to = NEITHER;
+	char copy[4096];
+	snprintf(copy, sizeof copy, "%s", opts ? opts : "");
+	for (char *save, *o = strtok_r(copy, ",", &save); o; o = strtok_r(NULL, ",", &save)) {
+		remount |= !strcmp(o, "remount");
+		to = !strcmp(o, "ro") ? TO_RO : !strcmp(o, "rw") ? TO_RW : to;
+	}
+	return remount ? to : NOT_REMOUNT;
+}
+
 /* mount -o remount,ro|rw DIR: the daemon commits and refuses changes before the kernel's
  * mount turns read-only, and takes them again before it turns read-write.  The other options
  * of a mount cannot change on a remount and are ignored. */
-static int do_remount(const char *dir, const char *opts)
+static int do_remount(const char *dir, enum remount to)
 {
-	int ro = -1;
-	char copy[4096];
-	snprintf(copy, sizeof copy, "%s", opts);
-	for (char *save, *o = strtok_r(copy, ",", &save); o; o = strtok_r(NULL, ",", &save))
-		ro = !strcmp(o, "ro") ? 1 : !strcmp(o, "rw") ? 0 : ro;
-	if (ro < 0) {
+	bool ro = to == TO_RO;
+	if (to == NEITHER) {
 		fprintf(stderr, "cfs: remount of %s: say ro or rw (nothing else changes on a remount)\n",
 			dir);
 		return EXIT_USAGE;
@@ -158,21 +171,12 @@ static int do_remount(const char *dir, const char *opts)
 	return EXIT_OK;
 }
 
-static bool has_option(const char *opts, const char *want)
-{
-	char copy[4096];
-	snprintf(copy, sizeof copy, "%s", opts ? opts : "");
-	for (char *save, *o = strtok_r(copy, ",", &save); o; o = strtok_r(NULL, ",", &save))
-		if (!strcmp(o, want))
-			return true;
-	return false;
-}
-
 static int do_mount(const char *volume, const char *dir, const char *opts,
 		    const struct scan_paths *scan)
 {
-	if (has_option(opts, "remount"))
-		return do_remount(dir, opts);
+	enum remount to = remount_asked(opts);
+	if (to != NOT_REMOUNT)
+		return do_remount(dir, to);
 	char all[4096] = "";
 	size_t len = 0;
 	if (opts && *opts)

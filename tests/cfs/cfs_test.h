@@ -78,6 +78,18 @@ static inline struct cfs_inode *fs_new_inode(struct cfs_fs *fs, uint32_t mode)
 
 static const struct cfs_cred root_cred = {.uid = 0};
 
+/* Fill the filesystem with a file "big" of all the space users can have but leave blocks. */
+static inline void fs_fill(struct cfs_fs *fs, uint64_t leave)
+{
+	struct stat st;
+	struct statvfs sv;
+	cr_assert_eq(cfs_mknod(fs, CFS_ROOT, "big", S_IFREG | 0644, 0, &root_cred, &st), 0);
+	cr_assert_eq(cfs_open(fs, st.st_ino), 0);
+	cr_assert_eq(cfs_statfs(fs, &sv), 0);
+	cr_assert_eq(cfs_fallocate(fs, st.st_ino, 0, 0, (sv.f_bavail - leave) * fs->bs, NULL), 0);
+	cr_assert_eq(cfs_release(fs, st.st_ino), 0);
+}
+
 static void fsck_print(void *arg, const char *line)
 {
 	(void)arg;

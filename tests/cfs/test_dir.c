@@ -86,16 +86,11 @@ Test(dir, a_full_filesystem_adds_a_name_whole_or_not_at_all)
 {
 	struct cfs_fs *fs = fs_fresh(1, 64);
 	struct stat st;
-	struct statvfs sv;
 	cr_assert_eq(cfs_mknod(fs, CFS_ROOT, "target", S_IFREG | 0644, 0, &root_cred, &st), 0);
 	uint64_t target = st.st_ino;
 	cr_assert_eq(cfs_mkdir(fs, CFS_ROOT, "names", 0755, &root_cred, &st), 0);
 	uint64_t dir = st.st_ino;
-	cr_assert_eq(cfs_mknod(fs, CFS_ROOT, "big", S_IFREG | 0644, 0, &root_cred, &st), 0);
-	cr_assert_eq(cfs_open(fs, st.st_ino), 0);
-	cr_assert_eq(cfs_statfs(fs, &sv), 0);
-	cr_assert_eq(cfs_fallocate(fs, st.st_ino, 0, 0, (sv.f_bavail - 70) * fs->bs, NULL), 0);
-	cr_assert_eq(cfs_release(fs, st.st_ino), 0);
+	fs_fill(fs, 70);
 	unsigned linked = 0, refused = 0;
 	for (unsigned i = 0; i < 3000 && refused < 20; i++) {
 		char name[64];

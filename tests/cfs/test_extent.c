@@ -111,18 +111,12 @@ Test(extent, a_full_filesystem_still_has_room_for_the_map_of_its_data)
 	uint32_t inl = CFS_INODE_EXTENTS(fs->bs);
 	for (uint32_t i = 0; i < inl; i++) /* every other block: the inline map is full */
 		cr_assert_eq(cfs_fallocate(fs, frag, FALLOC_FL_KEEP_SIZE, 8192ull * i, 4096, NULL), 0);
-	cr_assert_eq(cfs_mknod(fs, CFS_ROOT, "big", S_IFREG | 0644, 0, &root_cred, &st), 0);
-	cr_assert_eq(cfs_open(fs, st.st_ino), 0);
-	/* All the space users can have but one block. */
-	struct statvfs sv;
-	cr_assert_eq(cfs_statfs(fs, &sv), 0);
-	cr_assert_eq(cfs_fallocate(fs, st.st_ino, 0, 0, (sv.f_bavail - 1) * fs->bs, NULL), 0);
+	fs_fill(fs, 1);
 	/* The last block goes to the fragmented file: its map now needs an overflow block. */
 	cr_assert_eq(cfs_fallocate(fs, frag, FALLOC_FL_KEEP_SIZE, 8192ull * inl, 4096, NULL), 0);
 	cr_assert_eq(cfs_fallocate(fs, frag, FALLOC_FL_KEEP_SIZE, 8192ull * (inl + 1), 4096, NULL),
 		     -ENOSPC);
 	cr_assert_eq(cfs_release(fs, frag), 0);
-	cr_assert_eq(cfs_release(fs, st.st_ino), 0);
 	fs_done_fsck_clean(fs);
 }
 
@@ -132,17 +126,11 @@ Test(extent, a_write_that_runs_out_of_space_maps_what_it_allocated)
 {
 	struct cfs_fs *fs = fs_fresh(1, 64);
 	struct stat st;
-	struct statvfs sv;
-	cr_assert_eq(cfs_mknod(fs, CFS_ROOT, "big", S_IFREG | 0644, 0, &root_cred, &st), 0);
-	uint64_t big = st.st_ino;
-	cr_assert_eq(cfs_open(fs, big), 0);
 	cr_assert_eq(cfs_mknod(fs, CFS_ROOT, "f", S_IFREG | 0644, 0, &root_cred, &st), 0);
 	cr_assert_eq(cfs_open(fs, st.st_ino), 0);
-	cr_assert_eq(cfs_statfs(fs, &sv), 0);
-	cr_assert_eq(cfs_fallocate(fs, big, 0, 0, (sv.f_bavail - 10) * fs->bs, NULL), 0);
+	fs_fill(fs, 10);
 	static char data[100 * 4096];
 	cr_assert_eq(cfs_write(fs, st.st_ino, data, sizeof data, 0, 0, NULL), -ENOSPC);
 	cr_assert_eq(cfs_release(fs, st.st_ino), 0);
-	cr_assert_eq(cfs_release(fs, big), 0);
 	fs_done_fsck_clean(fs);
 }

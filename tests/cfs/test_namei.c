@@ -183,12 +183,7 @@ Test(namei, a_create_refused_for_space_leaves_nothing_behind)
 {
 	struct cfs_fs *fs = fs_fresh(1, 64);
 	struct stat st;
-	struct statvfs sv;
-	uint64_t big = mk(fs, CFS_ROOT, "big", S_IFREG | 0644);
-	cr_assert_eq(cfs_open(fs, big), 0);
-	cr_assert_eq(cfs_statfs(fs, &sv), 0);
-	cr_assert_eq(cfs_fallocate(fs, big, 0, 0, (sv.f_bavail - 1) * fs->bs, NULL), 0);
-	cr_assert_eq(cfs_release(fs, big), 0);
+	fs_fill(fs, 1);
 	cr_assert_eq(cfs_mkdir(fs, CFS_ROOT, "d", 0755, &root_cred, &st), -ENOSPC);
 	cr_assert_eq(cfs_mknod(fs, CFS_ROOT, "f", S_IFREG | 0644, 0, &root_cred, &st), -ENOSPC);
 	cr_assert_eq(look(fs, CFS_ROOT, "d", NULL), -ENOENT);
