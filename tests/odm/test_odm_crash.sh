@@ -31,9 +31,15 @@ for ((i = 1; i <= POINTS; i++)); do
 		fails=$((fails + 1))
 	fi
 	if ((i % 2 == 0)); then # the node's processes die together
-		kill -9 "$(daemon_pid "$M")" "$writer"
+		dpid=$(daemon_pid "$M")
+		kill -9 "$dpid" "$writer"
 		wait "$writer" 2>/dev/null
 		umount -l "$M"
+		# The killed daemon holds the LUNs until it is gone: a mount before that is refused
+		# (seen once in about ten runs).  If it does not go, say where its threads wait.
+		alive() { ps -o stat= -p "$dpid" | grep -qv Z; } # a zombie holds nothing
+		for ((w = 0; w < 100 && alive; w++)); do sleep 0.1; done
+		alive && ps -L -o tid,stat,wchan:32,comm -p "$dpid" >&2
 		mount_cfs oc "$M" || { not_ok "round $i: remount: $(tail -3 "$T/oc.log")"; fails=$((fails + 1)); break; }
 	else
 		kill -9 "$writer"
