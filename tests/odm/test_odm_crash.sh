@@ -38,7 +38,7 @@ for ((i = 1; i <= POINTS; i++)); do
 		# The killed daemon holds the LUNs until it is gone: a mount before that is refused
 		# (seen once in about ten runs).  If it does not go, say where its threads wait.
 		alive() { ps -o stat= -p "$dpid" | grep -qv Z; } # a zombie holds nothing
-		for ((w = 0; w < 100 && alive; w++)); do sleep 0.1; done
+		for ((w = 0; w < 100; w++)); do alive && sleep 0.1 || break; done
 		alive && ps -L -o tid,stat,wchan:32,comm -p "$dpid" >&2
 		mount_cfs oc "$M" || { not_ok "round $i: remount: $(tail -3 "$T/oc.log")"; fails=$((fails + 1)); break; }
 	else
