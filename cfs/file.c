@@ -178,14 +178,18 @@ static int write_unwritten(struct cfs_fs *fs, const struct piece *pc, const uint
 }
 
 /* The in-memory inode of an open file; data calls come on open files only.  fs->lock held:
- * the glock is taken in `mode` and the inode read again if another node had it meanwhile. */
+ * the glock is held in `mode` (on success only) and the inode read again if another node
+ * had it meanwhile. */
 static int open_inode_locked(struct cfs_fs *fs, uint64_t ino, int mode, struct cfs_inode **ip)
 {
-	int rc = cfs_glock_acquire(fs, mode);
-	if (!rc)
-		rc = cfs_iget(fs, ino, ip);
+	int rc = cfs_glock_hold(fs, &fs->meta, mode);
+	if (rc)
+		return rc;
+	rc = cfs_iget(fs, ino, ip);
 	if (!rc && !(*ip)->nopen)
 		rc = -EBADF;
+	if (rc)
+		cfs_glock_unhold(fs, &fs->meta);
 	return rc;
 }
 
@@ -246,34 +250,43 @@ void cfs_set_invalidate(struct cfs_fs *fs, cfs_invalidate_fn fn, void *arg)
 	pthread_mutex_unlock(&fs->lock);
 }
 
-/* Take the glock in mode and read the inode again if another node had it meanwhile. */
+/* Hold the glock in mode and read the inode again if another node had it meanwhile; on
+ * failure nothing is held. */
 static int relock(struct cfs_fs *fs, struct cfs_inode *ip, int mode)
 {
 	ip->pins++; /* fetching the glock may drop the caches */
-	int rc = cfs_glock_acquire(fs, mode);
-	if (!rc)
-		rc = cfs_irefresh(fs, ip);
+	int rc = cfs_glock_hold(fs, &fs->meta, mode);
+	if (!rc && (rc = cfs_irefresh(fs, ip)))
+		cfs_glock_unhold(fs, &fs->meta);
 	ip->pins--;
 	return rc;
 }
 
-/* The inode as it is now: PR to look, EX if it is unlinked (to free it). */
+/* The inode as it is now, held: PR to look, EX if it is unlinked (to free it). */
 static int lock_current(struct cfs_fs *fs, struct cfs_inode *ip)
 {
+	ip->pins++; /* the unhold between the two may let the glock go and drop the caches */
 	int rc = relock(fs, ip, CFSLOCK_PR);
-	if (!rc && ip->d.nlink == 0 && !fs->ro)
+	if (!rc && ip->d.nlink == 0 && !fs->ro) {
+		cfs_glock_unhold(fs, &fs->meta); /* never ask for EX while holding PR */
 		rc = relock(fs, ip, CFSLOCK_EX);
+	}
+	ip->pins--;
 	return rc;
 }
 
 /* Stamp the times of writes made under the shared glock: under EX, the inode read again. */
 static int stamp_pending_times(struct cfs_fs *fs, struct cfs_inode *ip)
 {
-	int rc = fs->ro ? 0 : relock(fs, ip, CFSLOCK_EX);
+	ip->pins++; /* the unhold may let the glock go and drop the caches */
+	int rc = fs->ro ? -EROFS : relock(fs, ip, CFSLOCK_EX);
 	if (!rc && ip->d.nlink)
 		cfs_itimes_catch_up(ip);
+	if (!rc)
+		cfs_glock_unhold(fs, &fs->meta);
 	ip->times_pending = false;
-	return rc == -ESTALE ? 0 : rc;
+	ip->pins--;
+	return rc == -ESTALE || rc == -EROFS ? 0 : rc;
 }
 
 /* The last reference to an inode is gone (fs->lock held): it leaves memory, and is freed if
@@ -290,7 +303,11 @@ static int put_last(struct cfs_fs *fs, struct cfs_inode *ip)
 			(unsigned long long)ip->ino, strerror(-rc));
 		return rc;
 	}
-	return cfs_iput_check(fs, ip);
+	bool held = !rc;
+	rc = cfs_iput_check(fs, ip);
+	if (held)
+		cfs_glock_unhold(fs, &fs->meta);
+	return rc;
 }
 
 /* The last open here of a file another node may have unlinked meanwhile (we held its open
@@ -299,9 +316,12 @@ static int put_last(struct cfs_fs *fs, struct cfs_inode *ip)
 static int closed_last(struct cfs_fs *fs, struct cfs_inode *ip)
 {
 	int rc = lock_current(fs, ip);
-	if (!rc && ip->d.nlink == 0 && !fs->ro)
+	if (rc)
+		return rc == -ESTALE ? 0 : rc;
+	if (ip->d.nlink == 0 && !fs->ro)
 		rc = cfs_iopen_unlinked(fs, ip);
-	return rc == -ESTALE ? 0 : rc;
+	cfs_glock_unhold(fs, &fs->meta);
+	return rc;
 }
 
 int cfs_put(struct cfs_fs *fs, uint64_t ino, uint32_t opens, uint64_t lookups)
@@ -324,7 +344,7 @@ int cfs_put(struct cfs_fs *fs, uint64_t ino, uint32_t opens, uint64_t lookups)
 		else if (opens && !ip->nopen && open_locked)
 			rc = closed_last(fs, ip);
 	}
-	cfs_op_end(fs);
+	cfs_op_boundary(fs);
 	return rc ? rc : times_rc;
 }
 
@@ -343,16 +363,13 @@ int64_t cfs_read(struct cfs_fs *fs, uint64_t ino, void *buf, uint64_t size, uint
 	pthread_rwlock_rdlock(&ip->io);
 	pthread_mutex_lock(&fs->lock);
 	rc = open_inode_locked(fs, ino, CFSLOCK_PR, &ip);
+	bool held = !rc;
 	uint64_t len = 0;
 	if (!rc) {
 		uint64_t fsize = ip->d.size;
 		len = off >= fsize ? 0 : fsize - off < size ? fsize - off : size;
 		rc = plan_range(fs, ip, off, len, &p);
 	}
-	/* Only another node can take the glock from under the mapping: a local mount needs no
-	 * second trip through fs->lock per read. */
-	if (fs->cluster)
-		cfs_io_hold(fs);
 	pthread_mutex_unlock(&fs->lock);
 	pthread_rwlock_rdlock(&fs->vol_lock);
 	for (size_t i = 0; i < p.n && !rc; i++) {
@@ -363,9 +380,11 @@ int64_t cfs_read(struct cfs_fs *fs, uint64_t ino, void *buf, uint64_t size, uint
 			rc = vol_read(fs, p.v[i].pblk_byte, dst, p.v[i].len);
 	}
 	pthread_rwlock_unlock(&fs->vol_lock);
-	if (fs->cluster) {
+	/* The hold kept the glock under the mapping.  Only another node can take it: a local
+	 * mount needs no second trip through fs->lock per read. */
+	if (held && fs->cluster) {
 		pthread_mutex_lock(&fs->lock);
-		cfs_io_unhold(fs);
+		cfs_glock_unhold(fs, &fs->meta);
 		pthread_mutex_unlock(&fs->lock);
 	}
 	pthread_rwlock_unlock(&ip->io);
@@ -420,7 +439,7 @@ int64_t cfs_write(struct cfs_fs *fs, uint64_t ino, const void *buf, uint64_t siz
 	if (size == 0)
 		return 0;
 	bool aligned = off % SECTOR == 0 && size % SECTOR == 0;
-	bool exclusive = false, shared_glock = false;
+	bool exclusive = false, shared_glock = false, held = false;
 	/* A direct write into written blocks may go under the glock PR (shared_write.c). */
 	bool try_shared = aligned && !(flags & CFS_W_SYNC);
 	struct plan p = {0};
@@ -433,6 +452,7 @@ int64_t cfs_write(struct cfs_fs *fs, uint64_t ino, const void *buf, uint64_t siz
 		pthread_mutex_lock(&fs->lock);
 		shared_glock = try_shared && cfs_shared_write_begin(fs);
 		rc = open_inode_locked(fs, ino, shared_glock ? CFSLOCK_PR : CFSLOCK_EX, &ip);
+		held = !rc;
 		if (!rc)
 			rc = plan_range(fs, ip, off, size, &p);
 		drop = rc ? 0 : cfs_setid_drop_on_change(ip, cr);
@@ -445,6 +465,8 @@ int64_t cfs_write(struct cfs_fs *fs, uint64_t ino, const void *buf, uint64_t siz
 		} else {
 			exclusive = true;
 		}
+		if (held)
+			cfs_glock_unhold(fs, &fs->meta);
 		pthread_mutex_unlock(&fs->lock);
 		pthread_rwlock_unlock(&ip->io);
 	}
@@ -469,8 +491,7 @@ int64_t cfs_write(struct cfs_fs *fs, uint64_t ino, const void *buf, uint64_t siz
 			cfs_log(fs, "inode %llu: %s", (unsigned long long)ip->ino, strerror(-w));
 		rc = rc ? rc : w;
 	}
-	cfs_io_hold(fs);
-	pthread_mutex_unlock(&fs->lock);
+	pthread_mutex_unlock(&fs->lock); /* the hold keeps the glock under the mapping */
 	pthread_rwlock_rdlock(&fs->vol_lock);
 	for (size_t i = 0; i < p.n && !rc; i++) {
 		const uint8_t *src = (const uint8_t *)buf + (p.v[i].off - off);
@@ -487,8 +508,10 @@ int64_t cfs_write(struct cfs_fs *fs, uint64_t ino, const void *buf, uint64_t siz
 		rc = write_finish(fs, ip, &p, off + size, flags, changed_map);
 	if (shared_glock)
 		cfs_shared_write_end(fs);
-	cfs_io_unhold(fs);
-	cfs_op_end(fs);
+	if (held)
+		cfs_op_end(fs);
+	else
+		cfs_op_boundary(fs);
 	pthread_rwlock_unlock(&ip->io);
 	free(p.v);
 	if (rc)
@@ -530,6 +553,8 @@ int64_t cfs_seek_data(struct cfs_fs *fs, uint64_t ino, uint64_t off, bool hole)
 	pthread_mutex_lock(&fs->lock);
 	rc = open_inode_locked(fs, ino, CFSLOCK_PR, &ip);
 	int64_t at = rc ? rc : off >= ip->d.size ? -ENXIO : seek_data_or_hole(fs, ip, off, hole);
+	if (!rc)
+		cfs_glock_unhold(fs, &fs->meta);
 	pthread_mutex_unlock(&fs->lock);
 	pthread_rwlock_unlock(&ip->io);
 	return at;
@@ -603,11 +628,13 @@ int cfs_fallocate(struct cfs_fs *fs, uint64_t ino, int mode, uint64_t off, uint6
 	if (!ip)
 		return rc;
 	uint64_t bs = fs->bs;
+	if (fs->ro)
+		return -EROFS;
 	pthread_rwlock_wrlock(&ip->io);
-	rc = cfs_op_begin(fs, true);
-	if (!rc)
-		rc = open_inode_locked(fs, ino, CFSLOCK_EX, &ip);
+	pthread_mutex_lock(&fs->lock);
+	rc = open_inode_locked(fs, ino, CFSLOCK_EX, &ip);
 	if (rc) {
+		pthread_mutex_unlock(&fs->lock);
 		pthread_rwlock_unlock(&ip->io);
 		return rc;
 	}

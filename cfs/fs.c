@@ -161,7 +161,7 @@ static void *committer(void *arg)
 	while (!fs->stopping) {
 		/* Back sooner if another node waits for the end of the glock's hold time. */
 		uint64_t now = cfs_now_ns(), wait_ns = COMMIT_INTERVAL_MS * 1000000ull;
-		if (__atomic_load_n(&fs->meta_wanted, __ATOMIC_ACQUIRE) >= 0 &&
+		if (__atomic_load_n(&fs->meta.wanted, __ATOMIC_ACQUIRE) >= 0 &&
 		    fs->hold_until_ns > now && fs->hold_until_ns - now < wait_ns)
 			wait_ns = fs->hold_until_ns - now;
 		struct timespec until;
@@ -173,7 +173,7 @@ static void *committer(void *arg)
 		if (fs->txn.n && !fs->ro)
 			cfs_journal_commit(fs);
 		cfs_bcache_trim(fs);
-		cfs_glock_check(fs); /* another node may be waiting for a lock nobody here uses */
+		cfs_glock_check(fs, &fs->meta); /* another node may be waiting for a lock nobody here uses */
 	}
 	pthread_mutex_unlock(&fs->lock);
 	return NULL;
@@ -200,7 +200,7 @@ static void fs_free(struct cfs_fs *fs)
 	pthread_mutex_destroy(&fs->lock);
 	pthread_rwlock_destroy(&fs->vol_lock);
 	pthread_cond_destroy(&fs->commit_wake);
-	pthread_cond_destroy(&fs->io_idle);
+	pthread_cond_destroy(&fs->glock_cond);
 	cfs_recovery_destroy(fs);
 	free(fs);
 }
@@ -331,7 +331,8 @@ static int take_slot(struct cfs_fs *fs, const struct cfs_mount_opts *o)
 static int start_fs(struct cfs_fs *fs)
 {
 	pthread_mutex_lock(&fs->lock);
-	int rc = cfs_glock_acquire(fs, CFSLOCK_EX);
+	int rc = cfs_glock_hold(fs, &fs->meta, CFSLOCK_EX);
+	bool held = !rc;
 	if (rc)
 		cfs_set_error("metadata lock: %s", strerror(-rc));
 	if (!rc && (rc = cfs_journal_replay(fs)))
@@ -341,6 +342,8 @@ static int start_fs(struct cfs_fs *fs)
 	if (!rc && !fs->ro && (rc = cfs_orphans_free(fs, fs->slot)))
 		cfs_set_error("orphans of slot %u: %s", fs->slot, strerror(-rc));
 	__atomic_store_n(&fs->started, !rc, __ATOMIC_RELEASE);
+	if (held)
+		cfs_glock_unhold(fs, &fs->meta);
 	pthread_mutex_unlock(&fs->lock);
 	return rc;
 }
@@ -361,7 +364,7 @@ int cfs_mount(struct cvm_volume *vol, const struct cfs_mount_opts *o, struct cfs
 	pthread_mutex_init(&fs->flock_mutex, NULL);
 	fs->aio_vol = vol;
 	pthread_cond_init(&fs->commit_wake, NULL);
-	pthread_cond_init(&fs->io_idle, NULL);
+	pthread_cond_init(&fs->glock_cond, NULL);
 	cfs_recovery_init(fs);
 	const char *proto = "local";
 	int rc = cfs_super_read(vol, &fs->sb, NULL);
@@ -411,7 +414,8 @@ int cfs_unmount(struct cfs_fs *fs)
 	pthread_mutex_lock(&fs->lock);
 	/* The kernel's references are gone with the mount: unlinked inodes go now (on a cluster
 	 * under the glock EX, read again: another node may have changed or freed them). */
-	int rc = fs->ro ? 0 : cfs_glock_acquire(fs, CFSLOCK_EX);
+	int rc = fs->ro ? 0 : cfs_glock_hold(fs, &fs->meta, CFSLOCK_EX);
+	bool held = !fs->ro && !rc;
 	for (size_t i = 0; i < CFS_ICACHE_BUCKETS && !rc; i++)
 		for (struct cfs_inode *ip = fs->ihash[i], *n; ip && !rc; ip = n) {
 			n = ip->hnext;
@@ -426,6 +430,8 @@ int cfs_unmount(struct cfs_fs *fs)
 	/* Clean: the next mount has nothing to replay. */
 	if (!crc && !fs->ro)
 		crc = cfs_journal_clear(fs->vol, &fs->sb, fs->slot, fs->jseq);
+	if (held)
+		cfs_glock_unhold(fs, &fs->meta);
 	pthread_mutex_unlock(&fs->lock);
 	rc = rc ? rc : crc;
 	fs_free(fs);

@@ -1,19 +1,27 @@
-/* The metadata glock and the operation boundaries.
+/* Glocks and the operation boundaries.
  *
- * Every operation runs under fs->lock and the cluster lock "meta" of the filesystem's
- * lockspace (GFS2's glock model, with one glock for the whole filesystem in this version):
- * PR lets a node read and cache metadata, EX lets it change it.  With the local backend the
- * glock is always taken EX and nobody else asks for it.
+ * A glock is a cluster lock of the filesystem's lockspace with what this node keeps under it
+ * (GFS2's glock model): PR lets a node read and cache what the lock covers, EX lets it change
+ * it.  In this version one glock, "meta", covers all metadata; the type's operations
+ * (struct cfs_glock_ops, as GFS2's glops) say what to write back and what to forget when a
+ * grant goes, so per-object glocks plug in beside it.  With the local backend every glock is
+ * taken EX once and nobody else asks for it.
  *
- * A node keeps the glock after its operations (it caches the grant) until another node asks.
- * The blocking callback only records what the other node wants; the next operation boundary,
- * or the committer thread, acts on it once no data I/O of this node relies on the grant
- * (fs->io_holders):
- *   - EX wanted PR: commit, empty the journal, convert down to PR, keep the caches (still
- *     valid: nobody else can change anything while we hold PR);
- *   - anything else: commit (if EX), empty the journal (its blocks are about to be changed by
- *     others, a replay of it would put old images back), drop the block cache, mark every
- *     in-memory inode stale, tell cfsd which inodes the kernel may cache pages of, unlock.
+ * Holders.  An operation, and data I/O on a mapping read under a grant, hold the glock
+ * (cfs_glock_hold/unhold, fs->lock held): a held grant is never given up.  Waiting for another
+ * node's grant releases fs->lock, so that meanwhile this node's other threads can give up the
+ * glocks nobody here holds (else two nodes each waiting for a lock the other only keeps in
+ * its cache would wait for ever).  So a hold that waited comes back with fs->lock taken again:
+ * whatever the caller read before it must be read again, and nothing may be changed before a
+ * hold that can wait.
+ *
+ * A node keeps a glock after its holders are done (it caches the grant) until another node
+ * asks.  The blocking callback only records what the other node wants; the last unhold, an
+ * operation boundary or the committer thread acts on it once nobody holds the glock:
+ *   - EX wanted PR: sync (commit, empty the journal), convert down to PR, keep the caches
+ *     (still valid: nobody else can change anything while we hold PR);
+ *   - anything else: sync (if EX), go_unlock, invalidate (forget what was read under it),
+ *     unlock.
  * Going from PR to EX is a drop and a new request, not a conversion: two nodes converting
  * PR to EX at once would wait for each other for ever.
  *
@@ -40,10 +48,10 @@ uint64_t cfs_now_ns(void)
 }
 
 /* Keep the grant a little longer?  If so, the committer is told when to look again. */
-static bool still_held_for_use(struct cfs_fs *fs)
+static bool still_held_for_use(struct cfs_fs *fs, const struct cfs_glock *gl)
 {
-	uint64_t now = cfs_now_ns(), until = fs->meta_granted_ns + HOLD_NS;
-	if (!fs->cluster || now >= until || now - fs->last_use_ns >= IDLE_NS)
+	uint64_t now = cfs_now_ns(), until = gl->granted_ns + HOLD_NS;
+	if (!fs->cluster || now >= until || now - gl->last_use_ns >= IDLE_NS)
 		return false;
 	if (fs->hold_until_ns != until) { /* the committer may be asleep for a second */
 		fs->hold_until_ns = until;
@@ -52,16 +60,189 @@ static bool still_held_for_use(struct cfs_fs *fs)
 	return true;
 }
 
-static void meta_wanted(void *arg, struct cfslock *lk, int mode)
+static void glock_wanted(void *arg, struct cfslock *lk, int mode)
 {
 	(void)lk;
-	struct cfs_fs *fs = arg;
+	struct cfs_glock *gl = arg;
 	/* The widest demand wins: a PR wish upgraded by a later EX wish means drop. */
-	int prev = __atomic_load_n(&fs->meta_wanted, __ATOMIC_ACQUIRE);
+	int prev = __atomic_load_n(&gl->wanted, __ATOMIC_ACQUIRE);
 	if (mode > prev)
-		__atomic_store_n(&fs->meta_wanted, mode, __ATOMIC_RELEASE);
-	pthread_cond_signal(&fs->commit_wake); /* the committer acts on it if nobody else does */
+		__atomic_store_n(&gl->wanted, mode, __ATOMIC_RELEASE);
+	pthread_cond_signal(&gl->fs->commit_wake); /* the committer acts on it if nobody else does */
 }
+
+int cfs_glock_new(struct cfs_fs *fs, struct cfs_glock *gl, const char *name,
+		  const struct cfs_glock_ops *ops)
+{
+	*gl = (struct cfs_glock){.fs = fs, .ops = ops, .mode = -1, .wanted = -1};
+	gl->lk = cfslock_new(fs->space, name, NULL, glock_wanted, gl);
+	return gl->lk ? 0 : -ENOMEM;
+}
+
+void cfs_glock_free(struct cfs_glock *gl)
+{
+	if (!gl->lk)
+		return;
+	if (gl->mode >= 0)
+		cfslock_unlock_sync(gl->lk);
+	cfslock_free(gl->lk);
+	gl->lk = NULL;
+	gl->mode = -1;
+}
+
+/* What another node may not see of ours: what we changed under EX is committed, and the
+ * journal holds none of it (a replay of it after the other node's changes would put old
+ * images back).  Also on the way down to PR: the next node's EX may come before we drop PR. */
+static int glock_sync(struct cfs_fs *fs)
+{
+	int rc = cfs_journal_commit(fs);
+	if (rc || fs->ro)
+		return rc; /* keep the lock: what we changed is not on disk */
+	rc = cfs_journal_clear(fs->vol, &fs->sb, fs->slot, fs->jseq);
+	if (!rc)
+		rc = cvm_volume_flush(fs->vol);
+	if (rc)
+		cfs_log(fs, "slot %u: journal could not be emptied (%s): keeping the lock",
+			fs->slot, strerror(-rc));
+	return rc;
+}
+
+/* Give the glock up (or convert it down to `to`, PR).  fs->lock held, no holders. */
+static int glock_let_go(struct cfs_fs *fs, struct cfs_glock *gl, int to)
+{
+	int rc = 0;
+	if (gl->mode == CFSLOCK_EX && (rc = glock_sync(fs)))
+		return rc;
+	if (to == CFSLOCK_PR && gl->mode == CFSLOCK_EX) {
+		rc = cfslock_request_sync(gl->lk, CFSLOCK_PR, 0);
+		if (!rc)
+			gl->mode = CFSLOCK_PR;
+		return rc;
+	}
+	if (gl->ops->go_unlock && (rc = gl->ops->go_unlock(fs, gl)))
+		return rc;
+	gl->ops->go_invalidate(fs, gl);
+	gl->mode = -1;
+	rc = cfslock_unlock_sync(gl->lk);
+	if (rc)
+		cfs_log(fs, "lock %s: unlock: %s", cfslock_name(gl->lk), strerror(-rc));
+	return rc;
+}
+
+/* Ask for the grant with fs->lock released (see the top of this file). */
+static int glock_request(struct cfs_fs *fs, struct cfs_glock *gl, int mode)
+{
+	/* Nothing is held now: a wish recorded from here on is about the grant we ask for (it
+	 * can arrive before this thread sees the grant). */
+	__atomic_store_n(&gl->wanted, -1, __ATOMIC_RELEASE);
+	gl->requesting = true;
+	pthread_mutex_unlock(&fs->lock);
+	int rc = cfslock_request_sync(gl->lk, mode, 0);
+	pthread_mutex_lock(&fs->lock);
+	gl->requesting = false;
+	pthread_cond_broadcast(&fs->glock_cond);
+	if (rc == -CFSLOCK_ENOQUORUM)
+		cfs_fence(fs, "this node lost quorum");
+	if (rc) {
+		cfs_log(fs, "lock %s %s: %s", cfslock_name(gl->lk), cfslock_mode_name(mode),
+			strerror(-rc));
+		return cfs_lock_errno(rc);
+	}
+	gl->mode = mode;
+	gl->granted_ns = gl->last_use_ns = cfs_now_ns();
+	return gl->ops->go_granted ? gl->ops->go_granted(fs, gl) : 0;
+}
+
+int cfs_glock_hold(struct cfs_fs *fs, struct cfs_glock *gl, int mode)
+{
+	if (!fs->cluster) /* one node: taken EX once and kept, nobody to count holders for */
+		return gl->mode >= 0 ? 0 : glock_request(fs, gl, CFSLOCK_EX);
+	for (;;) {
+		if (cfs_fenced(fs))
+			return -EIO; /* what this node has cached may be another node's now */
+		if (gl->requesting) {
+			pthread_cond_wait(&fs->glock_cond, &fs->lock);
+		} else if (gl->mode >= mode) {
+			gl->holders++;
+			return 0;
+		} else if (gl->mode >= 0 && gl->holders) {
+			/* PR held, EX wanted: once nobody here uses PR, let go and ask. */
+			pthread_cond_wait(&fs->glock_cond, &fs->lock);
+		} else {
+			int rc = gl->mode >= 0 ? glock_let_go(fs, gl, -1) : 0;
+			if (!rc)
+				rc = glock_request(fs, gl, mode);
+			if (rc)
+				return cfs_lock_errno(rc);
+		}
+	}
+}
+
+void cfs_glock_check(struct cfs_fs *fs, struct cfs_glock *gl)
+{
+	int wanted = __atomic_load_n(&gl->wanted, __ATOMIC_ACQUIRE);
+	if (gl->mode < 0 || wanted < 0 || gl->holders || still_held_for_use(fs, gl))
+		return;
+	/* Taken before acting: a wish that arrives meanwhile (for the PR we convert down to,
+	 * say) must survive. */
+	if (!__atomic_compare_exchange_n(&gl->wanted, &wanted, -1, false, __ATOMIC_ACQ_REL,
+					 __ATOMIC_ACQUIRE))
+		return; /* changed under us: the next boundary sees the new one */
+	if (wanted == CFSLOCK_PR && gl->mode == CFSLOCK_PR)
+		return; /* a stale wish: PR is compatible with PR */
+	int to = wanted == CFSLOCK_PR ? CFSLOCK_PR : -1;
+	if (glock_let_go(fs, gl, to))
+		glock_wanted(gl, gl->lk, wanted); /* kept: try again at the next boundary */
+}
+
+void cfs_glock_unhold(struct cfs_fs *fs, struct cfs_glock *gl)
+{
+	if (!fs->cluster)
+		return;
+	gl->last_use_ns = cfs_now_ns(); /* for the minimum hold time */
+	if (--gl->holders == 0) {
+		pthread_cond_broadcast(&fs->glock_cond);
+		cfs_glock_check(fs, gl);
+	}
+}
+
+/* ---- the metadata glock ---- */
+
+/* Nobody may free what this node has open once it lets go (see iopen.c). */
+static int meta_go_unlock(struct cfs_fs *fs, struct cfs_glock *gl)
+{
+	(void)gl;
+	return cfs_iopen_before_let_go(fs);
+}
+
+/* Forget everything read under the grant. */
+static void meta_go_invalidate(struct cfs_fs *fs, struct cfs_glock *gl)
+{
+	(void)gl;
+	cfs_bcache_drop(fs);
+	cfs_icache_invalidate(fs);
+	fs->caches_stale = true;
+	__atomic_add_fetch(&fs->glock_epoch, 1, __ATOMIC_RELEASE);
+}
+
+/* Other nodes allocated and freed meanwhile: the group summaries are read again. */
+static int meta_go_granted(struct cfs_fs *fs, struct cfs_glock *gl)
+{
+	(void)gl;
+	if (!fs->caches_stale)
+		return 0;
+	int rc = cfs_alloc_load(fs);
+	fs->caches_stale = rc != 0;
+	return rc;
+}
+
+static const struct cfs_glock_ops meta_glops = {
+	.go_unlock = meta_go_unlock,
+	.go_invalidate = meta_go_invalidate,
+	.go_granted = meta_go_granted,
+};
+
+/* ---- the lock manager's side ---- */
 
 static void lost_quorum(struct cfs_fs *fs)
 {
@@ -109,8 +290,6 @@ int cfs_glock_init(struct cfs_fs *fs, const char *proto)
 {
 	char space[64];
 	lockspace_name(fs, space, sizeof space);
-	fs->meta_wanted = -1;
-	fs->meta_mode = -1;
 	fs->lock_events = (struct cfslock_events){
 		.membership = membership_changed, .quorum = quorum_changed, .arg = fs};
 	int rc = cfslock_client_open(proto, &fs->lock_events, &fs->locks);
@@ -125,8 +304,8 @@ int cfs_glock_init(struct cfs_fs *fs, const char *proto)
 		return -CFSLOCK_ENOQUORUM;
 	}
 	rc = cfslock_space_open(fs->locks, space, &fs->space);
-	if (!rc && !(fs->meta = cfslock_new(fs->space, "meta", NULL, meta_wanted, fs)))
-		rc = -ENOMEM;
+	if (!rc)
+		rc = cfs_glock_new(fs, &fs->meta, "meta", &meta_glops);
 	if (!rc && fs->cluster && (rc = -pthread_create(&fs->dispatch, NULL, dispatcher, fs)) == 0)
 		fs->dispatching = true;
 	if (rc)
@@ -150,12 +329,7 @@ void cfs_glock_shutdown(struct cfs_fs *fs)
 	if (fs->dispatching)
 		pthread_join(fs->dispatch, NULL);
 	fs->dispatching = false;
-	if (fs->meta) {
-		if (fs->meta_mode >= 0)
-			cfslock_unlock_sync(fs->meta);
-		cfslock_free(fs->meta);
-		fs->meta = NULL;
-	}
+	cfs_glock_free(&fs->meta);
 	if (fs->space)
 		cfslock_space_close(fs->space);
 	if (fs->locks)
@@ -164,136 +338,29 @@ void cfs_glock_shutdown(struct cfs_fs *fs)
 	fs->locks = NULL;
 }
 
-/* Forget everything read under a grant we are giving up. */
-static void drop_caches(struct cfs_fs *fs)
-{
-	cfs_bcache_drop(fs);
-	cfs_icache_invalidate(fs);
-	fs->caches_stale = true;
-	__atomic_add_fetch(&fs->glock_epoch, 1, __ATOMIC_RELEASE);
-}
-
-/* Give the glock up (or convert it down to `to`, PR).  fs->lock held, no data I/O in flight. */
-static int glock_let_go(struct cfs_fs *fs, int to)
-{
-	int rc = 0;
-	if (fs->meta_mode == CFSLOCK_EX) {
-		if ((rc = cfs_journal_commit(fs)))
-			return rc; /* keep the lock: what we changed is not on disk */
-		/* Also on the way down to PR: the next node's EX may come before we drop PR. */
-		if (!fs->ro) {
-			rc = cfs_journal_clear(fs->vol, &fs->sb, fs->slot, fs->jseq);
-			if (!rc)
-				rc = cvm_volume_flush(fs->vol);
-			if (rc) {
-				cfs_log(fs, "slot %u: journal could not be emptied (%s): keeping the "
-					"metadata lock", fs->slot, strerror(-rc));
-				return rc;
-			}
-		}
-	}
-	if (to == CFSLOCK_PR && fs->meta_mode == CFSLOCK_EX) {
-		rc = cfslock_request_sync(fs->meta, CFSLOCK_PR, 0);
-		if (!rc)
-			fs->meta_mode = CFSLOCK_PR;
-		return rc;
-	}
-	/* Nobody may free what this node has open once it lets go (see iopen.c). */
-	if ((rc = cfs_iopen_before_let_go(fs)))
-		return rc;
-	drop_caches(fs);
-	fs->meta_mode = -1;
-	rc = cfslock_unlock_sync(fs->meta);
-	if (rc)
-		cfs_log(fs, "lock meta: unlock: %s", strerror(-rc));
-	return rc;
-}
-
-int cfs_glock_acquire(struct cfs_fs *fs, int mode)
-{
-	if (!fs->cluster)
-		mode = CFSLOCK_EX;
-	else if (cfs_fenced(fs))
-		return -EIO; /* what this node has cached may be another node's to change now */
-	if (fs->meta_mode >= mode)
-		return 0;
-	if (fs->meta_mode >= 0) {
-		/* PR held, EX wanted: let go, then ask (see the top of this file). */
-		while (fs->io_holders)
-			pthread_cond_wait(&fs->io_idle, &fs->lock);
-		if (fs->meta_mode >= mode)
-			return 0;
-		int rc = glock_let_go(fs, -1);
-		if (rc)
-			return cfs_lock_errno(rc);
-	}
-	/* Nothing is held now: a wish recorded from here on is about the grant we ask for (it
-	 * can arrive before this thread sees the grant). */
-	__atomic_store_n(&fs->meta_wanted, -1, __ATOMIC_RELEASE);
-	int rc = cfslock_request_sync(fs->meta, mode, 0);
-	if (rc == -CFSLOCK_ENOQUORUM)
-		lost_quorum(fs);
-	if (rc) {
-		cfs_log(fs, "lock meta %s: %s", cfslock_mode_name(mode), strerror(-rc));
-		return cfs_lock_errno(rc);
-	}
-	fs->meta_mode = mode;
-	fs->meta_granted_ns = fs->last_use_ns = cfs_now_ns();
-	if (fs->caches_stale) {
-		/* Other nodes allocated and freed meanwhile: the group summaries are read again. */
-		if ((rc = cfs_alloc_load(fs)))
-			return rc;
-		fs->caches_stale = false;
-	}
-	return 0;
-}
-
-void cfs_glock_check(struct cfs_fs *fs)
-{
-	int wanted = __atomic_load_n(&fs->meta_wanted, __ATOMIC_ACQUIRE);
-	if (fs->meta_mode < 0 || wanted < 0 || fs->io_holders || still_held_for_use(fs))
-		return;
-	/* Taken before acting: a wish that arrives meanwhile (for the PR we convert down to,
-	 * say) must survive. */
-	if (!__atomic_compare_exchange_n(&fs->meta_wanted, &wanted, -1, false, __ATOMIC_ACQ_REL,
-					 __ATOMIC_ACQUIRE))
-		return; /* changed under us: the next boundary sees the new one */
-	if (wanted == CFSLOCK_PR && fs->meta_mode == CFSLOCK_PR)
-		return; /* a stale wish: PR is compatible with PR */
-	int to = wanted == CFSLOCK_PR ? CFSLOCK_PR : -1;
-	if (glock_let_go(fs, to))
-		meta_wanted(fs, fs->meta, wanted); /* kept: try again at the next boundary */
-}
-
-void cfs_io_hold(struct cfs_fs *fs)
-{
-	fs->io_holders++;
-}
-
-void cfs_io_unhold(struct cfs_fs *fs)
-{
-	if (--fs->io_holders == 0) {
-		pthread_cond_broadcast(&fs->io_idle);
-		cfs_glock_check(fs);
-	}
-}
+/* ---- operations ---- */
 
 int cfs_op_begin(struct cfs_fs *fs, bool change)
 {
 	pthread_mutex_lock(&fs->lock);
-	int rc = change && fs->ro ? -EROFS : cfs_glock_acquire(fs, change ? CFSLOCK_EX : CFSLOCK_PR);
+	int rc = change && fs->ro ? -EROFS
+				  : cfs_glock_hold(fs, &fs->meta, change ? CFSLOCK_EX : CFSLOCK_PR);
 	if (rc)
 		pthread_mutex_unlock(&fs->lock);
 	return rc;
 }
 
-void cfs_op_end(struct cfs_fs *fs)
+void cfs_op_boundary(struct cfs_fs *fs)
 {
-	if (fs->cluster) /* for the minimum hold time */
-		fs->last_use_ns = cfs_now_ns();
 	if (fs->txn.n > fs->txn.limit / 2)
 		cfs_journal_commit(fs);
 	cfs_bcache_trim(fs);
-	cfs_glock_check(fs);
+	cfs_glock_check(fs, &fs->meta);
 	pthread_mutex_unlock(&fs->lock);
+}
+
+void cfs_op_end(struct cfs_fs *fs)
+{
+	cfs_glock_unhold(fs, &fs->meta);
+	cfs_op_boundary(fs);
 }

@@ -457,7 +457,7 @@ int cfs_iput_check(struct cfs_fs *fs, struct cfs_inode *ip)
 	int rc = ip->times_dirty && ip->d.nlink ? cfs_iwrite(fs, ip) : 0;
 	/* On a cluster only under the glock EX: a node that sees it unlinked under PR lets it go
 	 * (the last node to close it frees it, iopen.c). */
-	if (ip->d.nlink == 0 && !fs->ro && (!fs->cluster || fs->meta_mode == CFSLOCK_EX))
+	if (ip->d.nlink == 0 && !fs->ro && (!fs->cluster || fs->meta.mode == CFSLOCK_EX))
 		rc = cfs_iopen_unlinked(fs, ip);
 	cfs_iforget(fs, ip);
 	return rc;

@@ -260,6 +260,29 @@ mode_t cfs_setid_drop_on_chown(const struct cfs_inode *ip, const struct cfs_cred
 /* mode as cr may set it on a file of group gid: chmod and an access ACL. */
 mode_t cfs_setid_chmod(mode_t mode, uint32_t gid, const struct cfs_cred *cr);
 
+/* ---- glocks (glock.c) ---- */
+struct cfs_glock;
+/* What a glock type keeps under its grant, as GFS2's glops. */
+struct cfs_glock_ops {
+	/* Before giving the grant up (not when converting down): may refuse. */
+	int (*go_unlock)(struct cfs_fs *fs, struct cfs_glock *gl);
+	/* The grant is gone: forget what was read under it. */
+	void (*go_invalidate)(struct cfs_fs *fs, struct cfs_glock *gl);
+	/* A new grant: read again what went stale. */
+	int (*go_granted)(struct cfs_fs *fs, struct cfs_glock *gl);
+};
+struct cfs_glock {
+	struct cfs_fs *fs;
+	struct cfslock *lk;
+	const struct cfs_glock_ops *ops;
+	int mode;            /* granted mode, -1 none */
+	int wanted;          /* mode another node asked for, -1 none (atomic) */
+	unsigned holders;    /* operations and data I/O relying on the grant */
+	bool requesting;     /* a thread waits for a grant, fs->lock released */
+	uint64_t granted_ns; /* when the grant came (cfs_now_ns) */
+	uint64_t last_use_ns; /* when a holder last let go */
+};
+
 /* ---- the mounted filesystem ---- */
 struct cfs_fs {
 	struct cvm_volume *vol;
@@ -294,17 +317,12 @@ struct cfs_fs {
 	bool cluster;               /* a lock protocol other than local */
 	struct cfslock_client *locks;
 	struct cfslock_space *space;
-	struct cfslock *meta;       /* the metadata glock (glock.c) */
+	struct cfs_glock meta;      /* all metadata, in this version (glock.c) */
 	struct cfslock *slot_lock;  /* EX while this node owns its slot's journal */
-	int meta_mode;              /* granted mode, -1 none */
-	int meta_wanted;            /* mode another node asked for, -1 none (atomic) */
 	bool caches_stale;          /* the group summaries must be read again */
-	uint64_t meta_granted_ns;   /* when the glock was granted (cfs_now_ns) */
-	uint64_t last_use_ns;       /* when an operation last ended here */
 	uint64_t hold_until_ns;     /* a wish waits for the minimum hold time till then */
 	uint64_t glock_epoch;       /* bumped each time the caches are dropped (atomic) */
-	unsigned io_holders;        /* data I/O in flight on mappings read under the glock */
-	pthread_cond_t io_idle;
+	pthread_cond_t glock_cond;  /* a glock's holders or request changed */
 	pthread_t dispatch;
 	bool dispatching;
 	struct cfslock *opens;       /* PR: this node holds open locks; EX: nobody does */
@@ -368,8 +386,7 @@ int cfs_fence_node(struct cfs_fs *fs, uint32_t node, uint32_t slot);
 /* How long survivors wait after a node left before they replay its journal. */
 uint32_t cfs_fence_interval_ms(const struct cfs_fs *fs);
 void cfs_fence_log_interval(const struct cfs_fs *fs);
-/* The filesystem-wide metadata glock, GFS2 style (see glock.c): PR to read and cache, EX to
- * change; given up or converted down when another node asks.  Modes are CFSLOCK_*. */
+/* The lock manager, its lockspace and the metadata glock (glock.c).  Modes are CFSLOCK_*. */
 int cfs_glock_init(struct cfs_fs *fs, const char *proto);
 /* CLOCK_MONOTONIC in nanoseconds. */
 uint64_t cfs_now_ns(void);
@@ -384,16 +401,23 @@ void cfs_shared_write_end(struct cfs_fs *fs);
 /* Stamp the times of writes made under the shared glock (glock EX held). */
 void cfs_itimes_catch_up(struct cfs_inode *ip);
 void cfs_glock_shutdown(struct cfs_fs *fs);
-int cfs_glock_acquire(struct cfs_fs *fs, int mode);
-/* Act on another node's wish for the glock if nothing here needs it now. */
-void cfs_glock_check(struct cfs_fs *fs);
-/* Data I/O on a mapping read under the glock: it is not given up meanwhile. */
-void cfs_io_hold(struct cfs_fs *fs);
-void cfs_io_unhold(struct cfs_fs *fs);
-/* Begin and end every public operation: the filesystem lock, the glock (PR to look, EX to
- * change), the transaction's size, the cache's size. */
+int cfs_glock_new(struct cfs_fs *fs, struct cfs_glock *gl, const char *name,
+		  const struct cfs_glock_ops *ops);
+void cfs_glock_free(struct cfs_glock *gl);
+/* Hold gl in at least mode (fs->lock held): a held grant is not given up.  Waiting for
+ * another node releases fs->lock meanwhile: read again what was read before, and change
+ * nothing before a hold that may wait.  A node's holds never wait for each other, except a
+ * hold of EX while PR is held here: never ask for EX while holding PR. */
+int cfs_glock_hold(struct cfs_fs *fs, struct cfs_glock *gl, int mode);
+void cfs_glock_unhold(struct cfs_fs *fs, struct cfs_glock *gl);
+/* Act on another node's wish for gl if nothing here holds it. */
+void cfs_glock_check(struct cfs_fs *fs, struct cfs_glock *gl);
+/* Begin and end every public operation: the filesystem lock, a hold of the metadata glock
+ * (PR to look, EX to change), the transaction's size, the cache's size.  An operation that
+ * took its holds itself ends with cfs_op_boundary (everything but the unhold). */
 int cfs_op_begin(struct cfs_fs *fs, bool change);
 void cfs_op_end(struct cfs_fs *fs);
+void cfs_op_boundary(struct cfs_fs *fs);
 /* Set a file's size, freeing or zeroing what lies past it; ip->io held exclusive. */
 int cfs_truncate_locked(struct cfs_fs *fs, struct cfs_inode *ip, uint64_t size);
 void cfs_fill_stat(const struct cfs_fs *fs, const struct cfs_inode *ip, struct stat *st);

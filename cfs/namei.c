@@ -562,10 +562,8 @@ int cfs_setattr(struct cfs_fs *fs, uint64_t ino, const struct stat *a, unsigned 
 			pthread_mutex_unlock(&fs->lock);
 			pthread_rwlock_wrlock(&ip->io);
 			pthread_mutex_lock(&fs->lock);
-			/* The glock may have gone to another node meanwhile. */
-			rc = cfs_glock_acquire(fs, CFSLOCK_EX);
-			if (!rc)
-				rc = cfs_irefresh(fs, ip);
+			/* Held, the glock stayed; the inode may have been read again. */
+			rc = cfs_irefresh(fs, ip);
 			ip->pins--;
 			if (!rc)
 				rc = cfs_truncate_locked(fs, ip, (uint64_t)a->st_size);

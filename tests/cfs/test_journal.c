@@ -31,7 +31,7 @@ static void crash(struct cfs_fs *fs)
 	fs->txn.n = 0;
 	cfs_icache_destroy(fs);
 	cfs_bcache_destroy(fs);
-	cfslock_free(fs->meta);
+	cfslock_free(fs->meta.lk);
 	cfslock_space_close(fs->space);
 	cfslock_client_close(fs->locks);
 	close(fs->lockfd);

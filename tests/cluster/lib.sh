@@ -10,6 +10,9 @@ export CLUSTER_ID=c$$
 CLUSTER_ID=${CLUSTER_ID:0:6}
 # The cleanup ignores further INT and TERM: several checks that found the cluster hung each
 # stop the script (see hung in cfs_lib.sh), and one TERM more cut the cleanup short.
-trap 'trap "" INT TERM; "$HERE/cluster.sh" down >/dev/null 2>&1; rm -rf "$T"' EXIT
+# KEEP_LOGS=DIR keeps the daemons' logs there (the temporary directory goes).
+trap 'trap "" INT TERM; "$HERE/cluster.sh" down >/dev/null 2>&1
+      [ -n "${KEEP_LOGS:-}" ] && mkdir -p "$KEEP_LOGS" && cp "$T"/*.log "$KEEP_LOGS"/ 2>/dev/null
+      rm -rf "$T"' EXIT
 trap 'exit 1' INT TERM # a test stopped from outside still takes its cluster down
 C() { "$HERE/cluster.sh" "$@"; }
