@@ -80,6 +80,11 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	if (conn->capable & FUSE_CAP_DONT_MASK)
 		conn->want |= FUSE_CAP_DONT_MASK; /* umask is ours to apply: not under a default ACL */
 	conn->want &= ~FUSE_CAP_ATOMIC_O_TRUNC;   /* O_TRUNC arrives as a setattr */
+	/* The kernel would drop a file's pages whenever it sees another mtime, our own writes'
+	 * too.  It is told instead: on a cluster, pages of files another node may have changed
+	 * go at the open (keep_cache) or when the glock leaves (kernel_inval.c); this node's
+	 * direct writes drop their range; truncate and hole punch the kernel handles itself. */
+	conn->want &= ~FUSE_CAP_AUTO_INVAL_DATA;
 	if (!d->cluster) /* the kernel keeps a one-node mount's flocks and record locks */
 		conn->want &= ~(FUSE_CAP_FLOCK_LOCKS | FUSE_CAP_POSIX_LOCKS);
 	conn->max_write = 1u << 20;
@@ -287,21 +292,41 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	}
 }
 
+/* A buffered read runs beside direct writes to the same file: it may read a block just
+ * before a write replaces it, and if its answer reached the kernel after the write's, the
+ * kernel would keep the old block (it drops a direct write's range when the write is
+ * answered; older kernels hear it from kernel_inval_range, later).  So a buffered read during
+ * which such a write was done reads again; one that keeps losing that race answers and has
+ * its range dropped once the answer is in. */
+#define READ_RETRIES 3
+
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
-	(void)fi;
+	struct cfsd *d = D(req);
 	void *buf;
 	if (posix_memalign(&buf, 4096, size ? size : 1)) {
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	int64_t n = cfs_read(D(req)->fs, ino, buf, size, (uint64_t)off);
+	bool raced = false;
+	uint64_t writes = __atomic_load_n(&d->direct_writes_done, __ATOMIC_ACQUIRE);
+	int64_t n;
+	for (int tries = 0;; tries++) {
+		n = cfs_read(d->fs, ino, buf, size, (uint64_t)off);
+		uint64_t now = __atomic_load_n(&d->direct_writes_done, __ATOMIC_ACQUIRE);
+		raced = now != writes;
+		if (n <= 0 || (fi->fh & FH_DIRECT_IO) || !raced || tries == READ_RETRIES)
+			break;
+		writes = now;
+	}
 	if (n < 0)
 		reply_err(req, (int)n);
 	else
 		fuse_reply_buf(req, buf, (size_t)n);
 	free(buf);
+	if (n > 0 && raced && !(fi->fh & FH_DIRECT_IO))
+		kernel_inval_range(d, ino, off, n);
 }
 
 /* A write or fallocate may have taken set-ID bits away: the kernel must not keep showing
@@ -336,9 +361,14 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 		reply_err(req, (int)n);
 		return;
 	}
+	/* Pages a buffered open cached meanwhile (none on dboptimized: no open is buffered):
+	 * counted before the answer, for the reads in flight (op_read), dropped after it. */
+	bool cached = (fi->fh & FH_DIRECT_IO) && !d->fs_dboptimized &&
+		      cfs_kernel_may_cache(d->fs, ino);
+	if (cached)
+		__atomic_add_fetch(&d->direct_writes_done, 1, __ATOMIC_RELEASE);
 	fuse_reply_write(req, (size_t)n);
-	/* Pages a buffered open cached meanwhile (none on dboptimized: no open is buffered). */
-	if ((fi->fh & FH_DIRECT_IO) && !d->fs_dboptimized && cfs_kernel_may_cache(d->fs, ino))
+	if (cached)
 		kernel_inval_range(d, ino, off, n);
 }
 

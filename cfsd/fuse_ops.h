@@ -21,6 +21,9 @@ struct cfsd {
 	const struct scan_paths *scan; /* to find the LUNs again after a cvm grow */
 	struct fuse_session *se;
 	struct odm_server *odm;        /* ODM clients' maps (NULL without a control socket) */
+	/* Direct writes done to files the kernel may cache pages of (atomic): a buffered read
+	 * that saw it change may have cached what such a write replaced (fuse_ops.c). */
+	uint64_t direct_writes_done;
 };
 
 struct fuse_lowlevel_ops;
