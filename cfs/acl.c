@@ -129,3 +129,69 @@ int cfs_acl_inherit(struct cfs_fs *fs, struct cfs_inode *dir, struct cfs_inode *
 
 bool cfs_acl_is_access(const char *name) { return !strcmp(name, ACL_ACCESS); }
 
+static bool in_group(const struct cfs_cred *cr, uint32_t gid)
+{
+	if (cr->gid == gid)
+		return true;
+	return cr->privileges && (cr->privileges(cr, gid) & CFS_CRED_IN_GROUP);
+}
+
+/* The permission bits (rwx) the access ACL grants cr, POSIX.1e's algorithm: the owner entry,
+ * else a named user entry, else every group entry that matches (owning group, named groups:
+ * granted if one of them grants it all), else other; named entries and groups are masked.
+ * want: the bits asked for, which a matching group entry must hold. */
+static unsigned acl_grants(uint8_t *acl, int len, const struct cfs_inode *ip,
+			   const struct cfs_cred *cr, unsigned want)
+{
+	int n = (len - 4) / 8;
+	unsigned mask = 7, other = 0;
+	for (int i = 0; i < n; i++) {
+		const struct acl_entry *e = entry(acl, i);
+		if (e->tag == MASK)
+			mask = e->perm & 7;
+		else if (e->tag == OTHER)
+			other = e->perm & 7;
+	}
+	for (int i = 0; i < n; i++) {
+		const struct acl_entry *e = entry(acl, i);
+		if (e->tag == USER_OBJ && cr->uid == ip->d.uid)
+			return e->perm & 7;
+	}
+	for (int i = 0; i < n; i++) {
+		const struct acl_entry *e = entry(acl, i);
+		if (e->tag == USER && e->id == cr->uid)
+			return e->perm & mask;
+	}
+	bool matched = false;
+	for (int i = 0; i < n; i++) {
+		const struct acl_entry *e = entry(acl, i);
+		uint32_t gid = e->tag == GROUP_OBJ ? ip->d.gid : e->id;
+		if ((e->tag != GROUP_OBJ && e->tag != GROUP) || !in_group(cr, gid))
+			continue;
+		matched = true;
+		if ((e->perm & mask & want) == want)
+			return e->perm & mask;
+	}
+	return matched ? 0 : other;
+}
+
+int cfs_acl_permission(struct cfs_fs *fs, struct cfs_inode *ip, unsigned want,
+		       const struct cfs_cred *cr)
+{
+	mode_t m = ip->d.mode;
+	if (cr->uid == 0) /* CAP_DAC_OVERRIDE: all but running what nobody may run */
+		return (want & 1) && !S_ISDIR(m) && !(m & 0111) ? -EACCES : 0;
+	uint8_t acl[ACL_MAX_BYTES];
+	int len = cfs_xattr_get(fs, ip, ACL_ACCESS, acl, sizeof acl);
+	unsigned granted;
+	if (len > 0 && valid(acl, len))
+		granted = acl_grants(acl, len, ip, cr, want);
+	else if (cr->uid == ip->d.uid)
+		granted = (m >> 6) & 7;
+	else if (in_group(cr, ip->d.gid))
+		granted = (m >> 3) & 7;
+	else
+		granted = m & 7;
+	return (granted & want) == want ? 0 : -EACCES;
+}
+

@@ -117,6 +117,10 @@ struct cfs_cred {
 #define CFS_CRED_FSETID 1u
 #define CFS_CRED_IN_GROUP 2u
 int cfs_getattr(struct cfs_fs *fs, uint64_t ino, struct stat *st);
+/* May cr access ino for mask (R_OK, W_OK, X_OK or'ed), by its mode and POSIX ACL?  0 or
+ * -EACCES.  For callers the kernel does not check (ODM clients); cr->privileges tells the
+ * caller's other groups. */
+int cfs_access(struct cfs_fs *fs, uint64_t ino, int mask, const struct cfs_cred *cr);
 /* lookup and the calls that make an object count a reference, dropped with cfs_forget. */
 int cfs_lookup(struct cfs_fs *fs, uint64_t parent, const char *name, struct stat *st);
 void cfs_forget(struct cfs_fs *fs, uint64_t ino, uint64_t n);

@@ -251,6 +251,9 @@ int cfs_acl_chmod(struct cfs_fs *fs, struct cfs_inode *ip);
 int cfs_acl_inherit(struct cfs_fs *fs, struct cfs_inode *dir, struct cfs_inode *ip,
 		    uint32_t umask);
 bool cfs_acl_is_access(const char *name);
+/* May cr have want (R 4, W 2, X 1) on ip, by its mode and access ACL?  0 or -EACCES. */
+int cfs_acl_permission(struct cfs_fs *fs, struct cfs_inode *ip, unsigned want,
+		       const struct cfs_cred *cr);
 
 /* ---- set-user-ID and set-group-ID bits (setid.c); cr NULL: the filesystem itself ---- */
 /* The bits a write, truncate or fallocate by cr takes from ip. */

@@ -70,6 +70,20 @@ int cfs_getattr(struct cfs_fs *fs, uint64_t ino, struct stat *st)
 	return rc;
 }
 
+int cfs_access(struct cfs_fs *fs, uint64_t ino, int mask, const struct cfs_cred *cr)
+{
+	int rc = cfs_op_begin(fs, false);
+	if (rc)
+		return rc;
+	struct cfs_inode *ip;
+	if (!(rc = cfs_iget(fs, ino, &ip))) {
+		rc = cfs_acl_permission(fs, ip, (unsigned)mask & 7, cr);
+		cfs_iput_check(fs, ip);
+	}
+	cfs_op_end(fs);
+	return rc;
+}
+
 int cfs_lookup(struct cfs_fs *fs, uint64_t parent, const char *name, struct stat *st)
 {
 	int rc = cfs_op_begin(fs, false);

@@ -1,7 +1,8 @@
-/* Who makes a FUSE request, as libcfs's set-user-ID and set-group-ID rules ask: whether the
- * calling thread has CAP_FSETID and whether a group is one of its groups.  FUSE gives the
- * caller's uid, gid and thread id but neither its capabilities nor its supplementary groups,
- * so they are read from /proc, and only when a file with those bits is changed. */
+/* Who makes a request, as libcfs's set-user-ID and set-group-ID rules and its permission
+ * checks ask: whether the caller has CAP_FSETID and whether a group is one of its groups.
+ * FUSE gives the caller's uid, gid and thread id, SO_PEERCRED an ODM client's uid, gid and
+ * pid, but neither their capabilities nor their supplementary groups, so they are read from
+ * /proc, and only when asked. */
 #define FUSE_USE_VERSION 312
 #include "cfsd/fuse_ops.h"
 
@@ -25,15 +26,12 @@ static bool has_group(const char *list, uint32_t gid)
 	return false;
 }
 
-static unsigned privileges(const struct cfs_cred *cr, uint32_t gid)
+unsigned pid_privileges(int pid, const struct cfs_cred *cr, uint32_t gid)
 {
-	struct caller *who = cr->ctx;
-	const struct fuse_ctx *c = fuse_req_ctx(who->req);
-	who->asked = true;
 	unsigned p = cr->gid == gid ? CFS_CRED_IN_GROUP : 0;
 	char path[64];
-	snprintf(path, sizeof path, "/proc/%d/status", (int)c->pid);
-	FILE *f = c->pid > 0 ? fopen(path, "re") : NULL;
+	snprintf(path, sizeof path, "/proc/%d/status", pid);
+	FILE *f = pid > 0 ? fopen(path, "re") : NULL;
 	if (!f) /* gone, or in a pid namespace we cannot see: what its ids say */
 		return p | (cr->uid == 0 ? CFS_CRED_FSETID : 0);
 	char *line = NULL;
@@ -48,6 +46,13 @@ static unsigned privileges(const struct cfs_cred *cr, uint32_t gid)
 	free(line);
 	fclose(f);
 	return p;
+}
+
+static unsigned privileges(const struct cfs_cred *cr, uint32_t gid)
+{
+	struct caller *who = cr->ctx;
+	who->asked = true;
+	return pid_privileges(fuse_req_ctx(who->req)->pid, cr, gid);
 }
 
 struct cfs_cred caller_cred(fuse_req_t req, struct caller *who)

@@ -15,6 +15,7 @@
 #include <fcntl.h>
 #include <fuse_lowlevel.h>
 #include <getopt.h>
+#include <grp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +25,7 @@
 
 struct opts {
 	const char *volume, *mountpoint, *log;
+	gid_t odm_gid; /* (gid_t)-1: ODM clients must be root */
 	struct cfs_mount_opts m;
 	bool foreground;
 	struct scan_paths scan;
@@ -47,6 +49,8 @@ static void usage(FILE *out)
 		"     ro, rw        read-only or read-write (default rw)\n"
 		"     scan=PATHS    where to look for the LUNs, colon-separated (default $CVM_SCAN)\n"
 		"     log=FILE      where the daemon logs once in the background\n"
+		"     odm_group=G   members of group G (name or number) may use libodm here,\n"
+		"                   within their file permissions (default: root only)\n"
 		"     other options go to FUSE (allow_other, fsname=..., ...)\n"
 		"See cfs(8).\n");
 }
@@ -69,6 +73,23 @@ static bool atime_word(const char *opt)
 		if (!strcmp(opt, words[i]))
 			return true;
 	return false;
+}
+
+/* A group by name or number. */
+static int group_id(const char *name, gid_t *out)
+{
+	char *end;
+	unsigned long n = strtoul(name, &end, 10);
+	if (*name && !*end && n < (gid_t)-1) {
+		*out = (gid_t)n;
+		return 0;
+	}
+	struct group g, *found = NULL;
+	char buf[4096];
+	if (getgrnam_r(name, &g, buf, sizeof buf, &found) || !found)
+		return -ENOENT;
+	*out = found->gr_gid;
+	return 0;
 }
 
 /* Ours are taken out; the rest is for FUSE.  -EINVAL with a message for bad values. */
@@ -105,6 +126,12 @@ static int parse_opts(struct opts *o, char *list)
 			o->m.fence_program = val;
 		} else if (klen == 3 && !strncmp(opt, "log", 3) && val) {
 			o->log = val;
+		} else if (klen == 9 && !strncmp(opt, "odm_group", 9) && val) {
+			if (group_id(val, &o->odm_gid)) {
+				fprintf(stderr, "cfsd: odm_group=%s: no such group (give a group name or "
+						"number from /etc/group)\n", val);
+				return -EINVAL;
+			}
 		} else if (!strcmp(opt, "defaults") || !strcmp(opt, "auto") || !strcmp(opt, "noauto") ||
 			   !strcmp(opt, "_netdev") || !strcmp(opt, "nofail") || !strcmp(opt, "user") ||
 			   !strcmp(opt, "async") || !strcmp(opt, "silent") || !strcmp(opt, "loud") ||
@@ -275,7 +302,7 @@ static void redirect_log(const char *log)
 
 int main(int argc, char **argv)
 {
-	struct opts o = {.m.slot = CFS_SLOT_ANY};
+	struct opts o = {.m.slot = CFS_SLOT_ANY, .odm_gid = (gid_t)-1};
 	int rc = parse_args(argc, argv, &o);
 	if (rc)
 		return rc;
@@ -301,7 +328,8 @@ int main(int argc, char **argv)
 		dup2(devnull, STDIN_FILENO);
 		close(devnull);
 	}
-	struct cfsd d = {.fs_dboptimized = o.m.dboptimized, .scan = &o.scan, .volume = o.volume};
+	struct cfsd d = {.fs_dboptimized = o.m.dboptimized, .scan = &o.scan, .volume = o.volume,
+			 .odm_gid = o.odm_gid};
 	if (open_volume("cfsd", &o.scan, o.volume, o.m.ro ? CVM_OPEN_RDONLY : CVM_OPEN_RDWR,
 			&d.vol)) {
 		report(status_fd, EXIT_FAILED);

@@ -132,7 +132,11 @@ static void serve(struct conn *c, const ControlRequest *req)
 	struct cfs_status st;
 	MountedNode nodes[2 * CFS_STATUS_MAX_NODES], *node_ptrs[2 * CFS_STATUS_MAX_NODES];
 	struct odm_reply_mem mem = {0};
-	if (req->op == CONTROL_REQUEST__OP__GROW) {
+	if (!odm_is_request(req) && req->op != CONTROL_REQUEST__OP__STATUS &&
+	    odm_client_uid(c->odm) != 0) {
+		reply.error = EPERM;
+		reply.message = "only root may do this (members of odm_group may use libodm)";
+	} else if (req->op == CONTROL_REQUEST__OP__GROW) {
 		uint64_t added = 0;
 		/* Maps handed out name the old layout: every one goes first. */
 		int rc = odm_revoke_begin(d->odm, 0, NULL, mem.message, sizeof mem.message);
@@ -329,8 +333,11 @@ int cfs_control_start(struct cfsd *d, const char *mountpoint, struct cfs_control
 		snprintf(a.sun_path, sizeof a.sun_path, "%s", c->path);
 		unlink(c->path); /* a daemon that died left it */
 		c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		/* A database's group reaches the ODM requests, and only those (serve). */
+		bool group = d->odm_gid != (gid_t)-1;
 		if (c->fd < 0 || bind(c->fd, (struct sockaddr *)&a, sizeof a) || listen(c->fd, 8) ||
-		    chmod(c->path, 0600) || pipe(c->wake))
+		    (group && chown(c->path, 0, d->odm_gid)) || chmod(c->path, group ? 0660 : 0600) ||
+		    pipe(c->wake))
 			rc = -errno;
 	}
 	if (!rc && (rc = -pthread_create(&c->thread, NULL, control_thread, c)) == 0) {

@@ -21,6 +21,7 @@ struct cfsd {
 	const struct scan_paths *scan; /* to find the LUNs again after a cvm grow */
 	struct fuse_session *se;
 	struct odm_server *odm;        /* ODM clients' maps (NULL without a control socket) */
+	gid_t odm_gid;                 /* may use the control socket for ODM; -1: root only */
 	/* Direct writes done to files the kernel may cache pages of (atomic): a buffered read
 	 * that saw it change may have cached what such a write replaced (fuse_ops.c). */
 	uint64_t direct_writes_done;
@@ -38,6 +39,8 @@ struct caller {
 	bool asked;
 };
 struct cfs_cred caller_cred(fuse_req_t req, struct caller *who);
+/* The privileges (CFS_CRED_*) of process pid, from /proc, as a cfs_cred's function says. */
+unsigned pid_privileges(int pid, const struct cfs_cred *cr, uint32_t gid);
 
 /* kernel_inval.c: a thread that tells the kernel to drop the cached pages of files whose
  * metadata lock this node gave up, and of the range of a direct write.  It runs apart from

@@ -76,6 +76,15 @@ void odm_server_destroy(struct odm_server *s)
 	free(s);
 }
 
+/* An ODM client's other groups, for the permission checks: from /proc, as for FUSE callers. */
+static unsigned peer_privileges(const struct cfs_cred *cr, uint32_t gid)
+{
+	const struct odm_client *c = cr->ctx;
+	return pid_privileges(c->pid, cr, gid);
+}
+
+uint32_t odm_client_uid(const struct odm_client *c) { return c->cred.uid; }
+
 struct odm_client *odm_client_new(struct odm_server *s, int fd, pthread_mutex_t *send_lock)
 {
 	struct odm_client *c = calloc(1, sizeof *c);
@@ -86,10 +95,14 @@ struct odm_client *odm_client_new(struct odm_server *s, int fd, pthread_mutex_t 
 	c->send_lock = send_lock;
 	struct ucred uc;
 	socklen_t len = sizeof uc;
+	/* Unknown: nobody's rights.  The mode of a new file is the one asked for, unmasked. */
+	c->cred = (struct cfs_cred){.uid = UINT32_MAX, .gid = UINT32_MAX};
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &uc, &len) == 0) {
 		c->pid = uc.pid;
-		c->cred = (struct cfs_cred){.uid = uc.uid, .gid = uc.gid}; /* mode asked for, unmasked */
+		c->cred = (struct cfs_cred){.uid = uc.uid, .gid = uc.gid};
 	}
+	c->cred.privileges = peer_privileges;
+	c->cred.ctx = c;
 	snprintf(c->owner, sizeof c->owner, "pid %d", (int)c->pid);
 	return c;
 }
@@ -314,9 +327,10 @@ void odm_revoked(struct odm_client *c, uint64_t ino)
 }
 
 /* ---- requests ---- */
-/* The inode of a path inside the mount (no "..", no symlinks: clients resolve those). */
-static int resolve(struct cfs_fs *fs, const char *path, bool want_parent, uint64_t *ino,
-		   const char **last)
+/* The inode of a path inside the mount (no "..", no symlinks: clients resolve those), each
+ * directory on the way searchable by cr, as the kernel would check it for a system call. */
+static int resolve(struct cfs_fs *fs, const char *path, const struct cfs_cred *cr,
+		   bool want_parent, uint64_t *ino, const char **last)
 {
 	char *copy = strdup(path ? path : "");
 	if (!copy)
@@ -333,7 +347,7 @@ static int resolve(struct cfs_fs *fs, const char *path, bool want_parent, uint64
 			rc = -EINVAL;
 		else if (want_parent && !next)
 			*last = path + (name - copy);
-		else if (strcmp(name, ".")) {
+		else if (strcmp(name, ".") && !(rc = cfs_access(fs, cur, X_OK, cr))) {
 			struct stat st;
 			if (!(rc = cfs_lookup(fs, cur, name, &st))) {
 				cfs_forget(fs, st.st_ino, 1);
@@ -466,9 +480,11 @@ static int identify(struct odm_client *c, const ControlRequest *req, ControlRepl
 	uint64_t ino;
 	struct stat st;
 	struct odm_hold *h;
-	int rc = resolve(c->s->d->fs, req->path, false, &ino, NULL);
+	int rc = resolve(c->s->d->fs, req->path, &c->cred, false, &ino, NULL);
 	if (!rc && !(rc = cfs_getattr(c->s->d->fs, ino, &st)) && !S_ISREG(st.st_mode))
 		rc = S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
+	if (!rc) /* ODM opens its files for reading and writing */
+		rc = cfs_access(c->s->d->fs, ino, R_OK | W_OK, &c->cred);
 	if (rc)
 		return rc;
 	if ((rc = hold(c, ino, &h)))
@@ -487,9 +503,11 @@ static int create(struct odm_client *c, const ControlRequest *req, ControlReply 
 	uint64_t parent;
 	const char *name = NULL;
 	struct stat st;
-	int rc = resolve(fs, req->path, true, &parent, &name);
+	int rc = resolve(fs, req->path, &c->cred, true, &parent, &name);
 	if (!rc && !name)
 		rc = -EINVAL;
+	if (!rc)
+		rc = cfs_access(fs, parent, W_OK | X_OK, &c->cred);
 	if (rc)
 		return rc; /* a missing directory too */
 	if ((rc = cfs_lookup(fs, parent, name, &st)) == 0) {
@@ -560,14 +578,28 @@ static int resize(struct odm_client *c, const ControlRequest *req, ControlReply 
 	return rc;
 }
 
+/* unlink(2)'s rules: write and search on the directory; in a sticky one, only the owner of
+ * the file or of the directory (or root). */
+static int may_remove(struct cfs_fs *fs, uint64_t parent, uint64_t ino, const struct cfs_cred *cr)
+{
+	struct stat dir, file;
+	int rc = cfs_access(fs, parent, W_OK | X_OK, cr);
+	if (!rc && cr->uid != 0 && !(rc = cfs_getattr(fs, parent, &dir)) && (dir.st_mode & S_ISVTX) &&
+	    !(rc = cfs_getattr(fs, ino, &file)) && cr->uid != file.st_uid && cr->uid != dir.st_uid)
+		rc = -EPERM;
+	return rc;
+}
+
 static int delete(struct odm_client *c, const ControlRequest *req, struct odm_reply_mem *m)
 {
 	struct cfs_fs *fs = c->s->d->fs;
 	uint64_t parent, ino;
 	const char *name = NULL;
-	int rc = resolve(fs, req->path, true, &parent, &name);
+	int rc = resolve(fs, req->path, &c->cred, true, &parent, &name);
 	if (!rc)
-		rc = resolve(fs, req->path, false, &ino, NULL);
+		rc = resolve(fs, req->path, &c->cred, false, &ino, NULL);
+	if (!rc)
+		rc = may_remove(fs, parent, ino, &c->cred);
 	if (rc)
 		return rc;
 	pthread_mutex_lock(&c->s->lock);

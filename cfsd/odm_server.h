@@ -27,6 +27,8 @@ void odm_server_destroy(struct odm_server *s);
 
 /* A connection: notices go out on fd under send_lock (shared with the replies). */
 struct odm_client *odm_client_new(struct odm_server *s, int fd, pthread_mutex_t *send_lock);
+/* The client's uid (SO_PEERCRED; UINT32_MAX if unknown). */
+uint32_t odm_client_uid(const struct odm_client *c);
 /* The connection closed: drop its maps, free its uncommitted files, free it. */
 void odm_client_gone(struct odm_client *c);
 

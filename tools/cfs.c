@@ -34,7 +34,7 @@ static void usage(FILE *out)
 		"       mount.cfs VOLUME DIR [-o OPTIONS]       (as called by mount -t cfs)\n"
 
 		"Mount options: dboptimized, cluster=local|corosync|dlm, node=SLOT, ro, rw, scan=PATHS,\n"
-		"log=FILE, and FUSE's (allow_other, ...).  See cfs(8).\n"
+		"log=FILE, fence=PROGRAM, odm_group=GROUP, and FUSE's (allow_other, ...).  See cfs(8).\n"
 		"Exit status: 0 done, 1 failed, 2 bad usage.\n");
 }
 
