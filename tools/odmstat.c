@@ -14,8 +14,10 @@
 #include <time.h>
 #include <unistd.h>
 
-enum by { BY_INSTANCE, BY_DATABASE, BY_NODE, BY_PTYPE, BY_FILE };
-static const char *const by_names[] = {"instance", "database", "node", "ptype", "file"};
+/* BY_ALL: a row per database, instance, node and process type at once (--prometheus). */
+enum by { BY_INSTANCE, BY_DATABASE, BY_NODE, BY_PTYPE, BY_FILE, BY_ALL };
+static const char *const by_names[] = {"instance", "database", "node", "ptype", "file", "all"};
+#define KEY_SEP '\037' /* between the labels of a BY_ALL key */
 
 struct row {
 	char key[600];
@@ -36,12 +38,13 @@ struct opts {
 	enum by by;
 	const char *instance;
 	bool json, list;
+	const char *prometheus; /* NULL; "-": standard output; else a file replaced each time */
 };
 
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: odmstat [-i SEC] [-c COUNT] [--by instance|database|node|ptype|file]\n"
-		   "               [--instance NAME] [--json]\n"
+		   "               [--instance NAME] [--json | --prometheus[=FILE]]\n"
 		   "       odmstat -l [--instance NAME] [--json]\n"
 		   "ODM I/O statistics of this node's database instances (see odmstat(1)).\n"
 		   "  -i, --interval SEC  report every SEC seconds (the first report is cumulative)\n"
@@ -51,6 +54,10 @@ static void usage(FILE *f)
 		   "  --instance NAME     only this instance\n"
 		   "  -l, --list          the processes using libodm\n"
 		   "  --json              one JSON object per report, raw counts included\n"
+		   "  --prometheus[=FILE] Prometheus' text format: counters since each instance\n"
+		   "                      began, per database, instance, node and process type;\n"
+		   "                      FILE (for node_exporter's textfile collector) is\n"
+		   "                      replaced whole at each report\n"
 		   "Exit: 0 ok, 1 no instance found, 2 bad usage.\n");
 }
 
@@ -107,6 +114,10 @@ static void add_slot(struct snap *s, const struct odm_segment *seg, const struct
 		snprintf(key, sizeof key, "%s", seg->database);
 	else if (by == BY_NODE)
 		snprintf(key, sizeof key, "%s", seg->node);
+	else if (by == BY_ALL)
+		snprintf(key, sizeof key, "%s%c%s%c%s%c%s", seg->database, KEY_SEP, seg->instance,
+			 KEY_SEP, seg->node, KEY_SEP,
+			 odm_ptype_names[p->ptype < ODM_PT_COUNT ? p->ptype : 0]);
 	else
 		snprintf(key, sizeof key, "%s", odm_ptype_names[p->ptype < ODM_PT_COUNT ? p->ptype : 0]);
 	struct row *r = row_for(s, key, 0);
@@ -288,6 +299,120 @@ static void print_json(const struct opts *o, const struct snap *s, double secs, 
 	printf("]}\n");
 }
 
+/* ---- Prometheus' text exposition format ---- */
+
+static void prom_labels(FILE *f, const char *key, const char *extra)
+{
+	static const char *const names[] = {"database", "instance", "node", "ptype"};
+	const char *p = key;
+	fputc('{', f);
+	for (int i = 0; i < 4; i++) {
+		fprintf(f, "%s%s=\"", i ? "," : "", names[i]);
+		for (; *p && *p != KEY_SEP; p++) {
+			if (*p == '\\' || *p == '"')
+				fputc('\\', f);
+			if (*p == '\n')
+				fputs("\\n", f);
+			else
+				fputc(*p, f);
+		}
+		fputc('"', f);
+		if (*p)
+			p++;
+	}
+	fprintf(f, "%s}", extra);
+}
+
+static void prom_counter(FILE *f, const struct snap *s, const char *name, const char *help,
+			 int what)
+{
+	fprintf(f, "# HELP %s %s\n# TYPE %s counter\n", name, help, name);
+	for (size_t i = 0; i < s->n; i++)
+		for (int d = 0; d < 2 && !row_empty(&s->rows[i]); d++)
+			for (int m = 0; m < 2; m++) {
+				const struct odm_count *c = &s->rows[i].c[d][m];
+				char extra[64];
+				snprintf(extra, sizeof extra, ",op=\"%s\",mode=\"%s\"",
+					 d ? "write" : "read", m == ODM_MODE_SYNC ? "sync" : "async");
+				fputs(name, f);
+				prom_labels(f, s->rows[i].key, extra);
+				if (what == 2)
+					fprintf(f, " %.6f\n", c->usec / 1e6);
+				else
+					fprintf(f, " %llu\n",
+						(unsigned long long)(what ? c->bytes : c->ops));
+			}
+}
+
+/* Latency histograms, reads and writes together: the buckets end at powers of two of
+ * microseconds, which are edges of libodm's own buckets. */
+static void prom_histogram(FILE *f, const struct snap *s)
+{
+	const char *name = "odm_io_latency_seconds";
+	fprintf(f, "# HELP %s Time from submission to completion of ODM I/O.\n"
+		   "# TYPE %s histogram\n", name, name);
+	for (size_t i = 0; i < s->n; i++)
+		for (int m = 0; m < 2 && !row_empty(&s->rows[i]); m++) {
+			const struct row *r = &s->rows[i];
+			const char *mode = m == ODM_MODE_SYNC ? "sync" : "async";
+			uint64_t seen = 0;
+			unsigned bin = 0;
+			char extra[96];
+			for (uint64_t edge = 4; edge <= (1ull << 22); edge *= 2) {
+				while (bin < ODM_HIST_BINS && odm_hist_upper(bin) <= edge)
+					seen += r->hist[m][bin++];
+				snprintf(extra, sizeof extra, ",mode=\"%s\",le=\"%g\"", mode, edge / 1e6);
+				fprintf(f, "%s_bucket", name);
+				prom_labels(f, r->key, extra);
+				fprintf(f, " %llu\n", (unsigned long long)seen);
+			}
+			while (bin < ODM_HIST_BINS)
+				seen += r->hist[m][bin++];
+			snprintf(extra, sizeof extra, ",mode=\"%s\",le=\"+Inf\"", mode);
+			fprintf(f, "%s_bucket", name);
+			prom_labels(f, r->key, extra);
+			fprintf(f, " %llu\n", (unsigned long long)seen);
+			snprintf(extra, sizeof extra, ",mode=\"%s\"", mode);
+			fprintf(f, "%s_sum", name);
+			prom_labels(f, r->key, extra);
+			fprintf(f, " %.6f\n", (r->c[0][m].usec + r->c[1][m].usec) / 1e6);
+			fprintf(f, "%s_count", name);
+			prom_labels(f, r->key, extra);
+			fprintf(f, " %llu\n", (unsigned long long)seen);
+		}
+}
+
+static void prom_write(FILE *f, const struct snap *s)
+{
+	prom_counter(f, s, "odm_io_operations_total", "ODM I/O operations completed.", 0);
+	prom_counter(f, s, "odm_io_bytes_total", "Bytes moved by ODM I/O.", 1);
+	prom_counter(f, s, "odm_io_time_seconds_total", "Time ODM I/O took, summed.", 2);
+	prom_histogram(f, s);
+}
+
+/* To standard output, or to a file replaced whole (the collector never reads half of one). */
+static int print_prometheus(const struct opts *o, const struct snap *s)
+{
+	if (!strcmp(o->prometheus, "-")) {
+		prom_write(stdout, s);
+		return 0;
+	}
+	char tmp[4200];
+	snprintf(tmp, sizeof tmp, "%s.%d.tmp", o->prometheus, (int)getpid());
+	FILE *f = fopen(tmp, "w");
+	if (f) {
+		prom_write(f, s);
+		if (fclose(f) || rename(tmp, o->prometheus))
+			f = NULL;
+	}
+	if (!f) {
+		fprintf(stderr, "odmstat: %s: %s\n", o->prometheus, strerror(errno));
+		unlink(tmp);
+		return 1;
+	}
+	return 0;
+}
+
 struct list_arg {
 	const struct opts *o;
 	bool first;
@@ -346,6 +471,7 @@ static int parse(int argc, char **argv, struct opts *o)
 		{"interval", required_argument, NULL, 'i'}, {"count", required_argument, NULL, 'c'},
 		{"by", required_argument, NULL, 'b'},       {"instance", required_argument, NULL, 'I'},
 		{"json", no_argument, NULL, 'j'},           {"list", no_argument, NULL, 'l'},
+		{"prometheus", optional_argument, NULL, 'P'},
 		{"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0}};
 	*o = (struct opts){.count = -1};
 	int c;
@@ -389,6 +515,9 @@ static int parse(int argc, char **argv, struct opts *o)
 		case 'j':
 			o->json = true;
 			break;
+		case 'P':
+			o->prometheus = optarg && *optarg ? optarg : "-";
+			break;
 		case 'l':
 			o->list = true;
 			break;
@@ -405,6 +534,13 @@ static int parse(int argc, char **argv, struct opts *o)
 		usage(stderr);
 		return 2;
 	}
+	if (o->prometheus && (o->json || o->list || o->by)) {
+		fprintf(stderr, "odmstat: --prometheus has its own labels: not with --json, -l or "
+				"--by\n");
+		return 2;
+	}
+	if (o->prometheus)
+		o->by = BY_ALL;
 	if (o->count < 0)
 		o->count = o->interval > 0 ? 0 : 1; /* 0: until interrupted */
 	if (o->interval <= 0 && o->count > 1) {
@@ -450,16 +586,18 @@ int main(int argc, char **argv)
 		view.n = 0;
 		for (size_t i = 0; i < cur.n; i++) /* rows in the order they were found */
 			*row_for(&view, cur.rows[i].key, cur.rows[i].block_size) = cur.rows[i];
-		if (!cumulative)
+		if (!cumulative && !o.prometheus) /* Prometheus' counters only ever grow */
 			subtract(&view, &prev);
-		if (o.json)
+		if (o.prometheus)
+			rc = print_prometheus(&o, &view);
+		else if (o.json)
 			print_json(&o, &view, secs, cumulative);
 		else
 			print_text(&o, &view, secs);
 		fflush(stdout);
 		if ((o.count && n >= o.count) || stop)
 			break;
-		if (!o.json)
+		if (!o.json && !o.prometheus)
 			printf("\n");
 		struct timespec ts = {(time_t)o.interval, (long)((o.interval - (time_t)o.interval) * 1e9)};
 		nanosleep(&ts, NULL);
@@ -473,5 +611,5 @@ int main(int argc, char **argv)
 	free(view.rows);
 	free(prev.rows);
 	free(cur.rows);
-	return 0;
+	return rc;
 }

@@ -7,7 +7,8 @@ LIB=$(dirname "$BIN")/lib/libodm.so
 export ODM_TEST_DB="IT$$"
 S=$(($$ % 10000)) # instance names short enough for 15-character process names
 odm_cleanup() {
-	rm -f /dev/shm/odm."$ODM_TEST_DB".* /dev/shm/odm.OLTP$$.* /dev/shm/odm.DSS$$.*
+	rm -f /dev/shm/odm."$ODM_TEST_DB".* /dev/shm/odm.OLTP$$.* /dev/shm/odm.DSS$$.* \
+		/dev/shm/odm.NB$$.* /dev/shm/odm.RT$$.*
 	cfs_cleanup
 }
 trap odm_cleanup EXIT
@@ -76,6 +77,40 @@ assert len(reps) == 2 and reps[0]['cumulative'] and not reps[1]['cumulative'], r
 assert all(r['sync']['reads'] == 0 for r in reps[1]['rows']), reps[1]   # nothing runs now" \
 	< <("$BIN/odmstat" -i 0.2 -c 2 --instance OL$S --json)
 
+"$BIN/odmstat" --json --instance OL$S >"$T/ol.json"
+check "odmstat --prometheus: valid text format, the same counts as --json, histograms whole" \
+	python3 - "$BIN/odmstat" OL$S "$T/ol.json" "$T/ol.prom" <<'PY'
+import json, re, subprocess, sys
+odmstat, inst, js, path = sys.argv[1:]
+text = subprocess.run([odmstat, '--prometheus', '--instance', inst], check=True,
+                      capture_output=True, text=True).stdout
+subprocess.run([odmstat, f'--prometheus={path}', '--instance', inst], check=True)
+assert open(path).read().count('# TYPE') == text.count('# TYPE') == 4
+sample = re.compile(r'^([a-z_]+)\{((?:[a-z_]+="[^"\\]*",?)+)\} ([0-9.e+-]+)$')
+ops, buckets, counts = {}, {}, {}
+for line in text.splitlines():
+    if line.startswith('#'):
+        assert re.match(r'^# (HELP|TYPE) odm_[a-z_]+ ', line), line
+        continue
+    m = sample.match(line)
+    assert m, line
+    name, labels, value = m[1], dict(re.findall(r'([a-z_]+)="([^"]*)"', m[2])), float(m[3])
+    assert labels['instance'] == inst, labels
+    if name == 'odm_io_operations_total':
+        ops[labels['mode']] = ops.get(labels['mode'], 0) + value
+    elif name == 'odm_io_latency_seconds_bucket':
+        key = (labels['ptype'], labels['mode'])
+        assert value >= buckets.get(key, 0), line  # cumulative
+        buckets[key] = value
+    elif name == 'odm_io_latency_seconds_count':
+        counts[labels['mode']] = counts.get(labels['mode'], 0) + value
+row = json.load(open(js))['rows'][0]
+for mode in ('sync', 'async'):
+    want = row[mode]['reads'] + row[mode]['writes']
+    assert ops.get(mode, 0) == want == counts.get(mode, 0), (mode, ops, counts, want)
+assert sum(ops.values()) > 0
+PY
+expect 2 "own labels" "odmstat: --prometheus with --json" -- "$BIN/odmstat" --prometheus --json
 expect 2 "interval" "odmstat: bad interval" -- "$BIN/odmstat" -i 0
 expect 2 "one of instance" "odmstat: bad --by" -- "$BIN/odmstat" --by disk
 expect 2 "needs -i" "odmstat: -c without -i" -- "$BIN/odmstat" -c 3
@@ -84,6 +119,39 @@ expect 1 "not on a CFS mount" "odmload: not on CFS" -- "$BIN/odmload" --lib "$LI
 expect 2 "oltp or scan" "odmload: bad profile" -- "$BIN/odmload" --dir "$T" --profile x
 check "odmstat and odmload have --help" sh -c "'$BIN/odmstat' --help && '$BIN/odmload' --help"
 
+# Database users are not root.  Without odm_group the control socket is root's; with it the
+# group reaches libodm, within its file permissions, and nothing else.  Its members need the
+# LUNs too (udev rules do that for real disks).
+chmod o+x "$T"
+mkdir -p "$T/mnt/nobody" "$T/mnt/rootfiles"
+chown nobody:nogroup "$T/mnt/nobody"
+as_nobody() { setpriv --reuid=nobody --regid=nogroup --clear-groups "$@"; }
+odmload_as_nobody() { # DIR [DB INSTANCE]: a 1-second odmload as nobody
+	as_nobody "$BIN/odmload" --lib "$LIB" --dir "$1" --db "${2:-NB$$}" --instance "${3:-NB$S}" \
+		--seconds 1 --file-mib 4 --procs 1
+}
+expect 1 "Permission denied" "ODM: without odm_group a non-root client is refused" -- \
+	odmload_as_nobody "$T/mnt/nobody"
+"$BIN/odmload" --lib "$LIB" --dir "$T/mnt/rootfiles" --db RT$$ --instance RT$S --seconds 1 \
+	--file-mib 4 --procs 1 >/dev/null 2>&1 || not_ok "ODM: root's odmload in rootfiles"
+chmod 777 "$T/mnt/rootfiles" # nobody may search and write it, not open root's 0640 files
+rm -f /dev/shm/odm.RT$$.* # root's instance statistics: the same instance name as nobody next
+umount_cfs "$T/mnt"
+expect 2 "odm_group=no-such-group$$: no such group" "mount: odm_group naming no group is refused" -- \
+	"$BIN/cfs" mount odm "$T/mnt" -o "odm_group=no-such-group$$"
+mount_cfs odm "$T/mnt" odm_group=nogroup || not_ok "mount with odm_group=nogroup: $(tail -3 "$T/odm.log")"
+chgrp nogroup "$T"/odm.lun* && chmod 660 "$T"/odm.lun*
+check "ODM: with odm_group a member creates, writes and reads its own files" odmload_as_nobody "$T/mnt/nobody"
+check "ODM: the member's files are its own" bash -c \
+	'[ "$(stat -c %U:%G "$1"/*.dbf | sort -u)" = nobody:nogroup ]' _ "$T/mnt/nobody"
+expect 1 "Permission denied" "ODM: a member cannot open root's 0640 datafiles" -- \
+	odmload_as_nobody "$T/mnt/rootfiles" RT$$ RT$S
+expect 1 "Permission denied" "ODM: a member cannot create files in root's 0755 directory" -- \
+	odmload_as_nobody "$T/mnt"
+expect 1 "only root may do this" "cfs grow by a member of odm_group is refused" -- \
+	as_nobody "$BIN/cfs" grow "$T/mnt"
+check "cfs status by a member of odm_group works" as_nobody "$BIN/cfs" status "$T/mnt"
+rm -f /dev/shm/odm.NB$$.* /dev/shm/odm.RT$$.*
 umount_cfs "$T/mnt"
 check "fsck.cfs: clean after the ODM tests" "$BIN/fsck.cfs" -n odm
 finish
