@@ -222,6 +222,24 @@ int cfs_sync(struct cfs_fs *fs);
  * made read-only by an I/O error: only a new mount clears those. */
 int cfs_set_read_only(struct cfs_fs *fs, bool ro);
 
+/* ---- the lock table, named for people (locks.c) ---- */
+struct cfs_lock_info {
+	const char *resource; /* the lock manager's name */
+	char object[96];      /* what it protects */
+	uint64_t ino;         /* the inode it is about (its number in stat), 0 if none */
+	const char *path;     /* where that inode is, NULL if not found */
+	uint32_t node;        /* the cluster node holding or asking */
+	uint64_t owner;       /* the lock manager's owner: node << 32 | process incarnation */
+	int granted, requested; /* CFSLOCK_* modes, -1 none */
+	char state[16];       /* granted, converting, waiting */
+	bool recovering;      /* its node failed and is not recovered yet */
+};
+typedef void (*cfs_lock_visit_fn)(void *arg, const struct cfs_lock_info *l);
+/* Every lock of the filesystem's lockspace as this node's lock manager sees it (every node's,
+ * on a cluster), with paths found by walking the tree from the root (its first 100,000
+ * entries at most). */
+int cfs_locks(struct cfs_fs *fs, cfs_lock_visit_fn fn, void *arg);
+
 /* ---- kernel bypass (ODM clients write straight to the LUNs) ---- */
 /* A regular file without a name (O_TMPFILE): open once (cfs_release frees it) and on the
  * orphan list, so a crash frees it at the next mount, until cfs_link names it. */

@@ -130,19 +130,21 @@ static int glock_let_go(struct cfs_fs *fs, struct cfs_glock *gl, int to)
 }
 
 /* Ask for the grant with fs->lock released (see the top of this file). */
-static int glock_request(struct cfs_fs *fs, struct cfs_glock *gl, int mode)
+static int glock_request(struct cfs_fs *fs, struct cfs_glock *gl, int mode, unsigned flags)
 {
 	/* Nothing is held now: a wish recorded from here on is about the grant we ask for (it
 	 * can arrive before this thread sees the grant). */
 	__atomic_store_n(&gl->wanted, -1, __ATOMIC_RELEASE);
 	gl->requesting = true;
 	pthread_mutex_unlock(&fs->lock);
-	int rc = cfslock_request_sync(gl->lk, mode, 0);
+	int rc = cfslock_request_sync(gl->lk, mode, flags);
 	pthread_mutex_lock(&fs->lock);
 	gl->requesting = false;
 	pthread_cond_broadcast(&fs->glock_cond);
 	if (rc == -CFSLOCK_ENOQUORUM)
 		cfs_fence(fs, "this node lost quorum");
+	if (rc == -EAGAIN && (flags & CFSLOCK_NOQUEUE))
+		return rc;
 	if (rc) {
 		cfs_log(fs, "lock %s %s: %s", cfslock_name(gl->lk), cfslock_mode_name(mode),
 			strerror(-rc));
@@ -156,26 +158,39 @@ static int glock_request(struct cfs_fs *fs, struct cfs_glock *gl, int mode)
 int cfs_glock_hold(struct cfs_fs *fs, struct cfs_glock *gl, int mode)
 {
 	if (!fs->cluster) /* one node: taken EX once and kept, nobody to count holders for */
-		return gl->mode >= 0 ? 0 : glock_request(fs, gl, CFSLOCK_EX);
+		return gl->mode >= 0 ? 0 : glock_request(fs, gl, CFSLOCK_EX, 0);
 	for (;;) {
 		if (cfs_fenced(fs))
 			return -EIO; /* what this node has cached may be another node's now */
-		if (gl->requesting) {
-			pthread_cond_wait(&fs->glock_cond, &fs->lock);
-		} else if (gl->mode >= mode) {
+		if (!gl->requesting && gl->mode >= mode) {
 			gl->holders++;
 			return 0;
-		} else if (gl->mode >= 0 && gl->holders) {
-			/* PR held, EX wanted: once nobody here uses PR, let go and ask. */
+		}
+		/* Another thread is asking; or PR is held here, EX wanted: once nobody here
+		 * uses PR, let go and ask. */
+		if (gl->requesting || (gl->mode >= 0 && gl->holders)) {
 			pthread_cond_wait(&fs->glock_cond, &fs->lock);
 		} else {
 			int rc = gl->mode >= 0 ? glock_let_go(fs, gl, -1) : 0;
 			if (!rc)
-				rc = glock_request(fs, gl, mode);
+				rc = glock_request(fs, gl, mode, 0);
 			if (rc)
 				return cfs_lock_errno(rc);
 		}
 	}
+}
+
+int cfs_glock_try_hold(struct cfs_fs *fs, struct cfs_glock *gl, int mode)
+{
+	if (!fs->cluster || gl->mode >= mode)
+		return cfs_glock_hold(fs, gl, mode);
+	if (gl->requesting || gl->mode >= 0 || cfs_fenced(fs))
+		return -EAGAIN; /* not worth a wait: the caller can do without */
+	/* The holders in the way hear of it, and a holder that only caches it gives it up. */
+	int rc = glock_request(fs, gl, mode, CFSLOCK_NOQUEUE | CFSLOCK_NOQUEUEBAST);
+	if (!rc)
+		gl->holders++;
+	return cfs_lock_errno(rc);
 }
 
 void cfs_glock_check(struct cfs_fs *fs, struct cfs_glock *gl)

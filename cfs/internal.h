@@ -413,6 +413,9 @@ void cfs_glock_free(struct cfs_glock *gl);
  * hold of EX while PR is held here: never ask for EX while holding PR. */
 int cfs_glock_hold(struct cfs_fs *fs, struct cfs_glock *gl, int mode);
 void cfs_glock_unhold(struct cfs_fs *fs, struct cfs_glock *gl);
+/* The same, without waiting for another node: -EAGAIN if one holds it in the way (it is
+ * asked to give it up if it only caches it). */
+int cfs_glock_try_hold(struct cfs_fs *fs, struct cfs_glock *gl, int mode);
 /* Act on another node's wish for gl if nothing here holds it. */
 void cfs_glock_check(struct cfs_fs *fs, struct cfs_glock *gl);
 /* Begin and end every public operation: the filesystem lock, a hold of the metadata glock

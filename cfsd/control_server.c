@@ -2,6 +2,7 @@
 #include "cfs/control.h"
 #include "cfsd/fuse_ops.h"
 #include "cfsd/odm_server.h"
+#include "dlm-client/cfslock.h"
 #include "proto/control.pb-c.h"
 #include "tools/common.h"
 
@@ -119,6 +120,87 @@ struct conn {
 	struct conn *next;
 };
 
+/* ---- the lock table (cfs locks) ---- */
+#define LOCKS_SHOWN 5000 /* a reply stays well under CFS_CONTROL_MAX */
+struct lock_list {
+	LockInfo *v;
+	LockInfo **ptrs;
+	size_t n, cap, left_out;
+	int error;
+};
+
+static char *dup_or_fail(struct lock_list *l, const char *s)
+{
+	char *d = strdup(s);
+	if (!d)
+		l->error = -ENOMEM;
+	return d;
+}
+
+static void add_lock(void *arg, const struct cfs_lock_info *x)
+{
+	struct lock_list *l = arg;
+	if (l->error)
+		return;
+	if (l->n == LOCKS_SHOWN) {
+		l->left_out++;
+		return;
+	}
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? 2 * l->cap : 32;
+		LockInfo *v = realloc(l->v, cap * sizeof *v);
+		if (!v) {
+			l->error = -ENOMEM;
+			return;
+		}
+		l->v = v;
+		l->cap = cap;
+	}
+	LockInfo *i = &l->v[l->n];
+	lock_info__init(i);
+	i->resource = dup_or_fail(l, x->resource);
+	i->object = dup_or_fail(l, x->object);
+	i->has_ino = x->ino != 0;
+	i->ino = x->ino;
+	i->path = x->path ? dup_or_fail(l, x->path) : NULL;
+	i->node_id = x->node;
+	i->owner = x->owner;
+	i->granted = (char *)cfslock_mode_name(x->granted);
+	i->requested = (char *)cfslock_mode_name(x->requested);
+	i->state = dup_or_fail(l, x->state);
+	i->has_recovering = true;
+	i->recovering = x->recovering;
+	l->n++;
+}
+
+static void lock_list_free(struct lock_list *l)
+{
+	for (size_t i = 0; i < l->n; i++) {
+		free(l->v[i].resource);
+		free(l->v[i].object);
+		free(l->v[i].path);
+		free(l->v[i].state);
+	}
+	free(l->v);
+	free(l->ptrs);
+}
+
+/* The reply points into l until it is sent. */
+static int fill_locks(struct cfsd *d, ControlReply *reply, struct lock_list *l)
+{
+	int rc = cfs_locks(d->fs, add_lock, l);
+	rc = rc ? rc : l->error;
+	if (!rc && l->n && !(l->ptrs = calloc(l->n, sizeof *l->ptrs)))
+		rc = -ENOMEM;
+	for (size_t i = 0; !rc && i < l->n; i++)
+		l->ptrs[i] = &l->v[i];
+	if (!rc) {
+		reply->n_locks = l->n;
+		reply->locks = l->ptrs;
+	}
+	return rc;
+}
+
 static void send_reply(struct conn *c, const ControlReply *reply)
 {
 	cfs_control_send_message(c->fd, &c->send_lock, &reply->base);
@@ -132,6 +214,7 @@ static void serve(struct conn *c, const ControlRequest *req)
 	struct cfs_status st;
 	MountedNode nodes[2 * CFS_STATUS_MAX_NODES], *node_ptrs[2 * CFS_STATUS_MAX_NODES];
 	struct odm_reply_mem mem = {0};
+	struct lock_list locks = {0};
 	if (!odm_is_request(req) && req->op != CONTROL_REQUEST__OP__STATUS &&
 	    odm_client_uid(c->odm) != 0) {
 		reply.error = EPERM;
@@ -167,6 +250,18 @@ static void serve(struct conn *c, const ControlRequest *req)
 				 d->volume, strerror(-rc));
 			reply.message = mem.message;
 		}
+	} else if (req->op == CONTROL_REQUEST__OP__LOCKS) {
+		int rc = fill_locks(d, &reply, &locks);
+		reply.error = -rc;
+		if (rc || locks.left_out) {
+			if (rc)
+				snprintf(mem.message, sizeof mem.message, "the lock table: %s",
+					 strerror(-rc));
+			else
+				snprintf(mem.message, sizeof mem.message, "%zu more locks not shown",
+					 locks.left_out);
+			reply.message = mem.message;
+		}
 	} else if (odm_is_request(req)) {
 		odm_handle(c->odm, req, &reply, &mem);
 	}
@@ -177,6 +272,7 @@ static void serve(struct conn *c, const ControlRequest *req)
 	}
 	send_reply(c, &reply);
 	odm_reply_mem_free(&mem);
+	lock_list_free(&locks);
 }
 
 static void *worker_thread(void *arg)

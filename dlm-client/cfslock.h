@@ -122,6 +122,13 @@ int cfslock_plock_get(struct cfslock_space *s, const struct cfslock_plock *l,
 int cfslock_plock_close(struct cfslock_space *s, uint64_t file, uint64_t owner,
 			cfslock_plock_done_fn done, void *arg);
 
+/* Every record lock of the lockspace as this node's copy has it: the held ranges, then the
+ * waiting requests (waiting true), with the cluster node of each.  fn must not call into
+ * this library.  -EOPNOTSUPP without record locks. */
+typedef void (*cfslock_plock_dump_fn)(void *arg, const struct cfslock_plock *l, uint32_t node,
+				      bool waiting);
+int cfslock_plock_dump(struct cfslock_space *s, cfslock_plock_dump_fn fn, void *arg);
+
 /* Dump a lockspace's table as this node sees it. */
 struct cfslock_dump_entry {
 	const char *resource;

@@ -589,6 +589,11 @@ int cfslock_plock_get(struct cfslock_space *s, const struct cfslock_plock *l,
 	return rc ? rc : s->c->ops->plock_get(s, l, holder, holder_node);
 }
 
+int cfslock_plock_dump(struct cfslock_space *s, cfslock_plock_dump_fn fn, void *arg)
+{
+	return s->c->ops->plock_dump ? s->c->ops->plock_dump(s, fn, arg) : -EOPNOTSUPP;
+}
+
 int cfslock_plock_close(struct cfslock_space *s, uint64_t file, uint64_t owner,
 			cfslock_plock_done_fn done, void *arg)
 {

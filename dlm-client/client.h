@@ -28,6 +28,7 @@ struct cfslock_backend_ops {
 			 struct cfslock_plock *holder, uint32_t *holder_node);
 	int (*plock_close)(struct cfslock_space *s, uint64_t file, uint64_t owner,
 			   cfslock_plock_done_fn done, void *arg, uint64_t reqid);
+	int (*plock_dump)(struct cfslock_space *s, cfslock_plock_dump_fn fn, void *arg);
 	uint32_t (*failure_detection_ms)(void); /* NULL: the backend does not say */
 };
 

@@ -1187,6 +1187,32 @@ static int cs_plock_get(struct cfslock_space *s, const struct cfslock_plock *l,
 	return found;
 }
 
+struct plock_dump {
+	cfslock_plock_dump_fn fn;
+	void *arg;
+};
+
+static void plock_dump_one(void *arg, const struct pl_lock *l, uint64_t reqid)
+{
+	const struct plock_dump *d = arg;
+	struct cfslock_plock p = {.file = l->file, .owner = l->owner, .start = l->start,
+				  .end = l->end, .pid = l->pid,
+				  .type = l->type == PL_RD ? F_RDLCK : F_WRLCK};
+	d->fn(d->arg, &p, (uint32_t)(l->node >> 32), reqid != 0);
+}
+
+static int cs_plock_dump(struct cfslock_space *s, cfslock_plock_dump_fn fn, void *arg)
+{
+	struct cs *cs = s->c->backend;
+	struct plock_dump d = {fn, arg};
+	pthread_mutex_lock(&cs->lock);
+	struct replica *r = replica(cs, s->name, false);
+	if (r)
+		pl_walk(r->plocks, plock_dump_one, &d);
+	pthread_mutex_unlock(&cs->lock);
+	return 0;
+}
+
 static int cs_plock_close(struct cfslock_space *s, uint64_t file, uint64_t owner,
 			  cfslock_plock_done_fn done, void *arg, uint64_t reqid)
 {
@@ -1215,5 +1241,6 @@ const struct cfslock_backend_ops cfslock_corosync_ops = {
 	.failure_detection_ms = token_timeout_ms,
 	.forget = cs_forget,
 	.plock = cs_plock, .plock_cancel = cs_plock_cancel, .plock_get = cs_plock_get,
+	.plock_dump = cs_plock_dump,
 	.plock_close = cs_plock_close,
 };

@@ -30,6 +30,7 @@ static void usage(FILE *out)
 		"       cfs umount DIR                          (writes back, then waits for cfsd)\n"
 		"       cfs status DIR [--json]\n"
 		"       cfs grow DIR [--json]\n"
+		"       cfs locks DIR [--json]                  (the lock table, who holds and waits)\n"
 		"       cfs lockproto VOLUME [local|corosync|dlm] [-s|--scan PATH]...\n"
 		"       mount.cfs VOLUME DIR [-o OPTIONS]       (as called by mount -t cfs)\n"
 
@@ -304,6 +305,62 @@ static int do_query(const char *dir, ControlRequest__Op op, bool json)
 	return EXIT_OK;
 }
 
+/* The lock table: a line per lock (holders and waiters of one resource together), or JSON. */
+static void print_locks(const ControlReply *r, bool json)
+{
+	if (json) {
+		printf("{\"locks\": [");
+		for (size_t i = 0; i < r->n_locks; i++) {
+			const LockInfo *l = r->locks[i];
+			printf("%s{\"resource\": ", i ? ", " : "");
+			json_string(stdout, l->resource);
+			printf(", \"object\": ");
+			json_string(stdout, l->object);
+			if (l->has_ino)
+				printf(", \"ino\": %llu", (unsigned long long)l->ino);
+			if (l->path) {
+				printf(", \"path\": ");
+				json_string(stdout, l->path);
+			}
+			printf(", \"node_id\": %u, \"owner\": \"%016llx\", \"granted\": \"%s\", "
+			       "\"requested\": \"%s\", \"state\": \"%s\", \"recovering\": %s}",
+			       l->node_id, (unsigned long long)l->owner, l->granted, l->requested,
+			       l->state, l->has_recovering && l->recovering ? "true" : "false");
+		}
+		printf("]");
+		if (r->message) {
+			printf(", \"note\": ");
+			json_string(stdout, r->message);
+		}
+		printf("}\n");
+		return;
+	}
+	printf("%-22s %5s %-10s %-8s %s\n", "RESOURCE", "NODE", "STATE", "MODE", "WHAT");
+	for (size_t i = 0; i < r->n_locks; i++) {
+		const LockInfo *l = r->locks[i];
+		char mode[16];
+		if (strcmp(l->state, "granted"))
+			snprintf(mode, sizeof mode, "%s->%s", l->granted, l->requested);
+		else
+			snprintf(mode, sizeof mode, "%s", l->granted);
+		printf("%-22s %5u %-10s %-8s %s%s%s%s\n", l->resource, l->node_id, l->state, mode,
+		       l->object, l->path ? ": " : "", l->path ? l->path : "",
+		       l->has_recovering && l->recovering ? " (node failed, recovering)" : "");
+	}
+	if (r->message)
+		printf("(%s)\n", r->message);
+}
+
+static int do_locks(const char *dir, bool json)
+{
+	ControlReply *r;
+	if (ask(dir, CONTROL_REQUEST__OP__LOCKS, &r))
+		return EXIT_FAILED;
+	print_locks(r, json);
+	control_reply__free_unpacked(r, NULL);
+	return EXIT_OK;
+}
+
 /* Whether pid still runs.  kill(pid, 0) is not enough: cfsd is detached, and a daemon that
  * has exited stays a zombie until init gets round to reaping it, which can take a while. */
 static bool still_running(int pid)
@@ -436,6 +493,8 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(cmd, "grow") && nargs == 1)
 		return do_query(args[0], CONTROL_REQUEST__OP__GROW, json);
+	if (!strcmp(cmd, "locks") && nargs == 1)
+		return do_locks(args[0], json);
 	fprintf(stderr, "cfs: '%s' with %d argument%s: not a command I know\n", cmd, nargs,
 		nargs == 1 ? "" : "s");
 	usage(stderr);

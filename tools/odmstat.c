@@ -477,40 +477,42 @@ static int parse(int argc, char **argv, struct opts *o)
 	int c;
 	char *end;
 	while ((c = getopt_long(argc, argv, "i:c:lh", longs, NULL)) != -1) {
+		/* NULL only for --prometheus without =FILE */
+		const char *arg = optarg ? optarg : "";
 		switch (c) {
 		case 'i':
-			o->interval = strtod(optarg, &end);
+			o->interval = strtod(arg, &end);
 			if (*end || !(o->interval > 0 && o->interval <= 86400)) {
-				fprintf(stderr, "odmstat: interval '%s': give seconds, more than 0\n", optarg);
+				fprintf(stderr, "odmstat: interval '%s': give seconds, more than 0\n", arg);
 				return 2;
 			}
 			break;
 		case 'c':
-			o->count = strtol(optarg, &end, 10);
+			o->count = strtol(arg, &end, 10);
 			if (*end || o->count < 1) {
 				fprintf(stderr, "odmstat: count '%s': give a number of reports, 1 or more\n",
-					optarg);
+					arg);
 				return 2;
 			}
 			break;
 		case 'b': {
 			size_t k = 0;
-			while (k < 5 && strcmp(optarg, by_names[k]))
+			while (k < 5 && strcmp(arg, by_names[k]))
 				k++;
 			if (k == 5) {
 				fprintf(stderr, "odmstat: --by '%s': one of instance, database, node, ptype, "
-						"file\n", optarg);
+						"file\n", arg);
 				return 2;
 			}
 			o->by = (enum by)k;
 			break;
 		}
 		case 'I':
-			if (!odm_name_ok(optarg)) {
-				fprintf(stderr, "odmstat: instance '%s': not an instance name\n", optarg);
+			if (!odm_name_ok(arg)) {
+				fprintf(stderr, "odmstat: instance '%s': not an instance name\n", arg);
 				return 2;
 			}
-			o->instance = optarg;
+			o->instance = arg;
 			break;
 		case 'j':
 			o->json = true;

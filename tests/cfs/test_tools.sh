@@ -60,6 +60,10 @@ expect 8 "in use on this node" "fsck.cfs of a mounted volume" -- "$BIN/fsck.cfs"
 expect 1 "in use on this node" "mkfs.cfs --force of a mounted volume" -- "$BIN/mkfs.cfs" --force v
 expect 0 "label 'tools'" "cfs status" -- "$BIN/cfs" status "$M"
 check "cfs status --json" bash -c '"$0" status --json "$1" | python3 -c "import json,sys; d=json.load(sys.stdin); assert d[\"label\"]==\"tools\" and d[\"slots\"]==2"' "$BIN/cfs" "$M"
+expect 0 "metadata (the whole filesystem)" "cfs locks names the metadata lock" -- "$BIN/cfs" locks "$M"
+check "cfs locks --json" bash -c '"$0" locks --json "$1" | python3 -c "import json,sys; l=json.load(sys.stdin)[\"locks\"]; assert [x[\"granted\"] for x in l if x[\"resource\"]==\"meta\"]==[\"EX\"], l"' "$BIN/cfs" "$M"
+expect 1 "not a mounted CFS filesystem" "cfs locks of a directory that is not CFS" -- "$BIN/cfs" locks "$T"
+expect 2 "not a command I know" "cfs locks without a directory" -- "$BIN/cfs" locks
 expect 1 "run cvm grow first" "cfs grow with nothing to grow" -- "$BIN/cfs" grow "$M"
 expect 1 "not a mounted CFS filesystem" "cfs grow of a directory that is not CFS" -- "$BIN/cfs" grow "$T"
 

@@ -49,7 +49,24 @@ if on 2 flock -n -x "$(M 2)/lock" true; then not_ok "LOCK_NB on node 2 succeeded
 else ok "LOCK_NB on node 2 fails while node 1 holds LOCK_EX"; fi
 if on 3 flock -n -s "$(M 3)/lock" true; then not_ok "LOCK_NB of LOCK_SH on node 3 succeeded over LOCK_EX"
 else ok "LOCK_NB of LOCK_SH on node 3 fails too"; fi
+# What a DBA sees: cfs locks on a third node names the file, its holder and its waiter.
+on 2 flock -x "$(M 2)/lock" true &
+waiter=$!
+node_id() { on "$1" "$BIN/cfs" status --json "$(M "$1")" | python3 -c 'import json,sys; print(json.load(sys.stdin)["node_id"])'; }
+sleep 1
+check "cfs locks on node 3: /lock held EX by node 1, node 2 waiting for EX" \
+	python3 - "$(on 3 "$BIN/cfs" locks --json "$(M 3)")" "$(node_id 1)" "$(node_id 2)" <<'PY'
+import json, sys
+locks, holder, waiter = json.loads(sys.argv[1])['locks'], int(sys.argv[2]), int(sys.argv[3])
+mine = [l for l in locks if l.get('path') == '/lock' and l['object'].startswith('flock')]
+assert any(l['node_id'] == holder and l['state'] == 'granted' and l['granted'] == 'EX'
+           for l in mine), mine
+assert any(l['node_id'] == waiter and l['state'] != 'granted' and l['requested'] == 'EX'
+           for l in mine), mine
+assert any(l['resource'] == 'meta' for l in locks), locks
+PY
 release
+check "node 2's waiting flock got the lock once node 1 let go" wait $waiter
 check "node 2's LOCK_NB succeeds once node 1 let go" on 2 flock -n -x "$(M 2)/lock" true
 
 check "node 1 takes LOCK_SH" holds 1 -s
@@ -129,6 +146,14 @@ check "F_GETLK on node 3 names node 1's write lock, pid 0 (another node's)" \
 pid1=$(pgrep -f "bin/python3 $HERE/plock_tool.py hold $(M 1)/" | head -1)
 check "F_GETLK on node 1 names the holder's pid ($pid1)" \
 	bash -c "[ \"\$(cat)\" = 'w 0 100 $pid1' ]" <<<"$(P 1 get 10 5 r)"
+check "cfs locks on node 3 shows node 1's fcntl write lock of /plock, bytes 0-99, its pid" \
+	python3 - "$(on 3 "$BIN/cfs" locks --json "$(M 3)")" "$(node_id 1)" "$pid1" <<'PY'
+import json, sys
+locks, node, pid = json.loads(sys.argv[1])['locks'], int(sys.argv[2]), sys.argv[3]
+assert any(l['resource'] == 'fcntl' and l.get('path') == '/plock' and l['node_id'] == node
+           and l['granted'] == 'EX' and f'bytes 0-99' in l['object'] and f'pid {pid}' in l['object']
+           for l in locks), locks
+PY
 t0=$(ms)
 check "a waiting F_SETLKW on node 2 is interrupted by a signal" bash -c "[ \"\$(cat)\" = interrupted ]" <<<"$(P 2 interrupted)"
 ok "... after $(($(ms) - t0)) ms (alarm at 2000 ms)"
