@@ -102,9 +102,9 @@ $(BUILD)/bin/fsck.cfs: $(BUILD)/tools/fsck_cfs.o $(TOOLS_COMMON_OBJ) $(LIBS)
 $(BUILD)/bin/cfs: $(BUILD)/tools/cfs.o $(BUILD)/proto/control.pb-c.o $(TOOLS_COMMON_OBJ) $(LIBS)
 	$(CC) $(LDFLAGS_SAN) $(LDFLAGS) -o $@ $^ $(LDLIBS_CVM) $(LDLIBS_LOCK)
 
-$(BUILD)/bin/odmstat: $(BUILD)/tools/odmstat.o $(BUILD)/odm/stats.o $(TOOLS_COMMON_OBJ) $(LIBS)
+$(BUILD)/bin/odmstat: $(BUILD)/tools/odmstat.o $(BUILD)/tools/svgplot.o $(BUILD)/odm/stats.o $(TOOLS_COMMON_OBJ) $(LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS_SAN) $(LDFLAGS) -o $@ $^ $(LDLIBS_CVM) $(LDLIBS_LOCK)
+	$(CC) $(LDFLAGS_SAN) $(LDFLAGS) -o $@ $^ $(LDLIBS_CVM) $(LDLIBS_LOCK) -lm
 
 # odmload loads libodm.so at run time, as a database does.
 $(BUILD)/bin/odmload: $(BUILD)/tools/odmload.o

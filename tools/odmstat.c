@@ -3,6 +3,7 @@
  * instance began, then one per interval. */
 #include "odm/stats.h"
 #include "tools/common.h"
+#include "tools/svgplot.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -39,12 +40,13 @@ struct opts {
 	const char *instance;
 	bool json, list;
 	const char *prometheus; /* NULL; "-": standard output; else a file replaced each time */
+	const char *plot;       /* an SVG of the interval reports, written at the end */
 };
 
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: odmstat [-i SEC] [-c COUNT] [--by instance|database|node|ptype|file]\n"
-		   "               [--instance NAME] [--json | --prometheus[=FILE]]\n"
+		   "               [--instance NAME] [--json | --prometheus[=FILE]] [--plot FILE.svg]\n"
 		   "       odmstat -l [--instance NAME] [--json]\n"
 		   "ODM I/O statistics of this node's database instances (see odmstat(1)).\n"
 		   "  -i, --interval SEC  report every SEC seconds (the first report is cumulative)\n"
@@ -58,6 +60,8 @@ static void usage(FILE *f)
 		   "                      began, per database, instance, node and process type;\n"
 		   "                      FILE (for node_exporter's textfile collector) is\n"
 		   "                      replaced whole at each report\n"
+		   "  --plot FILE.svg     at the end, draw IOPS, MB/s and p99 latency of each row\n"
+		   "                      over the interval reports (needs -i)\n"
 		   "Exit: 0 ok, 1 no instance found, 2 bad usage.\n");
 }
 
@@ -413,6 +417,116 @@ static int print_prometheus(const struct opts *o, const struct snap *s)
 	return 0;
 }
 
+/* ---- --plot: every row's IOPS, MB/s and p99 latency at each interval report ---- */
+struct curve {
+	char key[600];
+	double *t, *iops, *mbs, *p99;
+	size_t n, cap;
+};
+
+struct curves {
+	struct curve *v;
+	size_t n, cap;
+};
+
+static struct curve *curve_for(struct curves *c, const char *key)
+{
+	for (size_t i = 0; i < c->n; i++)
+		if (!strcmp(c->v[i].key, key))
+			return &c->v[i];
+	if (c->n == c->cap) {
+		size_t cap = c->cap ? 2 * c->cap : 8;
+		struct curve *v = realloc(c->v, cap * sizeof *v);
+		if (!v)
+			return NULL;
+		c->v = v;
+		c->cap = cap;
+	}
+	struct curve *k = &c->v[c->n++];
+	memset(k, 0, sizeof *k);
+	snprintf(k->key, sizeof k->key, "%s", key);
+	return k;
+}
+
+static int curve_add(struct curve *k, double t, double iops, double mbs, double p99)
+{
+	if (k->n == k->cap) {
+		size_t cap = k->cap ? 2 * k->cap : 64;
+		double **v[4] = {&k->t, &k->iops, &k->mbs, &k->p99};
+		for (int i = 0; i < 4; i++) { /* each kept as it grows: curves_free frees it */
+			double *g = realloc(*v[i], cap * sizeof *g);
+			if (!g)
+				return -ENOMEM;
+			*v[i] = g;
+		}
+		k->cap = cap;
+	}
+	k->t[k->n] = t, k->iops[k->n] = iops, k->mbs[k->n] = mbs, k->p99[k->n] = p99;
+	k->n++;
+	return 0;
+}
+
+/* One interval report's points, at t seconds from the first report. */
+static int plot_sample(struct curves *c, const struct snap *s, double t, double secs)
+{
+	for (size_t i = 0; i < s->n; i++) {
+		const struct row *r = &s->rows[i];
+		uint64_t ops = 0, bytes = 0, hist[ODM_HIST_BINS] = {0};
+		for (int d = 0; d < 2; d++)
+			for (int m = 0; m < 2; m++) {
+				ops += r->c[d][m].ops;
+				bytes += r->c[d][m].bytes;
+			}
+		for (int m = 0; m < 2; m++)
+			for (unsigned b = 0; b < ODM_HIST_BINS; b++)
+				hist[b] += r->hist[m][b];
+		struct curve *k = curve_for(c, r->key);
+		if (!k || curve_add(k, t, ops / secs, bytes / secs / 1048576.0,
+				    odm_hist_percentile(hist, 99.0) / 1000.0))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+static int plot_write(const struct opts *o, const struct curves *c)
+{
+	struct plot_series *ser = calloc(3 * (c->n ? c->n : 1), sizeof *ser);
+	FILE *f = ser ? fopen(o->plot, "w") : NULL;
+	int rc = f ? 0 : -errno;
+	if (!rc) {
+		for (size_t i = 0; i < c->n; i++) {
+			const struct curve *k = &c->v[i];
+			ser[i] = (struct plot_series){k->key, k->t, k->iops, k->n};
+			ser[c->n + i] = (struct plot_series){k->key, k->t, k->mbs, k->n};
+			ser[2 * c->n + i] = (struct plot_series){k->key, k->t, k->p99, k->n};
+		}
+		const struct plot_panel panels[] = {{"IOPS (reads and writes)", ser, c->n},
+						    {"MB/s", ser + c->n, c->n},
+						    {"p99 latency (ms)", ser + 2 * c->n, c->n}};
+		char title[128];
+		snprintf(title, sizeof title, "odmstat by %s, every %g s", by_names[o->by],
+			 o->interval);
+		rc = svg_plot(f, title, panels, 3);
+		if (fclose(f) && !rc)
+			rc = -errno;
+	}
+	free(ser);
+	if (rc)
+		fprintf(stderr, "odmstat: --plot %s: %s\n", o->plot, strerror(-rc));
+	return rc ? 1 : 0;
+}
+
+static void curves_free(struct curves *c)
+{
+	for (size_t i = 0; i < c->n; i++) {
+		free(c->v[i].t);
+		free(c->v[i].iops);
+		free(c->v[i].mbs);
+		free(c->v[i].p99);
+	}
+	free(c->v);
+}
+
 struct list_arg {
 	const struct opts *o;
 	bool first;
@@ -471,7 +585,7 @@ static int parse(int argc, char **argv, struct opts *o)
 		{"interval", required_argument, NULL, 'i'}, {"count", required_argument, NULL, 'c'},
 		{"by", required_argument, NULL, 'b'},       {"instance", required_argument, NULL, 'I'},
 		{"json", no_argument, NULL, 'j'},           {"list", no_argument, NULL, 'l'},
-		{"prometheus", optional_argument, NULL, 'P'},
+		{"prometheus", optional_argument, NULL, 'P'}, {"plot", required_argument, NULL, 'G'},
 		{"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0}};
 	*o = (struct opts){.count = -1};
 	int c;
@@ -520,6 +634,9 @@ static int parse(int argc, char **argv, struct opts *o)
 		case 'P':
 			o->prometheus = optarg && *optarg ? optarg : "-";
 			break;
+		case 'G':
+			o->plot = arg;
+			break;
 		case 'l':
 			o->list = true;
 			break;
@@ -543,6 +660,11 @@ static int parse(int argc, char **argv, struct opts *o)
 	}
 	if (o->prometheus)
 		o->by = BY_ALL;
+	if (o->plot && (o->interval <= 0 || o->prometheus)) {
+		fprintf(stderr, "odmstat: --plot draws interval reports: give -i SEC (and -c COUNT, or "
+				"stop it with Ctrl-C), not with --prometheus\n");
+		return 2;
+	}
 	if (o->count < 0)
 		o->count = o->interval > 0 ? 0 : 1; /* 0: until interrupted */
 	if (o->interval <= 0 && o->count > 1) {
@@ -578,6 +700,7 @@ int main(int argc, char **argv)
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	struct snap prev = {0}, cur = {0}, view = {0};
+	struct curves curves = {0};
 	if (!take(&o, &cur)) {
 		not_found(&o);
 		return 1;
@@ -596,6 +719,8 @@ int main(int argc, char **argv)
 			print_json(&o, &view, secs, cumulative);
 		else
 			print_text(&o, &view, secs);
+		if (o.plot && !cumulative && plot_sample(&curves, &view, (n - 1) * o.interval, secs))
+			rc = 1;
 		fflush(stdout);
 		if ((o.count && n >= o.count) || stop)
 			break;
@@ -610,6 +735,9 @@ int main(int argc, char **argv)
 		cur = raw;
 		take(&o, &cur);
 	}
+	if (o.plot && !rc)
+		rc = plot_write(&o, &curves);
+	curves_free(&curves);
 	free(view.rows);
 	free(prev.rows);
 	free(cur.rows);

@@ -31,6 +31,8 @@ p1=$!
 "$BIN/odmload" --lib "$LIB" --dir "$T/mnt/load" --db DSS$$ --instance DS$S --profile scan \
 	--seconds 6 --file-mib 32 --seed 2 >"$T/dss.out" 2>&1 &
 p2=$!
+"$BIN/odmstat" -i 0.5 -c 5 --plot "$T/odm.svg" >/dev/null 2>"$T/plot.err" &
+p3=$!
 sleep 3
 "$BIN/odmstat" -l --json >"$T/list.json"
 check "odmload oltp ran" wait $p1
@@ -111,6 +113,26 @@ for mode in ('sync', 'async'):
 assert sum(ops.values()) > 0
 PY
 expect 2 "own labels" "odmstat: --prometheus with --json" -- "$BIN/odmstat" --prometheus --json
+check "odmstat --plot ran" wait $p3
+check "odmstat --plot: IOPS, MB/s and p99 panels, a line per instance over 4 intervals" \
+	python3 - "$T/odm.svg" OLTP$$/OL$S DSS$$/DS$S <<'PY'
+import sys, xml.etree.ElementTree as ET
+ns = {'s': 'http://www.w3.org/2000/svg'}
+svg = ET.parse(sys.argv[1]).getroot()
+w, h = float(svg.get('width')), float(svg.get('height'))
+panels = svg.findall('s:g', ns)
+assert [p.find('s:text', ns).text for p in panels] == \
+    ['IOPS (reads and writes)', 'MB/s', 'p99 latency (ms)'], panels
+for p in panels:
+    lines = {l.find('s:title', ns).text: l.get('points').split() for l in p.findall('s:polyline', ns)}
+    for inst in sys.argv[2:]:
+        assert len(lines[inst]) == 4, (inst, lines)
+        for x, y in (map(float, pt.split(',')) for pt in lines[inst]):
+            assert 0 <= x <= w and 0 <= y <= h, (x, y)
+    assert any(float(pt.split(',')[1]) < float(p.find('s:rect', ns).get('y')) +
+               float(p.find('s:rect', ns).get('height')) for pt in lines[sys.argv[2]]), 'flat at 0'
+PY
+expect 2 "give -i SEC" "odmstat: --plot without -i" -- "$BIN/odmstat" --plot "$T/x.svg"
 expect 2 "interval" "odmstat: bad interval" -- "$BIN/odmstat" -i 0
 expect 2 "one of instance" "odmstat: bad --by" -- "$BIN/odmstat" --by disk
 expect 2 "needs -i" "odmstat: -c without -i" -- "$BIN/odmstat" -c 3
