@@ -129,11 +129,10 @@ int cfs_acl_inherit(struct cfs_fs *fs, struct cfs_inode *dir, struct cfs_inode *
 
 bool cfs_acl_is_access(const char *name) { return !strcmp(name, ACL_ACCESS); }
 
+/* The caller's own group needs no look at its other groups. */
 static bool in_group(const struct cfs_cred *cr, uint32_t gid)
 {
-	if (cr->gid == gid)
-		return true;
-	return cr->privileges && (cr->privileges(cr, gid) & CFS_CRED_IN_GROUP);
+	return cr->gid == gid || (cfs_cred_privileges(cr, gid) & CFS_CRED_IN_GROUP);
 }
 
 /* The permission bits (rwx) the access ACL grants cr, POSIX.1e's algorithm: the owner entry,

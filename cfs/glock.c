@@ -129,6 +129,11 @@ static int glock_let_go(struct cfs_fs *fs, struct cfs_glock *gl, int to)
 	return rc;
 }
 
+static void lost_quorum(struct cfs_fs *fs)
+{
+	cfs_fence(fs, "this node lost quorum");
+}
+
 /* Ask for the grant with fs->lock released (see the top of this file). */
 static int glock_request(struct cfs_fs *fs, struct cfs_glock *gl, int mode, unsigned flags)
 {
@@ -142,7 +147,7 @@ static int glock_request(struct cfs_fs *fs, struct cfs_glock *gl, int mode, unsi
 	gl->requesting = false;
 	pthread_cond_broadcast(&fs->glock_cond);
 	if (rc == -CFSLOCK_ENOQUORUM)
-		cfs_fence(fs, "this node lost quorum");
+		lost_quorum(fs);
 	if (rc == -EAGAIN && (flags & CFSLOCK_NOQUEUE))
 		return rc;
 	if (rc) {
@@ -258,11 +263,6 @@ static const struct cfs_glock_ops meta_glops = {
 };
 
 /* ---- the lock manager's side ---- */
-
-static void lost_quorum(struct cfs_fs *fs)
-{
-	cfs_fence(fs, "this node lost quorum");
-}
 
 /* Callbacks of the lock manager run on this thread, whatever the other threads do. */
 static void *dispatcher(void *arg)

@@ -256,6 +256,8 @@ int cfs_acl_permission(struct cfs_fs *fs, struct cfs_inode *ip, unsigned want,
 		       const struct cfs_cred *cr);
 
 /* ---- set-user-ID and set-group-ID bits (setid.c); cr NULL: the filesystem itself ---- */
+/* What cr's privileges function says of gid (CFS_CRED_*), or what its ids say without one. */
+unsigned cfs_cred_privileges(const struct cfs_cred *cr, uint32_t gid);
 /* The bits a write, truncate or fallocate by cr takes from ip. */
 mode_t cfs_setid_drop_on_change(const struct cfs_inode *ip, const struct cfs_cred *cr);
 /* The bits a chown by cr takes from ip (set-user-ID whoever asks). */

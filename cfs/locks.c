@@ -21,10 +21,17 @@ struct entry {
 };
 
 struct table {
+	struct cfs_fs *fs;
 	struct entry *v;
 	size_t n, cap;
 	int error;
 };
+
+/* The inode (its number in stat) of a handle as cfs.h's calls take it. */
+static uint64_t handle_block(const struct cfs_fs *fs, uint64_t handle)
+{
+	return handle == CFS_ROOT ? fs->sb.root_ino : cfs_handle_ino(handle);
+}
 
 /* A new row, or NULL (t->error says why). */
 static struct entry *new_entry(struct table *t, const char *resource)
@@ -54,11 +61,13 @@ static void copy_entry(void *arg, const struct cfslock_dump_entry *e)
 /* fcntl record locks: their own table, not the lock manager's resources (plock.c). */
 static void copy_record_lock(void *arg, const struct cfslock_plock *p, uint32_t node, bool waiting)
 {
-	struct entry *x = new_entry(arg, "fcntl");
+	struct table *t = arg;
+	struct entry *x = new_entry(t, "fcntl");
 	if (!x)
 		return;
 	int mode = p->type == F_RDLCK ? CFSLOCK_PR : CFSLOCK_EX;
-	x->info = (struct cfs_lock_info){.node = node, .owner = p->owner, .ino = p->file,
+	x->info = (struct cfs_lock_info){.node = node, .owner = p->owner,
+					 .ino = handle_block(t->fs, p->file),
 					 .granted = waiting ? -1 : mode, .requested = mode};
 	snprintf(x->info.state, sizeof x->info.state, "%s", waiting ? "waiting" : "granted");
 	char end[24] = "EOF";
@@ -75,8 +84,8 @@ static void describe(struct cfs_fs *fs, const char *r, struct cfs_lock_info *l)
 	unsigned n;
 	char tail;
 	if (!strcmp(r, "fcntl"))
-		l->ino = l->ino == CFS_ROOT ? fs->sb.root_ino : cfs_handle_ino(l->ino);
-	else if (!strcmp(r, "meta"))
+		return; /* described as it was copied */
+	if (!strcmp(r, "meta"))
 		snprintf(l->object, sizeof l->object, "metadata (the whole filesystem)");
 	else if (sscanf(r, "slot-%u%c", &n, &tail) == 1)
 		snprintf(l->object, sizeof l->object, "journal slot %u (mounted)", n);
@@ -88,7 +97,7 @@ static void describe(struct cfs_fs *fs, const char *r, struct cfs_lock_info *l)
 	else if (!strcmp(r, "opens"))
 		snprintf(l->object, sizeof l->object, "open files of removed inodes");
 	else if (sscanf(r, "f%" SCNx64 ".%" SCNx64 "%c", &a, &b, &tail) == 2) {
-		l->ino = a == CFS_ROOT ? fs->sb.root_ino : cfs_handle_ino(a);
+		l->ino = handle_block(fs, a);
 		snprintf(l->object, sizeof l->object, "flock of inode %" PRIu64, l->ino);
 	} else if (sscanf(r, "o%" SCNx64 ".%" SCNx64 "%c", &a, &b, &tail) == 2) {
 		l->ino = a;
@@ -182,7 +191,7 @@ static void unhold_meta(struct cfs_fs *fs)
 
 int cfs_locks(struct cfs_fs *fs, cfs_lock_visit_fn fn, void *arg)
 {
-	struct table t = {0};
+	struct table t = {.fs = fs};
 	int rc = cfslock_dump(fs->space, copy_entry, &t);
 	if (!rc && fs->cluster) /* one node: the kernel keeps them */
 		if ((rc = cfslock_plock_dump(fs->space, copy_record_lock, &t)) == -EOPNOTSUPP)

@@ -8,7 +8,7 @@
 
 #include <sys/stat.h>
 
-static unsigned privileges(const struct cfs_cred *cr, uint32_t gid)
+unsigned cfs_cred_privileges(const struct cfs_cred *cr, uint32_t gid)
 {
 	if (cr->privileges)
 		return cr->privileges(cr, gid);
@@ -29,7 +29,7 @@ mode_t cfs_setid_drop_on_change(const struct cfs_inode *ip, const struct cfs_cre
 {
 	if (!cr || !S_ISREG(ip->d.mode) || !(ip->d.mode & (S_ISUID | S_ISGID)))
 		return 0;
-	unsigned priv = privileges(cr, ip->d.gid);
+	unsigned priv = cfs_cred_privileges(cr, ip->d.gid);
 	if (priv & CFS_CRED_FSETID)
 		return 0;
 	return (ip->d.mode & S_ISUID) | sgid_to_drop(ip, priv);
@@ -39,13 +39,14 @@ mode_t cfs_setid_drop_on_chown(const struct cfs_inode *ip, const struct cfs_cred
 {
 	if (S_ISDIR(ip->d.mode) || !(ip->d.mode & (S_ISUID | S_ISGID)))
 		return 0;
-	unsigned priv = cr ? privileges(cr, ip->d.gid) : CFS_CRED_FSETID;
+	unsigned priv = cr ? cfs_cred_privileges(cr, ip->d.gid) : CFS_CRED_FSETID;
 	return (ip->d.mode & S_ISUID) | sgid_to_drop(ip, priv);
 }
 
 mode_t cfs_setid_chmod(mode_t mode, uint32_t gid, const struct cfs_cred *cr)
 {
-	if (!cr || !(mode & S_ISGID) || (privileges(cr, gid) & (CFS_CRED_IN_GROUP | CFS_CRED_FSETID)))
+	if (!cr || !(mode & S_ISGID) ||
+	    (cfs_cred_privileges(cr, gid) & (CFS_CRED_IN_GROUP | CFS_CRED_FSETID)))
 		return mode;
 	return mode & ~(mode_t)S_ISGID;
 }

@@ -309,14 +309,14 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	bool raced = false;
+	bool buffered = !(fi->fh & FH_DIRECT_IO), raced = false;
 	uint64_t writes = __atomic_load_n(&d->direct_writes_done, __ATOMIC_ACQUIRE);
 	int64_t n;
 	for (int tries = 0;; tries++) {
 		n = cfs_read(d->fs, ino, buf, size, (uint64_t)off);
 		uint64_t now = __atomic_load_n(&d->direct_writes_done, __ATOMIC_ACQUIRE);
-		raced = now != writes;
-		if (n <= 0 || (fi->fh & FH_DIRECT_IO) || !raced || tries == READ_RETRIES)
+		raced = buffered && n > 0 && now != writes;
+		if (!raced || tries == READ_RETRIES)
 			break;
 		writes = now;
 	}
@@ -325,7 +325,7 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	else
 		fuse_reply_buf(req, buf, (size_t)n);
 	free(buf);
-	if (n > 0 && raced && !(fi->fh & FH_DIRECT_IO))
+	if (raced)
 		kernel_inval_range(d, ino, off, n);
 }
 

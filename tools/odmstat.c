@@ -327,6 +327,14 @@ static void prom_labels(FILE *f, const char *key, const char *extra)
 	fprintf(f, "%s}", extra);
 }
 
+/* A sample's name and labels; its value follows. */
+static void prom_sample(FILE *f, const char *name, const char *suffix, const char *key,
+			const char *extra)
+{
+	fprintf(f, "%s%s", name, suffix);
+	prom_labels(f, key, extra);
+}
+
 static void prom_counter(FILE *f, const struct snap *s, const char *name, const char *help,
 			 int what)
 {
@@ -338,8 +346,7 @@ static void prom_counter(FILE *f, const struct snap *s, const char *name, const 
 				char extra[64];
 				snprintf(extra, sizeof extra, ",op=\"%s\",mode=\"%s\"",
 					 d ? "write" : "read", m == ODM_MODE_SYNC ? "sync" : "async");
-				fputs(name, f);
-				prom_labels(f, s->rows[i].key, extra);
+				prom_sample(f, name, "", s->rows[i].key, extra);
 				if (what == 2)
 					fprintf(f, " %.6f\n", c->usec / 1e6);
 				else
@@ -366,22 +373,18 @@ static void prom_histogram(FILE *f, const struct snap *s)
 				while (bin < ODM_HIST_BINS && odm_hist_upper(bin) <= edge)
 					seen += r->hist[m][bin++];
 				snprintf(extra, sizeof extra, ",mode=\"%s\",le=\"%g\"", mode, edge / 1e6);
-				fprintf(f, "%s_bucket", name);
-				prom_labels(f, r->key, extra);
+				prom_sample(f, name, "_bucket", r->key, extra);
 				fprintf(f, " %llu\n", (unsigned long long)seen);
 			}
 			while (bin < ODM_HIST_BINS)
 				seen += r->hist[m][bin++];
 			snprintf(extra, sizeof extra, ",mode=\"%s\",le=\"+Inf\"", mode);
-			fprintf(f, "%s_bucket", name);
-			prom_labels(f, r->key, extra);
+			prom_sample(f, name, "_bucket", r->key, extra);
 			fprintf(f, " %llu\n", (unsigned long long)seen);
 			snprintf(extra, sizeof extra, ",mode=\"%s\"", mode);
-			fprintf(f, "%s_sum", name);
-			prom_labels(f, r->key, extra);
+			prom_sample(f, name, "_sum", r->key, extra);
 			fprintf(f, " %.6f\n", (r->c[0][m].usec + r->c[1][m].usec) / 1e6);
-			fprintf(f, "%s_count", name);
-			prom_labels(f, r->key, extra);
+			prom_sample(f, name, "_count", r->key, extra);
 			fprintf(f, " %llu\n", (unsigned long long)seen);
 		}
 }
