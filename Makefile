@@ -125,8 +125,9 @@ $(BUILD)/tests/odm/odm_api: tests/odm/odm_api.c $(BUILD)/lib/libodm.so $(BUILD)/
 	$(CC) $(CFLAGS_ALL) -o $@ $< $(BUILD)/odm/stats.o -L$(BUILD)/lib -lodm \
 		-Wl,-rpath,$(abspath $(BUILD)/lib) $(LDFLAGS_SAN) -lcriterion -lpthread
 
-# Driven by tests/odm/test_odm_crash.sh: writes through libodm until killed, then checks.
-$(BUILD)/tests/odm/odm_crash: tests/odm/odm_crash.c $(BUILD)/lib/libodm.so
+# Driven by tests/odm/test_odm_crash.sh (writes through libodm until killed, then checks) and
+# tests/cluster/test_cfs_odm.sh (ODM on several nodes).
+$(BUILD)/tests/odm/odm_crash $(BUILD)/tests/odm/odm_race: $(BUILD)/tests/odm/%: tests/odm/%.c $(BUILD)/lib/libodm.so
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -o $@ $< -L$(BUILD)/lib -lodm -Wl,-rpath,$(abspath $(BUILD)/lib) $(LDFLAGS_SAN)
 
@@ -138,7 +139,7 @@ $(BUILD)/tests/%: tests/%.c tests/helpers.h $(LIBS)
 check: deps
 	$(MAKE) --no-print-directory SANITIZE=1 BUILD=build/asan build/asan/bin/cvm build/asan/bin/randio build/asan/bin/cfslock \
 		$(CFS_TOOLS:$(BUILD)/%=build/asan/%) $(ODM_TOOLS:$(BUILD)/%=build/asan/%) \
-		build/asan/lib/libodm.so build/asan/tests/odm/odm_api build/asan/tests/odm/odm_crash \
+		build/asan/lib/libodm.so build/asan/tests/odm/odm_api build/asan/tests/odm/odm_crash build/asan/tests/odm/odm_race \
 		$(patsubst tests/%.c,build/asan/tests/%,$(wildcard tests/*/test_*.c))
 	tests/run.sh build/asan
 

@@ -243,16 +243,23 @@ static int check_identity(struct cfs_fs *fs, const struct cfs_mount_opts *o, con
 	return 0;
 }
 
-struct slot_holder {
-	char resource[16];
+struct holder {
+	const char *resource;
 	uint32_t node;
 };
 
 static void find_holder(void *arg, const struct cfslock_dump_entry *e)
 {
-	struct slot_holder *h = arg;
+	struct holder *h = arg;
 	if (!strcmp(e->resource, h->resource) && !strcmp(e->state, "granted"))
 		h->node = e->node;
+}
+
+uint32_t cfs_lock_holder(struct cfs_fs *fs, const char *resource)
+{
+	struct holder h = {.resource = resource, .node = 0};
+	cfslock_dump(fs->space, find_holder, &h);
+	return h.node;
 }
 
 /* A cluster node owns a slot (its journal and orphans) while it holds "slot-N" EX. */
@@ -284,11 +291,10 @@ static int claim_cluster_slot(struct cfs_fs *fs, uint32_t want)
 			      "slots", fs->sb.nslots, vname);
 		return -EUSERS;
 	}
-	struct slot_holder h = {.node = 0};
-	snprintf(h.resource, sizeof h.resource, "slot-%u", want);
-	cfslock_dump(fs->space, find_holder, &h);
+	char name[16];
+	snprintf(name, sizeof name, "slot-%u", want);
 	cfs_set_error("slot %u of %s is in use by node %u: give another node= or none (a free "
-		      "slot is taken)", want, vname, h.node);
+		      "slot is taken)", want, vname, cfs_lock_holder(fs, name));
 	return -EBUSY;
 }
 

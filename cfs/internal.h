@@ -403,6 +403,12 @@ int cfs_shared_write_init(struct cfs_fs *fs);
 void cfs_shared_write_free(struct cfs_fs *fs);
 bool cfs_shared_write_begin(struct cfs_fs *fs);
 void cfs_shared_write_end(struct cfs_fs *fs);
+/* ODM on a cluster: pagecache CW until unhold (fs->lock not held).  -EOPNOTSUPP on a normal
+ * mount, -EBUSY while a node mounts normally (cfs_set_error says which). */
+int cfs_shared_write_hold(struct cfs_fs *fs);
+void cfs_shared_write_unhold(struct cfs_fs *fs);
+/* The node that holds resource granted (as this node's table says), 0 if none. */
+uint32_t cfs_lock_holder(struct cfs_fs *fs, const char *resource);
 /* Stamp the times of writes made under the shared glock (glock EX held). */
 void cfs_itimes_catch_up(struct cfs_inode *ip);
 void cfs_glock_shutdown(struct cfs_fs *fs);

@@ -99,6 +99,14 @@ static void describe(struct cfs_fs *fs, const char *r, struct cfs_lock_info *l)
 	else if (sscanf(r, "f%" SCNx64 ".%" SCNx64 "%c", &a, &b, &tail) == 2) {
 		l->ino = handle_block(fs, a);
 		snprintf(l->object, sizeof l->object, "flock of inode %" PRIu64, l->ino);
+	} else if (sscanf(r, "odm-map-%" SCNx64 "%c", &a, &tail) == 1) {
+		l->ino = handle_block(fs, a);
+		snprintf(l->object, sizeof l->object, "ODM maps of inode %" PRIu64 " (PR while "
+			 "mapped, EX to resize)", l->ino);
+	} else if (sscanf(r, "odm-use-%" SCNx64 "%c", &a, &tail) == 1) {
+		l->ino = handle_block(fs, a);
+		snprintf(l->object, sizeof l->object, "ODM use of inode %" PRIu64 " (PR while "
+			 "held, EX to delete)", l->ino);
 	} else if (sscanf(r, "o%" SCNx64 ".%" SCNx64 "%c", &a, &b, &tail) == 2) {
 		l->ino = a;
 		snprintf(l->object, sizeof l->object, "open here, inode %" PRIu64 " (who frees "

@@ -12,14 +12,22 @@
  * With a normal mount anywhere, every write takes the glock EX; a node mounting normally
  * waits for the shared writes in flight, which stop starting once it asks.
  *
+ * ODM clients write straight to the LUNs for as long as they hold a file: a node serving them
+ * on a cluster keeps the lock CW from a client's hello to its last goodbye (cfs_shared_write_
+ * hold), so ODM across nodes runs only where every node mounts dboptimized; a normal mount
+ * then gives up after MOUNT_WAIT_NS with a message naming a node in the way.
+ *
  * The times of a file written this way are stamped at its next exclusive use on this node
  * (a write that needs EX, fsync, the last close): an inode block is never written under PR. */
 #include "cfs/internal.h"
 
 #include <errno.h>
 #include <string.h>
+#include <unistd.h>
 
 #define RETRY_NS 5000000000ull /* after a refusal (a normal mount somewhere): ask again this late */
+#define MOUNT_WAIT_NS 30000000000ull /* a normal mount waits this long for shared writers */
+#define MOUNT_RETRY_US 100000u
 
 static void pagecache_wanted(void *arg, struct cfslock *lk, int mode)
 {
@@ -37,10 +45,58 @@ int cfs_shared_write_init(struct cfs_fs *fs)
 		return -ENOMEM;
 	if (fs->dboptimized)
 		return 0;
-	int rc = cfslock_request_sync(fs->pagecache, CFSLOCK_PR, 0);
+	/* Asked without queueing, again and again: the holders hear of it each time (shared
+	 * writes stop starting), and a queued request would wait for ever behind ODM. */
+	uint64_t start = cfs_now_ns();
+	int rc;
+	while ((rc = cfslock_request_sync(fs->pagecache, CFSLOCK_PR,
+					  CFSLOCK_NOQUEUE | CFSLOCK_NOQUEUEBAST)) == -EAGAIN &&
+	       cfs_now_ns() - start < MOUNT_WAIT_NS)
+		usleep(MOUNT_RETRY_US);
+	if (rc == -EAGAIN) {
+		cfs_set_error("node %u mounts %s dboptimized and keeps files in use for ODM (or "
+			      "shared direct writes going) for %llu s: mount with -o dboptimized, "
+			      "or stop the databases there", cfs_lock_holder(fs, "pagecache"),
+			      cvm_volume_config(fs->vol)->name, MOUNT_WAIT_NS / 1000000000ull);
+		return -EBUSY;
+	}
 	if (rc)
 		cfs_set_error("lock pagecache: %s", strerror(-rc));
 	return cfs_lock_errno(rc);
+}
+
+int cfs_shared_write_hold(struct cfs_fs *fs)
+{
+	if (!fs->cluster)
+		return 0;
+	if (!fs->dboptimized) {
+		cfs_set_error("on a cluster, ODM needs every node to mount the filesystem with "
+			      "-o dboptimized (its files' pages must not be cached anywhere)");
+		return -EOPNOTSUPP;
+	}
+	pthread_mutex_lock(&fs->lock);
+	int rc = 0;
+	if (fs->shared_writers == 0) /* not queued: a normal mount holds it for its lifetime */
+		rc = cfslock_request_sync(fs->pagecache, CFSLOCK_CW, CFSLOCK_NOQUEUE);
+	if (!rc)
+		fs->shared_writers++;
+	pthread_mutex_unlock(&fs->lock);
+	if (rc == -EAGAIN) {
+		cfs_set_error("node %u mounts this filesystem without dboptimized (its page cache "
+			      "would miss ODM's writes): mount it with -o dboptimized on every node",
+			      cfs_lock_holder(fs, "pagecache"));
+		return -EBUSY;
+	}
+	return cfs_lock_errno(rc);
+}
+
+void cfs_shared_write_unhold(struct cfs_fs *fs)
+{
+	if (!fs->cluster)
+		return;
+	pthread_mutex_lock(&fs->lock);
+	cfs_shared_write_end(fs);
+	pthread_mutex_unlock(&fs->lock);
 }
 
 void cfs_shared_write_free(struct cfs_fs *fs)

@@ -223,9 +223,10 @@ static void serve(struct conn *c, const ControlRequest *req)
 		uint64_t added = 0;
 		/* Maps handed out name the old layout: every one goes first. */
 		int rc = odm_revoke_begin(d->odm, 0, NULL, mem.message, sizeof mem.message);
-		if (!rc)
+		if (!rc) {
 			rc = grow(d, &added, mem.message, sizeof mem.message);
-		odm_revoke_end(d->odm, 0);
+			odm_revoke_end(d->odm, 0);
+		}
 		reply.error = -rc;
 		reply.has_added_blocks = !rc;
 		reply.added_blocks = added;

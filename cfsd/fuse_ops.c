@@ -155,10 +155,11 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 	int rc = set & CFS_SET_SIZE ? odm_revoke_begin(d->odm, ino, NULL, msg, sizeof msg) : 0;
 	struct caller who;
 	struct cfs_cred c = caller_cred(req, &who);
-	if (!rc)
+	if (!rc) {
 		rc = cfs_setattr(d->fs, ino, attr, set, &c, &st);
-	if (set & CFS_SET_SIZE)
-		odm_revoke_end(d->odm, ino);
+		if (set & CFS_SET_SIZE)
+			odm_revoke_end(d->odm, ino);
+	}
 	reply_attr(req, rc, &st);
 }
 
@@ -597,12 +598,13 @@ static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, of
 	int rc = frees ? odm_revoke_begin(d->odm, ino, NULL, msg, sizeof msg) : 0;
 	struct caller who;
 	struct cfs_cred c = caller_cred(req, &who);
-	if (!rc)
+	if (!rc) {
 		rc = cfs_fallocate(d->fs, ino, mode, (uint64_t)off, (uint64_t)len, &c);
+		if (frees)
+			odm_revoke_end(d->odm, ino);
+	}
 	if (who.asked)
 		forget_attributes(d, ino);
-	if (frees)
-		odm_revoke_end(d->odm, ino);
 	reply_err(req, rc);
 }
 

@@ -1,6 +1,7 @@
 /* cfsd's side of libodm (see odm_server.h). */
 #define FUSE_USE_VERSION 312
 #include "cfsd/odm_server.h"
+#include "cfsd/odm_cluster.h"
 #include "cfs/control.h"
 #include "cfsd/fuse_ops.h"
 #include "cfs/internal.h"
@@ -49,6 +50,7 @@ struct odm_server {
 	uint64_t mapping[MAX_BARRIERS * 4]; /* inodes whose map is being made right now */
 	unsigned nmapping;
 	unsigned nclients;
+	struct odm_cluster *cl; /* the maps' cluster locks; NULL on a mount of one node */
 };
 
 int odm_server_create(struct cfsd *d, struct odm_server **out)
@@ -63,6 +65,11 @@ int odm_server_create(struct cfsd *d, struct odm_server **out)
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&s->changed, &ca);
 	pthread_condattr_destroy(&ca);
+	int rc = odm_cluster_create(s, d->fs, &s->cl);
+	if (rc) {
+		odm_server_destroy(s);
+		return rc;
+	}
 	*out = s;
 	return 0;
 }
@@ -71,6 +78,7 @@ void odm_server_destroy(struct odm_server *s)
 {
 	if (!s)
 		return;
+	odm_cluster_destroy(s->cl);
 	pthread_mutex_destroy(&s->lock);
 	pthread_cond_destroy(&s->changed);
 	free(s);
@@ -113,6 +121,15 @@ static void free_hold(struct odm_hold *h)
 	free(h);
 }
 
+/* The client no longer writes through h's map (s->lock held). */
+static void set_unmapped(struct odm_server *s, struct odm_hold *h)
+{
+	if (!h->mapped)
+		return;
+	h->mapped = false;
+	odm_cluster_map_end(s->cl, h->ino);
+}
+
 void odm_client_gone(struct odm_client *c)
 {
 	struct odm_server *s = c->s;
@@ -125,6 +142,7 @@ void odm_client_gone(struct odm_client *c)
 			*p = h->next;
 			h->next = mine;
 			mine = h;
+			set_unmapped(s, h);
 		} else {
 			p = &h->next;
 		}
@@ -139,8 +157,11 @@ void odm_client_gone(struct odm_client *c)
 			cfs_log(s->d->fs, "ODM %s went away: its uncommitted file %s (inode %llu) is "
 				"removed", c->owner, h->name, (unsigned long long)h->ino);
 		cfs_release(s->d->fs, h->ino); /* an uncommitted file is freed here */
+		odm_cluster_use_end(s->cl, h->ino);
 		free_hold(h);
 	}
+	if (c->hello)
+		cfs_shared_write_unhold(s->d->fs);
 	free(c);
 }
 
@@ -186,6 +207,8 @@ static void mapping_end(struct odm_server *s, uint64_t ino, struct odm_hold *h, 
 {
 	pthread_mutex_lock(&s->lock);
 	list_remove(s->mapping, &s->nmapping, ino);
+	if (h && mapped && h->mapped) /* a new map for one still out: one count on the lock */
+		odm_cluster_map_end(s->cl, ino);
 	if (h && mapped)
 		h->mapped = true;
 	pthread_cond_broadcast(&s->changed);
@@ -271,11 +294,18 @@ static struct odm_hold *unanswered(struct odm_server *s, uint64_t ino,
 	return NULL;
 }
 
-int odm_revoke_begin(struct odm_server *s, uint64_t ino, const struct odm_client *except,
-		     char *msg, size_t msglen)
+static void revoke_end_here(struct odm_server *s, uint64_t ino)
 {
-	if (!s)
-		return 0;
+	pthread_mutex_lock(&s->lock);
+	list_remove(s->barrier, &s->nbarriers, ino);
+	pthread_cond_broadcast(&s->changed);
+	pthread_mutex_unlock(&s->lock);
+}
+
+/* Revoke the maps given out here; on success the barrier stays until revoke_end_here. */
+static int revoke_begin_here(struct odm_server *s, uint64_t ino, const struct odm_client *except,
+			     char *msg, size_t msglen)
+{
 	pthread_mutex_lock(&s->lock);
 	while (s->nbarriers == MAX_BARRIERS)
 		pthread_cond_wait(&s->changed, &s->lock);
@@ -297,9 +327,37 @@ int odm_revoke_begin(struct odm_server *s, uint64_t ino, const struct odm_client
 			rc = -EBUSY;
 		}
 	}
+	/* The maps of except go too on a cluster: its own PR would keep the change's EX off. */
+	struct odm_hold *own = s->cl && ino && except ? find_hold(s, ino, except) : NULL;
+	if (!rc && own)
+		set_unmapped(s, own);
 	pthread_mutex_unlock(&s->lock);
 	if (rc == -EBUSY)
 		cfs_log(s->d->fs, "%s", msg);
+	if (rc)
+		revoke_end_here(s, ino);
+	return rc;
+}
+
+int odm_revoke_here(struct odm_server *s, uint64_t ino, char *msg, size_t msglen)
+{
+	int rc = revoke_begin_here(s, ino, NULL, msg, msglen);
+	if (!rc)
+		revoke_end_here(s, ino);
+	return rc;
+}
+
+int odm_revoke_begin(struct odm_server *s, uint64_t ino, const struct odm_client *except,
+		     char *msg, size_t msglen)
+{
+	if (!s)
+		return 0;
+	int rc = revoke_begin_here(s, ino, except, msg, msglen);
+	if (!rc && ino && (rc = odm_cluster_change_begin(s->cl, ino))) {
+		snprintf(msg, msglen, "inode %llu: asking the other nodes to revoke their ODM maps: "
+			 "%s", (unsigned long long)ino, strerror(-rc));
+		revoke_end_here(s, ino);
+	}
 	return rc;
 }
 
@@ -307,10 +365,9 @@ void odm_revoke_end(struct odm_server *s, uint64_t ino)
 {
 	if (!s)
 		return;
-	pthread_mutex_lock(&s->lock);
-	list_remove(s->barrier, &s->nbarriers, ino);
-	pthread_cond_broadcast(&s->changed);
-	pthread_mutex_unlock(&s->lock);
+	if (ino)
+		odm_cluster_change_end(s->cl, ino);
+	revoke_end_here(s, ino);
 }
 
 void odm_revoked(struct odm_client *c, uint64_t ino)
@@ -319,7 +376,7 @@ void odm_revoked(struct odm_client *c, uint64_t ino)
 	pthread_mutex_lock(&s->lock);
 	struct odm_hold *h = find_hold(s, ino, c);
 	if (h) {
-		h->mapped = false;
+		set_unmapped(s, h);
 		h->revoking = false;
 		pthread_cond_broadcast(&s->changed);
 	}
@@ -364,9 +421,13 @@ static int resolve(struct cfs_fs *fs, const char *path, const struct cfs_cred *c
 static int hold(struct odm_client *c, uint64_t ino, struct odm_hold **out)
 {
 	struct odm_server *s = c->s;
-	int rc = cfs_open(s->d->fs, ino);
+	int rc = odm_cluster_use_begin(s->cl, ino);
 	if (rc)
 		return rc;
+	if ((rc = cfs_open(s->d->fs, ino))) {
+		odm_cluster_use_end(s->cl, ino);
+		return rc;
+	}
 	struct odm_hold *fresh = calloc(1, sizeof *fresh);
 	bool added = false;
 	pthread_mutex_lock(&s->lock);
@@ -377,8 +438,9 @@ static int hold(struct odm_client *c, uint64_t ino, struct odm_hold **out)
 		added = true;
 	}
 	pthread_mutex_unlock(&s->lock);
-	if (!added) { /* already held (the hold has its open), or no memory */
+	if (!added) { /* already held (the hold has its open and count), or no memory */
 		cfs_release(s->d->fs, ino);
+		odm_cluster_use_end(s->cl, ino);
 		free(fresh);
 	}
 	*out = h;
@@ -394,9 +456,11 @@ static void unhold(struct odm_client *c, struct odm_hold *h)
 			*p = h->next;
 			break;
 		}
+	set_unmapped(s, h);
 	pthread_cond_broadcast(&s->changed);
 	pthread_mutex_unlock(&s->lock);
 	cfs_release(s->d->fs, h->ino);
+	odm_cluster_use_end(s->cl, h->ino);
 	free_hold(h);
 }
 
@@ -434,10 +498,16 @@ static int fill_map(struct odm_client *c, struct odm_hold *h, ControlReply *repl
 	struct cfsd *d = c->s->d;
 	struct cfs_bypass_map map;
 	mapping_begin(c->s, h->ino);
-	int rc;
+	int rc = odm_cluster_map_begin(c->s->cl, h->ino);
+	if (rc) {
+		mapping_end(c->s, h->ino, NULL, false);
+		return rc;
+	}
 	do
 		rc = cfs_bypass_map(d->fs, h->ino, &map);
 	while (rc == -EAGAIN);
+	if (rc)
+		odm_cluster_map_end(c->s->cl, h->ino);
 	mapping_end(c->s, h->ino, h, rc == 0);
 	if (rc)
 		return rc;
@@ -489,7 +559,10 @@ static int identify(struct odm_client *c, const ControlRequest *req, ControlRepl
 		return rc;
 	if ((rc = hold(c, ino, &h)))
 		return rc;
-	if ((rc = fill_map(c, h, reply, m)))
+	uint64_t now = 0; /* another node may have removed it before the hold (odm_cluster.h) */
+	if (c->s->cl && (resolve(c->s->d->fs, req->path, &c->cred, false, &now, NULL) || now != ino))
+		rc = -ENOENT;
+	if (rc || (rc = fill_map(c, h, reply, m)))
 		unhold(c, h);
 	else if (c->s->d->se) /* pages the kernel cached of it are stale from now on */
 		fuse_lowlevel_notify_inval_inode(c->s->d->se, ino, 0, 0);
@@ -518,11 +591,11 @@ static int create(struct odm_client *c, const ControlRequest *req, ControlReply 
 		return rc;
 	struct odm_hold *h = calloc(1, sizeof *h);
 	char *nm = strdup(name);
-	if (!h || !nm) {
+	if (!h || !nm || (rc = odm_cluster_use_begin(c->s->cl, st.st_ino))) {
 		free(h);
 		free(nm);
 		cfs_release(fs, st.st_ino);
-		return -ENOMEM;
+		return rc ? rc : -ENOMEM;
 	}
 	*h = (struct odm_hold){.ino = st.st_ino, .c = c, .uncommitted = true, .parent = parent,
 			       .name = nm};
@@ -568,9 +641,10 @@ static int resize(struct odm_client *c, const ControlRequest *req, ControlReply 
 	if (!h)
 		return -ENOENT;
 	int rc = odm_revoke_begin(s, h->ino, c, m->message, sizeof m->message);
-	if (!rc)
+	if (!rc) {
 		rc = cfs_bypass_resize(s->d->fs, h->ino, req->size);
-	odm_revoke_end(s, h->ino);
+		odm_revoke_end(s, h->ino);
+	}
 	if (!rc && s->d->se) /* the size the kernel caches */
 		fuse_lowlevel_notify_inval_inode(s->d->se, h->ino, 0, 0);
 	if (!rc)
@@ -619,6 +693,8 @@ static int delete(struct odm_client *c, const ControlRequest *req, struct odm_re
 		return -EBUSY;
 	if (mine)
 		unhold(c, mine);
+	if ((rc = odm_cluster_may_delete(c->s->cl, ino, m->message, sizeof m->message)))
+		return rc;
 	rc = cfs_unlink(fs, parent, name);
 	if (!rc && c->s->d->se) /* the kernel's cached name goes too */
 		fuse_lowlevel_notify_delete(c->s->d->se, parent, ino, name, strlen(name));
@@ -637,12 +713,10 @@ void odm_handle(struct odm_client *c, const ControlRequest *req, ControlReply *r
 	struct odm_hold *h;
 	switch (req->op) {
 	case CONTROL_REQUEST__OP__ODM_HELLO:
-		if (c->s->d->cluster) {
-			/* Maps handed out must be revoked when the metadata lock moves to another
-			 * node; that comes with per-file allocation locks. */
-			snprintf(m->message, sizeof m->message, "ODM is not available on a cluster "
-				 "mount in this version: use a cluster=local filesystem for ODM");
-			rc = -EOPNOTSUPP;
+		if (c->hello)
+			break;
+		if ((rc = cfs_shared_write_hold(c->s->d->fs))) { /* no page cache anywhere */
+			snprintf(m->message, sizeof m->message, "%s", cfs_last_error());
 			break;
 		}
 		snprintf(c->owner, sizeof c->owner, "%s (pid %d)", req->owner ? req->owner : "?",

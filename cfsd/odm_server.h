@@ -50,8 +50,9 @@ void odm_reply_mem_free(struct odm_reply_mem *mem);
 void odm_revoked(struct odm_client *c, uint64_t ino);
 
 /* Revoke every map of ino (0: of every file) held by clients other than except, and keep new
- * maps of it from being handed out until odm_revoke_end.  -EBUSY (with a message) when a
- * holder did not answer within ODM_REVOKE_TIMEOUT_S; odm_revoke_end is due either way. */
+ * maps of it from being handed out until odm_revoke_end, which is due after a 0.  On a
+ * cluster, the maps of every other node's clients too (odm_cluster.h), and except's own.
+ * -EBUSY (with a message) when a holder did not answer within ODM_REVOKE_TIMEOUT_S. */
 int odm_revoke_begin(struct odm_server *s, uint64_t ino, const struct odm_client *except,
 		     char *msg, size_t msglen);
 void odm_revoke_end(struct odm_server *s, uint64_t ino);

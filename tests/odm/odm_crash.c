@@ -4,6 +4,9 @@
  *                                   an uncommitted DIR/scratch.dbf, then writes random blocks of
  *                                   both in async batches until killed; every data.dbf block it
  *                                   saw complete is appended to LOG as "block generation"
+ *   odm_crash write DIR LOG ROUND PART NPARTS
+ *                                   the same, in part PART of NPARTS of data.dbf's blocks (one
+ *                                   writer per part, on several nodes; one check of all logs)
  *   odm_crash check DIR LOG         reads data.dbf through the mount: a logged block holds its
  *                                   generation or a later one, every block is zero or a whole
  *                                   block of ours (not torn, not written elsewhere)
@@ -62,11 +65,13 @@ static int open_data(const char *dir, odm_fid *fid)
 
 /* One batch: BATCH distinct random blocks, every other one in scratch.dbf; the data.dbf ones
  * that completed are logged. */
-static int batch(odm_fid data, odm_fid scratch, uint8_t *bufs, uint64_t *gen, int log)
+static int batch(odm_fid data, odm_fid scratch, uint8_t *bufs, uint64_t *gen, int log,
+		 unsigned part, unsigned nparts)
 {
 	struct odm_ioc ioc[BATCH], *v[BATCH];
-	for (unsigned i = 0; i < BATCH; i++) {
-		uint64_t blk = (uint64_t)(rand() % (NBLOCKS / BATCH)) * BATCH + i; /* distinct */
+	for (unsigned i = 0; i < BATCH; i++) { /* distinct, in groups of BATCH of this part */
+		unsigned group = (unsigned)rand() % (NBLOCKS / BATCH / nparts) * nparts + part;
+		uint64_t blk = (uint64_t)group * BATCH + i;
 		fill(bufs + (size_t)i * BS, blk, ++*gen);
 		ioc[i] = (struct odm_ioc){.op = ODM_WRITE, .fid = i % 2 ? scratch : data,
 					  .block = blk, .buf = bufs + (size_t)i * BS, .size = BS};
@@ -87,7 +92,8 @@ static int batch(odm_fid data, odm_fid scratch, uint8_t *bufs, uint64_t *gen, in
 	return write(log, line, n) == (ssize_t)n ? 0 : -errno;
 }
 
-static int writer(const char *dir, const char *logpath, unsigned round)
+static int writer(const char *dir, const char *logpath, unsigned round, unsigned part,
+		  unsigned nparts)
 {
 	char inst[32], path[512];
 	snprintf(inst, sizeof inst, "CR%u", round);
@@ -105,7 +111,7 @@ static int writer(const char *dir, const char *logpath, unsigned round)
 	srand(round);
 	uint64_t gen = (uint64_t)round << 32;
 	for (;;) /* until the kill */
-		if ((rc = batch(data, scratch, bufs, &gen, log)))
+		if ((rc = batch(data, scratch, bufs, &gen, log, part, nparts)))
 			return die("write batch", rc);
 }
 
@@ -155,10 +161,16 @@ static int checker(const char *dir, const char *logpath)
 
 int main(int argc, char **argv)
 {
-	if (argc == 5 && !strcmp(argv[1], "write"))
-		return writer(argv[2], argv[3], (unsigned)atoi(argv[4]));
+	if ((argc == 5 || argc == 7) && !strcmp(argv[1], "write")) {
+		unsigned part = argc == 7 ? (unsigned)atoi(argv[5]) : 0;
+		unsigned nparts = argc == 7 ? (unsigned)atoi(argv[6]) : 1;
+		if (nparts < 1 || nparts > NBLOCKS / BATCH || part >= nparts)
+			return die("PART NPARTS: give 0 <= PART < NPARTS", -EINVAL);
+		return writer(argv[2], argv[3], (unsigned)atoi(argv[4]), part, nparts);
+	}
 	if (argc == 4 && !strcmp(argv[1], "check"))
 		return checker(argv[2], argv[3]);
-	fprintf(stderr, "usage: odm_crash write DIR LOG ROUND | odm_crash check DIR LOG\n");
+	fprintf(stderr, "usage: odm_crash write DIR LOG ROUND [PART NPARTS] | "
+		"odm_crash check DIR LOG\n");
 	return 2;
 }

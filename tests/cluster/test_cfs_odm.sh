@@ -1,0 +1,136 @@
+#!/usr/bin/env bash
+# ODM on several nodes at once, as RAC instances share every datafile (cfsd/odm_cluster.c):
+# a file created and committed on one node is identified on the others, an uncommitted one
+# is seen nowhere else and goes with its node; three nodes write one datafile through libodm
+# at once and every write that completed is there; a node that fences itself stops its ODM
+# I/O; a shrink on one node revokes the other
+# nodes' maps first, so no write of theirs lands in the space it freed (the single-node
+# "resize racing with I/O" test, across nodes); a delete is refused while another node holds
+# the file; a normal mount and ODM exclude each other, with messages.  fsck.cfs -n clean.
+. "$(dirname "$0")/cfs_lib.sh" "cfs ODM across nodes"
+ODM=$(dirname "$BIN")/tests/odm
+export ODM_TEST_DB="CL$$"
+C up 3 >/dev/null && ok "cluster of 3 nodes up" || { not_ok "cluster up"; finish; }
+make_data 256
+"$BIN/mkfs.cfs" -p corosync -J 4 data >/dev/null
+
+# A node that caches pages would miss ODM's writes: ODM needs dboptimized everywhere.
+check "node 3 mounts normally" mount_on 3
+if on 3 "$ODM/odm_race" create "$(M 3)/x.dbf" 4 >"$T/normal.out" 2>&1; then
+	not_ok "ODM on a normal cluster mount was accepted"
+else
+	check "ODM on a normal cluster mount is refused and says why" grep -q "dboptimized" "$T/normal.out"
+fi
+check "node 1 mounts dboptimized" mount_on 1 dboptimized
+if on 1 "$ODM/odm_race" create "$(M 1)/x.dbf" 4 >"$T/mixed.out" 2>&1; then
+	not_ok "ODM was accepted while node 3 mounts normally"
+else
+	check "ODM is refused while another node mounts normally, naming it" \
+		grep -q "node [0-9]* mounts this filesystem without dboptimized" "$T/mixed.out"
+fi
+check "unmount node 3" umount_on 3
+for n in 2 3; do check "node $n mounts dboptimized" mount_on $n dboptimized; done
+
+# Created and committed on node 1, identified on nodes 2 and 3; three writers at once.
+on 1 "$ODM/odm_race" create "$(M 1)/data.dbf" 32 && ok "node 1 creates and commits data.dbf (32 MiB)" ||
+	not_ok "node 1 creates data.dbf"
+for n in 1 2 3; do
+	on $n "$ODM/odm_crash" write "$(M $n)" "$T/log$n" $n $((n - 1)) 3 >"$T/writer$n.out" 2>&1 &
+	wpid[n]=$!
+done
+sleep 3
+check "node 2 does not see node 1's uncommitted scratch file" \
+	bash -c "! '$HERE/cluster.sh' exec 2 ls '$(M 2)' | grep -q scratch"
+for n in 1 2 3; do
+	pkill -9 -f "odm_crash write $(M $n) " || true
+	wait "${wpid[n]}" 2>/dev/null
+	[ "$(wc -l <"$T/log$n")" -gt 100 ] && ok "node $n wrote data.dbf: $(wc -l <"$T/log$n") writes completed" ||
+		not_ok "node $n's writer: $(cat "$T/writer$n.out")"
+done
+cat "$T"/log1 "$T"/log2 "$T"/log3 >"$T/log"
+for n in 1 2 3; do
+	check "node $n reads every block that any node's ODM write completed" \
+		on $n "$ODM/odm_crash" check "$(M $n)" "$T/log"
+done
+# The writers were killed: their uncommitted files went with their processes.
+check "no uncommitted file was left behind" bash -c "! '$HERE/cluster.sh' exec 1 ls '$(M 1)' | grep -q scratch"
+
+# A shrink on node 1 while nodes 2 and 3 write all over the file.
+on 1 "$ODM/odm_race" create "$(M 1)/v.dbf" 32 || not_ok "node 1 creates v.dbf"
+for n in 2 3; do
+	on $n "$ODM/odm_race" writer "$(M $n)/v.dbf" >"$T/race$n.out" 2>&1 &
+	rpid[n]=$!
+done
+sleep 1
+check "cfs locks on node 2 names the ODM map lock of v.dbf" \
+	bash -c "'$HERE/cluster.sh' exec 2 '$BIN/cfs' locks '$(M 2)' | grep 'ODM maps of inode' | grep -q v.dbf"
+check "node 1 shrinks v.dbf 4 times under writes from nodes 2 and 3, and its new files keep their data" \
+	on 1 "$ODM/odm_race" shrink "$(M 1)/v.dbf" "$(M 1)" 4
+head -c 4194304 /dev/zero | tr '\0' Z >"$T/zzz"
+for i in 0 1 2 3; do
+	check "node 3 reads n$i.dbf: only its own data" on 3 cmp "$(M 3)/n$i.dbf" "$T/zzz"
+done
+for n in 2 3; do
+	kill -0 "${rpid[n]}" 2>/dev/null && ok "node $n's writer kept going through the shrinks" ||
+		not_ok "node $n's writer: $(cat "$T/race$n.out")"
+done
+
+# A file in use on another node is not deleted; once its holders are gone, it is.
+if on 1 "$ODM/odm_race" delete "$(M 1)/v.dbf" >"$T/delete.out" 2>&1; then
+	not_ok "odm_delete removed a file that nodes 2 and 3 hold"
+else
+	check "odm_delete of a file another node holds is refused, naming the node" \
+		grep -q "in use by ODM on node" "$T/delete.out"
+fi
+for n in 2 3; do pkill -9 -f "odm_race writer $(M $n)/" || true; wait "${rpid[n]}" 2>/dev/null; done
+check "odm_delete once nobody holds it" on 1 "$ODM/odm_race" delete "$(M 1)/v.dbf"
+check "node 2 no longer sees v.dbf" bash -c "! '$HERE/cluster.sh' exec 2 test -e '$(M 2)/v.dbf'"
+
+# A node that fences itself stops its clients' ODM I/O: their maps are revoked and no new
+# one is given out.
+on 1 "$ODM/odm_race" create "$(M 1)/f.dbf" 8 || not_ok "node 1 creates f.dbf"
+on 3 "$ODM/odm_race" writer "$(M 3)/f.dbf" >"$T/fenced.out" 2>&1 &
+fpid=$!
+sleep 1
+C partition 3
+t0=$(ms)
+for _ in $(seq 150); do kill -0 $fpid 2>/dev/null || break; sleep 0.1; done
+if kill -0 $fpid 2>/dev/null; then
+	not_ok "node 3's ODM writer still writes 15 s after it was cut off"
+	pkill -9 -f "odm_race writer $(M 3)/" || true
+else
+	check "node 3's ODM writes fail once it fenced itself ($(($(ms) - t0)) ms after the partition)" \
+		grep -q "Input/output error" "$T/fenced.out"
+fi
+wait $fpid 2>/dev/null
+C heal
+C wait-quorum 3 yes 30 >/dev/null 2>&1
+check "node 1 works on after node 3 was cut off" on 1 timeout 60 mkdir "$(M 1)/after-fence"
+
+# An uncommitted file is seen nowhere else.  A normal mount waits for ODM on the other nodes
+# (30 s), then gives up with a message.
+on 2 "$ODM/odm_race" uncommitted "$(M 2)/u.dbf" >"$T/unc.out" 2>&1 &
+upid=$!
+for _ in $(seq 50); do grep -q created "$T/unc.out" 2>/dev/null && break; sleep 0.1; done
+check "node 2 holds an uncommitted file" grep -q created "$T/unc.out"
+check "node 1 does not see it" bash -c "! '$HERE/cluster.sh' exec 1 test -e '$(M 1)/u.dbf'"
+check "unmount node 3" umount_on 3
+if mount_on 3 >"$T/wait.out" 2>&1; then
+	not_ok "node 3 mounted normally while node 2 serves ODM"
+	umount_on 3
+else
+	check "a normal mount gives up while a node serves ODM, naming it" \
+		grep -q "node [0-9]* mounts data dboptimized and keeps files in use for ODM" "$T/wait.out"
+fi
+
+# Node 2 dies with its uncommitted file: the survivors free it.
+pid2=$(status_of 2 pid)
+C kill 2; kill -9 "$pid2"; C abort 2
+pkill -9 -f "odm_race uncommitted $(M 2)/" || true
+wait $upid 2>/dev/null
+check "node 1 works on after node 2 died" on 1 timeout 60 mkdir "$(M 1)/after"
+check "node 1 can create u.dbf, which node 2 never committed" on 1 "$ODM/odm_race" create "$(M 1)/u.dbf" 4
+check "unmount node 1" umount_on 1
+fsck_clean "at the end (node 2's uncommitted file freed by its recovery)"
+no_damage_logged
+finish
