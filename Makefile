@@ -99,10 +99,10 @@ $(BUILD)/bin/mkfs.cfs: $(BUILD)/tools/mkfs_cfs.o $(TOOLS_COMMON_OBJ) $(LIBS)
 $(BUILD)/bin/fsck.cfs: $(BUILD)/tools/fsck_cfs.o $(TOOLS_COMMON_OBJ) $(LIBS)
 	$(CC) $(LDFLAGS_SAN) $(LDFLAGS) -o $@ $^ $(LDLIBS_CVM) $(LDLIBS_LOCK)
 
-$(BUILD)/bin/cfs: $(BUILD)/tools/cfs.o $(BUILD)/proto/control.pb-c.o $(TOOLS_COMMON_OBJ) $(LIBS)
+$(BUILD)/bin/cfs: $(BUILD)/tools/cfs.o $(BUILD)/tools/ask.o $(BUILD)/proto/control.pb-c.o $(TOOLS_COMMON_OBJ) $(LIBS)
 	$(CC) $(LDFLAGS_SAN) $(LDFLAGS) -o $@ $^ $(LDLIBS_CVM) $(LDLIBS_LOCK)
 
-$(BUILD)/bin/odmstat: $(BUILD)/tools/odmstat.o $(BUILD)/tools/svgplot.o $(BUILD)/odm/stats.o $(TOOLS_COMMON_OBJ) $(LIBS)
+$(BUILD)/bin/odmstat: $(BUILD)/tools/odmstat.o $(BUILD)/tools/svgplot.o $(BUILD)/tools/ask.o $(BUILD)/odm/stats.o $(BUILD)/odm/rows.o $(BUILD)/proto/control.pb-c.o $(TOOLS_COMMON_OBJ) $(LIBS)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS_SAN) $(LDFLAGS) -o $@ $^ $(LDLIBS_CVM) $(LDLIBS_LOCK) -lm
 
@@ -111,7 +111,7 @@ $(BUILD)/bin/odmload: $(BUILD)/tools/odmload.o
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS_SAN) $(LDFLAGS) -o $@ $^ -ldl -lm
 
-$(BUILD)/bin/cfsd: $(CFSD_SRC:%.c=$(BUILD)/%.o) $(BUILD)/proto/control.pb-c.o $(TOOLS_COMMON_OBJ) $(LIBS)
+$(BUILD)/bin/cfsd: $(CFSD_SRC:%.c=$(BUILD)/%.o) $(BUILD)/odm/rows.o $(BUILD)/odm/stats.o $(BUILD)/proto/control.pb-c.o $(TOOLS_COMMON_OBJ) $(LIBS)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS_SAN) $(LDFLAGS) -o $@ $^ -lfuse3 $(LDLIBS_CVM) $(LDLIBS_LOCK)
 

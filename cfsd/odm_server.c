@@ -51,6 +51,7 @@ struct odm_server {
 	unsigned nmapping;
 	unsigned nclients;
 	struct odm_cluster *cl; /* the maps' cluster locks; NULL on a mount of one node */
+	struct odm_share *share; /* every node's counts, for odmstat */
 };
 
 int odm_server_create(struct cfsd *d, struct odm_server **out)
@@ -66,6 +67,8 @@ int odm_server_create(struct cfsd *d, struct odm_server **out)
 	pthread_cond_init(&s->changed, &ca);
 	pthread_condattr_destroy(&ca);
 	int rc = odm_cluster_create(s, d->fs, &s->cl);
+	if (!rc)
+		rc = odm_share_start(d->fs, &s->share);
 	if (rc) {
 		odm_server_destroy(s);
 		return rc;
@@ -78,6 +81,7 @@ void odm_server_destroy(struct odm_server *s)
 {
 	if (!s)
 		return;
+	odm_share_stop(s->share);
 	odm_cluster_destroy(s->cl);
 	pthread_mutex_destroy(&s->lock);
 	pthread_cond_destroy(&s->changed);
@@ -703,7 +707,21 @@ static int delete(struct odm_client *c, const ControlRequest *req, struct odm_re
 
 bool odm_is_request(const ControlRequest *req)
 {
-	return req->op >= CONTROL_REQUEST__OP__ODM_HELLO;
+	switch (req->op) { /* the ODM ops are not one range: SYNC, READ_ONLY and LOCKS are root's */
+	case CONTROL_REQUEST__OP__ODM_HELLO:
+	case CONTROL_REQUEST__OP__ODM_IDENTIFY:
+	case CONTROL_REQUEST__OP__ODM_UNIDENTIFY:
+	case CONTROL_REQUEST__OP__ODM_CREATE:
+	case CONTROL_REQUEST__OP__ODM_COMMIT:
+	case CONTROL_REQUEST__OP__ODM_ABORT:
+	case CONTROL_REQUEST__OP__ODM_RESIZE:
+	case CONTROL_REQUEST__OP__ODM_DELETE:
+	case CONTROL_REQUEST__OP__ODM_REVOKED:
+	case CONTROL_REQUEST__OP__ODM_STATS:
+		return true;
+	default:
+		return false;
+	}
 }
 
 void odm_handle(struct odm_client *c, const ControlRequest *req, ControlReply *reply,
@@ -749,6 +767,9 @@ void odm_handle(struct odm_client *c, const ControlRequest *req, ControlReply *r
 	case CONTROL_REQUEST__OP__ODM_DELETE:
 		rc = delete(c, req, m);
 		break;
+	case CONTROL_REQUEST__OP__ODM_STATS:
+		rc = odm_share_fill(c->s->share, reply, &m->share);
+		break;
 	default:
 		rc = -EOPNOTSUPP;
 	}
@@ -764,4 +785,5 @@ void odm_reply_mem_free(struct odm_reply_mem *m)
 	free(m->lun_paths);
 	free(m->ext);
 	free(m->extp);
+	odm_share_mem_free(&m->share);
 }

@@ -9,6 +9,7 @@
 #ifndef CFS_ODM_SERVER_H
 #define CFS_ODM_SERVER_H
 
+#include "cfsd/odm_share.h"
 #include "proto/control.pb-c.h"
 
 #include <pthread.h>
@@ -40,6 +41,7 @@ struct odm_reply_mem {
 	char vol_uuid[40];
 	char **lun_paths;
 	char message[512];
+	struct odm_share_mem share;
 };
 bool odm_is_request(const ControlRequest *req);
 /* Serve one ODM request (never ODM_REVOKED: see odm_revoked). */

@@ -4,6 +4,7 @@
 #include "cfs/control.h"
 #include "cvm/cvm.h"
 #include "proto/control.pb-c.h"
+#include "tools/ask.h"
 #include "tools/common.h"
 
 #include <errno.h>
@@ -55,55 +56,11 @@ static void exec_cfsd(char **args)
 	exit(EXIT_FAILED);
 }
 
-/* One request to the daemon serving dir. */
-static int ask_req(const char *dir, const ControlRequest *req, ControlReply **out)
-{
-	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
-	int rc = cfs_control_path(dir, path, sizeof path);
-	if (rc) {
-		fprintf(stderr, "cfs: %s: %s\n", dir, strerror(-rc));
-		return rc;
-	}
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	struct sockaddr_un a = {.sun_family = AF_UNIX};
-	snprintf(a.sun_path, sizeof a.sun_path, "%s", path);
-	if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof a)) {
-		fprintf(stderr, "cfs: %s is not a mounted CFS filesystem (no daemon answers at %s)\n",
-			dir, path);
-		if (fd >= 0)
-			close(fd);
-		return -ENOENT;
-	}
-	uint8_t *msg;
-	uint32_t len;
-	rc = cfs_control_send_message(fd, NULL, &req->base);
-	if (!rc)
-		rc = cfs_control_recv(fd, &msg, &len);
-	close(fd);
-	if (rc) {
-		fprintf(stderr, "cfs: the daemon of %s did not answer: %s\n", dir, strerror(-rc));
-		return rc;
-	}
-	*out = control_reply__unpack(NULL, len, msg);
-	free(msg);
-	if (!*out) {
-		fprintf(stderr, "cfs: the daemon of %s sent a reply I cannot read\n", dir);
-		return -EBADMSG;
-	}
-	if ((*out)->error) {
-		fprintf(stderr, "cfs: %s: %s\n", dir,
-			(*out)->message ? (*out)->message : strerror((*out)->error));
-		control_reply__free_unpacked(*out, NULL);
-		return -EIO;
-	}
-	return 0;
-}
-
 static int ask(const char *dir, ControlRequest__Op op, ControlReply **out)
 {
 	ControlRequest req = CONTROL_REQUEST__INIT;
 	req.op = op;
-	return ask_req(dir, &req, out);
+	return tool_ask("cfs", dir, &req, out);
 }
 
 /* The per-mount flags a remount must give again, or the kernel clears them. */
@@ -158,7 +115,7 @@ static int do_remount(const char *dir, enum remount to)
 			errno == EBUSY ? " (files are open for writing there: close them first)" : "");
 		return EXIT_FAILED;
 	}
-	if (ask_req(dir, &req, &r)) {
+	if (tool_ask("cfs", dir, &req, &r)) {
 		if (ro) /* the kernel refuses writes already; what the daemon has may not be written */
 			fprintf(stderr, "cfs: %s: the kernel refuses writes, but the daemon did not "
 				"commit: unmount it\n", dir);

@@ -1,7 +1,9 @@
 /* odmstat: ODM I/O statistics of the instances on this node, from their shared-memory
  * segments (/dev/shm/odm.DATABASE.INSTANCE), like iostat: the first report since each
- * instance began, then one per interval. */
-#include "odm/stats.h"
+ * instance began, then one per interval.  With --cluster, of every node that mounts a CFS
+ * filesystem, as the daemon of one mount last heard them (cfsd/odm_share.c). */
+#include "odm/rows.h"
+#include "tools/ask.h"
 #include "tools/common.h"
 #include "tools/svgplot.h"
 
@@ -15,38 +17,33 @@
 #include <time.h>
 #include <unistd.h>
 
-/* BY_ALL: a row per database, instance, node and process type at once (--prometheus). */
-enum by { BY_INSTANCE, BY_DATABASE, BY_NODE, BY_PTYPE, BY_FILE, BY_ALL };
-static const char *const by_names[] = {"instance", "database", "node", "ptype", "file", "all"};
-#define KEY_SEP '\037' /* between the labels of a BY_ALL key */
-
-struct row {
-	char key[600];
-	uint32_t block_size;
-	struct odm_count c[2][2];          /* [dir][mode] */
-	uint64_t hist[2][ODM_HIST_BINS];   /* [mode], reads and writes together */
-};
-
-struct snap {
-	struct row *rows;
-	size_t n, cap;
-	double since; /* seconds covered by a cumulative report */
-};
-
 struct opts {
 	double interval;
 	long count;
-	enum by by;
+	enum odm_by by;
 	const char *instance;
 	bool json, list;
 	const char *prometheus; /* NULL; "-": standard output; else a file replaced each time */
 	const char *plot;       /* an SVG of the interval reports, written at the end */
+	const char *cluster;    /* a CFS mount point whose daemon has every node's counts */
 };
+
+/* The nodes of the last --cluster sample, for the reports. */
+struct node_note {
+	uint32_t id;
+	bool alive;
+	double age_s;
+};
+static struct {
+	struct node_note *v;
+	size_t n;
+} nodes;
 
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: odmstat [-i SEC] [-c COUNT] [--by instance|database|node|ptype|file]\n"
 		   "               [--instance NAME] [--json | --prometheus[=FILE]] [--plot FILE.svg]\n"
+		   "               [--cluster[=DIR]]\n"
 		   "       odmstat -l [--instance NAME] [--json]\n"
 		   "ODM I/O statistics of this node's database instances (see odmstat(1)).\n"
 		   "  -i, --interval SEC  report every SEC seconds (the first report is cumulative)\n"
@@ -62,183 +59,34 @@ static void usage(FILE *f)
 		   "                      replaced whole at each report\n"
 		   "  --plot FILE.svg     at the end, draw IOPS, MB/s and p99 latency of each row\n"
 		   "                      over the interval reports (needs -i)\n"
+		   "  --cluster[=DIR]     every node's instances, as the daemon of the CFS mount\n"
+		   "                      DIR (default: the first CFS mount) last heard them (each\n"
+		   "                      node's at most a second old); a node that left keeps its\n"
+		   "                      last counts, marked down; nodes are named HOST#ID\n"
 		   "Exit: 0 ok, 1 no instance found, 2 bad usage.\n");
 }
 
-static struct row *row_for(struct snap *s, const char *key, uint32_t block_size)
+/* odm_rows_row, or the end: odmstat cannot go on without memory. */
+static struct odm_row *row_for(struct odm_rows *s, const char *key, uint32_t block_size)
 {
-	for (size_t i = 0; i < s->n; i++)
-		if (!strcmp(s->rows[i].key, key))
-			return &s->rows[i];
-	if (s->n == s->cap) {
-		size_t cap = s->cap ? s->cap * 2 : 16;
-		struct row *v = realloc(s->rows, cap * sizeof *v);
-		if (!v) {
-			fprintf(stderr, "odmstat: out of memory\n");
-			exit(1);
-		}
-		s->rows = v;
-		s->cap = cap;
+	struct odm_row *r = odm_rows_row(s, key, block_size);
+	if (!r) {
+		fprintf(stderr, "odmstat: out of memory\n");
+		exit(1);
 	}
-	struct row *r = &s->rows[s->n++];
-	memset(r, 0, sizeof *r);
-	snprintf(r->key, sizeof r->key, "%s", key);
-	r->block_size = block_size;
 	return r;
-}
-
-static void add_counts(struct row *r, const struct odm_count c[2][2])
-{
-	for (int d = 0; d < 2; d++)
-		for (int m = 0; m < 2; m++) {
-			r->c[d][m].ops += c[d][m].ops;
-			r->c[d][m].bytes += c[d][m].bytes;
-			r->c[d][m].usec += c[d][m].usec;
-		}
-}
-
-static void add_slot(struct snap *s, const struct odm_segment *seg, const struct odm_proc_slot *p,
-		     enum by by)
-{
-	char key[600];
-	if (by == BY_FILE) {
-		for (unsigned f = 0; f < ODM_MAX_FILES; f++) {
-			const struct odm_file_slot *fs = &seg->files[f];
-			if (fs->state == ODM_FILE_FREE)
-				continue;
-			snprintf(key, sizeof key, "%s", fs->path);
-			add_counts(row_for(s, key, fs->block_size ? fs->block_size : ODM_ALIGN),
-				   p->file[f]);
-		}
-		return;
-	}
-	if (by == BY_INSTANCE)
-		snprintf(key, sizeof key, "%s/%s", seg->database, seg->instance);
-	else if (by == BY_DATABASE)
-		snprintf(key, sizeof key, "%s", seg->database);
-	else if (by == BY_NODE)
-		snprintf(key, sizeof key, "%s", seg->node);
-	else if (by == BY_ALL)
-		snprintf(key, sizeof key, "%s%c%s%c%s%c%s", seg->database, KEY_SEP, seg->instance,
-			 KEY_SEP, seg->node, KEY_SEP,
-			 odm_ptype_names[p->ptype < ODM_PT_COUNT ? p->ptype : 0]);
-	else
-		snprintf(key, sizeof key, "%s", odm_ptype_names[p->ptype < ODM_PT_COUNT ? p->ptype : 0]);
-	struct row *r = row_for(s, key, 0);
-	add_counts(r, p->total);
-	for (int d = 0; d < 2; d++)
-		for (int m = 0; m < 2; m++)
-			for (unsigned b = 0; b < ODM_HIST_BINS; b++)
-				r->hist[m][b] += p->hist[d][m][b];
-}
-
-static bool segment_path(const struct dirent *e, const char *instance, char *path, size_t len)
-{
-	size_t n = strlen(e->d_name), pl = strlen(ODM_SEG_PREFIX);
-	if (strncmp(e->d_name, ODM_SEG_PREFIX, pl) || (n > 4 && !strcmp(e->d_name + n - 4, ".tmp")))
-		return false;
-	const char *dot = strchr(e->d_name + pl, '.');
-	if (!dot || (instance && strcmp(dot + 1, instance)))
-		return false;
-	snprintf(path, len, "%s/%s", ODM_SEG_DIR, e->d_name);
-	return true;
-}
-
-/* Visit every instance segment (locked while visited). */
-static int each_segment(const struct opts *o, void (*fn)(void *, struct odm_segment *), void *arg)
-{
-	DIR *d = opendir(ODM_SEG_DIR);
-	if (!d)
-		return 0;
-	int found = 0;
-	struct dirent *e;
-	char path[512];
-	while ((e = readdir(d))) {
-		struct odm_segment *seg;
-		if (!segment_path(e, o->instance, path, sizeof path))
-			continue;
-		int rc = odm_segment_open_path(path, true, &seg);
-		if (rc) {
-			fprintf(stderr, "odmstat: %s: %s\n", path, rc == -EPROTO ?
-				"made by another version of libodm (remove it once its instance is down)"
-				: strerror(-rc));
-			continue;
-		}
-		if (odm_segment_lock(seg) == 0) {
-			fn(arg, seg);
-			odm_segment_unlock(seg);
-			found++;
-		}
-		odm_segment_close(seg);
-	}
-	closedir(d);
-	return found;
-}
-
-struct take_arg {
-	struct snap *s;
-	enum by by;
-};
-
-static void take_one(void *arg, struct odm_segment *seg)
-{
-	struct take_arg *a = arg;
-	double age = difftime(time(NULL), (time_t)seg->created);
-	if (age > a->s->since)
-		a->s->since = age;
-	for (unsigned t = 0; t < ODM_PT_COUNT; t++)
-		add_slot(a->s, seg, &seg->retired[t], a->by);
-	for (unsigned i = 0; i < ODM_MAX_PROCS; i++)
-		if (seg->procs[i].state == ODM_SLOT_LIVE)
-			add_slot(a->s, seg, &seg->procs[i], a->by);
-}
-
-static int take(const struct opts *o, struct snap *s)
-{
-	s->n = 0;
-	s->since = 1;
-	struct take_arg a = {s, o->by};
-	return each_segment(o, take_one, &a);
-}
-
-/* now - before, row by row (a row new since then counts whole). */
-static void subtract(struct snap *now, const struct snap *before)
-{
-	for (size_t i = 0; i < now->n; i++) {
-		struct row *r = &now->rows[i];
-		const struct row *b = NULL;
-		for (size_t j = 0; j < before->n && !b; j++)
-			if (!strcmp(before->rows[j].key, r->key))
-				b = &before->rows[j];
-		if (!b)
-			continue;
-		for (int d = 0; d < 2; d++)
-			for (int m = 0; m < 2; m++) {
-				r->c[d][m].ops -= b->c[d][m].ops;
-				r->c[d][m].bytes -= b->c[d][m].bytes;
-				r->c[d][m].usec -= b->c[d][m].usec;
-			}
-		for (int m = 0; m < 2; m++)
-			for (unsigned k = 0; k < ODM_HIST_BINS; k++)
-				r->hist[m][k] -= b->hist[m][k];
-	}
-}
-
-static bool row_empty(const struct row *r)
-{
-	return !(r->c[0][0].ops | r->c[0][1].ops | r->c[1][0].ops | r->c[1][1].ops);
 }
 
 static double avg_ms(const struct odm_count *c) { return c->ops ? c->usec / 1000.0 / c->ops : 0; }
 
-static void print_text(const struct opts *o, const struct snap *s, double secs)
+static void print_text(const struct opts *o, const struct odm_rows *s, double secs)
 {
-	if (o->by == BY_FILE) {
+	if (o->by == ODM_BY_FILE) {
 		printf("%-40s %10s %10s %12s %12s %8s %8s\n", "FILE", "NREADS", "NWRITES", "RBLOCKS",
 		       "WBLOCKS", "RTIME_ms", "WTIME_ms");
 		for (size_t i = 0; i < s->n; i++) {
-			const struct row *r = &s->rows[i];
-			if (row_empty(r))
+			const struct odm_row *r = &s->rows[i];
+			if (odm_row_empty(r))
 				continue;
 			struct odm_count rd = r->c[0][0], wr = r->c[1][0];
 			for (int d = 0; d < 2; d++) { /* sync and async together, as Veritas shows */
@@ -254,20 +102,24 @@ static void print_text(const struct opts *o, const struct snap *s, double secs)
 		}
 		return;
 	}
-	printf("%-24s %-5s %9s %9s %8s %8s %8s %8s %8s\n", by_names[o->by], "MODE", "READS/s",
+	printf("%-24s %-5s %9s %9s %8s %8s %8s %8s %8s\n", odm_by_names[o->by], "MODE", "READS/s",
 	       "WRITES/s", "RMB/s", "WMB/s", "RAVG_ms", "WAVG_ms", "P99_ms");
 	for (size_t i = 0; i < s->n; i++)
-		for (int m = 0; m < 2 && !row_empty(&s->rows[i]); m++) {
-			const struct row *r = &s->rows[i];
+		for (int m = 0; m < 2 && !odm_row_empty(&s->rows[i]); m++) {
+			const struct odm_row *r = &s->rows[i];
 			printf("%-24s %-5s %9.1f %9.1f %8.2f %8.2f %8.3f %8.3f %8.3f\n", r->key,
 			       m == ODM_MODE_SYNC ? "sync" : "async", r->c[0][m].ops / secs,
 			       r->c[1][m].ops / secs, r->c[0][m].bytes / secs / 1048576.0,
 			       r->c[1][m].bytes / secs / 1048576.0, avg_ms(&r->c[0][m]),
 			       avg_ms(&r->c[1][m]), odm_hist_percentile(r->hist[m], 99.0) / 1000.0);
 		}
+	for (size_t i = 0; i < nodes.n; i++)
+		if (!nodes.v[i].alive)
+			printf("node %u is down: its counts are the last it sent, %.1f s ago\n",
+			       nodes.v[i].id, nodes.v[i].age_s);
 }
 
-static void json_mode(const struct row *r, int m, double secs)
+static void json_mode(const struct odm_row *r, int m, double secs)
 {
 	printf("{\"reads\": %llu, \"writes\": %llu, \"read_bytes\": %llu, \"write_bytes\": %llu, "
 	       "\"read_usec\": %llu, \"write_usec\": %llu, \"reads_per_s\": %.1f, "
@@ -281,18 +133,18 @@ static void json_mode(const struct row *r, int m, double secs)
 	       (unsigned long long)odm_hist_percentile(r->hist[m], 99.0));
 }
 
-static void print_json(const struct opts *o, const struct snap *s, double secs, bool cumulative)
+static void print_json(const struct opts *o, const struct odm_rows *s, double secs, bool cumulative)
 {
 	printf("{\"time\": %lld, \"seconds\": %.3f, \"cumulative\": %s, \"by\": \"%s\", \"rows\": [",
-	       (long long)time(NULL), secs, cumulative ? "true" : "false", by_names[o->by]);
+	       (long long)time(NULL), secs, cumulative ? "true" : "false", odm_by_names[o->by]);
 	bool first = true;
 	for (size_t i = 0; i < s->n; i++) {
-		if (row_empty(&s->rows[i]))
+		if (odm_row_empty(&s->rows[i]))
 			continue;
 		printf("%s{\"key\": ", first ? "" : ", ");
 		first = false;
 		json_string(stdout, s->rows[i].key);
-		if (o->by == BY_FILE)
+		if (o->by == ODM_BY_FILE)
 			printf(", \"block_size\": %u", s->rows[i].block_size);
 		printf(", \"sync\": ");
 		json_mode(&s->rows[i], ODM_MODE_SYNC, secs);
@@ -300,7 +152,15 @@ static void print_json(const struct opts *o, const struct snap *s, double secs, 
 		json_mode(&s->rows[i], ODM_MODE_ASYNC, secs);
 		printf("}");
 	}
-	printf("]}\n");
+	printf("]");
+	if (o->cluster) {
+		printf(", \"nodes\": [");
+		for (size_t i = 0; i < nodes.n; i++)
+			printf("%s{\"node_id\": %u, \"alive\": %s, \"age_s\": %.3f}", i ? ", " : "",
+			       nodes.v[i].id, nodes.v[i].alive ? "true" : "false", nodes.v[i].age_s);
+		printf("]");
+	}
+	printf("}\n");
 }
 
 /* ---- Prometheus' text exposition format ---- */
@@ -312,7 +172,7 @@ static void prom_labels(FILE *f, const char *key, const char *extra)
 	fputc('{', f);
 	for (int i = 0; i < 4; i++) {
 		fprintf(f, "%s%s=\"", i ? "," : "", names[i]);
-		for (; *p && *p != KEY_SEP; p++) {
+		for (; *p && *p != ODM_KEY_SEP; p++) {
 			if (*p == '\\' || *p == '"')
 				fputc('\\', f);
 			if (*p == '\n')
@@ -335,12 +195,12 @@ static void prom_sample(FILE *f, const char *name, const char *suffix, const cha
 	prom_labels(f, key, extra);
 }
 
-static void prom_counter(FILE *f, const struct snap *s, const char *name, const char *help,
+static void prom_counter(FILE *f, const struct odm_rows *s, const char *name, const char *help,
 			 int what)
 {
 	fprintf(f, "# HELP %s %s\n# TYPE %s counter\n", name, help, name);
 	for (size_t i = 0; i < s->n; i++)
-		for (int d = 0; d < 2 && !row_empty(&s->rows[i]); d++)
+		for (int d = 0; d < 2 && !odm_row_empty(&s->rows[i]); d++)
 			for (int m = 0; m < 2; m++) {
 				const struct odm_count *c = &s->rows[i].c[d][m];
 				char extra[64];
@@ -357,14 +217,14 @@ static void prom_counter(FILE *f, const struct snap *s, const char *name, const 
 
 /* Latency histograms, reads and writes together: the buckets end at powers of two of
  * microseconds, which are edges of libodm's own buckets. */
-static void prom_histogram(FILE *f, const struct snap *s)
+static void prom_histogram(FILE *f, const struct odm_rows *s)
 {
 	const char *name = "odm_io_latency_seconds";
 	fprintf(f, "# HELP %s Time from submission to completion of ODM I/O.\n"
 		   "# TYPE %s histogram\n", name, name);
 	for (size_t i = 0; i < s->n; i++)
-		for (int m = 0; m < 2 && !row_empty(&s->rows[i]); m++) {
-			const struct row *r = &s->rows[i];
+		for (int m = 0; m < 2 && !odm_row_empty(&s->rows[i]); m++) {
+			const struct odm_row *r = &s->rows[i];
 			const char *mode = m == ODM_MODE_SYNC ? "sync" : "async";
 			uint64_t seen = 0;
 			unsigned bin = 0;
@@ -389,7 +249,7 @@ static void prom_histogram(FILE *f, const struct snap *s)
 		}
 }
 
-static void prom_write(FILE *f, const struct snap *s)
+static void prom_write(FILE *f, const struct odm_rows *s)
 {
 	prom_counter(f, s, "odm_io_operations_total", "ODM I/O operations completed.", 0);
 	prom_counter(f, s, "odm_io_bytes_total", "Bytes moved by ODM I/O.", 1);
@@ -398,7 +258,7 @@ static void prom_write(FILE *f, const struct snap *s)
 }
 
 /* To standard output, or to a file replaced whole (the collector never reads half of one). */
-static int print_prometheus(const struct opts *o, const struct snap *s)
+static int print_prometheus(const struct opts *o, const struct odm_rows *s)
 {
 	if (!strcmp(o->prometheus, "-")) {
 		prom_write(stdout, s);
@@ -470,10 +330,10 @@ static int curve_add(struct curve *k, double t, double iops, double mbs, double 
 }
 
 /* One interval report's points, at t seconds from the first report. */
-static int plot_sample(struct curves *c, const struct snap *s, double t, double secs)
+static int plot_sample(struct curves *c, const struct odm_rows *s, double t, double secs)
 {
 	for (size_t i = 0; i < s->n; i++) {
-		const struct row *r = &s->rows[i];
+		const struct odm_row *r = &s->rows[i];
 		uint64_t ops = 0, bytes = 0, hist[ODM_HIST_BINS] = {0};
 		for (int d = 0; d < 2; d++)
 			for (int m = 0; m < 2; m++) {
@@ -507,7 +367,7 @@ static int plot_write(const struct opts *o, const struct curves *c)
 						    {"MB/s", ser + c->n, c->n},
 						    {"p99 latency (ms)", ser + 2 * c->n, c->n}};
 		char title[128];
-		snprintf(title, sizeof title, "odmstat by %s, every %g s", by_names[o->by],
+		snprintf(title, sizeof title, "odmstat by %s, every %g s", odm_by_names[o->by],
 			 o->interval);
 		rc = svg_plot(f, title, panels, 3);
 		if (fclose(f) && !rc)
@@ -573,7 +433,7 @@ static int list(const struct opts *o)
 	else
 		printf("%-8s %-12s %-12s %-10s %-16s %12s %12s\n", "PID", "DATABASE", "INSTANCE",
 		       "PTYPE", "NAME", "READS", "WRITES");
-	int found = each_segment(o, list_one, &a);
+	int found = odm_each_segment(o->instance, true, list_one, &a);
 	if (o->json)
 		printf("]\n");
 	return found;
@@ -589,6 +449,7 @@ static int parse(int argc, char **argv, struct opts *o)
 		{"by", required_argument, NULL, 'b'},       {"instance", required_argument, NULL, 'I'},
 		{"json", no_argument, NULL, 'j'},           {"list", no_argument, NULL, 'l'},
 		{"prometheus", optional_argument, NULL, 'P'}, {"plot", required_argument, NULL, 'G'},
+		{"cluster", optional_argument, NULL, 'C'},
 		{"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0}};
 	*o = (struct opts){.count = -1};
 	int c;
@@ -614,14 +475,14 @@ static int parse(int argc, char **argv, struct opts *o)
 			break;
 		case 'b': {
 			size_t k = 0;
-			while (k < 5 && strcmp(arg, by_names[k]))
+			while (k < 5 && strcmp(arg, odm_by_names[k]))
 				k++;
 			if (k == 5) {
 				fprintf(stderr, "odmstat: --by '%s': one of instance, database, node, ptype, "
 						"file\n", arg);
 				return 2;
 			}
-			o->by = (enum by)k;
+			o->by = (enum odm_by)k;
 			break;
 		}
 		case 'I':
@@ -639,6 +500,9 @@ static int parse(int argc, char **argv, struct opts *o)
 			break;
 		case 'G':
 			o->plot = arg;
+			break;
+		case 'C':
+			o->cluster = optarg && *optarg ? optarg : "";
 			break;
 		case 'l':
 			o->list = true;
@@ -661,8 +525,13 @@ static int parse(int argc, char **argv, struct opts *o)
 				"--by\n");
 		return 2;
 	}
+	if (o->cluster && (o->list || o->by == ODM_BY_FILE)) {
+		fprintf(stderr, "odmstat: --cluster shows instances, databases, nodes and process "
+				"types: not with -l or --by file (ask a node itself for those)\n");
+		return 2;
+	}
 	if (o->prometheus)
-		o->by = BY_ALL;
+		o->by = ODM_BY_ALL;
 	if (o->plot && (o->interval <= 0 || o->prometheus)) {
 		fprintf(stderr, "odmstat: --plot draws interval reports: give -i SEC (and -c COUNT, or "
 				"stop it with Ctrl-C), not with --prometheus\n");
@@ -675,6 +544,88 @@ static int parse(int argc, char **argv, struct opts *o)
 		return 2;
 	}
 	return 0;
+}
+
+/* The first mounted CFS filesystem, for --cluster without DIR. */
+static const char *first_cfs_mount(char *buf, size_t len)
+{
+	FILE *f = fopen("/proc/self/mounts", "r");
+	char dev[256], dir[4096], type[64];
+	const char *found = NULL;
+	while (f && !found && fscanf(f, "%255s %4095s %63s %*[^\n]", dev, dir, type) == 3)
+		if (!strcmp(type, "fuse.cfs")) {
+			snprintf(buf, len, "%s", dir);
+			found = buf;
+		}
+	if (f)
+		fclose(f);
+	return found;
+}
+
+/* The BY_ALL key of a row from another node, as o->by keys it; NULL: not shown. */
+static const char *cluster_key(const struct opts *o, const char *all, bool alive, char *key,
+			       size_t len)
+{
+	char f[4][ODM_KEY_MAX] = {"", "", "", ""};
+	const char *p = all;
+	for (int i = 0; i < 4; i++) {
+		const char *sep = strchr(p, ODM_KEY_SEP);
+		size_t n = sep ? (size_t)(sep - p) : strlen(p);
+		snprintf(f[i], sizeof f[i], "%.*s", (int)n, p);
+		p = sep ? sep + 1 : p + n;
+	}
+	if (o->instance && strcmp(f[1], o->instance))
+		return NULL;
+	if (o->by == ODM_BY_ALL)
+		snprintf(key, len, "%s", all);
+	else if (o->by == ODM_BY_INSTANCE)
+		snprintf(key, len, "%s/%s", f[0], f[1]);
+	else if (o->by == ODM_BY_DATABASE)
+		snprintf(key, len, "%s", f[0]);
+	else if (o->by == ODM_BY_NODE)
+		snprintf(key, len, "%s%s", f[2], alive ? "" : " (down)");
+	else
+		snprintf(key, len, "%s", f[3]);
+	return key;
+}
+
+/* Every node's rows from the daemon of o->cluster; how many nodes, or -errno. */
+static int take_cluster(const struct opts *o, struct odm_rows *s)
+{
+	ControlRequest req = CONTROL_REQUEST__INIT;
+	ControlReply *r;
+	req.op = CONTROL_REQUEST__OP__ODM_STATS;
+	int rc = tool_ask("odmstat", o->cluster, &req, &r);
+	if (rc)
+		return rc;
+	s->n = 0;
+	s->since = 1;
+	free(nodes.v);
+	nodes.n = 0;
+	if (!(nodes.v = calloc(r->n_node_stats ? r->n_node_stats : 1, sizeof *nodes.v)))
+		rc = -ENOMEM;
+	for (size_t i = 0; i < r->n_node_stats && !rc; i++) {
+		const OdmNodeStats *st = r->node_stats[i];
+		nodes.v[nodes.n++] = (struct node_note){st->node_id, st->alive, st->age_ms / 1000.0};
+		if (st->since > s->since)
+			s->since = st->since;
+		for (size_t k = 0; k < st->n_rows && !rc; k++) {
+			struct odm_row row;
+			char key[4 * ODM_KEY_MAX];
+			if ((rc = odm_row_from_wire(st->rows[k], &row)))
+				fprintf(stderr, "odmstat: node %u sent counts I cannot read\n",
+					st->node_id);
+			else if (cluster_key(o, row.key, st->alive, key, sizeof key))
+				rc = odm_rows_add(s, key, &row);
+		}
+	}
+	control_reply__free_unpacked(r, NULL);
+	return rc ? rc : (int)nodes.n;
+}
+
+static int take(const struct opts *o, struct odm_rows *s)
+{
+	return o->cluster ? take_cluster(o, s) : odm_rows_take(s, o->by, o->instance, NULL, true);
 }
 
 static void not_found(const struct opts *o)
@@ -702,10 +653,17 @@ int main(int argc, char **argv)
 	}
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
-	struct snap prev = {0}, cur = {0}, view = {0};
+	struct odm_rows prev = {0}, cur = {0}, view = {0};
 	struct curves curves = {0};
-	if (!take(&o, &cur)) {
-		not_found(&o);
+	char mount[4096];
+	if (o.cluster && !*o.cluster && !(o.cluster = first_cfs_mount(mount, sizeof mount))) {
+		fprintf(stderr, "odmstat: --cluster: no CFS filesystem is mounted here; give "
+				"--cluster=DIR\n");
+		return 1;
+	}
+	if (take(&o, &cur) <= 0) {
+		if (!o.cluster)
+			not_found(&o);
 		return 1;
 	}
 	for (long n = 1;; n++) {
@@ -715,7 +673,7 @@ int main(int argc, char **argv)
 		for (size_t i = 0; i < cur.n; i++) /* rows in the order they were found */
 			*row_for(&view, cur.rows[i].key, cur.rows[i].block_size) = cur.rows[i];
 		if (!cumulative && !o.prometheus) /* Prometheus' counters only ever grow */
-			subtract(&view, &prev);
+			odm_rows_subtract(&view, &prev);
 		if (o.prometheus)
 			rc = print_prometheus(&o, &view);
 		else if (o.json)
@@ -733,7 +691,7 @@ int main(int argc, char **argv)
 		nanosleep(&ts, NULL);
 		if (stop)
 			break;
-		struct snap raw = prev; /* the sample just shown becomes the base of the next */
+		struct odm_rows raw = prev; /* the sample just shown becomes the base of the next */
 		prev = cur;
 		cur = raw;
 		take(&o, &cur);
@@ -744,5 +702,6 @@ int main(int argc, char **argv)
 	free(view.rows);
 	free(prev.rows);
 	free(cur.rows);
+	free(nodes.v);
 	return rc;
 }

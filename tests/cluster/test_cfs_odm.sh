@@ -6,7 +6,8 @@
 # I/O; a shrink on one node revokes the other
 # nodes' maps first, so no write of theirs lands in the space it freed (the single-node
 # "resize racing with I/O" test, across nodes); a delete is refused while another node holds
-# the file; a normal mount and ODM exclude each other, with messages.  fsck.cfs -n clean.
+# the file; a normal mount and ODM exclude each other, with messages; odmstat --cluster sums
+# every node's counts and keeps a dead node's.  fsck.cfs -n clean.
 . "$(dirname "$0")/cfs_lib.sh" "cfs ODM across nodes"
 ODM=$(dirname "$BIN")/tests/odm
 export ODM_TEST_DB="CL$$"
@@ -54,6 +55,46 @@ for n in 1 2 3; do
 done
 # The writers were killed: their uncommitted files went with their processes.
 check "no uncommitted file was left behind" bash -c "! '$HERE/cluster.sh' exec 1 ls '$(M 1)' | grep -q scratch"
+
+# odmstat --cluster: an odmload instance on each node; node 1's view of the cluster sums
+# exactly what each node shows of itself, once the loads are over (a node's counts reach the
+# others within a second).
+LIB=$(dirname "$BIN")/lib/libodm.so
+for n in 1 2 3; do
+	on $n mkdir -p "$(M $n)/load$n"
+	on $n "$BIN/odmload" --lib "$LIB" --dir "$(M $n)/load$n" --db "$ODM_TEST_DB" --instance "I$n" \
+		--profile oltp --seconds 3 --file-mib 16 --seed $n >"$T/load$n.out" 2>&1 &
+	lpid[n]=$!
+done
+for n in 1 2 3; do check "odmload ran on node $n" wait "${lpid[n]}"; done
+sleep 2.5
+for n in 1 2 3; do on $n "$BIN/odmstat" --json >"$T/own$n.json"; done
+on 1 "$BIN/odmstat" --cluster="$(M 1)" --json >"$T/cluster.json"
+on 1 "$BIN/odmstat" --cluster="$(M 1)" --by node --json >"$T/bynode.json"
+on 1 "$BIN/odmstat" --cluster --by node >"$T/bynode.txt"
+sum_py='
+import json, sys
+def total(path):
+    t = [0, 0, 0, 0]
+    for r in json.load(open(path))["rows"]:
+        for i, m in enumerate(("sync", "async")):
+            t[2 * i] += r[m]["reads"] + r[m]["writes"]
+            t[2 * i + 1] += r[m]["read_bytes"] + r[m]["write_bytes"]
+    return t
+'
+check "odmstat --cluster on node 1 sums each node's own view exactly" python3 -c "$sum_py
+own = [sum(x) for x in zip(*(total(p) for p in sys.argv[2:]))]
+got = total(sys.argv[1])
+assert got == own and own[0] + own[2] > 0, (got, own)
+print(got)" "$T/cluster.json" "$T"/own[123].json
+check "odmstat --cluster --by node shows 3 nodes, all up" python3 -c "
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert len(j['rows']) == 3 and len(j['nodes']) == 3, j
+assert all(n['alive'] for n in j['nodes']), j['nodes']" "$T/bynode.json"
+check "odmstat --cluster without DIR finds the mount" test "$(grep -c '#' "$T/bynode.txt")" -ge 6
+if on 1 "$BIN/odmstat" --cluster --by file >"$T/byfile.out" 2>&1; then not_ok "odmstat --cluster --by file was accepted"
+else check "odmstat --cluster --by file is refused and says why" grep -q "not with -l or --by file" "$T/byfile.out"; fi
 
 # A shrink on node 1 while nodes 2 and 3 write all over the file.
 on 1 "$ODM/odm_race" create "$(M 1)/v.dbf" 32 || not_ok "node 1 creates v.dbf"
@@ -125,10 +166,17 @@ fi
 
 # Node 2 dies with its uncommitted file: the survivors free it.
 pid2=$(status_of 2 pid)
+id2=$(status_of 2 node_id)
 C kill 2; kill -9 "$pid2"; C abort 2
 pkill -9 -f "odm_race uncommitted $(M 2)/" || true
 wait $upid 2>/dev/null
 check "node 1 works on after node 2 died" on 1 timeout 60 mkdir "$(M 1)/after"
+on 1 "$BIN/odmstat" --cluster="$(M 1)" --by node --json >"$T/dead.json"
+check "odmstat --cluster keeps node 2's last counts, marked down" python3 -c "
+import json, sys
+j, id2 = json.load(open(sys.argv[1])), int(sys.argv[2])
+assert [n for n in j['nodes'] if n['node_id'] == id2 and not n['alive']], j['nodes']
+assert any(r['key'].endswith('#%d (down)' % id2) for r in j['rows']), j['rows']" "$T/dead.json" "$id2"
 check "node 1 can create u.dbf, which node 2 never committed" on 1 "$ODM/odm_race" create "$(M 1)/u.dbf" 4
 check "unmount node 1" umount_on 1
 fsck_clean "at the end (node 2's uncommitted file freed by its recovery)"

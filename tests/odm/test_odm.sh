@@ -35,8 +35,8 @@ p2=$!
 p3=$!
 sleep 3
 "$BIN/odmstat" -l --json >"$T/list.json"
-check "odmload oltp ran" wait $p1
-check "odmload scan ran" wait $p2
+wait $p1 && ok "odmload oltp ran" || not_ok "odmload oltp ran: $(tail -3 "$T/oltp.out")"
+wait $p2 && ok "odmload scan ran" || not_ok "odmload scan ran: $(tail -3 "$T/dss.out")"
 check "odmstat -l lists the Oracle-named processes of both instances" python3 - "$T/list.json" <<PY
 import json, sys
 procs = json.load(open(sys.argv[1]))
@@ -172,7 +172,11 @@ expect 1 "Permission denied" "ODM: a member cannot create files in root's 0755 d
 	odmload_as_nobody "$T/mnt"
 expect 1 "only root may do this" "cfs grow by a member of odm_group is refused" -- \
 	as_nobody "$BIN/cfs" grow "$T/mnt"
+expect 1 "only root may do this" "cfs locks by a member of odm_group is refused" -- \
+	as_nobody "$BIN/cfs" locks "$T/mnt"
 check "cfs status by a member of odm_group works" as_nobody "$BIN/cfs" status "$T/mnt"
+check "odmstat --cluster by a member of odm_group works (this node's instances)" \
+	as_nobody "$BIN/odmstat" --cluster="$T/mnt"
 rm -f /dev/shm/odm.NB$$.* /dev/shm/odm.RT$$.*
 umount_cfs "$T/mnt"
 check "fsck.cfs: clean after the ODM tests" "$BIN/fsck.cfs" -n odm

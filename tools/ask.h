@@ -1,0 +1,12 @@
+/* One request to the daemon of a CFS mount, for the tools (cfs, odmstat). */
+#ifndef TOOLS_ASK_H
+#define TOOLS_ASK_H
+
+#include "proto/control.pb-c.h"
+
+/* Send req to the daemon serving dir and read its reply into *out (free it with
+ * control_reply__free_unpacked).  Says why not on stderr as "prog: ...": -errno, or -EIO
+ * when the daemon answered with an error. */
+int tool_ask(const char *prog, const char *dir, const ControlRequest *req, ControlReply **out);
+
+#endif
