@@ -14,6 +14,7 @@
 #define REVOKE_RETRY_S 1       /* a client that did not answer a revoke is asked again */
 #define DELETE_TRIES 10        /* asking "use" EX without waiting: cached grants go meanwhile */
 #define DELETE_RETRY_US 50000u
+#define RECOVERY_POLL_US 100000u
 
 struct file_locks {
 	struct odm_cluster *oc;
@@ -75,6 +76,35 @@ static struct file_locks *file_locks(struct odm_cluster *oc, uint64_t ino)
 	return fl;
 }
 
+struct recovering_arg {
+	const char *resource;
+	bool found;
+};
+
+static void find_recovering(void *arg, const struct cfslock_dump_entry *e)
+{
+	struct recovering_arg *a = arg;
+	a->found |= e->recovering && !strcmp(e->resource, a->resource);
+}
+
+/* A dead node that had maps of this file may still have writes in flight to the LUNs: a new
+ * map waits until it is recovered (after the fence interval, or its fence agent), when its
+ * grants go.  Its PR alone would not keep ours off. */
+static void wait_recovered(struct odm_cluster *oc, struct cfslock *lk)
+{
+	struct recovering_arg a = {cfslock_name(lk), true};
+	for (int i = 0;; i++) {
+		a.found = false;
+		cfslock_dump(oc->fs->space, find_recovering, &a);
+		if (!a.found)
+			return;
+		if (i == 0)
+			cfs_log(oc->fs, "ODM: %s: a node that held it died; waiting for its recovery",
+				a.resource);
+		usleep(RECOVERY_POLL_US);
+	}
+}
+
 /* Ask for lk in mode (oc->lock held, dropped while waiting; one asker per file at a time).
  * EX is never a conversion from what this node kept: two nodes converting at once would wait
  * for each other. */
@@ -90,6 +120,8 @@ static int ask(struct file_locks *fl, struct cfslock *lk, int mode, unsigned fla
 		rc = cfslock_unlock_sync(lk);
 	if (!rc)
 		rc = cfslock_request_sync(lk, mode, flags);
+	if (!rc && lk == fl->map)
+		wait_recovered(oc, lk);
 	pthread_mutex_lock(&oc->lock);
 	fl->busy = false;
 	pthread_cond_broadcast(&oc->changed);

@@ -10,7 +10,8 @@
  * node.
  *
  * Both are asked for outside any filesystem call, so they come before the metadata glock in
- * the lock order.  A node that fenced itself revokes every map it gave out.
+ * the lock order.  A node that fenced itself revokes every map it gave out; a map of a file
+ * that a dead node had maps of waits for that node's recovery (its writes in flight).
  * Every function is a no-op on a NULL odm_cluster (a mount that is not a cluster's). */
 #ifndef CFS_ODM_CLUSTER_H
 #define CFS_ODM_CLUSTER_H

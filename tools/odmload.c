@@ -209,11 +209,11 @@ static void pq_slave(unsigned short seed[3], double end)
 			todo[i]->fid = data[nrand48(seed) % o.files];
 			todo[i]->block = random_block(seed, size) / (size / o.block) * (size / o.block);
 		}
-		unsigned n = 0;
-		int rc = odm.io(todo, now() < end ? ntodo : 0, NULL, 0, done, depth, &n, -1);
+		unsigned n = 0, submit = now() < end ? ntodo : 0; /* once: the end may pass meanwhile */
+		int rc = odm.io(todo, submit, NULL, 0, done, depth, &n, -1);
 		if (rc < 0)
 			die("odm_io", rc);
-		inflight += (now() < end ? ntodo : 0) - n;
+		inflight += submit - n;
 		for (unsigned i = 0; i < n; i++)
 			check(done[i]);
 		memcpy(todo, done, n * sizeof *done);

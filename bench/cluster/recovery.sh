@@ -3,6 +3,9 @@
 # over BENCH_ROUNDS (default 20) kill -9 points of tests/cluster/test_cfs_recovery.sh (an
 # fsync'd workload; odd rounds the node dies, even rounds only its cfsd), with the harness's
 # corosync token settings.  Every round also checks the dead node's fsync'd changes and fsck.
+# Then database failover: an ODM instance's node killed, the instance started at once on
+# another node (tests/cluster/test_cfs_odm_failover.sh): kill to its first write, over
+# BENCH_FAILOVERS (default 10) rounds (target <= 10 s).
 # Usage: recovery.sh [BUILD]
 set -euo pipefail
 build=${1:-build}
@@ -24,6 +27,20 @@ for what, v in (("node killed (corosync first)", node), ("only cfsd killed", dae
     if v:
         print(f"{what}: {len(v)} deaths, survivor's call completed after p50 {statistics.median(v):.0f} ms, "
               f"max {max(v)} ms (target <= 5000 ms)")
+fails = len(re.findall(r"^not ok", text, re.M))
+print(f"checks failed: {fails}")
+sys.exit(1 if fails else 0)
+PY
+failovers=${BENCH_FAILOVERS:-10}
+BIN=$(cd "$build/bin" && pwd) FAILOVER_ROUNDS=$failovers \
+	bash "$here/../../tests/cluster/test_cfs_odm_failover.sh" | tee "$out" | grep -v "^ok" || true
+python3 - "$out" <<'PY'
+import re, statistics, sys
+text = open(sys.argv[1]).read()
+v = [int(t) for t in re.findall(r"resumed on node \d+ (\d+) ms after", text)]
+if v:
+    print(f"ODM failover: {len(v)} instance moves, kill to its first write on the new node p50 "
+          f"{statistics.median(v):.0f} ms, max {max(v)} ms (target <= 10000 ms; PolyServe: 39 s)")
 fails = len(re.findall(r"^not ok", text, re.M))
 print(f"checks failed: {fails}")
 sys.exit(1 if fails else 0)
