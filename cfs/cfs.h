@@ -69,6 +69,12 @@ int cfs_unmount(struct cfs_fs *fs);
  * kernel knows it. */
 typedef void (*cfs_invalidate_fn)(void *arg, uint64_t ino);
 void cfs_set_invalidate(struct cfs_fs *fs, cfs_invalidate_fn fn, void *arg);
+/* On a cluster, another node grew the filesystem: open the volume again (its config now
+ * names the new space) and give the handle in *vol; the filesystem uses it from then on.
+ * The caller closes every handle it gave after cfs_unmount.  Called with the filesystem's
+ * lock held: open, nothing more. */
+typedef int (*cfs_reopen_fn)(void *arg, struct cvm_volume **vol);
+void cfs_set_reopen(struct cfs_fs *fs, cfs_reopen_fn fn, void *arg);
 /* May the kernel keep the pages it cached of this file at this open?  (No other node can
  * have changed it since the last open here.)  Call after cfs_open, at every open without
  * O_DIRECT: it also records that the kernel may now cache pages of the file. */

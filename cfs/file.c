@@ -242,6 +242,14 @@ bool cfs_kernel_may_cache(struct cfs_fs *fs, uint64_t ino)
 	return pages;
 }
 
+void cfs_set_reopen(struct cfs_fs *fs, cfs_reopen_fn fn, void *arg)
+{
+	pthread_mutex_lock(&fs->lock);
+	fs->reopen = fn;
+	fs->reopen_arg = arg;
+	pthread_mutex_unlock(&fs->lock);
+}
+
 void cfs_set_invalidate(struct cfs_fs *fs, cfs_invalidate_fn fn, void *arg)
 {
 	pthread_mutex_lock(&fs->lock);

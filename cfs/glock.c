@@ -245,13 +245,16 @@ static void meta_go_invalidate(struct cfs_fs *fs, struct cfs_glock *gl)
 	__atomic_add_fetch(&fs->glock_epoch, 1, __ATOMIC_RELEASE);
 }
 
-/* Other nodes allocated and freed meanwhile: the group summaries are read again. */
+/* Other nodes allocated and freed meanwhile, and one may have grown the filesystem: the
+ * group summaries are read again, after the superblock. */
 static int meta_go_granted(struct cfs_fs *fs, struct cfs_glock *gl)
 {
 	(void)gl;
 	if (!fs->caches_stale)
 		return 0;
-	int rc = cfs_alloc_load(fs);
+	int rc = cfs_growth_take_in(fs);
+	if (!rc)
+		rc = cfs_alloc_load(fs);
 	fs->caches_stale = rc != 0;
 	return rc;
 }

@@ -1,6 +1,12 @@
 /* Online growth: after `cvm grow`, take in the new space.  The new groups' headers are
  * written first (nothing points at them yet), then one transaction extends the last group and
- * rewrites both superblocks; a crash before its commit leaves the old size, after it the new. */
+ * rewrites both superblocks; a crash before its commit leaves the old size, after it the new.
+ *
+ * On a cluster the grower does this under the metadata glock EX.  Every other node gave the
+ * glock up meanwhile, so it reads the superblock again when it next gets it, before the
+ * group summaries: a larger filesystem makes it open the volume again (cfsd's reopen
+ * function: the config now names the new space) and switch to that handle.  Until then it
+ * uses nothing of the new space, since it reads no group header without the glock. */
 #include "cfs/internal.h"
 
 #include <errno.h>
@@ -64,14 +70,6 @@ int cfs_grow(struct cfs_fs *fs, struct cvm_volume *grown, uint64_t *added_blocks
 		cfs_set_error("volume %s is not the one this filesystem lives on", cfg->name);
 		return -EINVAL;
 	}
-	if (fs->cluster) {
-		/* Every node must take in the new volume generation before anyone allocates
-		 * there; until that exists, growth is refused rather than half done. */
-		cfs_set_error("growth of a cluster filesystem is not available in this version: "
-			      "unmount it everywhere, 'cfs lockproto %s local', mount and grow it "
-			      "on one node, unmount, then set the protocol back", cfg->name);
-		return -EOPNOTSUPP;
-	}
 	int rc = cfs_op_begin(fs, true);
 	if (rc)
 		return rc;
@@ -120,4 +118,38 @@ int cfs_grow(struct cfs_fs *fs, struct cvm_volume *grown, uint64_t *added_blocks
 	pthread_rwlock_unlock(&fs->vol_lock);
 	cfs_op_end(fs);
 	return rc;
+}
+
+int cfs_growth_take_in(struct cfs_fs *fs)
+{
+	struct cfs_dsuper sb;
+	if (!fs->cluster)
+		return 0;
+	int rc = cfs_super_read_primary(fs->vol, &sb);
+	if (rc) {
+		cfs_log(fs, "superblock: %s", rc == -EUCLEAN ? "bad checksum" : strerror(-rc));
+		return -EIO;
+	}
+	if (sb.total_blocks == fs->sb.total_blocks)
+		return 0;
+	const char *why = NULL;
+	struct cvm_volume *vol = NULL;
+	if (!fs->reopen)
+		why = "nobody here can open the volume again";
+	else if ((rc = fs->reopen(fs->reopen_arg, &vol)))
+		why = strerror(-rc);
+	else if (cfs_super_check(&sb, cvm_volume_size(vol), &why))
+		vol = NULL; /* the caller closes it; why says what is wrong */
+	if (why) {
+		cfs_log(fs, "another node grew the filesystem to %llu blocks, but this node cannot "
+			"take it in: %s", (unsigned long long)sb.total_blocks, why);
+		return -EIO;
+	}
+	pthread_rwlock_wrlock(&fs->vol_lock);
+	fs->vol = vol;
+	fs->sb = sb;
+	pthread_rwlock_unlock(&fs->vol_lock);
+	cfs_log(fs, "another node grew the filesystem: now %llu blocks in %u groups",
+		(unsigned long long)sb.total_blocks, sb.nags);
+	return 0;
 }

@@ -83,6 +83,11 @@ int cfs_journal_read(struct cvm_volume *vol, const struct cfs_dsuper *sb, uint32
 
 /* ---- superblock (super.c) ---- */
 int cfs_super_read(struct cvm_volume *vol, struct cfs_dsuper *sb, bool *used_backup);
+/* The primary copy as it is on disk, its checksum checked (not its size against vol). */
+int cfs_super_read_primary(struct cvm_volume *vol, struct cfs_dsuper *sb);
+/* Another node grew the filesystem: take in its superblock and volume (grow.c; fs->lock
+ * and the metadata glock held, nobody using the volume). */
+int cfs_growth_take_in(struct cfs_fs *fs);
 int cfs_super_write(struct cvm_volume *vol, const struct cfs_dsuper *sb);
 int cfs_super_check(const struct cfs_dsuper *sb, uint64_t volume_bytes, const char **why);
 /* The lock protocol a superblock records, in static storage ("local" for filesystems made
@@ -343,6 +348,8 @@ struct cfs_fs {
 	unsigned shared_writers;     /* writes in flight under the glock PR and pagecache CW */
 	bool pagecache_wanted;       /* a normal mount asks for it (atomic) */
 	uint64_t pagecache_refused;  /* when CW was last refused (cfs_now_ns), 0 if it was not */
+	cfs_reopen_fn reopen;        /* cfsd: the volume again, after another node grew it */
+	void *reopen_arg;
 	cfs_invalidate_fn invalidate; /* cfsd: drop the kernel's pages of an inode */
 	void *invalidate_arg;
 	pthread_t committer;

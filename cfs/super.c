@@ -74,6 +74,11 @@ static int read_copy(struct cvm_volume *vol, uint64_t blkno, struct cfs_dsuper *
 	return rc;
 }
 
+int cfs_super_read_primary(struct cvm_volume *vol, struct cfs_dsuper *sb)
+{
+	return read_copy(vol, 0, sb);
+}
+
 int cfs_super_read(struct cvm_volume *vol, struct cfs_dsuper *sb, bool *used_backup)
 {
 	const char *why = NULL;

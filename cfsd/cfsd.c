@@ -343,6 +343,7 @@ int main(int argc, char **argv)
 	}
 	if (!o.foreground)
 		redirect_log(o.log);
+	cfs_set_reopen(d.fs, cfsd_reopen_volume, &d);
 	struct cfs_status st;
 	cfs_status(d.fs, &st);
 	d.cluster = strcmp(st.lockproto, "local") != 0;
@@ -360,6 +361,9 @@ int main(int argc, char **argv)
 	else
 		fprintf(stderr, "cfsd: unmounted volume %s\n", o.volume);
 	cvm_volume_close(d.vol);
+	for (unsigned i = 0; i < d.nreopened; i++)
+		cvm_volume_close(d.reopened[i]);
+	free(d.reopened);
 	scan_paths_free(&o.scan);
 	return rc ? rc : urc ? EXIT_FAILED : EXIT_OK;
 }

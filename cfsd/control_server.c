@@ -1,5 +1,6 @@
 /* cfsd's side of the control socket: status, grow, and the ODM clients' requests. */
 #include "cfs/control.h"
+#include "cfs/internal.h"
 #include "cfsd/fuse_ops.h"
 #include "cfsd/odm_server.h"
 #include "dlm-client/cfslock.h"
@@ -28,15 +29,38 @@ struct cfs_control {
 	struct conn *conns;
 };
 
-static int grow(struct cfsd *d, uint64_t *added, char *msg, size_t msglen)
+/* The volume again, as its config is now (grown by `cvm grow`). */
+static int open_again(struct cfsd *d, struct cvm_volume **vol)
 {
 	struct cvm_scan scan;
-	struct cvm_volume *vol = NULL;
+	*vol = NULL;
 	int rc = cvm_scan_paths(d->scan->paths, d->scan->n, &scan);
 	if (!rc) {
-		rc = cvm_volume_open(&scan, d->volume, CVM_OPEN_RDWR, &vol);
+		rc = cvm_volume_open(&scan, d->volume, CVM_OPEN_RDWR, vol);
 		cvm_scan_free(&scan);
 	}
+	return rc;
+}
+
+int cfsd_reopen_volume(void *arg, struct cvm_volume **vol)
+{
+	struct cfsd *d = arg;
+	struct cvm_volume **v = realloc(d->reopened, (d->nreopened + 1) * sizeof *v);
+	if (!v)
+		return -ENOMEM;
+	d->reopened = v;
+	int rc = open_again(d, vol);
+	if (rc)
+		cfs_log(d->fs, "volume %s: %s", d->volume, cvm_last_error());
+	else
+		v[d->nreopened++] = *vol;
+	return rc;
+}
+
+static int grow(struct cfsd *d, uint64_t *added, char *msg, size_t msglen)
+{
+	struct cvm_volume *vol;
+	int rc = open_again(d, &vol);
 	if (rc) {
 		snprintf(msg, msglen, "volume %s: %s", d->volume, cvm_last_error());
 		return rc;

@@ -25,7 +25,12 @@ struct cfsd {
 	/* Direct writes done to files the kernel may cache pages of (atomic): a buffered read
 	 * that saw it change may have cached what such a write replaced (fuse_ops.c). */
 	uint64_t direct_writes_done;
+	/* Handles of the volume opened after other nodes grew it, closed after the unmount. */
+	struct cvm_volume **reopened;
+	unsigned nreopened;
 };
+/* control_server.c: a cfs_reopen_fn (cfs.h); arg is the cfsd. */
+int cfsd_reopen_volume(void *arg, struct cvm_volume **vol);
 
 struct fuse_lowlevel_ops;
 extern const struct fuse_lowlevel_ops cfsd_ops;

@@ -50,7 +50,11 @@ static int add_directory(struct candidates *c, const char *dir)
 	int rc = 0;
 	struct dirent *de;
 	while (rc == 0 && (de = readdir(d))) {
-		if (de->d_name[0] == '.')
+		/* The type readdir gives saves a stat of directories: one that is a mount point
+		 * would be asked of its filesystem, cfsd itself when it scans again after another
+		 * node grew the volume (it holds its own lock then). */
+		if (de->d_name[0] == '.' || (de->d_type != DT_UNKNOWN && de->d_type != DT_REG &&
+					     de->d_type != DT_BLK && de->d_type != DT_LNK))
 			continue;
 		char path[4096];
 		if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, de->d_name) >= sizeof path)

@@ -255,8 +255,14 @@ int odm_mount_layout(struct odm_mount *m, const OdmLayout *layout)
 {
 	if (m->vol && m->layout_generation == layout->generation)
 		return 0;
-	if (m->aio && cvm_aio_inflight(m->aio))
-		return -EBUSY; /* cannot happen: a grow revokes every map first */
+	/* A grow on this node revoked every map first; one on another node did not, and the
+	 * maps out stay valid (growth only adds space): what is in flight completes on the
+	 * handle it went to, then the new one takes over. */
+	while (m->aio && cvm_aio_inflight(m->aio)) {
+		int rc = odm_io_poll(m, true, -1);
+		if (rc < 0)
+			return rc;
+	}
 	struct cvm_scan scan;
 	struct cvm_volume *vol = NULL;
 	int rc = cvm_scan_paths((const char *const *)layout->lun_paths, layout->n_lun_paths, &scan);

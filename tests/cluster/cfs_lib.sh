@@ -34,7 +34,7 @@ hung() {
 	for pid in $(pgrep -f "^cfsd .*$T/" || true); do
 		echo "# cfsd $pid: $(tr '\0' ' ' </proc/"$pid"/cmdline)" >&"$TAP_FD"
 		command -v gdb >/dev/null &&
-			timeout 60 gdb -p "$pid" -batch -ex "thread apply all bt" 2>/dev/null |
+			timeout -k 5 60 gdb -p "$pid" -batch -ex "thread apply all bt" 2>/dev/null |
 			grep -E '^(Thread|#)' | sed 's/^/# /' | head -300 >&"$TAP_FD"
 	done
 	kill -TERM $$

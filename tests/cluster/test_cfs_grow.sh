@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Growth while mounted on three nodes: the volume is nearly full; `cvm grow` adds a LUN and
+# `cfs grow` on node 1 takes it in.  Nodes 2 and 3 see the new size and use the new space
+# without a remount (each opens the volume again when it next takes the metadata lock), a
+# file written there by node 3 reads back whole on node 2, an ODM instance on node 2 keeps
+# writing through it all, and one on node 3 creates a file in the new space.  fsck.cfs -n
+# clean at the end.
+. "$(dirname "$0")/cfs_lib.sh" "cfs growth on a cluster"
+ODM=$(dirname "$BIN")/tests/odm
+export ODM_TEST_DB="GR$$"
+C up 3 >/dev/null && ok "cluster of 3 nodes up" || { not_ok "cluster up"; finish; }
+make_data 48
+"$BIN/mkfs.cfs" -p corosync -J 4 data >/dev/null
+for n in 1 2 3; do check "node $n mounts dboptimized" mount_on $n dboptimized; done
+blocks() { on "$1" stat -f -c %b "$(M "$1")"; }
+free_mib() { on "$1" stat -f -c '%a %S' "$(M "$1")" | awk '{print int($1 * $2 / 1048576)}'; }
+
+on 2 "$ODM/odm_race" create "$(M 2)/w.dbf" 8 || not_ok "node 2 creates w.dbf"
+on 2 "$ODM/odm_race" writer "$(M 2)/w.dbf" >"$T/writer.out" 2>&1 &
+writer=$!
+# Nearly full: what is left is less than node 3 writes later.
+fill=$(($(free_mib 1) - 12))
+check "node 1 fills the filesystem ($fill MiB)" \
+	on 1 dd if=/dev/zero of="$(M 1)/fill" bs=1M count=$fill oflag=direct status=none
+before=$(blocks 3)
+head -c 40M /dev/urandom >"$T/big"
+if on 3 dd if="$T/big" of="$(M 3)/big" bs=1M oflag=direct status=none 2>/dev/null; then
+	not_ok "node 3 wrote 40 MiB into a filesystem with $(free_mib 3) MiB free"
+else
+	ok "node 3 cannot write 40 MiB before the growth (ENOSPC)"
+fi
+on 3 rm -f "$(M 3)/big"
+
+truncate -s 128M "$T/lun4"
+check "cvm grow adds a LUN while three nodes have it mounted" "$BIN/cvm" grow data "$T/lun4"
+check "cfs grow on node 1" on 1 "$BIN/cfs" grow "$(M 1)"
+for n in 2 3; do
+	after=$(blocks $n)
+	check "node $n sees the new size ($before -> $after blocks)" test "$after" -gt $((before + 20000))
+done
+check "node 3 writes 40 MiB into the new space" \
+	on 3 dd if="$T/big" of="$(M 3)/big" bs=1M oflag=direct status=none
+check "node 2 reads it back whole" on 2 cmp "$(M 2)/big" "$T/big"
+check "node 1 reads it back whole" on 1 cmp "$(M 1)/big" "$T/big"
+check "node 3 logged that it took in the growth" grep -q "another node grew the filesystem" "$T/cfsd3.log"
+check "an ODM instance on node 3 creates a 32 MiB file in the new space" \
+	on 3 "$ODM/odm_race" create "$(M 3)/new.dbf" 32
+kill -0 $writer 2>/dev/null && ok "node 2's ODM instance kept writing through the growth" ||
+	not_ok "node 2's ODM writer: $(cat "$T/writer.out")"
+pkill -9 -f "odm_race writer $(M 2)/" || true
+wait $writer 2>/dev/null
+for n in 1 2 3; do check "unmount node $n" umount_on $n; done
+fsck_clean "after the growth"
+no_damage_logged
+finish
