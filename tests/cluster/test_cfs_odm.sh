@@ -39,7 +39,13 @@ for n in 1 2 3; do
 	on $n "$ODM/odm_crash" write "$(M $n)" "$T/log$n" $n $((n - 1)) 3 >"$T/writer$n.out" 2>&1 &
 	wpid[n]=$!
 done
-sleep 3
+sleep 1
+msgs() { echo $(( $(status_of 1 lock_messages) + $(status_of 2 lock_messages) + $(status_of 3 lock_messages) )); }
+m0=$(msgs) w0=$(cat "$T"/log[123] | wc -l)
+sleep 2
+m1=$(msgs) w1=$(cat "$T"/log[123] | wc -l)
+check "$((w1 - w0)) ODM writes from 3 nodes in 2 s sent $((m1 - m0)) lock messages (want under 20)" \
+	test $((m1 - m0)) -lt 20 -a $((w1 - w0)) -gt 1000
 check "node 2 does not see node 1's uncommitted scratch file" \
 	bash -c "! '$HERE/cluster.sh' exec 2 ls '$(M 2)' | grep -q scratch"
 for n in 1 2 3; do
