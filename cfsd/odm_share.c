@@ -19,6 +19,7 @@
 struct node_rows {
 	uint32_t node;
 	bool alive;
+	bool unmounted; /* it said goodbye: it left, it did not die */
 	uint64_t heard_ns; /* when these rows came */
 	uint8_t *blob;     /* a packed OdmNodeStats */
 	size_t len;
@@ -37,8 +38,8 @@ struct odm_share {
 	struct node_rows *nodes; /* the other nodes' last rows */
 };
 
-/* This node's rows now, packed. */
-static int pack_own(struct odm_share *sh, uint8_t **blob, size_t *len)
+/* This node's rows now, packed; goodbye: the last ones, at the unmount. */
+static int pack_own(struct odm_share *sh, bool goodbye, uint8_t **blob, size_t *len)
 {
 	struct odm_rows rows = {0};
 	int rc = odm_rows_take(&rows, ODM_BY_ALL, NULL, sh->label, false);
@@ -53,6 +54,7 @@ static int pack_own(struct odm_share *sh, uint8_t **blob, size_t *len)
 			wp[i] = &w[i];
 		}
 		st.node_id = sh->node;
+		st.has_unmounted = st.unmounted = goodbye;
 		st.has_since = true;
 		st.since = rows.since;
 		st.n_rows = rows.n;
@@ -94,13 +96,18 @@ static void delivered(cpg_handle_t h, const struct cpg_name *group, uint32_t nod
 		return;
 	}
 	memcpy(copy, msg, len);
+	OdmNodeStats *st = odm_node_stats__unpack(NULL, len, copy);
+	bool goodbye = st && st->unmounted;
+	if (st)
+		odm_node_stats__free_unpacked(st, NULL);
 	pthread_mutex_lock(&sh->lock);
 	struct node_rows *n = node_rows(sh, nodeid);
 	if (n) {
 		free(n->blob);
 		n->blob = copy;
 		n->len = len;
-		n->alive = true;
+		n->alive = !goodbye;
+		n->unmounted = goodbye;
 		n->heard_ns = cfs_now_ns();
 	} else {
 		free(copy);
@@ -125,11 +132,11 @@ static void members_changed(cpg_handle_t h, const struct cpg_name *group,
 	pthread_mutex_unlock(&sh->lock);
 }
 
-static void send_own(struct odm_share *sh)
+static void send_own(struct odm_share *sh, bool goodbye)
 {
 	uint8_t *blob;
 	size_t len;
-	if (pack_own(sh, &blob, &len))
+	if (pack_own(sh, goodbye, &blob, &len))
 		return;
 	struct iovec iov = {blob, len};
 	/* Not sent (corosync busy for long): the next period sends newer counts. */
@@ -149,14 +156,16 @@ static void *share_thread(void *arg)
 	for (;;) {
 		uint64_t now = cfs_now_ns();
 		if (now >= next) {
-			send_own(sh);
+			send_own(sh, false);
 			next = now + PERIOD_MS * 1000000ull;
 		}
 		struct pollfd p[2] = {{.fd = fd, .events = POLLIN}, {.fd = sh->wake[0], .events = POLLIN}};
 		if (poll(p, 2, (int)((next - now) / 1000000ull) + 1) < 0 && errno != EINTR)
 			break;
-		if (p[1].revents)
+		if (p[1].revents) { /* the unmount: the others keep these, marked unmounted */
+			send_own(sh, true);
 			break;
+		}
 		if (p[0].revents && cpg_dispatch(sh->cpg, CS_DISPATCH_ALL) != CS_OK) {
 			cfs_log(sh->fs, "ODM counts: corosync went away; odmstat --cluster shows the "
 				"other nodes' counts as last heard");
@@ -243,7 +252,7 @@ void odm_share_stop(struct odm_share *sh)
 }
 
 static int add_node(struct odm_share_mem *mem, const uint8_t *blob, size_t len, bool alive,
-		    uint64_t age_ns)
+		    bool unmounted, uint64_t age_ns)
 {
 	OdmNodeStats *st = odm_node_stats__unpack(NULL, len, blob);
 	OdmNodeStats **v = st ? realloc(mem->nodes, (mem->n + 1) * sizeof *v) : NULL;
@@ -252,8 +261,9 @@ static int add_node(struct odm_share_mem *mem, const uint8_t *blob, size_t len, 
 			odm_node_stats__free_unpacked(st, NULL);
 		return st ? -ENOMEM : -EPROTO;
 	}
-	st->has_alive = st->has_age_ms = true;
+	st->has_alive = st->has_age_ms = st->has_unmounted = true;
 	st->alive = alive;
+	st->unmounted = unmounted;
 	st->age_ms = age_ns / 1000000ull;
 	v[mem->n++] = st;
 	mem->nodes = v;
@@ -264,15 +274,16 @@ int odm_share_fill(struct odm_share *sh, ControlReply *reply, struct odm_share_m
 {
 	uint8_t *own;
 	size_t len;
-	int rc = pack_own(sh, &own, &len);
+	int rc = pack_own(sh, false, &own, &len);
 	if (!rc)
-		rc = add_node(mem, own, len, true, 0);
+		rc = add_node(mem, own, len, true, false, 0);
 	free(own);
 	pthread_mutex_lock(&sh->lock);
 	uint64_t now = cfs_now_ns();
 	for (struct node_rows *n = sh->nodes; n && !rc; n = n->next)
 		if (n->blob)
-			rc = add_node(mem, n->blob, n->len, n->alive, now - n->heard_ns);
+			rc = add_node(mem, n->blob, n->len, n->alive, n->unmounted,
+				      now - n->heard_ns);
 	pthread_mutex_unlock(&sh->lock);
 	reply->n_node_stats = mem->n;
 	reply->node_stats = mem->nodes;

@@ -4,7 +4,7 @@
  * per database, instance, node and process type and sends them to the other daemons of the
  * same filesystem over corosync (CPG group "cfs-odmstat-<filesystem uuid>"); each keeps the
  * last rows it heard from every node, and marks a node down (keeping its rows) once corosync
- * says it left.  This node's own rows are read afresh for every request, so the cluster view
+ * says it left, or unmounted if it said goodbye first.  This node's own rows are read afresh for every request, so the cluster view
  * is at most a second behind each node's own.  On a mount of one node only its own rows. */
 #ifndef CFS_ODM_SHARE_H
 #define CFS_ODM_SHARE_H

@@ -32,6 +32,7 @@ struct opts {
 struct node_note {
 	uint32_t id;
 	bool alive;
+	bool unmounted;
 	double age_s;
 };
 static struct {
@@ -62,7 +63,8 @@ static void usage(FILE *f)
 		   "  --cluster[=DIR]     every node's instances, as the daemon of the CFS mount\n"
 		   "                      DIR (default: the first CFS mount) last heard them (each\n"
 		   "                      node's at most a second old); a node that left keeps its\n"
-		   "                      last counts, marked down; nodes are named HOST#ID\n"
+		   "                      last counts, marked down or unmounted; nodes are named\n"
+		   "                      HOST#ID\n"
 		   "Exit: 0 ok, 1 no instance found, 2 bad usage.\n");
 }
 
@@ -115,8 +117,9 @@ static void print_text(const struct opts *o, const struct odm_rows *s, double se
 		}
 	for (size_t i = 0; i < nodes.n; i++)
 		if (!nodes.v[i].alive)
-			printf("node %u is down: its counts are the last it sent, %.1f s ago\n",
-			       nodes.v[i].id, nodes.v[i].age_s);
+			printf("node %u %s: its counts are the last it sent, %.1f s ago\n",
+			       nodes.v[i].id, nodes.v[i].unmounted ? "unmounted" : "is down",
+			       nodes.v[i].age_s);
 }
 
 static void json_mode(const struct odm_row *r, int m, double secs)
@@ -156,8 +159,9 @@ static void print_json(const struct opts *o, const struct odm_rows *s, double se
 	if (o->cluster) {
 		printf(", \"nodes\": [");
 		for (size_t i = 0; i < nodes.n; i++)
-			printf("%s{\"node_id\": %u, \"alive\": %s, \"age_s\": %.3f}", i ? ", " : "",
-			       nodes.v[i].id, nodes.v[i].alive ? "true" : "false", nodes.v[i].age_s);
+			printf("%s{\"node_id\": %u, \"alive\": %s, \"unmounted\": %s, \"age_s\": %.3f}",
+			       i ? ", " : "", nodes.v[i].id, nodes.v[i].alive ? "true" : "false",
+			       nodes.v[i].unmounted ? "true" : "false", nodes.v[i].age_s);
 		printf("]");
 	}
 	printf("}\n");
@@ -563,8 +567,8 @@ static const char *first_cfs_mount(char *buf, size_t len)
 }
 
 /* The BY_ALL key of a row from another node, as o->by keys it; NULL: not shown. */
-static const char *cluster_key(const struct opts *o, const char *all, bool alive, char *key,
-			       size_t len)
+static const char *cluster_key(const struct opts *o, const char *all, const OdmNodeStats *st,
+			       char *key, size_t len)
 {
 	char f[4][ODM_KEY_MAX] = {"", "", "", ""};
 	const char *p = all;
@@ -583,7 +587,8 @@ static const char *cluster_key(const struct opts *o, const char *all, bool alive
 	else if (o->by == ODM_BY_DATABASE)
 		snprintf(key, len, "%s", f[0]);
 	else if (o->by == ODM_BY_NODE)
-		snprintf(key, len, "%s%s", f[2], alive ? "" : " (down)");
+		snprintf(key, len, "%s%s", f[2], st->alive ? "" : st->unmounted ? " (unmounted)"
+										  : " (down)");
 	else
 		snprintf(key, len, "%s", f[3]);
 	return key;
@@ -606,7 +611,8 @@ static int take_cluster(const struct opts *o, struct odm_rows *s)
 		rc = -ENOMEM;
 	for (size_t i = 0; i < r->n_node_stats && !rc; i++) {
 		const OdmNodeStats *st = r->node_stats[i];
-		nodes.v[nodes.n++] = (struct node_note){st->node_id, st->alive, st->age_ms / 1000.0};
+		nodes.v[nodes.n++] = (struct node_note){st->node_id, st->alive, st->unmounted,
+							st->age_ms / 1000.0};
 		if (st->since > s->since)
 			s->since = st->since;
 		for (size_t k = 0; k < st->n_rows && !rc; k++) {
@@ -615,7 +621,7 @@ static int take_cluster(const struct opts *o, struct odm_rows *s)
 			if ((rc = odm_row_from_wire(st->rows[k], &row)))
 				fprintf(stderr, "odmstat: node %u sent counts I cannot read\n",
 					st->node_id);
-			else if (cluster_key(o, row.key, st->alive, key, sizeof key))
+			else if (cluster_key(o, row.key, st, key, sizeof key))
 				rc = odm_rows_add(s, key, &row);
 		}
 	}

@@ -3,8 +3,8 @@
 # `cfs grow` on node 1 takes it in.  Nodes 2 and 3 see the new size and use the new space
 # without a remount (each opens the volume again when it next takes the metadata lock), a
 # file written there by node 3 reads back whole on node 2, an ODM instance on node 2 keeps
-# writing through it all, and one on node 3 creates a file in the new space.  fsck.cfs -n
-# clean at the end.
+# writing through it all, and one on node 3 creates a file in the new space.  Node 3's
+# unmount shows in odmstat --cluster as such (not as a death).  fsck.cfs -n clean at the end.
 . "$(dirname "$0")/cfs_lib.sh" "cfs growth on a cluster"
 ODM=$(dirname "$BIN")/tests/odm
 export ODM_TEST_DB="GR$$"
@@ -49,7 +49,16 @@ kill -0 $writer 2>/dev/null && ok "node 2's ODM instance kept writing through th
 	not_ok "node 2's ODM writer: $(cat "$T/writer.out")"
 pkill -9 -f "odm_race writer $(M 2)/" || true
 wait $writer 2>/dev/null
-for n in 1 2 3; do check "unmount node $n" umount_on $n; done
+# A node that unmounts says goodbye: odmstat --cluster shows it unmounted, not down.
+id3=$(status_of 3 node_id)
+check "unmount node 3" umount_on 3
+sleep 0.5
+on 1 "$BIN/odmstat" --cluster="$(M 1)" --json >"$T/left.json"
+check "odmstat --cluster shows node 3 unmounted, not down" python3 -c "
+import json, sys
+j, id3 = json.load(open(sys.argv[1])), int(sys.argv[2])
+assert [n for n in j['nodes'] if n['node_id'] == id3 and n['unmounted'] and not n['alive']], j['nodes']" "$T/left.json" "$id3"
+for n in 1 2; do check "unmount node $n" umount_on $n; done
 fsck_clean "after the growth"
 no_damage_logged
 finish
