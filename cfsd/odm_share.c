@@ -18,8 +18,7 @@
 
 struct node_rows {
 	uint32_t node;
-	bool alive;
-	bool unmounted; /* it said goodbye: it left, it did not die */
+	bool alive;        /* a member, as corosync says (a goodbye in blob says it unmounted) */
 	uint64_t heard_ns; /* when these rows came */
 	uint8_t *blob;     /* a packed OdmNodeStats */
 	size_t len;
@@ -96,18 +95,13 @@ static void delivered(cpg_handle_t h, const struct cpg_name *group, uint32_t nod
 		return;
 	}
 	memcpy(copy, msg, len);
-	OdmNodeStats *st = odm_node_stats__unpack(NULL, len, copy);
-	bool goodbye = st && st->unmounted;
-	if (st)
-		odm_node_stats__free_unpacked(st, NULL);
 	pthread_mutex_lock(&sh->lock);
 	struct node_rows *n = node_rows(sh, nodeid);
 	if (n) {
 		free(n->blob);
 		n->blob = copy;
 		n->len = len;
-		n->alive = !goodbye;
-		n->unmounted = goodbye;
+		n->alive = true;
 		n->heard_ns = cfs_now_ns();
 	} else {
 		free(copy);
@@ -251,8 +245,9 @@ void odm_share_stop(struct odm_share *sh)
 	free(sh);
 }
 
-static int add_node(struct odm_share_mem *mem, const uint8_t *blob, size_t len, bool alive,
-		    bool unmounted, uint64_t age_ns)
+/* A node's rows into the reply; a node that said goodbye is no longer alive. */
+static int add_node(struct odm_share_mem *mem, const uint8_t *blob, size_t len, bool member,
+		    uint64_t age_ns)
 {
 	OdmNodeStats *st = odm_node_stats__unpack(NULL, len, blob);
 	OdmNodeStats **v = st ? realloc(mem->nodes, (mem->n + 1) * sizeof *v) : NULL;
@@ -261,9 +256,8 @@ static int add_node(struct odm_share_mem *mem, const uint8_t *blob, size_t len, 
 			odm_node_stats__free_unpacked(st, NULL);
 		return st ? -ENOMEM : -EPROTO;
 	}
-	st->has_alive = st->has_age_ms = st->has_unmounted = true;
-	st->alive = alive;
-	st->unmounted = unmounted;
+	st->has_alive = st->has_age_ms = true;
+	st->alive = member && !st->unmounted;
 	st->age_ms = age_ns / 1000000ull;
 	v[mem->n++] = st;
 	mem->nodes = v;
@@ -276,14 +270,13 @@ int odm_share_fill(struct odm_share *sh, ControlReply *reply, struct odm_share_m
 	size_t len;
 	int rc = pack_own(sh, false, &own, &len);
 	if (!rc)
-		rc = add_node(mem, own, len, true, false, 0);
+		rc = add_node(mem, own, len, true, 0);
 	free(own);
 	pthread_mutex_lock(&sh->lock);
 	uint64_t now = cfs_now_ns();
 	for (struct node_rows *n = sh->nodes; n && !rc; n = n->next)
 		if (n->blob)
-			rc = add_node(mem, n->blob, n->len, n->alive, n->unmounted,
-				      now - n->heard_ns);
+			rc = add_node(mem, n->blob, n->len, n->alive, now - n->heard_ns);
 	pthread_mutex_unlock(&sh->lock);
 	reply->n_node_stats = mem->n;
 	reply->node_stats = mem->nodes;
