@@ -10,6 +10,7 @@
  * its event queue like every other backend's. */
 #include "client.h"
 #include "plock.h"
+#include "plock_own.h"
 #include "proto/cfslock.pb-c.h"
 
 #include <corosync/cpg.h>
@@ -22,6 +23,7 @@
 #include <string.h>
 #include <sys/random.h>
 #include <syslog.h>
+#include <time.h>
 #include <unistd.h>
 
 #define GROUP "cfslock"
@@ -40,6 +42,7 @@ struct replica {
 	char name[CFSLOCK_NAME_MAX + 1];
 	struct lt_table *table;
 	struct pl_table *plocks;
+	struct po_table *owners; /* files whose record locks a member owns */
 	struct cs *cs;
 	struct replica *next;
 };
@@ -52,7 +55,7 @@ struct lkmap_entry {
 
 /* A record lock request of ours, until its answer comes in the ordered stream. */
 struct plock_req {
-	uint64_t reqid;
+	uint64_t reqid, file;
 	cfslock_plock_done_fn done;
 	void *arg;
 	struct plock_req *next;
@@ -78,7 +81,7 @@ struct cs {
 	pthread_cond_t changed;
 	bool stop, connected, quorate, lost_quorum, synced, hello_seen;
 	uint32_t nodeid, pid, hello_seq;
-	uint64_t owner;
+	uint64_t owner, want_seq;
 	struct member members[MAX_MEMBERS];
 	size_t nmembers;
 	uint64_t failed[MAX_MEMBERS];
@@ -264,9 +267,12 @@ static struct replica *replica(struct cs *cs, const char *name, bool create)
 	if (r || !create || strlen(name) > CFSLOCK_NAME_MAX)
 		return r;
 	r = calloc(1, sizeof *r);
-	if (!r || !(r->table = lt_create(emit, r)) || !(r->plocks = pl_create(plock_emit, r))) {
-		if (r)
+	if (!r || !(r->table = lt_create(emit, r)) || !(r->plocks = pl_create(plock_emit, r)) ||
+	    !(r->owners = po_create())) {
+		if (r) {
 			lt_destroy(r->table);
+			pl_destroy(r->plocks);
+		}
 		free(r);
 		return NULL;
 	}
@@ -283,6 +289,7 @@ static void drop_replicas(struct cs *cs)
 		n = r->next;
 		lt_destroy(r->table);
 		pl_destroy(r->plocks);
+		po_destroy(r->owners);
 		free(r);
 	}
 	cs->replicas = NULL;
@@ -335,7 +342,11 @@ static bool i_answer(const struct cs *cs)
 struct snap_builder {
 	Snapshot *snap;
 	const char *space;
-	size_t cap, plock_cap;
+	const struct po_table *owners; /* of the replica walked */
+	uint64_t only_file;            /* a STATE's file, or 0 for a snapshot */
+	SnapshotPlock **plocks;
+	PlockOwner **owned;
+	size_t cap, n_plocks, plock_cap, n_owned, owned_cap;
 	bool oom;
 };
 
@@ -354,12 +365,16 @@ static void *room_for_one(void *v, size_t n, size_t *cap, size_t first)
 static void snap_add_plock(void *arg, const struct pl_lock *l, uint64_t reqid)
 {
 	struct snap_builder *b = arg;
-	SnapshotPlock **v = room_for_one(b->snap->plocks, b->snap->n_plocks, &b->plock_cap, 16);
+	/* An owned file's locks are its owner's copy: a snapshot leaves them out (the owner
+	 * sends them in a STATE when it gives the file up), a STATE has only its file's. */
+	if (b->only_file ? l->file != b->only_file : po_find(b->owners, l->file) != NULL)
+		return;
+	SnapshotPlock **v = room_for_one(b->plocks, b->n_plocks, &b->plock_cap, 16);
 	if (!v) {
 		b->oom = true;
 		return;
 	}
-	b->snap->plocks = v;
+	b->plocks = v;
 	SnapshotPlock *p = malloc(sizeof *p);
 	if (!p) {
 		b->oom = true;
@@ -376,7 +391,47 @@ static void snap_add_plock(void *arg, const struct pl_lock *l, uint64_t reqid)
 	p->type = (uint32_t)l->type;
 	p->has_waiting_reqid = reqid != 0;
 	p->waiting_reqid = reqid;
-	b->snap->plocks[b->snap->n_plocks++] = p;
+	b->plocks[b->n_plocks++] = p;
+}
+
+static void snap_add_owned(void *arg, const struct po_file *f)
+{
+	struct snap_builder *b = arg;
+	PlockOwner **v = room_for_one(b->owned, b->n_owned, &b->owned_cap, 16);
+	if (!v) {
+		b->oom = true;
+		return;
+	}
+	b->owned = v;
+	size_t n = 0;
+	for (const struct po_call *c = f->held_back; c; c = c->next)
+		n++;
+	PlockOwner *o = malloc(sizeof *o + n * sizeof(ProtobufCBinaryData));
+	if (!o) {
+		b->oom = true;
+		return;
+	}
+	plock_owner__init(o);
+	o->space = (char *)b->space;
+	o->file = f->file;
+	o->owner = f->owner;
+	o->frozen = f->frozen;
+	o->n_held_back = n;
+	o->held_back = (ProtobufCBinaryData *)(o + 1);
+	n = 0;
+	for (const struct po_call *c = f->held_back; c; c = c->next)
+		o->held_back[n++] = (ProtobufCBinaryData){.len = c->len, .data = (uint8_t *)c->data};
+	b->owned[b->n_owned++] = o;
+}
+
+static void free_builder_plocks(struct snap_builder *b)
+{
+	for (size_t i = 0; i < b->n_plocks; i++)
+		free(b->plocks[i]);
+	free(b->plocks);
+	for (size_t i = 0; i < b->n_owned; i++)
+		free(b->owned[i]);
+	free(b->owned);
 }
 
 static void snap_add(void *arg, const struct lt_lock_info *i)
@@ -420,9 +475,15 @@ static void answer_hello(struct cs *cs, const Hello *h)
 	struct snap_builder b = {.snap = &snap};
 	for (struct replica *r = cs->replicas; r; r = r->next) {
 		b.space = r->name;
+		b.owners = r->owners;
 		lt_walk(r->table, snap_add, &b);
 		pl_walk(r->plocks, snap_add_plock, &b);
+		po_walk(r->owners, snap_add_owned, &b);
 	}
+	snap.n_plocks = b.n_plocks;
+	snap.plocks = b.plocks;
+	snap.n_plock_owners = b.n_owned;
+	snap.plock_owners = b.owned;
 	MemberOwner *mo = calloc(cs->nmembers + 1, sizeof *mo);
 	MemberOwner **mv = calloc(cs->nmembers + 1, sizeof *mv);
 	if (!mo || !mv || b.oom)
@@ -447,15 +508,45 @@ static void answer_hello(struct cs *cs, const Hello *h)
 	for (size_t i = 0; i < snap.n_locks; i++)
 		free(snap.locks[i]);
 	free(snap.locks);
-	for (size_t i = 0; i < snap.n_plocks; i++)
-		free(snap.plocks[i]);
-	free(snap.plocks);
+	free_builder_plocks(&b);
 	free(mo);
 	free(mv);
 }
 
 static void apply(struct cs *cs, uint32_t nodeid, uint32_t pid, const Envelope *env);
 static void member_joined(struct cs *cs, uint32_t nodeid, uint32_t pid);
+
+/* Keep op back until f is released (the packed op, and what finds it again). */
+static void hold_back(struct po_file *f, const PlockOp *op)
+{
+	size_t len = plock_op__get_packed_size(op);
+	uint8_t *buf = malloc(len ? len : 1);
+	if (!buf)
+		abort(); /* a copy that differs from the others' would answer differently */
+	plock_op__pack(op, buf);
+	struct po_call call = {.sender = op->owner, .reqid = op->reqid, .lock_owner = op->lock_owner,
+			       .kind = (int)op->kind,
+			       .nowait = op->kind == PLOCK_OP__KIND__SET && !op->wait};
+	if (po_hold_back(f, &call, buf, len))
+		abort();
+	free(buf);
+}
+
+static void restore_owned(struct cs *cs, const PlockOwner *o)
+{
+	struct replica *r = replica(cs, o->space, true);
+	struct po_file *f = r ? po_claim(r->owners, o->file, o->owner) : NULL;
+	if (!f)
+		abort();
+	f->frozen = o->frozen;
+	for (size_t i = 0; i < o->n_held_back; i++) {
+		PlockOp *op = plock_op__unpack(NULL, o->held_back[i].len, o->held_back[i].data);
+		if (!op)
+			abort();
+		hold_back(f, op);
+		plock_op__free_unpacked(op, NULL);
+	}
+}
 
 static void take_snapshot(struct cs *cs, const Snapshot *s)
 {
@@ -482,6 +573,8 @@ static void take_snapshot(struct cs *cs, const Snapshot *s)
 		if (r && pl_restore(r->plocks, &l, p->has_waiting_reqid ? p->waiting_reqid : 0))
 			abort(); /* a copy that differs from the others' would answer differently */
 	}
+	for (size_t i = 0; i < s->n_plock_owners; i++)
+		restore_owned(cs, s->plock_owners[i]);
 	cs->nmembers = 0;
 	for (size_t i = 0; i < s->n_members && i < MAX_MEMBERS; i++)
 		cs->members[cs->nmembers++] = (struct member){
@@ -516,6 +609,8 @@ static void take_snapshot(struct cs *cs, const Snapshot *s)
 }
 
 /* ---- applying the ordered stream ---- */
+static void release_failed_owner(struct cs *cs, struct replica *r, uint64_t owner);
+
 static void apply_op(struct cs *cs, const LockOp *op)
 {
 	if (!owner_live(cs, op->owner) && op->kind != LOCK_OP__KIND__RECOVERY_DONE)
@@ -539,6 +634,7 @@ static void apply_op(struct cs *cs, const LockOp *op)
 	case LOCK_OP__KIND__RECOVERY_DONE:
 		lt_recovery_done(r->table, op->lkid);
 		pl_drop(r->plocks, op->lkid, 0, 0, true);
+		release_failed_owner(cs, r, op->lkid);
 		break;
 	default: break;
 	}
@@ -559,12 +655,164 @@ static struct pl_lock pl_lock_of(const PlockOp *op)
 				.type = (enum pl_type)op->type};
 }
 
-static void apply_plock(struct cs *cs, const PlockOp *op)
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* The answer to a call goes to the member that made it. */
+static void answer_sender(struct cs *cs, uint64_t sender, uint64_t reqid, int status)
+{
+	if (sender == cs->owner)
+		plock_answered(cs, reqid, status);
+}
+
+static void apply_plock(struct cs *cs, const PlockOp *op, bool replayed);
+
+/* Nobody owns f any more: the calls it held back are applied, in order. */
+static void release_owned(struct cs *cs, struct replica *r, struct po_file *f)
+{
+	struct po_call *c = po_release(r->owners, f, now_ms());
+	while (c) {
+		struct po_call *next = c->next;
+		PlockOp *op = plock_op__unpack(NULL, c->len, c->data);
+		if (!op)
+			abort();
+		apply_plock(cs, op, true);
+		plock_op__free_unpacked(op, NULL);
+		free(c);
+		c = next;
+	}
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return (x > y) - (x < y);
+}
+
+struct owned_by {
+	uint64_t owner, *files;
+	size_t n, cap;
+};
+
+static void collect_owned_by(void *arg, const struct po_file *f)
+{
+	struct owned_by *o = arg;
+	if (f->owner != o->owner)
+		return;
+	if (o->n == o->cap) {
+		o->cap = o->cap ? o->cap * 2 : 16;
+		if (!(o->files = realloc(o->files, o->cap * sizeof *o->files)))
+			abort();
+	}
+	o->files[o->n++] = f->file;
+}
+
+/* A failed owner is recovered: its files' locks went with it, the calls held back go on
+ * (in file order, the same everywhere). */
+static void release_failed_owner(struct cs *cs, struct replica *r, uint64_t owner)
+{
+	struct owned_by o = {.owner = owner};
+	po_walk(r->owners, collect_owned_by, &o);
+	qsort(o.files, o.n, sizeof *o.files, cmp_u64);
+	for (size_t i = 0; i < o.n; i++)
+		release_owned(cs, r, po_find(r->owners, o.files[i]));
+	free(o.files);
+}
+
+/* The owner of a frozen file sends its copy of the file's locks. */
+static void send_state(struct cs *cs, struct replica *r, uint64_t file)
+{
+	struct snap_builder b = {.space = r->name, .only_file = file};
+	pl_walk(r->plocks, snap_add_plock, &b);
+	if (b.oom)
+		abort(); /* the file would stay frozen */
+	PlockOp op = PLOCK_OP__INIT;
+	op.kind = PLOCK_OP__KIND__STATE;
+	op.space = r->name;
+	op.owner = cs->owner;
+	op.has_file = true;
+	op.file = file;
+	op.n_state = b.n_plocks;
+	op.state = b.plocks;
+	Envelope env = ENVELOPE__INIT;
+	env.plock = &op;
+	queue_out(cs, &env);
+	free_builder_plocks(&b);
+}
+
+static void take_state(struct cs *cs, struct replica *r, const PlockOp *op)
+{
+	struct po_file *f = po_find(r->owners, op->file);
+	if (!f || f->owner != op->owner || !f->frozen)
+		return;
+	if (op->owner != cs->owner) /* the owner's copy has them already */
+		for (size_t i = 0; i < op->n_state; i++) {
+			const SnapshotPlock *p = op->state[i];
+			struct pl_lock l = {.file = p->file, .node = p->owner, .owner = p->lock_owner,
+					    .start = p->start, .end = p->end, .pid = p->pid,
+					    .type = (enum pl_type)p->type};
+			if (pl_restore(r->plocks, &l, p->has_waiting_reqid ? p->waiting_reqid : 0))
+				abort();
+		}
+	release_owned(cs, r, f);
+}
+
+/* A call on an owned file: true if dealt with here (held back, or the owner's alone). */
+static bool owned_call(struct cs *cs, struct replica *r, struct po_file *f, const PlockOp *op)
+{
+	if (op->owner == f->owner && !f->frozen) /* sent before its claim came back */
+		return op->owner != cs->owner;   /* only the owner's copy takes it */
+	if (op->kind == PLOCK_OP__KIND__CANCEL) {
+		struct po_call *c = po_take(f, op->owner, op->reqid, PLOCK_OP__KIND__SET);
+		if (c) {
+			free(c);
+			answer_sender(cs, op->owner, op->reqid, -ECANCELED);
+			return true;
+		}
+	}
+	if (op->kind == PLOCK_OP__KIND__SET && !op->wait && owner_failed(cs, f->owner)) {
+		/* A dead owner's locks stay until its recovery, and nobody knows their ranges. */
+		answer_sender(cs, op->owner, op->reqid, -EAGAIN);
+		return true;
+	}
+	hold_back(f, op);
+	if (!f->frozen) {
+		f->frozen = true;
+		if (f->owner == cs->owner)
+			send_state(cs, r, f->file);
+	}
+	return true;
+}
+
+/* A SET that claims its file: the sender owns it from now on if nobody holds or waits for
+ * anything on it.  True if the call is then the new owner's alone. */
+static bool claimed(struct cs *cs, struct replica *r, const PlockOp *op)
+{
+	if (!op->claim || pl_file_busy(r->plocks, op->file) || po_count(r->owners) >= PO_MAX_FILES)
+		return false;
+	if (!po_claim(r->owners, op->file, op->owner))
+		abort(); /* a copy that differs from the others' would answer differently */
+	return op->owner != cs->owner;
+}
+
+static void apply_plock(struct cs *cs, const PlockOp *op, bool replayed)
 {
 	if (!owner_live(cs, op->owner))
 		return; /* from an owner that failed meanwhile */
 	struct replica *r = replica(cs, op->space, true);
 	if (!r)
+		return;
+	if (op->kind == PLOCK_OP__KIND__STATE) {
+		take_state(cs, r, op);
+		return;
+	}
+	struct po_file *f = op->has_file ? po_find(r->owners, op->file) : NULL;
+	if (f ? owned_call(cs, r, f, op)
+	      : op->kind == PLOCK_OP__KIND__SET && !replayed && claimed(cs, r, op))
 		return;
 	struct pl_lock l = pl_lock_of(op);
 	int rc = 0;
@@ -573,13 +821,13 @@ static void apply_plock(struct cs *cs, const PlockOp *op)
 	case PLOCK_OP__KIND__CANCEL: (void)pl_cancel(r->plocks, op->owner, op->reqid); break;
 	case PLOCK_OP__KIND__CLOSE:
 		pl_drop(r->plocks, op->owner, op->lock_owner, op->file, true);
-		if (op->owner == cs->owner)
-			plock_answered(cs, op->reqid, 0);
+		answer_sender(cs, op->owner, op->reqid, 0);
 		break;
+	case PLOCK_OP__KIND__WANT: answer_sender(cs, op->owner, op->reqid, 0); break;
 	default: break;
 	}
-	if (rc && op->owner == cs->owner) /* refused: it still ends */
-		plock_answered(cs, op->reqid, rc);
+	if (rc) /* refused: it still ends */
+		answer_sender(cs, op->owner, op->reqid, rc);
 }
 
 static void apply_hello(struct cs *cs, uint32_t nodeid, const Hello *h)
@@ -619,7 +867,7 @@ static void apply(struct cs *cs, uint32_t nodeid, uint32_t pid, const Envelope *
 	} else if (env->op)
 		apply_op(cs, env->op);
 	else if (env->plock)
-		apply_plock(cs, env->plock);
+		apply_plock(cs, env->plock, false);
 	(void)pid;
 }
 
@@ -667,6 +915,20 @@ static void on_deliver(cpg_handle_t h, const struct cpg_name *group, uint32_t no
 	envelope__free_unpacked(env, NULL);
 }
 
+/* The owner of files died: their locks stay until its recovery, and nobody knows their
+ * ranges, so the F_SETLKs held back on them fail now (as later ones do at once). */
+static void fail_nowait_on_owned(struct cs *cs, struct replica *r, uint64_t owner)
+{
+	struct owned_by o = {.owner = owner};
+	po_walk(r->owners, collect_owned_by, &o);
+	for (size_t i = 0; i < o.n; i++) {
+		struct po_file *f = po_find(r->owners, o.files[i]);
+		for (struct po_call *c; (c = po_take_nowait(f)); free(c))
+			answer_sender(cs, c->sender, c->reqid, -EAGAIN);
+	}
+	free(o.files);
+}
+
 static void member_left(struct cs *cs, uint32_t nodeid, uint32_t pid)
 {
 	struct member *m = member(cs, nodeid, pid);
@@ -679,6 +941,7 @@ static void member_left(struct cs *cs, uint32_t nodeid, uint32_t pid)
 		for (struct replica *r = cs->replicas; r; r = r->next) {
 			lt_node_failed(r->table, owner);
 			pl_drop(r->plocks, owner, 0, 0, false); /* what it holds goes at recovery */
+			fail_nowait_on_owned(cs, r, owner);
 		}
 	}
 	if (members_on_node(cs, nodeid) == 0)
@@ -1100,24 +1363,28 @@ static int multicast_plock(struct cs *cs, PlockOp *op)
 	return multicast(cs, &env);
 }
 
+/* A call of ours that waits for its answer.  cs->lock held. */
+static struct plock_req *add_req(struct cs *cs, uint64_t reqid, uint64_t file,
+				 cfslock_plock_done_fn done, void *arg)
+{
+	struct plock_req *q = malloc(sizeof *q);
+	if (q) {
+		*q = (struct plock_req){.reqid = reqid, .file = file, .done = done, .arg = arg,
+					.next = cs->plock_reqs};
+		cs->plock_reqs = q;
+	}
+	return q;
+}
+
 /* Send op, whose answer (a grant or a failure in the ordered stream) goes to done. */
 static int send_plock(struct cs *cs, PlockOp *op, cfslock_plock_done_fn done, void *arg)
 {
-	struct plock_req *q = malloc(sizeof *q);
-	if (!q)
-		return -ENOMEM;
-	*q = (struct plock_req){.reqid = op->reqid, .done = done, .arg = arg};
 	pthread_mutex_lock(&cs->lock);
 	int rc = cs->connected && cs->synced ? 0 : -CFSLOCK_ENOQUORUM;
-	if (!rc) {
-		q->next = cs->plock_reqs;
-		cs->plock_reqs = q;
-	}
+	struct plock_req *q = rc ? NULL : add_req(cs, op->reqid, op->file, done, arg);
 	pthread_mutex_unlock(&cs->lock);
-	if (rc) {
-		free(q);
-		return rc;
-	}
+	if (rc || !q)
+		return rc ? rc : -ENOMEM;
 	if ((rc = multicast_plock(cs, op))) { /* never sent, so never answered: still listed */
 		pthread_mutex_lock(&cs->lock);
 		struct plock_req **pp = &cs->plock_reqs;
@@ -1137,15 +1404,52 @@ static enum pl_type pl_type_of(int fcntl_type)
 	return fcntl_type == F_RDLCK ? PL_RD : fcntl_type == F_WRLCK ? PL_WR : PL_UN;
 }
 
+/* The replica if this member owns file and may answer calls on it from its own copy, or
+ * NULL.  cs->lock held. */
+static struct replica *owning(struct cs *cs, const char *space, uint64_t file)
+{
+	struct replica *r = replica(cs, space, false);
+	const struct po_file *f = r ? po_find(r->owners, file) : NULL;
+	bool mine = f && f->owner == cs->owner && !f->frozen;
+	return mine && cs->connected && cs->synced && cs->quorate ? r : NULL;
+}
+
+/* Should our next call on file claim it?  When nobody owns it and nobody holds anything on
+ * it, unless it was given up a moment ago: members that take turns on a file would pass it
+ * back and forth, two messages each time instead of one.  cs->lock held. */
+#define CLAIM_AGAIN_AFTER_MS 1000
+static bool worth_claiming(struct cs *cs, const char *space, uint64_t file)
+{
+	const struct replica *r = replica(cs, space, false);
+	return !r || (!po_find(r->owners, file) && !pl_file_busy(r->plocks, file) &&
+		      !po_recent(r->owners, file, now_ms(), CLAIM_AGAIN_AFTER_MS));
+}
+
 static int cs_plock(struct cfslock_space *s, const struct cfslock_plock *l, bool wait,
 		    cfslock_plock_done_fn done, void *arg, uint64_t reqid)
 {
+	struct cs *cs = s->c->backend;
+	pthread_mutex_lock(&cs->lock);
+	struct replica *r = owning(cs, s->name, l->file);
+	if (r) { /* ours: no message */
+		struct pl_lock pl = {.file = l->file, .node = cs->owner, .owner = l->owner,
+				     .start = l->start, .end = l->end, .pid = l->pid,
+				     .type = pl_type_of(l->type)};
+		bool listed = add_req(cs, reqid, l->file, done, arg) != NULL;
+		int rc = listed ? pl_set(r->plocks, reqid, &pl, wait) : 0;
+		if (rc)
+			plock_answered(cs, reqid, rc); /* refused: it still ends */
+		pthread_mutex_unlock(&cs->lock);
+		return listed ? 0 : -ENOMEM;
+	}
+	bool claim = worth_claiming(cs, s->name, l->file);
+	pthread_mutex_unlock(&cs->lock);
 	PlockOp op = PLOCK_OP__INIT;
 	op.kind = PLOCK_OP__KIND__SET;
 	op.space = s->name;
 	op.reqid = reqid;
 	op.has_file = op.has_lock_owner = op.has_start = op.has_end = op.has_pid = true;
-	op.has_type = op.has_wait = true;
+	op.has_type = op.has_wait = op.has_claim = true;
 	op.file = l->file;
 	op.lock_owner = l->owner;
 	op.start = l->start;
@@ -1153,24 +1457,132 @@ static int cs_plock(struct cfslock_space *s, const struct cfslock_plock *l, bool
 	op.pid = l->pid;
 	op.type = (uint32_t)pl_type_of(l->type);
 	op.wait = wait;
-	return send_plock(s->c->backend, &op, done, arg);
+	op.claim = claim;
+	return send_plock(cs, &op, done, arg);
 }
 
 static void plock_ignored(void *arg, int status) { (void)arg, (void)status; }
 
 static int cs_plock_cancel(struct cfslock_space *s, uint64_t reqid)
 {
+	struct cs *cs = s->c->backend;
+	pthread_mutex_lock(&cs->lock);
+	const struct plock_req *q = cs->plock_reqs;
+	while (q && q->reqid != reqid)
+		q = q->next;
+	uint64_t file = q ? q->file : 0;
+	struct replica *r = q ? owning(cs, s->name, file) : NULL;
+	if (r)
+		(void)pl_cancel(r->plocks, cs->owner, reqid);
+	pthread_mutex_unlock(&cs->lock);
+	if (!q || r)
+		return 0; /* answered already, or here */
 	PlockOp op = PLOCK_OP__INIT;
 	op.kind = PLOCK_OP__KIND__CANCEL;
 	op.space = s->name;
 	op.reqid = reqid; /* the waiting request's: its answer is the cancel's */
-	return multicast_plock(s->c->backend, &op);
+	op.has_file = true;
+	op.file = file;
+	return multicast_plock(cs, &op);
+}
+
+/* ---- files another member owns: WANT them into every copy, and wait ---- */
+struct want_wait {
+	pthread_mutex_t m;
+	pthread_cond_t c;
+	size_t left;
+	int status;
+};
+
+static void wanted(void *arg, int status)
+{
+	struct want_wait *w = arg;
+	pthread_mutex_lock(&w->m);
+	if (status && !w->status)
+		w->status = status;
+	w->left--;
+	pthread_cond_broadcast(&w->c);
+	pthread_mutex_unlock(&w->m);
+}
+
+/* Until our copy has these files' locks (their owners sent them, or were recovered). */
+static int want_files(struct cs *cs, const char *space, const uint64_t *files, size_t n)
+{
+	struct want_wait w = {.m = PTHREAD_MUTEX_INITIALIZER, .c = PTHREAD_COND_INITIALIZER};
+	int rc = 0;
+	for (size_t i = 0; i < n && !rc; i++) {
+		PlockOp op = PLOCK_OP__INIT;
+		op.kind = PLOCK_OP__KIND__WANT;
+		op.space = (char *)space;
+		pthread_mutex_lock(&cs->lock);
+		op.reqid = 1ull << 63 | ++cs->want_seq; /* apart from the client's reqids */
+		pthread_mutex_unlock(&cs->lock);
+		op.has_file = true;
+		op.file = files[i];
+		pthread_mutex_lock(&w.m);
+		w.left++;
+		pthread_mutex_unlock(&w.m);
+		if ((rc = send_plock(cs, &op, wanted, &w))) {
+			pthread_mutex_lock(&w.m);
+			w.left--;
+			pthread_mutex_unlock(&w.m);
+		}
+	}
+	pthread_mutex_lock(&w.m);
+	while (w.left)
+		pthread_cond_wait(&w.c, &w.m);
+	pthread_mutex_unlock(&w.m);
+	return rc ? rc : w.status;
+}
+
+struct others_files {
+	uint64_t me, *files;
+	size_t n, cap;
+	bool oom;
+};
+
+static void collect_others(void *arg, const struct po_file *f)
+{
+	struct others_files *o = arg;
+	if ((f->owner == o->me && !f->frozen) || o->oom)
+		return;
+	if (o->n == o->cap) {
+		uint64_t *v = realloc(o->files, (o->cap ? o->cap * 2 : 16) * sizeof *v);
+		if (!v) {
+			o->oom = true;
+			return;
+		}
+		o->files = v;
+		o->cap = o->cap ? o->cap * 2 : 16;
+	}
+	o->files[o->n++] = f->file;
+}
+
+/* Bring the locks of file (every file if 0) that another member owns into our copy. */
+static int want_others_files(struct cs *cs, const char *space, uint64_t file)
+{
+	struct others_files o = {0};
+	pthread_mutex_lock(&cs->lock);
+	o.me = cs->owner;
+	struct replica *r = replica(cs, space, false);
+	const struct po_file *f = r && file ? po_find(r->owners, file) : NULL;
+	if (f)
+		collect_others(&o, f);
+	else if (r && !file)
+		po_walk(r->owners, collect_others, &o);
+	pthread_mutex_unlock(&cs->lock);
+	int rc = o.oom ? -ENOMEM : o.n ? want_files(cs, space, o.files, o.n) : 0;
+	free(o.files);
+	return rc;
 }
 
 static int cs_plock_get(struct cfslock_space *s, const struct cfslock_plock *l,
 			struct cfslock_plock *holder, uint32_t *holder_node)
 {
 	struct cs *cs = s->c->backend;
+	int rc = want_others_files(cs, s->name, l->file);
+	if (rc)
+		return rc;
 	pthread_mutex_lock(&cs->lock);
 	struct replica *r = replica(cs, s->name, false);
 	struct pl_lock probe = {.file = l->file, .node = cs->owner, .owner = l->owner,
@@ -1204,6 +1616,9 @@ static void plock_dump_one(void *arg, const struct pl_lock *l, uint64_t reqid)
 static int cs_plock_dump(struct cfslock_space *s, cfslock_plock_dump_fn fn, void *arg)
 {
 	struct cs *cs = s->c->backend;
+	int rc = want_others_files(cs, s->name, 0);
+	if (rc)
+		return rc;
 	struct plock_dump d = {fn, arg};
 	pthread_mutex_lock(&cs->lock);
 	struct replica *r = replica(cs, s->name, false);
@@ -1218,8 +1633,16 @@ static int cs_plock_close(struct cfslock_space *s, uint64_t file, uint64_t owner
 {
 	struct cs *cs = s->c->backend;
 	pthread_mutex_lock(&cs->lock);
-	struct replica *r = replica(cs, s->name, false);
-	bool owns = r && pl_owns(r->plocks, cs->owner, owner, file);
+	struct replica *r = owning(cs, s->name, file);
+	if (r) { /* ours: no message */
+		pl_drop(r->plocks, cs->owner, owner, file, true);
+		pthread_mutex_unlock(&cs->lock);
+		return 1;
+	}
+	r = replica(cs, s->name, false);
+	const struct po_file *f = r ? po_find(r->owners, file) : NULL;
+	bool owns = r && (pl_owns(r->plocks, cs->owner, owner, file) ||
+			  (f && po_holds_back(f, cs->owner, owner)));
 	pthread_mutex_unlock(&cs->lock);
 	if (!owns)
 		return 1; /* nothing of its here: no message on every close */

@@ -55,6 +55,17 @@ void pl_destroy(struct pl_table *t)
 
 size_t pl_count(const struct pl_table *t) { return t->nheld + t->nwaiters; }
 
+bool pl_file_busy(const struct pl_table *t, uint64_t file)
+{
+	for (const struct held *h = t->held; h; h = h->next)
+		if (h->l.file == file)
+			return true;
+	for (const struct waiter *w = t->waiters; w; w = w->next)
+		if (w->l.file == file)
+			return true;
+	return false;
+}
+
 bool pl_owns(const struct pl_table *t, uint64_t node, uint64_t owner, uint64_t file)
 {
 	for (const struct held *h = t->held; h; h = h->next)

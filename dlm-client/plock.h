@@ -46,6 +46,8 @@ int pl_cancel(struct pl_table *t, uint64_t node, uint64_t reqid);
  * keeps what it holds until its recovery). */
 void pl_drop(struct pl_table *t, uint64_t node, uint64_t owner, uint64_t file, bool held);
 size_t pl_count(const struct pl_table *t); /* held ranges and waiters */
+/* Does anybody hold or wait for anything on file? */
+bool pl_file_busy(const struct pl_table *t, uint64_t file);
 /* Does owner (node, owner) hold or wait for anything on file? */
 bool pl_owns(const struct pl_table *t, uint64_t node, uint64_t owner, uint64_t file);
 /* Every held range, then every waiter in arrival order (reqid 0 for a held range): what a

@@ -4,7 +4,8 @@
 # LOCK_NB and F_SETLK fail while another node holds the lock; shared locks and disjoint
 # ranges coexist between nodes; F_GETLK names the holder; a lock goes with its holder's close
 # or exit, and with its node's death once the node is recovered; a waiting lock is
-# interrupted by a signal and leaves nothing behind.
+# interrupted by a signal and leaves nothing behind.  A node that locks a file alone owns its
+# record locks and sends no message for them; another node's call takes them over.
 . "$(dirname "$0")/cfs_lib.sh" "cfs flock and fcntl locks across nodes"
 INCREMENTS=${INCREMENTS:-100}
 PL_INCREMENTS=${PL_INCREMENTS:-50}
@@ -126,8 +127,8 @@ os._exit(0)
 check "a lock goes when its holder exits without unlocking" on 2 flock -n -x "$(M 2)/lock" true
 
 # ---- fcntl record locks ----
-on 1 bash -c "echo 0 >'$(M 1)/pcounter' && touch '$(M 1)/plock'"
-pcounter() { counted "$1" plock pcounter "$PL_INCREMENTS" fcntl; }
+on 1 bash -c "echo 0 >'$(M 1)/pcounter' && touch '$(M 1)/plock0' '$(M 1)/plock' '$(M 1)/plock3'"
+pcounter() { counted "$1" plock0 pcounter "$PL_INCREMENTS" fcntl; }
 at_once "$PL_INCREMENTS increments by each of 2 processes under F_SETLKW" pcounter
 counter_is pcounter $((3 * 2 * PL_INCREMENTS))
 P() { local n=$1; shift; on "$n" python3 "$HERE/plock_tool.py" "$1" "$(M "$n")/plock" "${@:2}"; }
@@ -138,7 +139,23 @@ pholds() {
 	for _ in $(seq 600); do [ -e "$T/held.p$1" ] && return 0; sleep 0.05; done
 	return 1
 }
+# A file only node 1 locks is node 1's: its locks and unlocks send no message (one to claim
+# it).  Node 2's calls below then take the locks node 1 holds over from it.
+m0=$(status_of 1 lock_messages)
+on 1 python3 -c "
+import fcntl, os, sys
+fd = os.open(sys.argv[1], os.O_RDWR)
+for _ in range(2000):
+    fcntl.lockf(fd, fcntl.LOCK_EX)
+    fcntl.lockf(fd, fcntl.LOCK_UN)
+" "$(M 1)/plock"
+m1=$(status_of 1 lock_messages)
+check "2000 fcntl lock+unlock pairs on node 1 alone sent $((m1 - m0)) lock messages (want at most 3)" \
+	test $((m1 - m0)) -le 3
 check "node 1 write-locks bytes 0-99" pholds 1 0 100 w
+# A node that joins learns who owns what from the others' snapshot.
+remount() { umount_on "$1" && mount_on "$1"; }
+check "node 2 mounts again while node 1 owns the file's locks" remount 2
 check "F_SETLK of byte 50 on node 2 fails while node 1 holds it" bash -c "[ \"\$(cat)\" = busy ]" <<<"$(P 2 try 50 1 r)"
 check "F_SETLK of bytes 100-199 on node 2 is granted (disjoint)" bash -c "[ \"\$(cat)\" = granted ]" <<<"$(P 2 try 100 100 w)"
 check "F_GETLK on node 3 names node 1's write lock, pid 0 (another node's)" \
@@ -177,19 +194,23 @@ check "node 1 write-locks the whole file" pholds 1 0 0 w
 kill -9 "$(pgrep -f "bin/python3 $HERE/plock_tool.py hold $(M 1)/" | head -1)"
 wait "$holder" 2>/dev/null; rm -f "$T"/held.*
 check "a holder killed -9 let go: F_SETLK on node 2 is granted" bash -c "[ \"\$(cat)\" = granted ]" <<<"$(P 2 try 0 0 w)"
-check "node 3 write-locks bytes 10-19 before it dies" pholds 3 10 10 w
-pholder=$holder
+on 3 python3 "$HERE/plock_tool.py" hold "$(M 3)/plock3" 10 10 w "$T/held.p3" "$T/release" &
+pholder=$!
+check "node 3 write-locks bytes 10-19 of a file of its own before it dies" \
+	bash -c "for i in \$(seq 600); do [ -e '$T/held.p3' ] && exit 0; sleep 0.05; done; exit 1"
 
 # A dead node's flock goes once the node is recovered.
 check "node 3 takes LOCK_EX" holds 3 -x
 pid=$(status_of 3 pid)
 C kill 3; kill -9 "$pid"; C abort 3
 t0=$(ms)
+check "F_SETLK on node 2 of the dead node's file fails until it is recovered" \
+	bash -c "[ \"\$(cat)\" = busy ]" <<<"$(on 2 python3 "$HERE/plock_tool.py" try "$(M 2)/plock3" 0 0 w)"
 check "node 1 gets LOCK_EX after node 3 died" on 1 flock -w 60 -x "$(M 1)/lock" true
 ok "node 1 got it $(($(ms) - t0)) ms after node 3 died (token 1000 ms)"
 check "node 2 gets node 3's record lock after its recovery" on 2 bash -c "
 	for i in \$(seq 120); do
-		[ \"\$(python3 '$HERE/plock_tool.py' try '$(M 2)/plock' 10 10 w)\" = granted ] && exit 0
+		[ \"\$(python3 '$HERE/plock_tool.py' try '$(M 2)/plock3' 10 10 w)\" = granted ] && exit 0
 		sleep 0.5
 	done; exit 1"
 touch "$T/release"; wait "$holder" "$pholder" 2>/dev/null; rm -f "$T/release"
