@@ -54,7 +54,12 @@ struct cfs_mount_opts {
 	/* cluster: an absolute path run to fence a dead node before its journal is replayed,
 	 * instead of waiting the fence interval (cfs(8), "Fencing"); NULL: none */
 	const char *fence_program;
+	/* cluster: most lock grants kept cached once unused (0: CFS_LOCK_CACHE_DEFAULT); past
+	 * it the oldest go back to the lock manager, whose tables every member keeps */
+	uint32_t lock_cache;
 };
+#define CFS_LOCK_CACHE_DEFAULT 50000
+#define CFS_LOCK_CACHE_MIN 16
 /* Is name a lock protocol: local, corosync or dlm? */
 bool cfs_lockproto_valid(const char *name);
 /* Record another lock protocol; refused unless every slot's journal is empty (the filesystem
@@ -95,6 +100,8 @@ struct cfs_status {
 	char lockproto[16];
 	uint32_t node_id;                /* this node's cluster id (0 with local locks) */
 	uint64_t lock_messages;          /* lock messages this mount sent to other nodes */
+	uint64_t locks_cached, locks_given_back; /* grants cached now; given back past the limit */
+	uint32_t lock_cache_limit;
 	uint32_t nmounted;               /* nodes that have it mounted, by slot */
 	uint32_t mounted_slot[CFS_STATUS_MAX_NODES], mounted_node[CFS_STATUS_MAX_NODES];
 	uint32_t nrecovering; /* dead nodes not recovered yet, by slot */

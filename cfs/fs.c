@@ -382,8 +382,11 @@ int cfs_mount(struct cvm_volume *vol, const struct cfs_mount_opts *o, struct cfs
 		rc = cfs_volume_claim(vol, !fs->cluster, &fs->lockfd);
 	if (!rc)
 		rc = cfs_glock_init(fs, proto);
-	if (!rc)
+	if (!rc) {
+		fs->lock_cache_limit = o->lock_cache ? o->lock_cache : CFS_LOCK_CACHE_DEFAULT;
+		cfslock_set_cache_limit(fs->locks, fs->lock_cache_limit);
 		rc = take_slot(fs, o);
+	}
 	if (!rc)
 		rc = cfs_shared_write_init(fs);
 	fs->bs = fs->sb.block_size;
@@ -505,6 +508,10 @@ void cfs_status(struct cfs_fs *fs, struct cfs_status *st)
 	st->node_id = fs->cluster ? cfslock_node_id(fs->locks) : 0;
 	st->lock_messages = cfslock_messages_sent(fs->locks);
 	if (fs->cluster) {
+		size_t cached;
+		cfslock_cache_counts(fs->locks, &cached, &st->locks_given_back);
+		st->locks_cached = cached;
+		st->lock_cache_limit = fs->lock_cache_limit;
 		cfslock_dump(fs->space, add_mounted, st);
 		st->fenced = cfs_fenced(fs);
 		st->fence_interval_ms = cfs_fence_interval_ms(fs);

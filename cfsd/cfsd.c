@@ -46,6 +46,8 @@ static void usage(FILE *out)
 		"                   first free one on a cluster)\n"
 		"     fence=PROGRAM cluster: run PROGRAM NODE to fence a dead node before its\n"
 		"                   journal is replayed (default: wait the fence interval)\n"
+		"     lock_cache=N  cluster: keep at most N unused lock grants cached (default\n"
+		"                   50000); past it the oldest are given back\n"
 		"     ro, rw        read-only or read-write (default rw)\n"
 		"     scan=PATHS    where to look for the LUNs, colon-separated (default $CVM_SCAN)\n"
 		"     log=FILE      where the daemon logs once in the background\n"
@@ -122,6 +124,16 @@ static int parse_opts(struct opts *o, char *list)
 		} else if (klen == 4 && !strncmp(opt, "scan", 4) && val) {
 			for (char *s2, *p = strtok_r((char *)val, ":", &s2); p; p = strtok_r(NULL, ":", &s2))
 				scan_paths_add(&o->scan, p);
+		} else if (klen == 10 && !strncmp(opt, "lock_cache", 10) && val) {
+			char *end;
+			unsigned long n = strtoul(val, &end, 10);
+			if (!*val || *end || n < CFS_LOCK_CACHE_MIN || n > UINT32_MAX) {
+				fprintf(stderr, "cfsd: lock_cache=%s: give a number of locks from %d "
+						"up (default %d)\n", val, CFS_LOCK_CACHE_MIN,
+					CFS_LOCK_CACHE_DEFAULT);
+				return -EINVAL;
+			}
+			o->m.lock_cache = (uint32_t)n;
 		} else if (klen == 5 && !strncmp(opt, "fence", 5) && val) {
 			o->m.fence_program = val;
 		} else if (klen == 3 && !strncmp(opt, "log", 3) && val) {

@@ -100,6 +100,10 @@ static void fill_status(struct cfsd *d, ControlStatus *s, struct cfs_status *st,
 	s->lock_messages = st->lock_messages;
 	s->fenced = st->fenced;
 	s->fence_interval_ms = st->fence_interval_ms;
+	s->has_locks_cached = s->has_lock_cache_limit = s->has_locks_given_back = true;
+	s->locks_cached = st->locks_cached;
+	s->lock_cache_limit = st->lock_cache_limit;
+	s->locks_given_back = st->locks_given_back;
 	fill_nodes(nodes, node_ptrs, st->nmounted, st->mounted_slot, st->mounted_node);
 	s->n_mounted = st->nmounted;
 	s->mounted = node_ptrs;

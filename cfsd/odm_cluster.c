@@ -15,6 +15,7 @@
 #define DELETE_TRIES 10        /* asking "use" EX without waiting: cached grants go meanwhile */
 #define DELETE_RETRY_US 50000u
 #define RECOVERY_POLL_US 100000u
+#define FILES_KEPT 1024        /* entries kept of files nobody here uses (see forget_idle) */
 
 struct file_locks {
 	struct odm_cluster *oc;
@@ -25,6 +26,7 @@ struct file_locks {
 	unsigned changers; /* size changes here: map held EX */
 	bool busy;         /* a thread waits for the lock manager on one of them */
 	bool revoke_due;   /* another node wants the map lock */
+	bool revoking;     /* the revoker works on it */
 	struct file_locks *next;
 };
 
@@ -34,6 +36,7 @@ struct odm_cluster {
 	pthread_mutex_t lock;
 	pthread_cond_t changed;
 	struct file_locks *files;
+	size_t nfiles;
 	pthread_t revoker;
 	bool stopping;
 	bool fence_revoked;
@@ -50,12 +53,37 @@ static void map_wanted(void *arg, struct cfslock *lk, int mode)
 	pthread_mutex_unlock(&fl->oc->lock);
 }
 
+static bool lock_idle(const struct cfslock *lk)
+{
+	return cfslock_mode(lk) < 0 && !cfslock_pending(lk);
+}
+
+/* Entries of files nobody here uses whose grants went back (to another node, or for the lock
+ * cache's limit) leave memory once there are many: what bounds them is then the limit.
+ * oc->lock held. */
+static void forget_idle(struct odm_cluster *oc)
+{
+	for (struct file_locks **pp = &oc->files, *fl; oc->nfiles >= FILES_KEPT && (fl = *pp);) {
+		if (fl->mappers || fl->users || fl->changers || fl->busy || fl->revoke_due ||
+		    fl->revoking || !lock_idle(fl->map) || !lock_idle(fl->use)) {
+			pp = &fl->next;
+			continue;
+		}
+		*pp = fl->next;
+		cfs_lock_put(&fl->map);
+		cfs_lock_put(&fl->use);
+		free(fl);
+		oc->nfiles--;
+	}
+}
+
 /* oc->lock held. */
 static struct file_locks *file_locks(struct odm_cluster *oc, uint64_t ino)
 {
 	for (struct file_locks *fl = oc->files; fl; fl = fl->next)
 		if (fl->ino == ino)
 			return fl;
+	forget_idle(oc);
 	struct file_locks *fl = calloc(1, sizeof *fl);
 	if (!fl)
 		return NULL;
@@ -73,6 +101,7 @@ static struct file_locks *file_locks(struct odm_cluster *oc, uint64_t ino)
 	}
 	fl->next = oc->files;
 	oc->files = fl;
+	oc->nfiles++;
 	return fl;
 }
 
@@ -262,7 +291,9 @@ static void *revoker(void *arg)
 		bool again = false;
 		if (fl) {
 			fl->revoke_due = false;
+			fl->revoking = true;
 			revoke_for(oc, fl->ino, &again);
+			fl->revoking = false;
 			fl->revoke_due |= again;
 		} else if (!oc->fence_revoked && cfs_fenced(oc->fs)) {
 			revoke_for(oc, 0, &again);

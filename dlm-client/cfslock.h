@@ -84,6 +84,11 @@ int cfslock_unlock_sync(struct cfslock *lk);
  * gets the blocking callback and is unlocked at its release. */
 int cfslock_release(struct cfslock *lk);
 bool cfslock_cached(const struct cfslock *lk);
+/* At most limit grants cached (0: no limit, the default): past it the oldest is given back
+ * as if another node had asked, so its next request sends a message again. */
+void cfslock_set_cache_limit(struct cfslock_client *c, size_t limit);
+/* Grants cached now, and how many the limit made this client give back so far. */
+void cfslock_cache_counts(struct cfslock_client *c, size_t *cached, uint64_t *given_back);
 
 /* The granted mode, or -1. */
 int cfslock_mode(const struct cfslock *lk);

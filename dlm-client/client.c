@@ -154,6 +154,64 @@ void cfslock_deliver_quorum(struct cfslock_client *c, bool quorate)
 static int unlock_now(struct cfslock *lk, bool internal);
 static int send_request(struct cfslock *lk, int mode, unsigned flags);
 
+/* ---- the cached grants, oldest first: cache_lock held ---- */
+static void cache_add(struct cfslock *lk)
+{
+	struct cfslock_client *c = lk->s->c;
+	lk->cached = true;
+	lk->cached_prev = c->cached_newest;
+	lk->cached_next = NULL;
+	*(c->cached_newest ? &c->cached_newest->cached_next : &c->cached_oldest) = lk;
+	c->cached_newest = lk;
+	c->ncached++;
+}
+
+static void cache_remove(struct cfslock *lk)
+{
+	if (!lk->cached)
+		return;
+	struct cfslock_client *c = lk->s->c;
+	*(lk->cached_prev ? &lk->cached_prev->cached_next : &c->cached_oldest) = lk->cached_next;
+	*(lk->cached_next ? &lk->cached_next->cached_prev : &c->cached_newest) = lk->cached_prev;
+	lk->cached = false;
+	c->ncached--;
+}
+
+/* Past the limit, the oldest cached grants go back as if another node had asked: a node
+ * that walked a million files must not leave a million locks in every member's table. */
+static void cache_trim(struct cfslock_client *c)
+{
+	while (c->cache_limit && c->ncached > c->cache_limit) {
+		struct cfslock *oldest = c->cached_oldest;
+		cache_remove(oldest);
+		unlock_now(oldest, true);
+		c->cache_given_back++;
+	}
+}
+
+static void uncache(struct cfslock *lk)
+{
+	pthread_mutex_lock(&lk->s->c->cache_lock);
+	cache_remove(lk);
+	pthread_mutex_unlock(&lk->s->c->cache_lock);
+}
+
+void cfslock_set_cache_limit(struct cfslock_client *c, size_t limit)
+{
+	pthread_mutex_lock(&c->cache_lock);
+	c->cache_limit = limit;
+	cache_trim(c);
+	pthread_mutex_unlock(&c->cache_lock);
+}
+
+void cfslock_cache_counts(struct cfslock_client *c, size_t *cached, uint64_t *given_back)
+{
+	pthread_mutex_lock(&c->cache_lock);
+	*cached = c->ncached;
+	*given_back = c->cache_given_back;
+	pthread_mutex_unlock(&c->cache_lock);
+}
+
 /* The library's own unlock of a cached grant is done: a request made meanwhile goes now.
  * 1 if one did (its completion comes later), 0 if there was none, or -errno. */
 static int send_deferred(struct cfslock *lk)
@@ -176,7 +234,7 @@ static void run_lock_callback(struct cfslock *lk, const struct lt_event *ev)
 		pthread_mutex_lock(&lk->s->c->cache_lock);
 		bool unused = lk->cached && !lk->pending;
 		if (unused) {
-			lk->cached = false;
+			cache_remove(lk);
 			unlock_now(lk, true); /* nobody here uses it: let it go */
 		} else {
 			lk->wanted_elsewhere = true; /* its release unlocks it */
@@ -194,7 +252,7 @@ static void run_lock_callback(struct cfslock *lk, const struct lt_event *ev)
 	/* A new grant answers no earlier wish; a grant taken from the cache still owes one
 	 * that arrived before it was run (the table sends a wish once). */
 	if (ev->type != LT_EV_GRANTED)
-		lk->cached = false;
+		uncache(lk);
 	else if (!ev->from_cache)
 		lk->wanted_elsewhere = false;
 	if (lk->internal) { /* the library's own unlock: nobody waits for it, but a request may */
@@ -326,6 +384,7 @@ void cfslock_free(struct cfslock *lk)
 	if (!lk)
 		return;
 	struct cfslock_client *c = lk->s->c;
+	uncache(lk);
 	if (c->ops->forget)
 		c->ops->forget(lk); /* no new event names it */
 	/* Nor may a queued one: dispatched after the free it would run on freed memory. */
@@ -376,7 +435,7 @@ static bool take_cached(struct cfslock *lk, int mode)
 	pthread_mutex_lock(&lk->s->c->cache_lock);
 	bool take = lk->cached && !lk->pending && covers(lk->granted, mode);
 	if (take)
-		lk->cached = false;
+		cache_remove(lk);
 	pthread_mutex_unlock(&lk->s->c->cache_lock);
 	return take;
 }
@@ -409,7 +468,7 @@ int cfslock_request(struct cfslock *lk, int mode, unsigned flags)
 
 static int send_request(struct cfslock *lk, int mode, unsigned flags)
 {
-	lk->cached = false;
+	uncache(lk);
 	int rc = start(lk);
 	if (rc)
 		return rc;
@@ -437,7 +496,7 @@ int cfslock_unlock(struct cfslock *lk)
 {
 	if (lk->granted < 0)
 		return -ENOENT;
-	lk->cached = false;
+	uncache(lk);
 	return unlock_now(lk, false);
 }
 
@@ -451,7 +510,8 @@ int cfslock_release(struct cfslock *lk)
 		lk->wanted_elsewhere = false;
 		rc = unlock_now(lk, true);
 	} else {
-		lk->cached = true;
+		cache_add(lk);
+		cache_trim(lk->s->c);
 	}
 	pthread_mutex_unlock(&lk->s->c->cache_lock);
 	return rc;

@@ -48,6 +48,11 @@ struct cfslock_client {
 	uint64_t messages_sent; /* by this client to other nodes (atomic) */
 	pthread_mutex_t qlock;
 	pthread_mutex_t cache_lock; /* a cached grant taken or let go: one thread at a time */
+	/* Cached grants, oldest first (under cache_lock): past cache_limit (0: none) the oldest
+	 * is given back, as if another node had asked for it. */
+	struct cfslock *cached_oldest, *cached_newest;
+	size_t ncached, cache_limit;
+	uint64_t cache_given_back;
 	struct callback *head, *tail;
 	pthread_mutex_t dispatch_lock;
 	pthread_cond_t dispatched;
@@ -76,6 +81,7 @@ struct cfslock {
 	bool sync_waiting, sync_done;
 	int sync_status;
 	bool cached;          /* granted, kept after cfslock_release, not in use */
+	struct cfslock *cached_prev, *cached_next; /* in the client's list while cached */
 	bool wanted_elsewhere; /* a blocking callback came while in use: unlock at release */
 	bool internal;        /* the pending op is the library's own unlock of a cached lock */
 	int deferred_mode;    /* a request made meanwhile, sent when that unlock is done; -1 none */

@@ -717,7 +717,8 @@ static void release_failed_owner(struct cs *cs, struct replica *r, uint64_t owne
 {
 	struct owned_by o = {.owner = owner};
 	po_walk(r->owners, collect_owned_by, &o);
-	qsort(o.files, o.n, sizeof *o.files, cmp_u64);
+	if (o.n)
+		qsort(o.files, o.n, sizeof *o.files, cmp_u64);
 	for (size_t i = 0; i < o.n; i++)
 		release_owned(cs, r, po_find(r->owners, o.files[i]));
 	free(o.files);

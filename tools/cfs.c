@@ -190,8 +190,11 @@ static void print_status(const char *dir, const ControlReply *r, bool json)
 		print_nodes_json(s->mounted, s->n_mounted);
 		printf("], \"recovering\": [");
 		print_nodes_json(s->recovering, s->n_recovering);
-		printf("], \"fenced\": %s, \"fence_interval_ms\": %u}\n",
-		       s->fenced ? "true" : "false", s->fence_interval_ms);
+		printf("], \"fenced\": %s, \"fence_interval_ms\": %u, \"locks_cached\": %llu, "
+		       "\"lock_cache_limit\": %u, \"locks_given_back\": %llu}\n",
+		       s->fenced ? "true" : "false", s->fence_interval_ms,
+		       (unsigned long long)s->locks_cached, s->lock_cache_limit,
+		       (unsigned long long)s->locks_given_back);
 		return;
 	}
 	char total[32], avail[32];
@@ -221,6 +224,9 @@ static void print_status(const char *dir, const ControlReply *r, bool json)
 		       i + 1 < s->n_mounted ? "," : "\n");
 	if (!s->n_mounted)
 		printf("\n");
+	printf("  %llu lock grants cached (limit %u, %llu given back for it)\n",
+	       (unsigned long long)s->locks_cached, s->lock_cache_limit,
+	       (unsigned long long)s->locks_given_back);
 	for (size_t i = 0; i < s->n_recovering; i++)
 		printf("  node %u (slot %u) died: its journal is replayed after the fence interval "
 		       "(%u ms)\n", s->recovering[i]->node_id, s->recovering[i]->slot,

@@ -4,9 +4,13 @@
  *   pingpong N   two processes, on two nodes, take turns with one EX lock N times each; the
  *                turn is kept in the lock value block
  *   ops      SEC request/unlock of this process's own lock for SEC seconds
- * Options: -b BACKEND (default corosync), -s SPACE. */
+ *   cache    N   take N new locks PR and keep them cached (the limit set with -l), print
+ *                how many the table holds and this process's resident growth, then hold
+ *                them for -w SEC seconds (other members' memory can be read meanwhile)
+ * Options: -b BACKEND (default corosync), -s SPACE, -l CACHE_LIMIT, -w SEC. */
 #include "dlm-client/cfslock.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,20 +45,81 @@ static int die(const char *what, int rc)
 	return 1;
 }
 
+static long rss_kb(void)
+{
+	FILE *f = fopen("/proc/self/statm", "r");
+	long pages = 0, resident = 0;
+	if (f) {
+		if (fscanf(f, "%ld %ld", &pages, &resident) != 2)
+			resident = 0;
+		fclose(f);
+	}
+	return resident * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+static void count_entry(void *arg, const struct cfslock_dump_entry *e)
+{
+	(void)e;
+	++*(long *)arg;
+}
+
+static int cache_many(struct cfslock_client *c, struct cfslock_space *s, long n, long hold_s)
+{
+	struct cfslock **lk = calloc((size_t)n, sizeof *lk);
+	if (!lk)
+		return -ENOMEM;
+	long before = rss_kb();
+	int rc = 0;
+	for (long i = 0; i < n && !rc; i++) {
+		char name[64];
+		snprintf(name, sizeof name, "cache-%u-%d-%ld", cfslock_node_id(c), (int)getpid(), i);
+		if (!(lk[i] = cfslock_new(s, name, NULL, NULL, NULL)))
+			rc = -ENOMEM;
+		else if (!(rc = cfslock_request_sync(lk[i], CFSLOCK_PR, 0)))
+			rc = cfslock_release(lk[i]);
+		while (cfslock_dispatch(c) > 0) /* the limit's unlocks complete */
+			;
+	}
+	size_t cached;
+	uint64_t given_back;
+	cfslock_cache_counts(c, &cached, &given_back);
+	long entries = 0;
+	cfslock_dump(s, count_entry, &entries);
+	printf("{\"bench\":\"cache\",\"n\":%ld,\"cached\":%zu,\"given_back\":%" PRIu64
+	       ",\"table_entries\":%ld,\"rss_growth_kb\":%ld}\n",
+	       n, cached, given_back, entries, rss_kb() - before);
+	fflush(stdout);
+	sleep((unsigned)hold_s);
+	for (long i = 0; i < n; i++)
+		if (lk[i]) {
+			if (cfslock_mode(lk[i]) >= 0)
+				cfslock_unlock_sync(lk[i]);
+			cfslock_free(lk[i]);
+		}
+	free(lk);
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
 	const char *backend = "corosync", *space = "bench";
+	long cache_limit = 0, hold_s = 0;
 	int opt;
-	while ((opt = getopt(argc, argv, "b:s:")) != -1) {
+	while ((opt = getopt(argc, argv, "b:s:l:w:")) != -1) {
 		if (opt == 'b')
 			backend = optarg;
 		else if (opt == 's')
 			space = optarg;
+		else if (opt == 'l')
+			cache_limit = strtol(optarg, NULL, 10);
+		else if (opt == 'w')
+			hold_s = strtol(optarg, NULL, 10);
 		else
 			return 2;
 	}
 	if (argc - optind != 2) {
-		fprintf(stderr, "usage: lockbench [-b BACKEND] [-s SPACE] cached|first|pingpong|ops N\n");
+		fprintf(stderr, "usage: lockbench [-b BACKEND] [-s SPACE] [-l LIMIT] [-w SEC] "
+				"cached|first|pingpong|ops|cache N\n");
 		return 2;
 	}
 	const char *mode = argv[optind];
@@ -64,6 +129,7 @@ int main(int argc, char **argv)
 	int rc = cfslock_client_open(backend, NULL, &c);
 	if (rc || (rc = cfslock_space_open(c, space, &s)))
 		return die("open", rc);
+	cfslock_set_cache_limit(c, (size_t)cache_limit);
 	char name[64];
 	uint64_t *lat = calloc((size_t)(n > 0 ? n : 1), sizeof *lat);
 	if (!strcmp(mode, "cached")) {
@@ -125,6 +191,10 @@ int main(int argc, char **argv)
 		printf("{\"bench\":\"pingpong_handoff\",\"n\":%ld,\"mean_us\":%.3f}\n", n,
 		       (double)wall / (double)(2 * n) / 1e3);
 		cfslock_free(lk);
+	} else if (!strcmp(mode, "cache")) {
+		rc = cache_many(c, s, n, hold_s);
+		if (rc)
+			return die("cache", rc);
 	} else if (!strcmp(mode, "ops")) {
 		snprintf(name, sizeof name, "ops-%u-%d", cfslock_node_id(c), (int)getpid());
 		struct cfslock *lk = cfslock_new(s, name, NULL, NULL, NULL);

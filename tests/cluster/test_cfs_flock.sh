@@ -13,7 +13,8 @@ PL_INCREMENTS=${PL_INCREMENTS:-50}
 C up 3 >/dev/null && ok "cluster of 3 nodes up" || { not_ok "cluster up"; finish; }
 make_data 256
 "$BIN/mkfs.cfs" -p corosync -J 4 data >/dev/null
-for n in 1 2 3; do check "node $n mounts" mount_on $n; done
+check "node 1 mounts with lock_cache=16" mount_on 1 lock_cache=16
+for n in 2 3; do check "node $n mounts" mount_on $n; done
 
 on 1 bash -c "echo 0 >'$(M 1)/counter' && touch '$(M 1)/lock'"
 # counted NODE LOCKFILE COUNTER N KIND: two processes on NODE, N increments each under KIND.
@@ -125,6 +126,38 @@ fcntl.flock(fd, fcntl.LOCK_EX)
 os._exit(0)
 " "$(M 1)/lock"
 check "a lock goes when its holder exits without unlocking" on 2 flock -n -x "$(M 2)/lock" true
+
+# The lock cache's limit holds: node 1 (lock_cache=16) keeps 40 descriptions open that each
+# took and let go of a flock.  At most 16 grants stay cached there (and in every node's
+# table); the others went back, and node 2 takes those at once.
+on 1 python3 -c "
+import fcntl, os, sys, time
+fds = []
+for i in range(40):
+    fd = os.open(f'{sys.argv[1]}/many{i}', os.O_RDWR | os.O_CREAT, 0o644)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    fcntl.flock(fd, fcntl.LOCK_UN)
+    fds.append(fd)
+open(sys.argv[2], 'w').close()
+while not os.path.exists(sys.argv[3]):
+    time.sleep(0.05)
+" "$(M 1)" "$T/many.ready" "$T/release" &
+many=$!
+check "node 1 opened 40 files and took their flocks" \
+	bash -c "for i in \$(seq 600); do [ -e '$T/many.ready' ] && exit 0; sleep 0.05; done; exit 1"
+cached=$(status_of 1 locks_cached) given_back=$(status_of 1 locks_given_back)
+check "node 1 keeps $cached lock grants cached (limit 16), gave $given_back back" \
+	test "$cached" -le 16 -a "$given_back" -ge 24
+check "node 3's table holds at most 16 of node 1's flocks of those files" \
+	python3 - "$(on 3 "$BIN/cfs" locks --json "$(M 3)")" "$(node_id 1)" <<'PY'
+import json, sys
+locks, node = json.loads(sys.argv[1])['locks'], int(sys.argv[2])
+mine = [l for l in locks if (l.get('path') or '').startswith('/many') and l['node_id'] == node]
+assert 0 < len(mine) <= 16, mine
+PY
+check "node 2 takes LOCK_NB of the first file, whose grant node 1 gave back" \
+	on 2 flock -n -x "$(M 2)/many0" true
+touch "$T/release"; wait $many; rm -f "$T/release"
 
 # ---- fcntl record locks ----
 on 1 bash -c "echo 0 >'$(M 1)/pcounter' && touch '$(M 1)/plock0' '$(M 1)/plock' '$(M 1)/plock3'"

@@ -399,3 +399,53 @@ Test(local, cached_lock_is_reacquired_without_a_request)
 	cfslock_free(lb);
 	close_pair(&p);
 }
+
+/* Past the cache limit the oldest cached grant goes back by itself, and the lock table
+ * holds no more than the limit; a grant taken again from the cache counts as new. */
+Test(local, cached_grants_past_the_limit_are_given_back)
+{
+	struct cfslock_client *a = open_client();
+	struct cfslock_space *sa;
+	cr_assert_eq(cfslock_space_open(a, "t9", &sa), 0);
+	cfslock_set_cache_limit(a, 3);
+	struct cfslock *lk[6];
+	for (int i = 0; i < 6; i++) {
+		char name[16];
+		snprintf(name, sizeof name, "l%d", i);
+		lk[i] = cfslock_new(sa, name, on_done, on_blocking, NULL);
+		cr_assert_eq(cfslock_request_sync(lk[i], CFSLOCK_PR, 0), 0);
+		if (i == 3) /* l0 was used again: l1 is now the oldest */
+			cr_assert_eq(cfslock_request_sync(lk[0], CFSLOCK_PR, 0) |
+					     cfslock_release(lk[0]), 0);
+		cr_assert_eq(cfslock_release(lk[i]), 0);
+	}
+	while (cfslock_dispatch(a) > 0)
+		;
+	size_t cached;
+	uint64_t given_back;
+	cfslock_cache_counts(a, &cached, &given_back);
+	cr_assert_eq(cached, 3);
+	cr_assert_eq(given_back, 3);
+	bool want[6] = {false, false, false, true, true, true};
+	for (int i = 0; i < 6; i++) {
+		cr_assert_eq(cfslock_cached(lk[i]), want[i], "l%d", i);
+		cr_assert_eq(cfslock_mode(lk[i]), want[i] ? CFSLOCK_PR : -1, "l%d", i);
+	}
+	int n = 0;
+	cfslock_dump(sa, count_entries, &n);
+	cr_assert_eq(n, 3);
+	cfslock_set_cache_limit(a, 1); /* a lower limit applies at once */
+	while (cfslock_dispatch(a) > 0)
+		;
+	cfslock_cache_counts(a, &cached, &given_back);
+	cr_assert_eq(cached, 1);
+	cr_assert(cfslock_cached(lk[5]));
+	cr_assert_eq(cfslock_request_sync(lk[1], CFSLOCK_PR, 0), 0, "a given-back lock asks again");
+	for (int i = 0; i < 6; i++) {
+		if (cfslock_mode(lk[i]) >= 0)
+			cr_assert_eq(cfslock_unlock_sync(lk[i]), 0);
+		cfslock_free(lk[i]);
+	}
+	cfslock_space_close(sa);
+	cfslock_client_close(a);
+}
