@@ -181,7 +181,7 @@ static void cache_remove(struct cfslock *lk)
  * that walked a million files must not leave a million locks in every member's table. */
 static void cache_trim(struct cfslock_client *c)
 {
-	while (c->cache_limit && c->ncached > c->cache_limit) {
+	while (c->cache_limit && c->ncached > c->cache_limit && c->cached_oldest) {
 		struct cfslock *oldest = c->cached_oldest;
 		cache_remove(oldest);
 		unlock_now(oldest, true);
