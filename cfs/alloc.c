@@ -197,6 +197,37 @@ int cfs_alloc(struct cfs_fs *fs, uint64_t goal, uint32_t want, uint64_t *pblk, u
 	return alloc_from(fs, goal, want, pblk, got);
 }
 
+int cfs_alloc_run(struct cfs_fs *fs, uint32_t want, uint64_t *pblk)
+{
+	if (!cfs_free_above(fs, CFS_META_RESERVE + (uint64_t)want))
+		return -ENOSPC;
+	for (uint32_t ag = 0; ag < fs->sb.nags; ag++) {
+		if (fs->ags[ag].nfree < want)
+			continue;
+		struct cfs_buf *b;
+		int rc = read_agh(fs, ag, &b);
+		if (rc)
+			return rc;
+		struct cfs_dagh *g = (void *)b->data;
+		uint8_t *bm = b->data + CFS_AGH_BITMAP_OFF;
+		uint32_t len = 0;
+		for (uint32_t bit = 0;
+		     (bit = find_run(fs, bm, g->start, g->nblocks, bit, want, &len)) != UINT32_MAX;
+		     bit += len) {
+			if (len < want)
+				continue;
+			for (uint32_t i = 0; i < want; i++)
+				cfs_bit_set(bm, bit + i, true);
+			g->nfree -= want;
+			fs->ags[ag].nfree = g->nfree;
+			cfs_bdirty(fs, b);
+			*pblk = g->start + bit;
+			return 0;
+		}
+	}
+	return -ENOSPC;
+}
+
 int cfs_alloc_meta(struct cfs_fs *fs, uint64_t goal, uint64_t *pblk)
 {
 	uint32_t got;

@@ -89,6 +89,9 @@ bool cfs_keep_cache(struct cfs_fs *fs, uint64_t ino);
 bool cfs_kernel_may_cache(struct cfs_fs *fs, uint64_t ino);
 /* Take in the space a grown volume added. */
 int cfs_grow(struct cfs_fs *fs, struct cvm_volume *grown, uint64_t *added_blocks);
+/* Add count node slots (journals) while mounted; *nslots: how many there are now (also
+ * after a failure part way, which cfs_last_error describes). */
+int cfs_add_slots(struct cfs_fs *fs, uint32_t count, uint32_t *nslots);
 
 struct cfs_stats {
 	uint64_t commits, commit_blocks, reads, writes, read_bytes, write_bytes, direct_writes;

@@ -8,7 +8,7 @@
  *
  *   block 0                    superblock
  *   block 1                    backup superblock
- *   journal_start ...          one journal of journal_blocks per node slot
+ *   journal_start ...          one journal of journal_blocks per node slot made by mkfs
  *   ag_start + i * ag_blocks   allocation group i: a header block holding the group's bitmap,
  *                              then the blocks it hands out (inodes, directory buckets,
  *                              extent and xattr blocks, file data)
@@ -75,11 +75,15 @@ struct cfs_dsuper {
 	uint32_t hash_seed;      /* directory name hashing */
 	uint64_t root_ino;
 	uint64_t ctime, mtime;
-	uint64_t generation;     /* bumped by every grow */
+	uint64_t generation;     /* bumped by every grow and every slot added */
 	uint64_t orphan_dir[CFS_MAX_SLOTS]; /* per slot: unlinked inodes still open */
 	/* The lock protocol every mount must use ("local", "corosync", "dlm"); all zeros, as on
 	 * filesystems made before it was recorded, means "local". */
 	char lockproto[16];
+	/* Where the journal of a slot added while mounted starts (journal_blocks blocks taken
+	 * from an allocation group); 0 for the slots mkfs made, whose journals lie in a row
+	 * from journal_start up to ag_start. */
+	uint64_t slot_journal[CFS_MAX_SLOTS];
 };
 #define CFS_LOCKPROTO_LEN 16u
 

@@ -288,7 +288,8 @@ static int claim_cluster_slot(struct cfs_fs *fs, uint32_t want)
 	}
 	if (want == CFS_SLOT_ANY) {
 		cfs_set_error("all %u node slots of %s are in use: unmount it on a node, or add "
-			      "slots", fs->sb.nslots, vname);
+			      "slots (cfs addslots on a node that has it mounted)", fs->sb.nslots,
+			      vname);
 		return -EUSERS;
 	}
 	char name[16];
@@ -333,6 +334,20 @@ static int take_slot(struct cfs_fs *fs, const struct cfs_mount_opts *o)
 	return rc ? rc : claim_slot(fs);
 }
 
+/* A replayed grow or added slot wrote the superblock read before the replay: take it in. */
+static int super_after_replay(struct cfs_fs *fs)
+{
+	struct cfs_dsuper sb;
+	const char *why = "unreadable";
+	int rc = cfs_super_read(fs->vol, &sb, NULL);
+	if (!rc && sb.generation != fs->sb.generation &&
+	    !(rc = cfs_super_check(&sb, cvm_volume_size(fs->vol), &why)))
+		fs->sb = sb;
+	if (rc)
+		cfs_set_error("superblock after the journal's replay: %s", why);
+	return rc;
+}
+
 /* Replay this slot's journal, read the groups, free the orphans: under the glock EX. */
 static int start_fs(struct cfs_fs *fs)
 {
@@ -343,6 +358,8 @@ static int start_fs(struct cfs_fs *fs)
 		cfs_set_error("metadata lock: %s", strerror(-rc));
 	if (!rc && (rc = cfs_journal_replay(fs)))
 		cfs_set_error("journal of slot %u: replay failed: %s", fs->slot, strerror(-rc));
+	if (!rc)
+		rc = super_after_replay(fs);
 	if (!rc)
 		rc = cfs_alloc_load(fs);
 	if (!rc && !fs->ro && (rc = cfs_orphans_free(fs, fs->slot)))

@@ -670,6 +670,9 @@ int cfs_fsck(struct cvm_volume *vol, bool repair, cfs_print_fn print, void *arg,
 	memset(report, 0, sizeof *report);
 	int rc = fsck_open(&k, vol);
 	for (uint32_t s = 0; !rc && s < k.fs->sb.nslots; s++)
+		if (k.fs->sb.slot_journal[s]) /* a slot added while mounted: its journal is in a group */
+			mark(&k, k.fs->sb.slot_journal[s], k.fs->sb.journal_blocks, s, "journal");
+	for (uint32_t s = 0; !rc && s < k.fs->sb.nslots; s++)
 		rc = check_orphans(&k, s);
 	if (!rc)
 		rc = walk_tree(&k);

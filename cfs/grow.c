@@ -50,19 +50,6 @@ static int extend_last_group(struct cfs_fs *fs, const struct cfs_dsuper *sb)
 	return 0;
 }
 
-static int journal_super(struct cfs_fs *fs, const struct cfs_dsuper *sb)
-{
-	for (uint64_t blkno = 0; blkno < 2; blkno++) {
-		struct cfs_buf *b;
-		int rc = cfs_bnew(fs, blkno, CFS_B_SUPER, 0, &b);
-		if (rc)
-			return rc;
-		size_t hdr = sizeof(struct cfs_bhdr);
-		memcpy(b->data + hdr, (const uint8_t *)sb + hdr, sizeof *sb - hdr);
-	}
-	return 0;
-}
-
 int cfs_grow(struct cfs_fs *fs, struct cvm_volume *grown, uint64_t *added_blocks)
 {
 	const struct cvm_config *cfg = cvm_volume_config(grown);
@@ -103,7 +90,7 @@ int cfs_grow(struct cfs_fs *fs, struct cvm_volume *grown, uint64_t *added_blocks
 		rc = extend_last_group(fs, &sb);
 	}
 	if (!rc)
-		rc = journal_super(fs, &sb);
+		rc = cfs_super_journal(fs, &sb);
 	if (!rc)
 		rc = cfs_journal_commit(fs);
 	if (!rc) {
@@ -130,8 +117,19 @@ int cfs_growth_take_in(struct cfs_fs *fs)
 		cfs_log(fs, "superblock: %s", rc == -EUCLEAN ? "bad checksum" : strerror(-rc));
 		return -EIO;
 	}
-	if (sb.total_blocks == fs->sb.total_blocks)
+	if (sb.generation == fs->sb.generation)
 		return 0;
+	if (sb.total_blocks == fs->sb.total_blocks) { /* node slots added (slots.c) */
+		const char *why;
+		if (cfs_super_check(&sb, cvm_volume_size(fs->vol), &why)) {
+			cfs_log(fs, "the superblock another node wrote is not valid: %s", why);
+			return -EIO;
+		}
+		if (sb.nslots != fs->sb.nslots)
+			cfs_log(fs, "another node added node slots: now %u", sb.nslots);
+		fs->sb = sb;
+		return 0;
+	}
 	const char *why = NULL;
 	struct cvm_volume *vol = NULL;
 	if (!fs->reopen)

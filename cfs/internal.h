@@ -89,6 +89,8 @@ int cfs_super_read_primary(struct cvm_volume *vol, struct cfs_dsuper *sb);
  * and the metadata glock held, nobody using the volume). */
 int cfs_growth_take_in(struct cfs_fs *fs);
 int cfs_super_write(struct cvm_volume *vol, const struct cfs_dsuper *sb);
+/* Both superblocks as sb says, in the running transaction (a grow, an added slot). */
+int cfs_super_journal(struct cfs_fs *fs, const struct cfs_dsuper *sb);
 int cfs_super_check(const struct cfs_dsuper *sb, uint64_t volume_bytes, const char **why);
 /* The lock protocol a superblock records, in static storage ("local" for filesystems made
  * before it was recorded), or NULL if it names none we know. */
@@ -112,6 +114,8 @@ int cfs_alloc(struct cfs_fs *fs, uint64_t goal, uint32_t want, uint64_t *pblk, u
  * data whose map cannot be written: blocks in use that belong to nothing. */
 #define CFS_META_RESERVE 256u
 int cfs_alloc_meta(struct cfs_fs *fs, uint64_t goal, uint64_t *pblk);
+/* want blocks in a row, all of them or -ENOSPC (an added slot's journal). */
+int cfs_alloc_run(struct cfs_fs *fs, uint32_t want, uint64_t *pblk);
 int cfs_free(struct cfs_fs *fs, uint64_t pblk, uint32_t len);
 uint64_t cfs_free_blocks(struct cfs_fs *fs);
 /* More than n blocks free?  Stops counting once there are: cheap unless nearly full. */

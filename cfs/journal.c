@@ -14,7 +14,8 @@
 
 static uint64_t journal_first(const struct cfs_dsuper *sb, uint32_t slot)
 {
-	return sb->journal_start + (uint64_t)slot * sb->journal_blocks;
+	return sb->slot_journal[slot] ? sb->slot_journal[slot]
+				       : sb->journal_start + (uint64_t)slot * sb->journal_blocks;
 }
 
 uint32_t cfs_journal_limit(const struct cfs_dsuper *sb)

@@ -20,6 +20,26 @@ uint32_t cfs_ag_size(const struct cfs_dsuper *sb, uint32_t ag)
 	return left < sb->ag_blocks ? (uint32_t)left : sb->ag_blocks;
 }
 
+/* mkfs's journals lie in a row before the first group; a slot added later has its own
+ * journal inside the groups, and no slot past nslots has one. */
+static bool journals_placed(const struct cfs_dsuper *sb)
+{
+	uint64_t row = sb->ag_start - sb->journal_start;
+	if (sb->ag_start <= sb->journal_start || row % sb->journal_blocks)
+		return false;
+	uint64_t made = row / sb->journal_blocks;
+	if (made == 0 || made > sb->nslots)
+		return false;
+	for (uint32_t s = 0; s < CFS_MAX_SLOTS; s++) {
+		uint64_t at = sb->slot_journal[s];
+		bool want = s >= made && s < sb->nslots;
+		if (want != (at != 0) ||
+		    (want && (at < sb->ag_start || at + sb->journal_blocks > sb->total_blocks)))
+			return false;
+	}
+	return true;
+}
+
 int cfs_super_check(const struct cfs_dsuper *sb, uint64_t volume_bytes, const char **why)
 {
 	uint32_t bs = sb->block_size;
@@ -30,8 +50,7 @@ int cfs_super_check(const struct cfs_dsuper *sb, uint64_t volume_bytes, const ch
 		*why = "the filesystem is larger than its volume (a LUN missing from the volume?)";
 	else if (sb->nslots == 0 || sb->nslots > CFS_MAX_SLOTS)
 		*why = "number of node slots out of range";
-	else if (sb->journal_start != 2 || sb->journal_blocks < 16 ||
-		 sb->ag_start != sb->journal_start + (uint64_t)sb->nslots * sb->journal_blocks)
+	else if (sb->journal_start != 2 || sb->journal_blocks < 16 || !journals_placed(sb))
 		*why = "journal geometry is inconsistent";
 	else if (sb->ag_blocks < 16 || sb->ag_blocks > CFS_AG_MAX_BLOCKS(bs) || sb->nags == 0 ||
 		 cfs_ag_first(sb, sb->nags - 1) >= sb->total_blocks ||
@@ -117,6 +136,19 @@ int cfs_super_read(struct cvm_volume *vol, struct cfs_dsuper *sb, bool *used_bac
 	cfs_set_error("the superblock of volume %s is damaged (%s): run fsck.cfs",
 		      cvm_volume_config(vol)->name, why ? why : "bad checksum in both copies");
 	return -EUCLEAN;
+}
+
+int cfs_super_journal(struct cfs_fs *fs, const struct cfs_dsuper *sb)
+{
+	for (uint64_t blkno = 0; blkno < 2; blkno++) {
+		struct cfs_buf *b;
+		int rc = cfs_bnew(fs, blkno, CFS_B_SUPER, 0, &b);
+		if (rc)
+			return rc;
+		size_t hdr = sizeof(struct cfs_bhdr);
+		memcpy(b->data + hdr, (const uint8_t *)sb + hdr, sizeof *sb - hdr);
+	}
+	return 0;
 }
 
 int cfs_super_write(struct cvm_volume *vol, const struct cfs_dsuper *sb)

@@ -260,6 +260,15 @@ static void serve(struct conn *c, const ControlRequest *req)
 		reply.added_blocks = added;
 		if (rc)
 			reply.message = mem.message;
+	} else if (req->op == CONTROL_REQUEST__OP__ADD_SLOTS) {
+		uint32_t nslots;
+		int rc = cfs_add_slots(d->fs, req->has_size && req->size <= CFS_MAX_SLOTS
+						      ? (uint32_t)req->size : 0, &nslots);
+		reply.error = -rc;
+		if (rc) {
+			snprintf(mem.message, sizeof mem.message, "%s", cfs_last_error());
+			reply.message = mem.message;
+		}
 	} else if (req->op == CONTROL_REQUEST__OP__READ_ONLY) {
 		int rc = cfs_set_read_only(d->fs, req->has_size && req->size);
 		reply.error = -rc;
@@ -295,7 +304,8 @@ static void serve(struct conn *c, const ControlRequest *req)
 		odm_handle(c->odm, req, &reply, &mem);
 	}
 	if (!reply.error && (req->op == CONTROL_REQUEST__OP__STATUS ||
-			     req->op == CONTROL_REQUEST__OP__GROW || req->op == CONTROL_REQUEST__OP__SYNC)) {
+			     req->op == CONTROL_REQUEST__OP__GROW || req->op == CONTROL_REQUEST__OP__SYNC ||
+			     req->op == CONTROL_REQUEST__OP__ADD_SLOTS)) {
 		fill_status(d, &status, &st, nodes, node_ptrs);
 		reply.status = &status;
 	}

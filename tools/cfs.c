@@ -31,12 +31,14 @@ static void usage(FILE *out)
 		"       cfs umount DIR                          (writes back, then waits for cfsd)\n"
 		"       cfs status DIR [--json]\n"
 		"       cfs grow DIR [--json]\n"
+		"       cfs addslots DIR COUNT [--json]         (more node slots, while mounted)\n"
 		"       cfs locks DIR [--json]                  (the lock table, who holds and waits)\n"
 		"       cfs lockproto VOLUME [local|corosync|dlm] [-s|--scan PATH]...\n"
 		"       mount.cfs VOLUME DIR [-o OPTIONS]       (as called by mount -t cfs)\n"
 
 		"Mount options: dboptimized, cluster=local|corosync|dlm, node=SLOT, ro, rw, scan=PATHS,\n"
-		"log=FILE, fence=PROGRAM, odm_group=GROUP, and FUSE's (allow_other, ...).  See cfs(8).\n"
+		"log=FILE, fence=PROGRAM, lock_cache=N, odm_group=GROUP, and FUSE's (allow_other, ...).\n"
+		"See cfs(8).\n"
 		"Exit status: 0 done, 1 failed, 2 bad usage.\n");
 }
 
@@ -268,6 +270,27 @@ static int do_query(const char *dir, ControlRequest__Op op, bool json)
 	return EXIT_OK;
 }
 
+static int do_add_slots(const char *dir, const char *count, bool json)
+{
+	char *end;
+	unsigned long n = strtoul(count, &end, 10);
+	if (!*count || *end || n == 0 || n >= 64) { /* the most a filesystem has */
+		fprintf(stderr, "cfs: addslots %s: give how many node slots to add, from 1 to 63\n",
+			count);
+		return EXIT_USAGE;
+	}
+	ControlRequest req = CONTROL_REQUEST__INIT;
+	req.op = CONTROL_REQUEST__OP__ADD_SLOTS;
+	req.has_size = true;
+	req.size = n;
+	ControlReply *r;
+	if (tool_ask("cfs", dir, &req, &r))
+		return EXIT_FAILED;
+	print_status(dir, r, json);
+	control_reply__free_unpacked(r, NULL);
+	return EXIT_OK;
+}
+
 /* The lock table: a line per lock (holders and waiters of one resource together), or JSON. */
 static void print_locks(const ControlReply *r, bool json)
 {
@@ -456,6 +479,8 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(cmd, "grow") && nargs == 1)
 		return do_query(args[0], CONTROL_REQUEST__OP__GROW, json);
+	if (!strcmp(cmd, "addslots") && nargs == 2)
+		return do_add_slots(args[0], args[1], json);
 	if (!strcmp(cmd, "locks") && nargs == 1)
 		return do_locks(args[0], json);
 	fprintf(stderr, "cfs: '%s' with %d argument%s: not a command I know\n", cmd, nargs,

@@ -76,6 +76,26 @@ static inline struct cfs_inode *fs_new_inode(struct cfs_fs *fs, uint32_t mode)
 	return ip;
 }
 
+/* What a kill -9 leaves: nothing of the daemon's memory, the volume as it is. */
+static inline void fs_crash(struct cfs_fs *fs)
+{
+	pthread_mutex_lock(&fs->lock);
+	fs->stopping = true;
+	pthread_cond_signal(&fs->commit_wake);
+	pthread_mutex_unlock(&fs->lock);
+	pthread_join(fs->committer, NULL);
+	fs->txn.n = 0;
+	cfs_icache_destroy(fs);
+	cfs_bcache_destroy(fs);
+	cfslock_free(fs->meta.lk);
+	cfslock_space_close(fs->space);
+	cfslock_client_close(fs->locks);
+	close(fs->lockfd);
+	free(fs->ags);
+	free(fs->pending_free);
+	free(fs);
+}
+
 static const struct cfs_cred root_cred = {.uid = 0};
 
 /* Fill the filesystem with a file "big" of all the space users can have but leave blocks. */

@@ -20,33 +20,13 @@ static uint64_t committed_but_not_home(struct cfs_fs *fs, uint8_t *old)
 	return ino;
 }
 
-/* What a kill -9 leaves: nothing of the daemon's memory, the volume as it is. */
-static void crash(struct cfs_fs *fs)
-{
-	pthread_mutex_lock(&fs->lock);
-	fs->stopping = true;
-	pthread_cond_signal(&fs->commit_wake);
-	pthread_mutex_unlock(&fs->lock);
-	pthread_join(fs->committer, NULL);
-	fs->txn.n = 0;
-	cfs_icache_destroy(fs);
-	cfs_bcache_destroy(fs);
-	cfslock_free(fs->meta.lk);
-	cfslock_space_close(fs->space);
-	cfslock_client_close(fs->locks);
-	close(fs->lockfd);
-	free(fs->ags);
-	free(fs->pending_free);
-	free(fs);
-}
-
 Test(journal, replay_brings_a_committed_block_home_and_is_idempotent)
 {
 	struct cfs_fs *fs = fs_fresh(1, 32);
 	uint8_t *old;
 	cr_assert_eq(posix_memalign((void **)&old, 4096, 4096), 0);
 	uint64_t ino = committed_but_not_home(fs, old);
-	crash(fs);
+	fs_crash(fs);
 	for (int round = 0; round < 2; round++) { /* the second replay finds it home already */
 		fs = fs_mount();
 		pthread_mutex_lock(&fs->lock);
@@ -55,7 +35,7 @@ Test(journal, replay_brings_a_committed_block_home_and_is_idempotent)
 		cr_assert_eq(ip->d.uid, 7);
 		cr_assert_eq(ip->d.mode, S_IFREG | 0640);
 		pthread_mutex_unlock(&fs->lock);
-		crash(fs);
+		fs_crash(fs);
 	}
 	free(old);
 	fs = fs_mount();
@@ -85,7 +65,7 @@ Test(journal, a_torn_transaction_is_ignored)
 		     "the commit block is where the layout says");
 	b[100] ^= 1;
 	cr_assert_eq(cvm_volume_write(fs->vol, b, 4096, commit * 4096), 0);
-	crash(fs);
+	fs_crash(fs);
 	fs = fs_mount();
 	pthread_mutex_lock(&fs->lock);
 	struct cfs_inode *ip;

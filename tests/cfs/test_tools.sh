@@ -78,8 +78,17 @@ size_after=$(stat -f -c %b "$M")
 [ "$size_after" -gt "$size_before" ] && ok "statfs shows the new size ($size_before -> $size_after blocks)" ||
 	not_ok "statfs after grow: $size_before -> $size_after"
 check "the new space can be written" dd if=/dev/zero of="$M/more" bs=1M count=80 status=none
+# Node slots added while mounted.
+expect 2 "give how many node slots to add, from 1 to 63" "cfs addslots 0" -- "$BIN/cfs" addslots "$M" 0
+expect 2 "give how many node slots to add" "cfs addslots of no number" -- "$BIN/cfs" addslots "$M" two
+expect 1 "give 1 to 62 more" "cfs addslots past the most a filesystem has" -- "$BIN/cfs" addslots "$M" 63
+check "cfs addslots --json adds two slots" bash -c '"$0" addslots "$1" 2 --json | python3 -c "import json,sys; d=json.load(sys.stdin); assert d[\"slots\"]==4, d"' "$BIN/cfs" "$M"
 expect 0 "" "cfs umount" -- "$BIN/cfs" umount "$M"
-expect 0 "clean" "fsck.cfs after grow" -- "$BIN/fsck.cfs" v
+expect 0 "clean" "fsck.cfs after grow and added slots" -- "$BIN/fsck.cfs" v
+expect 0 "" "mount with an added slot (node=3)" -- "$BIN/cfs" mount v "$M" -o "node=3,log=$T/v.log"
+check "a file written through the added slot's journal" bash -c 'echo x >"$0/by-slot-3" && sync -f "$0"' "$M"
+expect 0 "" "cfs umount" -- "$BIN/cfs" umount "$M"
+expect 0 "clean" "fsck.cfs after using the added slot" -- "$BIN/fsck.cfs" v
 
 # Root mounts with suid and dev, as a kernel filesystem: a set-user-ID copy of id run by
 # nobody says uid 0; with -o nosuid it says nobody's.

@@ -4,13 +4,15 @@
 # without a remount (each opens the volume again when it next takes the metadata lock), a
 # file written there by node 3 reads back whole on node 2, an ODM instance on node 2 keeps
 # writing through it all, and one on node 3 creates a file in the new space.  Node 3's
-# unmount shows in odmstat --cluster as such (not as a death).  fsck.cfs -n clean at the end.
+# unmount shows in odmstat --cluster as such (not as a death).  Then slots: made with 3,
+# all in use, a fourth node is refused until `cfs addslots` on node 1 adds one while three
+# nodes have it mounted; the fourth node mounts, reads and writes.  fsck.cfs -n clean.
 . "$(dirname "$0")/cfs_lib.sh" "cfs growth on a cluster"
 ODM=$(dirname "$BIN")/tests/odm
 export ODM_TEST_DB="GR$$"
-C up 3 >/dev/null && ok "cluster of 3 nodes up" || { not_ok "cluster up"; finish; }
+C up 4 >/dev/null && ok "cluster of 4 nodes up" || { not_ok "cluster up"; finish; }
 make_data 48
-"$BIN/mkfs.cfs" -p corosync -J 4 data >/dev/null
+"$BIN/mkfs.cfs" -p corosync -J 3 data >/dev/null
 for n in 1 2 3; do check "node $n mounts dboptimized" mount_on $n dboptimized; done
 blocks() { on "$1" stat -f -c %b "$(M "$1")"; }
 free_mib() { on "$1" stat -f -c '%a %S' "$(M "$1")" | awk '{print int($1 * $2 / 1048576)}'; }
@@ -49,6 +51,23 @@ kill -0 $writer 2>/dev/null && ok "node 2's ODM instance kept writing through th
 	not_ok "node 2's ODM writer: $(cat "$T/writer.out")"
 pkill -9 -f "odm_race writer $(M 2)/" || true
 wait $writer 2>/dev/null
+
+# Node slots while mounted everywhere.
+if mount_on 4 dboptimized >"$T/m4.out" 2>&1; then
+	not_ok "node 4 mounted although all 3 slots are in use"
+else
+	check "node 4's mount is refused while all 3 slots are in use, saying what to do" \
+		grep -q "all 3 node slots of data are in use.*cfs addslots" "$T/m4.out"
+fi
+check "cfs addslots on node 1 adds a slot while three nodes have it mounted" \
+	on 1 "$BIN/cfs" addslots "$(M 1)" 1
+check "node 4 mounts" mount_on 4 dboptimized
+check "node 4 reads what node 3 wrote" on 4 cmp "$(M 4)/big" "$T/big"
+check "node 4 writes 8 MiB" on 4 dd if="$T/big" of="$(M 4)/from4" bs=1M count=8 oflag=direct status=none
+check "node 2 reads it back" on 2 cmp -n 8M "$(M 2)/from4" "$T/big"
+check "node 2 counts 4 slots" test "$(status_of 2 slots)" = 4
+check "node 2 logged the new slot" grep -q "another node added node slots: now 4" "$T/cfsd2.log"
+check "unmount node 4" umount_on 4
 # A node that unmounts says goodbye: odmstat --cluster shows it unmounted, not down.
 id3=$(status_of 3 node_id)
 check "unmount node 3" umount_on 3

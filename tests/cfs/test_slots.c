@@ -1,0 +1,109 @@
+/* Node slots added while mounted: the new slots mount and journal, fsck knows their journals,
+ * the addition survives a crash through the journal, and bad counts or no room change
+ * nothing. */
+#include "cfs_test.h"
+
+static struct cfs_fs *fresh_with_slots(uint32_t slots)
+{
+	test_dir_make();
+	volume_make(1, 64);
+	test_vol = volume_open();
+	struct cfs_mkfs_opts o = {.label = "slots", .slots = slots};
+	cr_assert_eq(cfs_mkfs(test_vol, &o, NULL, NULL), 0, "mkfs: %s", cfs_last_error());
+	return fs_mount();
+}
+
+static struct cfs_fs *mount_slot(uint32_t slot)
+{
+	struct cfs_mount_opts o = {.slot = slot};
+	struct cfs_fs *fs;
+	cr_assert_eq(cfs_mount(test_vol, &o, &fs), 0, "mount slot %u: %s", slot, cfs_last_error());
+	return fs;
+}
+
+static void fsck_clean(void)
+{
+	struct cfs_fsck_report r;
+	cr_assert_eq(cfs_fsck(test_vol, false, NULL, NULL, NULL, &r), 0, "%s", cfs_last_error());
+	cr_assert_eq(r.problems, 0, "fsck found %u problems", r.problems);
+}
+
+/* A directory made through the journal of the mount's slot. */
+static uint64_t make_dir(struct cfs_fs *fs, const char *name)
+{
+	struct stat st;
+	cr_assert_eq(cfs_mkdir(fs, CFS_ROOT, name, 0755, &root_cred, &st), 0, "%s",
+		     cfs_last_error());
+	cr_assert_eq(cfs_sync(fs), 0);
+	return st.st_ino;
+}
+
+Test(slots, added_slots_mount_and_journal_and_fsck_knows_them)
+{
+	struct cfs_fs *fs = fresh_with_slots(2);
+	uint32_t n = 0;
+	cr_assert_eq(cfs_add_slots(fs, 2, &n), 0, "%s", cfs_last_error());
+	cr_assert_eq(n, 4);
+	cr_assert_eq(fs->sb.slot_journal[1], 0, "mkfs's slots keep their row");
+	cr_assert_geq(fs->sb.slot_journal[2], fs->sb.ag_start);
+	cr_assert_neq(fs->sb.slot_journal[3], fs->sb.slot_journal[2]);
+	cr_assert_neq(fs->sb.orphan_dir[3], 0);
+	make_dir(fs, "by-slot-0");
+	cr_assert_eq(cfs_unmount(fs), 0);
+	fsck_clean();
+
+	fs = mount_slot(3);
+	make_dir(fs, "by-slot-3");
+	cr_assert_eq(cfs_unmount(fs), 0);
+	fsck_clean();
+	fs = mount_slot(0);
+	struct stat st;
+	cr_assert_eq(cfs_lookup(fs, CFS_ROOT, "by-slot-3", &st), 0);
+	cr_assert(S_ISDIR(st.st_mode));
+	fs_done(fs);
+}
+
+/* The slot is one transaction: replayed after a crash that kept its blocks from home. */
+Test(slots, an_added_slot_survives_a_crash_through_the_journal)
+{
+	struct cfs_fs *fs = fresh_with_slots(2);
+	uint8_t *old;
+	cr_assert_eq(posix_memalign((void **)&old, 4096, 2 * 4096), 0);
+	cr_assert_eq(cvm_volume_read(fs->vol, old, 2 * 4096, 0), 0);
+	uint32_t n;
+	cr_assert_eq(cfs_add_slots(fs, 1, &n), 0, "%s", cfs_last_error());
+	cr_assert_eq(cvm_volume_write(fs->vol, old, 2 * 4096, 0), 0); /* both superblocks */
+	free(old);
+	fs_crash(fs);
+	fs = fs_mount(); /* slot 0's journal is replayed */
+	cr_assert_eq(fs->sb.nslots, 3);
+	cr_assert_eq(cfs_unmount(fs), 0);
+	fsck_clean();
+	fs = mount_slot(2);
+	make_dir(fs, "by-slot-2");
+	fs_done(fs);
+}
+
+Test(slots, bad_counts_and_no_room_change_nothing)
+{
+	struct cfs_fs *fs = fresh_with_slots(2);
+	uint32_t n = 0;
+	cr_assert_eq(cfs_add_slots(fs, 0, &n), -EINVAL);
+	cr_assert_eq(cfs_add_slots(fs, 63, &n), -EINVAL);
+	cr_assert(strstr(cfs_last_error(), "give 1 to 62 more"), "%s", cfs_last_error());
+	cr_assert_eq(fs->sb.nslots, 2);
+
+	/* Every block taken: no journal fits. */
+	pthread_mutex_lock(&fs->lock);
+	for (uint64_t pblk; ;) {
+		uint32_t got;
+		if (cfs_alloc(fs, 0, 1024, &pblk, &got))
+			break;
+	}
+	pthread_mutex_unlock(&fs->lock);
+	cr_assert_eq(cfs_add_slots(fs, 1, &n), -ENOSPC);
+	cr_assert(strstr(cfs_last_error(), "no room for 1 more journal"), "%s", cfs_last_error());
+	cr_assert_eq(n, 2);
+	cr_assert_eq(fs->sb.nslots, 2);
+	fs_done(fs);
+}
