@@ -100,11 +100,18 @@ static bool slot_still_recovering(struct cfs_fs *fs, uint32_t slot, uint32_t nod
 static int replay_slot(struct cfs_fs *fs, uint32_t slot)
 {
 	uint64_t seq;
-	uint32_t n;
+	uint32_t n = 0;
 	pthread_rwlock_rdlock(&fs->vol_lock);
-	int rc = cfs_journal_apply(fs->vol, &fs->sb, slot, &seq, &n);
+	/* A slot added since this node last took the glock: where its journal lies is in the
+	 * superblock as it is on disk now (the dead node mounted with it). */
+	struct cfs_dsuper sb = fs->sb;
+	int rc = slot < sb.nslots ? 0 : cfs_super_read(fs->vol, &sb, NULL);
+	if (!rc && slot >= sb.nslots)
+		rc = -EUCLEAN;
+	if (!rc)
+		rc = cfs_journal_apply(fs->vol, &sb, slot, &seq, &n);
 	/* Emptied with the next sequence, so that the slot's next mount goes on from there. */
-	if (!rc && n && !(rc = cfs_journal_clear(fs->vol, &fs->sb, slot, seq + 1)))
+	if (!rc && n && !(rc = cfs_journal_clear(fs->vol, &sb, slot, seq + 1)))
 		rc = cvm_volume_flush(fs->vol);
 	pthread_rwlock_unlock(&fs->vol_lock);
 	if (rc)

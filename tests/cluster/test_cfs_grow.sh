@@ -67,7 +67,19 @@ check "node 4 writes 8 MiB" on 4 dd if="$T/big" of="$(M 4)/from4" bs=1M count=8 
 check "node 2 reads it back" on 2 cmp -n 8M "$(M 2)/from4" "$T/big"
 check "node 2 counts 4 slots" test "$(status_of 2 slots)" = 4
 check "node 2 logged the new slot" grep -q "another node added node slots: now 4" "$T/cfsd2.log"
-check "unmount node 4" umount_on 4
+# A node that dies in an added slot: a survivor finds its journal through the new superblock.
+check "node 4 creates a file and fsyncs it" on 4 python3 -c "
+import os, sys
+fd = os.open(sys.argv[1] + '/fsynced4', os.O_WRONLY | os.O_CREAT, 0o644)
+os.write(fd, b'written on node 4 in slot 3\n')
+os.fsync(fd)
+dfd = os.open(sys.argv[1], os.O_RDONLY)
+os.fsync(dfd)" "$(M 4)"
+pid4=$(status_of 4 pid)
+C kill 4; kill -9 "$pid4"; C abort 4
+check "node 1 reads node 4's fsync'd file after node 4 died" \
+	on 1 grep -q "written on node 4 in slot 3" "$(M 1)/fsynced4"
+check "a survivor replayed slot 3's journal" grep -q "recovery: journal of slot 3" "$T"/cfsd[123].log
 # A node that unmounts says goodbye: odmstat --cluster shows it unmounted, not down.
 id3=$(status_of 3 node_id)
 check "unmount node 3" umount_on 3
