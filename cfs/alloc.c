@@ -115,6 +115,19 @@ static uint32_t find_run(const struct cfs_fs *fs, const uint8_t *bm, uint64_t st
 	return bit;
 }
 
+/* Mark len blocks from bit of group ag (header and bitmap in b) used. */
+static uint64_t take_run(struct cfs_fs *fs, uint32_t ag, struct cfs_buf *b, uint32_t bit,
+			 uint32_t len)
+{
+	struct cfs_dagh *g = (void *)b->data;
+	for (uint32_t i = 0; i < len; i++)
+		cfs_bit_set(b->data + CFS_AGH_BITMAP_OFF, bit + i, true);
+	g->nfree -= len;
+	fs->ags[ag].nfree = g->nfree;
+	cfs_bdirty(fs, b);
+	return g->start + bit;
+}
+
 static int alloc_in(struct cfs_fs *fs, uint32_t ag, uint32_t from, uint32_t want,
 		    uint64_t *pblk, uint32_t *got)
 {
@@ -130,12 +143,7 @@ static int alloc_in(struct cfs_fs *fs, uint32_t ag, uint32_t from, uint32_t want
 		bit = find_run(fs, bm, g->start, g->nblocks, 0, want, &len);
 	if (bit == UINT32_MAX)
 		return -ENOSPC;
-	for (uint32_t i = 0; i < len; i++)
-		cfs_bit_set(bm, bit + i, true);
-	g->nfree -= len;
-	fs->ags[ag].nfree = g->nfree;
-	cfs_bdirty(fs, b);
-	*pblk = g->start + bit;
+	*pblk = take_run(fs, ag, b, bit, len);
 	*got = len;
 	return 0;
 }
@@ -213,17 +221,11 @@ int cfs_alloc_run(struct cfs_fs *fs, uint32_t want, uint64_t *pblk)
 		uint32_t len = 0;
 		for (uint32_t bit = 0;
 		     (bit = find_run(fs, bm, g->start, g->nblocks, bit, want, &len)) != UINT32_MAX;
-		     bit += len) {
-			if (len < want)
-				continue;
-			for (uint32_t i = 0; i < want; i++)
-				cfs_bit_set(bm, bit + i, true);
-			g->nfree -= want;
-			fs->ags[ag].nfree = g->nfree;
-			cfs_bdirty(fs, b);
-			*pblk = g->start + bit;
-			return 0;
-		}
+		     bit += len)
+			if (len == want) {
+				*pblk = take_run(fs, ag, b, bit, len);
+				return 0;
+			}
 	}
 	return -ENOSPC;
 }
