@@ -15,6 +15,7 @@ secs=${BENCH_TIME:-5}
 export CLUSTER_ID=lb$$
 CLUSTER_ID=${CLUSTER_ID:0:6}
 trap '"$here/cluster.sh" down >/dev/null 2>&1' EXIT
+trap 'exit 1' INT TERM # a run stopped from outside still takes its cluster down
 out=$(mktemp)
 
 echo "local backend:"
@@ -53,10 +54,11 @@ cache_run() { # LIMIT
 	local before after
 	before=$(rss_sum)
 	"$here/cluster.sh" exec 1 "$bench" -l "$1" -w 3 cache "$ncache" >"$out.cache" &
+	local pid=$!
 	for _ in $(seq 600); do [ -s "$out.cache" ] && break; sleep 0.5; done
 	sleep 1
 	after=$(rss_sum)
-	wait
+	wait "$pid"
 	python3 - "$(cat "$out.cache")" "$before" "$after" "$1" <<'PY' | tee -a "$out"
 import json, sys
 r, before, after, limit = json.loads(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
