@@ -155,6 +155,7 @@ bench: all $(BUILD)/bench/lockbench $(BUILD)/bench/odmbench
 	bench/locks/run.sh $(BUILD)
 	bench/cfs/run.sh $(BUILD)
 	bench/odm/run.sh $(BUILD)
+	bench/odm/cluster.sh $(BUILD)
 	bench/cluster/run.sh $(BUILD)
 	bench/cluster/recovery.sh $(BUILD)
 
@@ -177,6 +178,7 @@ $(BUILD)/bench/odmbench: bench/odm/odmbench.c $(BUILD)/lib/libodm.so $(BUILD)/od
 
 bench-odm: all $(BUILD)/bench/odmbench
 	bench/odm/run.sh $(BUILD)
+	bench/odm/cluster.sh $(BUILD)
 
 bench-locks: all $(BUILD)/bench/lockbench
 	bench/locks/run.sh $(BUILD)
