@@ -516,6 +516,16 @@ static void answer_hello(struct cs *cs, const Hello *h)
 static void apply(struct cs *cs, uint32_t nodeid, uint32_t pid, const Envelope *env);
 static void member_joined(struct cs *cs, uint32_t nodeid, uint32_t pid);
 
+/* A held range or waiter as a snapshot or a STATE carries it, into r's copy. */
+static void restore_plock(struct replica *r, const SnapshotPlock *p)
+{
+	struct pl_lock l = {.file = p->file, .node = p->owner, .owner = p->lock_owner,
+			    .start = p->start, .end = p->end, .pid = p->pid,
+			    .type = (enum pl_type)p->type};
+	if (pl_restore(r->plocks, &l, p->has_waiting_reqid ? p->waiting_reqid : 0))
+		abort(); /* a copy that differs from the others' would answer differently */
+}
+
 /* Keep op back until f is released (the packed op, and what finds it again). */
 static void hold_back(struct po_file *f, const PlockOp *op)
 {
@@ -565,13 +575,9 @@ static void take_snapshot(struct cs *cs, const Snapshot *s)
 			lt_restore(r->table, &info);
 	}
 	for (size_t i = 0; i < s->n_plocks; i++) {
-		const SnapshotPlock *p = s->plocks[i];
-		struct replica *r = replica(cs, p->space, true);
-		struct pl_lock l = {.file = p->file, .node = p->owner, .owner = p->lock_owner,
-				    .start = p->start, .end = p->end, .pid = p->pid,
-				    .type = (enum pl_type)p->type};
-		if (r && pl_restore(r->plocks, &l, p->has_waiting_reqid ? p->waiting_reqid : 0))
-			abort(); /* a copy that differs from the others' would answer differently */
+		struct replica *r = replica(cs, s->plocks[i]->space, true);
+		if (r)
+			restore_plock(r, s->plocks[i]);
 	}
 	for (size_t i = 0; i < s->n_plock_owners; i++)
 		restore_owned(cs, s->plock_owners[i]);
@@ -693,30 +699,52 @@ static int cmp_u64(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-struct owned_by {
-	uint64_t owner, *files;
+/* Files picked from an owners table by po_walk (the table may not change while walked). */
+struct file_ids {
+	uint64_t owner; /* whose files, or (collect_others) who is asking */
+	uint64_t *files;
 	size_t n, cap;
+	bool oom;
 };
+
+static void add_file_id(struct file_ids *o, uint64_t file)
+{
+	if (o->oom)
+		return;
+	if (o->n == o->cap) {
+		uint64_t *v = realloc(o->files, (o->cap ? o->cap * 2 : 16) * sizeof *v);
+		if (!v) {
+			o->oom = true;
+			return;
+		}
+		o->files = v;
+		o->cap = o->cap ? o->cap * 2 : 16;
+	}
+	o->files[o->n++] = file;
+}
 
 static void collect_owned_by(void *arg, const struct po_file *f)
 {
-	struct owned_by *o = arg;
-	if (f->owner != o->owner)
-		return;
-	if (o->n == o->cap) {
-		o->cap = o->cap ? o->cap * 2 : 16;
-		if (!(o->files = realloc(o->files, o->cap * sizeof *o->files)))
-			abort();
-	}
-	o->files[o->n++] = f->file;
+	struct file_ids *o = arg;
+	if (f->owner == o->owner)
+		add_file_id(o, f->file);
+}
+
+/* owner's files: the same list on every member, or none at all. */
+static struct file_ids owned_by(struct replica *r, uint64_t owner)
+{
+	struct file_ids o = {.owner = owner};
+	po_walk(r->owners, collect_owned_by, &o);
+	if (o.oom)
+		abort(); /* a copy that differs from the others' would answer differently */
+	return o;
 }
 
 /* A failed owner is recovered: its files' locks went with it, the calls held back go on
  * (in file order, the same everywhere). */
 static void release_failed_owner(struct cs *cs, struct replica *r, uint64_t owner)
 {
-	struct owned_by o = {.owner = owner};
-	po_walk(r->owners, collect_owned_by, &o);
+	struct file_ids o = owned_by(r, owner);
 	if (o.n)
 		qsort(o.files, o.n, sizeof *o.files, cmp_u64);
 	for (size_t i = 0; i < o.n; i++)
@@ -751,14 +779,8 @@ static void take_state(struct cs *cs, struct replica *r, const PlockOp *op)
 	if (!f || f->owner != op->owner || !f->frozen)
 		return;
 	if (op->owner != cs->owner) /* the owner's copy has them already */
-		for (size_t i = 0; i < op->n_state; i++) {
-			const SnapshotPlock *p = op->state[i];
-			struct pl_lock l = {.file = p->file, .node = p->owner, .owner = p->lock_owner,
-					    .start = p->start, .end = p->end, .pid = p->pid,
-					    .type = (enum pl_type)p->type};
-			if (pl_restore(r->plocks, &l, p->has_waiting_reqid ? p->waiting_reqid : 0))
-				abort();
-		}
+		for (size_t i = 0; i < op->n_state; i++)
+			restore_plock(r, op->state[i]);
 	release_owned(cs, r, f);
 }
 
@@ -920,8 +942,7 @@ static void on_deliver(cpg_handle_t h, const struct cpg_name *group, uint32_t no
  * ranges, so the F_SETLKs held back on them fail now (as later ones do at once). */
 static void fail_nowait_on_owned(struct cs *cs, struct replica *r, uint64_t owner)
 {
-	struct owned_by o = {.owner = owner};
-	po_walk(r->owners, collect_owned_by, &o);
+	struct file_ids o = owned_by(r, owner);
 	for (size_t i = 0; i < o.n; i++) {
 		struct po_file *f = po_find(r->owners, o.files[i]);
 		for (struct po_call *c; (c = po_take_nowait(f)); free(c))
@@ -1405,6 +1426,14 @@ static enum pl_type pl_type_of(int fcntl_type)
 	return fcntl_type == F_RDLCK ? PL_RD : fcntl_type == F_WRLCK ? PL_WR : PL_UN;
 }
 
+/* A lock of this member's in the table's terms.  cs->lock held. */
+static struct pl_lock our_pl_lock(const struct cs *cs, const struct cfslock_plock *l)
+{
+	return (struct pl_lock){.file = l->file, .node = cs->owner, .owner = l->owner,
+				.start = l->start, .end = l->end, .pid = l->pid,
+				.type = pl_type_of(l->type)};
+}
+
 /* The replica if this member owns file and may answer calls on it from its own copy, or
  * NULL.  cs->lock held. */
 static struct replica *owning(struct cs *cs, const char *space, uint64_t file)
@@ -1433,9 +1462,7 @@ static int cs_plock(struct cfslock_space *s, const struct cfslock_plock *l, bool
 	pthread_mutex_lock(&cs->lock);
 	struct replica *r = owning(cs, s->name, l->file);
 	if (r) { /* ours: no message */
-		struct pl_lock pl = {.file = l->file, .node = cs->owner, .owner = l->owner,
-				     .start = l->start, .end = l->end, .pid = l->pid,
-				     .type = pl_type_of(l->type)};
+		struct pl_lock pl = our_pl_lock(cs, l);
 		bool listed = add_req(cs, reqid, l->file, done, arg) != NULL;
 		int rc = listed ? pl_set(r->plocks, reqid, &pl, wait) : 0;
 		if (rc)
@@ -1536,35 +1563,20 @@ static int want_files(struct cs *cs, const char *space, const uint64_t *files, s
 	return rc ? rc : w.status;
 }
 
-struct others_files {
-	uint64_t me, *files;
-	size_t n, cap;
-	bool oom;
-};
-
+/* Files whose locks our copy does not have: another's, or ours on their way out. */
 static void collect_others(void *arg, const struct po_file *f)
 {
-	struct others_files *o = arg;
-	if ((f->owner == o->me && !f->frozen) || o->oom)
-		return;
-	if (o->n == o->cap) {
-		uint64_t *v = realloc(o->files, (o->cap ? o->cap * 2 : 16) * sizeof *v);
-		if (!v) {
-			o->oom = true;
-			return;
-		}
-		o->files = v;
-		o->cap = o->cap ? o->cap * 2 : 16;
-	}
-	o->files[o->n++] = f->file;
+	struct file_ids *o = arg;
+	if (f->owner != o->owner || f->frozen)
+		add_file_id(o, f->file);
 }
 
 /* Bring the locks of file (every file if 0) that another member owns into our copy. */
 static int want_others_files(struct cs *cs, const char *space, uint64_t file)
 {
-	struct others_files o = {0};
+	struct file_ids o = {0};
 	pthread_mutex_lock(&cs->lock);
-	o.me = cs->owner;
+	o.owner = cs->owner;
 	struct replica *r = replica(cs, space, false);
 	const struct po_file *f = r && file ? po_find(r->owners, file) : NULL;
 	if (f)
@@ -1586,9 +1598,7 @@ static int cs_plock_get(struct cfslock_space *s, const struct cfslock_plock *l,
 		return rc;
 	pthread_mutex_lock(&cs->lock);
 	struct replica *r = replica(cs, s->name, false);
-	struct pl_lock probe = {.file = l->file, .node = cs->owner, .owner = l->owner,
-				.start = l->start, .end = l->end, .pid = l->pid,
-				.type = pl_type_of(l->type)}, h;
+	struct pl_lock probe = our_pl_lock(cs, l), h;
 	bool found = r && pl_get(r->plocks, &probe, &h);
 	pthread_mutex_unlock(&cs->lock);
 	if (found) {
