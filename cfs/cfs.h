@@ -103,7 +103,7 @@ struct cfs_status {
 	char lockproto[16];
 	uint32_t node_id;                /* this node's cluster id (0 with local locks) */
 	uint64_t lock_messages;          /* lock messages this mount sent to other nodes */
-	uint64_t locks_cached, locks_given_back; /* grants cached now; given back past the limit */
+	uint64_t locks_cached, locks_given_back; /* grants kept now (inode glocks too); given back past the limit */
 	uint32_t lock_cache_limit;
 	uint32_t nmounted;               /* nodes that have it mounted, by slot */
 	uint32_t mounted_slot[CFS_STATUS_MAX_NODES], mounted_node[CFS_STATUS_MAX_NODES];

@@ -182,15 +182,24 @@ static int write_unwritten(struct cfs_fs *fs, const struct piece *pc, const uint
  * had it meanwhile. */
 static int open_inode_locked(struct cfs_fs *fs, uint64_t ino, int mode, struct cfs_inode **ip)
 {
-	int rc = cfs_glock_hold(fs, &fs->meta, mode);
+	int rc = cfs_meta_hold(fs, mode);
 	if (rc)
 		return rc;
 	rc = cfs_iget(fs, ino, ip);
 	if (!rc && !(*ip)->nopen)
 		rc = -EBADF;
+	if (!rc)
+		rc = cfs_iglock_hold(fs, (*ip)->ino); /* for the I/O without fs->lock */
 	if (rc)
 		cfs_glock_unhold(fs, &fs->meta);
 	return rc;
+}
+
+/* What open_inode_locked took (fs->lock held). */
+static void unlock_inode(struct cfs_fs *fs, struct cfs_inode *ip)
+{
+	cfs_iglock_unhold(fs, ip->ino);
+	cfs_glock_unhold(fs, &fs->meta);
 }
 
 /* Which in-memory inode to take the I/O lock of, before fs->lock (the lock order): an open
@@ -222,11 +231,10 @@ bool cfs_keep_cache(struct cfs_fs *fs, uint64_t ino)
 {
 	pthread_mutex_lock(&fs->lock);
 	struct cfs_inode *ip = cfs_icache_find(fs, ino);
-	uint64_t epoch = __atomic_load_n(&fs->glock_epoch, __ATOMIC_ACQUIRE);
-	/* One node: nobody else changes the file. */
-	bool keep = !fs->cluster || (ip && ip->kcache_epoch == epoch);
+	/* One node: nobody else changes the file.  A cluster: nobody did if its glock stayed. */
+	bool keep = !fs->cluster || (ip && ip->kcache_epoch == ip->lock_gone);
 	if (ip) {
-		ip->kcache_epoch = epoch;
+		ip->kcache_epoch = ip->lock_gone;
 		ip->kernel_pages = true;
 	}
 	pthread_mutex_unlock(&fs->lock);
@@ -263,7 +271,7 @@ void cfs_set_invalidate(struct cfs_fs *fs, cfs_invalidate_fn fn, void *arg)
 static int relock(struct cfs_fs *fs, struct cfs_inode *ip, int mode)
 {
 	ip->pins++; /* fetching the glock may drop the caches */
-	int rc = cfs_glock_hold(fs, &fs->meta, mode);
+	int rc = cfs_meta_hold(fs, mode);
 	if (!rc && (rc = cfs_irefresh(fs, ip)))
 		cfs_glock_unhold(fs, &fs->meta);
 	ip->pins--;
@@ -392,7 +400,7 @@ int64_t cfs_read(struct cfs_fs *fs, uint64_t ino, void *buf, uint64_t size, uint
 	 * mount needs no second trip through fs->lock per read. */
 	if (held && fs->cluster) {
 		pthread_mutex_lock(&fs->lock);
-		cfs_glock_unhold(fs, &fs->meta);
+		unlock_inode(fs, ip);
 		pthread_mutex_unlock(&fs->lock);
 	}
 	pthread_rwlock_unlock(&ip->io);
@@ -474,7 +482,7 @@ int64_t cfs_write(struct cfs_fs *fs, uint64_t ino, const void *buf, uint64_t siz
 			exclusive = true;
 		}
 		if (held)
-			cfs_glock_unhold(fs, &fs->meta);
+			unlock_inode(fs, ip);
 		pthread_mutex_unlock(&fs->lock);
 		pthread_rwlock_unlock(&ip->io);
 	}
@@ -516,10 +524,12 @@ int64_t cfs_write(struct cfs_fs *fs, uint64_t ino, const void *buf, uint64_t siz
 		rc = write_finish(fs, ip, &p, off + size, flags, changed_map);
 	if (shared_glock)
 		cfs_shared_write_end(fs);
-	if (held)
+	if (held) {
+		cfs_iglock_unhold(fs, ip->ino);
 		cfs_op_end(fs);
-	else
+	} else {
 		cfs_op_boundary(fs);
+	}
 	pthread_rwlock_unlock(&ip->io);
 	free(p.v);
 	if (rc)
@@ -562,7 +572,7 @@ int64_t cfs_seek_data(struct cfs_fs *fs, uint64_t ino, uint64_t off, bool hole)
 	rc = open_inode_locked(fs, ino, CFSLOCK_PR, &ip);
 	int64_t at = rc ? rc : off >= ip->d.size ? -ENXIO : seek_data_or_hole(fs, ip, off, hole);
 	if (!rc)
-		cfs_glock_unhold(fs, &fs->meta);
+		unlock_inode(fs, ip);
 	pthread_mutex_unlock(&fs->lock);
 	pthread_rwlock_unlock(&ip->io);
 	return at;
@@ -663,6 +673,7 @@ int cfs_fallocate(struct cfs_fs *fs, uint64_t ino, int mode, uint64_t off, uint6
 	cfs_itouch(ip, true, true);
 	int w = cfs_iwrite(fs, ip);
 	rc = rc ? rc : w;
+	cfs_iglock_unhold(fs, ip->ino);
 	cfs_op_end(fs);
 	pthread_rwlock_unlock(&ip->io);
 	return rc;

@@ -154,6 +154,14 @@ int cfs_orphans_free(struct cfs_fs *fs, uint32_t slot)
 }
 
 /* ---- the committer: a transaction is on disk at most COMMIT_INTERVAL_MS after it began ---- */
+void cfs_committer_wake(struct cfs_fs *fs)
+{
+	pthread_mutex_lock(&fs->wish_lock);
+	fs->wake_pending = true;
+	pthread_cond_signal(&fs->commit_wake);
+	pthread_mutex_unlock(&fs->wish_lock);
+}
+
 static void *committer(void *arg)
 {
 	struct cfs_fs *fs = arg;
@@ -169,11 +177,20 @@ static void *committer(void *arg)
 		until.tv_nsec += (long)wait_ns;
 		until.tv_sec += until.tv_nsec / 1000000000L;
 		until.tv_nsec %= 1000000000L;
-		pthread_cond_timedwait(&fs->commit_wake, &fs->lock, &until);
+		/* Woken under wish_lock, not fs->lock: the lock manager's callbacks, which wake
+		 * it, cannot take fs->lock (a thread holding it may wait for their dispatch). */
+		pthread_mutex_unlock(&fs->lock);
+		pthread_mutex_lock(&fs->wish_lock);
+		if (!fs->wishes && !fs->wake_pending)
+			pthread_cond_timedwait(&fs->commit_wake, &fs->wish_lock, &until);
+		fs->wake_pending = false;
+		pthread_mutex_unlock(&fs->wish_lock);
+		pthread_mutex_lock(&fs->lock);
 		if (fs->txn.n && !fs->ro)
 			cfs_journal_commit(fs);
 		cfs_bcache_trim(fs);
-		cfs_glock_check(fs, &fs->meta); /* another node may be waiting for a lock nobody here uses */
+		cfs_iglock_act(fs); /* other nodes may be waiting for locks nobody here uses */
+		cfs_glock_check(fs, &fs->meta);
 	}
 	pthread_mutex_unlock(&fs->lock);
 	return NULL;
@@ -352,7 +369,7 @@ static int super_after_replay(struct cfs_fs *fs)
 static int start_fs(struct cfs_fs *fs)
 {
 	pthread_mutex_lock(&fs->lock);
-	int rc = cfs_glock_hold(fs, &fs->meta, CFSLOCK_EX);
+	int rc = cfs_meta_hold(fs, CFSLOCK_EX);
 	bool held = !rc;
 	if (rc)
 		cfs_set_error("metadata lock: %s", strerror(-rc));
@@ -378,6 +395,7 @@ int cfs_mount(struct cvm_volume *vol, const struct cfs_mount_opts *o, struct cfs
 		return -ENOMEM;
 	fs->vol = vol;
 	fs->lockfd = -1;
+	fs->journal_full = true; /* until emptied: what the last mount left is not known here */
 	fs->ro = o->ro;
 	fs->dboptimized = o->dboptimized;
 	fs->fence_program = o->fence_program;
@@ -434,13 +452,13 @@ int cfs_unmount(struct cfs_fs *fs)
 	cfs_recovery_stop(fs); /* it takes the glock for dead slots' orphans */
 	pthread_mutex_lock(&fs->lock);
 	fs->stopping = true;
-	pthread_cond_signal(&fs->commit_wake);
+	cfs_committer_wake(fs);
 	pthread_mutex_unlock(&fs->lock);
 	pthread_join(fs->committer, NULL);
 	pthread_mutex_lock(&fs->lock);
 	/* The kernel's references are gone with the mount: unlinked inodes go now (on a cluster
 	 * under the glock EX, read again: another node may have changed or freed them). */
-	int rc = fs->ro ? 0 : cfs_glock_hold(fs, &fs->meta, CFSLOCK_EX);
+	int rc = fs->ro ? 0 : cfs_meta_hold(fs, CFSLOCK_EX);
 	bool held = !fs->ro && !rc;
 	for (size_t i = 0; i < CFS_ICACHE_BUCKETS && !rc; i++)
 		for (struct cfs_inode *ip = fs->ihash[i], *n; ip && !rc; ip = n) {
@@ -527,7 +545,8 @@ void cfs_status(struct cfs_fs *fs, struct cfs_status *st)
 	if (fs->cluster) {
 		size_t cached;
 		cfslock_cache_counts(fs->locks, &cached, &st->locks_given_back);
-		st->locks_cached = cached;
+		st->locks_cached = cached + fs->iglocks_granted;
+		st->locks_given_back += fs->iglocks_given_back;
 		st->lock_cache_limit = fs->lock_cache_limit;
 		cfslock_dump(fs->space, add_mounted, st);
 		st->fenced = cfs_fenced(fs);

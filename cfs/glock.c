@@ -51,11 +51,11 @@ uint64_t cfs_now_ns(void)
 static bool still_held_for_use(struct cfs_fs *fs, const struct cfs_glock *gl)
 {
 	uint64_t now = cfs_now_ns(), until = gl->granted_ns + HOLD_NS;
-	if (!fs->cluster || now >= until || now - gl->last_use_ns >= IDLE_NS)
+	if (!fs->cluster || gl != &fs->meta || now >= until || now - gl->last_use_ns >= IDLE_NS)
 		return false;
 	if (fs->hold_until_ns != until) { /* the committer may be asleep for a second */
 		fs->hold_until_ns = until;
-		pthread_cond_signal(&fs->commit_wake);
+		cfs_committer_wake(fs);
 	}
 	return true;
 }
@@ -68,7 +68,10 @@ static void glock_wanted(void *arg, struct cfslock *lk, int mode)
 	int prev = __atomic_load_n(&gl->wanted, __ATOMIC_ACQUIRE);
 	if (mode > prev)
 		__atomic_store_n(&gl->wanted, mode, __ATOMIC_RELEASE);
-	pthread_cond_signal(&gl->fs->commit_wake); /* the committer acts on it if nobody else does */
+	if (gl->inode)
+		cfs_iglock_wanted(gl->fs, gl); /* queued for the committer */
+	else
+		cfs_committer_wake(gl->fs); /* it acts on it if nobody else does */
 }
 
 int cfs_glock_new(struct cfs_fs *fs, struct cfs_glock *gl, const char *name,
@@ -98,12 +101,16 @@ static int glock_sync(struct cfs_fs *fs)
 	int rc = cfs_journal_commit(fs);
 	if (rc || fs->ro)
 		return rc; /* keep the lock: what we changed is not on disk */
+	if (!fs->journal_full)
+		return 0; /* emptied at an earlier let-go, nothing committed since */
 	rc = cfs_journal_clear(fs->vol, &fs->sb, fs->slot, fs->jseq);
 	if (!rc)
 		rc = cvm_volume_flush(fs->vol);
 	if (rc)
 		cfs_log(fs, "slot %u: journal could not be emptied (%s): keeping the lock",
 			fs->slot, strerror(-rc));
+	else
+		fs->journal_full = false;
 	return rc;
 }
 
@@ -134,16 +141,19 @@ static void lost_quorum(struct cfs_fs *fs)
 	cfs_fence(fs, "this node lost quorum");
 }
 
-/* Ask for the grant with fs->lock released (see the top of this file). */
-static int glock_request(struct cfs_fs *fs, struct cfs_glock *gl, int mode, unsigned flags)
+/* Ask for the grant, with fs->lock released if release (see the top of this file). */
+static int glock_request(struct cfs_fs *fs, struct cfs_glock *gl, int mode, unsigned flags,
+			 bool release)
 {
 	/* Nothing is held now: a wish recorded from here on is about the grant we ask for (it
 	 * can arrive before this thread sees the grant). */
 	__atomic_store_n(&gl->wanted, -1, __ATOMIC_RELEASE);
 	gl->requesting = true;
-	pthread_mutex_unlock(&fs->lock);
+	if (release)
+		pthread_mutex_unlock(&fs->lock);
 	int rc = cfslock_request_sync(gl->lk, mode, flags);
-	pthread_mutex_lock(&fs->lock);
+	if (release)
+		pthread_mutex_lock(&fs->lock);
 	gl->requesting = false;
 	pthread_cond_broadcast(&fs->glock_cond);
 	if (rc == -CFSLOCK_ENOQUORUM)
@@ -160,10 +170,15 @@ static int glock_request(struct cfs_fs *fs, struct cfs_glock *gl, int mode, unsi
 	return gl->ops->go_granted ? gl->ops->go_granted(fs, gl) : 0;
 }
 
+int cfs_glock_request(struct cfs_fs *fs, struct cfs_glock *gl, int mode, bool release)
+{
+	return glock_request(fs, gl, mode, 0, release);
+}
+
 int cfs_glock_hold(struct cfs_fs *fs, struct cfs_glock *gl, int mode)
 {
 	if (!fs->cluster) /* one node: taken EX once and kept, nobody to count holders for */
-		return gl->mode >= 0 ? 0 : glock_request(fs, gl, CFSLOCK_EX, 0);
+		return gl->mode >= 0 ? 0 : glock_request(fs, gl, CFSLOCK_EX, 0, true);
 	for (;;) {
 		if (cfs_fenced(fs))
 			return -EIO; /* what this node has cached may be another node's now */
@@ -178,7 +193,7 @@ int cfs_glock_hold(struct cfs_fs *fs, struct cfs_glock *gl, int mode)
 		} else {
 			int rc = gl->mode >= 0 ? glock_let_go(fs, gl, -1) : 0;
 			if (!rc)
-				rc = glock_request(fs, gl, mode, 0);
+				rc = glock_request(fs, gl, mode, 0, true);
 			if (rc)
 				return cfs_lock_errno(rc);
 		}
@@ -192,7 +207,7 @@ int cfs_glock_try_hold(struct cfs_fs *fs, struct cfs_glock *gl, int mode)
 	if (gl->requesting || gl->mode >= 0 || cfs_fenced(fs))
 		return -EAGAIN; /* not worth a wait: the caller can do without */
 	/* The holders in the way hear of it, and a holder that only caches it gives it up. */
-	int rc = glock_request(fs, gl, mode, CFSLOCK_NOQUEUE | CFSLOCK_NOQUEUEBAST);
+	int rc = glock_request(fs, gl, mode, CFSLOCK_NOQUEUE | CFSLOCK_NOQUEUEBAST, true);
 	if (!rc)
 		gl->holders++;
 	return cfs_lock_errno(rc);
@@ -228,21 +243,20 @@ void cfs_glock_unhold(struct cfs_fs *fs, struct cfs_glock *gl)
 
 /* ---- the metadata glock ---- */
 
-/* Nobody may free what this node has open once it lets go (see iopen.c). */
 static int meta_go_unlock(struct cfs_fs *fs, struct cfs_glock *gl)
 {
 	(void)gl;
-	return cfs_iopen_before_let_go(fs);
+	fs->opens_refused_ns = 0; /* "opens" is worth asking for again in the next tenure */
+	return 0;
 }
 
-/* Forget everything read under the grant. */
+/* Forget what was read under the grant.  In-memory inodes have their own glocks; their
+ * blocks are read again from disk, where the last node to change them put them. */
 static void meta_go_invalidate(struct cfs_fs *fs, struct cfs_glock *gl)
 {
 	(void)gl;
 	cfs_bcache_drop(fs);
-	cfs_icache_invalidate(fs);
 	fs->caches_stale = true;
-	__atomic_add_fetch(&fs->glock_epoch, 1, __ATOMIC_RELEASE);
 }
 
 /* Other nodes allocated and freed meanwhile, and one may have grown the filesystem: the
@@ -306,6 +320,8 @@ static void quorum_changed(void *arg, bool quorate)
 
 int cfs_glock_init(struct cfs_fs *fs, const char *proto)
 {
+	if (cfs_iglock_init(fs))
+		return -ENOMEM;
 	char space[64];
 	lockspace_name(fs, space, sizeof space);
 	fs->lock_events = (struct cfslock_events){
@@ -348,6 +364,7 @@ void cfs_glock_shutdown(struct cfs_fs *fs)
 		pthread_join(fs->dispatch, NULL);
 	fs->dispatching = false;
 	cfs_glock_free(&fs->meta);
+	cfs_iglock_shutdown(fs);
 	if (fs->space)
 		cfslock_space_close(fs->space);
 	if (fs->locks)
@@ -358,11 +375,18 @@ void cfs_glock_shutdown(struct cfs_fs *fs)
 
 /* ---- operations ---- */
 
+int cfs_meta_hold(struct cfs_fs *fs, int mode)
+{
+	int rc = cfs_glock_hold(fs, &fs->meta, mode);
+	if (!rc)
+		cfs_op_imode = mode;
+	return rc;
+}
+
 int cfs_op_begin(struct cfs_fs *fs, bool change)
 {
 	pthread_mutex_lock(&fs->lock);
-	int rc = change && fs->ro ? -EROFS
-				  : cfs_glock_hold(fs, &fs->meta, change ? CFSLOCK_EX : CFSLOCK_PR);
+	int rc = change && fs->ro ? -EROFS : cfs_meta_hold(fs, change ? CFSLOCK_EX : CFSLOCK_PR);
 	if (rc)
 		pthread_mutex_unlock(&fs->lock);
 	return rc;
@@ -373,6 +397,7 @@ void cfs_op_boundary(struct cfs_fs *fs)
 	if (fs->txn.n > fs->txn.limit / 2)
 		cfs_journal_commit(fs);
 	cfs_bcache_trim(fs);
+	cfs_iglock_act(fs);
 	cfs_glock_check(fs, &fs->meta);
 	pthread_mutex_unlock(&fs->lock);
 }

@@ -52,6 +52,7 @@ static struct cfs_inode *inode_new_mem(struct cfs_fs *fs, uint64_t ino)
 		return NULL;
 	ip->ino = ino;
 	ip->iopen_mode = -1;
+	ip->kcache_epoch = UINT64_MAX; /* the kernel's pages of a block's former inode: dropped */
 	pthread_rwlock_init(&ip->io, NULL);
 	struct cfs_inode **s = ihash_slot(fs, ino);
 	ip->hnext = *s;
@@ -189,6 +190,15 @@ uint64_t cfs_generation(struct cfs_fs *fs, uint64_t handle)
 	return gen;
 }
 
+/* The inode's glock in this operation's mode, before anything of it is read (a block that
+ * cannot be an inode needs none: reading it says ESTALE). */
+static int lock_inode(struct cfs_fs *fs, uint64_t blk)
+{
+	if (blk < fs->sb.ag_start || blk >= fs->sb.total_blocks)
+		return 0;
+	return cfs_iglock_get(fs, blk, cfs_op_imode);
+}
+
 /* Read again an inode cached under a glock grant given up since.  If another node freed it,
  * or freed it and made another inode in its block, it is dead here: ESTALE from now on, and
  * it leaves memory when nothing here holds it any more. */
@@ -196,10 +206,17 @@ int cfs_irefresh(struct cfs_fs *fs, struct cfs_inode *ip)
 {
 	if (ip->dead)
 		return -ESTALE;
+	ip->pins++; /* fs->lock may be released while the glock is asked for */
+	int rc = lock_inode(fs, ip->ino);
+	ip->pins--;
+	if (rc)
+		return rc;
+	if (ip->dead)
+		return -ESTALE;
 	if (!ip->stale)
 		return 0;
 	struct cfs_inode fresh = {.ino = ip->ino};
-	int rc = inode_read(fs, ip->ino, &fresh);
+	rc = inode_read(fs, ip->ino, &fresh);
 	if (!rc && fresh.d.generation != ip->d.generation)
 		rc = -ESTALE;
 	if (rc) {
@@ -239,12 +256,15 @@ int cfs_iget(struct cfs_fs *fs, uint64_t handle, struct cfs_inode **out)
 	*out = NULL; /* also on failure: callers put what they got on every way out */
 	uint64_t blk, tag;
 	handle_split(fs, handle, &blk, &tag);
+	int rc = lock_inode(fs, blk);
+	if (rc)
+		return rc;
 	struct cfs_inode *ip = cfs_icache_find(fs, handle);
 	if (!ip && tag && find_live(fs, blk))
 		return -ESTALE; /* another inode lives in the block now */
 	if (!ip)
 		return iget_new(fs, blk, tag, out);
-	int rc = cfs_irefresh(fs, ip);
+	rc = cfs_irefresh(fs, ip);
 	if (!rc)
 		*out = ip;
 	return rc;
@@ -252,9 +272,12 @@ int cfs_iget(struct cfs_fs *fs, uint64_t handle, struct cfs_inode **out)
 
 int cfs_iget_entry(struct cfs_fs *fs, uint64_t ino, struct cfs_inode **out)
 {
-	struct cfs_inode *ip = find_live(fs, ino);
 	*out = NULL;
-	int rc = ip ? cfs_irefresh(fs, ip) : -ESTALE;
+	int rc = lock_inode(fs, ino);
+	if (rc)
+		return rc;
+	struct cfs_inode *ip = find_live(fs, ino);
+	rc = ip ? cfs_irefresh(fs, ip) : -ESTALE;
 	if (!rc) {
 		*out = ip;
 		return 0;
@@ -266,19 +289,13 @@ int cfs_iget_entry(struct cfs_fs *fs, uint64_t ino, struct cfs_inode **out)
 	return iget_new(fs, ino, 0, out);
 }
 
-void cfs_icache_invalidate(struct cfs_fs *fs)
+size_t cfs_icache_find_all(struct cfs_fs *fs, uint64_t blk, struct cfs_inode **v, size_t max)
 {
-	for (size_t i = 0; i < CFS_ICACHE_BUCKETS; i++)
-		for (struct cfs_inode *ip = fs->ihash[i], *n; ip; ip = n) {
-			n = ip->hnext;
-			if (!ip->nlookup && !ip->nopen && !ip->pins && ip->ino != fs->sb.root_ino) {
-				cfs_iforget(fs, ip);
-				continue;
-			}
-			ip->stale = true;
-			if (fs->invalidate && S_ISREG(ip->d.mode) && !ip->dead)
-				fs->invalidate(fs->invalidate_arg, cfs_handle(fs, ip));
-		}
+	size_t n = 0;
+	for (struct cfs_inode *ip = *ihash_slot(fs, blk); ip && n < max; ip = ip->hnext)
+		if (ip->ino == blk)
+			v[n++] = ip;
+	return n;
 }
 
 static int write_chain(struct cfs_fs *fs, struct cfs_inode *ip)
@@ -346,6 +363,11 @@ int cfs_iwrite(struct cfs_fs *fs, struct cfs_inode *ip)
 {
 	if (fs->ro)
 		return -EROFS;
+	if (cfs_iglock_mode(fs, ip->ino) != CFSLOCK_EX) {
+		cfs_log(fs, "inode %llu: written without its glock EX: refused",
+			(unsigned long long)ip->ino);
+		return -EIO;
+	}
 	int rc = write_chain(fs, ip);
 	struct cfs_buf *b;
 	if (rc || (rc = cfs_bread(fs, ip->ino, CFS_B_INODE, ip->ino, &b)))
@@ -389,7 +411,8 @@ int cfs_ialloc(struct cfs_fs *fs, uint64_t near, uint32_t mode, uint32_t uid, ui
 	if (rc)
 		return rc;
 	struct cfs_buf *b;
-	if ((rc = cfs_bnew(fs, blk, CFS_B_INODE, blk, &b))) {
+	if ((rc = cfs_iglock_get(fs, blk, CFSLOCK_EX)) ||
+	    (rc = cfs_bnew(fs, blk, CFS_B_INODE, blk, &b))) {
 		cfs_free(fs, blk, 1);
 		return rc;
 	}
@@ -457,7 +480,8 @@ int cfs_iput_check(struct cfs_fs *fs, struct cfs_inode *ip)
 	int rc = ip->times_dirty && ip->d.nlink ? cfs_iwrite(fs, ip) : 0;
 	/* On a cluster only under the glock EX: a node that sees it unlinked under PR lets it go
 	 * (the last node to close it frees it, iopen.c). */
-	if (ip->d.nlink == 0 && !fs->ro && (!fs->cluster || fs->meta.mode == CFSLOCK_EX))
+	if (ip->d.nlink == 0 && !fs->ro && (!fs->cluster || (fs->meta.mode == CFSLOCK_EX &&
+	    cfs_iglock_mode(fs, ip->ino) == CFSLOCK_EX)))
 		rc = cfs_iopen_unlinked(fs, ip);
 	cfs_iforget(fs, ip);
 	return rc;

@@ -148,7 +148,8 @@ struct cfs_inode {
 	/* cluster: the open lock (iopen.c), PR while open here past a let-go of the glock */
 	struct cfslock *iopen;
 	int iopen_mode; /* granted mode, -1 none */
-	uint64_t kcache_epoch; /* glock epoch at the last open: the kernel's pages are valid */
+	uint64_t lock_gone;    /* times its glock went while it was in memory */
+	uint64_t kcache_epoch; /* lock_gone at the last open: the kernel's pages are valid */
 	bool kernel_pages;     /* opened without O_DIRECT: the kernel may cache pages of it */
 };
 
@@ -173,9 +174,8 @@ int cfs_ifree(struct cfs_fs *fs, struct cfs_inode *ip);
 void cfs_iforget(struct cfs_fs *fs, struct cfs_inode *ip);
 /* Call fn for every in-memory inode (fn must not take inodes out of memory). */
 void cfs_icache_each(struct cfs_fs *fs, void (*fn)(struct cfs_fs *, struct cfs_inode *));
-/* The glock is going: inodes nobody holds leave memory, the others are read again at their
- * next use; cfsd hears of every regular file the kernel may cache pages of. */
-void cfs_icache_invalidate(struct cfs_fs *fs);
+/* Up to max in-memory inodes of block blk (a dead one and the live one); how many. */
+size_t cfs_icache_find_all(struct cfs_fs *fs, uint64_t blk, struct cfs_inode **v, size_t max);
 /* The in-memory inode a handle names, dead or not, as it is (no read, no glock needed). */
 struct cfs_inode *cfs_icache_find(struct cfs_fs *fs, uint64_t handle);
 void cfs_icache_destroy(struct cfs_fs *fs);
@@ -197,8 +197,9 @@ int cfs_ext_fill(struct cfs_fs *fs, struct cfs_inode *ip, uint64_t lblk, uint64_
 uint64_t cfs_ext_bmap(const struct cfs_inode *ip, uint64_t lblk, bool *unwritten);
 
 /* ---- who frees an unlinked inode on a cluster (iopen.c) ---- */
-/* The glock is about to go: take the open lock of every file open here. */
-int cfs_iopen_before_let_go(struct cfs_fs *fs);
+/* Its glock is about to go: take its open lock if it is open here (fs->iopen_error says if
+ * that failed). */
+void cfs_iopen_before_let_go(struct cfs_fs *fs, struct cfs_inode *ip);
 /* The last open here ended: its open lock goes. */
 void cfs_iopen_closed(struct cfs_fs *fs, struct cfs_inode *ip);
 /* The inode leaves memory. */
@@ -295,6 +296,13 @@ struct cfs_glock {
 	bool requesting;     /* a thread waits for a grant, fs->lock released */
 	uint64_t granted_ns; /* when the grant came (cfs_now_ns) */
 	uint64_t last_use_ns; /* when a holder last let go */
+	/* inode glocks (iglock.c) */
+	bool inode;
+	uint64_t blk;                         /* the first block it covers */
+	struct cfs_glock *hnext;              /* the table's chain */
+	struct cfs_glock *wnext;              /* wishes queued for the committer */
+	struct cfs_glock *lru_prev, *lru_next; /* granted ones, least recently used first */
+	bool queued;                          /* on the wish queue (atomic) */
 };
 
 /* ---- the mounted filesystem ---- */
@@ -331,11 +339,18 @@ struct cfs_fs {
 	bool cluster;               /* a lock protocol other than local */
 	struct cfslock_client *locks;
 	struct cfslock_space *space;
-	struct cfs_glock meta;      /* all metadata, in this version (glock.c) */
+	struct cfs_glock meta;      /* the namespace and allocation, in this version (glock.c) */
+	struct cfs_glock **iglocks; /* inode glocks by block (iglock.c) */
+	struct cfs_glock iglock_lru; /* list head: granted inode glocks, oldest use first */
+	size_t iglocks_granted;
+	uint64_t iglocks_given_back; /* past lock_cache_limit */
+	pthread_mutex_t wish_lock;  /* the wish queue and the committer's wake-up (fs.c) */
+	struct cfs_glock *wishes;   /* filled by the lock manager's callbacks */
+	bool wake_pending;
+	bool journal_full;          /* the journal may hold a transaction: empty it at a let-go */
 	struct cfslock *slot_lock;  /* EX while this node owns its slot's journal */
 	bool caches_stale;          /* the group summaries must be read again */
 	uint64_t hold_until_ns;     /* a wish waits for the minimum hold time till then */
-	uint64_t glock_epoch;       /* bumped each time the caches are dropped (atomic) */
 	pthread_cond_t glock_cond;  /* a glock's holders or request changed */
 	pthread_t dispatch;
 	bool dispatching;
@@ -376,6 +391,8 @@ struct cfs_fs {
 };
 
 /* ---- orphans and the metadata lock (fs.c, glock.c) ---- */
+/* Wake the committer thread (any thread, fs->lock held or not). */
+void cfs_committer_wake(struct cfs_fs *fs);
 int cfs_orphan_add(struct cfs_fs *fs, struct cfs_inode *ip);
 int cfs_orphan_remove(struct cfs_fs *fs, struct cfs_inode *ip);
 /* Is this lock resource a slot lock ("slot-N")?  Then *slot is N. */
@@ -438,6 +455,34 @@ void cfs_glock_unhold(struct cfs_fs *fs, struct cfs_glock *gl);
 int cfs_glock_try_hold(struct cfs_fs *fs, struct cfs_glock *gl, int mode);
 /* Act on another node's wish for gl if nothing here holds it. */
 void cfs_glock_check(struct cfs_fs *fs, struct cfs_glock *gl);
+/* Ask for the grant (fs->lock held; released meanwhile if release). */
+int cfs_glock_request(struct cfs_fs *fs, struct cfs_glock *gl, int mode, bool release);
+/* Hold the metadata glock (cfs_glock_hold) and make mode this thread's inode glock mode. */
+int cfs_meta_hold(struct cfs_fs *fs, int mode);
+
+/* ---- inode glocks (iglock.c) ---- */
+/* Blocks one glock covers: inodes made together (a node allocates in its own groups, a file's
+ * data near its inode) share a lock, so an untar, or another node's first look at the tree,
+ * asks once per span rather than once per file.  The price is false sharing between the
+ * files of a span, which mostly belong to one node. */
+#define CFS_IGLOCK_SPAN 64u
+/* The mode this thread's operation asks inode glocks in: its metadata glock mode. */
+extern _Thread_local int cfs_op_imode;
+int cfs_iglock_init(struct cfs_fs *fs);
+void cfs_iglock_shutdown(struct cfs_fs *fs);
+/* Have the glock covering inode blk granted here in at least mode (fs->lock held, and the metadata glock
+ * in mode or EX).  It stays while fs->lock is held; past that, only while held. */
+int cfs_iglock_get(struct cfs_fs *fs, uint64_t blk, int mode);
+/* The granted mode here, -1 none (CFSLOCK_EX on one node). */
+int cfs_iglock_mode(struct cfs_fs *fs, uint64_t blk);
+/* Keep a granted inode glock across a stretch without fs->lock (data I/O). */
+int cfs_iglock_hold(struct cfs_fs *fs, uint64_t blk);
+void cfs_iglock_unhold(struct cfs_fs *fs, uint64_t blk);
+/* The lock manager's blocking callback for an inode glock (any thread). */
+void cfs_iglock_wanted(struct cfs_fs *fs, struct cfs_glock *gl);
+/* Act on queued wishes, and give up the oldest grants past the cache limit (fs->lock held). */
+void cfs_iglock_act(struct cfs_fs *fs);
+
 /* Begin and end every public operation: the filesystem lock, a hold of the metadata glock
  * (PR to look, EX to change), the transaction's size, the cache's size.  An operation that
  * took its holds itself ends with cfs_op_boundary (everything but the unhold). */

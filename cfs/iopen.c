@@ -3,13 +3,13 @@
  *
  * Each inode has a cluster lock "o<block>.<generation>" (a new inode in a freed block is another
  * resource, so nothing said about the old one holds up the new one), and the filesystem has one
- * lock "opens".  Only a node holding the metadata glock EX unlinks or frees, and while a node
- * holds the glock (PR or EX) nobody else holds it EX.  So a node needs the open locks only when
- * it lets the glock go: then it takes the inode's lock PR for every file it has open, and
- * "opens" PR if it has any, and keeps them until those files are closed here.  A node working
- * alone sends no message for them.
+ * lock "opens".  Only a node holding the inode's glock EX unlinks or frees it, and while a node
+ * holds an inode's glock (PR or EX) nobody else holds it EX.  So a node needs the open lock
+ * only when it lets the inode's glock go with the file open: then it takes the inode's lock
+ * PR, and "opens" PR, and keeps them until the file is closed here.  A node working alone
+ * sends no message for them.
  *
- * A node under the glock EX frees an unlinked inode nothing of its own holds any more if no
+ * A node under the inode's glock EX frees an unlinked inode nothing of its own holds any more if no
  * other node has it open: "opens" EX granted without waiting (nobody has anything open; the
  * grant is kept, so a node removing files alone asks once; a node keeping it from earlier frees
  * is told, and gives it back for the next try), or the inode's lock EX without waiting.
@@ -18,7 +18,8 @@
  * back before it looks again: the last one finds no holder and frees it.
  *
  * Nobody ever waits for an open lock EX: it is only asked for without waiting, by the holder
- * of the glock EX.  So the PR requests of a node letting the glock go (made with fs->lock held)
+ * of the inode's glock EX, and let go (or left to the library's cache) before anything else
+ * is waited for.  So the PR requests of a node letting a glock go (made with fs->lock held)
  * wait at most for a kept "opens" grant, which the lock library gives back on its own. */
 #include "cfs/internal.h"
 
@@ -100,17 +101,11 @@ static void hold_if_open(struct cfs_fs *fs, struct cfs_inode *ip)
 	fs->iopen_count++;
 }
 
-int cfs_iopen_before_let_go(struct cfs_fs *fs)
+void cfs_iopen_before_let_go(struct cfs_fs *fs, struct cfs_inode *ip)
 {
-	if (!fs->cluster)
-		return 0;
-	fs->iopen_error = 0;
-	fs->opens_refused_ns = 0; /* asked again in the next tenure */
-	cfs_icache_each(fs, hold_if_open);
-	int rc = fs->iopen_error;
-	if (!rc && fs->iopen_count)
-		rc = opens_share(fs);
-	return cfs_lock_errno(rc);
+	hold_if_open(fs, ip);
+	if (!fs->iopen_error && fs->iopen_count)
+		fs->iopen_error = opens_share(fs);
 }
 
 void cfs_iopen_closed(struct cfs_fs *fs, struct cfs_inode *ip)
@@ -149,7 +144,7 @@ static int orphans_forget(struct cfs_fs *fs, struct cfs_inode *ip)
 	return rc;
 }
 
-/* Free an unlinked inode nobody has open (its lock EX here), metadata glock EX held. */
+/* Free an unlinked inode nobody has open (its lock EX here), its glock EX held. */
 static int free_unlinked(struct cfs_fs *fs, struct cfs_inode *ip)
 {
 	int rc = cfs_ifree(fs, ip);
@@ -197,12 +192,15 @@ int cfs_iopen_unlinked(struct cfs_fs *fs, struct cfs_inode *ip)
 	bool by_opens;
 	int rc = nobody_else_has_it(fs, ip, &by_opens);
 	if (!rc) {
-		rc = free_unlinked(fs, ip);
-		ip->dead = !rc; /* its block is free: what still names it here gets ESTALE */
+		/* Nobody else has it open, and nobody opens it again without its glock, which we
+		 * hold EX: the open locks go before the free, which may wait for other glocks (an
+		 * orphan list's), while a node letting one of those go may ask for them PR. */
 		if (by_opens)
 			cfslock_release(fs->opens); /* kept: the next unlink asks nobody */
 		else
 			iopen_unlock(fs, ip);
+		rc = free_unlinked(fs, ip);
+		ip->dead = !rc; /* its block is free: what still names it here gets ESTALE */
 		return rc;
 	}
 	if (rc == -EAGAIN)

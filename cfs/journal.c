@@ -191,6 +191,7 @@ int cfs_journal_commit(struct cfs_fs *fs)
 	fs->stats.commits++;
 	fs->stats.commit_blocks += n;
 	fs->jseq++;
+	fs->journal_full = true;
 	cfs_bcache_committed(fs);
 	fs->npending = 0;
 	return 0;

@@ -94,7 +94,10 @@ static void describe(struct cfs_fs *fs, const char *r, struct cfs_lock_info *l)
 	else if (!strcmp(r, "pagecache"))
 		snprintf(l->object, sizeof l->object, "page cache (PR normal mount, CW shared "
 			 "direct writes)");
-	else if (!strcmp(r, "opens"))
+	else if (sscanf(r, "i%" SCNx64 "%c", &a, &tail) == 1) {
+		snprintf(l->object, sizeof l->object, "inodes in blocks %" PRIu64 "-%" PRIu64
+			 " (PR to read, EX to change)", a, a + CFS_IGLOCK_SPAN - 1);
+	} else if (!strcmp(r, "opens"))
 		snprintf(l->object, sizeof l->object, "open files of removed inodes");
 	else if (sscanf(r, "f%" SCNx64 ".%" SCNx64 "%c", &a, &b, &tail) == 2) {
 		l->ino = handle_block(fs, a);
@@ -185,6 +188,7 @@ static bool hold_meta_briefly(struct cfs_fs *fs)
 			pthread_mutex_lock(&fs->lock);
 		}
 		rc = cfs_glock_try_hold(fs, &fs->meta, CFSLOCK_PR);
+		cfs_op_imode = CFSLOCK_PR;
 	}
 	pthread_mutex_unlock(&fs->lock);
 	return rc == 0;

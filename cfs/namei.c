@@ -106,8 +106,11 @@ int cfs_lookup(struct cfs_fs *fs, uint64_t parent, const char *name, struct stat
 		ino = dir->ino == fs->sb.root_ino ? dir->ino : dir->d.parent;
 	else if (!rc)
 		rc = cfs_dir_lookup(fs, dir, name, &ino, NULL);
-	if (!rc)
+	if (!rc) {
+		dir->pins++; /* the child's glock may be asked for with fs->lock released */
 		rc = cfs_iget_entry(fs, ino, &ip);
+		dir->pins--;
+	}
 	if (!rc) {
 		ip->nlookup++;
 		cfs_fill_stat(fs, ip, st);

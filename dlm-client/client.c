@@ -319,10 +319,14 @@ static int wait_sync(struct cfslock *lk)
 {
 	struct cfslock_client *c = lk->s->c;
 	pthread_mutex_lock(&c->dispatch_lock);
+	/* Short, and shorter at first: another thread may have dispatched our completion (and
+	 * drained the event fd), and most completions come within a few milliseconds. */
+	int wait_ms = 1;
 	while (!lk->sync_done) {
 		struct pollfd p = {.fd = c->efd, .events = POLLIN};
 		pthread_mutex_unlock(&c->dispatch_lock);
-		poll(&p, 1, 10); /* short: another thread may have dispatched our completion */
+		poll(&p, 1, wait_ms);
+		wait_ms = wait_ms < 8 ? wait_ms * 2 : 10;
 		pthread_mutex_lock(&c->dispatch_lock);
 		dispatch_locked(c);
 	}

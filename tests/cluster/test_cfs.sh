@@ -137,6 +137,20 @@ check "a page node 2 keeps mapped is replaced after node 1 rewrites the file" \
 check "an open on node 2 after node 1 rewrote it (same size and mtime) reads the new data" \
 	on 2 bash -c "[ \"\$(head -c 4 '$(M 2)/stamped')\" = BBBB ]"
 
+# ---- what another node changes elsewhere leaves this node's caches of other files alone ----
+# Inode glocks: node 1's creates and removes in another directory take the metadata glock and
+# their own inodes' glocks, not the glock of a file node 2 reads, so node 2 keeps its pages.
+# (With one glock for everything, node 2 read the whole file from the LUNs again.)
+on 1 bash -c "head -c 4194304 /dev/urandom >'$(M 1)/kept' && sync '$(M 1)/kept' && mkdir '$(M 1)/elsewhere'"
+on 2 cat "$(M 2)/kept" >/dev/null
+r0=$(status_of 2 read_bytes)
+on 1 bash -c "for i in \$(seq 20); do echo \$i >'$(M 1)/elsewhere/'\$i; done; rm '$(M 1)/elsewhere/'1*"
+on 2 cat "$(M 2)/kept" >"$T/kept.2"
+r1=$(status_of 2 read_bytes)
+check "node 2 reads a file from its page cache after node 1 changed other files ($((r1 - r0)) bytes from cfsd)" \
+	[ $((r1 - r0)) -lt 1048576 ]
+check "and what it read is the file" on 1 cmp "$T/kept.2" "$(M 1)/kept"
+
 # ---- shared writable mmap: msync on node 3, a new mapping on node 1 ----
 on 3 python3 -c '
 import mmap, os, sys

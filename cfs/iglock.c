@@ -1,0 +1,312 @@
+/* Inode glocks: a cluster lock per span of CFS_IGLOCK_SPAN blocks, "i<first block>" (GFS2's inode
+ * glocks, for a few inodes at once), PR to read and cache the inodes in it and every block
+ * they own (extent chain, xattr block, a directory's buckets), EX to change them.  Named by
+ * block number, not generation: the generation is known only once the block is read, and
+ * reading it without its lock can catch another node's write.
+ *
+ * What it buys: when another node changes the filesystem, this node forgets only the inodes
+ * that node touched; every other in-memory inode, and the kernel's pages and attributes of
+ * it, stay valid.  The metadata glock still covers the namespace and allocation in this
+ * version (docs/cfs-cluster.md, "Per-object glocks"): every change holds it EX, so
+ *   - under the metadata glock EX nobody else holds any inode glock (only caches it, and
+ *     gives it up when asked): a request here may wait with fs->lock held, which keeps this
+ *     node's other operations off the objects of a half-done change;
+ *   - under the metadata glock PR nothing changes anywhere: an inode glock is asked for PR
+ *     only, and with fs->lock released (as the metadata glock is), since another node's
+ *     committer may need to give up an inode glock this node waits for while our committer
+ *     must give up one that node waits for.
+ * An operation does not hold inode glocks: fs->lock, held from an operation's first look at
+ * an inode to its end, keeps them from being given up.  Data I/O, which runs without fs->lock,
+ * holds its inode's glock (cfs_iglock_hold) from mapping to completion.
+ *
+ * The lock manager's blocking callback queues the glock; the committer thread or the next
+ * operation boundary acts on it once nothing here holds it (sync, open lock, forget the
+ * inode, unlock).  Granted glocks are kept in least-recently-used order and given up past the
+ * mount's lock_cache limit, so a walk of a big tree leaves a bounded number behind. */
+#include "cfs/internal.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define IGLOCK_BUCKETS 16384u
+static uint64_t span_of(uint64_t blk)
+{
+	return blk & ~(uint64_t)(CFS_IGLOCK_SPAN - 1);
+}
+
+_Thread_local int cfs_op_imode = CFSLOCK_PR;
+
+static struct cfs_glock **bucket(struct cfs_fs *fs, uint64_t blk)
+{
+	return &fs->iglocks[(blk * 0x9E3779B97F4A7C15ull) >> 50 & (IGLOCK_BUCKETS - 1)];
+}
+
+static struct cfs_glock *find(struct cfs_fs *fs, uint64_t blk)
+{
+	for (struct cfs_glock *gl = *bucket(fs, blk); gl; gl = gl->hnext)
+		if (gl->blk == blk)
+			return gl;
+	return NULL;
+}
+
+/* ---- least recently used order of granted glocks ---- */
+
+static void lru_remove(struct cfs_fs *fs, struct cfs_glock *gl)
+{
+	if (!gl->lru_prev)
+		return;
+	gl->lru_prev->lru_next = gl->lru_next;
+	gl->lru_next->lru_prev = gl->lru_prev;
+	gl->lru_prev = gl->lru_next = NULL;
+	fs->iglocks_granted--;
+}
+
+static void lru_touch(struct cfs_fs *fs, struct cfs_glock *gl)
+{
+	if (gl->lru_prev)
+		lru_remove(fs, gl);
+	struct cfs_glock *head = &fs->iglock_lru;
+	gl->lru_prev = head->lru_prev;
+	gl->lru_next = head;
+	head->lru_prev->lru_next = gl;
+	head->lru_prev = gl;
+	fs->iglocks_granted++;
+}
+
+/* ---- the glock type's operations ---- */
+
+/* fn for every in-memory inode the glock covers (fn may take it out of memory). */
+static void each_inode_of(struct cfs_fs *fs, const struct cfs_glock *gl,
+			  void (*fn)(struct cfs_fs *, struct cfs_inode *))
+{
+	for (uint64_t blk = gl->blk; blk < gl->blk + CFS_IGLOCK_SPAN; blk++) {
+		struct cfs_inode *v[8];
+		size_t n = cfs_icache_find_all(fs, blk, v, 8);
+		for (size_t i = 0; i < n; i++)
+			fn(fs, v[i]);
+	}
+}
+
+static int inode_go_unlock(struct cfs_fs *fs, struct cfs_glock *gl)
+{
+	fs->iopen_error = 0;
+	each_inode_of(fs, gl, cfs_iopen_before_let_go);
+	return cfs_lock_errno(fs->iopen_error);
+}
+
+/* Read again at its next use; out of memory now if nothing here refers to it.  The kernel
+ * drops its pages of it, and does not keep them at the next open (cfs_keep_cache). */
+static void forget_inode(struct cfs_fs *fs, struct cfs_inode *ip)
+{
+	if (!ip->nlookup && !ip->nopen && !ip->pins && ip->ino != fs->sb.root_ino) {
+		cfs_iforget(fs, ip);
+		return;
+	}
+	ip->stale = true;
+	ip->lock_gone++;
+	if (fs->invalidate && S_ISREG(ip->d.mode) && !ip->dead)
+		fs->invalidate(fs->invalidate_arg, cfs_handle(fs, ip));
+}
+
+static void inode_go_invalidate(struct cfs_fs *fs, struct cfs_glock *gl)
+{
+	lru_remove(fs, gl);
+	each_inode_of(fs, gl, forget_inode);
+}
+
+static const struct cfs_glock_ops inode_glops = {
+	.go_unlock = inode_go_unlock,
+	.go_invalidate = inode_go_invalidate,
+};
+
+/* ---- the table ---- */
+
+static struct cfs_glock *get(struct cfs_fs *fs, uint64_t blk)
+{
+	struct cfs_glock *gl = find(fs, blk);
+	if (gl)
+		return gl;
+	if (!(gl = malloc(sizeof *gl)))
+		return NULL;
+	char name[24];
+	snprintf(name, sizeof name, "i%" PRIx64, blk);
+	if (cfs_glock_new(fs, gl, name, &inode_glops)) {
+		free(gl);
+		return NULL;
+	}
+	gl->blk = blk;
+	gl->inode = true;
+	struct cfs_glock **b = bucket(fs, blk);
+	gl->hnext = *b;
+	*b = gl;
+	return gl;
+}
+
+/* Out of the table once nothing is granted, asked for or held. */
+static void put(struct cfs_fs *fs, struct cfs_glock *gl)
+{
+	if (gl->mode >= 0 || gl->holders || gl->requesting ||
+	    __atomic_load_n(&gl->queued, __ATOMIC_ACQUIRE))
+		return;
+	for (struct cfs_glock **p = bucket(fs, gl->blk); *p; p = &(*p)->hnext)
+		if (*p == gl) {
+			*p = gl->hnext;
+			break;
+		}
+	cfs_glock_free(gl); /* no callback names it from here on */
+	pthread_mutex_lock(&fs->wish_lock);
+	for (struct cfs_glock **p = &fs->wishes; *p; p = &(*p)->wnext)
+		if (*p == gl) { /* queued by a callback that ran just before the free */
+			*p = gl->wnext;
+			break;
+		}
+	pthread_mutex_unlock(&fs->wish_lock);
+	free(gl);
+}
+
+int cfs_iglock_init(struct cfs_fs *fs)
+{
+	pthread_mutex_init(&fs->wish_lock, NULL);
+	fs->iglock_lru.lru_prev = fs->iglock_lru.lru_next = &fs->iglock_lru;
+	if (!fs->cluster)
+		return 0;
+	fs->iglocks = calloc(IGLOCK_BUCKETS, sizeof *fs->iglocks);
+	return fs->iglocks ? 0 : -ENOMEM;
+}
+
+void cfs_iglock_shutdown(struct cfs_fs *fs)
+{
+	if (fs->iglocks)
+		for (size_t i = 0; i < IGLOCK_BUCKETS; i++)
+			for (struct cfs_glock *gl = fs->iglocks[i], *n; gl; gl = n) {
+				n = gl->hnext;
+				cfs_glock_free(gl);
+				free(gl);
+			}
+	free(fs->iglocks);
+	fs->iglocks = NULL;
+	fs->wishes = NULL;
+	pthread_mutex_destroy(&fs->wish_lock);
+}
+
+/* ---- asking ---- */
+
+int cfs_iglock_get(struct cfs_fs *fs, uint64_t blk, int mode)
+{
+	if (!fs->cluster)
+		return 0;
+	if (mode == CFSLOCK_EX && fs->meta.mode != CFSLOCK_EX) {
+		cfs_log(fs, "inode %" PRIu64 ": EX asked for without the metadata lock EX", blk);
+		return -EIO; /* a bug: two nodes could wait for each other */
+	}
+	struct cfs_glock *gl = get(fs, span_of(blk));
+	if (!gl)
+		return -ENOMEM;
+	int rc = 0;
+	while (!rc) {
+		if (cfs_fenced(fs)) {
+			rc = -EIO;
+		} else if (gl->requesting) { /* another thread asks, fs->lock released */
+			gl->holders++;
+			pthread_cond_wait(&fs->glock_cond, &fs->lock);
+			gl->holders--;
+		} else if (gl->mode >= mode) {
+			lru_touch(fs, gl);
+			return 0;
+		} else {
+			/* EX over a PR granted here is a conversion: nobody else holds the lock
+			 * under our metadata EX.  PR is asked for with fs->lock released (see the
+			 * top of this file). */
+			bool release = fs->meta.mode != CFSLOCK_EX;
+			rc = cfs_glock_request(fs, gl, mode, release);
+		}
+	}
+	put(fs, gl);
+	return rc;
+}
+
+int cfs_iglock_mode(struct cfs_fs *fs, uint64_t blk)
+{
+	if (!fs->cluster)
+		return CFSLOCK_EX;
+	struct cfs_glock *gl = find(fs, span_of(blk));
+	return gl && !gl->requesting ? gl->mode : -1;
+}
+
+int cfs_iglock_hold(struct cfs_fs *fs, uint64_t blk)
+{
+	if (!fs->cluster)
+		return 0;
+	struct cfs_glock *gl = find(fs, span_of(blk));
+	if (!gl || gl->mode < 0)
+		return -EIO; /* callers hold it after cfs_iglock_get, under the same fs->lock */
+	gl->holders++;
+	return 0;
+}
+
+void cfs_iglock_unhold(struct cfs_fs *fs, uint64_t blk)
+{
+	if (!fs->cluster)
+		return;
+	struct cfs_glock *gl = find(fs, span_of(blk));
+	if (!gl)
+		return;
+	cfs_glock_unhold(fs, gl);
+	put(fs, gl);
+}
+
+/* ---- giving up ---- */
+
+void cfs_iglock_wanted(struct cfs_fs *fs, struct cfs_glock *gl)
+{
+	pthread_mutex_lock(&fs->wish_lock);
+	if (!gl->queued) {
+		__atomic_store_n(&gl->queued, true, __ATOMIC_RELEASE);
+		gl->wnext = fs->wishes;
+		fs->wishes = gl;
+	}
+	pthread_cond_signal(&fs->commit_wake);
+	pthread_mutex_unlock(&fs->wish_lock);
+}
+
+void cfs_iglock_act(struct cfs_fs *fs)
+{
+	if (!fs->cluster)
+		return;
+	/* Taken off as a whole; each stays marked queued while it is acted on, so that a wish
+	 * arriving meanwhile does not link it into the new list under our walk. */
+	pthread_mutex_lock(&fs->wish_lock);
+	struct cfs_glock *list = fs->wishes;
+	fs->wishes = NULL;
+	pthread_mutex_unlock(&fs->wish_lock);
+	for (struct cfs_glock *gl = list, *n; gl; gl = n) {
+		n = gl->wnext;
+		cfs_glock_check(fs, gl);
+		pthread_mutex_lock(&fs->wish_lock);
+		__atomic_store_n(&gl->queued, false, __ATOMIC_RELEASE);
+		pthread_mutex_unlock(&fs->wish_lock);
+		if (__atomic_load_n(&gl->wanted, __ATOMIC_ACQUIRE) >= 0 && !gl->holders)
+			cfs_iglock_wanted(fs, gl); /* came while we acted, or could not be acted on */
+		put(fs, gl);
+	}
+	/* Past the limit (which the lock library's own cached grants count towards), the least
+	 * recently used go as if another node had asked. */
+	size_t library_cached;
+	uint64_t given_back;
+	cfslock_cache_counts(fs->locks, &library_cached, &given_back);
+	struct cfs_glock *head = &fs->iglock_lru;
+	for (struct cfs_glock *gl = head->lru_next, *n; gl != head &&
+	     fs->iglocks_granted + library_cached > fs->lock_cache_limit; gl = n) {
+		n = gl->lru_next;
+		if (gl->holders || gl->requesting)
+			continue;
+		__atomic_store_n(&gl->wanted, CFSLOCK_EX, __ATOMIC_RELEASE);
+		cfs_glock_check(fs, gl);
+		fs->iglocks_given_back += gl->mode < 0;
+		put(fs, gl);
+	}
+}
+
