@@ -148,7 +148,7 @@ static struct cfs_glock *get(struct cfs_fs *fs, uint64_t blk)
 /* Out of the table once nothing is granted, asked for or held. */
 static void put(struct cfs_fs *fs, struct cfs_glock *gl)
 {
-	if (gl->mode >= 0 || gl->holders || gl->requesting ||
+	if (gl->mode >= 0 || gl->holders || gl->waiters || gl->requesting ||
 	    __atomic_load_n(&gl->queued, __ATOMIC_ACQUIRE))
 		return;
 	for (struct cfs_glock **p = bucket(fs, gl->blk); *p; p = &(*p)->hnext)
@@ -210,9 +210,9 @@ int cfs_iglock_get(struct cfs_fs *fs, uint64_t blk, int mode)
 		if (cfs_fenced(fs)) {
 			rc = -EIO;
 		} else if (gl->requesting) { /* another thread asks, fs->lock released */
-			gl->holders++;
+			gl->waiters++; /* not a holder: a wish acted on meanwhile must not be lost */
 			pthread_cond_wait(&fs->glock_cond, &fs->lock);
-			gl->holders--;
+			gl->waiters--;
 		} else if (gl->mode >= mode) {
 			lru_touch(fs, gl);
 			return 0;

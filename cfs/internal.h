@@ -303,6 +303,7 @@ struct cfs_glock {
 	struct cfs_glock *wnext;              /* wishes queued for the committer */
 	struct cfs_glock *lru_prev, *lru_next; /* granted ones, least recently used first */
 	bool queued;                          /* on the wish queue (atomic) */
+	unsigned waiters;                     /* threads waiting for another's request */
 };
 
 /* ---- the mounted filesystem ---- */
