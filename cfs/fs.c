@@ -181,7 +181,7 @@ static void *committer(void *arg)
 		 * it, cannot take fs->lock (a thread holding it may wait for their dispatch). */
 		pthread_mutex_unlock(&fs->lock);
 		pthread_mutex_lock(&fs->wish_lock);
-		if (!fs->wishes && !fs->wake_pending)
+		if (!fs->wake_pending) /* every wish that wants action now set it */
 			pthread_cond_timedwait(&fs->commit_wake, &fs->wish_lock, &until);
 		fs->wake_pending = false;
 		pthread_mutex_unlock(&fs->wish_lock);

@@ -51,7 +51,7 @@ uint64_t cfs_now_ns(void)
 static bool still_held_for_use(struct cfs_fs *fs, const struct cfs_glock *gl)
 {
 	uint64_t now = cfs_now_ns(), until = gl->granted_ns + HOLD_NS;
-	if (!fs->cluster || gl != &fs->meta || now >= until || now - gl->last_use_ns >= IDLE_NS)
+	if (!fs->cluster || gl->inode || now >= until || now - gl->last_use_ns >= IDLE_NS)
 		return false;
 	if (fs->hold_until_ns != until) { /* the committer may be asleep for a second */
 		fs->hold_until_ns = until;
@@ -60,18 +60,24 @@ static bool still_held_for_use(struct cfs_fs *fs, const struct cfs_glock *gl)
 	return true;
 }
 
-static void glock_wanted(void *arg, struct cfslock *lk, int mode)
+/* Record another node's wish; wake the committer to act on it now, or (a let-go that failed)
+ * leave it to the committer's next round rather than retry at once for ever. */
+static void record_wish(struct cfs_glock *gl, int mode, bool wake)
 {
-	(void)lk;
-	struct cfs_glock *gl = arg;
 	/* The widest demand wins: a PR wish upgraded by a later EX wish means drop. */
 	int prev = __atomic_load_n(&gl->wanted, __ATOMIC_ACQUIRE);
 	if (mode > prev)
 		__atomic_store_n(&gl->wanted, mode, __ATOMIC_RELEASE);
 	if (gl->inode)
-		cfs_iglock_wanted(gl->fs, gl); /* queued for the committer */
-	else
+		cfs_iglock_wanted(gl->fs, gl, wake); /* queued for the committer */
+	else if (wake)
 		cfs_committer_wake(gl->fs); /* it acts on it if nobody else does */
+}
+
+static void glock_wanted(void *arg, struct cfslock *lk, int mode)
+{
+	(void)lk;
+	record_wish(arg, mode, true);
 }
 
 int cfs_glock_new(struct cfs_fs *fs, struct cfs_glock *gl, const char *name,
@@ -227,7 +233,7 @@ void cfs_glock_check(struct cfs_fs *fs, struct cfs_glock *gl)
 		return; /* a stale wish: PR is compatible with PR */
 	int to = wanted == CFSLOCK_PR ? CFSLOCK_PR : -1;
 	if (glock_let_go(fs, gl, to))
-		glock_wanted(gl, gl->lk, wanted); /* kept: try again at the next boundary */
+		record_wish(gl, wanted, false); /* kept: try again at the next round */
 }
 
 void cfs_glock_unhold(struct cfs_fs *fs, struct cfs_glock *gl)

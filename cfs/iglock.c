@@ -260,7 +260,7 @@ void cfs_iglock_unhold(struct cfs_fs *fs, uint64_t blk)
 
 /* ---- giving up ---- */
 
-void cfs_iglock_wanted(struct cfs_fs *fs, struct cfs_glock *gl)
+void cfs_iglock_wanted(struct cfs_fs *fs, struct cfs_glock *gl, bool wake)
 {
 	pthread_mutex_lock(&fs->wish_lock);
 	if (!gl->queued) {
@@ -268,7 +268,10 @@ void cfs_iglock_wanted(struct cfs_fs *fs, struct cfs_glock *gl)
 		gl->wnext = fs->wishes;
 		fs->wishes = gl;
 	}
-	pthread_cond_signal(&fs->commit_wake);
+	if (wake) {
+		fs->wake_pending = true;
+		pthread_cond_signal(&fs->commit_wake);
+	}
 	pthread_mutex_unlock(&fs->wish_lock);
 }
 
@@ -288,8 +291,12 @@ void cfs_iglock_act(struct cfs_fs *fs)
 		pthread_mutex_lock(&fs->wish_lock);
 		__atomic_store_n(&gl->queued, false, __ATOMIC_RELEASE);
 		pthread_mutex_unlock(&fs->wish_lock);
-		if (__atomic_load_n(&gl->wanted, __ATOMIC_ACQUIRE) >= 0 && !gl->holders)
-			cfs_iglock_wanted(fs, gl); /* came while we acted, or could not be acted on */
+		/* A wish that came while we acted (its callback woke the committer already), or
+		 * one that could not be acted on: looked at again in the next round.  One for a
+		 * grant already given up is stale; one that waits for holders is their unhold's. */
+		bool live = gl->mode >= 0 || gl->requesting;
+		if (live && !gl->holders && __atomic_load_n(&gl->wanted, __ATOMIC_ACQUIRE) >= 0)
+			cfs_iglock_wanted(fs, gl, false);
 		put(fs, gl);
 	}
 	/* Past the limit (which the lock library's own cached grants count towards), the least

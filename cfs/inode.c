@@ -199,24 +199,17 @@ static int lock_inode(struct cfs_fs *fs, uint64_t blk)
 	return cfs_iglock_get(fs, blk, cfs_op_imode);
 }
 
-/* Read again an inode cached under a glock grant given up since.  If another node freed it,
- * or freed it and made another inode in its block, it is dead here: ESTALE from now on, and
- * it leaves memory when nothing here holds it any more. */
-int cfs_irefresh(struct cfs_fs *fs, struct cfs_inode *ip)
+/* Read again an inode cached under a glock grant given up since (its glock held now).  If
+ * another node freed it, or freed it and made another inode in its block, it is dead here:
+ * ESTALE from now on, and it leaves memory when nothing here holds it any more. */
+static int refresh_locked(struct cfs_fs *fs, struct cfs_inode *ip)
 {
-	if (ip->dead)
-		return -ESTALE;
-	ip->pins++; /* fs->lock may be released while the glock is asked for */
-	int rc = lock_inode(fs, ip->ino);
-	ip->pins--;
-	if (rc)
-		return rc;
 	if (ip->dead)
 		return -ESTALE;
 	if (!ip->stale)
 		return 0;
 	struct cfs_inode fresh = {.ino = ip->ino};
-	rc = inode_read(fs, ip->ino, &fresh);
+	int rc = inode_read(fs, ip->ino, &fresh);
 	if (!rc && fresh.d.generation != ip->d.generation)
 		rc = -ESTALE;
 	if (rc) {
@@ -232,6 +225,16 @@ int cfs_irefresh(struct cfs_fs *fs, struct cfs_inode *ip)
 	ip->ext_cap = fresh.ext_cap;
 	ip->stale = false;
 	return 0;
+}
+
+int cfs_irefresh(struct cfs_fs *fs, struct cfs_inode *ip)
+{
+	if (ip->dead)
+		return -ESTALE;
+	ip->pins++; /* fs->lock may be released while the glock is asked for */
+	int rc = lock_inode(fs, ip->ino);
+	ip->pins--;
+	return rc ? rc : refresh_locked(fs, ip);
 }
 
 static int iget_new(struct cfs_fs *fs, uint64_t blk, uint64_t tag, struct cfs_inode **out)
@@ -264,7 +267,7 @@ int cfs_iget(struct cfs_fs *fs, uint64_t handle, struct cfs_inode **out)
 		return -ESTALE; /* another inode lives in the block now */
 	if (!ip)
 		return iget_new(fs, blk, tag, out);
-	rc = cfs_irefresh(fs, ip);
+	rc = refresh_locked(fs, ip);
 	if (!rc)
 		*out = ip;
 	return rc;
@@ -277,7 +280,7 @@ int cfs_iget_entry(struct cfs_fs *fs, uint64_t ino, struct cfs_inode **out)
 	if (rc)
 		return rc;
 	struct cfs_inode *ip = find_live(fs, ino);
-	rc = ip ? cfs_irefresh(fs, ip) : -ESTALE;
+	rc = ip ? refresh_locked(fs, ip) : -ESTALE;
 	if (!rc) {
 		*out = ip;
 		return 0;

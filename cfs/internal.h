@@ -479,8 +479,8 @@ int cfs_iglock_mode(struct cfs_fs *fs, uint64_t blk);
 /* Keep a granted inode glock across a stretch without fs->lock (data I/O). */
 int cfs_iglock_hold(struct cfs_fs *fs, uint64_t blk);
 void cfs_iglock_unhold(struct cfs_fs *fs, uint64_t blk);
-/* The lock manager's blocking callback for an inode glock (any thread). */
-void cfs_iglock_wanted(struct cfs_fs *fs, struct cfs_glock *gl);
+/* Queue an inode glock another node wants for the committer, waking it if wake (any thread). */
+void cfs_iglock_wanted(struct cfs_fs *fs, struct cfs_glock *gl, bool wake);
 /* Act on queued wishes, and give up the oldest grants past the cache limit (fs->lock held). */
 void cfs_iglock_act(struct cfs_fs *fs);
 

@@ -180,6 +180,7 @@ static int find_paths(struct cfs_fs *fs, struct table *t)
 static bool hold_meta_briefly(struct cfs_fs *fs)
 {
 	pthread_mutex_lock(&fs->lock);
+	cfs_op_imode = CFSLOCK_PR; /* the walk's inode glocks */
 	int rc = -EAGAIN;
 	for (int i = 0; i < 10 && rc == -EAGAIN; i++) {
 		if (i) {
@@ -188,7 +189,6 @@ static bool hold_meta_briefly(struct cfs_fs *fs)
 			pthread_mutex_lock(&fs->lock);
 		}
 		rc = cfs_glock_try_hold(fs, &fs->meta, CFSLOCK_PR);
-		cfs_op_imode = CFSLOCK_PR;
 	}
 	pthread_mutex_unlock(&fs->lock);
 	return rc == 0;
