@@ -185,13 +185,16 @@ static int open_inode_locked(struct cfs_fs *fs, uint64_t ino, int mode, struct c
 	int rc = cfs_meta_hold(fs, mode);
 	if (rc)
 		return rc;
-	rc = cfs_iget(fs, ino, ip);
-	if (!rc && !(*ip)->nopen)
+	struct cfs_inode *got; /* *ip stays the caller's (its I/O lock is held) on failure */
+	rc = cfs_iget(fs, ino, &got);
+	if (!rc && !got->nopen)
 		rc = -EBADF;
 	if (!rc)
-		rc = cfs_iglock_hold(fs, (*ip)->ino); /* for the I/O without fs->lock */
+		rc = cfs_iglock_hold(fs, got->ino); /* for the I/O without fs->lock */
 	if (rc)
 		cfs_glock_unhold(fs, &fs->meta);
+	else
+		*ip = got;
 	return rc;
 }
 
