@@ -616,6 +616,7 @@ static void take_snapshot(struct cs *cs, const Snapshot *s)
 
 /* ---- applying the ordered stream ---- */
 static void release_failed_owner(struct cs *cs, struct replica *r, uint64_t owner);
+static bool forgotten_failed_owner(struct cs *cs, uint64_t owner);
 
 static void apply_op(struct cs *cs, const LockOp *op)
 {
@@ -641,6 +642,7 @@ static void apply_op(struct cs *cs, const LockOp *op)
 		lt_recovery_done(r->table, op->lkid);
 		pl_drop(r->plocks, op->lkid, 0, 0, true);
 		release_failed_owner(cs, r, op->lkid);
+		(void)forgotten_failed_owner(cs, op->lkid); /* else the list only ever grows */
 		break;
 	default: break;
 	}
@@ -951,6 +953,24 @@ static void fail_nowait_on_owned(struct cs *cs, struct replica *r, uint64_t owne
 	free(o.files);
 }
 
+/* A failed owner with no lock left in any table: no recovery will look for it (recoveries
+ * find the dead by their recovering locks), so whatever else it had goes now: its record
+ * locks and the files it owned, whose held-back calls go on. */
+static bool forgotten_failed_owner(struct cs *cs, uint64_t owner)
+{
+	for (struct replica *r = cs->replicas; r; r = r->next)
+		if (lt_node_holds(r->table, owner))
+			return false;
+	for (struct replica *r = cs->replicas; r; r = r->next) {
+		pl_drop(r->plocks, owner, 0, 0, true);
+		release_failed_owner(cs, r, owner);
+	}
+	for (size_t i = 0; i < cs->nfailed; i++)
+		if (cs->failed[i] == owner)
+			cs->failed[i--] = cs->failed[--cs->nfailed];
+	return true;
+}
+
 static void member_left(struct cs *cs, uint32_t nodeid, uint32_t pid)
 {
 	struct member *m = member(cs, nodeid, pid);
@@ -960,11 +980,14 @@ static void member_left(struct cs *cs, uint32_t nodeid, uint32_t pid)
 	*m = cs->members[--cs->nmembers];
 	if (owner && !owner_failed(cs, owner) && cs->nfailed < MAX_MEMBERS) {
 		cs->failed[cs->nfailed++] = owner;
-		for (struct replica *r = cs->replicas; r; r = r->next) {
+		for (struct replica *r = cs->replicas; r; r = r->next)
 			lt_node_failed(r->table, owner);
-			pl_drop(r->plocks, owner, 0, 0, false); /* what it holds goes at recovery */
-			fail_nowait_on_owned(cs, r, owner);
-		}
+		/* A clean unmount let go of every lock: it owned files all the same. */
+		if (!forgotten_failed_owner(cs, owner))
+			for (struct replica *r = cs->replicas; r; r = r->next) {
+				pl_drop(r->plocks, owner, 0, 0, false); /* they go at recovery */
+				fail_nowait_on_owned(cs, r, owner);
+			}
 	}
 	if (members_on_node(cs, nodeid) == 0)
 		cfslock_deliver_membership(cs->c, nodeid, false);

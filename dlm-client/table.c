@@ -498,6 +498,15 @@ void lt_recovery_done(struct lt_table *t, uint64_t node)
 	free(rs);
 }
 
+bool lt_node_holds(const struct lt_table *t, uint64_t node)
+{
+	for (size_t b = 0; b < t->nbuckets; b++)
+		for (const struct lt_lock *l = t->lock_buckets[b]; l; l = l->hnext)
+			if (l->node == node)
+				return true;
+	return false;
+}
+
 size_t lt_count(const struct lt_table *t)
 {
 	return t->nlocks;

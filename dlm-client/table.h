@@ -81,6 +81,8 @@ struct lt_lock_info {
 typedef void (*lt_visit_fn)(void *arg, const struct lt_lock_info *info);
 void lt_walk(const struct lt_table *t, lt_visit_fn visit, void *arg);
 size_t lt_count(const struct lt_table *t);
+/* Does node have any lock in the table (granted, converting, waiting, recovering)? */
+bool lt_node_holds(const struct lt_table *t, uint64_t node);
 
 /* Rebuild: add a lock exactly as a walk reported it (for state transfer to a joining node);
  * lkid 0 restores only the resource's value block. */

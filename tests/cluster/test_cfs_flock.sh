@@ -166,6 +166,7 @@ pcounter() { counted "$1" plock0 pcounter "$PL_INCREMENTS" fcntl; }
 at_once "$PL_INCREMENTS increments by each of 2 processes under F_SETLKW" pcounter
 counter_is pcounter $((3 * 2 * PL_INCREMENTS))
 P() { local n=$1; shift; on "$n" python3 "$HERE/plock_tool.py" "$1" "$(M "$n")/plock" "${@:2}"; }
+P2() { local n=$1; shift; on "$n" timeout 20 python3 "$HERE/plock_tool.py" "$1" "$(M "$n")/plock2" "${@:2}"; }
 # pholds NODE START LEN r|w: a process on NODE holds the range until $T/release appears.
 pholds() {
 	on "$1" python3 "$HERE/plock_tool.py" hold "$(M "$1")/plock" "$2" "$3" "$4" "$T/held.p$1" "$T/release" &
@@ -187,9 +188,14 @@ m1=$(status_of 1 lock_messages)
 check "2000 fcntl lock+unlock pairs on node 1 alone sent $((m1 - m0)) lock messages (want at most 3)" \
 	test $((m1 - m0)) -le 3
 check "node 1 write-locks bytes 0-99" pholds 1 0 100 w
-# A node that joins learns who owns what from the others' snapshot.
+# A node that joins learns who owns what from the others' snapshot.  Node 2 owns plock2 when
+# it unmounts: a clean unmount holds no lock for a recovery to find, so its files go at once.
+on 1 touch "$(M 1)/plock2"
+check "node 2 locks plock2 alone (and so owns it)" bash -c "[ \"\$(cat)\" = granted ]" <<<"$(P2 2 try 0 1 w)"
 remount() { umount_on "$1" && mount_on "$1"; }
 check "node 2 mounts again while node 1 owns the file's locks" remount 2
+check "node 3 write-locks plock2, which node 2 owned when it unmounted" \
+	bash -c "[ \"\$(cat)\" = granted ]" <<<"$(P2 3 try 0 0 w)"
 check "F_SETLK of byte 50 on node 2 fails while node 1 holds it" bash -c "[ \"\$(cat)\" = busy ]" <<<"$(P 2 try 50 1 r)"
 check "F_SETLK of bytes 100-199 on node 2 is granted (disjoint)" bash -c "[ \"\$(cat)\" = granted ]" <<<"$(P 2 try 100 100 w)"
 check "F_GETLK on node 3 names node 1's write lock, pid 0 (another node's)" \

@@ -188,7 +188,9 @@ Test(table, failed_node_locks_stay_until_recovery)
 	cr_assert_eq(lt_request(t, 1, 3, "other", 5, CFSLOCK_PR, 0), 0);
 	R(2, 1, CFSLOCK_PR, 0); /* waits for node 1's EX */
 	cr_assert_eq(lt_request(t, 1, 4, "res", 3, CFSLOCK_PR, 0), 0); /* node 1 waiting too */
+	cr_assert(lt_node_holds(t, 1));
 	lt_node_failed(t, 1);
+	cr_assert(lt_node_holds(t, 1), "its granted locks stay, recovering");
 	cr_assert_not(granted(2, 1, CFSLOCK_PR), "granted over a recovering EX");
 	cr_assert_eq(lt_request(t, 2, 2, "other", 5, CFSLOCK_PR, 0), 0);
 	cr_assert(granted(2, 2, CFSLOCK_PR), "a compatible lock is granted beside recovering PR");
@@ -197,6 +199,7 @@ Test(table, failed_node_locks_stay_until_recovery)
 	cr_assert_not_null(e, "not granted after recovery");
 	cr_assert_not(e->lvb_valid, "an LVB under a dead writer must read as invalid");
 	cr_assert_eq(lt_count(t), 2);
+	cr_assert_not(lt_node_holds(t, 1), "nothing of node 1 is left for a recovery");
 }
 
 /* ---- randomized: invariants, and the same stream gives the same events ---- */
