@@ -62,6 +62,8 @@ static int regular_inode(struct cfs_fs *fs, uint64_t ino, struct cfs_inode **ip)
 		rc = -EINVAL;
 	if (!rc && !(*ip)->nopen)
 		rc = -EBADF;
+	if (!rc) /* clients write anywhere in what they map */
+		rc = cfs_iflags_may_change(*ip);
 	return rc;
 }
 

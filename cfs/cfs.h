@@ -172,7 +172,13 @@ int cfs_rename(struct cfs_fs *fs, uint64_t parent, const char *name, uint64_t ne
 /* cr NULL, here and below: the filesystem itself asks, set-ID bits stay. */
 int cfs_setattr(struct cfs_fs *fs, uint64_t ino, const struct stat *attr, unsigned to_set,
 		const struct cfs_cred *cr, struct stat *out);
-int cfs_open(struct cfs_fs *fs, uint64_t ino);
+/* chattr(1) flags, as Linux's FS_*_FL: immutable, append-only, nodump, noatime.  Setting
+ * others: -EOPNOTSUPP; by neither the owner nor root, or immutable or append-only by anyone
+ * but root: -EPERM.  cr NULL: the filesystem itself. */
+int cfs_get_iflags(struct cfs_fs *fs, uint64_t ino, uint32_t *flags);
+int cfs_set_iflags(struct cfs_fs *fs, uint64_t ino, uint32_t flags, const struct cfs_cred *cr);
+/* flags: open(2)'s; -EPERM if the inode flags forbid them (writes to an immutable file). */
+int cfs_open(struct cfs_fs *fs, uint64_t ino, int flags);
 int cfs_release(struct cfs_fs *fs, uint64_t ino);
 /* flock(2) on a cluster mount, for the open file description owner (flock.c).  Returns 1 if
  * it is done at once, 0 if done(arg, status) will say how it ended (status 0, -EAGAIN for

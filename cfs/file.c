@@ -218,14 +218,18 @@ static struct cfs_inode *open_inode(struct cfs_fs *fs, uint64_t ino, int *err)
 	return ip;
 }
 
-int cfs_open(struct cfs_fs *fs, uint64_t ino)
+int cfs_open(struct cfs_fs *fs, uint64_t ino, int flags)
 {
 	int rc = cfs_op_begin(fs, false);
 	if (rc)
 		return rc;
 	struct cfs_inode *ip;
-	if (!(rc = cfs_iget(fs, ino, &ip)))
-		ip->nopen++;
+	if (!(rc = cfs_iget(fs, ino, &ip))) {
+		if (!(rc = cfs_iflags_may_open(ip, flags)))
+			ip->nopen++;
+		else
+			cfs_iput_check(fs, ip);
+	}
 	cfs_op_end(fs);
 	return rc;
 }
@@ -473,6 +477,8 @@ int64_t cfs_write(struct cfs_fs *fs, uint64_t ino, const void *buf, uint64_t siz
 		rc = open_inode_locked(fs, ino, shared_glock ? CFSLOCK_PR : CFSLOCK_EX, &ip);
 		held = !rc;
 		if (!rc)
+			rc = cfs_iflags_may_write(ip, off);
+		if (!rc)
 			rc = plan_range(fs, ip, off, size, &p);
 		drop = rc ? 0 : cfs_setid_drop_on_change(ip, cr);
 		bool in_place = !rc && aligned && p.all_written;
@@ -633,6 +639,24 @@ static int punch_hole(struct cfs_fs *fs, struct cfs_inode *ip, uint64_t off, uin
 	return rc;
 }
 
+static int allocate_or_punch(struct cfs_fs *fs, struct cfs_inode *ip, int mode, uint64_t off,
+			     uint64_t len)
+{
+	uint64_t bs = fs->bs;
+	/* Past the end of the file there is nothing to zero: it reads as zeros already. */
+	uint64_t end = off + len < ip->d.size ? off + len : ip->d.size;
+	if (mode & FALLOC_FL_PUNCH_HOLE)
+		return punch_hole(fs, ip, off, end);
+	/* ZERO_RANGE: freed, then allocated again unwritten (reads as zeros). */
+	int rc = mode & FALLOC_FL_ZERO_RANGE ? punch_hole(fs, ip, off, end) : 0;
+	uint64_t first = off / bs, last = (off + len + bs - 1) / bs;
+	if (!rc)
+		rc = cfs_ext_fill(fs, ip, first, last - first);
+	if (!rc && !(mode & FALLOC_FL_KEEP_SIZE) && off + len > ip->d.size)
+		ip->d.size = off + len;
+	return rc;
+}
+
 int cfs_fallocate(struct cfs_fs *fs, uint64_t ino, int mode, uint64_t off, uint64_t len,
 		  const struct cfs_cred *cr)
 {
@@ -648,7 +672,6 @@ int cfs_fallocate(struct cfs_fs *fs, uint64_t ino, int mode, uint64_t off, uint6
 	struct cfs_inode *ip = open_inode(fs, ino, &rc);
 	if (!ip)
 		return rc;
-	uint64_t bs = fs->bs;
 	if (fs->ro)
 		return -EROFS;
 	pthread_rwlock_wrlock(&ip->io);
@@ -659,23 +682,18 @@ int cfs_fallocate(struct cfs_fs *fs, uint64_t ino, int mode, uint64_t off, uint6
 		pthread_rwlock_unlock(&ip->io);
 		return rc;
 	}
-	ip->d.mode &= ~cfs_setid_drop_on_change(ip, cr);
-	/* Past the end of the file there is nothing to zero: it reads as zeros already. */
-	uint64_t end = off + len < ip->d.size ? off + len : ip->d.size;
-	if (mode & FALLOC_FL_PUNCH_HOLE) {
-		rc = punch_hole(fs, ip, off, end);
-	} else {
-		/* ZERO_RANGE: freed, then allocated again unwritten (reads as zeros). */
-		rc = mode & FALLOC_FL_ZERO_RANGE ? punch_hole(fs, ip, off, end) : 0;
-		uint64_t first = off / bs, last = (off + len + bs - 1) / bs;
-		if (!rc)
-			rc = cfs_ext_fill(fs, ip, first, last - first);
-		if (!rc && !(mode & FALLOC_FL_KEEP_SIZE) && off + len > ip->d.size)
-			ip->d.size = off + len;
+	/* Append-only files may grow, not lose what they hold. */
+	if (mode & (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_ZERO_RANGE))
+		rc = cfs_iflags_may_change(ip);
+	else
+		rc = cfs_iflags_may_write(ip, UINT64_MAX);
+	if (!rc) {
+		ip->d.mode &= ~cfs_setid_drop_on_change(ip, cr);
+		rc = allocate_or_punch(fs, ip, mode, off, len);
+		cfs_itouch(ip, true, true);
+		int w = cfs_iwrite(fs, ip);
+		rc = rc ? rc : w;
 	}
-	cfs_itouch(ip, true, true);
-	int w = cfs_iwrite(fs, ip);
-	rc = rc ? rc : w;
 	cfs_iglock_unhold(fs, ip->ino);
 	cfs_op_end(fs);
 	pthread_rwlock_unlock(&ip->io);

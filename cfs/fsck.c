@@ -266,6 +266,14 @@ static int dir_entry(void *arg, const char *name, size_t len, uint64_t ino, uint
 			return rc;
 	}
 	mark_inode(k, ip);
+	uint32_t unknown = cfs_iflags_unknown(ip->d.flags);
+	if (unknown) {
+		say(k, true, "inode %" PRIu64 ": unknown inode flags %#x%s", ino, unknown, fixed(k));
+		if (k->repair) {
+			ip->d.flags &= ~unknown;
+			cfs_iwrite(k->fs, ip);
+		}
+	}
 	if (n->is_dir) {
 		struct node *parent = node_find(k, k->cur_dir, false);
 		if (parent)

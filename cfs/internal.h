@@ -275,6 +275,18 @@ mode_t cfs_setid_drop_on_chown(const struct cfs_inode *ip, const struct cfs_cred
 /* mode as cr may set it on a file of group gid: chmod and an access ACL. */
 mode_t cfs_setid_chmod(mode_t mode, uint32_t gid, const struct cfs_cred *cr);
 
+/* ---- inode flags: immutable, append-only (iflags.c) ---- */
+/* The bits of flags that CFS does not know (fsck clears them). */
+uint32_t cfs_iflags_unknown(uint32_t flags);
+/* -EPERM if ip is immutable or append-only: attributes, xattrs, links, size. */
+int cfs_iflags_may_change(const struct cfs_inode *ip);
+/* -EPERM for a write at off that the flags forbid (immutable; append-only below the end). */
+int cfs_iflags_may_write(const struct cfs_inode *ip, uint64_t off);
+/* 0 or -EPERM for open(2) with flags. */
+int cfs_iflags_may_open(const struct cfs_inode *ip, int flags);
+int cfs_iflags_may_add_entry(const struct cfs_inode *dir);
+int cfs_iflags_may_remove_entry(const struct cfs_inode *dir, const struct cfs_inode *victim);
+
 /* ---- glocks (glock.c) ---- */
 struct cfs_glock;
 /* What a glock type keeps under its grant, as GFS2's glops. */

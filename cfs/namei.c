@@ -144,6 +144,8 @@ static int make_in(struct cfs_fs *fs, struct cfs_inode *dir, const char *name, m
 		rc = -ENOENT; /* removed while we looked */
 	if (!rc && S_ISDIR(mode) && dir->d.nlink >= LINK_MAX_CFS)
 		rc = -EMLINK;
+	if (!rc && name)
+		rc = cfs_iflags_may_add_entry(dir);
 	if (!rc && !cfs_free_above(fs, RESERVE_BLOCKS + (target ? 1 : 0) - 1))
 		rc = -ENOSPC;
 	if (!rc && name) {
@@ -315,12 +317,16 @@ int cfs_link(struct cfs_fs *fs, uint64_t ino, uint64_t parent, const char *name,
 	rc = cfs_iget(fs, ino, &v[0]);
 	if (!rc && S_ISDIR(v[0]->d.mode))
 		rc = -EPERM;
+	if (!rc)
+		rc = cfs_iflags_may_change(v[0]);
 	if (!rc && v[0]->d.nlink >= LINK_MAX_CFS)
 		rc = -EMLINK;
 	if (!rc && v[0]->d.nlink == 0 && !v[0]->in_orphans)
 		rc = -ENOENT;
 	if (!rc)
 		rc = get_dir(fs, parent, &v[1]);
+	if (!rc)
+		rc = cfs_iflags_may_add_entry(v[1]);
 	if (!rc && !cfs_free_above(fs, RESERVE_BLOCKS - 1))
 		rc = -ENOSPC;
 	if (!rc) {
@@ -386,6 +392,8 @@ static int remove_entry(struct cfs_fs *fs, uint64_t parent, const char *name, bo
 	if (!rc && want_dir && v[1]->d.dir_entries)
 		rc = -ENOTEMPTY;
 	if (!rc)
+		rc = cfs_iflags_may_remove_entry(v[0], v[1]);
+	if (!rc)
 		rc = cfs_dir_remove(fs, v[0], name);
 	if (!rc) {
 		if (want_dir)
@@ -435,11 +443,23 @@ struct rename_ctx {
 	unsigned flags;
 };
 
+/* fs/namei.c may_delete and may_create: a flagged file keeps its name, a flagged directory
+ * its entries (an append-only one takes new names). */
+static int rename_flags_allow(const struct rename_ctx *r)
+{
+	int rc = cfs_iflags_may_remove_entry(r->from_dir, r->src);
+	if (!rc && r->dst)
+		rc = cfs_iflags_may_remove_entry(r->to_dir, r->dst);
+	if (!rc)
+		rc = r->dst ? 0 : cfs_iflags_may_add_entry(r->to_dir);
+	return rc;
+}
+
 static int rename_checks(struct cfs_fs *fs, struct rename_ctx *r)
 {
 	bool src_dir = S_ISDIR(r->src->d.mode);
 	if (r->flags & CFS_RENAME_EXCHANGE)
-		return r->dst ? 0 : -ENOENT;
+		return r->dst ? rename_flags_allow(r) : -ENOENT;
 	if (r->dst && (r->flags & CFS_RENAME_NOREPLACE))
 		return -EEXIST;
 	if (r->dst && src_dir && !S_ISDIR(r->dst->d.mode))
@@ -455,7 +475,7 @@ static int rename_checks(struct cfs_fs *fs, struct rename_ctx *r)
 	}
 	if (!r->dst && !cfs_free_above(fs, RESERVE_BLOCKS - 1))
 		return -ENOSPC;
-	return 0;
+	return rename_flags_allow(r);
 }
 
 /* A directory moved from one parent to another: its ".." and both parents' link counts. */
@@ -568,7 +588,8 @@ int cfs_setattr(struct cfs_fs *fs, uint64_t ino, const struct stat *a, unsigned 
 		cfs_op_end(fs);
 		return rc;
 	}
-	if (set & CFS_SET_SIZE) {
+	rc = cfs_iflags_may_change(ip);
+	if (!rc && (set & CFS_SET_SIZE)) {
 		if (S_ISDIR(ip->d.mode))
 			rc = -EISDIR;
 		else if ((uint64_t)a->st_size > CFS_MAX_FILE_BYTES)
@@ -582,6 +603,8 @@ int cfs_setattr(struct cfs_fs *fs, uint64_t ino, const struct stat *a, unsigned 
 			/* Held, the glock stayed; the inode may have been read again. */
 			rc = cfs_irefresh(fs, ip);
 			ip->pins--;
+			if (!rc)
+				rc = cfs_iflags_may_change(ip);
 			if (!rc)
 				rc = cfs_truncate_locked(fs, ip, (uint64_t)a->st_size);
 			pthread_rwlock_unlock(&ip->io);
@@ -650,7 +673,9 @@ static int xattr_op(struct cfs_fs *fs, uint64_t ino, bool change,
 	struct cfs_inode *ip;
 	rc = cfs_iget(fs, ino, &ip);
 	if (!rc) {
-		rc = fn(fs, ip, arg);
+		rc = change ? cfs_iflags_may_change(ip) : 0;
+		if (!rc)
+			rc = fn(fs, ip, arg);
 		if (rc >= 0 && change) {
 			cfs_itouch(ip, false, true);
 			int w = cfs_iwrite(fs, ip);

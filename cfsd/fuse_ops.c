@@ -80,6 +80,8 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	if (conn->capable & FUSE_CAP_DONT_MASK)
 		conn->want |= FUSE_CAP_DONT_MASK; /* umask is ours to apply: not under a default ACL */
 	conn->want &= ~FUSE_CAP_ATOMIC_O_TRUNC;   /* O_TRUNC arrives as a setattr */
+	if (conn->capable & FUSE_CAP_IOCTL_DIR)
+		conn->want |= FUSE_CAP_IOCTL_DIR; /* chattr of directories */
 	/* The kernel would drop a file's pages whenever it sees another mtime, our own writes'
 	 * too.  It is told instead: on a cluster, pages of files another node may have changed
 	 * go at the open (keep_cache) or when the glock leaves (kernel_inval.c); this node's
@@ -260,7 +262,7 @@ static int reply_open(fuse_req_t req, const struct fuse_file_info *fi)
 static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct cfsd *d = D(req);
-	int rc = cfs_open(d->fs, ino);
+	int rc = cfs_open(d->fs, ino, fi->flags);
 	if (rc) {
 		reply_err(req, rc);
 		return;
@@ -277,7 +279,7 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	struct stat st;
 	struct cfs_cred c = cred_of(req);
 	int rc = cfs_mknod(d->fs, parent, name, (mode & 07777) | S_IFREG, 0, &c, &st);
-	if (!rc && (rc = cfs_open(d->fs, st.st_ino)))
+	if (!rc && (rc = cfs_open(d->fs, st.st_ino, fi->flags)))
 		cfs_forget(d->fs, st.st_ino, 1);
 	if (rc) {
 		reply_err(req, rc);
@@ -584,6 +586,80 @@ static void op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
 		fuse_reply_lseek(req, at);
 }
 
+/* chattr(1) and lsattr(1): the kernel asks through FS_IOC_GETFLAGS/SETFLAGS, or the
+ * FS_IOC_FSGETXATTR/FSSETXATTR pair that xfs_io uses, both carrying the same few flags. */
+static const struct {
+	uint32_t fl, xflag;
+} xflags_of[] = {{FS_IMMUTABLE_FL, FS_XFLAG_IMMUTABLE},
+		 {FS_APPEND_FL, FS_XFLAG_APPEND},
+		 {FS_NODUMP_FL, FS_XFLAG_NODUMP},
+		 {FS_NOATIME_FL, FS_XFLAG_NOATIME}};
+
+static uint32_t xflags_from_flags(uint32_t flags)
+{
+	uint32_t x = 0;
+	for (size_t i = 0; i < sizeof xflags_of / sizeof *xflags_of; i++)
+		x |= flags & xflags_of[i].fl ? xflags_of[i].xflag : 0;
+	return x;
+}
+
+/* The flags for an fsxattr, or UINT32_MAX if it asks for what CFS does not keep. */
+static uint32_t flags_from_fsxattr(const struct fsxattr *fa)
+{
+	uint32_t flags = 0, x = fa->fsx_xflags;
+	for (size_t i = 0; i < sizeof xflags_of / sizeof *xflags_of; i++)
+		if (x & xflags_of[i].xflag) {
+			flags |= xflags_of[i].fl;
+			x &= ~xflags_of[i].xflag;
+		}
+	bool other = x || fa->fsx_extsize || fa->fsx_projid || fa->fsx_cowextsize;
+	return other ? UINT32_MAX : flags;
+}
+
+static void op_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg,
+		     struct fuse_file_info *fi, unsigned flags, const void *in, size_t in_size,
+		     size_t out_size)
+{
+	(void)arg, (void)fi, (void)flags;
+	struct cfsd *d = D(req);
+	struct cfs_cred c = cred_of(req);
+	uint32_t fl = 0;
+	int rc;
+	switch (cmd) {
+	case FS_IOC_GETFLAGS:
+	case FS_IOC_FSGETXATTR:
+		if ((rc = cfs_get_iflags(d->fs, ino, &fl)))
+			break;
+		if (cmd == FS_IOC_GETFLAGS && out_size >= sizeof fl) {
+			fuse_reply_ioctl(req, 0, &fl, sizeof fl);
+			return;
+		}
+		struct fsxattr fa = {.fsx_xflags = xflags_from_flags(fl)};
+		if (cmd == FS_IOC_FSGETXATTR && out_size >= sizeof fa) {
+			fuse_reply_ioctl(req, 0, &fa, sizeof fa);
+			return;
+		}
+		rc = -EINVAL;
+		break;
+	case FS_IOC_SETFLAGS:
+	case FS_IOC_FSSETXATTR:
+		if (cmd == FS_IOC_SETFLAGS && in_size >= sizeof fl)
+			memcpy(&fl, in, sizeof fl);
+		else if (cmd == FS_IOC_FSSETXATTR && in_size >= sizeof(struct fsxattr))
+			fl = flags_from_fsxattr(in);
+		else
+			fl = UINT32_MAX;
+		rc = fl == UINT32_MAX ? -EOPNOTSUPP : cfs_set_iflags(d->fs, ino, fl, &c);
+		if (!rc) {
+			fuse_reply_ioctl(req, 0, NULL, 0);
+			return;
+		}
+		break;
+	default: rc = -ENOTTY; break;
+	}
+	reply_err(req, rc);
+}
+
 static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len,
 			 struct fuse_file_info *fi)
 {
@@ -644,4 +720,5 @@ const struct fuse_lowlevel_ops cfsd_ops = {
 	.listxattr = op_listxattr,
 	.removexattr = op_removexattr,
 	.fallocate = op_fallocate,
+	.ioctl = op_ioctl,
 };

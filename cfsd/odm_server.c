@@ -7,6 +7,7 @@
 #include "cfs/internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <fuse_lowlevel.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -428,7 +429,7 @@ static int hold(struct odm_client *c, uint64_t ino, struct odm_hold **out)
 	int rc = odm_cluster_use_begin(s->cl, ino);
 	if (rc)
 		return rc;
-	if ((rc = cfs_open(s->d->fs, ino))) {
+	if ((rc = cfs_open(s->d->fs, ino, O_RDWR))) {
 		odm_cluster_use_end(s->cl, ino);
 		return rc;
 	}

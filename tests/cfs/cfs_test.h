@@ -104,7 +104,7 @@ static inline void fs_fill(struct cfs_fs *fs, uint64_t leave)
 	struct stat st;
 	struct statvfs sv;
 	cr_assert_eq(cfs_mknod(fs, CFS_ROOT, "big", S_IFREG | 0644, 0, &root_cred, &st), 0);
-	cr_assert_eq(cfs_open(fs, st.st_ino), 0);
+	cr_assert_eq(cfs_open(fs, st.st_ino, O_RDWR), 0);
 	cr_assert_eq(cfs_statfs(fs, &sv), 0);
 	cr_assert_eq(cfs_fallocate(fs, st.st_ino, 0, 0, (sv.f_bavail - leave) * fs->bs, NULL), 0);
 	cr_assert_eq(cfs_release(fs, st.st_ino), 0);

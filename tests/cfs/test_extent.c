@@ -107,7 +107,7 @@ Test(extent, a_full_filesystem_still_has_room_for_the_map_of_its_data)
 	struct stat st;
 	cr_assert_eq(cfs_mknod(fs, CFS_ROOT, "frag", S_IFREG | 0644, 0, &root_cred, &st), 0);
 	uint64_t frag = st.st_ino;
-	cr_assert_eq(cfs_open(fs, frag), 0);
+	cr_assert_eq(cfs_open(fs, frag, O_RDWR), 0);
 	uint32_t inl = CFS_INODE_EXTENTS(fs->bs);
 	for (uint32_t i = 0; i < inl; i++) /* every other block: the inline map is full */
 		cr_assert_eq(cfs_fallocate(fs, frag, FALLOC_FL_KEEP_SIZE, 8192ull * i, 4096, NULL), 0);
@@ -127,7 +127,7 @@ Test(extent, a_write_that_runs_out_of_space_maps_what_it_allocated)
 	struct cfs_fs *fs = fs_fresh(1, 64);
 	struct stat st;
 	cr_assert_eq(cfs_mknod(fs, CFS_ROOT, "f", S_IFREG | 0644, 0, &root_cred, &st), 0);
-	cr_assert_eq(cfs_open(fs, st.st_ino), 0);
+	cr_assert_eq(cfs_open(fs, st.st_ino, O_RDWR), 0);
 	fs_fill(fs, 10);
 	static char data[100 * 4096];
 	cr_assert_eq(cfs_write(fs, st.st_ino, data, sizeof data, 0, 0, NULL), -ENOSPC);

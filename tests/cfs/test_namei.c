@@ -161,7 +161,7 @@ Test(namei, links_and_orphans)
 	struct stat st;
 	cr_assert_eq(cfs_link(fs, f, CFS_ROOT, "g", &st), 0);
 	cr_assert_eq(st.st_nlink, 2);
-	cr_assert_eq(cfs_open(fs, f), 0);
+	cr_assert_eq(cfs_open(fs, f, O_RDWR), 0);
 	cr_assert_eq(cfs_unlink(fs, CFS_ROOT, "f"), 0);
 	cr_assert_eq(cfs_unlink(fs, CFS_ROOT, "g"), 0);
 	/* Still open: readable and writable, an orphan on disk. */

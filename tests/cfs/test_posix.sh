@@ -157,6 +157,62 @@ check "POSIX ACLs are kept and enforced" bash -c \
 	 setpriv --reuid=65534 --regid=65534 --clear-groups cat acl >/dev/null'
 check "default ACLs are inherited" bash -c \
 	'mkdir dacl && setfacl -d -m u:65534:rwx dacl && touch dacl/child && getfacl dacl/child | grep -q "user:nobody:rwx"'
+# chattr(1) flags: the kernel asks cfsd for them (FUSE ioctl) but enforces none, cfsd does.
+nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups "$@"; }
+export -f nobody
+check "chattr +i: lsattr shows it; no write, truncate, rename, link, unlink, chmod or xattr" bash -c '
+	echo frozen > imm && chattr +i imm && lsattr imm | grep -q "^----i" &&
+	! sh -c "echo x >> imm" 2>/dev/null && ! truncate -s 0 imm 2>/dev/null &&
+	! mv imm imm2 2>/dev/null && ! ln imm imm3 2>/dev/null && ! rm -f imm 2>/dev/null &&
+	! chmod 600 imm 2>/dev/null && ! setfattr -n user.x -v 1 imm 2>/dev/null &&
+	! fallocate -p -o 0 -l 4096 imm 2>/dev/null && [ "$(cat imm)" = frozen ] &&
+	chattr -i imm && echo more >> imm && rm imm'
+check "chattr +a: appends only; no overwrite, truncate or unlink" bash -c '
+	echo one > app && chattr +a app && lsattr app | grep -q "^-----a" && echo two >> app &&
+	! sh -c "echo x > app" 2>/dev/null && ! truncate -s 1 app 2>/dev/null && ! rm -f app 2>/dev/null &&
+	! fallocate -n -o 4096 -l 4096 app 2>/dev/null && python3 -c "
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+fd = os.open(\"app\", os.O_WRONLY | os.O_APPEND)
+L = ctypes.c_long
+assert libc.fallocate(fd, 3, L(0), L(4096)) != 0, \"a hole punched\"  # PUNCH_HOLE | KEEP_SIZE
+assert libc.fallocate(fd, 1, L(4096), L(4096)) == 0, \"not grown\"    # KEEP_SIZE
+" && [ "$(cat app)" = "$(printf "one\ntwo")" ] && chattr -a app && rm app'
+check "chattr +i and +a on directories: names stay; +a takes new ones" bash -c '
+	mkdir -p sealed drop && touch sealed/in drop/in && chattr +i sealed && chattr +a drop &&
+	lsattr -d sealed | grep -q "^----i" && ! touch sealed/new 2>/dev/null && ! rm sealed/in 2>/dev/null &&
+	echo still > sealed/in && touch drop/new && ! rm drop/new 2>/dev/null && ! mv drop/in drop/x 2>/dev/null &&
+	chattr -i sealed && chattr -a drop && rm -r sealed drop'
+check "chattr as a user: +d on an own file works; +i, +a and a stranger's file are refused" bash -c '
+	touch ufile && chown 65534 ufile && nobody chattr +d ufile && lsattr ufile | grep -q "^------d" &&
+	! nobody chattr +i ufile 2>/dev/null && ! nobody chattr +a ufile 2>/dev/null &&
+	touch rootfile && ! nobody chattr +d rootfile 2>/dev/null && rm ufile rootfile'
+expect 1 "Operation not supported" "chattr of a flag CFS does not keep (+c) is refused" -- chattr +c "$M/f"
+echo kept > "$M/keepflag" && chattr +a "$M/keepflag"
+check "FS_IOC_FSGETXATTR and FSSETXATTR (xfs_io's) carry the same flags" py "$M" <<'PY'
+import fcntl, os, struct, sys
+FSGETXATTR, FSSETXATTR, GETFLAGS = 0x801c581f, 0x401c5820, 0x80086601
+def xflags(path):
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        return struct.unpack('I', fcntl.ioctl(fd, FSGETXATTR, bytes(28))[:4])[0]
+    finally:
+        os.close(fd)
+assert xflags(sys.argv[1] + '/keepflag') == 0x10, hex(xflags(sys.argv[1] + '/keepflag'))  # APPEND
+p = sys.argv[1] + '/xfl'
+open(p, 'w').close()
+fd = os.open(p, os.O_RDONLY)
+fcntl.ioctl(fd, FSSETXATTR, struct.pack('I', 0x80) + bytes(24))  # NODUMP
+flags = struct.unpack('l', fcntl.ioctl(fd, GETFLAGS, bytes(8)))[0]
+assert flags == 0x40, hex(flags)  # FS_NODUMP_FL
+try:
+    fcntl.ioctl(fd, FSSETXATTR, struct.pack('I', 0x80) + bytes(8) + struct.pack('I', 7) + bytes(12))
+    sys.exit('a project id was taken')
+except OSError:
+    pass
+os.close(fd)
+os.unlink(p)
+PY
 check "fallocate, KEEP_SIZE and PUNCH_HOLE" bash -c \
 	'fallocate -l 8M fa && [ "$(stat -c %s fa)" = 8388608 ] && [ "$(stat -c %b fa)" -ge 16384 ] &&
 	 fallocate -n -o 8M -l 4M fa && [ "$(stat -c %s fa)" = 8388608 ] &&
@@ -299,6 +355,8 @@ check "dboptimized: 4 writers on one file at once, verified" timeout 300 fio --n
 	--direct=1 --verify=crc32c --do_verify=1 --output="$T/fio3.out"
 check "dboptimized: unaligned writes and reads" bash -c \
 	'head -c 100000 /dev/urandom > "'"$T"'/u" && dd if="'"$T"'/u" of="'"$M"'/u" bs=1000 status=none && cmp "'"$T"'/u" "'"$M"'/u"'
+check "dboptimized: the append-only flag set before the remount is there" bash -c \
+	'lsattr "'"$M"'/keepflag" | grep -q "^-----a" && chattr -a "'"$M"'/keepflag"'
 check "dboptimized: what was written before is there" bash -c '[ "$(cat "'"$M"'/f")" = hello ] && cmp /usr/include/stdio.h "'"$M"'/inc/stdio.h"'
 umount_cfs "$M"
 mount_cfs v "$M" ro || { not_ok "ro mount"; finish; }

@@ -28,7 +28,7 @@ static uint64_t setid_file(struct cfs_fs *fs, const char *name, mode_t mode)
 	struct stat st;
 	cr_assert_eq(cfs_mknod(fs, CFS_ROOT, name, S_IFREG | 0644, 0, &root_cred, &st), 0);
 	uint64_t ino = st.st_ino;
-	cr_assert_eq(cfs_open(fs, ino), 0);
+	cr_assert_eq(cfs_open(fs, ino, O_RDWR), 0);
 	st.st_mode = mode;
 	st.st_gid = FILE_GID;
 	cr_assert_eq(cfs_setattr(fs, ino, &st, CFS_SET_MODE | CFS_SET_GID, NULL, &st), 0);
