@@ -165,9 +165,22 @@ bool cfs_block_in_use(struct cfs_fs *fs, uint64_t blk)
 	return cfs_bit_get(b->data + CFS_AGH_BITMAP_OFF, (uint32_t)(blk - fs->ags[ag].start));
 }
 
+/* Group headers and bitmaps are the metadata glock's (until groups have glocks of their
+ * own): a change made under it PR must not allocate or free.  A bug otherwise. */
+static int refuse_without_meta_ex(struct cfs_fs *fs, const char *what)
+{
+	if (!fs->cluster || fs->meta.mode == CFSLOCK_EX)
+		return 0;
+	cfs_log(fs, "%s without the metadata glock EX: refused", what);
+	return -EIO;
+}
+
 static int alloc_from(struct cfs_fs *fs, uint64_t goal, uint32_t want, uint64_t *pblk,
 		      uint32_t *got)
 {
+	int rc = refuse_without_meta_ex(fs, "allocation");
+	if (rc)
+		return rc;
 	uint32_t nags = fs->sb.nags;
 	uint32_t first = goal ? ag_of(fs, goal)
 			      : (uint32_t)((uint64_t)fs->slot * nags / fs->sb.nslots);
@@ -248,6 +261,8 @@ static int add_pending(struct cfs_fs *fs, uint64_t pblk, uint32_t len)
 
 int cfs_free(struct cfs_fs *fs, uint64_t pblk, uint32_t len)
 {
+	if (refuse_without_meta_ex(fs, "free"))
+		return -EIO;
 	while (len) {
 		uint32_t ag = ag_of(fs, pblk);
 		struct cfs_ag *a = &fs->ags[ag];

@@ -327,6 +327,22 @@ void cfs_bcache_drop(struct cfs_fs *fs)
 		}
 }
 
+void cfs_bcache_drop_owned(struct cfs_fs *fs, uint64_t first, uint64_t count)
+{
+	for (struct cfs_buf *b = fs->lru.next, *n; b != &fs->lru; b = n) {
+		n = b->next;
+		const struct cfs_bhdr *h = (const void *)b->data;
+		bool of_inode = h->type == CFS_B_INODE || h->type == CFS_B_BUCKET ||
+				h->type == CFS_B_DIROVF || h->type == CFS_B_EXTENTS ||
+				h->type == CFS_B_XATTR;
+		if (b->pinned || !of_inode || h->owner < first || h->owner - first >= count)
+			continue;
+		lru_unlink(fs, b);
+		unhash(fs, b);
+		buf_free(b);
+	}
+}
+
 void cfs_bcache_committed(struct cfs_fs *fs)
 {
 	for (uint32_t i = 0; i < fs->txn.n; i++) {

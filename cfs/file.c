@@ -178,13 +178,16 @@ static int write_unwritten(struct cfs_fs *fs, const struct piece *pc, const uint
 }
 
 /* The in-memory inode of an open file; data calls come on open files only.  fs->lock held:
- * the glock is held in `mode` (on success only) and the inode read again if another node
- * had it meanwhile. */
-static int open_inode_locked(struct cfs_fs *fs, uint64_t ino, int mode, struct cfs_inode **ip)
+ * the metadata glock is held in `mode` and the inode's in imode (EX under the metadata glock
+ * PR: a change of this inode alone), on success only, and the inode read again if another
+ * node had it meanwhile. */
+static int open_inode_locked_as(struct cfs_fs *fs, uint64_t ino, int mode, int imode,
+				struct cfs_inode **ip)
 {
 	int rc = cfs_meta_hold(fs, mode);
 	if (rc)
 		return rc;
+	cfs_op_imode = imode;
 	struct cfs_inode *got; /* *ip stays the caller's (its I/O lock is held) on failure */
 	rc = cfs_iget(fs, ino, &got);
 	if (!rc && !got->nopen)
@@ -196,6 +199,12 @@ static int open_inode_locked(struct cfs_fs *fs, uint64_t ino, int mode, struct c
 	else
 		*ip = got;
 	return rc;
+}
+
+/* Both glocks in mode. */
+static int open_inode_locked(struct cfs_fs *fs, uint64_t ino, int mode, struct cfs_inode **ip)
+{
+	return open_inode_locked_as(fs, ino, mode, mode, ip);
 }
 
 /* What open_inode_locked took (fs->lock held). */
@@ -273,16 +282,23 @@ void cfs_set_invalidate(struct cfs_fs *fs, cfs_invalidate_fn fn, void *arg)
 	pthread_mutex_unlock(&fs->lock);
 }
 
-/* Hold the glock in mode and read the inode again if another node had it meanwhile; on
- * failure nothing is held. */
-static int relock(struct cfs_fs *fs, struct cfs_inode *ip, int mode)
+/* Hold the metadata glock in mode and the inode's in imode, and read the inode again if
+ * another node had it meanwhile; on failure nothing is held. */
+static int relock_as(struct cfs_fs *fs, struct cfs_inode *ip, int mode, int imode)
 {
 	ip->pins++; /* fetching the glock may drop the caches */
 	int rc = cfs_meta_hold(fs, mode);
+	cfs_op_imode = imode;
 	if (!rc && (rc = cfs_irefresh(fs, ip)))
 		cfs_glock_unhold(fs, &fs->meta);
 	ip->pins--;
 	return rc;
+}
+
+/* Both glocks in mode. */
+static int relock(struct cfs_fs *fs, struct cfs_inode *ip, int mode)
+{
+	return relock_as(fs, ip, mode, mode);
 }
 
 /* The inode as it is now, held: PR to look, EX if it is unlinked (to free it). */
@@ -302,7 +318,7 @@ static int lock_current(struct cfs_fs *fs, struct cfs_inode *ip)
 static int stamp_pending_times(struct cfs_fs *fs, struct cfs_inode *ip)
 {
 	ip->pins++; /* the unhold may let the glock go and drop the caches */
-	int rc = fs->ro ? -EROFS : relock(fs, ip, CFSLOCK_EX);
+	int rc = fs->ro ? -EROFS : relock_as(fs, ip, CFSLOCK_PR, CFSLOCK_EX); /* this inode alone */
 	if (!rc && ip->d.nlink)
 		cfs_itimes_catch_up(ip);
 	if (!rc)
@@ -463,18 +479,22 @@ int64_t cfs_write(struct cfs_fs *fs, uint64_t ino, const void *buf, uint64_t siz
 		return 0;
 	bool aligned = off % SECTOR == 0 && size % SECTOR == 0;
 	bool exclusive = false, shared_glock = false, held = false;
-	/* A direct write into written blocks may go under the glock PR (shared_write.c). */
-	bool try_shared = aligned && !(flags & CFS_W_SYNC);
+	/* A direct write into written blocks may go under the glocks PR (shared_write.c); a write
+	 * that allocates nothing under the metadata glock PR and its inode's EX; the others under
+	 * both EX. */
+	bool try_shared = aligned && !(flags & CFS_W_SYNC), try_inode_only = fs->cluster;
 	struct plan p = {0};
 	mode_t drop = 0;
-	for (;;) { /* shared if nothing needs allocating or patching, else exclusive */
+	for (;;) { /* I/O lock shared if nothing needs allocating or patching, else exclusive */
 		if (exclusive)
 			pthread_rwlock_wrlock(&ip->io);
 		else
 			pthread_rwlock_rdlock(&ip->io);
 		pthread_mutex_lock(&fs->lock);
 		shared_glock = try_shared && cfs_shared_write_begin(fs);
-		rc = open_inode_locked(fs, ino, shared_glock ? CFSLOCK_PR : CFSLOCK_EX, &ip);
+		int imode = shared_glock ? CFSLOCK_PR : CFSLOCK_EX;
+		rc = open_inode_locked_as(fs, ino, try_inode_only ? CFSLOCK_PR : CFSLOCK_EX, imode,
+					  &ip);
 		held = !rc;
 		if (!rc)
 			rc = cfs_iflags_may_write(ip, off);
@@ -484,7 +504,9 @@ int64_t cfs_write(struct cfs_fs *fs, uint64_t ino, const void *buf, uint64_t siz
 		bool in_place = !rc && aligned && p.all_written;
 		if (shared_glock && !(in_place && off + size <= ip->d.size && !drop)) {
 			cfs_shared_write_end(fs);
-			try_shared = false; /* again, under EX */
+			try_shared = false; /* again, under the inode's glock EX */
+		} else if (!shared_glock && try_inode_only && !rc && !p.all_written) {
+			try_inode_only = false; /* it allocates: again, under the metadata glock EX */
 		} else if (rc || exclusive || in_place) {
 			break;
 		} else {

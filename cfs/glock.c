@@ -181,6 +181,21 @@ int cfs_glock_request(struct cfs_fs *fs, struct cfs_glock *gl, int mode, bool re
 	return glock_request(fs, gl, mode, 0, release);
 }
 
+int cfs_glock_try_up(struct cfs_fs *fs, struct cfs_glock *gl)
+{
+	int rc = cfslock_request_sync(gl->lk, CFSLOCK_EX, CFSLOCK_NOQUEUE);
+	if (rc == -CFSLOCK_ENOQUORUM)
+		lost_quorum(fs);
+	if (!rc)
+		gl->mode = CFSLOCK_EX;
+	return cfs_lock_errno(rc);
+}
+
+int cfs_glock_drop(struct cfs_fs *fs, struct cfs_glock *gl)
+{
+	return glock_let_go(fs, gl, -1);
+}
+
 int cfs_glock_hold(struct cfs_fs *fs, struct cfs_glock *gl, int mode)
 {
 	if (!fs->cluster) /* one node: taken EX once and kept, nobody to count holders for */
@@ -395,6 +410,17 @@ int cfs_op_begin(struct cfs_fs *fs, bool change)
 	int rc = change && fs->ro ? -EROFS : cfs_meta_hold(fs, change ? CFSLOCK_EX : CFSLOCK_PR);
 	if (rc)
 		pthread_mutex_unlock(&fs->lock);
+	return rc;
+}
+
+int cfs_op_begin_inode(struct cfs_fs *fs)
+{
+	pthread_mutex_lock(&fs->lock);
+	int rc = fs->ro ? -EROFS : cfs_meta_hold(fs, CFSLOCK_PR);
+	if (rc)
+		pthread_mutex_unlock(&fs->lock);
+	else
+		cfs_op_imode = CFSLOCK_EX;
 	return rc;
 }
 

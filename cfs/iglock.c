@@ -7,14 +7,18 @@
  * What it buys: when another node changes the filesystem, this node forgets only the inodes
  * that node touched; every other in-memory inode, and the kernel's pages and attributes of
  * it, stay valid.  The metadata glock still covers the namespace and allocation in this
- * version (docs/cfs-cluster.md, "Per-object glocks"): every change holds it EX, so
+ * version (docs/cfs-cluster.md, "Per-object glocks"): a change that allocates, frees or
+ * names holds it EX; a change of one inode that does none of that (a write into allocated
+ * blocks, chmod, chown, utimes) holds it PR and that inode's glock EX.  So
  *   - under the metadata glock EX nobody else holds any inode glock (only caches it, and
  *     gives it up when asked): a request here may wait with fs->lock held, which keeps this
  *     node's other operations off the objects of a half-done change;
- *   - under the metadata glock PR nothing changes anywhere: an inode glock is asked for PR
- *     only, and with fs->lock released (as the metadata glock is), since another node's
- *     committer may need to give up an inode glock this node waits for while our committer
- *     must give up one that node waits for.
+ *   - under the metadata glock PR an inode glock is asked for with fs->lock released (as the
+ *     metadata glock is), since another node's committer may need to give up an inode glock
+ *     this node waits for while our committer must give up one that node waits for.  EX
+ *     there is first a conversion that does not wait, else the PR goes and EX is asked for
+ *     (two nodes converting at once would wait for each other).  Its holder changes that
+ *     inode alone and waits for no other glock until it lets go, so no cycle forms.
  * An operation does not hold inode glocks: fs->lock, held from an operation's first look at
  * an inode to its end, keeps them from being given up.  Data I/O, which runs without fs->lock,
  * holds its inode's glock (cfs_iglock_hold) from mapping to completion.
@@ -114,6 +118,7 @@ static void forget_inode(struct cfs_fs *fs, struct cfs_inode *ip)
 static void inode_go_invalidate(struct cfs_fs *fs, struct cfs_glock *gl)
 {
 	lru_remove(fs, gl);
+	cfs_bcache_drop_owned(fs, gl->blk, CFS_IGLOCK_SPAN);
 	each_inode_of(fs, gl, forget_inode);
 }
 
@@ -194,14 +199,30 @@ void cfs_iglock_shutdown(struct cfs_fs *fs)
 
 /* ---- asking ---- */
 
+/* A change of one inode under the metadata glock PR (one step of cfs_iglock_get's loop).
+ * Other nodes may hold this glock PR and want EX too: PR to EX is tried as a conversion
+ * that does not wait, else the PR goes (once nothing here holds it) and EX is asked for with
+ * fs->lock released, so that two nodes never wait for each other's PR. */
+static int ex_under_shared_meta(struct cfs_fs *fs, struct cfs_glock *gl)
+{
+	if (gl->mode == CFSLOCK_PR) {
+		int rc = cfs_glock_try_up(fs, gl);
+		if (rc != -EAGAIN)
+			return rc;
+		if (gl->holders) { /* data I/O here relies on the PR: wait for its unhold */
+			pthread_cond_wait(&fs->glock_cond, &fs->lock);
+			return 0;
+		}
+		if ((rc = cfs_glock_drop(fs, gl)))
+			return rc;
+	}
+	return cfs_glock_request(fs, gl, CFSLOCK_EX, true);
+}
+
 int cfs_iglock_get(struct cfs_fs *fs, uint64_t blk, int mode)
 {
 	if (!fs->cluster)
 		return 0;
-	if (mode == CFSLOCK_EX && fs->meta.mode != CFSLOCK_EX) {
-		cfs_log(fs, "inode %" PRIu64 ": EX asked for without the metadata lock EX", blk);
-		return -EIO; /* a bug: two nodes could wait for each other */
-	}
 	struct cfs_glock *gl = get(fs, span_of(blk));
 	if (!gl)
 		return -ENOMEM;
@@ -216,6 +237,8 @@ int cfs_iglock_get(struct cfs_fs *fs, uint64_t blk, int mode)
 		} else if (gl->mode >= mode) {
 			lru_touch(fs, gl);
 			return 0;
+		} else if (mode == CFSLOCK_EX && fs->meta.mode != CFSLOCK_EX) {
+			rc = ex_under_shared_meta(fs, gl);
 		} else {
 			/* EX over a PR granted here is a conversion: nobody else holds the lock
 			 * under our metadata EX.  PR is asked for with fs->lock released (see the

@@ -52,6 +52,8 @@ void cfs_bdirty(struct cfs_fs *fs, struct cfs_buf *b);
 void cfs_bforget(struct cfs_fs *fs, uint64_t blkno);
 /* Drop every clean block (the glock is going; nothing is dirty after the commit). */
 void cfs_bcache_drop(struct cfs_fs *fs);
+/* Drop the clean blocks of the inodes in [first, first + count) (their glock is going). */
+void cfs_bcache_drop_owned(struct cfs_fs *fs, uint64_t first, uint64_t count);
 /* Drop clean blocks beyond the cache's size. */
 void cfs_bcache_trim(struct cfs_fs *fs);
 /* The running transaction is on disk: its blocks are clean again. */
@@ -470,6 +472,11 @@ int cfs_glock_try_hold(struct cfs_fs *fs, struct cfs_glock *gl, int mode);
 void cfs_glock_check(struct cfs_fs *fs, struct cfs_glock *gl);
 /* Ask for the grant (fs->lock held; released meanwhile if release). */
 int cfs_glock_request(struct cfs_fs *fs, struct cfs_glock *gl, int mode, bool release);
+/* PR granted here to EX, as a conversion that does not wait (-EAGAIN if another node holds
+ * the lock); fs->lock held. */
+int cfs_glock_try_up(struct cfs_fs *fs, struct cfs_glock *gl);
+/* Give the grant up now (nothing here holds it): sync, forget, unlock. */
+int cfs_glock_drop(struct cfs_fs *fs, struct cfs_glock *gl);
 /* Hold the metadata glock (cfs_glock_hold) and make mode this thread's inode glock mode. */
 int cfs_meta_hold(struct cfs_fs *fs, int mode);
 
@@ -483,8 +490,10 @@ int cfs_meta_hold(struct cfs_fs *fs, int mode);
 extern _Thread_local int cfs_op_imode;
 int cfs_iglock_init(struct cfs_fs *fs);
 void cfs_iglock_shutdown(struct cfs_fs *fs);
-/* Have the glock covering inode blk granted here in at least mode (fs->lock held, and the metadata glock
- * in mode or EX).  It stays while fs->lock is held; past that, only while held. */
+/* Have the glock covering inode blk granted here in at least mode (fs->lock held, the
+ * metadata glock held).  EX under the metadata glock PR: the operation changes that inode
+ * alone and allocates nothing.  It stays while fs->lock is held; past that, only while held
+ * (cfs_iglock_hold). */
 int cfs_iglock_get(struct cfs_fs *fs, uint64_t blk, int mode);
 /* The granted mode here, -1 none (CFSLOCK_EX on one node). */
 int cfs_iglock_mode(struct cfs_fs *fs, uint64_t blk);
@@ -500,6 +509,9 @@ void cfs_iglock_act(struct cfs_fs *fs);
  * (PR to look, EX to change), the transaction's size, the cache's size.  An operation that
  * took its holds itself ends with cfs_op_boundary (everything but the unhold). */
 int cfs_op_begin(struct cfs_fs *fs, bool change);
+/* An operation that changes one inode and allocates or frees nothing: the metadata glock
+ * PR and that inode's EX, so that nodes changing different files need not take turns. */
+int cfs_op_begin_inode(struct cfs_fs *fs);
 void cfs_op_end(struct cfs_fs *fs);
 void cfs_op_boundary(struct cfs_fs *fs);
 /* Set a file's size, freeing or zeroing what lies past it; ip->io held exclusive. */

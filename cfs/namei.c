@@ -579,7 +579,8 @@ static void set_time(int64_t *sec, uint32_t *nsec, const struct timespec *ts)
 int cfs_setattr(struct cfs_fs *fs, uint64_t ino, const struct stat *a, unsigned set,
 		const struct cfs_cred *cr, struct stat *out)
 {
-	int rc = cfs_op_begin(fs, true);
+	/* Only a size change allocates or frees (a chmod rewrites an ACL in its place). */
+	int rc = set & CFS_SET_SIZE ? cfs_op_begin(fs, true) : cfs_op_begin_inode(fs);
 	if (rc)
 		return rc;
 	struct cfs_inode *ip;

@@ -14,6 +14,8 @@
 #   6. uncontended flock lock+unlock pairs per second on one node (target >= 5000), and on 2
 #      nodes at once on their own files, vs the kernel's flock on the one-node mount; the
 #      same for fcntl record locks
+#   7. 4 KiB overwrites (and chmods) of each node's own file, 2 nodes at once vs node 1
+#      alone: rate ratio and lock messages per call
 # Usage: run.sh [BUILD]; env BENCH_DIR (default /var/tmp), BENCH_FILES (default 1000),
 # BENCH_TREE (default 50000), BENCH_TURNS (default 1000).  With one glock for the whole
 # filesystem, 3 nodes changing it at once manage some 15 operations a second in all here: keep
@@ -123,6 +125,38 @@ on 2 python3 "$here/pingpong.py" "$(M 2)/pp" 1 "$turns" &
 pp=$(on 1 python3 "$here/pingpong.py" "$(M 1)/pp" 0 "$turns")
 wait
 
+# Changes of one file each, which allocate nothing: overwrites, then chmods, for 3 s.
+own_file_calls() { # node kind -> calls per second
+	on "$1" python3 - "$(M "$1")/own-file$1" "$2" <<'PY'
+import os, sys, time
+path, kind = sys.argv[1], sys.argv[2]
+fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+os.pwrite(fd, b'\0' * (1 << 20), 0)
+n, t0 = 0, time.time()
+while time.time() < t0 + 3:
+    if kind == 'write':
+        os.pwrite(fd, b'x' * 4096, (n % 256) * 4096)
+    else:
+        os.fchmod(fd, 0o600 | (n % 2) * 0o44)
+    n += 1
+print(int(n / (time.time() - t0)))
+PY
+}
+own_file() { # kind -> rates alone and at once, lock messages a call
+	own_file_calls 1 "$1" >/dev/null # warm: each node takes its own file's glock
+	own_file_calls 2 "$1" >/dev/null
+	local alone m0 m1 a b
+	alone=$(own_file_calls 1 "$1")
+	m0=$(( $(messages 1) + $(messages 2) ))
+	own_file_calls 1 "$1" >"$dir/own1" & own_file_calls 2 "$1" >"$dir/own2"; wait
+	m1=$(( $(messages 1) + $(messages 2) ))
+	a=$(cat "$dir/own1") b=$(cat "$dir/own2")
+	echo "$alone/s alone, $a/s and $b/s at once ($(ratio "$((a + b))" "$alone")x)," \
+		"$(python3 -c "print(f'{($m1 - $m0) / (3 * ($a + $b)):.4f}')") messages a call"
+}
+own_writes=$(own_file write)
+own_chmods=$(own_file chmod)
+
 # Shared direct writes: every node dboptimized (a normal mount stops them).
 for n in 1 2 3; do on $n "$bin/cfs" umount "$(M $n)"; done
 for n in 1 2; do on $n "$bin/cfs" mount cb "$(M $n)" -o "log=$dir/cfsd$n.log,dboptimized"; done
@@ -151,6 +185,9 @@ echo "untar of $ntree files, then read every file:"
 echo "  one local mount:            untar ${local_untar} s, read (remounted) ${local_read} s"
 echo "  untar on node 1, read on 2: untar ${cl_untar} s, read ${cl_read} s   ($(ratio "$local_untar" "$cl_untar")x and $(ratio "$local_read" "$cl_read")x local speed)"
 echo "two nodes appending in turns: $pp (target p50 <= 1 ms)"
+echo "each of 2 nodes changing its own file (node 1 alone, then both at once):"
+echo "  4 KiB overwrites: $own_writes"
+echo "  chmods:           $own_chmods"
 echo "flock lock+unlock pairs per second, uncontended:"
 echo "  one-node mount (the kernel's flock): $local_flock"
 echo "  node 1 of the cluster:               $flock1 (target >= 5000)"
