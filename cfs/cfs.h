@@ -211,7 +211,8 @@ int cfs_plock_close(struct cfs_fs *fs, uint64_t ino, uint64_t owner, cfs_flock_d
 int cfs_put(struct cfs_fs *fs, uint64_t ino, uint32_t opens, uint64_t lookups);
 /* Returns bytes read (short at end of file). */
 int64_t cfs_read(struct cfs_fs *fs, uint64_t ino, void *buf, uint64_t size, uint64_t off);
-#define CFS_W_SYNC 1u   /* O_SYNC: data and metadata, times included, durable on return */
+#define CFS_W_SYNC 1u   /* O_SYNC: data and metadata durable on return; times alone within
+			 * the commit interval (as with lazytime) */
 #define CFS_W_DIRECT 2u /* O_DIRECT: the allocation and size it changed committed on return */
 #define CFS_W_DSYNC 4u  /* O_DSYNC: data, allocation and size durable on return */
 int64_t cfs_write(struct cfs_fs *fs, uint64_t ino, const void *buf, uint64_t size,

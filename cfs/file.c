@@ -451,15 +451,17 @@ static int write_finish(struct cfs_fs *fs, struct cfs_inode *ip, const struct pl
 	if (grew)
 		ip->d.size = end;
 	cfs_itouch(ip, true, true);
-	/* An overwrite changes only the times: they go with the next commit, not one per write
-	 * (O_DSYNC and O_DIRECT do not ask for them; O_SYNC does). */
-	if (!rc && (grew || changed_map || (flags & CFS_W_SYNC)))
+	/* An overwrite changes only the times: they go with the next commit (a second at most),
+	 * not one per write, also for O_SYNC, as Linux's filesystems do with lazytime. */
+	if (!rc && (grew || changed_map))
 		rc = cfs_iwrite(fs, ip);
 	else
 		ip->times_dirty = true;
-	/* O_DIRECT: data is on the LUNs already; what maps it must be too. */
+	/* O_DIRECT: data is on the LUNs already; what maps it must be too.  O_SYNC: and whatever
+	 * else it changed (set-ID bits it took). */
 	bool durable_map = flags & (CFS_W_SYNC | CFS_W_DSYNC | CFS_W_DIRECT);
-	if (!rc && ((flags & CFS_W_SYNC) || (durable_map && (grew || changed_map))))
+	bool more = (flags & CFS_W_SYNC) && fs->txn.n;
+	if (!rc && ((durable_map && (grew || changed_map)) || more))
 		rc = cfs_journal_commit(fs);
 	return rc;
 }
@@ -482,7 +484,7 @@ int64_t cfs_write(struct cfs_fs *fs, uint64_t ino, const void *buf, uint64_t siz
 	/* A direct write into written blocks may go under the glocks PR (shared_write.c); a write
 	 * that allocates nothing under the metadata glock PR and its inode's EX; the others under
 	 * both EX. */
-	bool try_shared = aligned && !(flags & CFS_W_SYNC), try_inode_only = fs->cluster;
+	bool try_shared = aligned, try_inode_only = fs->cluster;
 	struct plan p = {0};
 	mode_t drop = 0;
 	for (;;) { /* I/O lock shared if nothing needs allocating or patching, else exclusive */

@@ -8,7 +8,8 @@
 #          each run; that flatters pt, most of all for writes.
 #   cfs    fio on CFS mounted dboptimized on a CVM volume over 4 LUN files
 # Data (fio, libaio, O_DIRECT): 4 KiB random read and write at queue depth 32, 4 KiB O_SYNC
-# random writes at depth 1, 1 MiB sequential read and write at depth 4.
+# random writes at depth 1, 8 KiB O_DSYNC sequential writes at depth 1 (a redo log's),
+# 1 MiB sequential read and write at depth 4.
 # Metadata (a normal CFS mount, passthrough_ll, the backing ext4): create+stat+unlink of
 # BENCH_FILES files (default 100000), and untar of a generated tree of BENCH_TREE files (50000).
 # Targets: cfs/pt >= 1.0 for 4 KiB random I/O, cfs/raw >= 0.9 for 1 MiB sequential, metadata
@@ -94,6 +95,7 @@ PY
 row "4k randread qd32 IOPS" randread 4k 32
 row "4k randwrite qd32 IOPS" randwrite 4k 32
 row "4k randwrite O_SYNC qd1 IOPS" randwrite 4k 1 --sync=1
+row "8k write O_DSYNC qd1 IOPS" write 8k 1 --sync=dsync
 row "1M read qd4 MB/s" read 1M 4
 row "1M write qd4 MB/s" write 1M 4
 

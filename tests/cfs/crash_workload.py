@@ -8,7 +8,9 @@
 
 Durable files are never changed in place: they are made, fsync'd, logged ("F name sha"), and
 later renamed or unlinked with an intent line before ("r"/"u") and a done line after ("R"/"U")
-the directory fsync, so a crash in between allows either outcome."""
+the directory fsync, so a crash in between allows either outcome.  One file is: osync, blocks
+overwritten through O_SYNC, each write logged when it returned ("W block seq"); every block
+must hold its last logged write or a later one."""
 import hashlib, os, random, sys
 
 
@@ -56,12 +58,34 @@ def settle(d, log, log_fd):
             log_line(log_fd, f'U {old}' if done else f'C {old}')
 
 
+OSYNC_BLOCKS = 64
+
+
+def osync_block(block, seq):
+    return (b'%08d %08d ' % (block, seq)) * (4096 // 18) + b'\n' * (4096 % 18)
+
+
+def osync_file(d, log, log_fd):
+    """The O_SYNC file, made (and logged "O") by the first run; its next sequence number."""
+    path = os.path.join(d, 'osync')
+    if not any(l.startswith('O') for l in open(log)):
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        os.write(fd, b''.join(osync_block(b, 0) for b in range(OSYNC_BLOCKS)))
+        os.fsync(fd)
+        os.close(fd)
+        fsync_dir(d)
+        log_line(log_fd, 'O')
+    seqs = [int(l.split()[2]) for l in open(log) if l.startswith('W ') and l.endswith('\n')]
+    return os.open(path, os.O_WRONLY | os.O_SYNC), max(seqs, default=0) + 1
+
+
 def run(d, log, seed):
     rnd = random.Random(seed)
     log_fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     settle(d, log, log_fd)
     for sub in ('d0', 'd1', 'd2', 'scratch'):
         os.makedirs(os.path.join(d, sub), exist_ok=True)
+    osync_fd, seq = osync_file(d, log, log_fd)
     durable = [l.split()[1] for l in open(log) if l.startswith('F ')]
     gone = set()
     for l in open(log):
@@ -99,6 +123,12 @@ def run(d, log, seed):
             os.unlink(os.path.join(d, old))
             fsync_dir(os.path.join(d, os.path.dirname(old)))
             log_line(log_fd, f'U {old}')
+        elif op < 0.68:  # O_SYNC overwrites: durable when the write returns
+            for _ in range(8):
+                block = rnd.randrange(OSYNC_BLOCKS)
+                os.pwrite(osync_fd, osync_block(block, seq), block * 4096)
+                log_line(log_fd, f'W {block} {seq}')
+                seq += 1
         else:  # churn nobody made durable: scratch files, directories, hard links
             s = os.path.join(d, 'scratch', f's{n % 50}')
             try:
@@ -123,14 +153,31 @@ def sha(path):
     return hashlib.sha256(open(path, 'rb').read()).hexdigest()
 
 
-def check(d, log):
-    content, maybe = {}, {}
+def check_osync(d, written):
+    """Every block of the O_SYNC file holds its last logged write, or one after it."""
+    data = open(os.path.join(d, 'osync'), 'rb').read()
     bad = 0
+    for block in range(OSYNC_BLOCKS):
+        head = data[block * 4096:block * 4096 + 18].split()
+        if len(head) != 2 or int(head[0]) != block or int(head[1]) < written.get(block, 0):
+            print(f'osync block {block}: holds {head}, its last O_SYNC write was '
+                  f'{written.get(block, 0)}')
+            bad += 1
+    return bad
+
+
+def check(d, log):
+    content, maybe, written = {}, {}, {}
+    bad, made = 0, False
     for line in open(log):
         w = line.split()
         if not line.endswith('\n'):
             break  # the log's last line was cut by the kill
-        if w[0] == 'F':
+        if w[0] == 'O':
+            made = True
+        elif w[0] == 'W':
+            written[int(w[1])] = int(w[2])
+        elif w[0] == 'F':
             content[w[1]] = w[2]
         elif w[0] == 'r':
             maybe[w[1]] = ('rename', w[2])
@@ -162,7 +209,8 @@ def check(d, log):
         elif sha(p) != digest:
             print(f'{name}: fsync\'d, but its content changed')
             bad += 1
-    print(f'{len(content)} durable files checked, {bad} bad')
+    bad += check_osync(d, written) if made else 0
+    print(f'{len(content)} durable files and {len(written)} O_SYNC blocks checked, {bad} bad')
     return 1 if bad else 0
 
 
