@@ -28,6 +28,7 @@ static void inode_free_mem(struct cfs_inode *ip)
 {
 	pthread_rwlock_destroy(&ip->io);
 	free(ip->ext);
+	free(ip->xattr);
 	free(ip);
 }
 
@@ -74,10 +75,14 @@ static bool extents_sane(const struct cfs_fs *fs, const struct cfs_inode *ip)
 int cfs_inode_decode(struct cfs_fs *fs, const uint8_t *block, struct cfs_inode *ip)
 {
 	memcpy(&ip->d, block, sizeof ip->d);
-	memcpy(ip->xattr, block + CFS_INODE_XATTR_OFF, CFS_INODE_XATTR_LEN);
 	uint32_t n = ip->d.nextents, inl = CFS_INODE_EXTENTS(fs->bs);
 	if (ip->d.xattr_len > CFS_INODE_XATTR_LEN || n > (1u << 24) || (n > inl) != (ip->d.ext_next != 0))
 		return -EIO;
+	if (ip->d.xattr_len) {
+		if (!(ip->xattr = malloc(CFS_INODE_XATTR_LEN)))
+			return -ENOMEM;
+		memcpy(ip->xattr, block + CFS_INODE_XATTR_OFF, CFS_INODE_XATTR_LEN);
+	}
 	ip->ext = malloc((n ? n : 1) * sizeof *ip->ext);
 	if (!ip->ext)
 		return -ENOMEM;
@@ -214,12 +219,14 @@ static int refresh_locked(struct cfs_fs *fs, struct cfs_inode *ip)
 		rc = -ESTALE;
 	if (rc) {
 		free(fresh.ext);
+		free(fresh.xattr);
 		ip->dead = rc == -ESTALE;
 		return rc;
 	}
 	free(ip->ext);
+	free(ip->xattr);
 	ip->d = fresh.d;
-	memcpy(ip->xattr, fresh.xattr, sizeof ip->xattr);
+	ip->xattr = fresh.xattr;
 	ip->ext = fresh.ext;
 	ip->next = fresh.next;
 	ip->ext_cap = fresh.ext_cap;
@@ -380,7 +387,10 @@ int cfs_iwrite(struct cfs_fs *fs, struct cfs_inode *ip)
 	uint32_t n = ip->next < inl ? ip->next : inl;
 	size_t hdr = sizeof(struct cfs_bhdr);
 	memcpy(b->data + hdr, (const uint8_t *)&ip->d + hdr, sizeof ip->d - hdr);
-	memcpy(b->data + CFS_INODE_XATTR_OFF, ip->xattr, CFS_INODE_XATTR_LEN);
+	if (ip->xattr)
+		memcpy(b->data + CFS_INODE_XATTR_OFF, ip->xattr, CFS_INODE_XATTR_LEN);
+	else
+		memset(b->data + CFS_INODE_XATTR_OFF, 0, CFS_INODE_XATTR_LEN);
 	memset(b->data + CFS_INODE_EXT_OFF, 0, fs->bs - CFS_INODE_EXT_OFF);
 	if (n)
 		memcpy(b->data + CFS_INODE_EXT_OFF, ip->ext, n * sizeof *ip->ext);

@@ -141,7 +141,9 @@ struct cfs_inode {
 	bool times_dirty; /* mtime/ctime changed by an overwrite, written at the next commit */
 	bool times_pending; /* written under the shared glock: stamp at the next EX use here */
 	struct cfs_dinode d;
-	uint8_t xattr[CFS_INODE_XATTR_LEN];
+	/* The inline xattr area (CFS_INODE_XATTR_LEN bytes), NULL while it holds nothing: most
+	 * inodes have none, and a walk of a big tree keeps every inode it looked up. */
+	uint8_t *xattr;
 	struct cfs_dextent *ext;
 	uint32_t next, ext_cap;
 	pthread_rwlock_t io; /* data I/O shared; anything that frees blocks exclusive */

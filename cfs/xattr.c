@@ -4,6 +4,7 @@
 #include "cfs/internal.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/xattr.h>
 
@@ -174,6 +175,11 @@ int cfs_xattr_set(struct cfs_fs *fs, struct cfs_inode *ip, const char *name,
 	}
 	if (dest < 0)
 		return -ENOSPC;
+	if (dest == 0 && !a[0].p) { /* the inode's first inline entry */
+		if (!(ip->xattr = calloc(1, CFS_INODE_XATTR_LEN)))
+			return -ENOMEM;
+		a[0].p = ip->xattr;
+	}
 	if (!rc) {
 		cut(ip, &a[w], o);
 		if (a[w].b)
