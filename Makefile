@@ -158,10 +158,12 @@ bench: all $(BUILD)/bench/lockbench $(BUILD)/bench/odmbench
 	bench/odm/cluster.sh $(BUILD)
 	bench/cluster/run.sh $(BUILD)
 	bench/cluster/recovery.sh $(BUILD)
+	bench/cluster/walk.sh $(BUILD)
 
 bench-cluster: all
 	bench/cluster/run.sh $(BUILD)
 	bench/cluster/recovery.sh $(BUILD)
+	bench/cluster/walk.sh $(BUILD)
 
 bench-cfs: all
 	bench/cfs/run.sh $(BUILD)
