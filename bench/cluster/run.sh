@@ -20,33 +20,16 @@
 # BENCH_TREE (default 50000), BENCH_TURNS (default 1000).  With one glock for the whole
 # filesystem, 3 nodes changing it at once manage some 15 operations a second in all here: keep
 # BENCH_FILES modest.
-set -euo pipefail
 build=${1:-build}
-bin=$(cd "$build/bin" && pwd)
 here=$(cd "$(dirname "$0")" && pwd)
-cluster=$here/../../tests/cluster/cluster.sh
+. "$here/lib.sh" cbench cb
 nfiles=${BENCH_FILES:-1000}
 ntree=${BENCH_TREE:-50000}
 turns=${BENCH_TURNS:-1000}
-dir=$(mktemp -d "${BENCH_DIR:-/var/tmp}/cfs-cbench.XXXXXX")
-export CVM_SCAN=$dir CLUSTER_ID=cb$$
-CLUSTER_ID=${CLUSTER_ID:0:6}
-cleanup() {
-	"$cluster" down >/dev/null 2>&1 || true
-	mountpoint -q "$dir/local" 2>/dev/null && umount -l "$dir/local"
-	sleep 0.5
-	rm -rf "$dir"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-on() { local n=$1; shift; "$cluster" exec "$n" "$@"; }
-M() { echo "$dir/m$1"; }
 now() { date +%s.%N; }
 secs() { python3 -c "print(f'{$2 - $1:.2f}')"; }
 ratio() { python3 -c "print(f'{$1 / $2:.2f}')"; }
-messages() { # node -> lock messages its mount has sent
-	on "$1" "$bin/cfs" status --json "$(M "$1")" | python3 -c 'import json,sys; print(json.load(sys.stdin)["lock_messages"])'
-}
+messages() { status_field "$1" lock_messages; } # node -> lock messages its mount sent
 # churn DIR N: create, stat and unlink N files.
 churn() { python3 - "$1" "$2" <<'EOF'
 import os, sys

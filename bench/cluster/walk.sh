@@ -5,27 +5,9 @@
 # name).  Printed for each node before and after the walk: cfsd's and corosync's resident
 # size, the grants its mount keeps cached and has given back; then the growth per cached lock.
 # Usage: walk.sh [BUILD]; env BENCH_DIR (default /var/tmp), BENCH_WALK, BENCH_LOCK_CACHE.
-set -euo pipefail
 build=${1:-build}
-bin=$(cd "$build/bin" && pwd)
-here=$(cd "$(dirname "$0")" && pwd)
-cluster=$here/../../tests/cluster/cluster.sh
+. "$(dirname "$0")/lib.sh" wbench cw
 nfiles=${BENCH_WALK:-200000}
-dir=$(mktemp -d "${BENCH_DIR:-/var/tmp}/cfs-wbench.XXXXXX")
-export CVM_SCAN=$dir CLUSTER_ID=cw$$
-CLUSTER_ID=${CLUSTER_ID:0:6}
-cleanup() {
-	"$cluster" down >/dev/null 2>&1 || true
-	sleep 0.5
-	rm -rf "$dir"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-on() { local n=$1; shift; "$cluster" exec "$n" "$@"; }
-M() { echo "$dir/m$1"; }
-status() { # node field
-	on "$1" "$bin/cfs" status --json "$(M "$1")" | python3 -c "import json,sys; print(json.load(sys.stdin)['$2'])"
-}
 rss_kib() { # node program -> resident KiB of that program in the node's namespace
 	local pid
 	for pid in $(ip netns pids "$CLUSTER_ID-n$1"); do
@@ -41,7 +23,7 @@ snapshot() { # label -> one line per node, and "node cfsd_kib corosync_kib cache
 	for n in 1 2 3; do
 		local c k cached back
 		c=$(rss_kib "$n" cfsd) k=$(rss_kib "$n" corosync)
-		cached=$(status "$n" locks_cached) back=$(status "$n" locks_given_back)
+		cached=$(status_field "$n" locks_cached) back=$(status_field "$n" locks_given_back)
 		echo "$n $c $k $cached" >>"$dir/$1"
 		printf '  node %s: cfsd %7s KiB, corosync %7s KiB, grants cached %7s, given back %7s\n' \
 			"$n" "$c" "$k" "$cached" "$back"
