@@ -167,9 +167,14 @@ bool cfs_block_in_use(struct cfs_fs *fs, uint64_t blk)
 
 /* Group headers and bitmaps are the metadata glock's (until groups have glocks of their
  * own): a change made under it PR must not allocate or free.  A bug otherwise. */
+bool cfs_may_allocate(const struct cfs_fs *fs)
+{
+	return !fs->cluster || fs->meta.mode == CFSLOCK_EX;
+}
+
 static int refuse_without_meta_ex(struct cfs_fs *fs, const char *what)
 {
-	if (!fs->cluster || fs->meta.mode == CFSLOCK_EX)
+	if (cfs_may_allocate(fs))
 		return 0;
 	cfs_log(fs, "%s without the metadata glock EX: refused", what);
 	return -EIO;

@@ -119,6 +119,11 @@ int cfs_alloc_meta(struct cfs_fs *fs, uint64_t goal, uint64_t *pblk);
 /* want blocks in a row, all of them or -ENOSPC (an added slot's journal). */
 int cfs_alloc_run(struct cfs_fs *fs, uint32_t want, uint64_t *pblk);
 int cfs_free(struct cfs_fs *fs, uint64_t pblk, uint32_t len);
+/* May this operation allocate and free: the metadata glock EX (always on one node)? */
+bool cfs_may_allocate(const struct cfs_fs *fs);
+/* Internal: an operation begun with cfs_op_begin_inode must allocate after all; it changed
+ * nothing and is done again under the metadata glock EX.  Never returned by cfs.h. */
+#define CFS_ENEEDMETA 4096
 uint64_t cfs_free_blocks(struct cfs_fs *fs);
 /* More than n blocks free?  Stops counting once there are: cheap unless nearly full. */
 bool cfs_free_above(const struct cfs_fs *fs, uint64_t n);

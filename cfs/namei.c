@@ -665,10 +665,15 @@ int cfs_statfs(struct cfs_fs *fs, struct statvfs *st)
 }
 
 /* ---- xattrs ---- */
-static int xattr_op(struct cfs_fs *fs, uint64_t ino, bool change,
-		    int (*fn)(struct cfs_fs *, struct cfs_inode *, void *), void *arg)
+typedef int (*xattr_fn)(struct cfs_fs *, struct cfs_inode *, void *);
+
+enum xattr_access { XA_LOOK, XA_CHANGE_INODE, XA_CHANGE_ALLOCATING };
+
+static int xattr_op_as(struct cfs_fs *fs, uint64_t ino, enum xattr_access how, xattr_fn fn,
+		       void *arg)
 {
-	int rc = cfs_op_begin(fs, change);
+	bool change = how != XA_LOOK;
+	int rc = how == XA_CHANGE_INODE ? cfs_op_begin_inode(fs) : cfs_op_begin(fs, change);
 	if (rc)
 		return rc;
 	struct cfs_inode *ip;
@@ -686,6 +691,14 @@ static int xattr_op(struct cfs_fs *fs, uint64_t ino, bool change,
 	}
 	cfs_op_end(fs);
 	return rc;
+}
+
+/* A change allocates only when the inline area overflows into a new xattr block: tried with
+ * the metadata glock PR, done again with it EX if it must allocate. */
+static int xattr_op(struct cfs_fs *fs, uint64_t ino, bool change, xattr_fn fn, void *arg)
+{
+	int rc = xattr_op_as(fs, ino, change ? XA_CHANGE_INODE : XA_LOOK, fn, arg);
+	return rc == -CFS_ENEEDMETA ? xattr_op_as(fs, ino, XA_CHANGE_ALLOCATING, fn, arg) : rc;
 }
 
 struct xa {
