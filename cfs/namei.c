@@ -576,11 +576,16 @@ static void set_time(int64_t *sec, uint32_t *nsec, const struct timespec *ts)
 	*nsec = (uint32_t)ts->tv_nsec;
 }
 
-int cfs_setattr(struct cfs_fs *fs, uint64_t ino, const struct stat *a, unsigned set,
-		const struct cfs_cred *cr, struct stat *out)
+/* A truncate that frees blocks, under the metadata glock PR: to be done again under EX. */
+static int frees_under_pr(const struct cfs_fs *fs, const struct cfs_inode *ip, off_t size)
 {
-	/* Only a size change allocates or frees (a chmod rewrites an ACL in its place). */
-	int rc = set & CFS_SET_SIZE ? cfs_op_begin(fs, true) : cfs_op_begin_inode(fs);
+	return (uint64_t)size < ip->d.size && !cfs_may_allocate(fs) ? -CFS_ENEEDMETA : 0;
+}
+
+static int setattr_as(struct cfs_fs *fs, uint64_t ino, const struct stat *a, unsigned set,
+		      const struct cfs_cred *cr, struct stat *out, bool inode_only)
+{
+	int rc = inode_only ? cfs_op_begin_inode(fs) : cfs_op_begin(fs, true);
 	if (rc)
 		return rc;
 	struct cfs_inode *ip;
@@ -595,6 +600,8 @@ int cfs_setattr(struct cfs_fs *fs, uint64_t ino, const struct stat *a, unsigned 
 			rc = -EISDIR;
 		else if ((uint64_t)a->st_size > CFS_MAX_FILE_BYTES)
 			rc = -EFBIG;
+		else
+			rc = frees_under_pr(fs, ip, a->st_size);
 		if (!rc) {
 			/* Blocks may be freed: wait for this file's I/O (lock order: io, fs). */
 			ip->pins++;
@@ -606,6 +613,8 @@ int cfs_setattr(struct cfs_fs *fs, uint64_t ino, const struct stat *a, unsigned 
 			ip->pins--;
 			if (!rc)
 				rc = cfs_iflags_may_change(ip);
+			if (!rc) /* it may have grown meanwhile */
+				rc = frees_under_pr(fs, ip, a->st_size);
 			if (!rc)
 				rc = cfs_truncate_locked(fs, ip, (uint64_t)a->st_size);
 			pthread_rwlock_unlock(&ip->io);
@@ -642,6 +651,15 @@ int cfs_setattr(struct cfs_fs *fs, uint64_t ino, const struct stat *a, unsigned 
 	cfs_iput_check(fs, ip);
 	cfs_op_end(fs);
 	return rc;
+}
+
+int cfs_setattr(struct cfs_fs *fs, uint64_t ino, const struct stat *a, unsigned set,
+		const struct cfs_cred *cr, struct stat *out)
+{
+	/* Only a truncate down frees (a chmod rewrites an ACL in its place, a truncate up leaves
+	 * a hole): tried with the metadata glock PR, done again with it EX if it must free. */
+	int rc = setattr_as(fs, ino, a, set, cr, out, true);
+	return rc == -CFS_ENEEDMETA ? setattr_as(fs, ino, a, set, cr, out, false) : rc;
 }
 
 int cfs_statfs(struct cfs_fs *fs, struct statvfs *st)

@@ -185,27 +185,32 @@ for n in (1, 2):
     d = open(f"{sys.argv[1]}/own{n}", "rb").read()
     assert d == str(n).encode() * 1048576, (n, d[:16])' "$(M 3)"
 
-# chmod, utimes and xattrs in the inode change one inode and allocate nothing: the same,
-# under the inode's glock.  One xattr too big for the inode takes a block: that call is done
-# again under the metadata glock EX.
+# chmod, utimes, xattrs in the inode and truncates up change one inode and allocate nothing:
+# the same, under the inode's glock.  One xattr too big for the inode takes a block: that call
+# is done again under the metadata glock EX.
 retime() { # node
 	on "$1" python3 -c '
 import os, sys
+grow = sys.argv[1] + ".grow"
+open(grow, "a").close()
+base = os.stat(grow).st_size
 for i in range(200):
     os.chmod(sys.argv[1], 0o600 | (i % 2) * 0o44)
     os.utime(sys.argv[1], (1000000 + i, 2000000 + i))
     os.setxattr(sys.argv[1], "user.turn", str(i).encode())
+    os.truncate(grow, base + 4096 * (i + 1))
     if i == 100:
         os.setxattr(sys.argv[1], "user.big", b"b" * 2000)' "$(M "$1")/own$1"
 }
 n=$(both_at_once retime)
-check "200 chmods, utimes and setxattrs on each of 2 nodes at once, each of its own file, sent $n lock messages (want under 40)" \
+check "200 chmods, utimes, setxattrs and truncates up on each of 2 nodes at once, each of its own file, sent $n lock messages (want under 40)" \
 	[ "$n" -lt 40 ]
-check "node 3 sees both files' xattrs, the one in a block too" on 3 python3 -c '
+check "node 3 sees both files' xattrs, the one in a block too, and the sizes they grew to" on 3 python3 -c '
 import os, sys
 for n in (1, 2):
     p = f"{sys.argv[1]}/own{n}"
-    assert os.getxattr(p, "user.turn") == b"199" and os.getxattr(p, "user.big") == b"b" * 2000, n' "$(M 3)"
+    assert os.getxattr(p, "user.turn") == b"199" and os.getxattr(p, "user.big") == b"b" * 2000, n
+    assert os.stat(p + ".grow").st_size == 2 * 200 * 4096, n' "$(M 3)"
 check "node 3 sees both files' last mode and mtime" \
 	bash -c "[ \"\$(cat)\" = '644 2000199 644 2000199' ]" <<<"$(on 3 stat -c '%a %Y' "$(M 3)/own1" "$(M 3)/own2" | tr '\n' ' ' | sed 's/ $//')"
 
