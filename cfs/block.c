@@ -125,8 +125,20 @@ int cfs_bcache_init(struct cfs_fs *fs)
 	return fs->bhash ? 0 : -ENOMEM;
 }
 
-static void buf_free(struct cfs_buf *b)
+/* Buffers that left the cache are kept for the next ones, up to a few: a walk replaces
+ * cached blocks all the time, and block-aligned buffers freed and taken again among the
+ * small allocations of in-memory inodes scattered the heap (a walk's cfsd grew three times
+ * what it kept). */
+#define SPARE_BUFS 256u
+
+static void buf_free(struct cfs_fs *fs, struct cfs_buf *b)
 {
+	if (fs->nspare_bufs < SPARE_BUFS) {
+		b->hnext = fs->spare_bufs;
+		fs->spare_bufs = b;
+		fs->nspare_bufs++;
+		return;
+	}
 	free(b->data);
 	free(b);
 }
@@ -138,10 +150,17 @@ void cfs_bcache_destroy(struct cfs_fs *fs)
 	for (size_t i = 0; i < CFS_BCACHE_BUCKETS; i++)
 		for (struct cfs_buf *b = fs->bhash[i], *n; b; b = n) {
 			n = b->hnext;
-			buf_free(b);
+			buf_free(fs, b);
 		}
 	free(fs->bhash);
 	fs->bhash = NULL;
+	while (fs->spare_bufs) {
+		struct cfs_buf *b = fs->spare_bufs;
+		fs->spare_bufs = b->hnext;
+		free(b->data);
+		free(b);
+	}
+	fs->nspare_bufs = 0;
 	free(fs->txn.bufs);
 	fs->txn.bufs = NULL;
 }
@@ -156,8 +175,12 @@ static struct cfs_buf *lookup(struct cfs_fs *fs, uint64_t blkno)
 
 static struct cfs_buf *buf_new(struct cfs_fs *fs, uint64_t blkno)
 {
-	struct cfs_buf *b = calloc(1, sizeof *b);
-	if (!b || posix_memalign((void **)&b->data, 4096, fs->bs)) {
+	struct cfs_buf *b = fs->spare_bufs;
+	if (b) {
+		fs->spare_bufs = b->hnext;
+		fs->nspare_bufs--;
+		*b = (struct cfs_buf){.data = b->data};
+	} else if (!(b = calloc(1, sizeof *b)) || posix_memalign((void **)&b->data, 4096, fs->bs)) {
 		free(b);
 		return NULL;
 	}
@@ -223,7 +246,7 @@ int cfs_bread_flags(struct cfs_fs *fs, uint64_t blkno, uint16_t type, uint64_t o
 	int rc = cvm_volume_read(fs->vol, b->data, fs->bs, blkno * fs->bs);
 	if (!rc && (flags & CFS_BREAD_MAY_BE_REUSED) && reused(b->data, type, owner)) {
 		unhash(fs, b);
-		buf_free(b);
+		buf_free(fs, b);
 		return -ESTALE;
 	}
 	if (!rc && cfs_block_verify(b->data, fs->bs, blkno, type, owner, &why))
@@ -232,7 +255,7 @@ int cfs_bread_flags(struct cfs_fs *fs, uint64_t blkno, uint16_t type, uint64_t o
 		cfs_log(fs, "block %llu (type %u, owner %llu): %s: EIO", (unsigned long long)blkno,
 			type, (unsigned long long)owner, why ? why : strerror(-rc));
 		unhash(fs, b);
-		buf_free(b);
+		buf_free(fs, b);
 		return -EIO;
 	}
 	lru_push(fs, b);
@@ -298,7 +321,7 @@ void cfs_bforget(struct cfs_fs *fs, uint64_t blkno)
 		lru_unlink(fs, b);
 	}
 	unhash(fs, b);
-	buf_free(b);
+	buf_free(fs, b);
 }
 
 void cfs_bcache_trim(struct cfs_fs *fs)
@@ -309,7 +332,7 @@ void cfs_bcache_trim(struct cfs_fs *fs)
 		struct cfs_buf *b = fs->lru.next;
 		lru_unlink(fs, b);
 		unhash(fs, b);
-		buf_free(b);
+		buf_free(fs, b);
 	}
 	/* NOLINTEND(clang-analyzer-unix.Malloc) */
 }
@@ -323,7 +346,7 @@ void cfs_bcache_drop(struct cfs_fs *fs)
 				continue;
 			lru_unlink(fs, b);
 			unhash(fs, b);
-			buf_free(b);
+			buf_free(fs, b);
 		}
 }
 
@@ -339,7 +362,7 @@ void cfs_bcache_drop_owned(struct cfs_fs *fs, uint64_t first, uint64_t count)
 			continue;
 		lru_unlink(fs, b);
 		unhash(fs, b);
-		buf_free(b);
+		buf_free(fs, b);
 	}
 }
 

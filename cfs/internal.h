@@ -347,6 +347,8 @@ struct cfs_fs {
 	struct cfs_buf **bhash;
 	struct cfs_buf lru; /* clean blocks, least recently used first */
 	uint32_t nclean;
+	struct cfs_buf *spare_bufs; /* out of the cache, kept for reuse (block.c) */
+	uint32_t nspare_bufs;
 	struct cfs_txn txn;
 	uint64_t jseq;
 	uint64_t *pending_free; /* freed in the running transaction: not reusable before commit */
