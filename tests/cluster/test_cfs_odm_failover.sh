@@ -36,10 +36,11 @@ for r in $(seq 1 "$ROUNDS"); do
 	pid=$(status_of $node pid)
 	[ -s "$T/log$g" ] && ok "round $r: the instance writes on node $node" ||
 		not_ok "round $r: the instance on node $node: $(cat "$T/writer$g.out")"
-	# The third node changes the metadata: the dying node keeps only its maps, so what the new
-	# instance waits for is its map lock (cfsd/odm_cluster.c: a dead holder's writes).
+	# The third node changes the metadata and looks at every file (inode glocks PR): the
+	# dying node keeps only its maps and shared grants, so what the new instance waits for is
+	# its map lock (cfsd/odm_cluster.c: a dead holder's writes).
 	third=$((6 - node - to))
-	on $third touch "$(M $third)/moved$r"
+	on $third bash -c "touch '$(M $third)/moved$r' && find '$(M $third)' -exec stat {} + >/dev/null"
 	t0=$(ms)
 	C kill $node; kill -9 "$pid"; stop_writer $node; C abort $node
 	write $to # at once: its identify waits for the recovery of the dead node's locks
