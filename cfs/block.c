@@ -324,15 +324,21 @@ void cfs_bforget(struct cfs_fs *fs, uint64_t blkno)
 	buf_free(fs, b);
 }
 
+/* A clean block leaves the cache. */
+static void evict(struct cfs_fs *fs, struct cfs_buf *b)
+{
+	lru_unlink(fs, b);
+	unhash(fs, b);
+	buf_free(fs, b);
+}
+
 void cfs_bcache_trim(struct cfs_fs *fs)
 {
 	/* The analyzer loses track of the list across iterations: the head is never freed. */
 	/* NOLINTBEGIN(clang-analyzer-unix.Malloc) */
 	while (fs->nclean > CFS_BCACHE_CLEAN_MAX) {
 		struct cfs_buf *b = fs->lru.next;
-		lru_unlink(fs, b);
-		unhash(fs, b);
-		buf_free(fs, b);
+		evict(fs, b);
 	}
 	/* NOLINTEND(clang-analyzer-unix.Malloc) */
 }
@@ -344,9 +350,7 @@ void cfs_bcache_drop(struct cfs_fs *fs)
 			n = b->hnext;
 			if (b->dirty)
 				continue;
-			lru_unlink(fs, b);
-			unhash(fs, b);
-			buf_free(fs, b);
+			evict(fs, b);
 		}
 }
 
@@ -360,9 +364,7 @@ void cfs_bcache_drop_owned(struct cfs_fs *fs, uint64_t first, uint64_t count)
 				h->type == CFS_B_XATTR;
 		if (b->pinned || !of_inode || h->owner < first || h->owner - first >= count)
 			continue;
-		lru_unlink(fs, b);
-		unhash(fs, b);
-		buf_free(fs, b);
+		evict(fs, b);
 	}
 }
 

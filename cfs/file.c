@@ -184,10 +184,9 @@ static int write_unwritten(struct cfs_fs *fs, const struct piece *pc, const uint
 static int open_inode_locked_as(struct cfs_fs *fs, uint64_t ino, int mode, int imode,
 				struct cfs_inode **ip)
 {
-	int rc = cfs_meta_hold(fs, mode);
+	int rc = cfs_meta_hold(fs, mode, imode);
 	if (rc)
 		return rc;
-	cfs_op_imode = imode;
 	struct cfs_inode *got; /* *ip stays the caller's (its I/O lock is held) on failure */
 	rc = cfs_iget(fs, ino, &got);
 	if (!rc && !got->nopen)
@@ -287,8 +286,7 @@ void cfs_set_invalidate(struct cfs_fs *fs, cfs_invalidate_fn fn, void *arg)
 static int relock_as(struct cfs_fs *fs, struct cfs_inode *ip, int mode, int imode)
 {
 	ip->pins++; /* fetching the glock may drop the caches */
-	int rc = cfs_meta_hold(fs, mode);
-	cfs_op_imode = imode;
+	int rc = cfs_meta_hold(fs, mode, imode);
 	if (!rc && (rc = cfs_irefresh(fs, ip)))
 		cfs_glock_unhold(fs, &fs->meta);
 	ip->pins--;

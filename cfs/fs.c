@@ -369,7 +369,7 @@ static int super_after_replay(struct cfs_fs *fs)
 static int start_fs(struct cfs_fs *fs)
 {
 	pthread_mutex_lock(&fs->lock);
-	int rc = cfs_meta_hold(fs, CFSLOCK_EX);
+	int rc = cfs_meta_hold(fs, CFSLOCK_EX, CFSLOCK_EX);
 	bool held = !rc;
 	if (rc)
 		cfs_set_error("metadata lock: %s", strerror(-rc));
@@ -458,7 +458,7 @@ int cfs_unmount(struct cfs_fs *fs)
 	pthread_mutex_lock(&fs->lock);
 	/* The kernel's references are gone with the mount: unlinked inodes go now (on a cluster
 	 * under the glock EX, read again: another node may have changed or freed them). */
-	int rc = fs->ro ? 0 : cfs_meta_hold(fs, CFSLOCK_EX);
+	int rc = fs->ro ? 0 : cfs_meta_hold(fs, CFSLOCK_EX, CFSLOCK_EX);
 	bool held = !fs->ro && !rc;
 	for (size_t i = 0; i < CFS_ICACHE_BUCKETS && !rc; i++)
 		for (struct cfs_inode *ip = fs->ihash[i], *n; ip && !rc; ip = n) {

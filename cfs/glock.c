@@ -396,18 +396,19 @@ void cfs_glock_shutdown(struct cfs_fs *fs)
 
 /* ---- operations ---- */
 
-int cfs_meta_hold(struct cfs_fs *fs, int mode)
+int cfs_meta_hold(struct cfs_fs *fs, int mode, int imode)
 {
 	int rc = cfs_glock_hold(fs, &fs->meta, mode);
 	if (!rc)
-		cfs_op_imode = mode;
+		cfs_op_imode = imode;
 	return rc;
 }
 
 int cfs_op_begin(struct cfs_fs *fs, bool change)
 {
 	pthread_mutex_lock(&fs->lock);
-	int rc = change && fs->ro ? -EROFS : cfs_meta_hold(fs, change ? CFSLOCK_EX : CFSLOCK_PR);
+	int mode = change ? CFSLOCK_EX : CFSLOCK_PR;
+	int rc = change && fs->ro ? -EROFS : cfs_meta_hold(fs, mode, mode);
 	if (rc)
 		pthread_mutex_unlock(&fs->lock);
 	return rc;
@@ -416,11 +417,9 @@ int cfs_op_begin(struct cfs_fs *fs, bool change)
 int cfs_op_begin_inode(struct cfs_fs *fs)
 {
 	pthread_mutex_lock(&fs->lock);
-	int rc = fs->ro ? -EROFS : cfs_meta_hold(fs, CFSLOCK_PR);
+	int rc = fs->ro ? -EROFS : cfs_meta_hold(fs, CFSLOCK_PR, CFSLOCK_EX);
 	if (rc)
 		pthread_mutex_unlock(&fs->lock);
-	else
-		cfs_op_imode = CFSLOCK_EX;
 	return rc;
 }
 

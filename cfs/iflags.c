@@ -73,16 +73,14 @@ static int may_set(const struct cfs_inode *ip, uint32_t flags, const struct cfs_
 {
 	if (cfs_iflags_unknown(flags))
 		return -EOPNOTSUPP;
-	if (cr && cr->uid != 0 && cr->uid != ip->d.uid)
-		return -EPERM;
-	if (cr && cr->uid != 0 && ((flags ^ ip->d.flags) & STICKY_FLAGS))
-		return -EPERM;
-	return 0;
+	bool root = !cr || cr->uid == 0;
+	bool sticky_changes = (flags ^ ip->d.flags) & STICKY_FLAGS;
+	return root || (cr->uid == ip->d.uid && !sticky_changes) ? 0 : -EPERM;
 }
 
 int cfs_set_iflags(struct cfs_fs *fs, uint64_t ino, uint32_t flags, const struct cfs_cred *cr)
 {
-	int rc = cfs_op_begin(fs, true);
+	int rc = cfs_op_begin_inode(fs); /* this inode alone */
 	if (rc)
 		return rc;
 	struct cfs_inode *ip;

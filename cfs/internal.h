@@ -486,8 +486,9 @@ int cfs_glock_request(struct cfs_fs *fs, struct cfs_glock *gl, int mode, bool re
 int cfs_glock_try_up(struct cfs_fs *fs, struct cfs_glock *gl);
 /* Give the grant up now (nothing here holds it): sync, forget, unlock. */
 int cfs_glock_drop(struct cfs_fs *fs, struct cfs_glock *gl);
-/* Hold the metadata glock (cfs_glock_hold) and make mode this thread's inode glock mode. */
-int cfs_meta_hold(struct cfs_fs *fs, int mode);
+/* Hold the metadata glock in mode (cfs_glock_hold) and make imode this thread's inode glock
+ * mode (EX under PR: a change of one inode, cfs_op_begin_inode). */
+int cfs_meta_hold(struct cfs_fs *fs, int mode, int imode);
 
 /* ---- inode glocks (iglock.c) ---- */
 /* Blocks one glock covers: inodes made together (a node allocates in its own groups, a file's
