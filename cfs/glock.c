@@ -361,8 +361,10 @@ int cfs_glock_init(struct cfs_fs *fs, const char *proto)
 	rc = cfslock_space_open(fs->locks, space, &fs->space);
 	if (!rc)
 		rc = cfs_glock_new(fs, &fs->meta, "meta", &meta_glops);
-	if (!rc && fs->cluster && (rc = -pthread_create(&fs->dispatch, NULL, dispatcher, fs)) == 0)
+	if (!rc && fs->cluster && (rc = -pthread_create(&fs->dispatch, NULL, dispatcher, fs)) == 0) {
 		fs->dispatching = true;
+		cfslock_client_set_dispatcher(fs->locks, true);
+	}
 	if (rc)
 		cfs_set_error("lock manager: %s", strerror(-rc));
 	return rc;
@@ -381,8 +383,10 @@ void cfs_lock_put(struct cfslock **lk)
 void cfs_glock_shutdown(struct cfs_fs *fs)
 {
 	__atomic_store_n(&fs->stopping, true, __ATOMIC_RELEASE);
-	if (fs->dispatching)
+	if (fs->dispatching) {
+		cfslock_client_set_dispatcher(fs->locks, false);
 		pthread_join(fs->dispatch, NULL);
+	}
 	fs->dispatching = false;
 	cfs_glock_free(&fs->meta);
 	cfs_iglock_shutdown(fs);

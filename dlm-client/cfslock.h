@@ -46,6 +46,10 @@ void cfslock_client_close(struct cfslock_client *c);
 int cfslock_client_fd(const struct cfslock_client *c);
 /* Run the callbacks that are due; returns how many ran, or -errno. */
 int cfslock_dispatch(struct cfslock_client *c);
+/* Say whether a thread of the caller now polls cfslock_client_fd() and dispatches.  While one
+ * does, the *_sync calls sleep until its next dispatch instead of polling the fd themselves
+ * (the dispatcher drains the fd, so their own poll would only see its timeout). */
+void cfslock_client_set_dispatcher(struct cfslock_client *c, bool running);
 uint32_t cfslock_node_id(const struct cfslock_client *c);
 /* Messages this client sent to the other nodes (0 for the local backend): what caching saves. */
 uint64_t cfslock_messages_sent(const struct cfslock_client *c);

@@ -55,7 +55,8 @@ struct cfslock_client {
 	uint64_t cache_given_back;
 	struct callback *head, *tail;
 	pthread_mutex_t dispatch_lock;
-	pthread_cond_t dispatched;
+	pthread_cond_t dispatched; /* broadcast after every dispatch, under dispatch_lock */
+	bool outside_dispatcher;   /* a caller's thread polls efd (atomic) */
 };
 
 struct cfslock_space {

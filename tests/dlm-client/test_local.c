@@ -5,6 +5,7 @@
 #include <criterion/criterion.h>
 #include <fcntl.h>
 #include <unistd.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -448,4 +449,57 @@ Test(local, cached_grants_past_the_limit_are_given_back)
 	}
 	cfslock_space_close(sa);
 	cfslock_client_close(a);
+}
+
+/* An event loop of the caller's that drains the client's fd, as cfsd's dispatcher does. */
+struct outside_loop {
+	struct cfslock_client *c;
+	bool stop;
+};
+
+static void *outside_loop_run(void *arg)
+{
+	struct outside_loop *o = arg;
+	while (!__atomic_load_n(&o->stop, __ATOMIC_ACQUIRE)) {
+		struct pollfd p = {.fd = cfslock_client_fd(o->c), .events = POLLIN};
+		if (poll(&p, 1, 5) > 0)
+			cfslock_dispatch(o->c);
+	}
+	return NULL;
+}
+
+static void *request_ex(void *arg) { return (void *)(long)cfslock_request_sync(arg, CFSLOCK_EX, 0); }
+
+/* With a dispatcher thread of the caller's, the sync calls wake at its dispatches, also for
+ * a grant that waits for another client; without one they dispatch for themselves again. */
+Test(local, sync_calls_with_an_outside_dispatcher, .timeout = 60)
+{
+	struct pair p = open_pair("t9");
+	struct outside_loop loop = {.c = p.a};
+	pthread_t th;
+	cr_assert_eq(pthread_create(&th, NULL, outside_loop_run, &loop), 0);
+	cfslock_client_set_dispatcher(p.a, true);
+	struct cfslock *mine = cfslock_new(p.sa, "x", NULL, NULL, NULL);
+	struct cfslock *theirs = cfslock_new(p.sb, "x", NULL, NULL, NULL);
+	for (int i = 0; i < 200; i++) {
+		cr_assert_eq(cfslock_request_sync(mine, i % 2 ? CFSLOCK_PR : CFSLOCK_EX, 0), 0);
+		cr_assert_eq(cfslock_unlock_sync(mine), 0);
+	}
+	cr_assert_eq(cfslock_request_sync(theirs, CFSLOCK_EX, 0), 0);
+	pthread_t waiter;
+	cr_assert_eq(pthread_create(&waiter, NULL, request_ex, mine), 0);
+	usleep(50000); /* let it queue behind theirs */
+	cr_assert_eq(cfslock_mode(mine), -1, "granted while the other client holds EX");
+	cr_assert_eq(cfslock_unlock_sync(theirs), 0);
+	void *ret;
+	pthread_join(waiter, &ret);
+	cr_assert_eq((long)ret, 0);
+	cr_assert_eq(cfslock_mode(mine), CFSLOCK_EX);
+	cfslock_client_set_dispatcher(p.a, false);
+	__atomic_store_n(&loop.stop, true, __ATOMIC_RELEASE);
+	pthread_join(th, NULL);
+	cr_assert_eq(cfslock_unlock_sync(mine), 0, "dispatched by the waiter itself again");
+	cfslock_free(mine);
+	cfslock_free(theirs);
+	close_pair(&p);
 }
