@@ -22,8 +22,9 @@
  *     (still valid: nobody else can change anything while we hold PR);
  *   - anything else: sync (if EX), go_unlock, invalidate (forget what was read under it),
  *     unlock.
- * Going from PR to EX is a drop and a new request, not a conversion: two nodes converting
- * PR to EX at once would wait for each other for ever.
+ * Going from PR to EX is a conversion that keeps the PR, and the caches, while it waits.  Two
+ * nodes converting at once would wait for each other for ever: the lock manager refuses the
+ * later one (EDEADLK), which then lets its PR go and asks anew.
  *
  * A grant in use is kept for a short minimum hold time even when another node asks (GFS2's
  * gl_hold_time): without it two nodes both changing the filesystem passed the glock back and
@@ -181,14 +182,26 @@ int cfs_glock_request(struct cfs_fs *fs, struct cfs_glock *gl, int mode, bool re
 	return glock_request(fs, gl, mode, 0, release);
 }
 
-int cfs_glock_try_up(struct cfs_fs *fs, struct cfs_glock *gl)
+int cfs_glock_convert_up(struct cfs_fs *fs, struct cfs_glock *gl)
 {
-	int rc = cfslock_request_sync(gl->lk, CFSLOCK_EX, CFSLOCK_NOQUEUE);
+	/* The wish recorded so far stays (unlike a new request's): it may be about the EX we
+	 * are getting, and a conversion granted at once is not announced to the others again. */
+	gl->requesting = true;
+	pthread_mutex_unlock(&fs->lock);
+	int rc = cfslock_request_sync(gl->lk, CFSLOCK_EX, 0);
+	pthread_mutex_lock(&fs->lock);
+	gl->requesting = false;
+	pthread_cond_broadcast(&fs->glock_cond);
 	if (rc == -CFSLOCK_ENOQUORUM)
 		lost_quorum(fs);
-	if (!rc)
-		gl->mode = CFSLOCK_EX;
-	return cfs_lock_errno(rc);
+	if (rc)
+		return rc == -EDEADLK ? rc : cfs_lock_errno(rc);
+	gl->mode = CFSLOCK_EX;
+	gl->granted_ns = gl->last_use_ns = cfs_now_ns();
+	int wanted = __atomic_load_n(&gl->wanted, __ATOMIC_ACQUIRE);
+	if (wanted >= 0) /* its wake-up found us converting: act on it after this operation */
+		record_wish(gl, wanted, true);
+	return gl->ops->go_granted ? gl->ops->go_granted(fs, gl) : 0;
 }
 
 int cfs_glock_drop(struct cfs_fs *fs, struct cfs_glock *gl)
@@ -208,16 +221,17 @@ int cfs_glock_hold(struct cfs_fs *fs, struct cfs_glock *gl, int mode)
 			return 0;
 		}
 		/* Another thread is asking; or PR is held here, EX wanted: once nobody here
-		 * uses PR, let go and ask. */
+		 * uses PR, convert. */
 		if (gl->requesting || (gl->mode >= 0 && gl->holders)) {
 			pthread_cond_wait(&fs->glock_cond, &fs->lock);
-		} else {
-			int rc = gl->mode >= 0 ? glock_let_go(fs, gl, -1) : 0;
-			if (!rc)
-				rc = glock_request(fs, gl, mode, 0, true);
-			if (rc)
-				return cfs_lock_errno(rc);
+			continue;
 		}
+		int rc = gl->mode >= 0 ? cfs_glock_convert_up(fs, gl) /* PR held, EX wanted */
+				       : glock_request(fs, gl, mode, 0, true);
+		if (rc == -EDEADLK) /* another node's conversion goes first */
+			rc = glock_let_go(fs, gl, -1);
+		if (rc)
+			return cfs_lock_errno(rc);
 	}
 }
 
@@ -237,7 +251,8 @@ int cfs_glock_try_hold(struct cfs_fs *fs, struct cfs_glock *gl, int mode)
 void cfs_glock_check(struct cfs_fs *fs, struct cfs_glock *gl)
 {
 	int wanted = __atomic_load_n(&gl->wanted, __ATOMIC_ACQUIRE);
-	if (gl->mode < 0 || wanted < 0 || gl->holders || still_held_for_use(fs, gl))
+	if (gl->mode < 0 || wanted < 0 || gl->holders || gl->requesting ||
+	    still_held_for_use(fs, gl))
 		return;
 	/* Taken before acting: a wish that arrives meanwhile (for the PR we convert down to,
 	 * say) must survive. */

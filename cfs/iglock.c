@@ -16,9 +16,10 @@
  *   - under the metadata glock PR an inode glock is asked for with fs->lock released (as the
  *     metadata glock is), since another node's committer may need to give up an inode glock
  *     this node waits for while our committer must give up one that node waits for.  EX
- *     there is first a conversion that does not wait, else the PR goes and EX is asked for
- *     (two nodes converting at once would wait for each other).  Its holder changes that
- *     inode alone and waits for no other glock until it lets go, so no cycle forms.
+ *     there is a conversion that keeps the PR while it waits; of two nodes converting at
+ *     once the lock manager refuses the later (EDEADLK), whose PR then goes before it asks
+ *     again.  Its holder changes that inode alone and waits for no other glock until it
+ *     lets go, so no cycle forms.
  * An operation does not hold inode glocks: fs->lock, held from an operation's first look at
  * an inode to its end, keeps them from being given up.  Data I/O, which runs without fs->lock,
  * holds its inode's glock (cfs_iglock_hold) from mapping to completion.
@@ -200,14 +201,15 @@ void cfs_iglock_shutdown(struct cfs_fs *fs)
 /* ---- asking ---- */
 
 /* A change of one inode under the metadata glock PR (one step of cfs_iglock_get's loop).
- * Other nodes may hold this glock PR and want EX too: PR to EX is tried as a conversion
- * that does not wait, else the PR goes (once nothing here holds it) and EX is asked for with
- * fs->lock released, so that two nodes never wait for each other's PR. */
+ * Other nodes may hold this glock PR and want EX too: PR to EX is a conversion that keeps the
+ * PR (and the caches) while it waits, fs->lock released; if another node's conversion is
+ * already waiting for ours, that one goes first: the PR goes (once nothing here holds it) and
+ * EX is asked for anew. */
 static int ex_under_shared_meta(struct cfs_fs *fs, struct cfs_glock *gl)
 {
 	if (gl->mode == CFSLOCK_PR) {
-		int rc = cfs_glock_try_up(fs, gl);
-		if (rc != -EAGAIN)
+		int rc = cfs_glock_convert_up(fs, gl);
+		if (rc != -EDEADLK)
 			return rc;
 		if (gl->holders) { /* data I/O here relies on the PR: wait for its unhold */
 			pthread_cond_wait(&fs->glock_cond, &fs->lock);

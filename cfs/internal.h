@@ -481,9 +481,10 @@ int cfs_glock_try_hold(struct cfs_fs *fs, struct cfs_glock *gl, int mode);
 void cfs_glock_check(struct cfs_fs *fs, struct cfs_glock *gl);
 /* Ask for the grant (fs->lock held; released meanwhile if release). */
 int cfs_glock_request(struct cfs_fs *fs, struct cfs_glock *gl, int mode, bool release);
-/* PR granted here to EX, as a conversion that does not wait (-EAGAIN if another node holds
- * the lock); fs->lock held. */
-int cfs_glock_try_up(struct cfs_fs *fs, struct cfs_glock *gl);
+/* PR granted here to EX as a conversion: the PR, and what is cached under it, stay while it
+ * waits with fs->lock released.  -EDEADLK: another node converts too and goes first (the
+ * caller lets the PR go and asks again). */
+int cfs_glock_convert_up(struct cfs_fs *fs, struct cfs_glock *gl);
 /* Give the grant up now (nothing here holds it): sync, forget, unlock. */
 int cfs_glock_drop(struct cfs_fs *fs, struct cfs_glock *gl);
 /* Hold the metadata glock in mode (cfs_glock_hold) and make imode this thread's inode glock

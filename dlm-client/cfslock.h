@@ -73,7 +73,10 @@ struct cfslock *cfslock_new(struct cfslock_space *s, const char *name, cfslock_d
 /* Free a lock that is not held (never requested, or unlocked). */
 void cfslock_free(struct cfslock *lk);
 
-/* Request the lock in `mode`, or convert it if held.  -EBUSY if a request is pending. */
+/* Request the lock in `mode`, or convert it if held.  -EBUSY if a request is pending.  A
+ * conversion keeps the granted mode while it waits; one that would deadlock with another
+ * node's conversion (both holding PR, both wanting EX) completes at once with -EDEADLK and
+ * the lock as it was, as the DLM's conversions do. */
 int cfslock_request(struct cfslock *lk, int mode, unsigned flags);
 int cfslock_unlock(struct cfslock *lk);
 /* Cancel a pending request or conversion (it completes with -ECANCELED). */

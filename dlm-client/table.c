@@ -350,6 +350,18 @@ static void store_lvb(struct lt_lock *l, const uint8_t *lvb)
 	}
 }
 
+/* Would conversion l wait for a converting lock that waits for l?  Both keep their granted
+ * modes while they wait, so neither would ever be granted (two holders of PR converting to
+ * EX, say).  The later one is refused, as the DLM does without CONVDEADLK: every replica
+ * sees the same order, so they all refuse the same one. */
+static bool conversion_deadlock(const struct lt_resource *r, const struct lt_lock *l)
+{
+	for (const struct lt_lock *c = r->queue[LT_CONVERTING].first; c; c = c->next)
+		if (!compat[c->granted][l->requested] && !compat[l->granted][c->requested])
+			return true;
+	return false;
+}
+
 int lt_convert(struct lt_table *t, uint64_t node, uint64_t lkid, int mode, unsigned flags,
 	       const uint8_t *lvb)
 {
@@ -372,6 +384,9 @@ int lt_convert(struct lt_table *t, uint64_t node, uint64_t lkid, int mode, unsig
 	} else if (flags & LT_NOQUEUE) {
 		l->requested = l->granted;
 		refused(t, l, mode, flags);
+	} else if (conversion_deadlock(r, l)) {
+		l->requested = l->granted;
+		emit(t, LT_EV_FAILED, l, l->granted, -EDEADLK);
 	} else {
 		move_to(l, LT_CONVERTING);
 		send_blocking(t, r);

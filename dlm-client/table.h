@@ -51,7 +51,9 @@ bool lt_modes_compatible(int a, int b);
 #define LT_FLAGS (LT_NOQUEUE | LT_NOQUEUEBAST)
 int lt_request(struct lt_table *t, uint64_t node, uint64_t lkid, const char *name, size_t len,
 	       int mode, unsigned flags);
-/* lvb, if not NULL, is stored when the lock goes down from PW or EX. */
+/* lvb, if not NULL, is stored when the lock goes down from PW or EX.  A conversion that must
+ * wait keeps its granted mode meanwhile; one that would wait for another conversion waiting
+ * for it fails at once (LT_EV_FAILED, -EDEADLK) and keeps its mode. */
 int lt_convert(struct lt_table *t, uint64_t node, uint64_t lkid, int mode, unsigned flags,
 	       const uint8_t *lvb);
 int lt_unlock(struct lt_table *t, uint64_t node, uint64_t lkid, const uint8_t *lvb);

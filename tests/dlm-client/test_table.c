@@ -106,6 +106,32 @@ Test(table, conversions_go_before_new_requests)
 	cr_assert_eq(lt_convert(t, 1, 1, CFSLOCK_NL, 0, NULL), -EBUSY, "converting already");
 }
 
+/* Two holders of PR both converting to EX would wait for each other for ever: the later one
+ * is refused with EDEADLK and keeps PR; once it lets go, the first is granted. */
+Test(table, conversion_deadlock_refuses_the_later_one)
+{
+	R(1, 1, CFSLOCK_PR, 0);
+	R(2, 1, CFSLOCK_PR, 0);
+	cr_assert_eq(lt_convert(t, 1, 1, CFSLOCK_EX, 0, NULL), 0);
+	cr_assert_not(granted(1, 1, CFSLOCK_EX), "waits for node 2's PR");
+	cr_assert_not_null(last(LT_EV_BLOCKING, 2, 1));
+	cr_assert_eq(lt_convert(t, 2, 1, CFSLOCK_EX, 0, NULL), 0);
+	const struct lt_event *e = last(LT_EV_FAILED, 2, 1);
+	cr_assert(e && e->status == -EDEADLK && e->mode == CFSLOCK_PR);
+	cr_assert_null(last(LT_EV_FAILED, 1, 1), "the first conversion waits on");
+	R(3, 1, CFSLOCK_PR, 0); /* a new request waits behind the conversion */
+	cr_assert_not(granted(3, 1, CFSLOCK_PR));
+	cr_assert_eq(lt_unlock(t, 2, 1, NULL), 0);
+	cr_assert(granted(1, 1, CFSLOCK_EX));
+	/* Not a deadlock: a conversion that waits for a holder that is not converting. */
+	cr_assert_eq(lt_request(t, 4, 2, "other", 5, CFSLOCK_PR, 0), 0);
+	cr_assert_eq(lt_request(t, 5, 2, "other", 5, CFSLOCK_PR, 0), 0);
+	cr_assert_eq(lt_convert(t, 4, 2, CFSLOCK_EX, 0, NULL), 0);
+	cr_assert_eq(lt_convert(t, 5, 2, CFSLOCK_NL, 0, NULL), 0, "5 goes down instead");
+	cr_assert(granted(4, 2, CFSLOCK_EX));
+	cr_assert_null(last(LT_EV_FAILED, 4, 2));
+}
+
 Test(table, noqueue_fails_with_eagain)
 {
 	R(1, 1, CFSLOCK_EX, 0);
