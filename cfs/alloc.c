@@ -34,6 +34,14 @@ void cfs_agh_format(uint8_t *block, uint32_t bs, uint32_t index, uint64_t start,
 		cfs_bit_set(bm, i, true);
 }
 
+void cfs_agh_take(uint8_t *block, uint64_t blk, uint32_t n)
+{
+	struct cfs_dagh *g = (void *)block;
+	for (uint32_t i = 0; i < n; i++)
+		cfs_bit_set(block + CFS_AGH_BITMAP_OFF, (uint32_t)(blk - g->start) + i, true);
+	g->nfree -= n;
+}
+
 static int read_agh(struct cfs_fs *fs, uint32_t ag, struct cfs_buf **b)
 {
 	int rc = cfs_bread(fs, fs->ags[ag].start, CFS_B_AGH, ag, b);

@@ -418,12 +418,18 @@ void cfs_itouch(struct cfs_inode *ip, bool m, bool c)
 /* On a cluster new inodes go in this node's own groups, not near their directory: two nodes'
  * inodes in one span (one inode glock) would pass it back and forth whenever each changes its
  * own (400 chmods of a file of its own on each of 2 nodes, in their own directories: some
- * 1,000 lock messages).  Past the span of the group's first blocks, which in group 0 hold the
- * root and the orphan directories that every node reads. */
+ * 1,000 lock messages).  Past the spans of the group's first blocks, which in group 0 hold the
+ * root and the orphan directories (each in a span of its own since mkfs places them so). */
 static uint64_t own_inode_goal(const struct cfs_fs *fs)
 {
 	uint32_t ag = (uint32_t)((uint64_t)fs->slot * fs->sb.nags / fs->sb.nslots);
-	uint64_t first_free = fs->ags[ag].start + 3 + 2 * (uint64_t)fs->sb.nslots;
+	const struct cfs_ag *g = &fs->ags[ag];
+	uint64_t first_free = g->start + 3; /* header, root, its bucket */
+	for (uint32_t s = 0; s < fs->sb.nslots; s++) {
+		uint64_t o = fs->sb.orphan_dir[s];
+		if (o >= g->start && o < g->start + g->nblocks && o + 2 > first_free)
+			first_free = o + 2;
+	}
 	return (first_free | (CFS_IGLOCK_SPAN - 1)) + 1;
 }
 

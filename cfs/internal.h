@@ -132,6 +132,8 @@ bool cfs_block_in_use(struct cfs_fs *fs, uint64_t blk);
 /* Format the bitmap of a new group into a buffer (mkfs, grow). */
 void cfs_agh_format(uint8_t *block, uint32_t bs, uint32_t index, uint64_t start,
 		    uint32_t nblocks, uint32_t used_at_start);
+/* Mark n free blocks from blk used in such a formatted group (mkfs's orphan directories). */
+void cfs_agh_take(uint8_t *block, uint64_t blk, uint32_t n);
 bool cfs_bit_get(const uint8_t *bitmap, uint32_t bit);
 void cfs_bit_set(uint8_t *bitmap, uint32_t bit, bool on);
 

@@ -20,6 +20,18 @@
 #define MIN_JOURNAL_BLOCKS 64u
 #define MIN_LAST_AG 64u
 
+/* On a cluster each slot's orphan directory (an inode and its bucket) starts a span of inode
+ * glocks of its own, past the root's: every unlink there changes the unlinker's orphan
+ * directory, and must not take the root's glock from every node that looks up a name in it.
+ * With one node they follow the root (no gaps for the first files to be cut into). */
+static uint64_t orphan_dir_block(const struct cfs_dsuper *sb, uint32_t slot)
+{
+	if (strcmp(sb->lockproto, "local") == 0)
+		return sb->ag_start + 3 + 2 * (uint64_t)slot;
+	uint64_t past_root = ((sb->ag_start + 2) | (CFS_IGLOCK_SPAN - 1)) + 1;
+	return past_root + (uint64_t)slot * CFS_IGLOCK_SPAN;
+}
+
 static int geometry(struct cvm_volume *vol, const struct cfs_mkfs_opts *o, struct cfs_dsuper *sb)
 {
 	const char *vname = cvm_volume_config(vol)->name;
@@ -49,6 +61,7 @@ static int geometry(struct cvm_volume *vol, const struct cfs_mkfs_opts *o, struc
 	sb->journal_blocks = jb;
 	sb->ag_start = 2 + (uint64_t)slots * jb;
 	sb->ag_blocks = CFS_AG_MAX_BLOCKS(bs);
+	snprintf(sb->lockproto, sizeof sb->lockproto, "%s", o->lockproto ? o->lockproto : "local");
 	uint64_t total = cvm_volume_size(vol) / bs;
 	uint64_t data = total > sb->ag_start ? total - sb->ag_start : 0;
 	uint64_t nags = data / sb->ag_blocks;
@@ -56,10 +69,11 @@ static int geometry(struct cvm_volume *vol, const struct cfs_mkfs_opts *o, struc
 		nags++;
 	else
 		total -= data % sb->ag_blocks; /* a sliver too small for a group stays unused */
-	uint32_t reserved = 1 + 2 + 2 * slots; /* group 0: header, root and orphan dirs */
+	/* group 0: header, root and orphan dirs */
+	uint64_t group0_used = orphan_dir_block(sb, slots - 1) + 2 - sb->ag_start;
 	if (nags == 0 || cfs_ag_size(&(struct cfs_dsuper){.ag_start = sb->ag_start,
 							.ag_blocks = sb->ag_blocks,
-							.total_blocks = total}, 0) < reserved + 16) {
+							.total_blocks = total}, 0) < group0_used + 16) {
 		cfs_set_error("volume %s is too small for %u slots of %u-block journals: "
 			      "use fewer slots (-J) or a bigger volume", vname, slots, jb);
 		return -ENOSPC;
@@ -76,14 +90,13 @@ static int geometry(struct cvm_volume *vol, const struct cfs_mkfs_opts *o, struc
 	memcpy(sb->fs_uuid, u.b, 16);
 	if (o->label)
 		snprintf(sb->label, sizeof sb->label, "%s", o->label);
-	snprintf(sb->lockproto, sizeof sb->lockproto, "%s", o->lockproto ? o->lockproto : "local");
 	if (getrandom(&sb->hash_seed, sizeof sb->hash_seed, 0) != sizeof sb->hash_seed)
 		sb->hash_seed = (uint32_t)time(NULL);
 	sb->ctime = sb->mtime = (uint64_t)time(NULL);
 	sb->generation = 1;
 	sb->root_ino = sb->ag_start + 1;
 	for (uint32_t s = 0; s < slots; s++)
-		sb->orphan_dir[s] = sb->ag_start + 3 + 2 * s;
+		sb->orphan_dir[s] = orphan_dir_block(sb, s);
 	return 0;
 }
 
@@ -159,10 +172,11 @@ int cfs_mkfs(struct cvm_volume *vol, const struct cfs_mkfs_opts *o, cfs_progress
 		rc = cvm_volume_write(vol, b, bs, bs);
 	for (uint32_t s = 0; s < sb.nslots && !rc; s++)
 		rc = cfs_journal_clear(vol, &sb, s, 1);
-	uint32_t reserved = 1 + 2 + 2 * sb.nslots;
 	for (uint32_t g = 0; g < sb.nags && !rc; g++) {
-		cfs_agh_format(b, bs, g, cfs_ag_first(&sb, g), cfs_ag_size(&sb, g),
-			       g == 0 ? reserved : 1);
+		/* group 0 also holds the root directory, then the orphan directories */
+		cfs_agh_format(b, bs, g, cfs_ag_first(&sb, g), cfs_ag_size(&sb, g), g == 0 ? 3 : 1);
+		for (uint32_t s = 0; g == 0 && s < sb.nslots; s++)
+			cfs_agh_take(b, sb.orphan_dir[s], 2);
 		cfs_block_seal(b, bs);
 		rc = cvm_volume_write(vol, b, bs, cfs_ag_first(&sb, g) * bs);
 		if (progress && (g % 64 == 0 || g + 1 == sb.nags))

@@ -107,3 +107,27 @@ Test(slots, bad_counts_and_no_room_change_nothing)
 	cr_assert_eq(fs->sb.nslots, 2);
 	fs_done(fs);
 }
+
+/* On a cluster filesystem mkfs gives each slot's orphan directory an inode glock span of its
+ * own, apart from the root's (unlinks on one node must not take the root's lock from the
+ * others), and the group's bitmap and free count say so (fsck checks both).  Unlinks through
+ * these directories on several nodes: tests/cluster/test_cfs_multi.sh. */
+Test(slots, mkfs_puts_each_orphan_directory_in_its_own_span)
+{
+	test_dir_make();
+	volume_make(1, 64);
+	test_vol = volume_open();
+	struct cfs_mkfs_opts mo = {.label = "spans", .slots = 4, .lockproto = "corosync"};
+	cr_assert_eq(cfs_mkfs(test_vol, &mo, NULL, NULL), 0, "mkfs: %s", cfs_last_error());
+	struct cfs_dsuper sb;
+	cr_assert_eq(cfs_super_read_primary(test_vol, &sb), 0);
+	uint64_t span = CFS_IGLOCK_SPAN, root_span = sb.root_ino / span;
+	for (uint32_t s = 0; s < 4; s++) {
+		uint64_t o = sb.orphan_dir[s];
+		cr_assert_neq(o / span, root_span, "slot %u's orphan dir in the root's span", s);
+		cr_assert_eq((o + 1) / span, o / span, "slot %u: its bucket in another span", s);
+		for (uint32_t t = 0; t < s; t++)
+			cr_assert_neq(o / span, sb.orphan_dir[t] / span, "slots %u and %u", t, s);
+	}
+	fsck_clean();
+}
