@@ -22,14 +22,18 @@
  *     (still valid: nobody else can change anything while we hold PR);
  *   - anything else: sync (if EX), go_unlock, invalidate (forget what was read under it),
  *     unlock.
- * Going from PR to EX is a conversion that keeps the PR, and the caches, while it waits.  Two
- * nodes converting at once would wait for each other for ever: the lock manager refuses the
- * later one (EDEADLK), which then lets its PR go and asks anew.
+ * An inode glock goes from PR to EX by a conversion that keeps the PR, and the caches, while
+ * it waits (cfs_glock_convert_up); two nodes converting at once would wait for each other for
+ * ever, so the lock manager refuses the later one (EDEADLK), which then lets its PR go and
+ * asks anew.  The metadata glock lets go and asks anew at once: every node holds it PR for
+ * its lookups, so its conversions would mostly be refused (tried: no fewer messages for 3
+ * nodes creating at once).
  *
  * A grant in use is kept for a short minimum hold time even when another node asks (GFS2's
  * gl_hold_time): without it two nodes both changing the filesystem passed the glock back and
  * forth for every operation, a commit and a handful of messages each.  A node that has not
- * used it for a moment lets go at once. */
+ * used it for IDLE_NS lets go then: with 1 ms, the gaps between one program's calls on a busy
+ * machine were enough to hand it over after almost every create. */
 #include "cfs/internal.h"
 
 #include <errno.h>
@@ -39,7 +43,7 @@
 #include <time.h>
 
 #define HOLD_NS 30000000ull /* a grant in use is kept this long after it came */
-#define IDLE_NS 1000000ull  /* unused this long: given up at once when asked */
+#define IDLE_NS 4000000ull  /* unused this long: given up when asked */
 
 uint64_t cfs_now_ns(void)
 {
@@ -51,10 +55,14 @@ uint64_t cfs_now_ns(void)
 /* Keep the grant a little longer?  If so, the committer is told when to look again. */
 static bool still_held_for_use(struct cfs_fs *fs, const struct cfs_glock *gl)
 {
-	uint64_t now = cfs_now_ns(), until = gl->granted_ns + HOLD_NS;
-	if (!fs->cluster || gl->inode || now >= until || now - gl->last_use_ns >= IDLE_NS)
+	uint64_t now = cfs_now_ns(), hold_end = gl->granted_ns + HOLD_NS;
+	uint64_t idle_at = gl->last_use_ns + IDLE_NS;
+	if (!fs->cluster || gl->inode || now >= hold_end || now >= idle_at)
 		return false;
-	if (fs->hold_until_ns != until) { /* the committer may be asleep for a second */
+	/* When the committer is to look again; it may be asleep for a second.  A later time
+	 * than the one it waits for is left to that look. */
+	uint64_t until = hold_end < idle_at ? hold_end : idle_at;
+	if (fs->hold_until_ns <= now || until < fs->hold_until_ns) {
 		fs->hold_until_ns = until;
 		cfs_committer_wake(fs);
 	}
@@ -221,17 +229,16 @@ int cfs_glock_hold(struct cfs_fs *fs, struct cfs_glock *gl, int mode)
 			return 0;
 		}
 		/* Another thread is asking; or PR is held here, EX wanted: once nobody here
-		 * uses PR, convert. */
+		 * uses PR, let go and ask (see the top of this file). */
 		if (gl->requesting || (gl->mode >= 0 && gl->holders)) {
 			pthread_cond_wait(&fs->glock_cond, &fs->lock);
-			continue;
+		} else {
+			int rc = gl->mode >= 0 ? glock_let_go(fs, gl, -1) : 0;
+			if (!rc)
+				rc = glock_request(fs, gl, mode, 0, true);
+			if (rc)
+				return cfs_lock_errno(rc);
 		}
-		int rc = gl->mode >= 0 ? cfs_glock_convert_up(fs, gl) /* PR held, EX wanted */
-				       : glock_request(fs, gl, mode, 0, true);
-		if (rc == -EDEADLK) /* another node's conversion goes first */
-			rc = glock_let_go(fs, gl, -1);
-		if (rc)
-			return cfs_lock_errno(rc);
 	}
 }
 
