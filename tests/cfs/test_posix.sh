@@ -44,6 +44,17 @@ assert stat.S_ISCHR(st.st_mode) and st.st_rdev == 0, st
 assert open('wh2').read() == 'moved'
 assert libc.renameat2(-100, b'wh2', -100, b'wh1', 4 | 2) == -1  # with EXCHANGE: refused
 PY
+check "O_TMPFILE fails with EOPNOTSUPP (cfs(8)) and leaves nothing behind" py <<'PY'
+import errno, os
+os.mkdir('tmpf')
+try:
+    os.open('tmpf', os.O_TMPFILE | os.O_RDWR, 0o600)
+    raise SystemExit('O_TMPFILE opened: cfs(8) says it fails')
+except OSError as e:
+    assert e.errno == errno.EOPNOTSUPP, e
+assert os.listdir('tmpf') == []
+os.rmdir('tmpf')
+PY
 if grep -qw overlay /proc/filesystems || modprobe overlay 2>/dev/null; then
 	check "overlayfs with its upper and work directories on CFS" bash -c '
 		mkdir -p ovl/upper ovl/work "$0/lower" "$0/ovl" && echo low >"$0/lower/f" && echo keep >"$0/lower/g" &&
