@@ -14,9 +14,10 @@
 # BENCH_FILES files (default 100000), and untar of a generated tree of BENCH_TREE files (50000).
 # Targets: cfs/pt >= 1.0 for 4 KiB random I/O, cfs/raw >= 0.9 for 1 MiB sequential, metadata
 # within 2x of passthrough_ll (pt/cfs time <= 2).  Then a database-like load through the page
-# cache of a normal mount against ext4 (target cfs/ext4 >= 0.8), with the page cache hit rate.
+# cache of a normal mount against ext4 (target cfs/ext4 >= 0.8), with the page cache hit rate,
+# and dbench with 8 clients against ext4 (target cfs/ext4 >= 0.5).
 # Usage: run.sh [BUILD]; env BENCH_DIR (default /var/tmp), BENCH_TIME (s per fio run, default
-# 10), BENCH_GB (data size, default 2), BENCH_FILES, BENCH_TREE.
+# 10), BENCH_GB (data size, default 2), BENCH_FILES, BENCH_TREE, BENCH_DBENCH_TIME (s, 60).
 set -euo pipefail
 build=${1:-build}
 bin=$(cd "$build/bin" && pwd)
@@ -24,6 +25,7 @@ secs=${BENCH_TIME:-10}
 gb=${BENCH_GB:-2}
 nfiles=${BENCH_FILES:-100000}
 ntree=${BENCH_TREE:-50000}
+dbench_secs=${BENCH_DBENCH_TIME:-60}
 dir=$(mktemp -d "${BENCH_DIR:-/var/tmp}/cfs-bench.XXXXXX")
 export CVM_SCAN=$dir/luns
 cleanup() {
@@ -162,6 +164,14 @@ r1=$(daemon_read_bytes)
 printf '\n%-36s %10s %10s %8s %12s\n' "database load, normal mount (IOPS)" "ext4" "cfs" "cfs/ext4" "cache hits"
 python3 -c 'import sys; e, c, fr, d = map(float, sys.argv[1:]); print("%-36s %10.0f %10.0f %8.2f %11.1f%%" % ("8k randrw 70/30, 256 MiB, psync", e, c, c / e, 100 * (1 - min(d, fr) / fr) if fr else 0))' \
 	"$e" "$c" "$fio_read" "$((r1 - r0))"
+
+# A many-client file server load (dbench's default loadfile: creates, writes, reads, renames,
+# deletes, locks across 8 clients) on the same normal mount against ext4.
+dbench_mb() { dbench -D "$1" -t "$dbench_secs" 8 2>/dev/null | awk '/^Throughput/ {print $2}'; }
+mkdir -p "$dir/ext4/dbench" "$dir/cfs/dbench"
+e=$(dbench_mb "$dir/ext4/dbench"); c=$(dbench_mb "$dir/cfs/dbench")
+printf '\n%-36s %10s %10s %8s\n' "file server load (MB/s)" "ext4" "cfs" "cfs/ext4"
+printf '%-36s %10s %10s %8.2f\n' "dbench, 8 clients, $dbench_secs s" "$e" "$c" "$(python3 -c "print($c/$e)")"
 "$bin/cfs" status "$dir/cfs" | tail -1
 "$bin/cfs" umount "$dir/cfs"
 "$bin/fsck.cfs" -n bench | tail -1

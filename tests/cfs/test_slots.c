@@ -130,4 +130,5 @@ Test(slots, mkfs_puts_each_orphan_directory_in_its_own_span)
 			cr_assert_neq(o / span, sb.orphan_dir[t] / span, "slots %u and %u", t, s);
 	}
 	fsck_clean();
+	fs_done(NULL);
 }
