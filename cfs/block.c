@@ -131,6 +131,12 @@ int cfs_bcache_init(struct cfs_fs *fs)
  * what it kept). */
 #define SPARE_BUFS 256u
 
+static void buf_destroy(struct cfs_buf *b)
+{
+	free(b->data);
+	free(b);
+}
+
 static void buf_free(struct cfs_fs *fs, struct cfs_buf *b)
 {
 	if (fs->nspare_bufs < SPARE_BUFS) {
@@ -139,8 +145,7 @@ static void buf_free(struct cfs_fs *fs, struct cfs_buf *b)
 		fs->nspare_bufs++;
 		return;
 	}
-	free(b->data);
-	free(b);
+	buf_destroy(b);
 }
 
 void cfs_bcache_destroy(struct cfs_fs *fs)
@@ -150,15 +155,14 @@ void cfs_bcache_destroy(struct cfs_fs *fs)
 	for (size_t i = 0; i < CFS_BCACHE_BUCKETS; i++)
 		for (struct cfs_buf *b = fs->bhash[i], *n; b; b = n) {
 			n = b->hnext;
-			buf_free(fs, b);
+			buf_destroy(b);
 		}
 	free(fs->bhash);
 	fs->bhash = NULL;
 	while (fs->spare_bufs) {
 		struct cfs_buf *b = fs->spare_bufs;
 		fs->spare_bufs = b->hnext;
-		free(b->data);
-		free(b);
+		buf_destroy(b);
 	}
 	fs->nspare_bufs = 0;
 	free(fs->txn.bufs);

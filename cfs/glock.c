@@ -156,13 +156,11 @@ static void lost_quorum(struct cfs_fs *fs)
 	cfs_fence(fs, "this node lost quorum");
 }
 
-/* Ask for the grant, with fs->lock released if release (see the top of this file). */
-static int glock_request(struct cfs_fs *fs, struct cfs_glock *gl, int mode, unsigned flags,
-			 bool release)
+/* cfslock_request_sync for the glock, with fs->lock released if release (see the top of this
+ * file); this node's other threads wait for it meanwhile (requesting).  The lock manager's
+ * answer as it is. */
+static int ask(struct cfs_fs *fs, struct cfs_glock *gl, int mode, unsigned flags, bool release)
 {
-	/* Nothing is held now: a wish recorded from here on is about the grant we ask for (it
-	 * can arrive before this thread sees the grant). */
-	__atomic_store_n(&gl->wanted, -1, __ATOMIC_RELEASE);
 	gl->requesting = true;
 	if (release)
 		pthread_mutex_unlock(&fs->lock);
@@ -173,6 +171,24 @@ static int glock_request(struct cfs_fs *fs, struct cfs_glock *gl, int mode, unsi
 	pthread_cond_broadcast(&fs->glock_cond);
 	if (rc == -CFSLOCK_ENOQUORUM)
 		lost_quorum(fs);
+	return rc;
+}
+
+static int take_grant(struct cfs_fs *fs, struct cfs_glock *gl, int mode)
+{
+	gl->mode = mode;
+	gl->granted_ns = gl->last_use_ns = cfs_now_ns();
+	return gl->ops->go_granted ? gl->ops->go_granted(fs, gl) : 0;
+}
+
+/* Ask for a new grant. */
+static int glock_request(struct cfs_fs *fs, struct cfs_glock *gl, int mode, unsigned flags,
+			 bool release)
+{
+	/* Nothing is held now: a wish recorded from here on is about the grant we ask for (it
+	 * can arrive before this thread sees the grant). */
+	__atomic_store_n(&gl->wanted, -1, __ATOMIC_RELEASE);
+	int rc = ask(fs, gl, mode, flags, release);
 	if (rc == -EAGAIN && (flags & CFSLOCK_NOQUEUE))
 		return rc;
 	if (rc) {
@@ -180,9 +196,7 @@ static int glock_request(struct cfs_fs *fs, struct cfs_glock *gl, int mode, unsi
 			strerror(-rc));
 		return cfs_lock_errno(rc);
 	}
-	gl->mode = mode;
-	gl->granted_ns = gl->last_use_ns = cfs_now_ns();
-	return gl->ops->go_granted ? gl->ops->go_granted(fs, gl) : 0;
+	return take_grant(fs, gl, mode);
 }
 
 int cfs_glock_request(struct cfs_fs *fs, struct cfs_glock *gl, int mode, bool release)
@@ -194,22 +208,14 @@ int cfs_glock_convert_up(struct cfs_fs *fs, struct cfs_glock *gl)
 {
 	/* The wish recorded so far stays (unlike a new request's): it may be about the EX we
 	 * are getting, and a conversion granted at once is not announced to the others again. */
-	gl->requesting = true;
-	pthread_mutex_unlock(&fs->lock);
-	int rc = cfslock_request_sync(gl->lk, CFSLOCK_EX, 0);
-	pthread_mutex_lock(&fs->lock);
-	gl->requesting = false;
-	pthread_cond_broadcast(&fs->glock_cond);
-	if (rc == -CFSLOCK_ENOQUORUM)
-		lost_quorum(fs);
+	int rc = ask(fs, gl, CFSLOCK_EX, 0, true);
 	if (rc)
 		return rc == -EDEADLK ? rc : cfs_lock_errno(rc);
-	gl->mode = CFSLOCK_EX;
-	gl->granted_ns = gl->last_use_ns = cfs_now_ns();
+	rc = take_grant(fs, gl, CFSLOCK_EX);
 	int wanted = __atomic_load_n(&gl->wanted, __ATOMIC_ACQUIRE);
 	if (wanted >= 0) /* its wake-up found us converting: act on it after this operation */
 		record_wish(gl, wanted, true);
-	return gl->ops->go_granted ? gl->ops->go_granted(fs, gl) : 0;
+	return rc;
 }
 
 int cfs_glock_drop(struct cfs_fs *fs, struct cfs_glock *gl)

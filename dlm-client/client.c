@@ -327,10 +327,8 @@ static int wait_sync(struct cfslock *lk)
 			struct timespec until;
 			clock_gettime(CLOCK_REALTIME, &until);
 			until.tv_nsec += 10 * 1000000L;
-			if (until.tv_nsec >= 1000000000L) {
-				until.tv_sec++;
-				until.tv_nsec -= 1000000000L;
-			}
+			until.tv_sec += until.tv_nsec / 1000000000L;
+			until.tv_nsec %= 1000000000L;
 			/* Timed, and a dispatch of our own after it: the dispatcher may be busy. */
 			if (pthread_cond_timedwait(&c->dispatched, &c->dispatch_lock, &until))
 				dispatch_locked(c);
