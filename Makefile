@@ -46,12 +46,13 @@ LDLIBS_ODM := -lprotobuf-c -laio -lpthread
 .PHONY: all deps check demo soak bench bench-cvm bench-locks bench-cfs bench-odm bench-cluster install clean lint
 all: deps $(LIBS) $(BUILD)/lib/libcvm.so $(BUILD)/lib/libodm.so $(TOOLS)
 
-# Installs what is missing (apt-get, as root); a no-op once everything is there.
+# Installs what is missing (apt-get, as root); a no-op once everything is there.  Compiling
+# waits for it (order-only), so `make -j` on a fresh machine does not run protoc-c first.
 deps:
 	@scripts/deps.sh
 
 # Wire messages: generated from proto/*.proto into BUILD/proto/.
-$(BUILD)/proto/%.pb-c.c $(BUILD)/proto/%.pb-c.h: proto/%.proto
+$(BUILD)/proto/%.pb-c.c $(BUILD)/proto/%.pb-c.h: proto/%.proto | deps
 	@mkdir -p $(BUILD)
 	protoc-c --c_out=$(BUILD) $<
 
@@ -64,7 +65,7 @@ $(CFSD_SRC:%.c=$(BUILD)/%.o) $(BUILD)/tools/cfs.o: \
 
 $(ODM_SRC:%.c=$(BUILD)/%.o): $(BUILD)/proto/control.pb-c.h
 
-$(BUILD)/%.o: %.c $(wildcard cvm/*.h tools/*.h dlm-client/*.h cfs/*.h cfsd/*.h odm/*.h)
+$(BUILD)/%.o: %.c $(wildcard cvm/*.h tools/*.h dlm-client/*.h cfs/*.h cfsd/*.h odm/*.h) | deps
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -c $< -o $@
 
