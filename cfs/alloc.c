@@ -42,9 +42,11 @@ void cfs_agh_take(uint8_t *block, uint64_t blk, uint32_t n)
 	g->nfree -= n;
 }
 
+/* The group's header; without its glock (agglock.c) only as a hint, which keeps it fresh. */
 static int read_agh(struct cfs_fs *fs, uint32_t ag, struct cfs_buf **b)
 {
-	int rc = cfs_bread(fs, fs->ags[ag].start, CFS_B_AGH, ag, b);
+	unsigned flags = cfs_group_is_ours(fs, ag) ? 0 : CFS_BREAD_RACY;
+	int rc = cfs_bread_flags(fs, fs->ags[ag].start, CFS_B_AGH, ag, flags, b);
 	if (rc)
 		return rc;
 	const struct cfs_dagh *g = (const void *)(*b)->data;
@@ -53,7 +55,19 @@ static int read_agh(struct cfs_fs *fs, uint32_t ag, struct cfs_buf **b)
 			(unsigned long long)fs->ags[ag].start, ag);
 		return -EIO;
 	}
+	fs->ags[ag].nfree = g->nfree;
 	return 0;
+}
+
+/* The group's free count, read again: another node may have allocated in it. */
+static void load_hint(struct cfs_fs *fs, uint32_t ag)
+{
+	if (!cfs_group_is_ours(fs, ag))
+		cfs_bcache_drop_block(fs, fs->ags[ag].start);
+	struct cfs_buf *b;
+	if (read_agh(fs, ag, &b))
+		fs->ags[ag].nfree = 0; /* a damaged group hands out nothing; fsck.cfs rebuilds it */
+	cfs_bcache_trim(fs);
 }
 
 int cfs_alloc_load(struct cfs_fs *fs)
@@ -66,17 +80,27 @@ int cfs_alloc_load(struct cfs_fs *fs)
 	for (uint32_t i = 0; i < fs->sb.nags; i++) {
 		ags[i].start = cfs_ag_first(&fs->sb, i);
 		ags[i].nblocks = cfs_ag_size(&fs->sb, i);
-		struct cfs_buf *b;
-		int rc = read_agh(fs, i, &b);
-		if (rc) {
-			/* A damaged group hands out nothing; fsck.cfs rebuilds it. */
-			ags[i].nfree = 0;
-			continue;
-		}
-		ags[i].nfree = ((const struct cfs_dagh *)b->data)->nfree;
-		cfs_bcache_trim(fs);
 	}
+	for (uint32_t i = 0; i < fs->sb.nags; i++)
+		load_hint(fs, i);
+	fs->hints_ns = cfs_now_ns();
 	return 0;
+}
+
+/* Other nodes allocate under their group glocks without this node hearing of it: statfs
+ * reads their headers again, at most once a commit interval (what a header says on disk is
+ * at most that old). */
+#define HINTS_NS 1000000000ull
+
+void cfs_alloc_refresh(struct cfs_fs *fs)
+{
+	uint64_t now = cfs_now_ns();
+	if (!fs->cluster || now - fs->hints_ns < HINTS_NS || cfs_fenced(fs))
+		return; /* fenced: no more reads of the LUNs, the counts stay as they were */
+	for (uint32_t i = 0; i < fs->sb.nags; i++)
+		if (!cfs_group_is_ours(fs, i))
+			load_hint(fs, i);
+	fs->hints_ns = now;
 }
 
 uint64_t cfs_free_blocks(struct cfs_fs *fs)
@@ -140,8 +164,8 @@ static int alloc_in(struct cfs_fs *fs, uint32_t ag, uint32_t from, uint32_t want
 		    uint64_t *pblk, uint32_t *got)
 {
 	struct cfs_buf *b;
-	int rc = read_agh(fs, ag, &b);
-	if (rc)
+	int rc = cfs_group_ensure(fs, ag);
+	if (rc || (rc = read_agh(fs, ag, &b)))
 		return rc;
 	struct cfs_dagh *g = (void *)b->data;
 	uint8_t *bm = b->data + CFS_AGH_BITMAP_OFF;
@@ -156,7 +180,13 @@ static int alloc_in(struct cfs_fs *fs, uint32_t ag, uint32_t from, uint32_t want
 	return 0;
 }
 
-static uint32_t ag_of(const struct cfs_fs *fs, uint64_t blk)
+/* The first group of this node's share of the volume, where it allocates by default. */
+static uint32_t own_first_group(const struct cfs_fs *fs)
+{
+	return (uint32_t)((uint64_t)fs->slot * fs->sb.nags / fs->sb.nslots);
+}
+
+uint32_t cfs_ag_of(const struct cfs_fs *fs, uint64_t blk)
 {
 	if (blk < fs->sb.ag_start)
 		return 0;
@@ -166,37 +196,30 @@ static uint32_t ag_of(const struct cfs_fs *fs, uint64_t blk)
 
 bool cfs_block_in_use(struct cfs_fs *fs, uint64_t blk)
 {
-	uint32_t ag = ag_of(fs, blk);
+	uint32_t ag = cfs_ag_of(fs, blk);
 	struct cfs_buf *b;
 	if (blk < fs->ags[ag].start || read_agh(fs, ag, &b))
 		return true;
 	return cfs_bit_get(b->data + CFS_AGH_BITMAP_OFF, (uint32_t)(blk - fs->ags[ag].start));
 }
 
-/* Group headers and bitmaps are the metadata glock's (until groups have glocks of their
- * own): a change made under it PR must not allocate or free.  A bug otherwise. */
 bool cfs_may_allocate(const struct cfs_fs *fs)
 {
 	return !fs->cluster || fs->meta.mode == CFSLOCK_EX;
 }
 
-static int refuse_without_meta_ex(struct cfs_fs *fs, const char *what)
-{
-	if (cfs_may_allocate(fs))
-		return 0;
-	cfs_log(fs, "%s without the metadata glock EX: refused", what);
-	return -EIO;
-}
-
 static int alloc_from(struct cfs_fs *fs, uint64_t goal, uint32_t want, uint64_t *pblk,
 		      uint32_t *got)
 {
-	int rc = refuse_without_meta_ex(fs, "allocation");
-	if (rc)
-		return rc;
 	uint32_t nags = fs->sb.nags;
-	uint32_t first = goal ? ag_of(fs, goal)
-			      : (uint32_t)((uint64_t)fs->slot * nags / fs->sb.nslots);
+	if (!cfs_may_allocate(fs)) { /* the one group this operation reserved (agglock.c) */
+		int64_t reserved = cfs_group_reserved();
+		uint32_t ag = reserved >= 0 ? (uint32_t)reserved : cfs_ag_of(fs, goal);
+		uint64_t start = fs->ags[ag].start;
+		bool near = goal >= start && goal - start < fs->ags[ag].nblocks;
+		return alloc_in(fs, ag, near ? (uint32_t)(goal - start) : 0, want, pblk, got);
+	}
+	uint32_t first = goal ? cfs_ag_of(fs, goal) : own_first_group(fs);
 	uint32_t from = goal ? (uint32_t)(goal - fs->ags[first].start) : 0;
 	if (from >= fs->ags[first].nblocks)
 		from = 0;
@@ -207,6 +230,55 @@ static int alloc_from(struct cfs_fs *fs, uint64_t goal, uint32_t want, uint64_t 
 		int rc = alloc_in(fs, ag, i == 0 ? from : 0, want, pblk, got);
 		if (rc != -ENOSPC)
 			return rc;
+	}
+	return -ENOSPC;
+}
+
+/* Blocks of the group that the running transaction freed: not to be handed out yet. */
+static uint64_t pending_in(const struct cfs_fs *fs, uint32_t ag)
+{
+	uint64_t n = 0, start = fs->ags[ag].start, end = start + fs->ags[ag].nblocks;
+	for (size_t i = 0; i < fs->npending; i += 2)
+		if (fs->pending_free[i] >= start && fs->pending_free[i] < end)
+			n += fs->pending_free[i + 1];
+	return n;
+}
+
+/* Room for need blocks in the group, as far as this node knows (exactly if it is ours). */
+static bool room(struct cfs_fs *fs, uint32_t ag, uint32_t need)
+{
+	struct cfs_buf *b;
+	if (cfs_group_is_ours(fs, ag) && read_agh(fs, ag, &b))
+		return false;
+	return fs->ags[ag].nfree >= need + pending_in(fs, ag);
+}
+
+int cfs_alloc_reserve(struct cfs_fs *fs, uint64_t goal, uint32_t need, int64_t only)
+{
+	if (cfs_may_allocate(fs))
+		return 0;
+	uint32_t nags = fs->sb.nags, own = own_first_group(fs);
+	uint32_t own_end = (uint32_t)((uint64_t)(fs->slot + 1) * nags / fs->sb.nslots);
+	own_end = own_end > own ? own_end : own + 1; /* more slots than groups: they share */
+	uint32_t first = only >= 0 ? (uint32_t)only : goal ? cfs_ag_of(fs, goal) : own;
+	uint32_t n = only >= 0 ? 1 : nags;
+	/* A group this node has, the goal's first: no message. */
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t ag = (first + i) % nags;
+		if (cfs_group_is_ours(fs, ag) && room(fs, ag, need))
+			return cfs_group_hold_cached(fs, ag);
+	}
+	/* One of this node's share of the volume, which others rarely want: waited for. */
+	for (uint32_t ag = own; ag < own_end; ag++)
+		if ((only < 0 || ag == (uint64_t)only) && room(fs, ag, need)) {
+			int rc = cfs_group_fetch(fs, ag, true);
+			return rc ? rc : -EAGAIN;
+		}
+	/* Another node's share: only if nobody there holds it. */
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t ag = (first + i) % nags;
+		if ((ag < own || ag >= own_end) && room(fs, ag, need))
+			return cfs_group_fetch(fs, ag, false) ? -ENOSPC : -EAGAIN;
 	}
 	return -ENOSPC;
 }
@@ -239,8 +311,8 @@ int cfs_alloc_run(struct cfs_fs *fs, uint32_t want, uint64_t *pblk)
 		if (fs->ags[ag].nfree < want)
 			continue;
 		struct cfs_buf *b;
-		int rc = read_agh(fs, ag, &b);
-		if (rc)
+		int rc = cfs_group_ensure(fs, ag);
+		if (rc || (rc = read_agh(fs, ag, &b)))
 			return rc;
 		struct cfs_dagh *g = (void *)b->data;
 		uint8_t *bm = b->data + CFS_AGH_BITMAP_OFF;
@@ -274,10 +346,8 @@ static int add_pending(struct cfs_fs *fs, uint64_t pblk, uint32_t len)
 
 int cfs_free(struct cfs_fs *fs, uint64_t pblk, uint32_t len)
 {
-	if (refuse_without_meta_ex(fs, "free"))
-		return -EIO;
 	while (len) {
-		uint32_t ag = ag_of(fs, pblk);
+		uint32_t ag = cfs_ag_of(fs, pblk);
 		struct cfs_ag *a = &fs->ags[ag];
 		if (pblk < a->start || pblk >= a->start + a->nblocks || pblk == a->start) {
 			cfs_log(fs, "free of block %llu: not a block a group hands out: EIO",
@@ -287,8 +357,8 @@ int cfs_free(struct cfs_fs *fs, uint64_t pblk, uint32_t len)
 		uint32_t bit = (uint32_t)(pblk - a->start);
 		uint32_t n = a->nblocks - bit < len ? a->nblocks - bit : len;
 		struct cfs_buf *b;
-		int rc = read_agh(fs, ag, &b);
-		if (rc)
+		int rc = cfs_group_ensure(fs, ag);
+		if (rc || (rc = read_agh(fs, ag, &b)))
 			return rc;
 		struct cfs_dagh *g = (void *)b->data;
 		uint8_t *bm = b->data + CFS_AGH_BITMAP_OFF;

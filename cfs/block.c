@@ -248,6 +248,9 @@ int cfs_bread_flags(struct cfs_fs *fs, uint64_t blkno, uint16_t type, uint64_t o
 	if (!b)
 		return -ENOMEM;
 	int rc = cvm_volume_read(fs->vol, b->data, fs->bs, blkno * fs->bs);
+	for (int again = (flags & CFS_BREAD_RACY) ? 3 : 0;
+	     !rc && again && cfs_block_verify(b->data, fs->bs, blkno, type, owner, &why); again--)
+		rc = cvm_volume_read(fs->vol, b->data, fs->bs, blkno * fs->bs);
 	if (!rc && (flags & CFS_BREAD_MAY_BE_REUSED) && reused(b->data, type, owner)) {
 		unhash(fs, b);
 		buf_free(fs, b);
@@ -334,6 +337,13 @@ static void evict(struct cfs_fs *fs, struct cfs_buf *b)
 	lru_unlink(fs, b);
 	unhash(fs, b);
 	buf_free(fs, b);
+}
+
+void cfs_bcache_drop_block(struct cfs_fs *fs, uint64_t blkno)
+{
+	struct cfs_buf *b = lookup(fs, blkno);
+	if (b && !b->dirty && !b->pinned)
+		evict(fs, b);
 }
 
 void cfs_bcache_trim(struct cfs_fs *fs)

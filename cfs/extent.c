@@ -149,6 +149,32 @@ int cfs_ext_mark_written(struct cfs_inode *ip, uint64_t lblk, uint64_t count)
 	return 0;
 }
 
+int cfs_ext_reserve(struct cfs_fs *fs, struct cfs_inode *ip, uint64_t lblk, uint64_t count)
+{
+	/* Room for the data, and for the extent blocks of a map that many extents longer. */
+	uint64_t per = CFS_EXTB_EXTENTS(fs->bs), inl = CFS_INODE_EXTENTS(fs->bs);
+	uint64_t extents = ip->next + count + 2; /* + 2: a fill in the middle splits one */
+	uint64_t need = count + (extents > inl ? (extents - inl + per - 1) / per : 0);
+	if (need > UINT32_MAX)
+		return -ENOSPC;
+	/* Merged extents shorten the map, which frees its last blocks: in that group. */
+	int64_t only = -1;
+	for (uint64_t blk = ip->d.ext_next; blk;) {
+		struct cfs_buf *b;
+		int rc = cfs_bread(fs, blk, CFS_B_EXTENTS, ip->ino, &b);
+		if (rc)
+			return rc;
+		uint32_t ag = cfs_ag_of(fs, blk);
+		if (only >= 0 && ag != (uint64_t)only)
+			return -ENOSPC;
+		only = ag;
+		blk = ((const struct cfs_dextb *)b->data)->next;
+	}
+	uint32_t i = cfs_ext_find(ip, lblk);
+	uint64_t goal = i > 0 ? ip->ext[i - 1].pblk + ip->ext[i - 1].len : ip->ino;
+	return cfs_alloc_reserve(fs, goal, (uint32_t)need, only);
+}
+
 int cfs_ext_fill(struct cfs_fs *fs, struct cfs_inode *ip, uint64_t lblk, uint64_t count)
 {
 	uint64_t pos = lblk, end = lblk + count;

@@ -479,10 +479,11 @@ int64_t cfs_write(struct cfs_fs *fs, uint64_t ino, const void *buf, uint64_t siz
 		return 0;
 	bool aligned = off % SECTOR == 0 && size % SECTOR == 0;
 	bool exclusive = false, shared_glock = false, held = false;
-	/* A direct write into written blocks may go under the glocks PR (shared_write.c); a write
-	 * that allocates nothing under the metadata glock PR and its inode's EX; the others under
-	 * both EX. */
+	/* A direct write into written blocks may go under the glocks PR (shared_write.c); other
+	 * writes under the metadata glock PR and their inode's EX, allocating in a group they
+	 * reserve; the rest (no group to be had) under both EX. */
 	bool try_shared = aligned, try_inode_only = fs->cluster;
+	unsigned fetches = 0; /* groups fetched for a reservation, each time to look again */
 	struct plan p = {0};
 	mode_t drop = 0;
 	for (;;) { /* I/O lock shared if nothing needs allocating or patching, else exclusive */
@@ -505,8 +506,15 @@ int64_t cfs_write(struct cfs_fs *fs, uint64_t ino, const void *buf, uint64_t siz
 		if (shared_glock && !(in_place && off + size <= ip->d.size && !drop)) {
 			cfs_shared_write_end(fs);
 			try_shared = false; /* again, under the inode's glock EX */
-		} else if (!shared_glock && try_inode_only && !rc && !p.all_written) {
-			try_inode_only = false; /* it allocates: again, under the metadata glock EX */
+		} else if (!shared_glock && try_inode_only && !rc && !p.all_written && exclusive) {
+			uint64_t first = off / fs->bs, last = (off + size + fs->bs - 1) / fs->bs;
+			int got = cfs_ext_reserve(fs, ip, first, last - first);
+			if (got != -EAGAIN && got != -ENOSPC) {
+				rc = got;
+				break; /* reserved (or failed) */
+			}
+			if (got == -ENOSPC || ++fetches > 3)
+				try_inode_only = false; /* again, under the metadata glock EX */
 		} else if (rc || exclusive || in_place) {
 			break;
 		} else {
@@ -514,6 +522,7 @@ int64_t cfs_write(struct cfs_fs *fs, uint64_t ino, const void *buf, uint64_t siz
 		}
 		if (held)
 			unlock_inode(fs, ip);
+		cfs_group_unreserve(fs);
 		pthread_mutex_unlock(&fs->lock);
 		pthread_rwlock_unlock(&ip->io);
 	}

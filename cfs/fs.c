@@ -533,6 +533,7 @@ void cfs_status(struct cfs_fs *fs, struct cfs_status *st)
 	pthread_mutex_lock(&fs->lock);
 	memset(st, 0, sizeof *st);
 	st->total_blocks = fs->sb.total_blocks;
+	cfs_alloc_refresh(fs);
 	st->free_blocks = cfs_free_blocks(fs);
 	st->block_size = fs->bs;
 	st->nags = fs->sb.nags;
@@ -545,7 +546,7 @@ void cfs_status(struct cfs_fs *fs, struct cfs_status *st)
 	if (fs->cluster) {
 		size_t cached;
 		cfslock_cache_counts(fs->locks, &cached, &st->locks_given_back);
-		st->locks_cached = cached + fs->iglocks_granted;
+		st->locks_cached = cached + fs->iglocks_granted + fs->group_glocks_granted;
 		st->locks_given_back += fs->iglocks_given_back;
 		st->lock_cache_limit = fs->lock_cache_limit;
 		cfslock_dump(fs->space, add_mounted, st);

@@ -57,7 +57,7 @@ static bool still_held_for_use(struct cfs_fs *fs, const struct cfs_glock *gl)
 {
 	uint64_t now = cfs_now_ns(), hold_end = gl->granted_ns + HOLD_NS;
 	uint64_t idle_at = gl->last_use_ns + IDLE_NS;
-	if (!fs->cluster || gl->inode || now >= hold_end || now >= idle_at)
+	if (!fs->cluster || gl != &fs->meta || now >= hold_end || now >= idle_at)
 		return false;
 	/* When the committer is to look again; it may be asleep for a second.  A later time
 	 * than the one it waits for is left to that look. */
@@ -77,7 +77,7 @@ static void record_wish(struct cfs_glock *gl, int mode, bool wake)
 	int prev = __atomic_load_n(&gl->wanted, __ATOMIC_ACQUIRE);
 	if (mode > prev)
 		__atomic_store_n(&gl->wanted, mode, __ATOMIC_RELEASE);
-	if (gl->inode)
+	if (gl != &gl->fs->meta)
 		cfs_iglock_wanted(gl->fs, gl, wake); /* queued for the committer */
 	else if (wake)
 		cfs_committer_wake(gl->fs); /* it acts on it if nobody else does */
@@ -416,6 +416,7 @@ void cfs_glock_shutdown(struct cfs_fs *fs)
 		pthread_join(fs->dispatch, NULL);
 	}
 	fs->dispatching = false;
+	cfs_group_glocks_free(fs);
 	cfs_glock_free(&fs->meta);
 	cfs_iglock_shutdown(fs);
 	if (fs->space)
@@ -459,6 +460,7 @@ void cfs_op_boundary(struct cfs_fs *fs)
 {
 	if (fs->txn.n > fs->txn.limit / 2)
 		cfs_journal_commit(fs);
+	cfs_group_unreserve(fs);
 	cfs_bcache_trim(fs);
 	cfs_iglock_act(fs);
 	cfs_glock_check(fs, &fs->meta);

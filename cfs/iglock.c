@@ -151,10 +151,11 @@ static struct cfs_glock *get(struct cfs_fs *fs, uint64_t blk)
 	return gl;
 }
 
-/* Out of the table once nothing is granted, asked for or held. */
+/* Out of the table once nothing is granted, asked for or held (group glocks, which share the
+ * wish queue, stay). */
 static void put(struct cfs_fs *fs, struct cfs_glock *gl)
 {
-	if (gl->mode >= 0 || gl->holders || gl->waiters || gl->requesting ||
+	if (!gl->inode || gl->mode >= 0 || gl->holders || gl->waiters || gl->requesting ||
 	    __atomic_load_n(&gl->queued, __ATOMIC_ACQUIRE))
 		return;
 	for (struct cfs_glock **p = bucket(fs, gl->blk); *p; p = &(*p)->hnext)
@@ -324,14 +325,15 @@ void cfs_iglock_act(struct cfs_fs *fs)
 			cfs_iglock_wanted(fs, gl, false);
 		put(fs, gl);
 	}
-	/* Past the limit (which the lock library's own cached grants count towards), the least
-	 * recently used go as if another node had asked. */
+	/* Past the limit (which the lock library's own cached grants and the group glocks count
+	 * towards), the least recently used go as if another node had asked. */
 	size_t library_cached;
 	uint64_t given_back;
 	cfslock_cache_counts(fs->locks, &library_cached, &given_back);
+	size_t others = library_cached + fs->group_glocks_granted;
 	struct cfs_glock *head = &fs->iglock_lru;
 	for (struct cfs_glock *gl = head->lru_next, *n; gl != head &&
-	     fs->iglocks_granted + library_cached > fs->lock_cache_limit; gl = n) {
+	     fs->iglocks_granted + others > fs->lock_cache_limit; gl = n) {
 		n = gl->lru_next;
 		if (gl->holders || gl->requesting)
 			continue;

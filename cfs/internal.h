@@ -41,6 +41,9 @@ int cfs_bread(struct cfs_fs *fs, uint64_t blkno, uint16_t type, uint64_t owner,
 /* The block may have been freed and reused by another node since we last knew it: another
  * kind of block there is -ESTALE, not damage. */
 #define CFS_BREAD_MAY_BE_REUSED 1u
+/* Read without the lock of the block: another node may be writing it in place, so a block
+ * that fails its checksum is read again a few times before it counts as damaged. */
+#define CFS_BREAD_RACY 2u
 int cfs_bread_flags(struct cfs_fs *fs, uint64_t blkno, uint16_t type, uint64_t owner,
 		    unsigned flags, struct cfs_buf **out);
 /* A fresh zeroed block with its header, already in the transaction. */
@@ -52,6 +55,8 @@ void cfs_bdirty(struct cfs_fs *fs, struct cfs_buf *b);
 void cfs_bforget(struct cfs_fs *fs, uint64_t blkno);
 /* Drop every clean block (the glock is going; nothing is dirty after the commit). */
 void cfs_bcache_drop(struct cfs_fs *fs);
+/* Drop one block if it is cached and clean (its glock went, or came: read it again). */
+void cfs_bcache_drop_block(struct cfs_fs *fs, uint64_t blkno);
 /* Drop the clean blocks of the inodes in [first, first + count) (their glock is going). */
 void cfs_bcache_drop_owned(struct cfs_fs *fs, uint64_t first, uint64_t count);
 /* Drop clean blocks beyond the cache's size. */
@@ -119,8 +124,19 @@ int cfs_alloc_meta(struct cfs_fs *fs, uint64_t goal, uint64_t *pblk);
 /* want blocks in a row, all of them or -ENOSPC (an added slot's journal). */
 int cfs_alloc_run(struct cfs_fs *fs, uint32_t want, uint64_t *pblk);
 int cfs_free(struct cfs_fs *fs, uint64_t pblk, uint32_t len);
-/* May this operation allocate and free: the metadata glock EX (always on one node)? */
+/* May this operation allocate anywhere and free: the metadata glock EX (always on one node)?
+ * Under PR it allocates only in the group it reserved. */
 bool cfs_may_allocate(const struct cfs_fs *fs);
+/* Under the metadata glock PR, before changing anything: hold a group (agglock.c) with room
+ * for need blocks, near goal; only >= 0: that group or none.  0: held to the operation's end
+ * (at once under the metadata glock EX, where no reservation is needed); -EAGAIN: fs->lock
+ * was released to fetch one, look again; -ENOSPC: none to be had, do it under the metadata
+ * glock EX. */
+int cfs_alloc_reserve(struct cfs_fs *fs, uint64_t goal, uint32_t need, int64_t only);
+/* Read the free counts of the groups other nodes may have allocated in (statfs; at most once
+ * a second). */
+void cfs_alloc_refresh(struct cfs_fs *fs);
+uint32_t cfs_ag_of(const struct cfs_fs *fs, uint64_t blk);
 /* Internal: an operation begun with cfs_op_begin_inode must allocate after all; it changed
  * nothing and is done again under the metadata glock EX.  Never returned by cfs.h. */
 #define CFS_ENEEDMETA 4096
@@ -202,6 +218,10 @@ int cfs_ext_insert(struct cfs_inode *ip, const struct cfs_dextent *e);
 int cfs_ext_punch(struct cfs_fs *fs, struct cfs_inode *ip, uint64_t lblk, uint64_t count);
 /* Clear the unwritten flag over [lblk, lblk+count). */
 int cfs_ext_mark_written(struct cfs_inode *ip, uint64_t lblk, uint64_t count);
+/* Reserve the group (cfs_alloc_reserve) that a fill of [lblk, lblk+count) and the longer map
+ * allocate in, under the metadata glock PR; -ENOSPC also when the map's blocks lie in more
+ * than one group. */
+int cfs_ext_reserve(struct cfs_fs *fs, struct cfs_inode *ip, uint64_t lblk, uint64_t count);
 /* Allocate every hole of [lblk, lblk+count) as unwritten extents. */
 int cfs_ext_fill(struct cfs_fs *fs, struct cfs_inode *ip, uint64_t lblk, uint64_t count);
 /* Physical block of a logical block, 0 if a hole; *unwritten says if it reads as zeros. */
@@ -319,6 +339,7 @@ struct cfs_glock {
 	bool requesting;     /* a thread waits for a grant, fs->lock released */
 	uint64_t granted_ns; /* when the grant came (cfs_now_ns) */
 	uint64_t last_use_ns; /* when a holder last let go */
+	uint32_t ag; /* a group glock's group (agglock.c) */
 	/* inode glocks (iglock.c) */
 	bool inode;
 	uint64_t blk;                         /* the first block it covers */
@@ -365,7 +386,11 @@ struct cfs_fs {
 	bool cluster;               /* a lock protocol other than local */
 	struct cfslock_client *locks;
 	struct cfslock_space *space;
-	struct cfs_glock meta;      /* the namespace and allocation, in this version (glock.c) */
+	struct cfs_glock meta;      /* the namespace, frees, the superblock (glock.c) */
+	struct cfs_glock **group_glocks; /* by group, made at first use (agglock.c) */
+	uint32_t ngroup_glocks;
+	size_t group_glocks_granted; /* count towards lock_cache_limit, never given back for it */
+	uint64_t hints_ns;          /* when other nodes' groups' free counts were read */
 	struct cfs_glock **iglocks; /* inode glocks by block (iglock.c) */
 	struct cfs_glock iglock_lru; /* list head: granted inode glocks, oldest use first */
 	size_t iglocks_granted;
@@ -492,6 +517,25 @@ int cfs_glock_drop(struct cfs_fs *fs, struct cfs_glock *gl);
 /* Hold the metadata glock in mode (cfs_glock_hold) and make imode this thread's inode glock
  * mode (EX under PR: a change of one inode, cfs_op_begin_inode). */
 int cfs_meta_hold(struct cfs_fs *fs, int mode, int imode);
+
+/* ---- allocation group glocks (agglock.c) ---- */
+/* Does this node hold the group's glock EX (a header cached here is current)?  Always on one
+ * node. */
+bool cfs_group_is_ours(struct cfs_fs *fs, uint32_t ag);
+/* May this operation change the group: its reserved group, or under the metadata glock EX
+ * the group's glock, asked for with fs->lock held.  -EIO (logged) otherwise: a bug. */
+int cfs_group_ensure(struct cfs_fs *fs, uint32_t ag);
+/* Reserve a group this node holds for this operation: -EAGAIN if it does not (or it is
+ * fenced), -EBUSY if the operation holds another. */
+int cfs_group_hold_cached(struct cfs_fs *fs, uint32_t ag);
+/* Have the group's glock EX here, fs->lock released meanwhile: waiting for it, or (!wait)
+ * only if nobody holds it (-EAGAIN).  Not held: the caller looks again. */
+int cfs_group_fetch(struct cfs_fs *fs, uint32_t ag, bool wait);
+/* This thread's reserved group, -1 none. */
+int64_t cfs_group_reserved(void);
+/* Let the reserved group go (an operation boundary, or the operation starts over). */
+void cfs_group_unreserve(struct cfs_fs *fs);
+void cfs_group_glocks_free(struct cfs_fs *fs);
 
 /* ---- inode glocks (iglock.c) ---- */
 /* Blocks one glock covers: inodes made together (a node allocates in its own groups, a file's

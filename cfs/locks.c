@@ -91,6 +91,9 @@ static void describe(struct cfs_fs *fs, const char *r, struct cfs_lock_info *l)
 		snprintf(l->object, sizeof l->object, "journal slot %u (mounted)", n);
 	else if (sscanf(r, "recover-%u%c", &n, &tail) == 1)
 		snprintf(l->object, sizeof l->object, "recovery of slot %u", n);
+	else if (sscanf(r, "g%u%c", &n, &tail) == 1)
+		snprintf(l->object, sizeof l->object, "allocation group %u (EX to allocate or free "
+			 "in it)", n);
 	else if (!strcmp(r, "pagecache"))
 		snprintf(l->object, sizeof l->object, "page cache (PR normal mount, CW shared "
 			 "direct writes)");

@@ -668,6 +668,7 @@ int cfs_statfs(struct cfs_fs *fs, struct statvfs *st)
 	if (rc)
 		return rc;
 	memset(st, 0, sizeof *st);
+	cfs_alloc_refresh(fs);
 	uint64_t free_blocks = cfs_free_blocks(fs);
 	st->f_bsize = st->f_frsize = fs->bs;
 	st->f_blocks = fs->sb.total_blocks - fs->sb.ag_start;

@@ -14,8 +14,8 @@
 #   6. uncontended flock lock+unlock pairs per second on one node (target >= 5000), and on 2
 #      nodes at once on their own files, vs the kernel's flock on the one-node mount; the
 #      same for fcntl record locks
-#   7. 4 KiB overwrites (and chmods) of each node's own file, 2 nodes at once vs node 1
-#      alone: rate ratio and lock messages per call
+#   7. 4 KiB overwrites, 4 KiB appends (each allocates a block) and chmods of each node's
+#      own file, 2 nodes at once vs node 1 alone: rate ratio and lock messages per call
 # Usage: run.sh [BUILD]; env BENCH_DIR (default /var/tmp), BENCH_FILES (default 1000),
 # BENCH_TREE (default 50000), BENCH_TURNS (default 1000).  With one glock for the whole
 # filesystem, 3 nodes changing it at once manage some 15 operations a second in all here: keep
@@ -108,17 +108,19 @@ on 2 python3 "$here/pingpong.py" "$(M 2)/pp" 1 "$turns" &
 pp=$(on 1 python3 "$here/pingpong.py" "$(M 1)/pp" 0 "$turns")
 wait
 
-# Changes of one file each, which allocate nothing: overwrites, then chmods, for 3 s.
+# Changes of one file each for 3 s: overwrites, appends (in the node's own group), chmods.
 own_file_calls() { # node kind -> calls per second
 	on "$1" python3 - "$(M "$1")/own-file$1" "$2" <<'PY'
 import os, sys, time
 path, kind = sys.argv[1], sys.argv[2]
 fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
 os.pwrite(fd, b'\0' * (1 << 20), 0)
-n, t0 = 0, time.time()
+n, t0, end = 0, time.time(), os.fstat(fd).st_size // 4096
 while time.time() < t0 + 3:
     if kind == 'write':
         os.pwrite(fd, b'x' * 4096, (n % 256) * 4096)
+    elif kind == 'append':
+        os.pwrite(fd, b'a' * 4096, (end + n) * 4096)
     else:
         os.fchmod(fd, 0o600 | (n % 2) * 0o44)
     n += 1
@@ -138,6 +140,7 @@ own_file() { # kind -> rates alone and at once, lock messages a call
 		"$(python3 -c "print(f'{($m1 - $m0) / (3 * ($a + $b)):.4f}')") messages a call"
 }
 own_writes=$(own_file write)
+own_appends=$(own_file append)
 own_chmods=$(own_file chmod)
 
 # Shared direct writes: every node dboptimized (a normal mount stops them).
@@ -170,6 +173,7 @@ echo "  untar on node 1, read on 2: untar ${cl_untar} s, read ${cl_read} s   ($(
 echo "two nodes appending in turns: $pp (target p50 <= 1 ms)"
 echo "each of 2 nodes changing its own file (node 1 alone, then both at once):"
 echo "  4 KiB overwrites: $own_writes"
+echo "  4 KiB appends:    $own_appends"
 echo "  chmods:           $own_chmods"
 echo "flock lock+unlock pairs per second, uncontended:"
 echo "  one-node mount (the kernel's flock): $local_flock"

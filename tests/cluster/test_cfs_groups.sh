@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# Allocation group glocks (cfs/agglock.c): writes that allocate go under the metadata glock PR
+# and a group of their own, so two nodes appending to their own files in their own groups send
+# no lock message once warm; two nodes whose slots share the one group take turns with it and
+# never hand out a block twice (every record reads back whole on a third node, fsck clean);
+# df on every node counts every node's allocations within a few seconds.
+. "$(dirname "$0")/cfs_lib.sh" "cfs allocation group glocks"
+C up 3 >/dev/null && ok "cluster of 3 nodes up" || { not_ok "cluster up"; finish; }
+# 4 LUNs of 40 MiB: 2 groups, slots 0 and 1 start in group 0, slots 2 and 3 in group 1.
+make_data 40
+"$BIN/mkfs.cfs" -p corosync -J 4 data >/dev/null 2>&1
+for n in 1 2 3; do check "node $n mounts" mount_on $n; done
+slots=$(for n in 1 2 3; do status_of $n slot; done | tr '\n' ' ')
+check "nodes 1, 2 and 3 hold slots 0, 1 and 2 (got: $slots)" test "$slots" = "0 1 2 "
+
+# append NODE FILE COUNT: COUNT 4 KiB records "NODE FILE SEQ", each an append that allocates.
+append() {
+	on "$1" python3 - "$(M "$1")/$2" "$1" "$3" <<'PY'
+import os, sys
+path, node, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
+fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+start = os.fstat(fd).st_size // 4096
+for i in range(start, start + count):
+    head = f"{node} {os.path.basename(path)} {i}\n".encode()
+    os.write(fd, head + bytes([i % 251]) * (4096 - len(head)))
+os.close(fd)
+PY
+}
+# verify NODE FILE WRITER COUNT: every record of FILE, as read on NODE, is the one written.
+verify() {
+	on "$1" python3 - "$(M "$1")/$2" "$3" "$4" <<'PY'
+import os, sys
+path, node, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
+data = open(path, 'rb').read()
+assert len(data) == count * 4096, f"{len(data)} bytes, want {count * 4096}"
+for i in range(count):
+    head = f"{node} {os.path.basename(path)} {i}\n".encode()
+    want = head + bytes([i % 251]) * (4096 - len(head))
+    assert data[i * 4096:(i + 1) * 4096] == want, f"record {i} differs"
+PY
+}
+messages() { echo $(( $(status_of 1 lock_messages) + $(status_of "$1" lock_messages) )); }
+
+# Nodes 1 and 3: their own groups.  The first appends warm: each node creates its file and
+# takes its group, then both look the names up again (the metadata glock PR on both).
+append 1 own1 50
+append 3 own3 50
+append 1 own1 1
+append 3 own3 1
+m0=$(messages 3)
+append 1 own1 1500 & append 3 own3 1500 & wait
+m1=$(messages 3)
+check "3,000 appends on nodes 1 and 3 at once, in their own groups, sent $((m1 - m0)) lock messages (want at most 2)" \
+	test $((m1 - m0)) -le 2
+check "cfs locks names node 3's group" \
+	on 1 bash -c "'$BIN/cfs' locks '$(M 1)' | grep -q 'allocation group 1 (EX'"
+check "node 2 reads node 1's appends whole" verify 2 own1 1 1551
+check "node 2 reads node 3's appends whole" verify 2 own3 3 1551
+
+# Nodes 1 and 2 start in the same group: they take turns with it.
+append 1 shared1 20 & append 2 shared2 20 & wait
+m0=$(messages 2)
+append 1 shared1 1500 & append 2 shared2 1500 & wait
+m1=$(messages 2)
+ok "3,000 appends on nodes 1 and 2 at once, sharing a group, sent $((m1 - m0)) lock messages"
+check "node 3 reads node 1's appends whole" verify 3 shared1 1 1520
+check "node 3 reads node 2's appends whole" verify 3 shared2 2 1520
+
+# df: each node's count of free blocks includes the others' allocations (a commit and a
+# refresh, a second each, after the last write).
+same_df() {
+	local n
+	for _ in $(seq 50); do
+		for n in 1 2 3; do on $n stat -f -c '%f' "$(M $n)"; done >"$T/df"
+		[ "$(sort -u "$T/df" | wc -l)" -eq 1 ] && return 0
+		sleep 0.2
+	done
+	tr '\n' ' ' <"$T/df"
+	return 1
+}
+append 1 own1 256
+check "free blocks agree on every node after 1 MiB more on node 1" same_df
+for n in 1 2 3; do check "unmount on node $n" umount_on $n; done
+fsck_clean "after the appends"
+no_damage_logged
+finish
