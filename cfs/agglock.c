@@ -9,21 +9,34 @@
  *     nobody else is in an operation, so nobody holds a group glock; a group is asked for
  *     when the allocator or a free reaches it, waiting with fs->lock held, as inode glocks
  *     are there;
- *   - under the metadata glock PR (a write that allocates, cfs_op_begin_inode) an operation
- *     reserves one group before it changes anything (cfs_alloc_reserve) and holds it to its
- *     end; everything it allocates, and any extent block it frees, is in that group.  Its
- *     holder has all its inode glocks already and waits for nothing more, so a node waiting
- *     for a group held elsewhere waits for an operation that ends.
+ *   - under the metadata glock PR (a write that allocates, a truncate down:
+ *     cfs_op_begin_inode) an operation reserves its groups before it changes anything
+ *     (cfs_alloc_reserve: one to allocate in; cfs_ext_reserve_frees: those it frees in) and
+ *     holds them to its end.  It takes only groups this node holds already; for one it does
+ *     not, it lets its reserved ones go, waits for that one and starts over.  So it waits
+ *     while holding no group, and a holder has all its inode glocks already and waits for
+ *     nothing more: a node waiting for a group held elsewhere waits for an operation that
+ *     ends.
  * Nodes start in their own groups (the slot's share of the volume), so a node allocating
- * alone sends no message once its groups are cached. */
+ * alone sends no message once its groups are cached.  Nodes that share a group (more slots
+ * than groups) keep it for a minimum hold time while they use it, as the metadata glock. */
 #include "cfs/internal.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-/* The group this thread's operation reserved under the metadata glock PR, -1 none. */
-static _Thread_local int64_t op_group = -1;
+/* The groups this thread's operation reserved under the metadata glock PR. */
+static _Thread_local uint32_t op_groups[CFS_OP_GROUPS_MAX];
+static _Thread_local unsigned op_ngroups;
+
+static bool reserved(uint32_t ag)
+{
+	for (unsigned i = 0; i < op_ngroups; i++)
+		if (op_groups[i] == ag)
+			return true;
+	return false;
+}
 
 static void forget_header(struct cfs_fs *fs, const struct cfs_glock *gl)
 {
@@ -109,7 +122,7 @@ bool cfs_group_is_ours(struct cfs_fs *fs, uint32_t ag)
 
 int cfs_group_ensure(struct cfs_fs *fs, uint32_t ag)
 {
-	if (!fs->cluster || (int64_t)ag == op_group)
+	if (!fs->cluster || reserved(ag))
 		return 0;
 	if (fs->meta.mode != CFSLOCK_EX) {
 		cfs_log(fs, "group %u: allocation or free without its glock or the metadata glock "
@@ -135,14 +148,14 @@ int cfs_group_ensure(struct cfs_fs *fs, uint32_t ag)
 
 int cfs_group_hold_cached(struct cfs_fs *fs, uint32_t ag)
 {
-	if (!fs->cluster)
+	if (!fs->cluster || reserved(ag))
 		return 0;
-	if (op_group >= 0)
-		return op_group == (int64_t)ag ? 0 : -EBUSY;
+	if (op_ngroups == CFS_OP_GROUPS_MAX)
+		return -ENOSPC;
 	if (!cfs_group_is_ours(fs, ag) || cfs_fenced(fs))
 		return -EAGAIN;
 	fs->group_glocks[ag]->holders++;
-	op_group = ag;
+	op_groups[op_ngroups++] = ag;
 	return 0;
 }
 
@@ -167,14 +180,11 @@ int cfs_group_fetch(struct cfs_fs *fs, uint32_t ag, bool wait)
 
 int64_t cfs_group_reserved(void)
 {
-	return op_group;
+	return op_ngroups ? (int64_t)op_groups[0] : -1;
 }
 
 void cfs_group_unreserve(struct cfs_fs *fs)
 {
-	if (op_group < 0)
-		return;
-	struct cfs_glock *gl = fs->group_glocks[op_group];
-	op_group = -1;
-	cfs_glock_unhold(fs, gl);
+	while (op_ngroups)
+		cfs_glock_unhold(fs, fs->group_glocks[op_groups[--op_ngroups]]);
 }

@@ -175,6 +175,44 @@ int cfs_ext_reserve(struct cfs_fs *fs, struct cfs_inode *ip, uint64_t lblk, uint
 	return cfs_alloc_reserve(fs, goal, (uint32_t)need, only);
 }
 
+/* Add the group of blk to the set v of *n: -ENOSPC past CFS_OP_GROUPS_MAX. */
+static int add_group(const struct cfs_fs *fs, uint64_t blk, uint32_t *v, unsigned *n)
+{
+	uint32_t ag = cfs_ag_of(fs, blk);
+	for (unsigned i = 0; i < *n; i++)
+		if (v[i] == ag)
+			return 0;
+	if (*n == CFS_OP_GROUPS_MAX)
+		return -ENOSPC;
+	v[(*n)++] = ag;
+	return 0;
+}
+
+int cfs_ext_reserve_frees(struct cfs_fs *fs, struct cfs_inode *ip, uint64_t keep)
+{
+	if (cfs_may_allocate(fs))
+		return 0;
+	uint32_t v[CFS_OP_GROUPS_MAX];
+	unsigned n = 0;
+	int rc = 0;
+	for (uint32_t i = cfs_ext_find(ip, keep); i < ip->next && !rc; i++)
+		rc = add_group(fs, ip->ext[i].pblk, v, &n);
+	for (uint64_t blk = ip->d.ext_next; blk && !rc;) { /* a shorter map frees its tail */
+		struct cfs_buf *b;
+		if (!(rc = cfs_bread(fs, blk, CFS_B_EXTENTS, ip->ino, &b)) &&
+		    !(rc = add_group(fs, blk, v, &n)))
+			blk = ((const struct cfs_dextb *)b->data)->next;
+	}
+	for (unsigned i = 0; i < n && !rc; i++) {
+		if ((rc = cfs_group_hold_cached(fs, v[i])) != -EAGAIN)
+			continue;
+		cfs_group_unreserve(fs); /* wait holding none (agglock.c) */
+		rc = cfs_group_fetch(fs, v[i], true);
+		return rc ? rc : -EAGAIN;
+	}
+	return rc;
+}
+
 int cfs_ext_fill(struct cfs_fs *fs, struct cfs_inode *ip, uint64_t lblk, uint64_t count)
 {
 	uint64_t pos = lblk, end = lblk + count;

@@ -167,10 +167,9 @@ static void *committer(void *arg)
 	struct cfs_fs *fs = arg;
 	pthread_mutex_lock(&fs->lock);
 	while (!fs->stopping) {
-		/* Back sooner if another node waits for the end of the glock's hold time. */
+		/* Back sooner if another node waits for the end of a glock's hold time. */
 		uint64_t now = cfs_now_ns(), wait_ns = COMMIT_INTERVAL_MS * 1000000ull;
-		if (__atomic_load_n(&fs->meta.wanted, __ATOMIC_ACQUIRE) >= 0 &&
-		    fs->hold_until_ns > now && fs->hold_until_ns - now < wait_ns)
+		if (fs->hold_until_ns > now && fs->hold_until_ns - now < wait_ns)
 			wait_ns = fs->hold_until_ns - now;
 		struct timespec until;
 		clock_gettime(CLOCK_REALTIME, &until);

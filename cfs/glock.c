@@ -2,10 +2,10 @@
  *
  * A glock is a cluster lock of the filesystem's lockspace with what this node keeps under it
  * (GFS2's glock model): PR lets a node read and cache what the lock covers, EX lets it change
- * it.  In this version one glock, "meta", covers all metadata; the type's operations
- * (struct cfs_glock_ops, as GFS2's glops) say what to write back and what to forget when a
- * grant goes, so per-object glocks plug in beside it.  With the local backend every glock is
- * taken EX once and nobody else asks for it.
+ * it.  "meta" covers the namespace and the superblock; inode glocks (iglock.c) and group
+ * glocks (agglock.c) plug in beside it, each type's operations (struct cfs_glock_ops, as
+ * GFS2's glops) saying what to write back and what to forget when a grant goes.  With the
+ * local backend every glock is taken EX once and nobody else asks for it.
  *
  * Holders.  An operation, and data I/O on a mapping read under a grant, hold the glock
  * (cfs_glock_hold/unhold, fs->lock held): a held grant is never given up.  Waiting for another
@@ -29,11 +29,11 @@
  * its lookups, so its conversions would mostly be refused (tried: no fewer messages for 3
  * nodes creating at once).
  *
- * A grant in use is kept for a short minimum hold time even when another node asks (GFS2's
- * gl_hold_time): without it two nodes both changing the filesystem passed the glock back and
- * forth for every operation, a commit and a handful of messages each.  A node that has not
- * used it for IDLE_NS lets go then: with 1 ms, the gaps between one program's calls on a busy
- * machine were enough to hand it over after almost every create. */
+ * A metadata or group grant in use is kept for a short minimum hold time even when another
+ * node asks (GFS2's gl_hold_time): without it two nodes both changing the filesystem passed
+ * the glock back and forth for every operation, a commit and a handful of messages each.  A
+ * node that has not used it for IDLE_NS lets go then: with 1 ms, the gaps between one
+ * program's calls on a busy machine were enough to hand it over after almost every create. */
 #include "cfs/internal.h"
 
 #include <errno.h>
@@ -52,12 +52,13 @@ uint64_t cfs_now_ns(void)
 	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
 }
 
-/* Keep the grant a little longer?  If so, the committer is told when to look again. */
+/* Keep the grant a little longer (the metadata and group glocks)?  If so, the committer is
+ * told when to look again. */
 static bool still_held_for_use(struct cfs_fs *fs, const struct cfs_glock *gl)
 {
 	uint64_t now = cfs_now_ns(), hold_end = gl->granted_ns + HOLD_NS;
 	uint64_t idle_at = gl->last_use_ns + IDLE_NS;
-	if (!fs->cluster || gl != &fs->meta || now >= hold_end || now >= idle_at)
+	if (!fs->cluster || gl->inode || now >= hold_end || now >= idle_at)
 		return false;
 	/* When the committer is to look again; it may be asleep for a second.  A later time
 	 * than the one it waits for is left to that look. */
@@ -264,9 +265,13 @@ int cfs_glock_try_hold(struct cfs_fs *fs, struct cfs_glock *gl, int mode)
 void cfs_glock_check(struct cfs_fs *fs, struct cfs_glock *gl)
 {
 	int wanted = __atomic_load_n(&gl->wanted, __ATOMIC_ACQUIRE);
-	if (gl->mode < 0 || wanted < 0 || gl->holders || gl->requesting ||
-	    still_held_for_use(fs, gl))
+	if (gl->mode < 0 || wanted < 0 || gl->holders || gl->requesting)
 		return;
+	if (still_held_for_use(fs, gl)) {
+		if (gl != &fs->meta) /* the committer looks at queued ones only */
+			cfs_iglock_wanted(fs, gl, false);
+		return;
+	}
 	/* Taken before acting: a wish that arrives meanwhile (for the PR we convert down to,
 	 * say) must survive. */
 	if (!__atomic_compare_exchange_n(&gl->wanted, &wanted, -1, false, __ATOMIC_ACQ_REL,

@@ -140,6 +140,9 @@ uint32_t cfs_ag_of(const struct cfs_fs *fs, uint64_t blk);
 /* Internal: an operation begun with cfs_op_begin_inode must allocate after all; it changed
  * nothing and is done again under the metadata glock EX.  Never returned by cfs.h. */
 #define CFS_ENEEDMETA 4096
+/* Internal: fs->lock was released to fetch a group glock; the operation changed nothing and
+ * starts over. */
+#define CFS_ERETRY 4097
 uint64_t cfs_free_blocks(struct cfs_fs *fs);
 /* More than n blocks free?  Stops counting once there are: cheap unless nearly full. */
 bool cfs_free_above(const struct cfs_fs *fs, uint64_t n);
@@ -222,6 +225,10 @@ int cfs_ext_mark_written(struct cfs_inode *ip, uint64_t lblk, uint64_t count);
  * allocate in, under the metadata glock PR; -ENOSPC also when the map's blocks lie in more
  * than one group. */
 int cfs_ext_reserve(struct cfs_fs *fs, struct cfs_inode *ip, uint64_t lblk, uint64_t count);
+/* Reserve the groups that freeing the blocks from keep on (and the extent blocks a shorter
+ * map no longer needs) frees in, under the metadata glock PR: 0, -EAGAIN (fs->lock was
+ * released to fetch one: start over), -ENOSPC (more than CFS_OP_GROUPS_MAX). */
+int cfs_ext_reserve_frees(struct cfs_fs *fs, struct cfs_inode *ip, uint64_t keep);
 /* Allocate every hole of [lblk, lblk+count) as unwritten extents. */
 int cfs_ext_fill(struct cfs_fs *fs, struct cfs_inode *ip, uint64_t lblk, uint64_t count);
 /* Physical block of a logical block, 0 if a hole; *unwritten says if it reads as zeros. */
@@ -525,15 +532,16 @@ bool cfs_group_is_ours(struct cfs_fs *fs, uint32_t ag);
 /* May this operation change the group: its reserved group, or under the metadata glock EX
  * the group's glock, asked for with fs->lock held.  -EIO (logged) otherwise: a bug. */
 int cfs_group_ensure(struct cfs_fs *fs, uint32_t ag);
-/* Reserve a group this node holds for this operation: -EAGAIN if it does not (or it is
- * fenced), -EBUSY if the operation holds another. */
+/* Reserve a group this node holds for this operation (up to CFS_OP_GROUPS_MAX): -EAGAIN if
+ * it does not hold it (or it is fenced), -ENOSPC past the most. */
+#define CFS_OP_GROUPS_MAX 8u
 int cfs_group_hold_cached(struct cfs_fs *fs, uint32_t ag);
 /* Have the group's glock EX here, fs->lock released meanwhile: waiting for it, or (!wait)
  * only if nobody holds it (-EAGAIN).  Not held: the caller looks again. */
 int cfs_group_fetch(struct cfs_fs *fs, uint32_t ag, bool wait);
-/* This thread's reserved group, -1 none. */
+/* This thread's (first) reserved group, -1 none. */
 int64_t cfs_group_reserved(void);
-/* Let the reserved group go (an operation boundary, or the operation starts over). */
+/* Let the reserved groups go (an operation boundary, or the operation starts over). */
 void cfs_group_unreserve(struct cfs_fs *fs);
 void cfs_group_glocks_free(struct cfs_fs *fs);
 

@@ -576,10 +576,14 @@ static void set_time(int64_t *sec, uint32_t *nsec, const struct timespec *ts)
 	*nsec = (uint32_t)ts->tv_nsec;
 }
 
-/* A truncate that frees blocks, under the metadata glock PR: to be done again under EX. */
-static int frees_under_pr(const struct cfs_fs *fs, const struct cfs_inode *ip, off_t size)
+/* A truncate that frees blocks, under the metadata glock PR: in the groups it reserves, or
+ * again under EX. */
+static int frees_under_pr(struct cfs_fs *fs, struct cfs_inode *ip, off_t size)
 {
-	return (uint64_t)size < ip->d.size && !cfs_may_allocate(fs) ? -CFS_ENEEDMETA : 0;
+	if ((uint64_t)size >= ip->d.size || cfs_may_allocate(fs))
+		return 0;
+	int rc = cfs_ext_reserve_frees(fs, ip, ((uint64_t)size + fs->bs - 1) / fs->bs);
+	return rc == -EAGAIN ? -CFS_ERETRY : rc == -ENOSPC ? -CFS_ENEEDMETA : rc;
 }
 
 static int setattr_as(struct cfs_fs *fs, uint64_t ino, const struct stat *a, unsigned set,
@@ -600,8 +604,6 @@ static int setattr_as(struct cfs_fs *fs, uint64_t ino, const struct stat *a, uns
 			rc = -EISDIR;
 		else if ((uint64_t)a->st_size > CFS_MAX_FILE_BYTES)
 			rc = -EFBIG;
-		else
-			rc = frees_under_pr(fs, ip, a->st_size);
 		if (!rc) {
 			/* Blocks may be freed: wait for this file's I/O (lock order: io, fs). */
 			ip->pins++;
@@ -657,9 +659,14 @@ int cfs_setattr(struct cfs_fs *fs, uint64_t ino, const struct stat *a, unsigned 
 		const struct cfs_cred *cr, struct stat *out)
 {
 	/* Only a truncate down frees (a chmod rewrites an ACL in its place, a truncate up leaves
-	 * a hole): tried with the metadata glock PR, done again with it EX if it must free. */
-	int rc = setattr_as(fs, ino, a, set, cr, out, true);
-	return rc == -CFS_ENEEDMETA ? setattr_as(fs, ino, a, set, cr, out, false) : rc;
+	 * a hole): tried with the metadata glock PR and the groups it frees in, done again with
+	 * it EX if those cannot be had. */
+	int rc = -CFS_ERETRY;
+	for (int tries = 0; tries < 4 && rc == -CFS_ERETRY; tries++)
+		rc = setattr_as(fs, ino, a, set, cr, out, true);
+	if (rc == -CFS_ERETRY || rc == -CFS_ENEEDMETA)
+		rc = setattr_as(fs, ino, a, set, cr, out, false);
+	return rc;
 }
 
 int cfs_statfs(struct cfs_fs *fs, struct statvfs *st)

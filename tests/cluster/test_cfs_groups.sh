@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Allocation group glocks (cfs/agglock.c): writes that allocate go under the metadata glock PR
-# and a group of their own, so two nodes appending to their own files in their own groups send
-# no lock message once warm; two nodes whose slots share the one group take turns with it and
-# never hand out a block twice (every record reads back whole on a third node, fsck clean);
-# df on every node counts every node's allocations within a few seconds.
+# Allocation group glocks (cfs/agglock.c): writes that allocate and truncates go under the
+# metadata glock PR and the groups they allocate or free in, so two nodes appending to their
+# own files in their own groups send no lock message once warm, nor does a node truncating
+# its own file meanwhile; a truncate of another node's file fetches that node's group; two
+# nodes whose slots share the one group take turns with it and never hand out a block twice
+# (every record reads back whole on a third node, fsck clean); df on every node counts every
+# node's allocations within a few seconds.
 . "$(dirname "$0")/cfs_lib.sh" "cfs allocation group glocks"
 C up 3 >/dev/null && ok "cluster of 3 nodes up" || { not_ok "cluster up"; finish; }
 # 4 LUNs of 40 MiB: 2 groups, slots 0 and 1 start in group 0, slots 2 and 3 in group 1.
@@ -56,6 +58,35 @@ check "cfs locks names node 3's group" \
 	on 1 bash -c "'$BIN/cfs' locks '$(M 1)' | grep -q 'allocation group 1 (EX'"
 check "node 2 reads node 1's appends whole" verify 2 own1 1 1551
 check "node 2 reads node 3's appends whole" verify 2 own3 3 1551
+
+# Truncates free under the metadata glock PR too, in the groups of what they free: node 3
+# empties its own file 100 times (an append, then a truncate to 0, as log rotation does)
+# while node 1 appends to its own.
+churn_truncate() {
+	on "$1" python3 - "$(M "$1")/$2" "$3" <<'PY'
+import os, sys
+path, count = sys.argv[1], int(sys.argv[2])
+for i in range(count):
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    os.write(fd, b'z' * 8192)
+    os.close(fd)
+    os.truncate(path, 0)
+PY
+}
+churn_truncate 3 trunc3 2 # warm: node 3 creates its file, node 1 looks its own up again
+append 1 own1 1
+m0=$(messages 3)
+churn_truncate 3 trunc3 100 & append 1 own1 300 & wait
+m1=$(messages 3)
+check "100 truncates on node 3 while node 1 appends sent $((m1 - m0)) lock messages (want at most 2)" \
+	test $((m1 - m0)) -le 2
+check "node 2 reads node 1's file whole after them" verify 2 own1 1 1852
+check "node 1 sees node 3's file empty" on 1 test ! -s "$(M 1)/trunc3"
+# A truncate of another node's file frees in that node's group: it fetches it.
+on 2 truncate -s $((1000 * 4096)) "$(M 2)/own1"
+append 1 own1 200
+check "node 1 appended after node 2 cut its file to 1,000 records: node 3 reads all 1,200" \
+	verify 3 own1 1 1200
 
 # Nodes 1 and 2 start in the same group: they take turns with it.
 append 1 shared1 20 & append 2 shared2 20 & wait
