@@ -151,6 +151,8 @@ int cfs_ext_mark_written(struct cfs_inode *ip, uint64_t lblk, uint64_t count)
 
 int cfs_ext_reserve(struct cfs_fs *fs, struct cfs_inode *ip, uint64_t lblk, uint64_t count)
 {
+	if (cfs_may_allocate(fs))
+		return 0;
 	/* Room for the data, and for the extent blocks of a map that many extents longer. */
 	uint64_t per = CFS_EXTB_EXTENTS(fs->bs), inl = CFS_INODE_EXTENTS(fs->bs);
 	uint64_t extents = ip->next + count + 2; /* + 2: a fill in the middle splits one */

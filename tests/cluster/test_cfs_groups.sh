@@ -42,6 +42,14 @@ for i in range(count):
 PY
 }
 messages() { echo $(( $(status_of 1 lock_messages) + $(status_of "$1" lock_messages) )); }
+# sent NODE CMD...: the lock messages nodes 1 and NODE send while CMD runs.
+sent() {
+	local n=$1 m0
+	shift
+	m0=$(messages "$n")
+	"$@" >&2
+	echo $(( $(messages "$n") - m0 ))
+}
 
 # Nodes 1 and 3: their own groups.  The first appends warm: each node creates its file and
 # takes its group, then both look the names up again (the metadata glock PR on both).
@@ -49,11 +57,10 @@ append 1 own1 50
 append 3 own3 50
 append 1 own1 1
 append 3 own3 1
-m0=$(messages 3)
-append 1 own1 1500 & append 3 own3 1500 & wait
-m1=$(messages 3)
-check "3,000 appends on nodes 1 and 3 at once, in their own groups, sent $((m1 - m0)) lock messages (want at most 2)" \
-	test $((m1 - m0)) -le 2
+own_appends() { append 1 own1 1500 & append 3 own3 1500 & wait; }
+n=$(sent 3 own_appends)
+check "3,000 appends on nodes 1 and 3 at once, in their own groups, sent $n lock messages (want at most 2)" \
+	test "$n" -le 2
 check "cfs locks names node 3's group" \
 	on 1 bash -c "'$BIN/cfs' locks '$(M 1)' | grep -q 'allocation group 1 (EX'"
 check "node 2 reads node 1's appends whole" verify 2 own1 1 1551
@@ -75,11 +82,10 @@ PY
 }
 churn_truncate 3 trunc3 2 # warm: node 3 creates its file, node 1 looks its own up again
 append 1 own1 1
-m0=$(messages 3)
-churn_truncate 3 trunc3 100 & append 1 own1 300 & wait
-m1=$(messages 3)
-check "100 truncates on node 3 while node 1 appends sent $((m1 - m0)) lock messages (want at most 2)" \
-	test $((m1 - m0)) -le 2
+truncates() { churn_truncate 3 trunc3 100 & append 1 own1 300 & wait; }
+n=$(sent 3 truncates)
+check "100 truncates on node 3 while node 1 appends sent $n lock messages (want at most 2)" \
+	test "$n" -le 2
 check "node 2 reads node 1's file whole after them" verify 2 own1 1 1852
 check "node 1 sees node 3's file empty" on 1 test ! -s "$(M 1)/trunc3"
 # A truncate of another node's file frees in that node's group: it fetches it.
@@ -90,10 +96,8 @@ check "node 1 appended after node 2 cut its file to 1,000 records: node 3 reads 
 
 # Nodes 1 and 2 start in the same group: they take turns with it.
 append 1 shared1 20 & append 2 shared2 20 & wait
-m0=$(messages 2)
-append 1 shared1 1500 & append 2 shared2 1500 & wait
-m1=$(messages 2)
-ok "3,000 appends on nodes 1 and 2 at once, sharing a group, sent $((m1 - m0)) lock messages"
+shared_appends() { append 1 shared1 1500 & append 2 shared2 1500 & wait; }
+ok "3,000 appends on nodes 1 and 2 at once, sharing a group, sent $(sent 2 shared_appends) lock messages"
 check "node 3 reads node 1's appends whole" verify 3 shared1 1 1520
 check "node 3 reads node 2's appends whole" verify 3 shared2 2 1520
 
