@@ -688,6 +688,29 @@ static int allocate_or_punch(struct cfs_fs *fs, struct cfs_inode *ip, int mode, 
 	return rc;
 }
 
+/* Preallocation goes under the metadata glock PR and a group it reserves, as a write that
+ * allocates; punching and zeroing, and space no one group has room for, under both EX.  On
+ * failure nothing is held (fs->lock is). */
+static int fallocate_locked(struct cfs_fs *fs, uint64_t ino, int mode, uint64_t off,
+			    uint64_t len, struct cfs_inode **ip)
+{
+	bool shared = fs->cluster && !(mode & (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_ZERO_RANGE));
+	uint64_t first = off / fs->bs, last = (off + len + fs->bs - 1) / fs->bs;
+	for (unsigned fetches = 0;; fetches++) {
+		int rc = open_inode_locked_as(fs, ino, shared ? CFSLOCK_PR : CFSLOCK_EX, CFSLOCK_EX,
+					      ip);
+		if (rc || !shared)
+			return rc;
+		if (!(rc = cfs_ext_reserve(fs, *ip, first, last - first)))
+			return 0;
+		unlock_inode(fs, *ip);
+		cfs_group_unreserve(fs);
+		if (rc != -EAGAIN && rc != -ENOSPC)
+			return rc;
+		shared = rc == -EAGAIN && fetches < 3; /* else under EX */
+	}
+}
+
 int cfs_fallocate(struct cfs_fs *fs, uint64_t ino, int mode, uint64_t off, uint64_t len,
 		  const struct cfs_cred *cr)
 {
@@ -707,7 +730,7 @@ int cfs_fallocate(struct cfs_fs *fs, uint64_t ino, int mode, uint64_t off, uint6
 		return -EROFS;
 	pthread_rwlock_wrlock(&ip->io);
 	pthread_mutex_lock(&fs->lock);
-	rc = open_inode_locked(fs, ino, CFSLOCK_EX, &ip);
+	rc = fallocate_locked(fs, ino, mode, off, len, &ip);
 	if (rc) {
 		pthread_mutex_unlock(&fs->lock);
 		pthread_rwlock_unlock(&ip->io);

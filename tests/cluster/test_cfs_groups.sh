@@ -8,7 +8,8 @@
 # node's allocations within a few seconds.
 . "$(dirname "$0")/cfs_lib.sh" "cfs allocation group glocks"
 C up 3 >/dev/null && ok "cluster of 3 nodes up" || { not_ok "cluster up"; finish; }
-# 4 LUNs of 40 MiB: 2 groups, slots 0 and 1 start in group 0, slots 2 and 3 in group 1.
+# 4 LUNs of 40 MiB: 2 groups, slots 0 and 1 start in group 0 (126 MiB), slots 2 and 3 in
+# group 1 (14 MiB: node 3's writes here stay under 12 MiB, or they would spill into group 0).
 make_data 40
 "$BIN/mkfs.cfs" -p corosync -J 4 data >/dev/null 2>&1
 for n in 1 2 3; do check "node $n mounts" mount_on $n; done
@@ -88,6 +89,23 @@ check "100 truncates on node 3 while node 1 appends sent $n lock messages (want 
 	test "$n" -le 2
 check "node 2 reads node 1's file whole after them" verify 2 own1 1 1852
 check "node 1 sees node 3's file empty" on 1 test ! -s "$(M 1)/trunc3"
+# Preallocation (fallocate, as ODM's resize grows a datafile) reserves a group as an append.
+preallocate() {
+	on 3 python3 -c "
+import os
+fd = os.open('$(M 3)/prealloc3', os.O_WRONLY | os.O_CREAT, 0o644)
+for i in range($1):
+    os.posix_fallocate(fd, i * 131072, 131072)
+os.close(fd)"
+}
+preallocate 1 # warm, as above
+append 1 own1 1
+preallocations() { preallocate 16 & append 1 own1 100 & wait; }
+n=$(sent 3 preallocations)
+check "16 preallocations of 128 KiB on node 3 while node 1 appends sent $n lock messages (want at most 2)" \
+	test "$n" -le 2
+check "node 1 sees node 3's preallocated file at 2 MiB" \
+	on 1 bash -c "[ \$(stat -c %s '$(M 1)/prealloc3') = $((16 * 131072)) ]"
 # A truncate of another node's file frees in that node's group: it fetches it.
 on 2 truncate -s $((1000 * 4096)) "$(M 2)/own1"
 append 1 own1 200
