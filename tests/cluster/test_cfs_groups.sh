@@ -5,7 +5,8 @@
 # its own file meanwhile; a truncate of another node's file fetches that node's group; two
 # nodes whose slots share the one group take turns with it and never hand out a block twice
 # (every record reads back whole on a third node, fsck clean); df on every node counts every
-# node's allocations within a few seconds.
+# node's allocations within a few seconds; a node that dies while appending leaves the others
+# working while it is recovered.
 . "$(dirname "$0")/cfs_lib.sh" "cfs allocation group glocks"
 C up 3 >/dev/null && ok "cluster of 3 nodes up" || { not_ok "cluster up"; finish; }
 # 4 LUNs of 40 MiB: 2 groups, slots 0 and 1 start in group 0 (126 MiB), slots 2 and 3 in
@@ -133,6 +134,35 @@ same_df() {
 }
 append 1 own1 256
 check "free blocks agree on every node after 1 MiB more on node 1" same_df
+# A node that dies while appending held the metadata glock only PR: the others read and
+# append on while it is still being recovered (before, its appends took the metadata glock
+# EX, and every call that needed it waited for the recovery).
+on 3 sh -c ": >'$(M 3)/dying3'"
+on 1 ls "$(M 1)" >/dev/null # node 3's EX from that create goes down to PR
+pid3=$(status_of 3 pid)
+on 3 python3 -c "
+import os, time
+fd = os.open('$(M 3)/dying3', os.O_WRONLY | os.O_APPEND)
+for i in range(300):
+    os.write(fd, b'd' * 4096)
+    os.fsync(fd)
+time.sleep(600)" >/dev/null 2>&1 &
+sleep 1
+C kill 3
+kill -9 "$pid3"
+C abort 3
+recovering() { # on node 1: is a dead node's recovery pending?
+	[ "$(status_of 1 recovering | tr -d '[] ')" != "" ]
+}
+for _ in $(seq 100); do recovering && break; sleep 0.1; done
+check "node 1 sees node 3 dead, its recovery pending" recovering
+append 1 own1 10
+check "node 1 read and appended to its file meanwhile" verify 1 own1 1 1466
+check "and node 3's recovery was still pending then" recovering
+for _ in $(seq 600); do recovering || break; sleep 0.1; done
+check "node 3's corosync starts again" C start 3
+C wait-quorum 3 yes 30 >/dev/null 2>&1
+check "node 3 mounts again" mount_on 3
 for n in 1 2 3; do check "unmount on node $n" umount_on $n; done
 fsck_clean "after the appends"
 no_damage_logged
