@@ -124,8 +124,8 @@ int cfs_alloc_meta(struct cfs_fs *fs, uint64_t goal, uint64_t *pblk);
 /* want blocks in a row, all of them or -ENOSPC (an added slot's journal). */
 int cfs_alloc_run(struct cfs_fs *fs, uint32_t want, uint64_t *pblk);
 int cfs_free(struct cfs_fs *fs, uint64_t pblk, uint32_t len);
-/* May this operation allocate anywhere and free: the metadata glock EX (always on one node)?
- * Under PR it allocates only in the group it reserved. */
+/* May this operation allocate and free anywhere: the metadata glock EX (always on one node)?
+ * Under PR it does only in the groups it reserved. */
 bool cfs_may_allocate(const struct cfs_fs *fs);
 /* Under the metadata glock PR, before changing anything: hold a group (agglock.c) with room
  * for need blocks, near goal; only >= 0: that group or none.  0: held to the operation's end
@@ -385,7 +385,6 @@ struct cfs_fs {
 	size_t npending, pending_cap;
 
 	struct cfs_ag *ags;
-	uint32_t ag_rotor;
 
 	struct cfs_inode **ihash;
 	uint64_t next_generation;
@@ -393,7 +392,7 @@ struct cfs_fs {
 	bool cluster;               /* a lock protocol other than local */
 	struct cfslock_client *locks;
 	struct cfslock_space *space;
-	struct cfs_glock meta;      /* the namespace, frees, the superblock (glock.c) */
+	struct cfs_glock meta;      /* the namespace and inodes' lives, the superblock (glock.c) */
 	struct cfs_glock **group_glocks; /* by group, made at first use (agglock.c) */
 	uint32_t ngroup_glocks;
 	size_t group_glocks_granted; /* count towards lock_cache_limit, never given back for it */
