@@ -5,12 +5,12 @@
  * with CFS_BREAD_RACY, and drops such a copy when the glock comes.
  *
  * Who may take one, and how (docs/cfs-cluster.md, "Per-object glocks"):
- *   - under the metadata glock EX (creates, removes, truncates: everything that frees)
- *     nobody else is in an operation, so nobody holds a group glock; a group is asked for
+ *   - under the metadata glock EX (creates, removes, hole punches, and whatever could not
+ *     reserve its groups) nobody else is in an operation, so nobody holds a group glock; a group is asked for
  *     when the allocator or a free reaches it, waiting with fs->lock held, as inode glocks
  *     are there;
- *   - under the metadata glock PR (a write that allocates, a truncate down:
- *     cfs_op_begin_inode) an operation reserves its groups before it changes anything
+ *   - under the metadata glock PR (a write that allocates, a preallocation, a truncate
+ *     down: cfs_op_begin_inode) an operation reserves its groups before it changes anything
  *     (cfs_alloc_reserve: one to allocate in; cfs_ext_reserve_frees: those it frees in) and
  *     holds them to its end.  It takes only groups this node holds already; for one it does
  *     not, it lets its reserved ones go, waits for that one and starts over.  So it waits
