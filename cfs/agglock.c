@@ -71,6 +71,7 @@ static int group_go_granted(struct cfs_fs *fs, struct cfs_glock *gl)
 static const struct cfs_glock_ops group_glops = {
 	.go_invalidate = group_go_invalidate,
 	.go_granted = group_go_granted,
+	.min_hold = true,
 };
 
 static struct cfs_glock *group_glock(struct cfs_fs *fs, uint32_t ag)

@@ -149,34 +149,6 @@ int cfs_ext_mark_written(struct cfs_inode *ip, uint64_t lblk, uint64_t count)
 	return 0;
 }
 
-int cfs_ext_reserve(struct cfs_fs *fs, struct cfs_inode *ip, uint64_t lblk, uint64_t count)
-{
-	if (cfs_may_allocate(fs))
-		return 0;
-	/* Room for the data, and for the extent blocks of a map that many extents longer. */
-	uint64_t per = CFS_EXTB_EXTENTS(fs->bs), inl = CFS_INODE_EXTENTS(fs->bs);
-	uint64_t extents = ip->next + count + 2; /* + 2: a fill in the middle splits one */
-	uint64_t need = count + (extents > inl ? (extents - inl + per - 1) / per : 0);
-	if (need > UINT32_MAX)
-		return -ENOSPC;
-	/* Merged extents shorten the map, which frees its last blocks: in that group. */
-	int64_t only = -1;
-	for (uint64_t blk = ip->d.ext_next; blk;) {
-		struct cfs_buf *b;
-		int rc = cfs_bread(fs, blk, CFS_B_EXTENTS, ip->ino, &b);
-		if (rc)
-			return rc;
-		uint32_t ag = cfs_ag_of(fs, blk);
-		if (only >= 0 && ag != (uint64_t)only)
-			return -ENOSPC;
-		only = ag;
-		blk = ((const struct cfs_dextb *)b->data)->next;
-	}
-	uint32_t i = cfs_ext_find(ip, lblk);
-	uint64_t goal = i > 0 ? ip->ext[i - 1].pblk + ip->ext[i - 1].len : ip->ino;
-	return cfs_alloc_reserve(fs, goal, (uint32_t)need, only);
-}
-
 /* Add the group of blk to the set v of *n: -ENOSPC past CFS_OP_GROUPS_MAX. */
 static int add_group(const struct cfs_fs *fs, uint64_t blk, uint32_t *v, unsigned *n)
 {
@@ -190,6 +162,40 @@ static int add_group(const struct cfs_fs *fs, uint64_t blk, uint32_t *v, unsigne
 	return 0;
 }
 
+/* The groups of the map's extent blocks, added to v: a map that changes length may free its
+ * last ones. */
+static int chain_groups(struct cfs_fs *fs, const struct cfs_inode *ip, uint32_t *v, unsigned *n)
+{
+	int rc = 0;
+	for (uint64_t blk = ip->d.ext_next; blk && !rc;) {
+		struct cfs_buf *b;
+		if (!(rc = cfs_bread(fs, blk, CFS_B_EXTENTS, ip->ino, &b)) &&
+		    !(rc = add_group(fs, blk, v, n)))
+			blk = ((const struct cfs_dextb *)b->data)->next;
+	}
+	return rc;
+}
+
+int cfs_ext_reserve(struct cfs_fs *fs, struct cfs_inode *ip, uint64_t off, uint64_t len)
+{
+	if (cfs_may_allocate(fs))
+		return 0;
+	/* Room for the data, and for the extent blocks of a map that many extents longer. */
+	uint64_t lblk = off / fs->bs, count = (off + len + fs->bs - 1) / fs->bs - lblk;
+	uint64_t per = CFS_EXTB_EXTENTS(fs->bs), inl = CFS_INODE_EXTENTS(fs->bs);
+	uint64_t extents = ip->next + count + 2; /* + 2: a fill in the middle splits one */
+	uint64_t need = count + (extents > inl ? (extents - inl + per - 1) / per : 0);
+	/* Merged extents shorten the map: what it frees must be in the reserved group. */
+	uint32_t v[CFS_OP_GROUPS_MAX];
+	unsigned n = 0;
+	int rc = chain_groups(fs, ip, v, &n);
+	if (rc || n > 1 || need > UINT32_MAX)
+		return rc ? rc : -ENOSPC;
+	uint32_t i = cfs_ext_find(ip, lblk);
+	uint64_t goal = i > 0 ? ip->ext[i - 1].pblk + ip->ext[i - 1].len : ip->ino;
+	return cfs_alloc_reserve(fs, goal, (uint32_t)need, n ? (int64_t)v[0] : -1);
+}
+
 int cfs_ext_reserve_frees(struct cfs_fs *fs, struct cfs_inode *ip, uint64_t keep)
 {
 	if (cfs_may_allocate(fs))
@@ -199,12 +205,8 @@ int cfs_ext_reserve_frees(struct cfs_fs *fs, struct cfs_inode *ip, uint64_t keep
 	int rc = 0;
 	for (uint32_t i = cfs_ext_find(ip, keep); i < ip->next && !rc; i++)
 		rc = add_group(fs, ip->ext[i].pblk, v, &n);
-	for (uint64_t blk = ip->d.ext_next; blk && !rc;) { /* a shorter map frees its tail */
-		struct cfs_buf *b;
-		if (!(rc = cfs_bread(fs, blk, CFS_B_EXTENTS, ip->ino, &b)) &&
-		    !(rc = add_group(fs, blk, v, &n)))
-			blk = ((const struct cfs_dextb *)b->data)->next;
-	}
+	if (!rc)
+		rc = chain_groups(fs, ip, v, &n);
 	for (unsigned i = 0; i < n && !rc; i++) {
 		if ((rc = cfs_group_hold_cached(fs, v[i])) != -EAGAIN)
 			continue;

@@ -507,13 +507,12 @@ int64_t cfs_write(struct cfs_fs *fs, uint64_t ino, const void *buf, uint64_t siz
 			cfs_shared_write_end(fs);
 			try_shared = false; /* again, under the inode's glock EX */
 		} else if (!shared_glock && try_inode_only && !rc && !p.all_written && exclusive) {
-			uint64_t first = off / fs->bs, last = (off + size + fs->bs - 1) / fs->bs;
-			int got = cfs_ext_reserve(fs, ip, first, last - first);
+			int got = cfs_ext_reserve(fs, ip, off, size);
 			if (got != -EAGAIN && got != -ENOSPC) {
 				rc = got;
 				break; /* reserved (or failed) */
 			}
-			if (got == -ENOSPC || ++fetches > 3)
+			if (got == -ENOSPC || ++fetches > CFS_GROUP_FETCHES)
 				try_inode_only = false; /* again, under the metadata glock EX */
 		} else if (rc || exclusive || in_place) {
 			break;
@@ -695,19 +694,18 @@ static int fallocate_locked(struct cfs_fs *fs, uint64_t ino, int mode, uint64_t 
 			    uint64_t len, struct cfs_inode **ip)
 {
 	bool shared = fs->cluster && !(mode & (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_ZERO_RANGE));
-	uint64_t first = off / fs->bs, last = (off + len + fs->bs - 1) / fs->bs;
 	for (unsigned fetches = 0;; fetches++) {
 		int rc = open_inode_locked_as(fs, ino, shared ? CFSLOCK_PR : CFSLOCK_EX, CFSLOCK_EX,
 					      ip);
 		if (rc || !shared)
 			return rc;
-		if (!(rc = cfs_ext_reserve(fs, *ip, first, last - first)))
+		if (!(rc = cfs_ext_reserve(fs, *ip, off, len)))
 			return 0;
 		unlock_inode(fs, *ip);
 		cfs_group_unreserve(fs);
 		if (rc != -EAGAIN && rc != -ENOSPC)
 			return rc;
-		shared = rc == -EAGAIN && fetches < 3; /* else under EX */
+		shared = rc == -EAGAIN && fetches < CFS_GROUP_FETCHES; /* else under EX */
 	}
 }
 

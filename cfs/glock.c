@@ -58,7 +58,7 @@ static bool still_held_for_use(struct cfs_fs *fs, const struct cfs_glock *gl)
 {
 	uint64_t now = cfs_now_ns(), hold_end = gl->granted_ns + HOLD_NS;
 	uint64_t idle_at = gl->last_use_ns + IDLE_NS;
-	if (!fs->cluster || gl->inode || now >= hold_end || now >= idle_at)
+	if (!fs->cluster || !gl->ops->min_hold || now >= hold_end || now >= idle_at)
 		return false;
 	/* When the committer is to look again; it may be asleep for a second.  A later time
 	 * than the one it waits for is left to that look. */
@@ -70,6 +70,12 @@ static bool still_held_for_use(struct cfs_fs *fs, const struct cfs_glock *gl)
 	return true;
 }
 
+/* The committer looks at the metadata glock every round, at the others when queued. */
+static bool queued_type(const struct cfs_glock *gl)
+{
+	return gl != &gl->fs->meta;
+}
+
 /* Record another node's wish; wake the committer to act on it now, or (a let-go that failed)
  * leave it to the committer's next round rather than retry at once for ever. */
 static void record_wish(struct cfs_glock *gl, int mode, bool wake)
@@ -78,8 +84,8 @@ static void record_wish(struct cfs_glock *gl, int mode, bool wake)
 	int prev = __atomic_load_n(&gl->wanted, __ATOMIC_ACQUIRE);
 	if (mode > prev)
 		__atomic_store_n(&gl->wanted, mode, __ATOMIC_RELEASE);
-	if (gl != &gl->fs->meta)
-		cfs_iglock_wanted(gl->fs, gl, wake); /* queued for the committer */
+	if (queued_type(gl))
+		cfs_iglock_wanted(gl->fs, gl, wake);
 	else if (wake)
 		cfs_committer_wake(gl->fs); /* it acts on it if nobody else does */
 }
@@ -268,7 +274,7 @@ void cfs_glock_check(struct cfs_fs *fs, struct cfs_glock *gl)
 	if (gl->mode < 0 || wanted < 0 || gl->holders || gl->requesting)
 		return;
 	if (still_held_for_use(fs, gl)) {
-		if (gl != &fs->meta) /* the committer looks at queued ones only */
+		if (queued_type(gl)) /* looked at again when the hold ends */
 			cfs_iglock_wanted(fs, gl, false);
 		return;
 	}
@@ -331,6 +337,7 @@ static const struct cfs_glock_ops meta_glops = {
 	.go_unlock = meta_go_unlock,
 	.go_invalidate = meta_go_invalidate,
 	.go_granted = meta_go_granted,
+	.min_hold = true,
 };
 
 /* ---- the lock manager's side ---- */

@@ -128,8 +128,8 @@ int cfs_free(struct cfs_fs *fs, uint64_t pblk, uint32_t len);
  * Under PR it does only in the groups it reserved. */
 bool cfs_may_allocate(const struct cfs_fs *fs);
 /* Under the metadata glock PR, before changing anything: hold a group (agglock.c) with room
- * for need blocks, near goal; only >= 0: that group or none.  0: held to the operation's end
- * (at once under the metadata glock EX, where no reservation is needed); -EAGAIN: fs->lock
+ * for need blocks, near goal; only >= 0: that group or none.  0: held to the operation's end;
+ * -EAGAIN: fs->lock
  * was released to fetch one, look again; -ENOSPC: none to be had, do it under the metadata
  * glock EX. */
 int cfs_alloc_reserve(struct cfs_fs *fs, uint64_t goal, uint32_t need, int64_t only);
@@ -143,6 +143,9 @@ uint32_t cfs_ag_of(const struct cfs_fs *fs, uint64_t blk);
 /* Internal: fs->lock was released to fetch a group glock; the operation changed nothing and
  * starts over. */
 #define CFS_ERETRY 4097
+/* Times an operation fetches a group and starts over before it goes under the metadata
+ * glock EX instead (another node keeps taking the groups back). */
+#define CFS_GROUP_FETCHES 3u
 uint64_t cfs_free_blocks(struct cfs_fs *fs);
 /* More than n blocks free?  Stops counting once there are: cheap unless nearly full. */
 bool cfs_free_above(const struct cfs_fs *fs, uint64_t n);
@@ -221,10 +224,10 @@ int cfs_ext_insert(struct cfs_inode *ip, const struct cfs_dextent *e);
 int cfs_ext_punch(struct cfs_fs *fs, struct cfs_inode *ip, uint64_t lblk, uint64_t count);
 /* Clear the unwritten flag over [lblk, lblk+count). */
 int cfs_ext_mark_written(struct cfs_inode *ip, uint64_t lblk, uint64_t count);
-/* Reserve the group (cfs_alloc_reserve) that a fill of [lblk, lblk+count) and the longer map
+/* Reserve the group (cfs_alloc_reserve) that filling bytes [off, off+len) and the longer map
  * allocate in, under the metadata glock PR; -ENOSPC also when the map's blocks lie in more
  * than one group. */
-int cfs_ext_reserve(struct cfs_fs *fs, struct cfs_inode *ip, uint64_t lblk, uint64_t count);
+int cfs_ext_reserve(struct cfs_fs *fs, struct cfs_inode *ip, uint64_t off, uint64_t len);
 /* Reserve the groups that freeing the blocks from keep on (and the extent blocks a shorter
  * map no longer needs) frees in, under the metadata glock PR: 0, -EAGAIN (fs->lock was
  * released to fetch one: start over), -ENOSPC (more than CFS_OP_GROUPS_MAX). */
@@ -335,6 +338,8 @@ struct cfs_glock_ops {
 	void (*go_invalidate)(struct cfs_fs *fs, struct cfs_glock *gl);
 	/* A new grant: read again what went stale. */
 	int (*go_granted)(struct cfs_fs *fs, struct cfs_glock *gl);
+	/* Kept for a minimum hold time while in use, even when another node asks (glock.c). */
+	bool min_hold;
 };
 struct cfs_glock {
 	struct cfs_fs *fs;

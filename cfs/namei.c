@@ -662,7 +662,7 @@ int cfs_setattr(struct cfs_fs *fs, uint64_t ino, const struct stat *a, unsigned 
 	 * a hole): tried with the metadata glock PR and the groups it frees in, done again with
 	 * it EX if those cannot be had. */
 	int rc = -CFS_ERETRY;
-	for (int tries = 0; tries < 4 && rc == -CFS_ERETRY; tries++)
+	for (unsigned tries = 0; tries <= CFS_GROUP_FETCHES && rc == -CFS_ERETRY; tries++)
 		rc = setattr_as(fs, ino, a, set, cr, out, true);
 	if (rc == -CFS_ERETRY || rc == -CFS_ENEEDMETA)
 		rc = setattr_as(fs, ino, a, set, cr, out, false);
