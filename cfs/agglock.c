@@ -160,6 +160,34 @@ int cfs_group_hold_cached(struct cfs_fs *fs, uint32_t ag)
 	return 0;
 }
 
+int cfs_group_set_add(const struct cfs_fs *fs, uint64_t blk, uint32_t *v, unsigned *n)
+{
+	uint32_t ag = cfs_ag_of(fs, blk);
+	for (unsigned i = 0; i < *n; i++)
+		if (v[i] == ag)
+			return 0;
+	if (*n == CFS_OP_GROUPS_MAX)
+		return -ENOSPC;
+	v[(*n)++] = ag;
+	return 0;
+}
+
+int cfs_group_reserve_set(struct cfs_fs *fs, const uint32_t *v, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++) {
+		int rc = cfs_group_hold_cached(fs, v[i]);
+		if (rc != -EAGAIN) {
+			if (rc)
+				return rc;
+			continue;
+		}
+		cfs_group_unreserve(fs); /* wait holding none (the top of this file) */
+		rc = cfs_group_fetch(fs, v[i], true);
+		return rc ? rc : -EAGAIN;
+	}
+	return 0;
+}
+
 int cfs_group_fetch(struct cfs_fs *fs, uint32_t ag, bool wait)
 {
 	struct cfs_glock *gl = group_glock(fs, ag);

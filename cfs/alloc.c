@@ -62,8 +62,10 @@ static int read_agh(struct cfs_fs *fs, uint32_t ag, struct cfs_buf **b)
 /* The group's free count, read again: another node may have allocated in it. */
 static void load_hint(struct cfs_fs *fs, uint32_t ag)
 {
-	if (!cfs_group_is_ours(fs, ag))
+	if (!cfs_group_is_ours(fs, ag)) {
 		cfs_bcache_drop_block(fs, fs->ags[ag].start);
+		fs->ags[ag].hint_seq = fs->grants;
+	}
 	struct cfs_buf *b;
 	if (read_agh(fs, ag, &b))
 		fs->ags[ag].nfree = 0; /* a damaged group hands out nothing; fsck.cfs rebuilds it */
@@ -160,24 +162,30 @@ static uint64_t take_run(struct cfs_fs *fs, uint32_t ag, struct cfs_buf *b, uint
 	return g->start + bit;
 }
 
+/* Where alloc_in would take up to want blocks in group ag: header in *b, run at *bit. */
+static int find_in(struct cfs_fs *fs, uint32_t ag, uint32_t from, uint32_t want,
+		   struct cfs_buf **b, uint32_t *bit, uint32_t *len)
+{
+	int rc = cfs_group_ensure(fs, ag);
+	if (rc || (rc = read_agh(fs, ag, b)))
+		return rc;
+	const struct cfs_dagh *g = (const void *)(*b)->data;
+	const uint8_t *bm = (*b)->data + CFS_AGH_BITMAP_OFF;
+	*bit = find_run(fs, bm, g->start, g->nblocks, from, want, len);
+	if (*bit == UINT32_MAX && from)
+		*bit = find_run(fs, bm, g->start, g->nblocks, 0, want, len);
+	return *bit == UINT32_MAX ? -ENOSPC : 0;
+}
+
 static int alloc_in(struct cfs_fs *fs, uint32_t ag, uint32_t from, uint32_t want,
 		    uint64_t *pblk, uint32_t *got)
 {
 	struct cfs_buf *b;
-	int rc = cfs_group_ensure(fs, ag);
-	if (rc || (rc = read_agh(fs, ag, &b)))
-		return rc;
-	struct cfs_dagh *g = (void *)b->data;
-	uint8_t *bm = b->data + CFS_AGH_BITMAP_OFF;
-	uint32_t len = 0;
-	uint32_t bit = find_run(fs, bm, g->start, g->nblocks, from, want, &len);
-	if (bit == UINT32_MAX && from)
-		bit = find_run(fs, bm, g->start, g->nblocks, 0, want, &len);
-	if (bit == UINT32_MAX)
-		return -ENOSPC;
-	*pblk = take_run(fs, ag, b, bit, len);
-	*got = len;
-	return 0;
+	uint32_t bit;
+	int rc = find_in(fs, ag, from, want, &b, &bit, got);
+	if (!rc)
+		*pblk = take_run(fs, ag, b, bit, *got);
+	return rc;
 }
 
 /* The first group of this node's share of the volume, where it allocates by default. */
@@ -194,11 +202,19 @@ uint32_t cfs_ag_of(const struct cfs_fs *fs, uint64_t blk)
 	return ag < fs->sb.nags ? (uint32_t)ag : fs->sb.nags - 1;
 }
 
-bool cfs_block_in_use(struct cfs_fs *fs, uint64_t blk)
+bool cfs_block_in_use(struct cfs_fs *fs, uint64_t blk, uint64_t since)
 {
 	uint32_t ag = cfs_ag_of(fs, blk);
 	struct cfs_buf *b;
-	if (blk < fs->ags[ag].start || read_agh(fs, ag, &b))
+	if (blk < fs->ags[ag].start)
+		return true;
+	/* Without the group's glock the header is a hint, and one read before the grant the
+	 * caller holds over the block may predate what was freed or allocated before it. */
+	if (!cfs_group_is_ours(fs, ag) && fs->ags[ag].hint_seq < since) {
+		cfs_bcache_drop_block(fs, fs->ags[ag].start);
+		fs->ags[ag].hint_seq = fs->grants;
+	}
+	if (read_agh(fs, ag, &b))
 		return true;
 	return cfs_bit_get(b->data + CFS_AGH_BITMAP_OFF, (uint32_t)(blk - fs->ags[ag].start));
 }
@@ -208,16 +224,35 @@ bool cfs_may_allocate(const struct cfs_fs *fs)
 	return !fs->cluster || fs->meta.mode == CFSLOCK_EX;
 }
 
+/* Under the metadata glock PR: the group this operation reserved (agglock.c), and where in it
+ * to start looking for goal. */
+static uint32_t reserved_from(const struct cfs_fs *fs, uint64_t goal, uint32_t *from)
+{
+	int64_t reserved = cfs_group_reserved();
+	uint32_t ag = reserved >= 0 ? (uint32_t)reserved : cfs_ag_of(fs, goal);
+	uint64_t start = fs->ags[ag].start;
+	*from = goal >= start && goal - start < fs->ags[ag].nblocks ? (uint32_t)(goal - start) : 0;
+	return ag;
+}
+
+int cfs_alloc_peek(struct cfs_fs *fs, uint64_t goal, uint64_t *pblk)
+{
+	uint32_t from, bit, len;
+	uint32_t ag = reserved_from(fs, goal, &from);
+	struct cfs_buf *b;
+	int rc = find_in(fs, ag, from, 1, &b, &bit, &len);
+	if (!rc)
+		*pblk = fs->ags[ag].start + bit;
+	return rc;
+}
+
 static int alloc_from(struct cfs_fs *fs, uint64_t goal, uint32_t want, uint64_t *pblk,
 		      uint32_t *got)
 {
 	uint32_t nags = fs->sb.nags;
-	if (!cfs_may_allocate(fs)) { /* the one group this operation reserved (agglock.c) */
-		int64_t reserved = cfs_group_reserved();
-		uint32_t ag = reserved >= 0 ? (uint32_t)reserved : cfs_ag_of(fs, goal);
-		uint64_t start = fs->ags[ag].start;
-		bool near = goal >= start && goal - start < fs->ags[ag].nblocks;
-		return alloc_in(fs, ag, near ? (uint32_t)(goal - start) : 0, want, pblk, got);
+	if (!cfs_may_allocate(fs)) {
+		uint32_t from, ag = reserved_from(fs, goal, &from);
+		return alloc_in(fs, ag, from, want, pblk, got);
 	}
 	uint32_t first = goal ? cfs_ag_of(fs, goal) : own_first_group(fs);
 	uint32_t from = goal ? (uint32_t)(goal - fs->ags[first].start) : 0;

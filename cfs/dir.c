@@ -383,6 +383,26 @@ int cfs_dir_add(struct cfs_fs *fs, struct cfs_inode *dir, const char *name, uint
 	return rc == SPLIT_NO_SPACE ? 0 : rc;
 }
 
+int cfs_dir_add_needs(struct cfs_fs *fs, struct cfs_inode *dir, uint32_t *v, unsigned *n,
+		      uint32_t *need)
+{
+	*need = 1; /* an overflow block for the name's bucket */
+	int rc = cfs_ext_chain_groups(fs, dir, v, n); /* a new bucket may merge extents */
+	if (rc || dir->d.dir_entries + 1 <= nbuckets(dir) * SPLIT_LOAD(fs->bs))
+		return rc;
+	/* It splits a bucket: a new one and its overflow blocks, a block for the longer map,
+	 * and the split bucket's overflow blocks may be freed. */
+	struct cfs_buf *b;
+	uint32_t blocks = 1;
+	rc = read_bucket(fs, dir, dir->d.dir_split, &b);
+	while (!rc && (rc = read_next(fs, dir, b, &b)) == 0 && b) {
+		blocks++;
+		rc = cfs_group_set_add(fs, b->blkno, v, n);
+	}
+	*need += 2 * blocks + 2;
+	return rc;
+}
+
 int cfs_dir_remove(struct cfs_fs *fs, struct cfs_inode *dir, const char *name)
 {
 	size_t len = strlen(name);

@@ -149,28 +149,13 @@ int cfs_ext_mark_written(struct cfs_inode *ip, uint64_t lblk, uint64_t count)
 	return 0;
 }
 
-/* Add the group of blk to the set v of *n: -ENOSPC past CFS_OP_GROUPS_MAX. */
-static int add_group(const struct cfs_fs *fs, uint64_t blk, uint32_t *v, unsigned *n)
-{
-	uint32_t ag = cfs_ag_of(fs, blk);
-	for (unsigned i = 0; i < *n; i++)
-		if (v[i] == ag)
-			return 0;
-	if (*n == CFS_OP_GROUPS_MAX)
-		return -ENOSPC;
-	v[(*n)++] = ag;
-	return 0;
-}
-
-/* The groups of the map's extent blocks, added to v: a map that changes length may free its
- * last ones. */
-static int chain_groups(struct cfs_fs *fs, const struct cfs_inode *ip, uint32_t *v, unsigned *n)
+int cfs_ext_chain_groups(struct cfs_fs *fs, const struct cfs_inode *ip, uint32_t *v, unsigned *n)
 {
 	int rc = 0;
 	for (uint64_t blk = ip->d.ext_next; blk && !rc;) {
 		struct cfs_buf *b;
 		if (!(rc = cfs_bread(fs, blk, CFS_B_EXTENTS, ip->ino, &b)) &&
-		    !(rc = add_group(fs, blk, v, n)))
+		    !(rc = cfs_group_set_add(fs, blk, v, n)))
 			blk = ((const struct cfs_dextb *)b->data)->next;
 	}
 	return rc;
@@ -188,7 +173,7 @@ int cfs_ext_reserve(struct cfs_fs *fs, struct cfs_inode *ip, uint64_t off, uint6
 	/* Merged extents shorten the map: what it frees must be in the reserved group. */
 	uint32_t v[CFS_OP_GROUPS_MAX];
 	unsigned n = 0;
-	int rc = chain_groups(fs, ip, v, &n);
+	int rc = cfs_ext_chain_groups(fs, ip, v, &n);
 	if (rc || n > 1 || need > UINT32_MAX)
 		return rc ? rc : -ENOSPC;
 	uint32_t i = cfs_ext_find(ip, lblk);
@@ -204,17 +189,10 @@ int cfs_ext_reserve_frees(struct cfs_fs *fs, struct cfs_inode *ip, uint64_t keep
 	unsigned n = 0;
 	int rc = 0;
 	for (uint32_t i = cfs_ext_find(ip, keep); i < ip->next && !rc; i++)
-		rc = add_group(fs, ip->ext[i].pblk, v, &n);
+		rc = cfs_group_set_add(fs, ip->ext[i].pblk, v, &n);
 	if (!rc)
-		rc = chain_groups(fs, ip, v, &n);
-	for (unsigned i = 0; i < n && !rc; i++) {
-		if ((rc = cfs_group_hold_cached(fs, v[i])) != -EAGAIN)
-			continue;
-		cfs_group_unreserve(fs); /* wait holding none (agglock.c) */
-		rc = cfs_group_fetch(fs, v[i], true);
-		return rc ? rc : -EAGAIN;
-	}
-	return rc;
+		rc = cfs_ext_chain_groups(fs, ip, v, &n);
+	return rc ? rc : cfs_group_reserve_set(fs, v, n);
 }
 
 int cfs_ext_fill(struct cfs_fs *fs, struct cfs_inode *ip, uint64_t lblk, uint64_t count)

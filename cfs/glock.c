@@ -185,6 +185,7 @@ static int take_grant(struct cfs_fs *fs, struct cfs_glock *gl, int mode)
 {
 	gl->mode = mode;
 	gl->granted_ns = gl->last_use_ns = cfs_now_ns();
+	gl->grant_seq = ++fs->grants;
 	return gl->ops->go_granted ? gl->ops->go_granted(fs, gl) : 0;
 }
 

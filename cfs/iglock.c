@@ -262,6 +262,14 @@ int cfs_iglock_mode(struct cfs_fs *fs, uint64_t blk)
 	return gl && !gl->requesting ? gl->mode : -1;
 }
 
+uint64_t cfs_iglock_grant_seq(struct cfs_fs *fs, uint64_t blk)
+{
+	if (!fs->cluster)
+		return 0;
+	const struct cfs_glock *gl = find(fs, span_of(blk));
+	return gl && gl->mode >= 0 ? gl->grant_seq : UINT64_MAX;
+}
+
 int cfs_iglock_hold(struct cfs_fs *fs, uint64_t blk)
 {
 	if (!fs->cluster)

@@ -116,7 +116,7 @@ static int read_chain(struct cfs_fs *fs, struct cfs_inode *ip)
 static int inode_read(struct cfs_fs *fs, uint64_t ino, struct cfs_inode *ip)
 {
 	if (ino < fs->sb.ag_start || ino >= fs->sb.total_blocks ||
-	    (!fs->checking && !cfs_block_in_use(fs, ino)))
+	    (!fs->checking && !cfs_block_in_use(fs, ino, cfs_iglock_grant_seq(fs, ino))))
 		return -ESTALE; /* a handle to an inode freed meanwhile */
 	struct cfs_buf *b;
 	int rc = cfs_bread_flags(fs, ino, CFS_B_INODE, ino,
@@ -286,16 +286,14 @@ int cfs_iget_entry(struct cfs_fs *fs, uint64_t ino, struct cfs_inode **out)
 	int rc = lock_inode(fs, ino);
 	if (rc)
 		return rc;
-	struct cfs_inode *ip = find_live(fs, ino);
-	rc = ip ? refresh_locked(fs, ip) : -ESTALE;
-	if (!rc) {
-		*out = ip;
-		return 0;
+	/* Each one we knew that turns out dead leaves memory with its last reference, or at the
+	 * next invalidation; if none is current, what the entry names now is read. */
+	for (struct cfs_inode *ip; (ip = find_live(fs, ino));) {
+		if ((rc = refresh_locked(fs, ip)) != -ESTALE) {
+			*out = rc ? NULL : ip;
+			return rc;
+		}
 	}
-	if (rc != -ESTALE)
-		return rc;
-	/* Unknown here, or the one we knew is dead (it leaves memory with its last reference, or
-	 * at the next invalidation): what the entry names now. */
 	return iget_new(fs, ino, 0, out);
 }
 
@@ -436,10 +434,18 @@ static uint64_t own_inode_goal(const struct cfs_fs *fs)
 int cfs_ialloc(struct cfs_fs *fs, uint64_t near, uint32_t mode, uint32_t uid, uint32_t gid,
 	       struct cfs_inode **out)
 {
-	uint64_t blk;
+	uint64_t blk, goal = fs->cluster ? own_inode_goal(fs) : near;
 	uint32_t got;
-	int rc = cfs_alloc(fs, fs->cluster ? own_inode_goal(fs) : near, 1, &blk, &got);
-	if (rc)
+	int rc = cfs_may_allocate(fs) ? 0 : cfs_alloc_peek(fs, goal, &blk);
+	if (!rc && !cfs_may_allocate(fs) && cfs_iglock_mode(fs, blk) != CFSLOCK_EX) {
+		/* Under the metadata glock PR the new inode's glock is ours before anything
+		 * changes, fetched holding no group (agglock.c); then the operation starts
+		 * over. */
+		cfs_group_unreserve(fs);
+		rc = cfs_iglock_get(fs, blk, CFSLOCK_EX);
+		return rc ? rc : -EAGAIN;
+	}
+	if (rc || (rc = cfs_alloc(fs, goal, 1, &blk, &got)))
 		return rc;
 	struct cfs_buf *b;
 	if ((rc = cfs_iglock_get(fs, blk, CFSLOCK_EX)) ||
@@ -447,8 +453,10 @@ int cfs_ialloc(struct cfs_fs *fs, uint64_t near, uint32_t mode, uint32_t uid, ui
 		cfs_free(fs, blk, 1);
 		return rc;
 	}
-	/* A stale in-memory copy of a freed inode at this block cannot exist: freed inodes
-	 * leave the cache first. */
+	/* What is still in memory of a former inode of the block (another node freed it while
+	 * the kernel here held it) is dead: lookups must find only the new one. */
+	for (struct cfs_inode *old = *ihash_slot(fs, blk); old; old = old->hnext)
+		old->dead |= old->ino == blk;
 	struct cfs_inode *ip = inode_new_mem(fs, blk);
 	if (!ip)
 		return -ENOMEM;

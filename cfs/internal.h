@@ -111,6 +111,7 @@ uint32_t cfs_ag_size(const struct cfs_dsuper *sb, uint32_t ag);
 struct cfs_ag {
 	uint64_t start;
 	uint32_t nblocks, nfree;
+	uint64_t hint_seq; /* fs->grants when its header was last read without its glock */
 };
 int cfs_alloc_load(struct cfs_fs *fs);
 /* Up to want contiguous blocks near goal (0: this node's groups), for something new (data,
@@ -121,6 +122,8 @@ int cfs_alloc(struct cfs_fs *fs, uint64_t goal, uint32_t want, uint64_t *pblk, u
  * data whose map cannot be written: blocks in use that belong to nothing. */
 #define CFS_META_RESERVE 256u
 int cfs_alloc_meta(struct cfs_fs *fs, uint64_t goal, uint64_t *pblk);
+/* Under the metadata glock PR: the block one cfs_alloc near goal would take now, untaken. */
+int cfs_alloc_peek(struct cfs_fs *fs, uint64_t goal, uint64_t *pblk);
 /* want blocks in a row, all of them or -ENOSPC (an added slot's journal). */
 int cfs_alloc_run(struct cfs_fs *fs, uint32_t want, uint64_t *pblk);
 int cfs_free(struct cfs_fs *fs, uint64_t pblk, uint32_t len);
@@ -149,8 +152,9 @@ uint32_t cfs_ag_of(const struct cfs_fs *fs, uint64_t blk);
 uint64_t cfs_free_blocks(struct cfs_fs *fs);
 /* More than n blocks free?  Stops counting once there are: cheap unless nearly full. */
 bool cfs_free_above(const struct cfs_fs *fs, uint64_t n);
-/* Is the block allocated?  (A damaged group header counts as yes.) */
-bool cfs_block_in_use(struct cfs_fs *fs, uint64_t blk);
+/* Is the block allocated, as of the grant numbered since (a glock over the block the caller
+ * holds: cfs_iglock_grant_seq)?  A damaged group header counts as yes. */
+bool cfs_block_in_use(struct cfs_fs *fs, uint64_t blk, uint64_t since);
 /* Format the bitmap of a new group into a buffer (mkfs, grow). */
 void cfs_agh_format(uint8_t *block, uint32_t bs, uint32_t index, uint64_t start,
 		    uint32_t nblocks, uint32_t used_at_start);
@@ -197,6 +201,9 @@ int cfs_irefresh(struct cfs_fs *fs, struct cfs_inode *ip);
 uint64_t cfs_handle(const struct cfs_fs *fs, const struct cfs_inode *ip);
 /* Write the in-memory inode (fields, xattrs, extent map) into its blocks. */
 int cfs_iwrite(struct cfs_fs *fs, struct cfs_inode *ip);
+/* A new inode near near (one node) or in this node's own groups.  Under the metadata glock
+ * PR, in the reserved group: -EAGAIN (nothing changed, fs->lock was released) if its glock
+ * had to be fetched first. */
 int cfs_ialloc(struct cfs_fs *fs, uint64_t near, uint32_t mode, uint32_t uid, uint32_t gid,
 	       struct cfs_inode **out);
 /* Drop the in-memory inode if nobody uses it; free it on disk if it is unlinked too.  NULL:
@@ -232,6 +239,9 @@ int cfs_ext_reserve(struct cfs_fs *fs, struct cfs_inode *ip, uint64_t off, uint6
  * map no longer needs) frees in, under the metadata glock PR: 0, -EAGAIN (fs->lock was
  * released to fetch one: start over), -ENOSPC (more than CFS_OP_GROUPS_MAX). */
 int cfs_ext_reserve_frees(struct cfs_fs *fs, struct cfs_inode *ip, uint64_t keep);
+/* The groups of the map's extent blocks, added to v (cfs_group_set_add): a map that changes
+ * length may free its last ones. */
+int cfs_ext_chain_groups(struct cfs_fs *fs, const struct cfs_inode *ip, uint32_t *v, unsigned *n);
 /* Allocate every hole of [lblk, lblk+count) as unwritten extents. */
 int cfs_ext_fill(struct cfs_fs *fs, struct cfs_inode *ip, uint64_t lblk, uint64_t count);
 /* Physical block of a logical block, 0 if a hole; *unwritten says if it reads as zeros. */
@@ -267,6 +277,10 @@ int cfs_dir_lookup(struct cfs_fs *fs, struct cfs_inode *dir, const char *name, u
 		   uint8_t *type);
 int cfs_dir_add(struct cfs_fs *fs, struct cfs_inode *dir, const char *name, uint64_t ino,
 		uint8_t type);
+/* What adding one name to dir may take, under the metadata glock PR: the groups it may free
+ * in (added to the set v of *n, cfs_group_set_add) and the most blocks it allocates. */
+int cfs_dir_add_needs(struct cfs_fs *fs, struct cfs_inode *dir, uint32_t *v, unsigned *n,
+		      uint32_t *need);
 int cfs_dir_remove(struct cfs_fs *fs, struct cfs_inode *dir, const char *name);
 /* Free the overflow blocks chained to the buckets (the buckets are in the extent map). */
 int cfs_dir_free_overflow(struct cfs_fs *fs, struct cfs_inode *dir);
@@ -350,6 +364,7 @@ struct cfs_glock {
 	unsigned holders;    /* operations and data I/O relying on the grant */
 	bool requesting;     /* a thread waits for a grant, fs->lock released */
 	uint64_t granted_ns; /* when the grant came (cfs_now_ns) */
+	uint64_t grant_seq;  /* fs->grants then */
 	uint64_t last_use_ns; /* when a holder last let go */
 	uint32_t ag; /* a group glock's group (agglock.c) */
 	/* inode glocks (iglock.c) */
@@ -402,6 +417,7 @@ struct cfs_fs {
 	uint32_t ngroup_glocks;
 	size_t group_glocks_granted; /* count towards lock_cache_limit, never given back for it */
 	uint64_t hints_ns;          /* when other nodes' groups' free counts were read */
+	uint64_t grants;            /* glock grants so far: orders a grant and a read */
 	struct cfs_glock **iglocks; /* inode glocks by block (iglock.c) */
 	struct cfs_glock iglock_lru; /* list head: granted inode glocks, oldest use first */
 	size_t iglocks_granted;
@@ -543,6 +559,11 @@ int cfs_group_hold_cached(struct cfs_fs *fs, uint32_t ag);
 /* Have the group's glock EX here, fs->lock released meanwhile: waiting for it, or (!wait)
  * only if nobody holds it (-EAGAIN).  Not held: the caller looks again. */
 int cfs_group_fetch(struct cfs_fs *fs, uint32_t ag, bool wait);
+/* Add the group of blk to the set v of *n (at most CFS_OP_GROUPS_MAX): -ENOSPC past that. */
+int cfs_group_set_add(const struct cfs_fs *fs, uint64_t blk, uint32_t *v, unsigned *n);
+/* Reserve every group of the set (cfs_group_hold_cached), or fetch the first this node lacks
+ * holding none, and -EAGAIN: start over. */
+int cfs_group_reserve_set(struct cfs_fs *fs, const uint32_t *v, unsigned n);
 /* This thread's (first) reserved group, -1 none. */
 int64_t cfs_group_reserved(void);
 /* Let the reserved groups go (an operation boundary, or the operation starts over). */
@@ -566,6 +587,8 @@ void cfs_iglock_shutdown(struct cfs_fs *fs);
 int cfs_iglock_get(struct cfs_fs *fs, uint64_t blk, int mode);
 /* The granted mode here, -1 none (CFSLOCK_EX on one node). */
 int cfs_iglock_mode(struct cfs_fs *fs, uint64_t blk);
+/* The number (fs->grants) of the grant of the glock covering inode blk (0 on one node). */
+uint64_t cfs_iglock_grant_seq(struct cfs_fs *fs, uint64_t blk);
 /* Keep a granted inode glock across a stretch without fs->lock (data I/O). */
 int cfs_iglock_hold(struct cfs_fs *fs, uint64_t blk);
 void cfs_iglock_unhold(struct cfs_fs *fs, uint64_t blk);

@@ -129,6 +129,36 @@ void cfs_forget(struct cfs_fs *fs, uint64_t ino, uint64_t n)
 	cfs_put(fs, ino, 0, n);
 }
 
+/* Under the metadata glock PR (the directory EX): reserve the group a new name allocates in
+ * and those adding it may free in.  -CFS_ERETRY: fs->lock was released, start over;
+ * -CFS_ENEEDMETA: no such groups to be had, do it under the metadata glock EX. */
+static int reserve_for_name(struct cfs_fs *fs, struct cfs_inode *dir)
+{
+	if (cfs_may_allocate(fs))
+		return 0;
+	uint32_t v[CFS_OP_GROUPS_MAX], need;
+	unsigned n = 0;
+	int rc = cfs_dir_add_needs(fs, dir, v, &n, &need);
+	/* + the inode, a directory's bucket or a symlink's block, an inherited ACL's block */
+	if (!rc)
+		rc = cfs_alloc_reserve(fs, 0, need + 3, -1);
+	if (!rc)
+		rc = cfs_group_reserve_set(fs, v, n);
+	return rc == -EAGAIN ? -CFS_ERETRY : rc == -ENOSPC ? -CFS_ENEEDMETA : rc;
+}
+
+/* A new inode that nothing names goes, with what it holds: also under the metadata glock PR,
+ * where cfs_iput_check leaves unlinked inodes to their last node, since no other node knows
+ * of this one. */
+static int discard_new(struct cfs_fs *fs, struct cfs_inode *ip)
+{
+	if (cfs_may_allocate(fs))
+		return cfs_iput_check(fs, ip);
+	int rc = cfs_ifree(fs, ip);
+	cfs_iforget(fs, ip);
+	return rc;
+}
+
 /* make_node inside an operation, dir held: *st is filled, and the kernel's reference counted
  * if referenced. */
 static int make_in(struct cfs_fs *fs, struct cfs_inode *dir, const char *name, mode_t mode,
@@ -158,8 +188,10 @@ static int make_in(struct cfs_fs *fs, struct cfs_inode *dir, const char *name, m
 		if (S_ISDIR(mode))
 			mode |= S_ISGID;
 	}
-	if (!rc)
-		rc = cfs_ialloc(fs, dir->ino, (uint32_t)mode, cr->uid, gid, &ip);
+	if (!rc && name)
+		rc = reserve_for_name(fs, dir);
+	if (!rc && (rc = cfs_ialloc(fs, dir->ino, (uint32_t)mode, cr->uid, gid, &ip)) == -EAGAIN)
+		rc = -CFS_ERETRY;
 	if (!rc) {
 		ip->d.nlink = S_ISDIR(mode) ? 2 : 1;
 		ip->d.rdev = rdev;
@@ -212,7 +244,7 @@ static int make_in(struct cfs_fs *fs, struct cfs_inode *dir, const char *name, m
 			dir->d.nlink--;
 		ip->d.nlink = 0;
 		ip->nopen = 0;
-		int frc = cfs_iput_check(fs, ip);
+		int frc = discard_new(fs, ip);
 		if (frc)
 			cfs_log(fs, "create %s in inode %llu failed half way (%s), and freeing inode "
 				"%llu too (%s): fsck.cfs will reclaim it", name ? name : "(unnamed)",
@@ -223,6 +255,22 @@ static int make_in(struct cfs_fs *fs, struct cfs_inode *dir, const char *name, m
 			(unsigned long long)dir->ino, (unsigned long long)ip->ino, strerror(-rc));
 		cfs_iput_check(fs, ip);
 	}
+	return rc;
+}
+
+static int make_node_as(struct cfs_fs *fs, uint64_t parent, const char *name, mode_t mode,
+			dev_t rdev, const struct cfs_cred *cr, const char *target, struct stat *st,
+			bool shared)
+{
+	int rc = shared ? cfs_op_begin_inode(fs) : cfs_op_begin(fs, true);
+	if (rc)
+		return rc;
+	struct cfs_inode *dir = NULL;
+	rc = get_dir(fs, parent, &dir);
+	if (!rc)
+		rc = make_in(fs, dir, name, mode, rdev, cr, target, name != NULL, st);
+	cfs_iput_check(fs, dir);
+	cfs_op_end(fs);
 	return rc;
 }
 
@@ -237,14 +285,15 @@ static int make_node(struct cfs_fs *fs, uint64_t parent, const char *name, mode_
 	size_t tlen = target ? strlen(target) : 0;
 	if (target && (tlen == 0 || tlen >= fs->bs || tlen >= 4096))
 		return tlen ? -ENAMETOOLONG : -ENOENT;
-	if ((rc = cfs_op_begin(fs, true)))
-		return rc;
-	struct cfs_inode *dir = NULL;
-	rc = get_dir(fs, parent, &dir);
-	if (!rc)
-		rc = make_in(fs, dir, name, mode, rdev, cr, target, name != NULL, st);
-	cfs_iput_check(fs, dir);
-	cfs_op_end(fs);
+	/* A name on a cluster: under the metadata glock PR, the directory's and the new inode's
+	 * glocks EX and the groups it reserves, so that nodes making files in their own
+	 * directories need not take turns; again under EX if those cannot be had. */
+	rc = -CFS_ERETRY;
+	for (unsigned tries = 0; name && fs->cluster && tries <= CFS_GROUP_FETCHES &&
+	     rc == -CFS_ERETRY; tries++)
+		rc = make_node_as(fs, parent, name, mode, rdev, cr, target, st, true);
+	if (rc == -CFS_ERETRY || rc == -CFS_ENEEDMETA)
+		rc = make_node_as(fs, parent, name, mode, rdev, cr, target, st, false);
 	return rc;
 }
 

@@ -159,7 +159,7 @@ int cfs_xattr_set(struct cfs_fs *fs, struct cfs_inode *ip, const char *name,
 	for (int i = 0; i < n && dest < 0; i++)
 		if (a[i].used - (!rc && w == i ? old : 0) + sz <= a[i].cap)
 			dest = i;
-	if (dest < 0 && n == 1 && !cfs_may_allocate(fs))
+	if (dest < 0 && n == 1 && !cfs_may_allocate(fs) && cfs_group_reserved() < 0)
 		return -CFS_ENEEDMETA;
 	if (dest < 0 && n == 1) {
 		/* The inline area is full: the entry goes to a new xattr block. */

@@ -15,7 +15,7 @@ Test(alloc, runs_are_contiguous_and_unique)
 	cr_assert_eq(b, a + 100, "the goal is honoured when free");
 	cr_assert_eq(cfs_free_blocks(fs), free0 - 150);
 	for (uint64_t i = a; i < a + 150; i++)
-		cr_assert(cfs_block_in_use(fs, i));
+		cr_assert(cfs_block_in_use(fs, i, 0));
 	pthread_mutex_unlock(&fs->lock);
 	fs_done(fs);
 }
