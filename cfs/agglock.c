@@ -30,6 +30,9 @@
 static _Thread_local uint32_t op_groups[CFS_OP_GROUPS_MAX];
 static _Thread_local unsigned op_ngroups;
 
+/* The inode whose free those groups were reserved for (cfs_ifree_reserve), 0 none. */
+static _Thread_local uint64_t op_free_of;
+
 static bool reserved(uint32_t ag)
 {
 	for (unsigned i = 0; i < op_ngroups; i++)
@@ -137,7 +140,7 @@ int cfs_group_ensure(struct cfs_fs *fs, uint32_t ag)
 		if (cfs_fenced(fs))
 			return -EIO;
 		if (gl->requesting) {
-			pthread_cond_wait(&fs->glock_cond, &fs->lock);
+			cfs_glock_wait(fs);
 			continue;
 		}
 		int rc = cfs_glock_request(fs, gl, CFSLOCK_EX, false); /* see the top of this file */
@@ -194,7 +197,7 @@ int cfs_group_fetch(struct cfs_fs *fs, uint32_t ag, bool wait)
 	if (!gl)
 		return -ENOMEM;
 	if (gl->requesting) {
-		pthread_cond_wait(&fs->glock_cond, &fs->lock);
+		cfs_glock_wait(fs);
 		return 0;
 	}
 	if (gl->mode == CFSLOCK_EX)
@@ -212,8 +215,19 @@ int64_t cfs_group_reserved(void)
 	return op_ngroups ? (int64_t)op_groups[0] : -1;
 }
 
+void cfs_group_reserved_for_free(uint64_t ino)
+{
+	op_free_of = ino;
+}
+
+bool cfs_group_may_free(uint64_t ino)
+{
+	return op_free_of == ino;
+}
+
 void cfs_group_unreserve(struct cfs_fs *fs)
 {
+	op_free_of = 0;
 	while (op_ngroups)
 		cfs_glock_unhold(fs, fs->group_glocks[op_groups[--op_ngroups]]);
 }

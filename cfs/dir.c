@@ -383,8 +383,10 @@ int cfs_dir_add(struct cfs_fs *fs, struct cfs_inode *dir, const char *name, uint
 	return rc == SPLIT_NO_SPACE ? 0 : rc;
 }
 
-int cfs_dir_add_needs(struct cfs_fs *fs, struct cfs_inode *dir, uint32_t *v, unsigned *n,
-		      uint32_t *need)
+/* What adding one name may take: the groups it may free in (added to the set v of *n) and
+ * the most blocks it allocates. */
+static int add_needs(struct cfs_fs *fs, struct cfs_inode *dir, uint32_t *v, unsigned *n,
+		     uint32_t *need)
 {
 	*need = 1; /* an overflow block for the name's bucket */
 	int rc = cfs_ext_chain_groups(fs, dir, v, n); /* a new bucket may merge extents */
@@ -401,6 +403,18 @@ int cfs_dir_add_needs(struct cfs_fs *fs, struct cfs_inode *dir, uint32_t *v, uns
 	}
 	*need += 2 * blocks + 2;
 	return rc;
+}
+
+int cfs_dir_add_reserve(struct cfs_fs *fs, struct cfs_inode *dir, uint32_t more)
+{
+	if (cfs_may_allocate(fs))
+		return 0;
+	uint32_t v[CFS_OP_GROUPS_MAX], need;
+	unsigned n = 0;
+	int rc = add_needs(fs, dir, v, &n, &need);
+	if (!rc)
+		rc = cfs_alloc_reserve(fs, 0, need + more, -1);
+	return rc ? rc : cfs_group_reserve_set(fs, v, n);
 }
 
 int cfs_dir_remove(struct cfs_fs *fs, struct cfs_inode *dir, const char *name)
@@ -422,6 +436,18 @@ int cfs_dir_remove(struct cfs_fs *fs, struct cfs_inode *dir, const char *name)
 	cfs_bdirty(fs, b);
 	dir->d.dir_entries--;
 	return 0;
+}
+
+int cfs_dir_overflow_groups(struct cfs_fs *fs, struct cfs_inode *dir, uint32_t *v, unsigned *n)
+{
+	int rc = 0;
+	for (uint64_t bucket = 0; bucket < nbuckets(dir) && !rc; bucket++) {
+		struct cfs_buf *b;
+		rc = read_bucket(fs, dir, bucket, &b);
+		while (!rc && (rc = read_next(fs, dir, b, &b)) == 0 && b)
+			rc = cfs_group_set_add(fs, b->blkno, v, n);
+	}
+	return rc;
 }
 
 int cfs_dir_free_overflow(struct cfs_fs *fs, struct cfs_inode *dir)

@@ -299,14 +299,30 @@ static int relock(struct cfs_fs *fs, struct cfs_inode *ip, int mode)
 	return relock_as(fs, ip, mode, mode);
 }
 
-/* The inode as it is now, held: PR to look, EX if it is unlinked (to free it). */
+/* Held so that the unlinked inode may be freed: the metadata glock PR, its glock EX and what
+ * its free takes (cfs_ifree_reserve), or else the metadata glock EX. */
+static int lock_to_free(struct cfs_fs *fs, struct cfs_inode *ip)
+{
+	for (unsigned tries = 0; fs->cluster && tries <= CFS_GROUP_FETCHES; tries++) {
+		int rc = relock_as(fs, ip, CFSLOCK_PR, CFSLOCK_EX);
+		if (rc || ip->d.nlink || !(rc = cfs_ifree_reserve(fs, ip)))
+			return rc;
+		cfs_glock_unhold(fs, &fs->meta);
+		cfs_group_unreserve(fs);
+		if (rc != -EAGAIN)
+			break;
+	}
+	return relock(fs, ip, CFSLOCK_EX);
+}
+
+/* The inode as it is now, held: PR to look, and so that it may be freed if it is unlinked. */
 static int lock_current(struct cfs_fs *fs, struct cfs_inode *ip)
 {
 	ip->pins++; /* the unhold between the two may let the glock go and drop the caches */
 	int rc = relock(fs, ip, CFSLOCK_PR);
 	if (!rc && ip->d.nlink == 0 && !fs->ro) {
 		cfs_glock_unhold(fs, &fs->meta); /* never ask for EX while holding PR */
-		rc = relock(fs, ip, CFSLOCK_EX);
+		rc = lock_to_free(fs, ip);
 	}
 	ip->pins--;
 	return rc;

@@ -158,6 +158,14 @@ static int glock_let_go(struct cfs_fs *fs, struct cfs_glock *gl, int to)
 	return rc;
 }
 
+_Thread_local unsigned cfs_op_waits;
+
+void cfs_glock_wait(struct cfs_fs *fs)
+{
+	cfs_op_waits++;
+	pthread_cond_wait(&fs->glock_cond, &fs->lock);
+}
+
 static void lost_quorum(struct cfs_fs *fs)
 {
 	cfs_fence(fs, "this node lost quorum");
@@ -169,6 +177,7 @@ static void lost_quorum(struct cfs_fs *fs)
 static int ask(struct cfs_fs *fs, struct cfs_glock *gl, int mode, unsigned flags, bool release)
 {
 	gl->requesting = true;
+	cfs_op_waits += release;
 	if (release)
 		pthread_mutex_unlock(&fs->lock);
 	int rc = cfslock_request_sync(gl->lk, mode, flags);
@@ -245,7 +254,7 @@ int cfs_glock_hold(struct cfs_fs *fs, struct cfs_glock *gl, int mode)
 		/* Another thread is asking; or PR is held here, EX wanted: once nobody here
 		 * uses PR, let go and ask (see the top of this file). */
 		if (gl->requesting || (gl->mode >= 0 && gl->holders)) {
-			pthread_cond_wait(&fs->glock_cond, &fs->lock);
+			cfs_glock_wait(fs);
 		} else {
 			int rc = gl->mode >= 0 ? glock_let_go(fs, gl, -1) : 0;
 			if (!rc)

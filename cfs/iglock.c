@@ -213,7 +213,7 @@ static int ex_under_shared_meta(struct cfs_fs *fs, struct cfs_glock *gl)
 		if (rc != -EDEADLK)
 			return rc;
 		if (gl->holders) { /* data I/O here relies on the PR: wait for its unhold */
-			pthread_cond_wait(&fs->glock_cond, &fs->lock);
+			cfs_glock_wait(fs);
 			return 0;
 		}
 		if ((rc = cfs_glock_drop(fs, gl)))
@@ -235,7 +235,7 @@ int cfs_iglock_get(struct cfs_fs *fs, uint64_t blk, int mode)
 			rc = -EIO;
 		} else if (gl->requesting) { /* another thread asks, fs->lock released */
 			gl->waiters++; /* not a holder: a wish acted on meanwhile must not be lost */
-			pthread_cond_wait(&fs->glock_cond, &fs->lock);
+			cfs_glock_wait(fs);
 			gl->waiters--;
 		} else if (gl->mode >= mode) {
 			lru_touch(fs, gl);

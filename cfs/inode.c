@@ -434,10 +434,11 @@ static uint64_t own_inode_goal(const struct cfs_fs *fs)
 int cfs_ialloc(struct cfs_fs *fs, uint64_t near, uint32_t mode, uint32_t uid, uint32_t gid,
 	       struct cfs_inode **out)
 {
-	uint64_t blk, goal = fs->cluster ? own_inode_goal(fs) : near;
+	uint64_t blk = 0, goal = fs->cluster ? own_inode_goal(fs) : near;
 	uint32_t got;
-	int rc = cfs_may_allocate(fs) ? 0 : cfs_alloc_peek(fs, goal, &blk);
-	if (!rc && !cfs_may_allocate(fs) && cfs_iglock_mode(fs, blk) != CFSLOCK_EX) {
+	bool shared = !cfs_may_allocate(fs);
+	int rc = shared ? cfs_alloc_peek(fs, goal, &blk) : 0;
+	if (!rc && shared && cfs_iglock_mode(fs, blk) != CFSLOCK_EX) {
 		/* Under the metadata glock PR the new inode's glock is ours before anything
 		 * changes, fetched holding no group (agglock.c); then the operation starts
 		 * over. */
@@ -465,6 +466,7 @@ int cfs_ialloc(struct cfs_fs *fs, uint64_t near, uint32_t mode, uint32_t uid, ui
 	ip->d.uid = uid;
 	ip->d.gid = gid;
 	ip->d.generation = fs->next_generation++;
+	ip->made_at = fs->grants;
 	now(&ip->d.btime, &ip->d.btime_ns);
 	ip->d.atime = ip->d.mtime = ip->d.ctime = ip->d.btime;
 	ip->d.atime_ns = ip->d.mtime_ns = ip->d.ctime_ns = ip->d.btime_ns;
@@ -494,6 +496,36 @@ int cfs_ifree(struct cfs_fs *fs, struct cfs_inode *ip)
 	return rc;
 }
 
+int cfs_ifree_reserve(struct cfs_fs *fs, struct cfs_inode *ip)
+{
+	if (cfs_may_allocate(fs))
+		return 0;
+	if (!ip->in_orphans) /* another node unlinked it: every list is looked at, under EX */
+		return -ENOSPC;
+	uint32_t v[CFS_OP_GROUPS_MAX];
+	unsigned n = 0;
+	int rc = cfs_group_set_add(fs, ip->ino, v, &n);
+	for (uint32_t i = 0; i < ip->next && !rc; i++)
+		rc = cfs_group_set_add(fs, ip->ext[i].pblk, v, &n);
+	if (!rc)
+		rc = cfs_ext_chain_groups(fs, ip, v, &n);
+	if (!rc && ip->d.xattr_block)
+		rc = cfs_group_set_add(fs, ip->d.xattr_block, v, &n);
+	if (!rc && S_ISDIR(ip->d.mode))
+		rc = cfs_dir_overflow_groups(fs, ip, v, &n);
+	if (!rc)
+		rc = cfs_group_reserve_set(fs, v, n);
+	uint64_t orphans = fs->sb.orphan_dir[fs->slot];
+	if (!rc && cfs_iglock_mode(fs, orphans) != CFSLOCK_EX) { /* fetched holding no group */
+		cfs_group_unreserve(fs);
+		rc = cfs_iglock_get(fs, orphans, CFSLOCK_EX);
+		rc = rc ? rc : -EAGAIN;
+	}
+	if (!rc)
+		cfs_group_reserved_for_free(ip->ino);
+	return rc;
+}
+
 int cfs_iflush_times(struct cfs_fs *fs)
 {
 	for (size_t i = 0; i < CFS_ICACHE_BUCKETS; i++)
@@ -517,9 +549,11 @@ int cfs_iput_check(struct cfs_fs *fs, struct cfs_inode *ip)
 		return 0;
 	}
 	int rc = ip->times_dirty && ip->d.nlink ? cfs_iwrite(fs, ip) : 0;
-	/* On a cluster only under the glock EX: a node that sees it unlinked under PR lets it go
-	 * (the last node to close it frees it, iopen.c). */
-	if (ip->d.nlink == 0 && !fs->ro && (!fs->cluster || (fs->meta.mode == CFSLOCK_EX &&
+	/* On a cluster only under its glock EX, and the metadata glock EX or what the free takes
+	 * reserved (cfs_ifree_reserve): a node that sees it unlinked under PR lets it go (the
+	 * last node to close it frees it, iopen.c). */
+	bool may_free = fs->meta.mode == CFSLOCK_EX || cfs_group_may_free(ip->ino);
+	if (ip->d.nlink == 0 && !fs->ro && (!fs->cluster || (may_free &&
 	    cfs_iglock_mode(fs, ip->ino) == CFSLOCK_EX)))
 		rc = cfs_iopen_unlinked(fs, ip);
 	cfs_iforget(fs, ip);

@@ -186,6 +186,7 @@ struct cfs_inode {
 	struct cfslock *iopen;
 	int iopen_mode; /* granted mode, -1 none */
 	uint64_t lock_gone;    /* times its glock went while it was in memory */
+	uint64_t made_at;      /* made here: fs->grants then (its glock EX), else 0 */
 	uint64_t kcache_epoch; /* lock_gone at the last open: the kernel's pages are valid */
 	bool kernel_pages;     /* opened without O_DIRECT: the kernel may cache pages of it */
 };
@@ -210,6 +211,11 @@ int cfs_ialloc(struct cfs_fs *fs, uint64_t near, uint32_t mode, uint32_t uid, ui
  * nothing (what a failed cfs_iget leaves). */
 int cfs_iput_check(struct cfs_fs *fs, struct cfs_inode *ip);
 int cfs_ifree(struct cfs_fs *fs, struct cfs_inode *ip);
+/* Under the metadata glock PR, its glock EX: reserve what freeing the unlinked inode takes
+ * (the groups of its blocks, this node's orphan list, which must hold it), so that
+ * cfs_iput_check may free it here.  -EAGAIN: fs->lock was released, start over; -ENOSPC:
+ * not to be had, free it under the metadata glock EX. */
+int cfs_ifree_reserve(struct cfs_fs *fs, struct cfs_inode *ip);
 /* Drop the in-memory inode, whatever its state (fsck). */
 void cfs_iforget(struct cfs_fs *fs, struct cfs_inode *ip);
 /* Call fn for every in-memory inode (fn must not take inodes out of memory). */
@@ -277,11 +283,12 @@ int cfs_dir_lookup(struct cfs_fs *fs, struct cfs_inode *dir, const char *name, u
 		   uint8_t *type);
 int cfs_dir_add(struct cfs_fs *fs, struct cfs_inode *dir, const char *name, uint64_t ino,
 		uint8_t type);
-/* What adding one name to dir may take, under the metadata glock PR: the groups it may free
- * in (added to the set v of *n, cfs_group_set_add) and the most blocks it allocates. */
-int cfs_dir_add_needs(struct cfs_fs *fs, struct cfs_inode *dir, uint32_t *v, unsigned *n,
-		      uint32_t *need);
+/* Under the metadata glock PR (dir EX): reserve the groups adding one name to dir may free
+ * in, and one to allocate its blocks and `more` in (cfs_alloc_reserve's answers). */
+int cfs_dir_add_reserve(struct cfs_fs *fs, struct cfs_inode *dir, uint32_t more);
 int cfs_dir_remove(struct cfs_fs *fs, struct cfs_inode *dir, const char *name);
+/* The groups of the overflow blocks chained to the buckets, added to the set v of *n. */
+int cfs_dir_overflow_groups(struct cfs_fs *fs, struct cfs_inode *dir, uint32_t *v, unsigned *n);
 /* Free the overflow blocks chained to the buckets (the buckets are in the extent map). */
 int cfs_dir_free_overflow(struct cfs_fs *fs, struct cfs_inode *dir);
 /* Point an existing entry at another inode (rename over, exchange). */
@@ -472,6 +479,9 @@ struct cfs_fs {
 /* Wake the committer thread (any thread, fs->lock held or not). */
 void cfs_committer_wake(struct cfs_fs *fs);
 int cfs_orphan_add(struct cfs_fs *fs, struct cfs_inode *ip);
+/* Under the metadata glock PR: this node's orphan list EX and what an addition to it takes
+ * (cfs_dir_add_reserve). */
+int cfs_orphan_add_reserve(struct cfs_fs *fs);
 int cfs_orphan_remove(struct cfs_fs *fs, struct cfs_inode *ip);
 /* Is this lock resource a slot lock ("slot-N")?  Then *slot is N. */
 bool cfs_slot_lock(const char *resource, unsigned *slot);
@@ -533,6 +543,11 @@ void cfs_glock_unhold(struct cfs_fs *fs, struct cfs_glock *gl);
 int cfs_glock_try_hold(struct cfs_fs *fs, struct cfs_glock *gl, int mode);
 /* Act on another node's wish for gl if nothing here holds it. */
 void cfs_glock_check(struct cfs_fs *fs, struct cfs_glock *gl);
+/* Times this thread released fs->lock to wait for a grant (its own or another thread's): an
+ * operation that saw it change re-reads what it read before, or starts over. */
+extern _Thread_local unsigned cfs_op_waits;
+/* Wait for a change of the glocks' states (fs->glock_cond), fs->lock released meanwhile. */
+void cfs_glock_wait(struct cfs_fs *fs);
 /* Ask for the grant (fs->lock held; released meanwhile if release). */
 int cfs_glock_request(struct cfs_fs *fs, struct cfs_glock *gl, int mode, bool release);
 /* PR granted here to EX as a conversion: the PR, and what is cached under it, stay while it
@@ -566,6 +581,9 @@ int cfs_group_set_add(const struct cfs_fs *fs, uint64_t blk, uint32_t *v, unsign
 int cfs_group_reserve_set(struct cfs_fs *fs, const uint32_t *v, unsigned n);
 /* This thread's (first) reserved group, -1 none. */
 int64_t cfs_group_reserved(void);
+/* The reserved groups are those the inode's free needs (cfs_ifree_reserve); is that so? */
+void cfs_group_reserved_for_free(uint64_t ino);
+bool cfs_group_may_free(uint64_t ino);
 /* Let the reserved groups go (an operation boundary, or the operation starts over). */
 void cfs_group_unreserve(struct cfs_fs *fs);
 void cfs_group_glocks_free(struct cfs_fs *fs);

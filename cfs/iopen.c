@@ -185,10 +185,22 @@ static int nobody_else_has_it(struct cfs_fs *fs, struct cfs_inode *ip, bool *by_
 	return iopen_request(fs, ip, CFSLOCK_EX, CFSLOCK_NOQUEUE);
 }
 
+/* Made here, and its glock EX here ever since: no other node has read it, so none has it
+ * open (a node opens a file only under its glock, and takes its open lock before letting that
+ * go).  Files a node makes and removes alone are freed without a message. */
+static bool never_shared(struct cfs_fs *fs, const struct cfs_inode *ip)
+{
+	return ip->made_at && cfs_iglock_mode(fs, ip->ino) == CFSLOCK_EX &&
+	       cfs_iglock_grant_seq(fs, ip->ino) <= ip->made_at;
+}
+
 int cfs_iopen_unlinked(struct cfs_fs *fs, struct cfs_inode *ip)
 {
-	if (!fs->cluster)
-		return free_unlinked(fs, ip);
+	if (!fs->cluster || never_shared(fs, ip)) {
+		int rc = free_unlinked(fs, ip);
+		ip->dead = fs->cluster && !rc;
+		return rc;
+	}
 	bool by_opens;
 	int rc = nobody_else_has_it(fs, ip, &by_opens);
 	if (!rc) {

@@ -129,21 +129,10 @@ void cfs_forget(struct cfs_fs *fs, uint64_t ino, uint64_t n)
 	cfs_put(fs, ino, 0, n);
 }
 
-/* Under the metadata glock PR (the directory EX): reserve the group a new name allocates in
- * and those adding it may free in.  -CFS_ERETRY: fs->lock was released, start over;
- * -CFS_ENEEDMETA: no such groups to be had, do it under the metadata glock EX. */
-static int reserve_for_name(struct cfs_fs *fs, struct cfs_inode *dir)
+/* What a name's reservation says to its operation: -EAGAIN, fs->lock was released, start
+ * over; -ENOSPC, do it under the metadata glock EX. */
+static int reserve_answer(int rc)
 {
-	if (cfs_may_allocate(fs))
-		return 0;
-	uint32_t v[CFS_OP_GROUPS_MAX], need;
-	unsigned n = 0;
-	int rc = cfs_dir_add_needs(fs, dir, v, &n, &need);
-	/* + the inode, a directory's bucket or a symlink's block, an inherited ACL's block */
-	if (!rc)
-		rc = cfs_alloc_reserve(fs, 0, need + 3, -1);
-	if (!rc)
-		rc = cfs_group_reserve_set(fs, v, n);
 	return rc == -EAGAIN ? -CFS_ERETRY : rc == -ENOSPC ? -CFS_ENEEDMETA : rc;
 }
 
@@ -188,8 +177,9 @@ static int make_in(struct cfs_fs *fs, struct cfs_inode *dir, const char *name, m
 		if (S_ISDIR(mode))
 			mode |= S_ISGID;
 	}
+	/* + the inode, a directory's bucket or a symlink's block, an inherited ACL's block */
 	if (!rc && name)
-		rc = reserve_for_name(fs, dir);
+		rc = reserve_answer(cfs_dir_add_reserve(fs, dir, 3));
 	if (!rc && (rc = cfs_ialloc(fs, dir->ino, (uint32_t)mode, cr->uid, gid, &ip)) == -EAGAIN)
 		rc = -CFS_ERETRY;
 	if (!rc) {
@@ -420,14 +410,28 @@ static int drop_link(struct cfs_fs *fs, struct cfs_inode *ip)
 	return rc ? rc : cfs_iwrite(fs, ip);
 }
 
-static int remove_entry(struct cfs_fs *fs, uint64_t parent, const char *name, bool want_dir)
+/* Under the metadata glock PR: what a removal takes besides the directory and the inode, all
+ * asked for before anything changes: this node's orphan list, which an inode losing its last
+ * link joins.  One that nothing here refers to would be freed at once: under EX. */
+static int reserve_for_remove(struct cfs_fs *fs, struct cfs_inode *ip)
 {
-	int rc = cfs_op_begin(fs, true);
+	if (cfs_may_allocate(fs) || (ip->d.nlink > 1 && !S_ISDIR(ip->d.mode)))
+		return 0;
+	if (!ip->nlookup && !ip->nopen)
+		return -CFS_ENEEDMETA;
+	return reserve_answer(cfs_orphan_add_reserve(fs));
+}
+
+static int remove_entry_as(struct cfs_fs *fs, uint64_t parent, const char *name, bool want_dir,
+			   bool shared)
+{
+	int rc = shared ? cfs_op_begin_inode(fs) : cfs_op_begin(fs, true);
 	if (rc)
 		return rc;
 	struct cfs_inode *v[2] = {0};
 	uint64_t ino;
 	rc = get_dir(fs, parent, &v[0]);
+	unsigned waits = cfs_op_waits; /* under PR, fs->lock released after this: start over */
 	if (!rc && (!strcmp(name, ".") || !strcmp(name, "..")))
 		rc = want_dir ? -EINVAL : -EISDIR;
 	if (!rc)
@@ -443,6 +447,10 @@ static int remove_entry(struct cfs_fs *fs, uint64_t parent, const char *name, bo
 	if (!rc)
 		rc = cfs_iflags_may_remove_entry(v[0], v[1]);
 	if (!rc)
+		rc = reserve_for_remove(fs, v[1]);
+	if (!rc && !cfs_may_allocate(fs) && cfs_op_waits != waits)
+		rc = -CFS_ERETRY;
+	if (!rc)
 		rc = cfs_dir_remove(fs, v[0], name);
 	if (!rc) {
 		if (want_dir)
@@ -454,6 +462,20 @@ static int remove_entry(struct cfs_fs *fs, uint64_t parent, const char *name, bo
 		rc = drop_link(fs, v[1]);
 	release_inodes(fs, v, 2);
 	cfs_op_end(fs);
+	return rc;
+}
+
+/* On a cluster under the metadata glock PR, the directory's and the inode's glocks EX and
+ * this node's orphan list, so that nodes removing files in their own directories need not
+ * take turns; again under EX if those cannot be had. */
+static int remove_entry(struct cfs_fs *fs, uint64_t parent, const char *name, bool want_dir)
+{
+	int rc = -CFS_ERETRY;
+	for (unsigned tries = 0; fs->cluster && tries <= CFS_GROUP_FETCHES && rc == -CFS_ERETRY;
+	     tries++)
+		rc = remove_entry_as(fs, parent, name, want_dir, true);
+	if (rc == -CFS_ERETRY || rc == -CFS_ENEEDMETA)
+		rc = remove_entry_as(fs, parent, name, want_dir, false);
 	return rc;
 }
 
@@ -632,7 +654,7 @@ static int frees_under_pr(struct cfs_fs *fs, struct cfs_inode *ip, off_t size)
 	if ((uint64_t)size >= ip->d.size || cfs_may_allocate(fs))
 		return 0;
 	int rc = cfs_ext_reserve_frees(fs, ip, ((uint64_t)size + fs->bs - 1) / fs->bs);
-	return rc == -EAGAIN ? -CFS_ERETRY : rc == -ENOSPC ? -CFS_ENEEDMETA : rc;
+	return reserve_answer(rc);
 }
 
 static int setattr_as(struct cfs_fs *fs, uint64_t ino, const struct stat *a, unsigned set,

@@ -48,6 +48,31 @@ mount_on() { # node [options]
 # status_of NODE FIELD: a field of `cfs status --json` of node NODE's mount.
 status_of() { on "$1" "$BIN/cfs" status --json "$(M "$1")" | python3 -c "import json,sys; print(json.load(sys.stdin)['$2'])"; }
 ms() { date +%s%3N; } # now, in milliseconds
+messages() { echo $(( $(status_of 1 lock_messages) + $(status_of "$1" lock_messages) )); }
+# sent NODE CMD...: the lock messages nodes 1 and NODE send while CMD runs.
+sent() {
+	local n=$1 m0
+	shift
+	m0=$(messages "$n")
+	"$@" >&2
+	echo $(( $(messages "$n") - m0 ))
+}
+# settled_free: the free blocks df shows once nodes 1, 2 and 3 agree (each counts another
+# node's allocations after that node's commit and its own refresh, a second each), or what
+# they show after 10 s, and failure.
+settled_free() {
+	local n
+	for _ in $(seq 50); do
+		for n in 1 2 3; do on $n stat -f -c '%f' "$(M $n)"; done >"$T/df"
+		[ "$(sort -u "$T/df" | wc -l)" -eq 1 ] && { head -1 "$T/df"; return 0; }
+		sleep 0.2
+	done
+	tr '\n' ' ' <"$T/df"
+	return 1
+}
+recovering() { # on node 1: is a dead node's recovery pending?
+	[ "$(status_of 1 recovering | tr -d '[] ')" != "" ]
+}
 umount_on() { on "$1" timeout 60 "$BIN/cfs" umount "$(M "$1")"; }
 check() { local what=$1; shift; if "$@" >"$T/check.out" 2>&1; then ok "$what"; else not_ok "$what: $(head -c 600 "$T/check.out")"; fi; }
 fsck_clean() { # what

@@ -43,15 +43,6 @@ for i in range(count):
     assert data[i * 4096:(i + 1) * 4096] == want, f"record {i} differs"
 PY
 }
-messages() { echo $(( $(status_of 1 lock_messages) + $(status_of "$1" lock_messages) )); }
-# sent NODE CMD...: the lock messages nodes 1 and NODE send while CMD runs.
-sent() {
-	local n=$1 m0
-	shift
-	m0=$(messages "$n")
-	"$@" >&2
-	echo $(( $(messages "$n") - m0 ))
-}
 
 # Nodes 1 and 3: their own groups.  The first appends warm: each node creates its file and
 # takes its group, then both look the names up again (the metadata glock PR on both).
@@ -122,23 +113,13 @@ check "node 3 reads node 2's appends whole" verify 3 shared2 2 1520
 
 # df: each node's count of free blocks includes the others' allocations (a commit and a
 # refresh, a second each, after the last write).
-same_df() {
-	local n
-	for _ in $(seq 50); do
-		for n in 1 2 3; do on $n stat -f -c '%f' "$(M $n)"; done >"$T/df"
-		[ "$(sort -u "$T/df" | wc -l)" -eq 1 ] && return 0
-		sleep 0.2
-	done
-	tr '\n' ' ' <"$T/df"
-	return 1
-}
 append 1 own1 256
-check "free blocks agree on every node after 1 MiB more on node 1" same_df
+check "free blocks agree on every node after 1 MiB more on node 1" settled_free
 # A node that dies while appending held the metadata glock only PR: the others read and
 # append on while it is still being recovered (before, its appends took the metadata glock
 # EX, and every call that needed it waited for the recovery).
 on 3 sh -c ": >'$(M 3)/dying3'"
-on 1 ls "$(M 1)" >/dev/null # node 3's EX from that create goes down to PR
+on 1 ls "$(M 1)" >/dev/null # node 3's EX of the root from that create goes down to PR
 pid3=$(status_of 3 pid)
 on 3 python3 -c "
 import os, time
@@ -151,9 +132,6 @@ sleep 1
 C kill 3
 kill -9 "$pid3"
 C abort 3
-recovering() { # on node 1: is a dead node's recovery pending?
-	[ "$(status_of 1 recovering | tr -d '[] ')" != "" ]
-}
 for _ in $(seq 100); do recovering && break; sleep 0.1; done
 check "node 1 sees node 3 dead, its recovery pending" recovering
 append 1 own1 10
