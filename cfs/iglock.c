@@ -6,10 +6,10 @@
  *
  * What it buys: when another node changes the filesystem, this node forgets only the inodes
  * that node touched; every other in-memory inode, and the kernel's pages and attributes of
- * it, stay valid.  The metadata glock still covers the namespace and allocation in this
- * version (docs/cfs-cluster.md, "Per-object glocks"): a change that allocates, frees or
- * names holds it EX; a change of one inode that does none of that (a write into allocated
- * blocks, chmod, chown, utimes) holds it PR and that inode's glock EX.  So
+ * it, stay valid.  The metadata glock still covers renames, links and hole punches in this
+ * version (docs/cfs-cluster.md, "Per-object glocks"): they hold it EX; a change of one inode
+ * (a write, chmod, chown, utimes), a create or a remove holds it PR and the glocks of the
+ * inodes it changes EX, and the groups it allocates or frees in.  So
  *   - under the metadata glock EX nobody else holds any inode glock (only caches it, and
  *     gives it up when asked): a request here may wait with fs->lock held, which keeps this
  *     node's other operations off the objects of a half-done change;
@@ -18,8 +18,9 @@
  *     this node waits for while our committer must give up one that node waits for.  EX
  *     there is a conversion that keeps the PR while it waits; of two nodes converting at
  *     once the lock manager refuses the later (EDEADLK), whose PR then goes before it asks
- *     again.  Its holder changes that inode alone and waits for no other glock until it
- *     lets go, so no cycle forms.
+ *     again.  An operation that changes one inode waits for no other glock once it has
+ *     that one; one that changes several (a create, a remove) starts over after any wait
+ *     (cfs_op_waits), so it never waits while counting on a glock: no cycle forms.
  * An operation does not hold inode glocks: fs->lock, held from an operation's first look at
  * an inode to its end, keeps them from being given up.  Data I/O, which runs without fs->lock,
  * holds its inode's glock (cfs_iglock_hold) from mapping to completion.

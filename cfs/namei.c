@@ -49,11 +49,24 @@ static int check_name(const char *name)
 	return len > CFS_NAME_MAX ? -ENAMETOOLONG : 0;
 }
 
+/* What an operation on names holds in memory while it may wait for more glocks (fs->lock
+ * released): the committer forgets the in-memory inodes of a glock that goes unless they are
+ * pinned.  *ip is read here, after the call that set it (rc, returned) is done. */
+static int pinned(int rc, struct cfs_inode **ip)
+{
+	if (*ip)
+		(*ip)->pins++;
+	return rc;
+}
+
+/* The pinned inodes of v, put back. */
 static void release_inodes(struct cfs_fs *fs, struct cfs_inode **v, int n)
 {
 	for (int i = 0; i < n; i++)
-		if (v[i])
+		if (v[i]) {
+			v[i]->pins--;
 			cfs_iput_check(fs, v[i]);
+		}
 }
 
 int cfs_getattr(struct cfs_fs *fs, uint64_t ino, struct stat *st)
@@ -134,6 +147,27 @@ void cfs_forget(struct cfs_fs *fs, uint64_t ino, uint64_t n)
 static int reserve_answer(int rc)
 {
 	return rc == -EAGAIN ? -CFS_ERETRY : rc == -ENOSPC ? -CFS_ENEEDMETA : rc;
+}
+
+/* A change of names on a cluster runs under the metadata glock PR with the glocks of what it
+ * changes EX, asked for before anything changes; one that had to wait for any starts over
+ * (another thread or node may have taken an earlier one back meanwhile), up to `most` times.
+ * Start over? */
+static bool retry_shared(const struct cfs_fs *fs, int rc, unsigned tries, unsigned most)
+{
+	return fs->cluster && rc == -CFS_ERETRY && tries <= most;
+}
+
+/* Then, or if what it needs cannot be had so, under the metadata glock EX. */
+static bool needs_ex(int rc)
+{
+	return rc == -CFS_ERETRY || rc == -CFS_ENEEDMETA;
+}
+
+/* Under PR: did the operation wait since `waits` (cfs_op_waits)? */
+static int waited(const struct cfs_fs *fs, unsigned waits)
+{
+	return !cfs_may_allocate(fs) && cfs_op_waits != waits ? -CFS_ERETRY : 0;
 }
 
 /* A new inode that nothing names goes, with what it holds: also under the metadata glock PR,
@@ -256,10 +290,10 @@ static int make_node_as(struct cfs_fs *fs, uint64_t parent, const char *name, mo
 	if (rc)
 		return rc;
 	struct cfs_inode *dir = NULL;
-	rc = get_dir(fs, parent, &dir);
+	rc = pinned(get_dir(fs, parent, &dir), &dir);
 	if (!rc)
 		rc = make_in(fs, dir, name, mode, rdev, cr, target, name != NULL, st);
-	cfs_iput_check(fs, dir);
+	release_inodes(fs, &dir, 1);
 	cfs_op_end(fs);
 	return rc;
 }
@@ -275,16 +309,13 @@ static int make_node(struct cfs_fs *fs, uint64_t parent, const char *name, mode_
 	size_t tlen = target ? strlen(target) : 0;
 	if (target && (tlen == 0 || tlen >= fs->bs || tlen >= 4096))
 		return tlen ? -ENAMETOOLONG : -ENOENT;
-	/* A name on a cluster: under the metadata glock PR, the directory's and the new inode's
-	 * glocks EX and the groups it reserves, so that nodes making files in their own
-	 * directories need not take turns; again under EX if those cannot be had. */
+	/* A name: the directory's and the new inode's glocks EX and the groups it reserves, so
+	 * that nodes making files in their own directories need not take turns. */
 	rc = -CFS_ERETRY;
-	for (unsigned tries = 0; name && fs->cluster && tries <= CFS_GROUP_FETCHES &&
-	     rc == -CFS_ERETRY; tries++)
+	for (unsigned tries = 0; name && retry_shared(fs, rc, tries, CFS_GROUP_FETCHES); tries++)
 		rc = make_node_as(fs, parent, name, mode, rdev, cr, target, st, true);
-	if (rc == -CFS_ERETRY || rc == -CFS_ENEEDMETA)
-		rc = make_node_as(fs, parent, name, mode, rdev, cr, target, st, false);
-	return rc;
+	return needs_ex(rc) ? make_node_as(fs, parent, name, mode, rdev, cr, target, st, false)
+			    : rc;
 }
 
 int cfs_mknod(struct cfs_fs *fs, uint64_t parent, const char *name, mode_t mode, dev_t rdev,
@@ -345,15 +376,16 @@ int cfs_readlink(struct cfs_fs *fs, uint64_t ino, char *buf, size_t size)
 	return rc;
 }
 
-int cfs_link(struct cfs_fs *fs, uint64_t ino, uint64_t parent, const char *name,
-	     struct stat *st)
+static int link_as(struct cfs_fs *fs, uint64_t ino, uint64_t parent, const char *name,
+		   struct stat *st, bool shared)
 {
-	int rc = check_name(name);
-	if (rc || (rc = cfs_op_begin(fs, true)))
+	int rc = shared ? cfs_op_begin_inode(fs) : cfs_op_begin(fs, true);
+	if (rc)
 		return rc;
 	struct cfs_inode *v[2] = {0};
 	uint64_t exists;
-	rc = cfs_iget(fs, ino, &v[0]);
+	rc = pinned(cfs_iget(fs, ino, &v[0]), &v[0]);
+	unsigned waits = cfs_op_waits;
 	if (!rc && S_ISDIR(v[0]->d.mode))
 		rc = -EPERM;
 	if (!rc)
@@ -363,7 +395,7 @@ int cfs_link(struct cfs_fs *fs, uint64_t ino, uint64_t parent, const char *name,
 	if (!rc && v[0]->d.nlink == 0 && !v[0]->in_orphans)
 		rc = -ENOENT;
 	if (!rc)
-		rc = get_dir(fs, parent, &v[1]);
+		rc = pinned(get_dir(fs, parent, &v[1]), &v[1]);
 	if (!rc)
 		rc = cfs_iflags_may_add_entry(v[1]);
 	if (!rc && !cfs_free_above(fs, RESERVE_BLOCKS - 1))
@@ -372,6 +404,12 @@ int cfs_link(struct cfs_fs *fs, uint64_t ino, uint64_t parent, const char *name,
 		rc = cfs_dir_lookup(fs, v[1], name, &exists, NULL);
 		rc = rc == -ENOENT ? 0 : rc ? rc : -EEXIST;
 	}
+	/* Naming an unnamed file takes it off an orphan list: under EX. */
+	if (!rc && !cfs_may_allocate(fs))
+		rc = v[0]->d.nlink ? reserve_answer(cfs_dir_add_reserve(fs, v[1], 0))
+				   : -CFS_ENEEDMETA;
+	if (!rc)
+		rc = waited(fs, waits);
 	if (!rc)
 		rc = cfs_dir_add(fs, v[1], name, v[0]->ino, dtype(v[0]->d.mode));
 	if (!rc && v[0]->d.nlink == 0) /* naming an unnamed file (cfs_tmpfile) */
@@ -391,6 +429,20 @@ int cfs_link(struct cfs_fs *fs, uint64_t ino, uint64_t parent, const char *name,
 	release_inodes(fs, v, 2);
 	cfs_op_end(fs);
 	return rc;
+}
+
+int cfs_link(struct cfs_fs *fs, uint64_t ino, uint64_t parent, const char *name,
+	     struct stat *st)
+{
+	int rc = check_name(name);
+	if (rc)
+		return rc;
+	/* The file's and the directory's glocks EX, so that nodes linking their own files need
+	 * not take turns. */
+	rc = -CFS_ERETRY;
+	for (unsigned tries = 0; retry_shared(fs, rc, tries, 0); tries++)
+		rc = link_as(fs, ino, parent, name, st, true);
+	return needs_ex(rc) ? link_as(fs, ino, parent, name, st, false) : rc;
 }
 
 /* One link fewer: an inode nobody names any more is freed, or kept as an orphan while the
@@ -430,14 +482,14 @@ static int remove_entry_as(struct cfs_fs *fs, uint64_t parent, const char *name,
 		return rc;
 	struct cfs_inode *v[2] = {0};
 	uint64_t ino;
-	rc = get_dir(fs, parent, &v[0]);
-	unsigned waits = cfs_op_waits; /* under PR, fs->lock released after this: start over */
+	rc = pinned(get_dir(fs, parent, &v[0]), &v[0]);
+	unsigned waits = cfs_op_waits;
 	if (!rc && (!strcmp(name, ".") || !strcmp(name, "..")))
 		rc = want_dir ? -EINVAL : -EISDIR;
 	if (!rc)
 		rc = cfs_dir_lookup(fs, v[0], name, &ino, NULL);
 	if (!rc)
-		rc = cfs_iget_entry(fs, ino, &v[1]);
+		rc = pinned(cfs_iget_entry(fs, ino, &v[1]), &v[1]);
 	if (!rc && want_dir && !S_ISDIR(v[1]->d.mode))
 		rc = -ENOTDIR;
 	if (!rc && !want_dir && S_ISDIR(v[1]->d.mode))
@@ -448,8 +500,8 @@ static int remove_entry_as(struct cfs_fs *fs, uint64_t parent, const char *name,
 		rc = cfs_iflags_may_remove_entry(v[0], v[1]);
 	if (!rc)
 		rc = reserve_for_remove(fs, v[1]);
-	if (!rc && !cfs_may_allocate(fs) && cfs_op_waits != waits)
-		rc = -CFS_ERETRY;
+	if (!rc)
+		rc = waited(fs, waits);
 	if (!rc)
 		rc = cfs_dir_remove(fs, v[0], name);
 	if (!rc) {
@@ -465,18 +517,14 @@ static int remove_entry_as(struct cfs_fs *fs, uint64_t parent, const char *name,
 	return rc;
 }
 
-/* On a cluster under the metadata glock PR, the directory's and the inode's glocks EX and
- * this node's orphan list, so that nodes removing files in their own directories need not
- * take turns; again under EX if those cannot be had. */
+/* The directory's and the inode's glocks EX and this node's orphan list, so that nodes
+ * removing files in their own directories need not take turns. */
 static int remove_entry(struct cfs_fs *fs, uint64_t parent, const char *name, bool want_dir)
 {
 	int rc = -CFS_ERETRY;
-	for (unsigned tries = 0; fs->cluster && tries <= CFS_GROUP_FETCHES && rc == -CFS_ERETRY;
-	     tries++)
+	for (unsigned tries = 0; retry_shared(fs, rc, tries, CFS_GROUP_FETCHES); tries++)
 		rc = remove_entry_as(fs, parent, name, want_dir, true);
-	if (rc == -CFS_ERETRY || rc == -CFS_ENEEDMETA)
-		rc = remove_entry_as(fs, parent, name, want_dir, false);
-	return rc;
+	return needs_ex(rc) ? remove_entry_as(fs, parent, name, want_dir, false) : rc;
 }
 
 int cfs_unlink(struct cfs_fs *fs, uint64_t parent, const char *name)
@@ -599,6 +647,67 @@ static int rename_apply(struct cfs_fs *fs, struct rename_ctx *r)
 	return rc;
 }
 
+/* Under the metadata glock PR: a rename in one directory, or of files between two, with what
+ * it adds or removes reserved.  A directory moved to another parent must not go under itself,
+ * which takes a look at every ancestor; that, and a whiteout, under EX. */
+static int reserve_for_rename(struct cfs_fs *fs, const struct rename_ctx *r)
+{
+	if (cfs_may_allocate(fs))
+		return 0;
+	bool dirs = S_ISDIR(r->src->d.mode) || (r->dst && S_ISDIR(r->dst->d.mode));
+	if ((r->flags & CFS_RENAME_WHITEOUT) || (dirs && r->from_dir != r->to_dir))
+		return -CFS_ENEEDMETA;
+	if (r->flags & CFS_RENAME_EXCHANGE)
+		return 0;
+	return r->dst ? reserve_for_remove(fs, r->dst)
+		      : reserve_answer(cfs_dir_add_reserve(fs, r->to_dir, 0));
+}
+
+static int rename_as(struct cfs_fs *fs, uint64_t parent, const char *name, uint64_t newparent,
+		     const char *newname, unsigned flags, const struct cfs_cred *cr, bool shared)
+{
+	int rc = shared ? cfs_op_begin_inode(fs) : cfs_op_begin(fs, true);
+	if (rc)
+		return rc;
+	struct rename_ctx r = {.name = name, .newname = newname, .flags = flags};
+	uint64_t sino, dino;
+	rc = pinned(get_dir(fs, parent, &r.from_dir), &r.from_dir);
+	unsigned waits = cfs_op_waits;
+	if (!rc)
+		rc = pinned(get_dir(fs, newparent, &r.to_dir), &r.to_dir);
+	if (!rc)
+		rc = cfs_dir_lookup(fs, r.from_dir, name, &sino, NULL);
+	if (!rc)
+		rc = pinned(cfs_iget_entry(fs, sino, &r.src), &r.src);
+	if (!rc) {
+		rc = cfs_dir_lookup(fs, r.to_dir, newname, &dino, NULL);
+		if (!rc)
+			rc = pinned(cfs_iget_entry(fs, dino, &r.dst), &r.dst);
+		else if (rc == -ENOENT)
+			rc = 0;
+	}
+	if (!rc && r.dst == r.src) { /* two names of one inode: nothing to do */
+		r.dst->pins--;
+		r.dst = NULL, rc = 1;
+	}
+	if (!rc)
+		rc = reserve_for_rename(fs, &r);
+	if (!rc)
+		rc = rename_checks(fs, &r);
+	if (!rc)
+		rc = waited(fs, waits);
+	if (!rc)
+		rc = rename_apply(fs, &r);
+	/* The whiteout overlayfs asks for, in the same transaction: a character device 0:0. */
+	struct stat st;
+	if (!rc && (flags & CFS_RENAME_WHITEOUT))
+		rc = make_in(fs, r.from_dir, name, S_IFCHR, 0, cr, NULL, false, &st);
+	struct cfs_inode *v[4] = {r.src, r.dst, r.from_dir, r.to_dir};
+	release_inodes(fs, v, 4);
+	cfs_op_end(fs);
+	return rc > 0 ? 0 : rc;
+}
+
 int cfs_rename(struct cfs_fs *fs, uint64_t parent, const char *name, uint64_t newparent,
 	       const char *newname, unsigned flags, const struct cfs_cred *cr)
 {
@@ -607,38 +716,15 @@ int cfs_rename(struct cfs_fs *fs, uint64_t parent, const char *name, uint64_t ne
 	int rc = check_name(name);
 	if (!rc)
 		rc = check_name(newname);
-	if (rc || (rc = cfs_op_begin(fs, true)))
+	if (rc)
 		return rc;
-	struct rename_ctx r = {.name = name, .newname = newname, .flags = flags};
-	uint64_t sino, dino;
-	rc = get_dir(fs, parent, &r.from_dir);
-	if (!rc)
-		rc = get_dir(fs, newparent, &r.to_dir);
-	if (!rc)
-		rc = cfs_dir_lookup(fs, r.from_dir, name, &sino, NULL);
-	if (!rc)
-		rc = cfs_iget_entry(fs, sino, &r.src);
-	if (!rc) {
-		rc = cfs_dir_lookup(fs, r.to_dir, newname, &dino, NULL);
-		if (!rc)
-			rc = cfs_iget_entry(fs, dino, &r.dst);
-		else if (rc == -ENOENT)
-			rc = 0;
-	}
-	if (!rc && r.dst == r.src)
-		r.dst = NULL, rc = 1; /* two names of one inode: nothing to do */
-	if (!rc)
-		rc = rename_checks(fs, &r);
-	if (!rc)
-		rc = rename_apply(fs, &r);
-	/* The whiteout overlayfs asks for, in the same transaction: a character device 0:0. */
-	struct stat st;
-	if (!rc && (flags & CFS_RENAME_WHITEOUT))
-		rc = make_in(fs, r.from_dir, name, S_IFCHR, 0, cr, NULL, false, &st);
-	struct cfs_inode *v[4] = {r.src, r.dst, r.from_dir, r.to_dir != r.from_dir ? r.to_dir : NULL};
-	release_inodes(fs, v, 4);
-	cfs_op_end(fs);
-	return rc > 0 ? 0 : rc;
+	/* Both directories' and both inodes' glocks EX, so that nodes renaming their own files
+	 * (an editor's save, a log's rotation) need not take turns. */
+	rc = -CFS_ERETRY;
+	for (unsigned tries = 0; retry_shared(fs, rc, tries, 0); tries++)
+		rc = rename_as(fs, parent, name, newparent, newname, flags, cr, true);
+	return needs_ex(rc) ? rename_as(fs, parent, name, newparent, newname, flags, cr, false)
+			    : rc;
 }
 
 static void set_time(int64_t *sec, uint32_t *nsec, const struct timespec *ts)

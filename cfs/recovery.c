@@ -2,9 +2,10 @@
  *
  * When a member of the lock group goes, the lock manager keeps its locks granted, marked
  * recovering: nothing incompatible is granted on them until somebody says the recovery is
- * done.  So a dead node that held the metadata glock EX keeps every other node off the
- * metadata until its journal is replayed, and a dead node's journal holds a transaction only
- * if it died holding the glock EX (it empties the journal whenever it lets go of EX).
+ * done.  So a dead node keeps every other node off what it held EX (the whole metadata if
+ * that was the metadata glock; else its directories, inodes and groups) until its journal is
+ * replayed, and a dead node's journal holds a transaction only if it died holding a glock
+ * EX (it empties the journal whenever it lets go of one).
  *
  * Every surviving mount looks at the lock table when the membership changes.  For a dead node
  * that held a slot, the survivor that gets "recover-N" EX without waiting replays slot N's

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Names made and removed under the metadata glock PR (cfs/namei.c): a create holds its
-# directory's and the new inode's glocks EX and a group reserved, a remove its directory's and
-# the inode's glocks EX and this node's orphan list, the free at the last forget the inode's
-# groups.  So two nodes making and removing files, directories and symlinks in their own
-# directories send no lock message once warm; another node sees every name made or removed
+# Names made, linked, renamed and removed under the metadata glock PR (cfs/namei.c): a create
+# holds its directory's and the new inode's glocks EX and a group reserved, a remove its
+# directory's and the inode's glocks EX and this node's orphan list, a link or rename the
+# glocks of what it changes, the free at the last forget the inode's groups.  So two nodes
+# doing all that in their own directories send no lock message once warm; another node sees every name made or removed
 # in a directory it reads; a node that dies mid-create leaves the others creating while it is
 # recovered.
 . "$(dirname "$0")/cfs_lib.sh" "cfs names under the metadata glock PR"
@@ -12,8 +12,9 @@ make_data 100
 "$BIN/mkfs.cfs" -p corosync -J 4 data >/dev/null 2>&1
 for n in 1 2 3; do check "node $n mounts" mount_on $n; done
 
-# churn NODE DIR COUNT [KEEP]: COUNT rounds of a file with data, a directory and a symlink made
-# in DIR and removed again (the last KEEP rounds stay).
+# churn NODE DIR COUNT [KEEP]: COUNT rounds of a file with data (and a second link to it,
+# renamed), a directory and a symlink made in DIR and removed again (the last KEEP rounds
+# stay).
 churn() {
 	on "$1" python3 - "$(M "$1")/$2" "$3" "${4:-0}" <<'PY'
 import os, sys
@@ -21,10 +22,13 @@ top, count, keep = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 for i in range(count):
     with open(f"{top}/f{i}", "w") as f:
         f.write(f"{i}\n" * 100)
+    os.link(f"{top}/f{i}", f"{top}/h{i}")
+    os.rename(f"{top}/h{i}", f"{top}/r{i}")
     os.mkdir(f"{top}/d{i}")
     os.symlink(f"f{i}", f"{top}/s{i}")
     if i < count - keep:
         os.unlink(f"{top}/f{i}")
+        os.unlink(f"{top}/r{i}")
         os.rmdir(f"{top}/d{i}")
         os.unlink(f"{top}/s{i}")
 PY
@@ -37,17 +41,17 @@ own_churn() { churn 1 own1 300 5 & churn 3 own3 300 5 & wait; }
 n=$(sent 3 own_churn)
 # (The first grants of the glocks of the spans the new inodes fill are the messages left: a
 # span has 64 blocks.  Before, every create and remove took the metadata glock EX: some 1,600.)
-check "300 rounds of create, mkdir, symlink and their removal on nodes 1 and 3 at once, each in its own directory, sent $n lock messages (want at most 100)" \
+check "300 rounds of create, link, rename, mkdir, symlink and their removal on nodes 1 and 3 at once, each in its own directory, sent $n lock messages (want at most 100)" \
 	test "$n" -le 100
 listing() { on "$1" bash -c "cd '$(M "$1")/$2' && ls -l | awk 'NR > 1 { print \$1, \$2, \$5, \$9, \$11 }'"; }
 check "node 2 lists node 1's directory as node 1 does" \
 	cmp <(listing 1 own1) <(listing 2 own1)
 check "node 2 lists node 3's directory as node 3 does" \
 	cmp <(listing 3 own3) <(listing 2 own3)
-check "node 2 reads what node 1 wrote into the files it kept" \
-	on 2 bash -c "[ \"\$(cat '$(M 2)/own1/f299' | sort -u)\" = 299 ] && [ \"\$(readlink '$(M 2)/own1/s299')\" = f299 ]"
-check "node 2 sees the 15 names node 3 kept and none of those it removed" \
-	on 2 bash -c "[ \$(ls '$(M 2)/own3' | wc -l) = 15 ] && [ ! -e '$(M 2)/own3/f0' ]"
+check "node 2 reads what node 1 wrote into the files it kept, under both their names" \
+	on 2 bash -c "[ \"\$(cat '$(M 2)/own1/f299' | sort -u)\" = 299 ] && [ \"\$(readlink '$(M 2)/own1/s299')\" = f299 ] && cmp '$(M 2)/own1/f299' '$(M 2)/own1/r299' && [ \$(stat -c %h '$(M 2)/own1/r299') = 2 ]"
+check "node 2 sees the 20 names node 3 kept and none of those it removed" \
+	on 2 bash -c "[ \$(ls '$(M 2)/own3' | wc -l) = 20 ] && [ ! -e '$(M 2)/own3/f0' ]"
 # Another node's names in a directory: the directory's glock goes back and forth.
 on 2 bash -c "touch '$(M 2)/own1/from2' && rm '$(M 2)/own1/f295'"
 check "node 1 sees node 2's create and remove in its directory" \
