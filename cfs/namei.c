@@ -686,7 +686,7 @@ static int rename_as(struct cfs_fs *fs, uint64_t parent, const char *name, uint6
 		else if (rc == -ENOENT)
 			rc = 0;
 	}
-	if (!rc && r.dst == r.src) { /* two names of one inode: nothing to do */
+	if (!rc && r.dst && r.dst == r.src) { /* two names of one inode: nothing to do */
 		r.dst->pins--;
 		r.dst = NULL, rc = 1;
 	}
