@@ -39,7 +39,7 @@ for r in $(seq 1 "$ROUNDS"); do
 		check "round $r: node $n sees everything node $victim's fsync acknowledged" \
 			on $n python3 "$HERE/fsync_log.py" check "$(M $n)/w$r" "$T/log$r"
 	done
-	wait $stall && ok "round $r: node $b reading an unrelated file: $(cat "$T/stall$r") (one glock: a call that needs it waits for the recovery)" \
+	wait $stall && ok "round $r: node $b reading an unrelated file: $(cat "$T/stall$r") (a call waits for the recovery only if it needs what the dead node held)" \
 		|| not_ok "round $r: node $b's unrelated reads failed: $(cat "$T/stall$r")"
 	check "round $r: node $victim's corosync starts again" C start $victim
 	C wait-quorum $victim yes 30 >/dev/null 2>&1
