@@ -5,18 +5,18 @@
  * with CFS_BREAD_RACY, and drops such a copy when the glock comes.
  *
  * Who may take one, and how (docs/cfs-cluster.md, "Per-object glocks"):
- *   - under the metadata glock EX (renames, links, hole punches, and whatever could not
- *     reserve its groups) nobody else is in an operation, so nobody holds a group glock; a
- *     group is asked for when the allocator or a free reaches it, waiting with fs->lock
- *     held, as inode glocks are there;
+ *   - under the metadata glock EX (a directory moved to another parent, a hole punch, and
+ *     whatever could not reserve its groups) nobody else is in an operation, so nobody
+ *     holds a group glock; a group is asked for when the allocator or a free reaches it,
+ *     waiting with fs->lock held, as inode glocks are there;
  *   - under the metadata glock PR (a write that allocates, a preallocation, a truncate
- *     down, a create, a remove and the free after it: cfs_op_begin_inode) an operation
- *     reserves its groups before it changes anything (cfs_alloc_reserve: one to allocate in;
- *     cfs_group_reserve_set: those it frees in) and holds them to its end.  It takes only groups this node holds already; for one it does
- *     not, it lets its reserved ones go, waits for that one and starts over.  So it waits
- *     while holding no group, and a holder has all its inode glocks already and waits for
- *     nothing more: a node waiting for a group held elsewhere waits for an operation that
- *     ends.
+ *     down, a create, remove, link or rename, the free after a remove) an operation
+ *     reserves its groups before it changes anything (cfs_alloc_reserve: one to allocate
+ *     in; cfs_group_reserve_set: those it frees in) and holds them to its end.  It takes
+ *     only groups this node holds already; for one it does not, it lets its reserved ones
+ *     go, waits for that one and starts over.  So it waits while holding no group, and a
+ *     holder has all its inode glocks already and waits for nothing more: a node waiting
+ *     for a group held elsewhere waits for an operation that ends.
  * Nodes start in their own groups (the slot's share of the volume), so a node allocating
  * alone sends no message once its groups are cached.  Nodes that share a group (more slots
  * than groups) keep it for a minimum hold time while they use it, as the metadata glock. */

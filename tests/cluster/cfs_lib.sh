@@ -73,6 +73,26 @@ settled_free() {
 recovering() { # on node 1: is a dead node's recovery pending?
 	[ "$(status_of 1 recovering | tr -d '[] ')" != "" ]
 }
+# die_while NODE CMD...: NODE's cfsd and corosync killed a second into CMD (run there in the
+# background); back once node 1 sees NODE's recovery pending (or after 10 s).
+die_while() {
+	local n=$1 pid
+	shift
+	pid=$(status_of "$n" pid)
+	on "$n" "$@" >/dev/null 2>&1 &
+	sleep 1
+	C kill "$n"
+	kill -9 "$pid"
+	C abort "$n"
+	for _ in $(seq 100); do recovering && break; sleep 0.1; done
+}
+# come_back NODE: once its recovery is done, NODE's corosync starts and NODE mounts again.
+come_back() {
+	for _ in $(seq 600); do recovering || break; sleep 0.1; done
+	check "node $1's corosync starts again" C start "$1"
+	C wait-quorum "$1" yes 30 >/dev/null 2>&1
+	check "node $1 mounts again" mount_on "$1"
+}
 umount_on() { on "$1" timeout 60 "$BIN/cfs" umount "$(M "$1")"; }
 check() { local what=$1; shift; if "$@" >"$T/check.out" 2>&1; then ok "$what"; else not_ok "$what: $(head -c 600 "$T/check.out")"; fi; }
 fsck_clean() { # what
