@@ -164,6 +164,20 @@ static bool needs_ex(int rc)
 	return rc == -CFS_ERETRY || rc == -CFS_ENEEDMETA;
 }
 
+/* Is the directory's glock EX here already?  Then this node works in it, and a link or rename
+ * there is worth trying under the metadata glock PR; in a directory other nodes work in too,
+ * that try mostly waits, starts over and is done under EX after all (create racer, 3 nodes
+ * in one directory: 18,000-20,000 operations a node in 60 s with the try, 21,000-22,000
+ * without). */
+static bool dir_is_ours(struct cfs_fs *fs, uint64_t handle)
+{
+	uint64_t blk = handle == CFS_ROOT ? fs->sb.root_ino : cfs_handle_ino(handle);
+	pthread_mutex_lock(&fs->lock);
+	bool ours = cfs_iglock_mode(fs, blk) == CFSLOCK_EX;
+	pthread_mutex_unlock(&fs->lock);
+	return ours;
+}
+
 /* Under PR: did the operation wait since `waits` (cfs_op_waits)? */
 static int waited(const struct cfs_fs *fs, unsigned waits)
 {
@@ -439,7 +453,7 @@ int cfs_link(struct cfs_fs *fs, uint64_t ino, uint64_t parent, const char *name,
 		return rc;
 	/* The file's and the directory's glocks EX, so that nodes linking their own files need
 	 * not take turns. */
-	rc = -CFS_ERETRY;
+	rc = dir_is_ours(fs, parent) ? -CFS_ERETRY : -CFS_ENEEDMETA;
 	for (unsigned tries = 0; retry_shared(fs, rc, tries, 0); tries++)
 		rc = link_as(fs, ino, parent, name, st, true);
 	return needs_ex(rc) ? link_as(fs, ino, parent, name, st, false) : rc;
@@ -720,7 +734,8 @@ int cfs_rename(struct cfs_fs *fs, uint64_t parent, const char *name, uint64_t ne
 		return rc;
 	/* Both directories' and both inodes' glocks EX, so that nodes renaming their own files
 	 * (an editor's save, a log's rotation) need not take turns. */
-	rc = -CFS_ERETRY;
+	bool ours = dir_is_ours(fs, parent) && dir_is_ours(fs, newparent);
+	rc = ours ? -CFS_ERETRY : -CFS_ENEEDMETA;
 	for (unsigned tries = 0; retry_shared(fs, rc, tries, 0); tries++)
 		rc = rename_as(fs, parent, name, newparent, newname, flags, cr, true);
 	return needs_ex(rc) ? rename_as(fs, parent, name, newparent, newname, flags, cr, false)
