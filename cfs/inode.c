@@ -161,9 +161,14 @@ uint64_t cfs_handle_ino(uint64_t handle)
 	return handle & HANDLE_BLK_MASK;
 }
 
+uint64_t cfs_handle_block(const struct cfs_fs *fs, uint64_t handle)
+{
+	return handle == CFS_ROOT ? fs->sb.root_ino : cfs_handle_ino(handle);
+}
+
 static void handle_split(const struct cfs_fs *fs, uint64_t h, uint64_t *blk, uint64_t *tag)
 {
-	*blk = h == CFS_ROOT ? fs->sb.root_ino : h & HANDLE_BLK_MASK;
+	*blk = cfs_handle_block(fs, h);
 	*tag = h == CFS_ROOT ? 0 : h >> HANDLE_BLK_BITS;
 }
 

@@ -200,6 +200,8 @@ int cfs_iget_entry(struct cfs_fs *fs, uint64_t ino, struct cfs_inode **out);
 /* Read a stale inode again (see glock.c); ESTALE if it is dead. */
 int cfs_irefresh(struct cfs_fs *fs, struct cfs_inode *ip);
 uint64_t cfs_handle(const struct cfs_fs *fs, const struct cfs_inode *ip);
+/* The inode's block (its number in stat) of a handle as cfs.h's calls take it. */
+uint64_t cfs_handle_block(const struct cfs_fs *fs, uint64_t handle);
 /* Write the in-memory inode (fields, xattrs, extent map) into its blocks. */
 int cfs_iwrite(struct cfs_fs *fs, struct cfs_inode *ip);
 /* A new inode near near (one node) or in this node's own groups.  Under the metadata glock

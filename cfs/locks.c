@@ -27,12 +27,6 @@ struct table {
 	int error;
 };
 
-/* The inode (its number in stat) of a handle as cfs.h's calls take it. */
-static uint64_t handle_block(const struct cfs_fs *fs, uint64_t handle)
-{
-	return handle == CFS_ROOT ? fs->sb.root_ino : cfs_handle_ino(handle);
-}
-
 /* A new row, or NULL (t->error says why). */
 static struct entry *new_entry(struct table *t, const char *resource)
 {
@@ -67,7 +61,7 @@ static void copy_record_lock(void *arg, const struct cfslock_plock *p, uint32_t 
 		return;
 	int mode = p->type == F_RDLCK ? CFSLOCK_PR : CFSLOCK_EX;
 	x->info = (struct cfs_lock_info){.node = node, .owner = p->owner,
-					 .ino = handle_block(t->fs, p->file),
+					 .ino = cfs_handle_block(t->fs, p->file),
 					 .granted = waiting ? -1 : mode, .requested = mode};
 	snprintf(x->info.state, sizeof x->info.state, "%s", waiting ? "waiting" : "granted");
 	char end[24] = "EOF";
@@ -103,14 +97,14 @@ static void describe(struct cfs_fs *fs, const char *r, struct cfs_lock_info *l)
 	} else if (!strcmp(r, "opens"))
 		snprintf(l->object, sizeof l->object, "open files of removed inodes");
 	else if (sscanf(r, "f%" SCNx64 ".%" SCNx64 "%c", &a, &b, &tail) == 2) {
-		l->ino = handle_block(fs, a);
+		l->ino = cfs_handle_block(fs, a);
 		snprintf(l->object, sizeof l->object, "flock of inode %" PRIu64, l->ino);
 	} else if (sscanf(r, "odm-map-%" SCNx64 "%c", &a, &tail) == 1) {
-		l->ino = handle_block(fs, a);
+		l->ino = cfs_handle_block(fs, a);
 		snprintf(l->object, sizeof l->object, "ODM maps of inode %" PRIu64 " (PR while "
 			 "mapped, EX to resize)", l->ino);
 	} else if (sscanf(r, "odm-use-%" SCNx64 "%c", &a, &tail) == 1) {
-		l->ino = handle_block(fs, a);
+		l->ino = cfs_handle_block(fs, a);
 		snprintf(l->object, sizeof l->object, "ODM use of inode %" PRIu64 " (PR while "
 			 "held, EX to delete)", l->ino);
 	} else if (sscanf(r, "o%" SCNx64 ".%" SCNx64 "%c", &a, &b, &tail) == 2) {

@@ -171,9 +171,8 @@ static bool needs_ex(int rc)
  * without). */
 static bool dir_is_ours(struct cfs_fs *fs, uint64_t handle)
 {
-	uint64_t blk = handle == CFS_ROOT ? fs->sb.root_ino : cfs_handle_ino(handle);
 	pthread_mutex_lock(&fs->lock);
-	bool ours = cfs_iglock_mode(fs, blk) == CFSLOCK_EX;
+	bool ours = cfs_iglock_mode(fs, cfs_handle_block(fs, handle)) == CFSLOCK_EX;
 	pthread_mutex_unlock(&fs->lock);
 	return ours;
 }
