@@ -256,6 +256,16 @@ static bool fits_granted(const struct lt_resource *r, const struct lt_lock *self
 	return true;
 }
 
+/* Does l wait for a dead node's grant (recovering)?  Then nothing is granted to it before that
+ * node's recovery is done, whatever else happens on the resource. */
+static bool held_up_by_recovery(const struct lt_resource *r, const struct lt_lock *l)
+{
+	for (const struct lt_lock *g = r->queue[LT_GRANTED].first; g; g = g->next)
+		if (g->recovering && !compat[g->granted][l->requested])
+			return true;
+	return false;
+}
+
 static void grant(struct lt_table *t, struct lt_lock *l)
 {
 	l->granted = l->requested;
@@ -276,12 +286,14 @@ static void tell_holders(struct lt_table *t, const struct lt_lock *w, int mode)
 			}
 }
 
-/* Tell holders that block a queued request. */
+/* Tell holders that block a queued request.  One held up by a recovery tells nobody until the
+ * recovery is done (recovery-done sends them): the holders keep their grants meanwhile. */
 static void send_blocking(struct lt_table *t, struct lt_resource *r)
 {
 	for (int q = LT_CONVERTING; q <= LT_WAITING; q++)
 		for (struct lt_lock *w = r->queue[q].first; w; w = w->next)
-			tell_holders(t, w, w->requested);
+			if (!held_up_by_recovery(r, w))
+				tell_holders(t, w, w->requested);
 }
 
 /* A NOQUEUE request of lock l for mode failed (l->granted is what it keeps): with
@@ -293,16 +305,40 @@ static void refused(struct lt_table *t, struct lt_lock *l, int mode, unsigned fl
 		tell_holders(t, l, mode);
 }
 
+/* May a lock behind every queued lock of q up to stop (all of q if stop is not in it) be
+ * granted now, if it fits?  Only if each of those is held up by a recovery: waiting behind
+ * them would make a survivor's reader wait for the dead node's recovery because another
+ * survivor wants EX of what the dead node only read (FIFO order resumes at recovery-done,
+ * when they are no longer held up). */
+static bool only_held_up_ahead(const struct lt_resource *r, enum lt_queue q,
+			       const struct lt_lock *stop)
+{
+	for (const struct lt_lock *l = r->queue[q].first; l && l != stop; l = l->next)
+		if (!held_up_by_recovery(r, l))
+			return false;
+	return true;
+}
+
+/* Grant in queue order what fits, stopping at the first that does not fit and is not held up
+ * by a recovery; false if it stopped. */
+static bool grant_queue(struct lt_table *t, struct lt_resource *r, enum lt_queue q)
+{
+	for (struct lt_lock *l = r->queue[q].first, *next; l; l = next) {
+		next = l->next;
+		if (fits_granted(r, l, l->requested))
+			grant(t, l);
+		else if (!held_up_by_recovery(r, l))
+			return false;
+	}
+	return true;
+}
+
 /* Conversions first, then new requests, each queue in order, stopping at the first that does
- * not fit: a request is never overtaken, so nobody starves. */
+ * not fit: a request is never overtaken, so nobody starves (but see only_held_up_ahead). */
 static void grant_pending(struct lt_table *t, struct lt_resource *r)
 {
-	struct lt_lock *l;
-	while ((l = r->queue[LT_CONVERTING].first) && fits_granted(r, l, l->requested))
-		grant(t, l);
-	while (!r->queue[LT_CONVERTING].first && (l = r->queue[LT_WAITING].first) &&
-	       fits_granted(r, l, l->requested))
-		grant(t, l);
+	if (grant_queue(t, r, LT_CONVERTING))
+		grant_queue(t, r, LT_WAITING);
 	send_blocking(t, r);
 }
 
@@ -329,7 +365,8 @@ int lt_request(struct lt_table *t, uint64_t node, uint64_t lkid, const char *nam
 	t->nlocks++;
 	list_append(&r->queue[LT_WAITING], l);
 	/* NL conflicts with nothing, so it never waits (as in the Linux DLM). */
-	bool first_in_line = !r->queue[LT_CONVERTING].first && r->queue[LT_WAITING].first == l;
+	bool first_in_line = only_held_up_ahead(r, LT_CONVERTING, NULL) &&
+			     only_held_up_ahead(r, LT_WAITING, l);
 	if ((first_in_line || mode == CFSLOCK_NL) && fits_granted(r, l, mode)) {
 		grant(t, l);
 	} else if (flags & LT_NOQUEUE) {
@@ -376,7 +413,8 @@ int lt_convert(struct lt_table *t, uint64_t node, uint64_t lkid, int mode, unsig
 	if (mode < l->granted)
 		store_lvb(l, lvb);
 	l->requested = mode;
-	if ((!r->queue[LT_CONVERTING].first || mode == CFSLOCK_NL) && fits_granted(r, l, mode)) {
+	if ((only_held_up_ahead(r, LT_CONVERTING, NULL) || mode == CFSLOCK_NL) &&
+	    fits_granted(r, l, mode)) {
 		bool down = mode < l->granted;
 		grant(t, l);
 		if (down)

@@ -60,7 +60,10 @@ int lt_unlock(struct lt_table *t, uint64_t node, uint64_t lkid, const uint8_t *l
 int lt_cancel(struct lt_table *t, uint64_t node, uint64_t lkid);
 
 /* A node left: its waiting requests go, its granted locks stay, marked recovering (nothing
- * incompatible is granted on them) until lt_recovery_done. */
+ * incompatible is granted on them) until lt_recovery_done.  Meanwhile a request that waits
+ * for a recovering lock does not hold up those queued behind it: what fits beside the
+ * granted locks is granted past it (a survivor's PR past another survivor's EX that waits
+ * for the dead node's PR), and queue order resumes when the recovery is done. */
 void lt_node_failed(struct lt_table *t, uint64_t node);
 /* Recovery for the node is done: drop its locks (a PW/EX holder's LVB becomes invalid). */
 void lt_recovery_done(struct lt_table *t, uint64_t node);

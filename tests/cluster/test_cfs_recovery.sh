@@ -49,12 +49,16 @@ for r in $(seq 1 "$ROUNDS"); do
 done
 
 # A fence program instead of the fence interval: it fails at its first call (an agent that
-# cannot reach its switch at first); the journal waits for it, then it is replayed.
+# cannot reach its switch at first); the journal waits for it, then it is replayed.  Its
+# second call succeeds once the test opens the gate, so the recovery is pending for as long
+# as the test needs.
 cat >"$T/fence_agent.sh" <<'AGENT'
 #!/bin/sh
-log=$(dirname "$0")/fenced.log
-echo "$1 $CFS_FENCE_NODE $CFS_FENCE_SLOT $CFS_FS_LABEL" >>"$log"
-[ "$(grep -c "^$1 " "$log")" -ge 2 ]
+dir=$(dirname "$0")
+echo "$1 $CFS_FENCE_NODE $CFS_FENCE_SLOT $CFS_FS_LABEL" >>"$dir/fenced.log"
+[ "$(grep -c "^$1 " "$dir/fenced.log")" -ge 2 ] || exit 1
+for _ in $(seq 300); do [ -e "$dir/gate" ] && exit 0; sleep 0.1; done
+exit 1
 AGENT
 chmod +x "$T/fence_agent.sh"
 for n in 1 2 3; do umount_on $n; done
@@ -65,11 +69,28 @@ slot2=$(status_of 2 slot)
 pid=$(status_of 2 pid)
 on 2 python3 "$HERE/fsync_log.py" run "$(M 2)/wf" "$T/logf" >/dev/null 2>&1 &
 work=$!
-sleep 1.5
+sleep 1
+# Made after node 2 made its directory there, so node 2 holds the root's glock only PR (its
+# lookups) when it dies, not EX (its create).
+on 3 sh -c "echo unrelated >'$(M 3)/unrelated-fence'"
+sleep 0.5
 C kill 2; kill -9 "$pid"; C abort 2
 t0=$(ms)
 wait $work 2>/dev/null
-check "fence program: node 1 creates a directory after node 2 died" on 1 timeout 60 mkdir "$(M 1)/after-fence"
+# Node 1's mkdir in the root wants the root's glock EX, which waits for node 2's PR of it
+# (node 2 looked names up there) until node 2 is fenced and recovered.  Node 3 reading a
+# file through the root meanwhile is not held up behind that request.
+on 1 timeout -s KILL 60 mkdir "$(M 1)/after-fence" >"$T/mkdir.out" 2>&1 &
+mkdir_pid=$!
+for _ in $(seq 100); do [ "$(cat "$T/fenced.log" 2>/dev/null | grep -c "^2 ")" -ge 2 ] && break; sleep 0.1; done
+sleep 0.5
+check "node 3 reads a file through the root while node 1's mkdir there waits for node 2's fence" \
+	on 3 timeout -s KILL 10 cat "$(M 3)/unrelated-fence"
+check "and node 1's mkdir was still waiting then" kill -0 $mkdir_pid
+check "and node 2's recovery was still pending then (its fence agent holds it)" recovering
+touch "$T/gate"
+if wait $mkdir_pid; then ok "fence program: node 1 creates a directory after node 2 died"
+else not_ok "fence program: node 1's mkdir after node 2 died: $(cat "$T/mkdir.out")"; fi
 ok "fence program: node 1's operation completed $(($(ms) - t0)) ms after node 2 died"
 check "the fence program was called twice for node 2, slot $slot2 (it failed once)" \
 	test "$(grep -c "^2 2 $slot2 " "$T/fenced.log")" -eq 2

@@ -228,6 +228,53 @@ Test(table, failed_node_locks_stay_until_recovery)
 	cr_assert_not(lt_node_holds(t, 1), "nothing of node 1 is left for a recovery");
 }
 
+/* A survivor's EX waits for a dead node's PR until its recovery; the survivors' readers are
+ * granted past it meanwhile, and wait behind it again once the recovery is done. */
+Test(table, readers_pass_a_request_held_up_by_recovery)
+{
+	R(1, 1, CFSLOCK_PR, 0);
+	lt_node_failed(t, 1);
+	R(2, 1, CFSLOCK_EX, 0);
+	cr_assert_not(granted(2, 1, CFSLOCK_EX), "granted over a recovering PR");
+	R(3, 1, CFSLOCK_PR, 0);
+	cr_assert(granted(3, 1, CFSLOCK_PR), "a reader waits behind a request held up by recovery");
+	cr_assert_null(last(LT_EV_BLOCKING, 3, 1), "the reader is told before EX can be had");
+	cr_assert_null(last(LT_EV_BLOCKING, 1, 1), "the dead node is told");
+	lt_recovery_done(t, 1);
+	cr_assert_not_null(last(LT_EV_BLOCKING, 3, 1), "the reader is not told that EX waits");
+	cr_assert_not(granted(2, 1, CFSLOCK_EX), "EX granted beside the reader's PR");
+	R(4, 1, CFSLOCK_PR, 0);
+	cr_assert_not(granted(4, 1, CFSLOCK_PR), "a reader passed EX after the recovery");
+	cr_assert_eq(lt_unlock(t, 3, 1, NULL), 0);
+	cr_assert(granted(2, 1, CFSLOCK_EX));
+	cr_assert_eq(lt_unlock(t, 2, 1, NULL), 0);
+	cr_assert(granted(4, 1, CFSLOCK_PR));
+}
+
+/* Only requests held up by recovery are passed: one that waits for a live holder keeps its
+ * place, also when those ahead of it are held up. */
+Test(table, only_requests_held_up_by_recovery_are_passed)
+{
+	R(1, 1, CFSLOCK_CR, 0);
+	R(2, 1, CFSLOCK_PR, 0);
+	lt_node_failed(t, 1);
+	cr_assert_eq(lt_convert(t, 2, 1, CFSLOCK_EX, 0, NULL), 0); /* held up by node 1's CR */
+	R(3, 1, CFSLOCK_PR, 0);
+	cr_assert(granted(3, 1, CFSLOCK_PR), "a reader waits behind a held-up conversion");
+	R(4, 1, CFSLOCK_PW, 0); /* fits beside the dead CR, waits for live PRs */
+	R(5, 1, CFSLOCK_CR, 0);
+	cr_assert_not(granted(5, 1, CFSLOCK_CR), "passed a request waiting for a live holder");
+	cr_assert_eq(lt_unlock(t, 3, 1, NULL), 0);
+	cr_assert_not(granted(2, 1, CFSLOCK_EX), "EX granted beside a recovering CR");
+	cr_assert_not(granted(4, 1, CFSLOCK_PW), "PW granted beside node 2's PR");
+	cr_assert_not(granted(5, 1, CFSLOCK_CR), "passed a request waiting for a live holder");
+	lt_recovery_done(t, 1);
+	cr_assert(granted(2, 1, CFSLOCK_EX));
+	cr_assert_not(granted(5, 1, CFSLOCK_CR));
+	cr_assert_eq(lt_unlock(t, 2, 1, NULL), 0);
+	cr_assert(granted(4, 1, CFSLOCK_PW) && granted(5, 1, CFSLOCK_CR));
+}
+
 /* ---- randomized: invariants, and the same stream gives the same events ---- */
 struct model_lock {
 	uint32_t node;
