@@ -151,7 +151,7 @@ $(BUILD)/bench/lockbench: bench/locks/lockbench.c $(LIBS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -o $@ $< $(LIBS) $(LDFLAGS_SAN) $(LDLIBS_LOCK)
 
-bench: all $(BUILD)/bench/lockbench $(BUILD)/bench/odmbench
+bench: all $(BUILD)/bench/lockbench $(BUILD)/bench/odmbench $(BUILD)/tests/odm/odm_crash
 	bench/cvm/run.sh $(BUILD)
 	bench/locks/run.sh $(BUILD)
 	bench/cfs/run.sh $(BUILD)
@@ -161,7 +161,7 @@ bench: all $(BUILD)/bench/lockbench $(BUILD)/bench/odmbench
 	bench/cluster/recovery.sh $(BUILD)
 	bench/cluster/walk.sh $(BUILD)
 
-bench-cluster: all
+bench-cluster: all $(BUILD)/tests/odm/odm_crash # recovery.sh runs test_cfs_odm_failover.sh
 	bench/cluster/run.sh $(BUILD)
 	bench/cluster/recovery.sh $(BUILD)
 	bench/cluster/walk.sh $(BUILD)

@@ -5,12 +5,12 @@
  * with CFS_BREAD_RACY, and drops such a copy when the glock comes.
  *
  * Who may take one, and how (docs/cfs-cluster.md, "Per-object glocks"):
- *   - under the metadata glock EX (a directory moved to another parent, a hole punch, and
+ *   - under the metadata glock EX (a directory moved to another parent, and
  *     whatever could not reserve its groups) nobody else is in an operation, so nobody
  *     holds a group glock; a group is asked for when the allocator or a free reaches it,
  *     waiting with fs->lock held, as inode glocks are there;
- *   - under the metadata glock PR (a write that allocates, a preallocation, a truncate
- *     down, a create, remove, link or rename, the free after a remove) an operation
+ *   - under the metadata glock PR (a write that allocates, a preallocation, a hole punch
+ *     or zeroing, a truncate down, a create, remove, link or rename, the free after a remove) an operation
  *     reserves its groups before it changes anything (cfs_alloc_reserve: one to allocate
  *     in; cfs_group_reserve_set: those it frees in) and holds them to its end.  It takes
  *     only groups this node holds already; for one it does not, it lets its reserved ones

@@ -181,14 +181,15 @@ int cfs_ext_reserve(struct cfs_fs *fs, struct cfs_inode *ip, uint64_t off, uint6
 	return cfs_alloc_reserve(fs, goal, (uint32_t)need, n ? (int64_t)v[0] : -1);
 }
 
-int cfs_ext_reserve_frees(struct cfs_fs *fs, struct cfs_inode *ip, uint64_t keep)
+int cfs_ext_reserve_frees(struct cfs_fs *fs, struct cfs_inode *ip, uint64_t lblk, uint64_t end)
 {
 	if (cfs_may_allocate(fs))
 		return 0;
 	uint32_t v[CFS_OP_GROUPS_MAX];
 	unsigned n = 0;
 	int rc = 0;
-	for (uint32_t i = cfs_ext_find(ip, keep); i < ip->next && !rc; i++)
+	/* An extent lies in one group (group headers part them), also the piece freed of it. */
+	for (uint32_t i = cfs_ext_find(ip, lblk); i < ip->next && ip->ext[i].lblk < end && !rc; i++)
 		rc = cfs_group_set_add(fs, ip->ext[i].pblk, v, &n);
 	if (!rc)
 		rc = cfs_ext_chain_groups(fs, ip, v, &n);

@@ -703,19 +703,33 @@ static int allocate_or_punch(struct cfs_fs *fs, struct cfs_inode *ip, int mode, 
 	return rc;
 }
 
-/* Preallocation goes under the metadata glock PR and a group it reserves, as a write that
- * allocates; punching and zeroing, and space no one group has room for, under both EX.  On
- * failure nothing is held (fs->lock is). */
+/* The groups a fallocate changes, under the metadata glock PR: the one it allocates in first
+ * (cfs_alloc_reserve takes the operation's first group; a punch in the middle of an extent
+ * makes the map one extent longer, which may need an extent block), then those a punch or
+ * zeroing frees in. */
+static int fallocate_reserve(struct cfs_fs *fs, struct cfs_inode *ip, int mode, uint64_t off,
+			     uint64_t len)
+{
+	bool frees = mode & (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_ZERO_RANGE);
+	int rc = cfs_ext_reserve(fs, ip, off, mode & FALLOC_FL_PUNCH_HOLE ? 0 : len);
+	if (!rc && frees)
+		rc = cfs_ext_reserve_frees(fs, ip, off / fs->bs, (off + len + fs->bs - 1) / fs->bs);
+	return rc;
+}
+
+/* Preallocation, punching and zeroing go under the metadata glock PR and the groups they
+ * reserve, as writes and truncates do; what no set of groups can be had for, under both EX.
+ * On failure nothing is held (fs->lock is). */
 static int fallocate_locked(struct cfs_fs *fs, uint64_t ino, int mode, uint64_t off,
 			    uint64_t len, struct cfs_inode **ip)
 {
-	bool shared = fs->cluster && !(mode & (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_ZERO_RANGE));
+	bool shared = fs->cluster;
 	for (unsigned fetches = 0;; fetches++) {
 		int rc = open_inode_locked_as(fs, ino, shared ? CFSLOCK_PR : CFSLOCK_EX, CFSLOCK_EX,
 					      ip);
 		if (rc || !shared)
 			return rc;
-		if (!(rc = cfs_ext_reserve(fs, *ip, off, len)))
+		if (!(rc = fallocate_reserve(fs, *ip, mode, off, len)))
 			return 0;
 		unlock_inode(fs, *ip);
 		cfs_group_unreserve(fs);

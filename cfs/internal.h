@@ -243,10 +243,11 @@ int cfs_ext_mark_written(struct cfs_inode *ip, uint64_t lblk, uint64_t count);
  * allocate in, under the metadata glock PR; -ENOSPC also when the map's blocks lie in more
  * than one group. */
 int cfs_ext_reserve(struct cfs_fs *fs, struct cfs_inode *ip, uint64_t off, uint64_t len);
-/* Reserve the groups that freeing the blocks from keep on (and the extent blocks a shorter
- * map no longer needs) frees in, under the metadata glock PR: 0, -EAGAIN (fs->lock was
- * released to fetch one: start over), -ENOSPC (more than CFS_OP_GROUPS_MAX). */
-int cfs_ext_reserve_frees(struct cfs_fs *fs, struct cfs_inode *ip, uint64_t keep);
+/* Reserve the groups that freeing the blocks of [lblk, end) (UINT64_MAX: to the end of the
+ * file), and the extent blocks a shorter map no longer needs, frees in, under the metadata
+ * glock PR: 0, -EAGAIN (fs->lock was released to fetch one: start over), -ENOSPC (more than
+ * CFS_OP_GROUPS_MAX). */
+int cfs_ext_reserve_frees(struct cfs_fs *fs, struct cfs_inode *ip, uint64_t lblk, uint64_t end);
 /* The groups of the map's extent blocks, added to v (cfs_group_set_add): a map that changes
  * length may free its last ones. */
 int cfs_ext_chain_groups(struct cfs_fs *fs, const struct cfs_inode *ip, uint32_t *v, unsigned *n);

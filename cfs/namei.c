@@ -753,7 +753,7 @@ static int frees_under_pr(struct cfs_fs *fs, struct cfs_inode *ip, off_t size)
 {
 	if ((uint64_t)size >= ip->d.size || cfs_may_allocate(fs))
 		return 0;
-	int rc = cfs_ext_reserve_frees(fs, ip, ((uint64_t)size + fs->bs - 1) / fs->bs);
+	int rc = cfs_ext_reserve_frees(fs, ip, ((uint64_t)size + fs->bs - 1) / fs->bs, UINT64_MAX);
 	return reserve_answer(rc);
 }
 

@@ -260,8 +260,9 @@ static bool fits_granted(const struct lt_resource *r, const struct lt_lock *self
  * node's recovery is done, whatever else happens on the resource. */
 static bool held_up_by_recovery(const struct lt_resource *r, const struct lt_lock *l)
 {
+	/* NOLINTNEXTLINE(clang-analyzer-unix.Malloc): forget_lock unlinks before it frees */
 	for (const struct lt_lock *g = r->queue[LT_GRANTED].first; g; g = g->next)
-		if (g->recovering && !compat[g->granted][l->requested])
+		if (g->recovering && !compat[g->granted][l->requested]) /* NOLINT(clang-analyzer-unix.Malloc) */
 			return true;
 	return false;
 }

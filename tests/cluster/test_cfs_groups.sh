@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Allocation group glocks (cfs/agglock.c): writes that allocate and truncates go under the
 # metadata glock PR and the groups they allocate or free in, so two nodes appending to their
-# own files in their own groups send no lock message once warm, nor does a node truncating
-# its own file meanwhile; a truncate of another node's file fetches that node's group; two
+# own files in their own groups send no lock message once warm, nor does a node truncating,
+# preallocating, punching holes in or zeroing its own file meanwhile; a truncate of another node's file fetches that node's group; two
 # nodes whose slots share the one group take turns with it and never hand out a block twice
 # (every record reads back whole on a third node, fsck clean); df on every node counts every
 # node's allocations within a few seconds; a node that dies while appending leaves the others
@@ -98,6 +98,42 @@ check "16 preallocations of 128 KiB on node 3 while node 1 appends sent $n lock 
 	test "$n" -le 2
 check "node 1 sees node 3's preallocated file at 2 MiB" \
 	on 1 bash -c "[ \$(stat -c %s '$(M 1)/prealloc3') = $((16 * 131072)) ]"
+# Hole punches and zeroing (a database giving back space, a VM image's discard) free in the
+# groups of what they free, zeroing allocates again: the metadata glock PR as well.  Node 3
+# punches every other 128 KiB out of its preallocated file, writes there, and zeroes it.
+punch() {
+	on 3 python3 - "$(M 3)/prealloc3" "$1" <<'PY'
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+PUNCH, KEEP, ZERO = 0x02, 0x01, 0x10
+path, rounds = sys.argv[1], int(sys.argv[2])
+fd = os.open(path, os.O_RDWR)
+for r in range(rounds):
+    for i in range(0, 16, 2):
+        off = i * 131072 + 4096 * (r % 3)  # edges inside blocks and not
+        for mode in (PUNCH | KEEP, ZERO | KEEP):
+            if libc.fallocate(fd, mode, ctypes.c_long(off), ctypes.c_long(65536)) != 0:
+                sys.exit(f"fallocate mode {mode:#x} at {off}: {os.strerror(ctypes.get_errno())}")
+        os.pwrite(fd, bytes([i + 1]) * 4096, i * 131072 + 65536 + 8192)
+os.close(fd)
+PY
+}
+punch 1 # warm, as above
+append 1 own1 1
+punches() { punch 10 & append 1 own1 100 & wait; }
+n=$(sent 3 punches)
+check "160 hole punches and 160 zeroings on node 3 while node 1 appends sent $n lock messages (want at most 2)" \
+	test "$n" -le 2
+check "node 1 reads node 3's punched file: zeros but for its 8 records, size kept" \
+	on 1 python3 -c "
+data = open('$(M 1)/prealloc3', 'rb').read()
+assert len(data) == 16 * 131072, len(data)
+for i in range(16):
+    chunk = data[i * 131072:(i + 1) * 131072]
+    at = 65536 + 8192
+    want = bytes(at) + bytes([i + 1]) * 4096 + bytes(131072 - at - 4096) if i % 2 == 0 else bytes(131072)
+    assert chunk == want, f'chunk {i} differs'"
+check "node 2 reads node 1's file whole after them" verify 2 own1 1 2054
 # A truncate of another node's file frees in that node's group: it fetches it.
 on 2 truncate -s $((1000 * 4096)) "$(M 2)/own1"
 append 1 own1 200
