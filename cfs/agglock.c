@@ -10,11 +10,11 @@
  *     holds a group glock; a group is asked for when the allocator or a free reaches it,
  *     waiting with fs->lock held, as inode glocks are there;
  *   - under the metadata glock PR (a write that allocates, a preallocation, a hole punch
- *     or zeroing, a truncate down, a create, remove, link or rename, the free after a remove) an operation
- *     reserves its groups before it changes anything (cfs_alloc_reserve: one to allocate
- *     in; cfs_group_reserve_set: those it frees in) and holds them to its end.  It takes
- *     only groups this node holds already; for one it does not, it lets its reserved ones
- *     go, waits for that one and starts over.  So it waits while holding no group, and a
+ *     or zeroing, a truncate down, a create, remove, link or rename, the free after a
+ *     remove) an operation reserves its groups before it changes anything
+ *     (cfs_alloc_reserve: one to allocate in; cfs_group_reserve_set: those it frees in)
+ *     and holds them to its end.  It takes only groups this node holds already; for one
+ *     it does not, it lets its reserved ones go, waits for that one and starts over.  So it waits while holding no group, and a
  *     holder has all its inode glocks already and waits for nothing more: a node waiting
  *     for a group held elsewhere waits for an operation that ends.
  * Nodes start in their own groups (the slot's share of the volume), so a node allocating
