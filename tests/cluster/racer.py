@@ -1,8 +1,6 @@
 #!/usr/bin/env python3
 """Create racer (after ocfs2-test's create_racer): for SECONDS, create, link, rename, unlink,
-mkdir and rmdir a small set of names in one directory and the directories made there (so
-renames also move directories between parents, and some would move one under itself), at
-random, as fast as it can.  Run it on
+mkdir and rmdir a small set of names in one directory, at random, as fast as it can.  Run it on
 several nodes at once on the same directory.  Expected errors (the name is there, or not, or a
 directory is not empty) are part of the game; anything else is printed and counted.  ESTALE is
 counted apart: in this version a file another node removed and replaced between this node's
@@ -21,15 +19,8 @@ EXPECTED = {errno.ENOENT, errno.EEXIST, errno.ENOTEMPTY, errno.EISDIR, errno.ENO
             errno.EINVAL, errno.EPERM}
 
 
-def path(top, rnd):
-    """A name in the directory, or (one in four) in a directory of that name in it."""
-    if rnd.randrange(4) == 0:
-        return f"{top}/{rnd.choice(NAMES)}/{rnd.choice(NAMES)}"
-    return f"{top}/{rnd.choice(NAMES)}"
-
-
 def step(top, rnd):
-    a, b = path(top, rnd), path(top, rnd)
+    a, b = (f"{top}/{rnd.choice(NAMES)}" for _ in range(2))
     op = rnd.randrange(7)
     if op == 0:
         fd = os.open(a, os.O_CREAT | os.O_WRONLY, 0o644)
