@@ -14,9 +14,10 @@
  *     remove) an operation reserves its groups before it changes anything
  *     (cfs_alloc_reserve: one to allocate in; cfs_group_reserve_set: those it frees in)
  *     and holds them to its end.  It takes only groups this node holds already; for one
- *     it does not, it lets its reserved ones go, waits for that one and starts over.  So it waits while holding no group, and a
- *     holder has all its inode glocks already and waits for nothing more: a node waiting
- *     for a group held elsewhere waits for an operation that ends.
+ *     it does not, it lets its reserved ones go, waits for that one and starts over.  So
+ *     it waits while holding no group, and a holder has all its inode glocks already and
+ *     waits for nothing more: a node waiting for a group held elsewhere waits for an
+ *     operation that ends.
  * Nodes start in their own groups (the slot's share of the volume), so a node allocating
  * alone sends no message once its groups are cached.  Nodes that share a group (more slots
  * than groups) keep it for a minimum hold time while they use it, as the metadata glock. */
