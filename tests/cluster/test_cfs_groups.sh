@@ -110,7 +110,7 @@ path, rounds = sys.argv[1], int(sys.argv[2])
 fd = os.open(path, os.O_RDWR)
 for r in range(rounds):
     for i in range(0, 16, 2):
-        off = i * 131072 + 4096 * (r % 3)  # edges inside blocks and not
+        off = i * 131072 + 1536 * (r % 3)  # edges on block boundaries and inside blocks
         for mode in (PUNCH | KEEP, ZERO | KEEP):
             if libc.fallocate(fd, mode, ctypes.c_long(off), ctypes.c_long(65536)) != 0:
                 sys.exit(f"fallocate mode {mode:#x} at {off}: {os.strerror(ctypes.get_errno())}")
