@@ -20,6 +20,7 @@ struct lt_resource {
 	struct lt_list queue[3]; /* indexed by enum lt_queue */
 	bool lvb_valid;
 	uint8_t lvb[LT_LVB_LEN];
+	unsigned nrecovering; /* granted locks of failed nodes (0: nothing here is held up) */
 	struct lt_resource *hnext;
 };
 
@@ -205,6 +206,7 @@ static void move_to(struct lt_lock *l, enum lt_queue q)
 
 static void forget_lock(struct lt_table *t, struct lt_lock *l)
 {
+	l->res->nrecovering -= l->recovering;
 	list_remove(&l->res->queue[l->queue], l);
 	struct lt_lock **pp = &t->lock_buckets[hash_lock(l->node, l->lkid) & (t->nbuckets - 1)];
 	while (*pp != l) /* NOLINT(clang-analyzer-core.NullDereference): l is in its bucket */
@@ -260,6 +262,8 @@ static bool fits_granted(const struct lt_resource *r, const struct lt_lock *self
  * node's recovery is done, whatever else happens on the resource. */
 static bool held_up_by_recovery(const struct lt_resource *r, const struct lt_lock *l)
 {
+	if (!r->nrecovering) /* the common case, on the path of every request */
+		return false;
 	/* NOLINTNEXTLINE(clang-analyzer-unix.Malloc): forget_lock unlinks before it frees */
 	for (const struct lt_lock *g = r->queue[LT_GRANTED].first; g; g = g->next)
 		if (g->recovering && !compat[g->granted][l->requested]) /* NOLINT(clang-analyzer-unix.Malloc) */
@@ -366,9 +370,9 @@ int lt_request(struct lt_table *t, uint64_t node, uint64_t lkid, const char *nam
 	t->nlocks++;
 	list_append(&r->queue[LT_WAITING], l);
 	/* NL conflicts with nothing, so it never waits (as in the Linux DLM). */
-	bool first_in_line = only_held_up_ahead(r, LT_CONVERTING, NULL) &&
-			     only_held_up_ahead(r, LT_WAITING, l);
-	if ((first_in_line || mode == CFSLOCK_NL) && fits_granted(r, l, mode)) {
+	bool nobody_ahead = only_held_up_ahead(r, LT_CONVERTING, NULL) &&
+			    only_held_up_ahead(r, LT_WAITING, l);
+	if ((nobody_ahead || mode == CFSLOCK_NL) && fits_granted(r, l, mode)) {
 		grant(t, l);
 	} else if (flags & LT_NOQUEUE) {
 		refused(t, l, mode, flags);
@@ -520,6 +524,7 @@ void lt_node_failed(struct lt_table *t, uint64_t node)
 					continue;
 				}
 				l->recovering = true;
+				r->nrecovering++;
 				if (q == LT_CONVERTING) {
 					l->requested = l->granted;
 					move_to(l, LT_GRANTED);
@@ -624,6 +629,7 @@ int lt_restore(struct lt_table *t, const struct lt_lock_info *info)
 	l->hnext = t->lock_buckets[b];
 	t->lock_buckets[b] = l;
 	t->nlocks++;
+	r->nrecovering += l->recovering;
 	list_append(&r->queue[l->queue], l);
 	return 0;
 }

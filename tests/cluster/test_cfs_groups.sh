@@ -90,10 +90,15 @@ for i in range($1):
     os.posix_fallocate(fd, i * 131072, 131072)
 os.close(fd)"
 }
-preallocate 1 # warm, as above
-append 1 own1 1
-preallocations() { preallocate 16 & append 1 own1 100 & wait; }
-n=$(sent 3 preallocations)
+# beside_appends FN ARG: "FN ARG" (on node 3) while node 1 appends 100 records, after a warm
+# "FN 1" (as above: node 3 takes its file and group, node 1 looks its own up again).
+beside_appends() {
+	"$1" 1 >&2
+	append 1 own1 1 >&2
+	sent 3 run_beside_appends "$@"
+}
+run_beside_appends() { "$1" "$2" & append 1 own1 100 & wait; }
+n=$(beside_appends preallocate 16)
 check "16 preallocations of 128 KiB on node 3 while node 1 appends sent $n lock messages (want at most 2)" \
 	test "$n" -le 2
 check "node 1 sees node 3's preallocated file at 2 MiB" \
@@ -118,10 +123,7 @@ for r in range(rounds):
 os.close(fd)
 PY
 }
-punch 1 # warm, as above
-append 1 own1 1
-punches() { punch 10 & append 1 own1 100 & wait; }
-n=$(sent 3 punches)
+n=$(beside_appends punch 10)
 check "160 hole punches and 160 zeroings on node 3 while node 1 appends sent $n lock messages (want at most 2)" \
 	test "$n" -le 2
 check "node 1 reads node 3's punched file: zeros but for its 8 records, size kept" \
