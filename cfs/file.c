@@ -785,10 +785,13 @@ int cfs_fallocate(struct cfs_fs *fs, uint64_t ino, int mode, uint64_t off, uint6
 int cfs_sync(struct cfs_fs *fs)
 {
 	pthread_mutex_lock(&fs->lock);
+	uint64_t commits = fs->stats.commits;
 	int rc = cfs_journal_commit(fs);
+	/* A commit's flush carried the data written before it too. */
+	bool flushed = fs->stats.commits != commits;
 	pthread_mutex_unlock(&fs->lock);
 	pthread_rwlock_rdlock(&fs->vol_lock);
-	if (!rc)
+	if (!rc && !flushed)
 		rc = cvm_volume_flush(fs->vol);
 	pthread_rwlock_unlock(&fs->vol_lock);
 	return rc;

@@ -157,13 +157,21 @@ struct cfs_ddirb {
 /* Xattr block: the same entry list as the inline area, from CFS_XATTRB_OFF. */
 #define CFS_XATTRB_OFF 32u
 
-/* Journal: block 0 of a slot's journal is the descriptor of the one transaction it holds,
- * blocks 1..count the block images, block count+1 the commit. */
+/* Journal: a circular log of transactions.  Block 0 of a slot's journal is its anchor, a
+ * descriptor with count 0: the sequence number the next transaction takes and the log_id
+ * every transaction written after it carries (chosen anew at each anchor, so that nothing
+ * written before it, by an earlier log or an earlier filesystem on the same LUNs, can pass
+ * for a transaction of this log).  A transaction is its descriptor (count > 0, the targets)
+ * at any block from 1 on, count block images, and a commit block whose images_crc proves they
+ * were all written; it never wraps past the journal's end (it starts at block 1 instead).
+ * Replay applies the longest run of consecutive sequence numbers that ends at the newest
+ * whole transaction of the anchor's log.  A format-1 journal that still holds its one
+ * transaction at block 0 (count > 0, log_id 0) is replayed as such. */
 struct cfs_djdesc {
 	struct cfs_bhdr h; /* owner = slot */
 	uint64_t seq;
-	uint32_t count;    /* 0: empty */
-	uint32_t reserved;
+	uint32_t count;    /* 0: the anchor */
+	uint32_t log_id;
 	/* uint64_t target[count] at CFS_JDESC_OFF */
 };
 #define CFS_JDESC_OFF 64u
@@ -174,6 +182,8 @@ struct cfs_djcommit {
 	uint64_t seq;
 	uint32_t count;
 	uint32_t images_crc; /* crc32c of the images in order */
+	uint32_t log_id;
+	uint32_t reserved;
 };
 
 #endif

@@ -216,6 +216,7 @@ static void fs_free(struct cfs_fs *fs)
 		close(fs->lockfd);
 	free(fs->ags);
 	free(fs->pending_free);
+	free(fs->jlogged);
 	while (fs->aio_nfree)
 		cvm_aio_destroy(fs->aio_free[--fs->aio_nfree]);
 	pthread_mutex_destroy(&fs->aio_lock);
@@ -479,7 +480,7 @@ int cfs_unmount(struct cfs_fs *fs)
 	int crc = cfs_journal_commit(fs);
 	/* Clean: the next mount has nothing to replay. */
 	if (!crc && !fs->ro)
-		crc = cfs_journal_clear(fs->vol, &fs->sb, fs->slot, fs->jseq);
+		crc = cfs_journal_empty(fs);
 	if (held)
 		cfs_glock_unhold(fs, &fs->meta);
 	pthread_mutex_unlock(&fs->lock);
@@ -495,7 +496,7 @@ int cfs_set_read_only(struct cfs_fs *fs, bool ro)
 	if (ro && !fs->ro) {
 		rc = cfs_journal_commit(fs);
 		if (!rc)
-			rc = cfs_journal_clear(fs->vol, &fs->sb, fs->slot, fs->jseq);
+			rc = cfs_journal_empty(fs);
 		if (!rc) {
 			fs->ro = fs->remounted_ro = true;
 			cfs_log(fs, "remounted read-only");

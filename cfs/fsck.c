@@ -596,31 +596,31 @@ static int check_journals(struct fsck *k)
 	int rc = 0;
 	uint64_t max_seq = 0;
 	for (uint32_t s = 0; s < fs->sb.nslots && !rc; s++) {
-		uint64_t seq, *t;
-		uint32_t n;
-		uint8_t *img;
-		if ((rc = cfs_journal_read(fs->vol, &fs->sb, s, &seq, &n, &t, &img)))
+		struct cfs_jlog log;
+		if ((rc = cfs_journal_read(fs->vol, &fs->sb, s, &log)))
 			break;
-		max_seq = seq > max_seq ? seq : max_seq;
+		max_seq = log.next_seq > max_seq ? log.next_seq : max_seq;
+		uint32_t n = log.count;
+		const uint8_t *img = log.images;
 		bool home = true;
 		for (uint32_t i = 0; i < n && !rc; i++) {
-			rc = cvm_volume_read(fs->vol, cur, fs->bs, t[i] * fs->bs);
+			rc = cvm_volume_read(fs->vol, cur, fs->bs, log.targets[i] * fs->bs);
 			home &= !rc && !memcmp(cur, img + (size_t)i * fs->bs, fs->bs);
 		}
 		if (n && !home) {
-			say(k, false, "slot %u: the journal holds transaction %" PRIu64
-				      " (%u blocks) not yet in place: %s", s, seq, n,
-			    k->repair ? "replayed" : "checked as if replayed");
+			say(k, false, "slot %u: the journal holds transactions %" PRIu64 " to %" PRIu64
+				      " (%u blocks) not yet in place: %s", s, log.first_seq,
+			    log.last_seq, n, k->repair ? "replayed" : "checked as if replayed");
 			for (uint32_t i = 0; i < n && !rc; i++)
 				rc = k->repair ? cvm_volume_write(fs->vol, img + (size_t)i * fs->bs,
-								  fs->bs, t[i] * fs->bs)
-					       : cfs_bcache_preload(fs, t[i], img + (size_t)i * fs->bs);
+								  fs->bs, log.targets[i] * fs->bs)
+					       : cfs_bcache_preload(fs, log.targets[i],
+								    img + (size_t)i * fs->bs);
 		}
-		free(t);
-		free(img);
+		cfs_jlog_free(&log);
 	}
 	free(cur);
-	fs->jseq = max_seq + 1;
+	fs->jseq = max_seq;
 	return rc ? rc : k->repair ? cvm_volume_flush(fs->vol) : 0;
 }
 
@@ -632,6 +632,7 @@ static void fsck_free(struct fsck *k)
 		cfs_bcache_destroy(fs);
 		free(fs->ags);
 		free(fs->pending_free);
+		free(fs->jlogged);
 		if (fs->lockfd >= 0)
 			close(fs->lockfd);
 		free(fs);
@@ -666,6 +667,9 @@ static int fsck_open(struct fsck *k, struct cvm_volume *vol)
 	if (!fs->ihash || !k->used || (rc = cfs_bcache_init(fs)))
 		return rc ? rc : -ENOMEM;
 	if ((rc = check_journals(k)))
+		return rc;
+	/* Repairs go through slot 0's journal: a log of their own, after the one replayed. */
+	if (k->repair && (rc = cfs_journal_empty(fs)))
 		return rc;
 	return cfs_alloc_load(fs);
 }

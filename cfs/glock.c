@@ -125,14 +125,10 @@ static int glock_sync(struct cfs_fs *fs)
 		return rc; /* keep the lock: what we changed is not on disk */
 	if (!fs->journal_full)
 		return 0; /* emptied at an earlier let-go, nothing committed since */
-	rc = cfs_journal_clear(fs->vol, &fs->sb, fs->slot, fs->jseq);
-	if (!rc)
-		rc = cvm_volume_flush(fs->vol);
+	rc = cfs_journal_empty(fs);
 	if (rc)
 		cfs_log(fs, "slot %u: journal could not be emptied (%s): keeping the lock",
 			fs->slot, strerror(-rc));
-	else
-		fs->journal_full = false;
 	return rc;
 }
 

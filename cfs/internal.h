@@ -72,21 +72,37 @@ struct cfs_txn {
 	uint32_t n, cap;
 	uint32_t limit; /* most blocks a transaction may hold */
 };
-int cfs_journal_replay(struct cfs_fs *fs);
-/* Write the committed transaction of a slot's journal in place and flush (replay is
- * idempotent): *seq its sequence, *count its blocks (0: nothing to replay). */
+/* What a slot's log holds from its anchor on: the last image of each block it changed. */
+struct cfs_jlog {
+	uint32_t ntxn, count;       /* transactions; blocks (targets, images of count * bs) */
+	uint64_t first_seq, last_seq; /* of those transactions, if any */
+	uint64_t next_seq;          /* the sequence the slot's next transaction takes */
+	uint64_t *targets;
+	uint8_t *images;
+};
+/* Read a slot's log; -EIO only if the volume cannot be read. */
+int cfs_journal_read(struct cvm_volume *vol, const struct cfs_dsuper *sb, uint32_t slot,
+		     struct cfs_jlog *log);
+void cfs_jlog_free(struct cfs_jlog *log);
+/* Write a slot's log in place and flush (replay is idempotent); log says what it held, its
+ * images already freed. */
 int cfs_journal_apply(struct cvm_volume *vol, const struct cfs_dsuper *sb, uint32_t slot,
-		      uint64_t *seq, uint32_t *count);
+		      struct cfs_jlog *log);
+/* Mount: replay this slot's log, then start a log of this mount's own. */
+int cfs_journal_replay(struct cfs_fs *fs);
 uint32_t cfs_journal_limit(const struct cfs_dsuper *sb);
+/* Put the running transaction in the log (one flush), then its blocks in place. */
 int cfs_journal_commit(struct cfs_fs *fs);
-/* Mark a slot's journal empty (mkfs, fsck after repairs: anything written in place without
- * the journal must not be overwritten by an old transaction at the next mount). */
+/* After a commit: everything in place on disk and an anchor saying so, so that nothing of
+ * this node's log can be replayed over what another node changes next (a let-go, unmount). */
+int cfs_journal_empty(struct cfs_fs *fs);
+/* Mark a slot's journal empty with an anchor (mkfs, fsck after repairs, a dead node's after
+ * replay: anything written in place without the journal must not be overwritten by an old
+ * transaction at the next mount). */
 int cfs_journal_clear(struct cvm_volume *vol, const struct cfs_dsuper *sb, uint32_t slot,
 		      uint64_t seq);
-/* The transaction a slot's journal holds: count blocks, targets and images (count * bs), or
- * count 0.  -EIO only if the volume cannot be read. */
-int cfs_journal_read(struct cvm_volume *vol, const struct cfs_dsuper *sb, uint32_t slot,
-		     uint64_t *seq, uint32_t *count, uint64_t **targets, uint8_t **images);
+/* The anchor of a new slot's journal, in a block made by cfs_bnew (log_id 0: a new one). */
+void cfs_journal_anchor_init(void *block, uint64_t seq, uint32_t log_id);
 
 /* ---- superblock (super.c) ---- */
 int cfs_super_read(struct cvm_volume *vol, struct cfs_dsuper *sb, bool *used_backup);
@@ -410,7 +426,12 @@ struct cfs_fs {
 	struct cfs_buf *spare_bufs; /* out of the cache, kept for reuse (block.c) */
 	uint32_t nspare_bufs;
 	struct cfs_txn txn;
-	uint64_t jseq;
+	uint64_t jseq;              /* the next transaction's */
+	uint32_t jhead;             /* the log's next block */
+	uint32_t jlast_pos, jlast_len; /* where the newest transaction is, if any since the anchor */
+	uint32_t jlog_id;           /* the anchor's */
+	uint64_t *jlogged;          /* blocks the log holds images of, + 1 (journal.c) */
+	size_t jlogged_cap, jlogged_n;
 	uint64_t *pending_free; /* freed in the running transaction: not reusable before commit */
 	size_t npending, pending_cap;
 
@@ -435,7 +456,7 @@ struct cfs_fs {
 	pthread_mutex_t wish_lock;  /* the wish queue and the committer's wake-up (fs.c) */
 	struct cfs_glock *wishes;   /* filled by the lock manager's callbacks */
 	bool wake_pending;
-	bool journal_full;          /* the journal may hold a transaction: empty it at a let-go */
+	bool journal_full;          /* transactions since the anchor: empty the log at a let-go */
 	struct cfslock *slot_lock;  /* EX while this node owns its slot's journal */
 	bool caches_stale;          /* the group summaries must be read again */
 	uint64_t hold_until_ns;     /* a wish waits for the minimum hold time till then */

@@ -100,8 +100,7 @@ static bool slot_still_recovering(struct cfs_fs *fs, uint32_t slot, uint32_t nod
 /* Write a dead slot's committed transaction in place and empty its journal. */
 static int replay_slot(struct cfs_fs *fs, uint32_t slot)
 {
-	uint64_t seq;
-	uint32_t n = 0;
+	struct cfs_jlog log = {0};
 	pthread_rwlock_rdlock(&fs->vol_lock);
 	/* A slot added since this node last took the glock: where its journal lies is in the
 	 * superblock as it is on disk now (the dead node mounted with it). */
@@ -110,16 +109,16 @@ static int replay_slot(struct cfs_fs *fs, uint32_t slot)
 	if (!rc && slot >= sb.nslots)
 		rc = -EUCLEAN;
 	if (!rc)
-		rc = cfs_journal_apply(fs->vol, &sb, slot, &seq, &n);
+		rc = cfs_journal_apply(fs->vol, &sb, slot, &log);
 	/* Emptied with the next sequence, so that the slot's next mount goes on from there. */
-	if (!rc && n && !(rc = cfs_journal_clear(fs->vol, &sb, slot, seq + 1)))
+	if (!rc && log.ntxn && !(rc = cfs_journal_clear(fs->vol, &sb, slot, log.next_seq)))
 		rc = cvm_volume_flush(fs->vol);
 	pthread_rwlock_unlock(&fs->vol_lock);
 	if (rc)
 		cfs_log(fs, "recovery: journal of slot %u: %s", slot, strerror(-rc));
-	else if (n)
-		cfs_log(fs, "recovery: journal of slot %u: replayed transaction %" PRIu64
-			" (%u blocks)", slot, seq, n);
+	else if (log.ntxn)
+		cfs_log(fs, "recovery: journal of slot %u: replayed transactions %" PRIu64
+			" to %" PRIu64 " (%u blocks)", slot, log.first_seq, log.last_seq, log.count);
 	else
 		cfs_log(fs, "recovery: journal of slot %u: nothing to replay", slot);
 	return rc;

@@ -24,7 +24,7 @@ static int new_journal(struct cfs_fs *fs, uint32_t slot, uint64_t *at)
 	struct cfs_buf *b;
 	if ((rc = cfs_bnew(fs, *at, CFS_B_JDESC, slot, &b)))
 		return rc;
-	((struct cfs_djdesc *)b->data)->seq = 1;
+	cfs_journal_anchor_init(b->data, 1, 0);
 	return 0;
 }
 

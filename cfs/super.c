@@ -208,18 +208,14 @@ const char *cfs_super_lockproto(const struct cfs_dsuper *sb)
 static int check_journals_empty(struct cvm_volume *vol, const struct cfs_dsuper *sb)
 {
 	for (uint32_t slot = 0; slot < sb->nslots; slot++) {
-		uint64_t seq;
-		uint32_t count;
-		uint64_t *targets = NULL;
-		uint8_t *images = NULL;
-		int rc = cfs_journal_read(vol, sb, slot, &seq, &count, &targets, &images);
-		free(targets);
-		free(images);
+		struct cfs_jlog log;
+		int rc = cfs_journal_read(vol, sb, slot, &log);
+		cfs_jlog_free(&log);
 		if (rc) {
 			cfs_set_error("journal of slot %u cannot be read: %s", slot, strerror(-rc));
 			return rc;
 		}
-		if (count) {
+		if (log.ntxn) {
 			cfs_set_error("the journal of slot %u is not empty: the filesystem on %s is "
 				      "mounted on a node, or a node died with it mounted; unmount it "
 				      "everywhere (or run fsck.cfs) first", slot,

@@ -123,6 +123,8 @@ static void fill_status(struct cfsd *d, ControlStatus *s, struct cfs_status *st,
 	s->dboptimized = d->fs_dboptimized;
 	s->commits = st->stats.commits;
 	s->commit_blocks = st->stats.commit_blocks;
+	s->has_journal_anchors = true;
+	s->journal_anchors = st->stats.anchors;
 	s->reads = st->stats.reads;
 	s->writes = st->stats.writes;
 	s->read_bytes = st->stats.read_bytes;

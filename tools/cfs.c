@@ -193,10 +193,12 @@ static void print_status(const char *dir, const ControlReply *r, bool json)
 		printf("], \"recovering\": [");
 		print_nodes_json(s->recovering, s->n_recovering);
 		printf("], \"fenced\": %s, \"fence_interval_ms\": %u, \"locks_cached\": %llu, "
-		       "\"lock_cache_limit\": %u, \"locks_given_back\": %llu}\n",
+		       "\"lock_cache_limit\": %u, \"locks_given_back\": %llu, "
+		       "\"journal_anchors\": %llu}\n",
 		       s->fenced ? "true" : "false", s->fence_interval_ms,
 		       (unsigned long long)s->locks_cached, s->lock_cache_limit,
-		       (unsigned long long)s->locks_given_back);
+		       (unsigned long long)s->locks_given_back,
+		       (unsigned long long)s->journal_anchors);
 		return;
 	}
 	char total[32], avail[32];
@@ -208,10 +210,11 @@ static void print_status(const char *dir, const ControlReply *r, bool json)
 	printf("  node slot %u of %u%s, daemon pid %d\n", s->slot, s->slots,
 	       s->dboptimized ? ", dboptimized" : "", s->pid);
 	printf("  %llu reads (%llu bytes), %llu writes (%llu bytes), %llu journal commits "
-	       "(%llu blocks)\n",
+	       "(%llu blocks, the log's anchor moved %llu times)\n",
 	       (unsigned long long)s->reads, (unsigned long long)s->read_bytes,
 	       (unsigned long long)s->writes, (unsigned long long)s->write_bytes,
-	       (unsigned long long)s->commits, (unsigned long long)s->commit_blocks);
+	       (unsigned long long)s->commits, (unsigned long long)s->commit_blocks,
+	       (unsigned long long)s->journal_anchors);
 	if (r->has_added_blocks)
 		printf("  grown by %llu blocks\n", (unsigned long long)r->added_blocks);
 	if (!s->lockproto || !strcmp(s->lockproto, "local")) {

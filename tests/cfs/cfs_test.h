@@ -93,6 +93,7 @@ static inline void fs_crash(struct cfs_fs *fs)
 	close(fs->lockfd);
 	free(fs->ags);
 	free(fs->pending_free);
+	free(fs->jlogged);
 	free(fs);
 }
 
