@@ -409,6 +409,8 @@ static int link_as(struct cfs_fs *fs, uint64_t ino, uint64_t parent, const char 
 		rc = -ENOENT;
 	if (!rc)
 		rc = pinned(get_dir(fs, parent, &v[1]), &v[1]);
+	if (!rc && v[1]->d.nlink == 0)
+		rc = -ENOENT; /* removed (on another node) while we looked */
 	if (!rc)
 		rc = cfs_iflags_may_add_entry(v[1]);
 	if (!rc && !cfs_free_above(fs, RESERVE_BLOCKS - 1))
@@ -590,6 +592,10 @@ static int rename_flags_allow(const struct rename_ctx *r)
 static int rename_checks(struct cfs_fs *fs, struct rename_ctx *r)
 {
 	bool src_dir = S_ISDIR(r->src->d.mode);
+	/* This node's kernel may still name a directory another node removed: an entry put in
+	 * it would be lost with it. */
+	if (r->to_dir->d.nlink == 0)
+		return -ENOENT;
 	if (r->flags & CFS_RENAME_EXCHANGE)
 		return r->dst ? rename_flags_allow(r) : -ENOENT;
 	if (r->dst && (r->flags & CFS_RENAME_NOREPLACE))
