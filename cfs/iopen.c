@@ -130,16 +130,13 @@ void cfs_iopen_forget(struct cfs_fs *fs, struct cfs_inode *ip)
 
 /* ---- freeing ---- */
 
-/* Take the inode off its unlinker's orphan list: ours if we know we put it there, else (on a
- * cluster) whichever slot's list names it. */
-static int orphans_forget(struct cfs_fs *fs, struct cfs_inode *ip)
+/* Take the inode off the orphan lists: ours if it is on it (we unlinked it, or cfs_ifree put
+ * it there to free it over several commits), and if another node unlinked it (on a cluster)
+ * whichever slot's list names it, or that slot's next mount would free it again. */
+static int orphans_forget(struct cfs_fs *fs, struct cfs_inode *ip, bool unlinked_here)
 {
-	if (ip->in_orphans)
-		return cfs_orphan_remove(fs, ip);
-	if (!fs->cluster)
-		return 0;
-	int rc = 0;
-	for (uint32_t s = 0; s < fs->sb.nslots && !rc; s++)
+	int rc = ip->in_orphans ? cfs_orphan_remove(fs, ip) : 0;
+	for (uint32_t s = 0; fs->cluster && !unlinked_here && s < fs->sb.nslots && !rc; s++)
 		rc = cfs_orphan_remove_from(fs, s, ip->ino);
 	return rc;
 }
@@ -147,9 +144,10 @@ static int orphans_forget(struct cfs_fs *fs, struct cfs_inode *ip)
 /* Free an unlinked inode nobody has open (its lock EX here), its glock EX held. */
 static int free_unlinked(struct cfs_fs *fs, struct cfs_inode *ip)
 {
+	bool unlinked_here = ip->in_orphans;
 	int rc = cfs_ifree(fs, ip);
 	if (!rc)
-		rc = orphans_forget(fs, ip);
+		rc = orphans_forget(fs, ip, unlinked_here);
 	if (rc)
 		cfs_log(fs, "inode %" PRIu64 ": freeing the unlinked inode: %s", ip->ino, strerror(-rc));
 	return rc;
