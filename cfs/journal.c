@@ -410,6 +410,8 @@ static int commit_running(struct cfs_fs *fs)
 	int rc = over_newest ? cfs_journal_empty(fs) : 0;
 	if (over_newest)
 		pos = 1;
+	if (!rc) /* in the log from now on, also for the frees that follow it */
+		rc = remember_logged(fs);
 	uint8_t *j = rc ? NULL : log_record(fs, pos);
 	if (!rc && !j)
 		return -ENOMEM;
@@ -447,13 +449,10 @@ int cfs_journal_commit(struct cfs_fs *fs)
 		fs->ro = true;
 		return -EIO;
 	}
+	int rc = commit_running(fs);
 	/* What this transaction frees is handed out again once it is committed: if the log
-	 * holds an image of any of it (this transaction's own too), void the log first. */
-	int rc = remember_logged(fs);
-	bool void_log = !rc && (frees_logged(fs) || fs->jlogged_n > logged_max(fs));
-	if (!rc)
-		rc = commit_running(fs);
-	if (!rc && void_log)
+	 * holds an image of any of it (this transaction's own too), void the log now. */
+	if (!rc && (frees_logged(fs) || fs->jlogged_n > logged_max(fs)))
 		rc = cfs_journal_empty(fs);
 	if (rc) {
 		/* The journal or the volume failed under us: stop changing anything.  What is

@@ -238,6 +238,30 @@ Test(journal, a_transaction_too_big_to_go_beside_the_newest_starts_a_new_log)
 	fs_done(fs); /* the inodes are in no directory: fsck would say so */
 }
 
+Test(journal, the_new_log_after_a_too_big_transaction_knows_its_blocks)
+{
+	struct cfs_fs *fs = fs_small_journal();
+	pthread_mutex_lock(&fs->lock);
+	struct cfs_inode *ip = NULL;
+	for (int round = 0; round < 2; round++) {
+		for (int i = 0; i < 40; i++) {
+			ip = fs_new_inode(fs, S_IFREG | 0600);
+			if (i < 39 || round == 0)
+				cr_assert_eq(cfs_iput_check(fs, ip), 0);
+		}
+		cr_assert_eq(cfs_journal_commit(fs), 0);
+	}
+	/* The second transaction went into a new log: freeing one of its inodes must void
+	 * that log too (a replay would write the inode back over whatever gets the block). */
+	uint64_t anchors = fs->stats.anchors;
+	ip->d.nlink = 0;
+	cr_assert_eq(cfs_iput_check(fs, ip), 0);
+	cr_assert_eq(cfs_journal_commit(fs), 0);
+	cr_assert_eq(fs->stats.anchors, anchors + 1);
+	pthread_mutex_unlock(&fs->lock);
+	fs_done(fs); /* the inodes are in no directory: fsck would say so */
+}
+
 Test(journal, no_transaction_of_an_earlier_log_is_replayed)
 {
 	struct cfs_fs *fs = fs_fresh(1, 32);
