@@ -5,7 +5,7 @@
  * with CFS_BREAD_RACY, and drops such a copy when the glock comes.
  *
  * Who may take one, and how (docs/cfs-cluster.md, "Per-object glocks"):
- *   - under the metadata glock EX (a directory moved to another parent, and
+ *   - under the metadata glock EX (a link or rename in directories other nodes hold, and
  *     whatever could not reserve its groups) nobody else is in an operation, so nobody
  *     holds a group glock; a group is asked for when the allocator or a free reaches it,
  *     waiting with fs->lock held, as inode glocks are there;

@@ -6,11 +6,10 @@
  *
  * What it buys: when another node changes the filesystem, this node forgets only the inodes
  * that node touched; every other in-memory inode, and the kernel's pages and attributes of
- * it, stay valid.  The metadata glock still covers moves of directories between parents in
- * this version (docs/cfs-cluster.md, "Per-object glocks"): they hold it EX; a change of one
- * inode (a write, a hole punch, chmod, chown, utimes), a create, remove, link or rename
- * holds it PR and the glocks of the inodes it changes EX, and the groups it allocates or
- * frees in.  So
+ * it, stay valid.  A change of one inode (a write, a hole punch, chmod, chown, utimes), a
+ * create, remove, link or rename (also of a directory to another parent) holds the metadata
+ * glock PR and the glocks of the inodes it changes EX, and the groups it allocates or frees
+ * in; what cannot be done so holds it EX (docs/cfs-cluster.md, "Per-object glocks").  So
  *   - under the metadata glock EX nobody else holds any inode glock (only caches it, and
  *     gives it up when asked): a request here may wait with fs->lock held, which keeps this
  *     node's other operations off the objects of a half-done change;

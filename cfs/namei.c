@@ -552,9 +552,10 @@ int cfs_rmdir(struct cfs_fs *fs, uint64_t parent, const char *name)
 	return remove_entry(fs, parent, name, true);
 }
 
-/* Is dir `a` the same as or an ancestor of `b`? */
-static int is_ancestor(struct cfs_fs *fs, uint64_t a, uint64_t b)
+static int ancestor_walk(struct cfs_fs *fs, uint64_t a, uint64_t b)
 {
+	if (!cfs_may_allocate(fs))
+		cfs_op_imode = CFSLOCK_PR;
 	for (unsigned depth = 0; depth < 4096; depth++) {
 		if (a == b)
 			return 1;
@@ -569,6 +570,26 @@ static int is_ancestor(struct cfs_fs *fs, uint64_t a, uint64_t b)
 		b = up;
 	}
 	return -ELOOP;
+}
+
+/* Did this thread's rename wait for its new parent's ancestors' glocks?  Then it tries again
+ * under the metadata glock PR, with them cached. */
+static _Thread_local bool ancestors_fetched;
+
+/* Is dir `a` the same as or an ancestor of `b`?  Under the metadata glock PR the ancestors'
+ * glocks are taken PR, not in the operation's mode.  That suffices, with no lock for all
+ * directory moves as GFS2's rename glock: an operation that did not wait (one that did starts
+ * over) holds every glock it took from its first look to its end, so no other node can move
+ * any of these ancestors (that takes the moved directory's glock EX) between this look and
+ * this move, and one that moves our directory's ancestors later sees our move in its look. */
+static int is_ancestor(struct cfs_fs *fs, uint64_t a, uint64_t b)
+{
+	int imode = cfs_op_imode;
+	unsigned waits = cfs_op_waits;
+	int rc = ancestor_walk(fs, a, b);
+	cfs_op_imode = imode;
+	ancestors_fetched |= cfs_op_waits != waits;
+	return rc;
 }
 
 struct rename_ctx {
@@ -666,15 +687,17 @@ static int rename_apply(struct cfs_fs *fs, struct rename_ctx *r)
 	return rc;
 }
 
-/* Under the metadata glock PR: a rename in one directory, or of files between two, with what
- * it adds or removes reserved.  A directory moved to another parent must not go under itself,
- * which takes a look at every ancestor; that, and a whiteout, under EX. */
+/* Under the metadata glock PR: a rename in one directory, or between two, with what it adds
+ * or removes reserved (a directory moved to another parent too: see is_ancestor).  A
+ * whiteout, and an exchange with a directory between two parents, under EX. */
 static int reserve_for_rename(struct cfs_fs *fs, const struct rename_ctx *r)
 {
 	if (cfs_may_allocate(fs))
 		return 0;
 	bool dirs = S_ISDIR(r->src->d.mode) || (r->dst && S_ISDIR(r->dst->d.mode));
-	if ((r->flags & CFS_RENAME_WHITEOUT) || (dirs && r->from_dir != r->to_dir))
+	bool moves_dir = dirs && r->from_dir != r->to_dir;
+	if ((r->flags & CFS_RENAME_WHITEOUT) ||
+	    (moves_dir && ((r->flags & CFS_RENAME_EXCHANGE) || !S_ISDIR(r->src->d.mode))))
 		return -CFS_ENEEDMETA;
 	if (r->flags & CFS_RENAME_EXCHANGE)
 		return 0;
@@ -741,7 +764,9 @@ int cfs_rename(struct cfs_fs *fs, uint64_t parent, const char *name, uint64_t ne
 	 * (an editor's save, a log's rotation) need not take turns. */
 	bool ours = dir_is_ours(fs, parent) && dir_is_ours(fs, newparent);
 	rc = ours ? -CFS_ERETRY : -CFS_ENEEDMETA;
-	for (unsigned tries = 0; retry_shared(fs, rc, tries, 0); tries++)
+	ancestors_fetched = false;
+	for (unsigned tries = 0;
+	     retry_shared(fs, rc, tries, ancestors_fetched ? CFS_GROUP_FETCHES : 0); tries++)
 		rc = rename_as(fs, parent, name, newparent, newname, flags, cr, true);
 	return needs_ex(rc) ? rename_as(fs, parent, name, newparent, newname, flags, cr, false)
 			    : rc;

@@ -6,8 +6,7 @@ directory is not empty) are part of the game; anything else is printed and count
 counted apart: in this version a file another node removed and replaced between this node's
 lookup and its operation is gone here (no iopen lock yet), as on NFS.  With RACE_DEPTH=1 in
 the environment one name in four is in a directory of that name, so renames also move
-directories between parents (make check races at depth 0: see docs/cfs-cluster.md for what
-depth 1 still finds).
+directories between parents (test_cfs_multi.sh races at depth 1).
 
     racer.py DIR SECONDS SEED
 """

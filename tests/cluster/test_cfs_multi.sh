@@ -27,7 +27,8 @@ remount_all() {
 
 # ---- create racer ----
 on 1 mkdir "$(M 1)/race"
-racer() { on "$1" python3 "$HERE/racer.py" "$(M "$1")/race" "$RACE_SECONDS" "$1"; }
+# One level down too (RACE_DEPTH=1): renames also move directories between parents.
+racer() { on "$1" env RACE_DEPTH="${RACE_DEPTH:-1}" python3 "$HERE/racer.py" "$(M "$1")/race" "$RACE_SECONDS" "$1"; }
 at_once "create racer" racer
 for n in 1 2 3; do
 	on $n bash -c "cd '$(M $n)/race' && find . -mindepth 1 | sort | while read -r f; do stat -c '%n %F %h %s' \"\$f\"; done" >"$T/list$n" 2>&1

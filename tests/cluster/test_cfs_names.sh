@@ -5,7 +5,8 @@
 # glocks of what it changes, the free at the last forget the inode's groups.  So two nodes
 # doing all that in their own directories send no lock message once warm; another node sees every name made or removed
 # in a directory it reads; a node that dies mid-create leaves the others creating while it is
-# recovered.
+# recovered; a node moving directories between its own sends no lock message, and two nodes
+# moving directories under each other's never make a cycle.
 . "$(dirname "$0")/cfs_lib.sh" "cfs names under the metadata glock PR"
 C up 3 >/dev/null && ok "cluster of 3 nodes up" || { not_ok "cluster up"; finish; }
 make_data 100
@@ -73,6 +74,40 @@ check "node 1 made and removed 20 rounds of names in its directory meanwhile" ch
 check "and node 3's recovery was still pending then" recovering
 come_back 3
 check "node 2 lists node 3's directory after its recovery" on 2 ls "$(M 2)/own3"
+
+# Directories moved between parents under the metadata glock PR too: the moved directory's,
+# both parents' and the new parent's ancestors' glocks (PR for those), no metadata glock EX.
+on 1 mkdir -p "$(M 1)/own1/m1/d" "$(M 1)/own1/m2"
+move_dirs() { # NODE DIR COUNT: COUNT round trips of DIR/m1/d to DIR/m2 and back
+	on "$1" sh -c "cd '$(M "$1")/$2' && for i in \$(seq $3); do mv m1/d m2/d && mv m2/d m1/d || exit 1; done"
+}
+move_dirs 1 own1 2 # warm
+moves_and_names() { move_dirs 1 own1 100 & churn 3 own3 100 & wait; }
+n=$(sent 3 moves_and_names)
+check "200 directory moves between two of node 1's directories while node 3 makes and removes names in its own sent $n lock messages (want at most 40)" \
+	test "$n" -le 40
+check "node 2 sees the directory back where it started" on 2 test -d "$(M 2)/own1/m1/d" -a ! -e "$(M 2)/own1/m2/d"
+# Two nodes each moving a directory under the other's at once would make a cycle that no
+# path reaches if both went through: X under Y while W, Y's parent, goes under V, X's child.
+# Each move looks at its new parent's ancestors under their glocks, held to its end, so one
+# of each pair fails (EINVAL, or ENOENT once its path has moved).  The directories are made
+# so that each node's move needs only glocks of its own (X, P1, Y on node 1; W, P2, V on 3).
+on 1 mkdir -p "$(M 1)/race/P1/X"
+on 3 mkdir -p "$(M 3)/race/P2/W"
+on 1 mkdir "$(M 1)/race/P2/W/Y"
+on 3 mkdir "$(M 3)/race/P1/X/V"
+both=0 xs=0 ws=0
+for r in $(seq 20); do
+	on 1 mv "$(M 1)/race/P1/X" "$(M 1)/race/P2/W/Y/" 2>/dev/null & x=$!
+	on 3 mv "$(M 3)/race/P2/W" "$(M 3)/race/P1/X/V/" 2>/dev/null & w=$!
+	wait $x && xs=$((xs + 1)) && on 1 mv "$(M 1)/race/P2/W/Y/X" "$(M 1)/race/P1/"
+	wait $w && ws=$((ws + 1)) && on 3 mv "$(M 3)/race/P1/X/V/W" "$(M 3)/race/P2/"
+	[ "$(on 2 find "$(M 2)/race" -type d | wc -l)" -eq 7 ] || both=$((both + 1))
+done
+check "20 rounds of crossed directory moves on nodes 1 and 3 ($xs and $ws went through): no directory left out of the tree" \
+	test "$both" -eq 0 -a $((xs + ws)) -gt 0
+check "node 2 finds the tree as made" on 2 test -d "$(M 2)/race/P1/X/V" -a -d "$(M 2)/race/P2/W/Y"
+
 for n in 1 2 3; do check "unmount on node $n" umount_on $n; done
 fsck_clean "after the names"
 no_damage_logged
