@@ -186,8 +186,10 @@ static int read_log(const struct log_reader *r, uint64_t from_seq, struct cfs_jl
 	while (n && first > from_seq && find_seq(r, found, n, first - 1) >= 0)
 		first--;
 	int rc = 0;
-	for (uint64_t seq = first; n && seq <= newest && !rc; seq++)
-		rc = collect_txn(r, found[find_seq(r, found, n, seq)], log, &cap);
+	for (uint64_t seq = first; n && seq <= newest && !rc; seq++) {
+		int k = find_seq(r, found, n, seq); /* found above, as the run was measured */
+		rc = k < 0 ? -EUCLEAN : collect_txn(r, found[k], log, &cap);
+	}
 	if (n && !rc) {
 		log->ntxn = (uint32_t)(newest - first + 1);
 		log->first_seq = first;
