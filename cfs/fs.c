@@ -402,7 +402,6 @@ int cfs_mount(struct cvm_volume *vol, const struct cfs_mount_opts *o, struct cfs
 		return -ENOMEM;
 	fs->vol = vol;
 	fs->lockfd = -1;
-	fs->journal_full = true; /* until emptied: what the last mount left is not known here */
 	fs->ro = o->ro;
 	fs->dboptimized = o->dboptimized;
 	fs->fence_program = o->fence_program;

@@ -123,8 +123,8 @@ static int glock_sync(struct cfs_fs *fs)
 	int rc = cfs_journal_commit(fs);
 	if (rc || fs->ro)
 		return rc; /* keep the lock: what we changed is not on disk */
-	if (!fs->journal_full)
-		return 0; /* emptied at an earlier let-go, nothing committed since */
+	if (!fs->jlast_len)
+		return 0; /* nothing committed since the last anchor (an earlier let-go) */
 	rc = cfs_journal_empty(fs);
 	if (rc)
 		cfs_log(fs, "slot %u: journal could not be emptied (%s): keeping the lock",

@@ -427,8 +427,7 @@ struct cfs_fs {
 	uint32_t nspare_bufs;
 	struct cfs_txn txn;
 	uint64_t jseq;              /* the next transaction's */
-	uint32_t jhead;             /* the log's next block */
-	uint32_t jlast_pos, jlast_len; /* where the newest transaction is, if any since the anchor */
+	uint32_t jlast_pos, jlast_len; /* the newest transaction since the anchor (len 0: none) */
 	uint32_t jlog_id;           /* the anchor's */
 	uint64_t *jlogged;          /* blocks the log holds images of, + 1 (journal.c) */
 	size_t jlogged_cap, jlogged_n;
@@ -456,7 +455,6 @@ struct cfs_fs {
 	pthread_mutex_t wish_lock;  /* the wish queue and the committer's wake-up (fs.c) */
 	struct cfs_glock *wishes;   /* filled by the lock manager's callbacks */
 	bool wake_pending;
-	bool journal_full;          /* transactions since the anchor: empty the log at a let-go */
 	struct cfslock *slot_lock;  /* EX while this node owns its slot's journal */
 	bool caches_stale;          /* the group summaries must be read again */
 	uint64_t hold_until_ns;     /* a wish waits for the minimum hold time till then */

@@ -332,9 +332,7 @@ int cfs_journal_empty(struct cfs_fs *fs)
 	if (rc)
 		return rc;
 	fs->jlog_id = log_id;
-	fs->jhead = 1;
 	fs->jlast_pos = fs->jlast_len = 0;
-	fs->journal_full = false;
 	forget_logged(fs);
 	fs->stats.anchors++;
 	return 0;
@@ -403,7 +401,8 @@ static uint8_t *log_record(struct cfs_fs *fs, uint32_t pos)
 static int commit_running(struct cfs_fs *fs)
 {
 	uint32_t n = fs->txn.n, need = n + 2;
-	uint32_t pos = fs->jhead + need <= fs->sb.journal_blocks ? fs->jhead : 1;
+	uint32_t head = fs->jlast_len ? fs->jlast_pos + fs->jlast_len : 1;
+	uint32_t pos = head + need <= fs->sb.journal_blocks ? head : 1;
 	/* The newest transaction's blocks may not be home before this commit's flush: to go
 	 * over it, put it home and start a new log, and on disk before the first write to it
 	 * (replay of the old log without its newest would put older images back). */
@@ -428,8 +427,6 @@ static int commit_running(struct cfs_fs *fs)
 	if (!rc) {
 		fs->jlast_pos = pos;
 		fs->jlast_len = need;
-		fs->jhead = pos + need;
-		fs->journal_full = true;
 	}
 	return rc;
 }

@@ -41,6 +41,13 @@ static int get_dir(struct cfs_fs *fs, uint64_t ino, struct cfs_inode **dir)
 	return rc;
 }
 
+/* A directory removed (on another node, while this node's kernel still names it) takes no
+ * new entry: it would go with the directory. */
+static int takes_entries(const struct cfs_inode *dir)
+{
+	return dir->d.nlink ? 0 : -ENOENT;
+}
+
 static int check_name(const char *name)
 {
 	size_t len = strlen(name);
@@ -205,9 +212,7 @@ static int make_in(struct cfs_fs *fs, struct cfs_inode *dir, const char *name, m
 	struct cfs_inode *ip = NULL;
 	uint64_t exists;
 	bool named = false, counted = false; /* what to undo if it fails half way */
-	int rc = 0;
-	if (dir->d.nlink == 0)
-		rc = -ENOENT; /* removed while we looked */
+	int rc = takes_entries(dir);
 	if (!rc && S_ISDIR(mode) && dir->d.nlink >= LINK_MAX_CFS)
 		rc = -EMLINK;
 	if (!rc && name)
@@ -409,8 +414,8 @@ static int link_as(struct cfs_fs *fs, uint64_t ino, uint64_t parent, const char 
 		rc = -ENOENT;
 	if (!rc)
 		rc = pinned(get_dir(fs, parent, &v[1]), &v[1]);
-	if (!rc && v[1]->d.nlink == 0)
-		rc = -ENOENT; /* removed (on another node) while we looked */
+	if (!rc)
+		rc = takes_entries(v[1]);
 	if (!rc)
 		rc = cfs_iflags_may_add_entry(v[1]);
 	if (!rc && !cfs_free_above(fs, RESERVE_BLOCKS - 1))
@@ -613,10 +618,9 @@ static int rename_flags_allow(const struct rename_ctx *r)
 static int rename_checks(struct cfs_fs *fs, struct rename_ctx *r)
 {
 	bool src_dir = S_ISDIR(r->src->d.mode);
-	/* This node's kernel may still name a directory another node removed: an entry put in
-	 * it would be lost with it. */
-	if (r->to_dir->d.nlink == 0)
-		return -ENOENT;
+	int rc = takes_entries(r->to_dir);
+	if (rc)
+		return rc;
 	if (r->flags & CFS_RENAME_EXCHANGE)
 		return r->dst ? rename_flags_allow(r) : -ENOENT;
 	if (r->dst && (r->flags & CFS_RENAME_NOREPLACE))
