@@ -16,6 +16,7 @@
 #include <fuse_lowlevel.h>
 #include <getopt.h>
 #include <grp.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,9 +26,11 @@
 
 struct opts {
 	const char *volume, *mountpoint, *log;
+	char mount_abs[PATH_MAX]; /* the mount point as mountinfo will show it */
 	gid_t odm_gid; /* (gid_t)-1: ODM clients must be root */
 	struct cfs_mount_opts m;
 	bool foreground;
+	bool nowriteback; /* writes through to the daemon at once (no write-back page cache) */
 	struct scan_paths scan;
 	char fuse_opts[1024];
 };
@@ -49,6 +52,8 @@ static void usage(FILE *out)
 		"     lock_cache=N  cluster: keep at most N unused lock grants cached (default\n"
 		"                   50000); past it the oldest are given back\n"
 		"     ro, rw        read-only or read-write (default rw)\n"
+		"     nowriteback   one-node normal mount: each write reaches the daemon before\n"
+		"                   it returns (default: the kernel caches writes, write-back)\n"
 		"     scan=PATHS    where to look for the LUNs, colon-separated (default $CVM_SCAN)\n"
 		"     log=FILE      where the daemon logs once in the background\n"
 		"     odm_group=G   members of group G (name or number) may use libodm here,\n"
@@ -107,6 +112,8 @@ static int parse_opts(struct opts *o, char *list)
 			o->m.ro = true;
 		} else if (!strcmp(opt, "rw")) {
 			o->m.ro = false;
+		} else if (!strcmp(opt, "nowriteback") || !strcmp(opt, "writeback")) {
+			o->nowriteback = opt[0] == 'n';
 		} else if (klen == 7 && !strncmp(opt, "cluster", 7) && val) {
 			if (!cfs_lockproto_valid(val)) {
 				fprintf(stderr, "cfsd: cluster=%s: give local, corosync or dlm\n", val);
@@ -274,6 +281,11 @@ static int serve(struct opts *o, struct cfsd *d, int status_fd)
 		return EXIT_FAILED;
 	}
 	if (fuse_set_signal_handlers(se) == 0 && fuse_session_mount(se, o->mountpoint) == 0) {
+		if (!d->cluster && !d->fs_dboptimized && !d->nowriteback)
+			dirty_limit_raise(o->mount_abs);
+		if (init_flags_hook(d, se))
+			fprintf(stderr, "cfsd: cannot add to the FUSE INIT reply: every cached write "
+					"asks for security.capability\n");
 		struct cfs_control *ctl = NULL;
 		if (cfs_control_start(d, o->mountpoint, &ctl))
 			fprintf(stderr, "cfsd: control socket: %s (cfs grow and status will not work)\n",
@@ -318,7 +330,7 @@ int main(int argc, char **argv)
 	int rc = parse_args(argc, argv, &o);
 	if (rc)
 		return rc;
-	if (check_mountpoint(o.mountpoint))
+	if (check_mountpoint(o.mountpoint) || !realpath(o.mountpoint, o.mount_abs))
 		return EXIT_FAILED;
 	int status_fd = -1;
 	if (!o.foreground) {
@@ -341,7 +353,7 @@ int main(int argc, char **argv)
 		close(devnull);
 	}
 	struct cfsd d = {.fs_dboptimized = o.m.dboptimized, .scan = &o.scan, .volume = o.volume,
-			 .odm_gid = o.odm_gid};
+			 .odm_gid = o.odm_gid, .nowriteback = o.nowriteback};
 	if (open_volume("cfsd", &o.scan, o.volume, o.m.ro ? CVM_OPEN_RDONLY : CVM_OPEN_RDWR,
 			&d.vol)) {
 		report(status_fd, EXIT_FAILED);

@@ -121,6 +121,8 @@ static void fill_status(struct cfsd *d, ControlStatus *s, struct cfs_status *st,
 	s->slot = st->slot;
 	s->slots = st->nslots;
 	s->dboptimized = d->fs_dboptimized;
+	s->has_writeback = true;
+	s->writeback = d->writeback;
 	s->commits = st->stats.commits;
 	s->commit_blocks = st->stats.commit_blocks;
 	s->has_journal_anchors = true;

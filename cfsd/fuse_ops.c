@@ -89,6 +89,14 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	conn->want &= ~FUSE_CAP_AUTO_INVAL_DATA;
 	if (!d->cluster) /* the kernel keeps a one-node mount's flocks and record locks */
 		conn->want &= ~(FUSE_CAP_FLOCK_LOCKS | FUSE_CAP_POSIX_LOCKS);
+	/* A write-back page cache where nothing but this kernel changes files: the kernel then
+	 * keeps each file's size and times itself and sends dirty pages later (fi->writepage).
+	 * Not on a cluster: a lock another node asks for could not make the kernel's dirty
+	 * pages go out before it is given up. */
+	d->writeback = !d->cluster && !d->fs_dboptimized && !d->nowriteback &&
+		       (conn->capable & FUSE_CAP_WRITEBACK_CACHE);
+	if (d->writeback)
+		conn->want |= FUSE_CAP_WRITEBACK_CACHE;
 	conn->max_write = 1u << 20;
 	conn->max_readahead = d->fs_dboptimized ? 0 : 1u << 20;
 	conn->time_gran = 1;
@@ -234,10 +242,30 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 /* An open file's fh: its open flags, and whether its I/O bypasses the kernel's pages. */
 #define FH_DIRECT_IO (1ull << 32)
 
-/* Files ODM clients hold are written behind the kernel's back: never cached. */
+/* Under a write-back cache the kernel writes whole pages, also the part of the last one
+ * that is already in the file: an append-only file's writes must reach cfsd as they were
+ * made, so its opens bypass the cache. */
+static bool append_only(struct cfsd *d, fuse_ino_t ino)
+{
+	uint32_t flags = 0;
+	return !cfs_get_iflags(d->fs, ino, &flags) && (flags & FS_APPEND_FL);
+}
+
+/* Which opens bypass the kernel's pages: all on dboptimized; files ODM clients hold (they
+ * are written behind the kernel's back); O_DIRECT ones, unless the kernel has a write-back
+ * cache, whose own O_DIRECT path writes out the dirty pages of the range before it. */
+static bool bypasses_pages(struct cfsd *d, fuse_ino_t ino, int flags)
+{
+	if (d->fs_dboptimized || odm_held(d->odm, ino))
+		return true;
+	if (!d->writeback)
+		return flags & O_DIRECT;
+	return (flags & O_ACCMODE) != O_RDONLY && append_only(d, ino);
+}
+
 static void set_open(struct cfsd *d, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	fi->direct_io = d->fs_dboptimized || (fi->flags & O_DIRECT) || odm_held(d->odm, ino);
+	fi->direct_io = bypasses_pages(d, ino, fi->flags);
 	fi->fh = (uint64_t)(unsigned)fi->flags | (fi->direct_io ? FH_DIRECT_IO : 0);
 	/* On a cluster the pages are kept only if no other node can have changed the file since
 	 * the last open here (close-to-open: a file closed elsewhere is read anew). */
@@ -357,7 +385,11 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 	struct caller who;
 	struct cfs_cred c = caller_cred(req, &who);
 	struct cfsd *d = D(req);
-	int64_t n = cfs_write(d->fs, ino, buf, size, (uint64_t)off, w, &c);
+	/* Dirty pages the kernel writes back, through whichever open file: their write(2) has
+	 * returned, its set-ID bits were dropped then, and an O_SYNC one's fsync follows. */
+	if (fi->writepage)
+		w = 0;
+	int64_t n = cfs_write(d->fs, ino, buf, size, (uint64_t)off, w, fi->writepage ? NULL : &c);
 	if (who.asked)
 		forget_attributes(d, ino);
 	if (n < 0) {
@@ -365,9 +397,11 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 		return;
 	}
 	/* Pages a buffered open cached meanwhile (none on dboptimized: no open is buffered):
-	 * counted before the answer, for the reads in flight (op_read), dropped after it. */
-	bool cached = (fi->fh & FH_DIRECT_IO) && !d->fs_dboptimized &&
-		      cfs_kernel_may_cache(d->fs, ino);
+	 * counted before the answer, for the reads in flight (op_read), dropped after it.  With
+	 * a write-back cache O_DIRECT takes the kernel's own path, which drops them after
+	 * synchronous writes only. */
+	bool direct = !fi->writepage && ((fi->fh & FH_DIRECT_IO) || (flags & O_DIRECT));
+	bool cached = direct && !d->fs_dboptimized && cfs_kernel_may_cache(d->fs, ino);
 	if (cached)
 		__atomic_add_fetch(&d->direct_writes_done, 1, __ATOMIC_RELEASE);
 	fuse_reply_write(req, (size_t)n);

@@ -16,6 +16,9 @@ struct cfsd {
 	struct cvm_volume *vol;
 	bool fs_dboptimized;
 	bool cluster;                  /* other nodes change the filesystem too */
+	bool nowriteback;              /* asked for: no write-back page cache */
+	/* The kernel caches writes and sends them later (a one-node normal mount): fuse_ops.c */
+	bool writeback;
 	struct kernel_inval *inval;    /* drops the kernel's pages of files others change */
 	const char *volume;
 	const struct scan_paths *scan; /* to find the LUNs again after a cvm grow */
@@ -25,6 +28,9 @@ struct cfsd {
 	/* Direct writes done to files the kernel may cache pages of (atomic): a buffered read
 	 * that saw it change may have cached what such a write replaced (fuse_ops.c). */
 	uint64_t direct_writes_done;
+	/* init_flags.c: INIT flags libfuse cannot ask for, those the kernel offered of them, and
+	 * the INIT request being answered. */
+	uint64_t init_wanted, init_added, init_unique;
 	/* Handles of the volume opened after other nodes grew it, closed after the unmount. */
 	struct cvm_volume **reopened;
 	unsigned nreopened;
@@ -47,12 +53,24 @@ struct cfs_cred caller_cred(fuse_req_t req, struct caller *who);
 /* The privileges (CFS_CRED_*) of process pid, from /proc, as a cfs_cred's function says. */
 unsigned pid_privileges(int pid, const struct cfs_cred *cr, uint32_t gid);
 
+/* init_flags.c: have the INIT reply of the mounted session se ask for the kernel flags
+ * cfsd needs that libfuse cannot ask for (before the session's loop starts). */
+int init_flags_hook(struct cfsd *d, struct fuse_session *se);
+
+/* dirty_limit.c: let the kernel keep more of the write-back cache's dirty pages of the
+ * mount at mountpoint (absolute, as mounted) than FUSE's default 1% share. */
+void dirty_limit_raise(const char *mountpoint);
+
 /* kernel_inval.c: a thread that tells the kernel to drop the cached pages of files whose
  * metadata lock this node gave up, and of the range of a direct write.  It runs apart from
  * the FUSE workers: an invalidation waits for page locks that a request blocked on the lock,
  * or waiting for a worker, may hold. */
 int kernel_inval_start(struct cfsd *d);
 void kernel_inval_stop(struct cfsd *d);
+/* Tell the kernel a file's size changed behind its back (ODM's resize): its attributes
+ * and pages go; with a write-back cache, which keeps the kernel's own size, a larger size
+ * is stored there too (a smaller one shows once the kernel forgets the inode). */
+void kernel_size_changed(struct cfsd *d, uint64_t ino, uint64_t size);
 /* Have the kernel drop the pages it cached of [off, off + len) of a file, soon. */
 void kernel_inval_range(struct cfsd *d, uint64_t ino, off_t off, off_t len);
 

@@ -70,6 +70,20 @@ void kernel_inval_range(struct cfsd *d, uint64_t ino, off_t off, off_t len)
 		enqueue(d->inval, &(struct inval){ino, off, len});
 }
 
+void kernel_size_changed(struct cfsd *d, uint64_t ino, uint64_t size)
+{
+	fuse_lowlevel_notify_inval_inode(d->se, ino, 0, 0);
+	if (!d->writeback)
+		return;
+	/* A write-back cache keeps the kernel's own size of a file, which a store of nothing
+	 * at the new end raises; nothing lowers it while the kernel knows the inode. */
+	struct fuse_bufvec none = FUSE_BUFVEC_INIT(0);
+	int rc = fuse_lowlevel_notify_store(d->se, ino, (off_t)size, &none, 0);
+	if (rc && rc != -ENOENT)
+		fprintf(stderr, "cfsd: inode %llu: size %llu not told to the kernel: %d\n",
+			(unsigned long long)ino, (unsigned long long)size, rc);
+}
+
 static void invalidate(struct kernel_inval *k, const struct inval *v)
 {
 	int rc = fuse_lowlevel_notify_inval_inode(k->d->se, v->ino, v->off, v->len);

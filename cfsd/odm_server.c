@@ -651,7 +651,7 @@ static int resize(struct odm_client *c, const ControlRequest *req, ControlReply 
 		odm_revoke_end(s, h->ino);
 	}
 	if (!rc && s->d->se) /* the size the kernel caches */
-		fuse_lowlevel_notify_inval_inode(s->d->se, h->ino, 0, 0);
+		kernel_size_changed(s->d, h->ino, req->size);
 	if (!rc)
 		rc = fill_map(c, h, reply, m);
 	return rc;

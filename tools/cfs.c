@@ -8,6 +8,7 @@
 #include "tools/common.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <libgen.h>
 #include <limits.h>
@@ -36,8 +37,9 @@ static void usage(FILE *out)
 		"       cfs lockproto VOLUME [local|corosync|dlm] [-s|--scan PATH]...\n"
 		"       mount.cfs VOLUME DIR [-o OPTIONS]       (as called by mount -t cfs)\n"
 
-		"Mount options: dboptimized, cluster=local|corosync|dlm, node=SLOT, ro, rw, scan=PATHS,\n"
-		"log=FILE, fence=PROGRAM, lock_cache=N, odm_group=GROUP, and FUSE's (allow_other, ...).\n"
+		"Mount options: dboptimized, cluster=local|corosync|dlm, node=SLOT, ro, rw, nowriteback,\n"
+		"scan=PATHS, log=FILE, fence=PROGRAM, lock_cache=N, odm_group=GROUP, and FUSE's\n"
+		"(allow_other, ...).\n"
 		"See cfs(8).\n"
 		"Exit status: 0 done, 1 failed, 2 bad usage.\n");
 }
@@ -112,6 +114,12 @@ static int do_remount(const char *dir, enum remount to)
 	req.has_size = true;
 	req.size = (uint64_t)ro;
 	ControlReply *r;
+	/* What a write-back cache holds goes to the daemon while it still takes writes. */
+	int dfd = ro ? open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+	if (dfd >= 0) {
+		syncfs(dfd);
+		close(dfd);
+	}
 	if (ro && mount(NULL, dir, NULL, flags, NULL)) {
 		fprintf(stderr, "cfs: remount of %s read-only: %s%s\n", dir, strerror(errno),
 			errno == EBUSY ? " (files are open for writing there: close them first)" : "");
@@ -194,11 +202,11 @@ static void print_status(const char *dir, const ControlReply *r, bool json)
 		print_nodes_json(s->recovering, s->n_recovering);
 		printf("], \"fenced\": %s, \"fence_interval_ms\": %u, \"locks_cached\": %llu, "
 		       "\"lock_cache_limit\": %u, \"locks_given_back\": %llu, "
-		       "\"journal_anchors\": %llu}\n",
+		       "\"journal_anchors\": %llu, \"writeback\": %s}\n",
 		       s->fenced ? "true" : "false", s->fence_interval_ms,
 		       (unsigned long long)s->locks_cached, s->lock_cache_limit,
 		       (unsigned long long)s->locks_given_back,
-		       (unsigned long long)s->journal_anchors);
+		       (unsigned long long)s->journal_anchors, s->writeback ? "true" : "false");
 		return;
 	}
 	char total[32], avail[32];
@@ -207,8 +215,9 @@ static void print_status(const char *dir, const ControlReply *r, bool json)
 	printf("%s: volume %s, label '%s', uuid %s\n", dir, s->volume, s->label, s->fs_uuid);
 	printf("  size %s (%llu blocks of %u bytes in %u groups), %s free\n", total,
 	       (unsigned long long)s->total_blocks, s->block_size, s->groups, avail);
-	printf("  node slot %u of %u%s, daemon pid %d\n", s->slot, s->slots,
-	       s->dboptimized ? ", dboptimized" : "", s->pid);
+	printf("  node slot %u of %u%s%s, daemon pid %d\n", s->slot, s->slots,
+	       s->dboptimized ? ", dboptimized" : "", s->writeback ? ", write-back cache" : "",
+	       s->pid);
 	printf("  %llu reads (%llu bytes), %llu writes (%llu bytes), %llu journal commits "
 	       "(%llu blocks, the log's anchor moved %llu times)\n",
 	       (unsigned long long)s->reads, (unsigned long long)s->read_bytes,

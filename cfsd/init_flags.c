@@ -1,0 +1,80 @@
+/* What cfsd asks the kernel for at FUSE_INIT beyond what libfuse can ask.
+ *
+ * libfuse 3.14 (Debian 12's) builds the INIT reply from the capabilities it knows.  Newer
+ * flags are added to that reply on its way to /dev/fuse, through libfuse's custom I/O hooks,
+ * and only if the kernel offered them in its INIT request:
+ * - FUSE_HANDLE_KILLPRIV_V2: cfsd drops set-ID bits itself on write, truncate and chown, by
+ *   the caller's privileges (cfs/setid.c), so the kernel may mark a file it has checked once
+ *   S_NOSEC.  Without it the kernel asks for security.capability before every write(2): a
+ *   round trip to cfsd for each, a third of a cached write's time.  The kernel still removes
+ *   security.capability itself when a file it has not marked has one; on one node every
+ *   change of those goes through this kernel, which unmarks the file.  Not on a cluster:
+ *   another node setting a file's capability would not unmark it here, and cfsd does not
+ *   remove capabilities on write.
+ * - FUSE_DIRECT_IO_ALLOW_MMAP (protocol 7.39, kernels since 6.6): MAP_SHARED mappings of
+ *   files opened for direct I/O, on a dboptimized mount of one node (cfs(8), "mmap").
+ * The kernel sends nothing else before the INIT reply, so the INIT request's identity needs
+ * no lock: one thread reads and answers it. */
+#define FUSE_USE_VERSION 312
+#include "cfsd/fuse_ops.h"
+
+#include <errno.h>
+#include <fuse_lowlevel.h>
+#include <linux/fuse.h>
+#include <stddef.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#ifndef FUSE_DIRECT_IO_ALLOW_MMAP
+#define FUSE_DIRECT_IO_ALLOW_MMAP (1ull << 36)
+#endif
+
+static ssize_t read_request(int fd, void *buf, size_t len, void *userdata)
+{
+	struct cfsd *d = userdata;
+	ssize_t n = read(fd, buf, len);
+	const struct fuse_in_header *in = buf;
+	if (n >= (ssize_t)(sizeof *in + offsetof(struct fuse_init_in, flags2) + 4) &&
+	    in->opcode == FUSE_INIT) {
+		const struct fuse_init_in *init = (const void *)(in + 1);
+		uint64_t offered = init->flags;
+		if (offered & FUSE_INIT_EXT)
+			offered |= (uint64_t)init->flags2 << 32;
+		d->init_unique = in->unique;
+		d->init_added = d->init_wanted & offered;
+	}
+	return n;
+}
+
+static ssize_t write_reply(int fd, struct iovec *iov, int count, void *userdata)
+{
+	struct cfsd *d = userdata;
+	const struct fuse_out_header *out = iov[0].iov_base;
+	struct fuse_init_out init;
+	if (!d->init_added || count != 2 || iov[0].iov_len < sizeof *out ||
+	    out->unique != d->init_unique || out->error ||
+	    iov[1].iov_len < offsetof(struct fuse_init_out, flags2) + 4 ||
+	    iov[1].iov_len > sizeof init)
+		return writev(fd, iov, count);
+	memcpy(&init, iov[1].iov_base, iov[1].iov_len);
+	init.flags |= (uint32_t)d->init_added;
+	if (d->init_added >> 32) {
+		init.flags |= FUSE_INIT_EXT;
+		init.flags2 |= (uint32_t)(d->init_added >> 32);
+	}
+	d->init_added = 0;
+	struct iovec patched[2] = {iov[0], {&init, iov[1].iov_len}};
+	return writev(fd, patched, 2);
+}
+
+int init_flags_hook(struct cfsd *d, struct fuse_session *se)
+{
+	if (d->cluster) /* see the top of this file */
+		return 0;
+	d->init_wanted = FUSE_HANDLE_KILLPRIV_V2;
+	if (d->fs_dboptimized)
+		d->init_wanted |= FUSE_DIRECT_IO_ALLOW_MMAP;
+	static const struct fuse_custom_io io = {.read = read_request, .writev = write_reply};
+	return fuse_session_custom_io(se, &io, fuse_session_fd(se));
+}
