@@ -604,11 +604,18 @@ static void op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 	reply_err(req, cfs_removexattr(D(req)->fs, ino, name));
 }
 
-/* The kernel answers SEEK_SET, SEEK_CUR and SEEK_END itself. */
+/* The kernel answers SEEK_SET, SEEK_CUR and SEEK_END itself.  With a write-back cache it
+ * would ask about holes without sending its dirty pages first, and data not yet written
+ * back would show as a hole (cp(1) would copy it as one): ENOSYS has it answer every later
+ * SEEK_DATA and SEEK_HOLE itself, the whole file data (cfs(8)). */
 static void op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
 		     struct fuse_file_info *fi)
 {
 	(void)fi;
+	if (D(req)->writeback) {
+		fuse_reply_err(req, ENOSYS);
+		return;
+	}
 	if (off < 0 || (whence != SEEK_DATA && whence != SEEK_HOLE)) {
 		fuse_reply_err(req, EINVAL);
 		return;
