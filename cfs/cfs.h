@@ -169,6 +169,9 @@ int cfs_rename(struct cfs_fs *fs, uint64_t parent, const char *name, uint64_t ne
 #define CFS_SET_ATIME 16u
 #define CFS_SET_MTIME 32u
 #define CFS_SET_CTIME 64u
+/* With exactly CFS_SET_MTIME | CFS_SET_CTIME: the times a write-back cache kept of writes
+ * it sent since (CFS_W_CACHED), taken as those writes were. */
+#define CFS_SET_CACHED_TIMES 128u
 /* cr NULL, here and below: the filesystem itself asks, set-ID bits stay. */
 int cfs_setattr(struct cfs_fs *fs, uint64_t ino, const struct stat *attr, unsigned to_set,
 		const struct cfs_cred *cr, struct stat *out);
@@ -215,6 +218,9 @@ int64_t cfs_read(struct cfs_fs *fs, uint64_t ino, void *buf, uint64_t size, uint
 			 * the commit interval (as with lazytime) */
 #define CFS_W_DIRECT 2u /* O_DIRECT: the allocation and size it changed committed on return */
 #define CFS_W_DSYNC 4u  /* O_DSYNC: data, allocation and size durable on return */
+/* Pages a write-back cache sends: their write(2) was allowed when it was made, so inode
+ * flags set since (chattr +a or +i) do not refuse them, and no set-ID bits go (cr NULL). */
+#define CFS_W_CACHED 8u
 int64_t cfs_write(struct cfs_fs *fs, uint64_t ino, const void *buf, uint64_t size,
 		  uint64_t off, unsigned flags, const struct cfs_cred *cr);
 int cfs_fallocate(struct cfs_fs *fs, uint64_t ino, int mode, uint64_t off, uint64_t len,

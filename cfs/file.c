@@ -513,7 +513,7 @@ int64_t cfs_write(struct cfs_fs *fs, uint64_t ino, const void *buf, uint64_t siz
 		rc = open_inode_locked_as(fs, ino, try_inode_only ? CFSLOCK_PR : CFSLOCK_EX, imode,
 					  &ip);
 		held = !rc;
-		if (!rc)
+		if (!rc && !(flags & CFS_W_CACHED))
 			rc = cfs_iflags_may_write(ip, off);
 		if (!rc)
 			rc = plan_range(fs, ip, off, size, &p);
@@ -543,6 +543,8 @@ int64_t cfs_write(struct cfs_fs *fs, uint64_t ino, const void *buf, uint64_t siz
 	}
 	if (!rc && !shared_glock)
 		cfs_itimes_catch_up(ip);
+	if (!rc && (flags & CFS_W_CACHED))
+		ip->cached_data = true;
 	if (!rc && drop) { /* before the data, as the kernel's file_remove_privs */
 		ip->d.mode &= ~drop;
 		cfs_itouch(ip, false, true);

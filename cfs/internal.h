@@ -189,6 +189,9 @@ struct cfs_inode {
 	bool in_orphans;
 	bool times_dirty; /* mtime/ctime changed by an overwrite, written at the next commit */
 	bool times_pending; /* written under the shared glock: stamp at the next EX use here */
+	/* A write-back cache sent pages of it (CFS_W_CACHED) since it last sent their times:
+	 * those times are taken even if chattr +a or +i came in between. */
+	bool cached_data;
 	struct cfs_dinode d;
 	/* The inline xattr area (CFS_INODE_XATTR_LEN bytes), NULL while it holds nothing: most
 	 * inodes have none, and a walk of a big tree keeps every inode it looked up. */

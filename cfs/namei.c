@@ -804,7 +804,9 @@ static int setattr_as(struct cfs_fs *fs, uint64_t ino, const struct stat *a, uns
 		cfs_op_end(fs);
 		return rc;
 	}
-	rc = cfs_iflags_may_change(ip);
+	bool cached_times = set == (CFS_SET_MTIME | CFS_SET_CTIME | CFS_SET_CACHED_TIMES) &&
+			    ip->cached_data;
+	rc = cached_times ? 0 : cfs_iflags_may_change(ip);
 	if (!rc && (set & CFS_SET_SIZE)) {
 		if (S_ISDIR(ip->d.mode))
 			rc = -EISDIR;
@@ -851,6 +853,8 @@ static int setattr_as(struct cfs_fs *fs, uint64_t ino, const struct stat *a, uns
 		cfs_itouch(ip, false, true);
 		if (set & CFS_SET_CTIME)
 			set_time(&ip->d.ctime, &ip->d.ctime_ns, &a->st_ctim);
+		if (set & CFS_SET_CACHED_TIMES)
+			ip->cached_data = false;
 		int w = cfs_iwrite(fs, ip);
 		rc = rc ? rc : w;
 	}

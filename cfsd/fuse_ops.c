@@ -133,6 +133,7 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 		       struct fuse_file_info *fi)
 {
 	(void)fi;
+	struct cfsd *d = D(req);
 	unsigned set = 0;
 	struct timespec now;
 	clock_gettime(CLOCK_REALTIME, &now);
@@ -156,10 +157,9 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 		attr->st_mtim = now;
 		set |= CFS_SET_MTIME;
 	}
-	if (to_set & FUSE_SET_ATTR_CTIME)
-		set |= CFS_SET_CTIME;
+	if (to_set & FUSE_SET_ATTR_CTIME) /* only a write-back cache sends ctime */
+		set |= CFS_SET_CTIME | (d->writeback ? CFS_SET_CACHED_TIMES : 0);
 	struct stat st;
-	struct cfsd *d = D(req);
 	char msg[256];
 	/* A size change may free blocks an ODM client writes to: its map goes first. */
 	int rc = set & CFS_SET_SIZE ? odm_revoke_begin(d->odm, ino, NULL, msg, sizeof msg) : 0;
@@ -388,7 +388,7 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 	/* Dirty pages the kernel writes back, through whichever open file: their write(2) has
 	 * returned, its set-ID bits were dropped then, and an O_SYNC one's fsync follows. */
 	if (fi->writepage)
-		w = 0;
+		w = CFS_W_CACHED;
 	int64_t n = cfs_write(d->fs, ino, buf, size, (uint64_t)off, w, fi->writepage ? NULL : &c);
 	if (who.asked)
 		forget_attributes(d, ino);

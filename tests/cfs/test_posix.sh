@@ -392,6 +392,18 @@ writer.stdin.write('\n'); writer.stdin.flush()
 assert writer.wait() == 0
 assert sent >= 4 << 20, f'only {sent} bytes reached the daemon after fsync'
 assert (cached < 1 << 20) == want, f'{cached} bytes reached the daemon before fsync'
+# Written before chattr +a or +i, sent after it: the write was allowed when it was made.
+import fcntl, struct
+for flag in (0x20, 0x10):  # FS_APPEND_FL, FS_IMMUTABLE_FL
+    fd = os.open(mnt + '/flagged', os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o644)
+    os.pwrite(fd, b'before the flag', 0)
+    ro = os.open(mnt + '/flagged', os.O_RDONLY)
+    fcntl.ioctl(ro, 0x40086602, struct.pack('i', flag))  # FS_IOC_SETFLAGS
+    os.close(fd)
+    assert open(mnt + '/flagged', 'rb').read() == b'before the flag', hex(flag)
+    fcntl.ioctl(ro, 0x40086602, struct.pack('i', 0))
+    os.close(ro)
+os.unlink(mnt + '/flagged')
 # Past the end of the space: the error comes from the write through, from fsync with write-back.
 fd = os.open(mnt + '/full', os.O_CREAT | os.O_WRONLY, 0o644)
 failed_at = None
@@ -414,7 +426,7 @@ make_volume small 1 64
 "$BIN/mkfs.cfs" -L small small >/dev/null 2>&1 || not_ok "mkfs.cfs of a 64 MiB volume"
 for mode in writeback nowriteback; do
 	mount_cfs small "$T/small" "$mode" || { not_ok "$mode mount: $(tail -3 "$T/small.log")"; continue; }
-	check "$mode: writes reach the daemon $([ $mode = writeback ] && echo at fsync || echo at once), ENOSPC at $([ $mode = writeback ] && echo fsync || echo the write)" \
+	check "$mode: writes reach the daemon $([ $mode = writeback ] && echo at fsync || echo at once), also after a chattr +a or +i, ENOSPC at $([ $mode = writeback ] && echo fsync || echo the write)" \
 		timeout 120 python3 "$T/writeback.py" "$BIN/cfs" "$T/small" "$mode"
 	umount_cfs "$T/small"
 	expect 0 "clean" "$mode: fsck.cfs clean after the full filesystem" -- "$BIN/fsck.cfs" -n small
