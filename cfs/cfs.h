@@ -226,6 +226,9 @@ int64_t cfs_write(struct cfs_fs *fs, uint64_t ino, const void *buf, uint64_t siz
 int cfs_fallocate(struct cfs_fs *fs, uint64_t ino, int mode, uint64_t off, uint64_t len,
 		  const struct cfs_cred *cr);
 int cfs_fsync(struct cfs_fs *fs, uint64_t ino);
+/* fdatasync(2): the file's data and what reading it needs (size, allocation) durable; the
+ * times of overwrites wait for the next commit, as cfs_write's lazytime rule says. */
+int cfs_fdatasync(struct cfs_fs *fs, uint64_t ino);
 /* lseek SEEK_DATA (hole false) or SEEK_HOLE: the offset, or -ENXIO at or past the end (and
  * for SEEK_DATA with no data after off).  Unwritten (fallocated) space is a hole. */
 int64_t cfs_seek_data(struct cfs_fs *fs, uint64_t ino, uint64_t off, bool hole);

@@ -809,3 +809,17 @@ int cfs_fsync(struct cfs_fs *fs, uint64_t ino)
 	pthread_mutex_unlock(&fs->lock);
 	return rc ? rc : cfs_sync(fs);
 }
+
+int cfs_fdatasync(struct cfs_fs *fs, uint64_t ino)
+{
+	/* Sizes and maps go into the transaction when they change; only times wait outside. */
+	pthread_mutex_lock(&fs->lock);
+	bool times_only = fs->txn.n == 0;
+	pthread_mutex_unlock(&fs->lock);
+	if (!times_only)
+		return cfs_fsync(fs, ino);
+	pthread_rwlock_rdlock(&fs->vol_lock);
+	int rc = cvm_volume_flush(fs->vol);
+	pthread_rwlock_unlock(&fs->vol_lock);
+	return rc;
+}

@@ -477,8 +477,9 @@ static void op_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, 
 
 static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
 {
-	(void)datasync, (void)fi;
-	reply_err(req, cfs_fsync(D(req)->fs, ino));
+	(void)fi;
+	struct cfs_fs *fs = D(req)->fs;
+	reply_err(req, datasync ? cfs_fdatasync(fs, ino) : cfs_fsync(fs, ino));
 }
 
 struct dir_handle {

@@ -9,7 +9,7 @@
 Durable files are never changed in place: they are made, fsync'd, logged ("F name sha"), and
 later renamed or unlinked with an intent line before ("r"/"u") and a done line after ("R"/"U")
 the directory fsync, so a crash in between allows either outcome.  One file is: osync, blocks
-overwritten through O_SYNC, each write logged when it returned ("W block seq"); every block
+overwritten through O_SYNC (O_DSYNC in runs of odd seeds), each write logged when it returned ("W block seq"); every block
 must hold its last logged write or a later one."""
 import hashlib, os, random, sys
 
@@ -65,7 +65,7 @@ def osync_block(block, seq):
     return (b'%08d %08d ' % (block, seq)) * (4096 // 18) + b'\n' * (4096 % 18)
 
 
-def osync_file(d, log, log_fd):
+def osync_file(d, log, log_fd, seed):
     """The O_SYNC file, made (and logged "O") by the first run; its next sequence number."""
     path = os.path.join(d, 'osync')
     if not any(l.startswith('O') for l in open(log)):
@@ -76,7 +76,9 @@ def osync_file(d, log, log_fd):
         fsync_dir(d)
         log_line(log_fd, 'O')
     seqs = [int(l.split()[2]) for l in open(log) if l.startswith('W ') and l.endswith('\n')]
-    return os.open(path, os.O_WRONLY | os.O_SYNC), max(seqs, default=0) + 1
+    # O_DSYNC in every other run: the overwrite's data durable, its time not yet committed.
+    sync = os.O_DSYNC if seed % 2 else os.O_SYNC
+    return os.open(path, os.O_WRONLY | sync), max(seqs, default=0) + 1
 
 
 def run(d, log, seed):
@@ -85,7 +87,7 @@ def run(d, log, seed):
     settle(d, log, log_fd)
     for sub in ('d0', 'd1', 'd2', 'scratch'):
         os.makedirs(os.path.join(d, sub), exist_ok=True)
-    osync_fd, seq = osync_file(d, log, log_fd)
+    osync_fd, seq = osync_file(d, log, log_fd, seed)
     durable = [l.split()[1] for l in open(log) if l.startswith('F ')]
     gone = set()
     for l in open(log):

@@ -392,6 +392,25 @@ writer.stdin.write('\n'); writer.stdin.flush()
 assert writer.wait() == 0
 assert sent >= 4 << 20, f'only {sent} bytes reached the daemon after fsync'
 assert (cached < 1 << 20) == want, f'{cached} bytes reached the daemon before fsync'
+# fdatasync of an overwrite commits nothing (the time waits, as with lazytime), fsync does.
+def commits():
+    return status()['commits']
+fd = os.open(mnt + '/fds', os.O_CREAT | os.O_RDWR, 0o644)
+os.write(fd, b'x' * (32 * 4096))
+os.fsync(fd)
+c0 = commits()
+for i in range(20):
+    os.pwrite(fd, b'y' * 4096, i * 4096)
+    os.fdatasync(fd)
+c1 = commits()
+os.pwrite(fd, b'z' * 4096, 0)
+os.fsync(fd)
+c2 = commits()
+os.close(fd)
+os.unlink(mnt + '/fds')
+if not want:  # a write-back cache sends its times before an fdatasync too
+    assert c1 - c0 <= 2, f'{c1 - c0} commits for 20 fdatasyncs of overwrites'
+assert c2 > c1, 'no commit for the fsync after an overwrite'
 # Written before chattr +a or +i, sent after it: the write was allowed when it was made.
 import fcntl, struct
 for flag in (0x20, 0x10):  # FS_APPEND_FL, FS_IMMUTABLE_FL
@@ -426,7 +445,7 @@ make_volume small 1 64
 "$BIN/mkfs.cfs" -L small small >/dev/null 2>&1 || not_ok "mkfs.cfs of a 64 MiB volume"
 for mode in writeback nowriteback; do
 	mount_cfs small "$T/small" "$mode" || { not_ok "$mode mount: $(tail -3 "$T/small.log")"; continue; }
-	check "$mode: writes reach the daemon $([ $mode = writeback ] && echo at fsync || echo at once), also after a chattr +a or +i, ENOSPC at $([ $mode = writeback ] && echo fsync || echo the write)" \
+	check "$mode: writes reach the daemon $([ $mode = writeback ] && echo at fsync || echo at once), also after a chattr +a or +i, fdatasync commits no time, ENOSPC at $([ $mode = writeback ] && echo fsync || echo the write)" \
 		timeout 120 python3 "$T/writeback.py" "$BIN/cfs" "$T/small" "$mode"
 	umount_cfs "$T/small"
 	expect 0 "clean" "$mode: fsck.cfs clean after the full filesystem" -- "$BIN/fsck.cfs" -n small
