@@ -172,9 +172,13 @@ struct cfs_djdesc {
 	uint64_t seq;
 	uint32_t count;    /* 0: the anchor */
 	uint32_t log_id;
-	/* uint64_t target[count] at CFS_JDESC_OFF */
+	/* Blocks this transaction frees that it or an earlier transaction of its log holds an
+	 * image of: a replay puts none of those images home (the blocks may hold data since). */
+	uint32_t revokes;
+	/* uint64_t target[count], then uint64_t revoked[revokes], at CFS_JDESC_OFF */
 };
 #define CFS_JDESC_OFF 64u
+static_assert(sizeof(struct cfs_djdesc) <= CFS_JDESC_OFF, "journal descriptor header fits");
 #define CFS_JDESC_MAX(bs) (((bs) - CFS_JDESC_OFF) / 8u)
 
 struct cfs_djcommit {

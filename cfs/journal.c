@@ -99,7 +99,8 @@ static uint32_t txn_at(const struct log_reader *r, uint32_t pos)
 	const struct cfs_djdesc *desc = (const void *)d;
 	if (cfs_block_verify(d, bs, r->at + pos, CFS_B_JDESC, r->slot, &why) ||
 	    desc->log_id != r->log_id || desc->count == 0 ||
-	    desc->count > cfs_journal_limit(r->sb) || pos + desc->count + 2 > r->blocks)
+	    desc->count > cfs_journal_limit(r->sb) || pos + desc->count + 2 > r->blocks ||
+	    desc->revokes > CFS_JDESC_MAX(bs) - desc->count)
 		return 0;
 	uint32_t n = desc->count;
 	const uint8_t *img = d + bs;
@@ -154,6 +155,17 @@ static int collect_txn(const struct log_reader *r, uint32_t pos, struct cfs_jlog
 		}
 		memcpy(log->images + (size_t)k * bs, d + (size_t)(1 + i) * bs, bs);
 	}
+	/* Freed by this transaction: no image of it so far goes home (later ones may). */
+	const uint64_t *revoked = t + n;
+	for (uint32_t i = 0; i < ((const struct cfs_djdesc *)d)->revokes; i++)
+		for (uint32_t k = 0; k < log->count; k++)
+			if (log->targets[k] == revoked[i]) {
+				log->count--;
+				log->targets[k] = log->targets[log->count];
+				memcpy(log->images + (size_t)k * bs,
+				       log->images + (size_t)log->count * bs, bs);
+				break;
+			}
 	return 0;
 }
 
@@ -301,22 +313,24 @@ static void forget_logged(struct cfs_fs *fs)
 	fs->jlogged_n = 0;
 }
 
-/* Does the running transaction free a block the log holds an image of? */
-static bool frees_logged(const struct cfs_fs *fs)
+/* The blocks the running transaction frees that the log holds images of (its own too, once
+ * remember_logged ran), into rv, at most max of them; how many there are. */
+static uint32_t frees_logged(const struct cfs_fs *fs, uint64_t *rv, uint32_t max)
 {
+	uint32_t n = 0;
 	for (size_t i = 0; i < fs->npending; i += 2) {
 		uint64_t start = fs->pending_free[i], len = fs->pending_free[i + 1];
 		if (len <= 64) {
 			for (uint64_t b = start; b < start + len; b++)
-				if (logged(fs, b))
-					return true;
+				if (logged(fs, b) && n++ < max)
+					rv[n - 1] = b;
 			continue;
 		}
 		for (size_t k = 0; k < fs->jlogged_cap && fs->jlogged_n; k++)
-			if (fs->jlogged[k] > start && fs->jlogged[k] <= start + len)
-				return true;
+			if (fs->jlogged[k] > start && fs->jlogged[k] <= start + len && n++ < max)
+				rv[n - 1] = fs->jlogged[k] - 1;
 	}
-	return false;
+	return n;
 }
 
 /* ---- this node's own log ---- */
@@ -365,8 +379,10 @@ static int write_in_place(struct cfs_fs *fs)
 	return 0;
 }
 
-/* The running transaction as it goes into the log at `pos`. */
-static uint8_t *log_record(struct cfs_fs *fs, uint32_t pos)
+/* The running transaction as it goes into the log at `pos`, with the blocks it frees that
+ * the log holds images of, if they fit in its descriptor; *void_log if they do not (a new
+ * anchor must then kill the log once it is committed). */
+static uint8_t *log_record(struct cfs_fs *fs, uint32_t pos, bool *void_log)
 {
 	struct cfs_txn *t = &fs->txn;
 	uint32_t bs = fs->bs, n = t->n;
@@ -380,6 +396,9 @@ static uint8_t *log_record(struct cfs_fs *fs, uint32_t pos)
 	desc->count = n;
 	desc->log_id = fs->jlog_id;
 	uint64_t *targets = (uint64_t *)(j + CFS_JDESC_OFF);
+	uint32_t room = CFS_JDESC_MAX(bs) - n, revokes = frees_logged(fs, targets + n, room);
+	*void_log = revokes > room;
+	desc->revokes = *void_log ? 0 : revokes;
 	for (uint32_t i = 0; i < n; i++) {
 		struct cfs_buf *b = t->bufs[i];
 		cfs_block_seal(b->data, bs);
@@ -398,7 +417,7 @@ static uint8_t *log_record(struct cfs_fs *fs, uint32_t pos)
 	return j;
 }
 
-static int commit_running(struct cfs_fs *fs)
+static int commit_running(struct cfs_fs *fs, bool *void_log)
 {
 	uint32_t n = fs->txn.n, need = n + 2;
 	uint32_t head = fs->jlast_len ? fs->jlast_pos + fs->jlast_len : 1;
@@ -413,7 +432,7 @@ static int commit_running(struct cfs_fs *fs)
 		pos = 1;
 	if (!rc) /* in the log from now on, also for the frees that follow it */
 		rc = remember_logged(fs);
-	uint8_t *j = rc ? NULL : log_record(fs, pos);
+	uint8_t *j = rc ? NULL : log_record(fs, pos, void_log);
 	if (!rc && !j)
 		return -ENOMEM;
 	uint64_t at = journal_first(&fs->sb, fs->slot) + pos;
@@ -448,10 +467,12 @@ int cfs_journal_commit(struct cfs_fs *fs)
 		fs->ro = true;
 		return -EIO;
 	}
-	int rc = commit_running(fs);
-	/* What this transaction frees is handed out again once it is committed: if the log
-	 * holds an image of any of it (this transaction's own too), void the log now. */
-	if (!rc && (frees_logged(fs) || fs->jlogged_n > logged_max(fs)))
+	/* What this transaction frees is handed out again once it is committed: the log's
+	 * images of it (this transaction's own too) are revoked in it, or if there are more
+	 * than its descriptor holds, the log is voided now. */
+	bool void_log = false;
+	int rc = commit_running(fs, &void_log);
+	if (!rc && (void_log || fs->jlogged_n > logged_max(fs)))
 		rc = cfs_journal_empty(fs);
 	if (rc) {
 		/* The journal or the volume failed under us: stop changing anything.  What is

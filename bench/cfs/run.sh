@@ -179,10 +179,11 @@ dbrow "  the same, -o nowriteback"
 # A many-client file server load (dbench's default loadfile: creates, writes, reads, renames,
 # deletes, locks across 8 clients) on the same normal mount against ext4.
 dbench_mb() { dbench -D "$1" -t "$dbench_secs" 8 2>/dev/null | awk '/^Throughput/ {print $2}'; }
-mkdir -p "$dir/ext4/dbench" "$dir/cfs/dbench"
-e=$(dbench_mb "$dir/ext4/dbench"); c=$(dbench_mb "$dir/cfs/dbench")
-printf '\n%-36s %10s %10s %8s\n' "file server load (MB/s)" "ext4" "cfs" "cfs/ext4"
-printf '%-36s %10s %10s %8.2f\n' "dbench, 8 clients, $dbench_secs s" "$e" "$c" "$(python3 -c "print($c/$e)")"
+mkdir -p "$dir/ext4/dbench" "$dir/pt/dbench" "$dir/cfs/dbench"
+e=$(dbench_mb "$dir/ext4/dbench"); p=$(dbench_mb "$dir/pt/dbench"); c=$(dbench_mb "$dir/cfs/dbench")
+printf '\n%-36s %10s %10s %10s %8s %8s\n' "file server load (MB/s)" "ext4" "pt" "cfs" "cfs/ext4" "cfs/pt"
+printf '%-36s %10s %10s %10s %8.2f %8.2f\n' "dbench, 8 clients, $dbench_secs s" "$e" "$p" "$c" \
+	"$(python3 -c "print($c/$e)")" "$(python3 -c "print($c/$p)")"
 "$bin/cfs" status "$dir/cfs" | tail -1
 "$bin/cfs" umount "$dir/cfs"
 "$bin/fsck.cfs" -n bench | tail -1
