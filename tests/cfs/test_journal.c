@@ -159,6 +159,22 @@ Test(journal, a_torn_newest_transaction_leaves_the_ones_before_it)
 	fs_done(fs); /* the inode is in no directory: fsck would say so */
 }
 
+/* Write content over block blk behind the filesystem's back, crash, mount (replaying the
+ * log): the block must still hold it. */
+static struct cfs_fs *crash_after_writing(struct cfs_fs *fs, uint64_t blk, const uint8_t *content,
+					  const char *what)
+{
+	uint8_t *now;
+	cr_assert_eq(posix_memalign((void **)&now, 4096, 4096), 0);
+	cr_assert_eq(cvm_volume_write(fs->vol, content, 4096, blk * 4096), 0);
+	fs_crash(fs);
+	fs = fs_mount();
+	cr_assert_eq(cvm_volume_read(fs->vol, now, 4096, blk * 4096), 0);
+	cr_assert_eq(memcmp(now, content, 4096), 0, "%s", what);
+	free(now);
+	return fs;
+}
+
 /* A journal of the smallest size: the log wraps every few dozen commits. */
 static struct cfs_fs *fs_small_journal(void)
 {
@@ -270,9 +286,8 @@ Test(journal, the_new_log_after_a_too_big_transaction_knows_its_blocks)
 Test(journal, no_transaction_of_an_earlier_log_is_replayed)
 {
 	struct cfs_fs *fs = fs_fresh(1, 32);
-	uint8_t *old, *now;
+	uint8_t *old;
 	cr_assert_eq(posix_memalign((void **)&old, 4096, 4096), 0);
-	cr_assert_eq(posix_memalign((void **)&now, 4096, 4096), 0);
 	uint64_t ino = committed_but_not_home(fs, old);
 	chown_not_home(fs, ino, 300);
 	/* A let-go of the locks does this: everything in place, a new log. */
@@ -280,13 +295,8 @@ Test(journal, no_transaction_of_an_earlier_log_is_replayed)
 	cr_assert_eq(cfs_journal_empty(fs), 0);
 	pthread_mutex_unlock(&fs->lock);
 	/* Then another node changes the block (here: back to what it was before the inode). */
-	cr_assert_eq(cvm_volume_write(fs->vol, old, 4096, ino * 4096), 0);
-	fs_crash(fs);
-	fs = fs_mount();
-	cr_assert_eq(cvm_volume_read(fs->vol, now, 4096, ino * 4096), 0);
-	cr_assert_eq(memcmp(now, old, 4096), 0, "the old log's image came back over it");
+	fs = crash_after_writing(fs, ino, old, "the old log's image came back over it");
 	free(old);
-	free(now);
 	fs_done(fs);
 }
 
@@ -314,17 +324,11 @@ Test(journal, a_commit_that_frees_a_block_of_the_log_revokes_its_images)
 		cr_assert_neq(log.targets[i], ino, "the freed inode's image would be replayed");
 	cfs_jlog_free(&log);
 	/* The block gets a file's data; a crash and the replay leave it. */
-	uint8_t *data, *now;
+	uint8_t *data;
 	cr_assert_eq(posix_memalign((void **)&data, 4096, 4096), 0);
-	cr_assert_eq(posix_memalign((void **)&now, 4096, 4096), 0);
 	memset(data, 'd', 4096);
-	cr_assert_eq(cvm_volume_write(fs->vol, data, 4096, ino * 4096), 0);
-	fs_crash(fs);
-	fs = fs_mount();
-	cr_assert_eq(cvm_volume_read(fs->vol, now, 4096, ino * 4096), 0);
-	cr_assert_eq(memcmp(now, data, 4096), 0, "the replay put the freed inode back");
+	fs = crash_after_writing(fs, ino, data, "the replay put the freed inode back");
 	free(data);
-	free(now);
 	fs_done(fs); /* its data block is "free" to fsck: it was written behind its back */
 }
 
