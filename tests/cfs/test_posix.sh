@@ -376,7 +376,7 @@ before = status()['write_bytes']
 writer = subprocess.Popen([sys.executable, '-c', """
 import os, sys
 fd = os.open(sys.argv[1], os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o644)
-os.write(fd, b'w' * (4 << 20))
+os.write(fd, b'w' * (2 << 20))
 print('written', flush=True)
 sys.stdin.readline()
 os.fsync(fd)
@@ -390,7 +390,7 @@ assert writer.stdout.readline() == 'synced\n'
 sent = status()['write_bytes'] - before
 writer.stdin.write('\n'); writer.stdin.flush()
 assert writer.wait() == 0
-assert sent >= 4 << 20, f'only {sent} bytes reached the daemon after fsync'
+assert sent >= 2 << 20, f'only {sent} bytes reached the daemon after fsync'
 assert (cached < 1 << 20) == want, f'{cached} bytes reached the daemon before fsync'
 # fdatasync of an overwrite commits nothing (the time waits, as with lazytime), fsync does.
 def commits():
@@ -454,7 +454,7 @@ done
 # dboptimized: direct I/O on every open, parallel writers on one file, unaligned I/O still right.
 mount_cfs v "$M" dboptimized || { not_ok "dboptimized mount: $(tail -3 "$T/v.log")"; finish; }
 check "dboptimized: shared and private mappings read and write what read(2) and write(2) do, as cfs(8) says" py "$M" <<'PY'
-import mmap, os, sys
+import errno, mmap, os, sys
 fd = os.open(sys.argv[1] + '/mm', os.O_RDWR)
 want = os.pread(fd, 4096, 0)
 for prot in (mmap.PROT_READ, mmap.PROT_READ | mmap.PROT_WRITE):
@@ -462,6 +462,12 @@ for prot in (mmap.PROT_READ, mmap.PROT_READ | mmap.PROT_WRITE):
     if m[:] != want:
         sys.exit('a private mapping reads other bytes than read(2)')
     m.close()
+if tuple(map(int, os.uname().release.split('.')[:2])) < (6, 6):  # no FUSE_DIRECT_IO_ALLOW_MMAP
+    try:
+        mmap.mmap(fd, 4096, flags=mmap.MAP_SHARED)
+        sys.exit('a shared mapping was allowed by a kernel before 6.6')
+    except OSError as e:
+        sys.exit(0 if e.errno == errno.ENODEV else f'a shared mapping failed with {e}, not ENODEV')
 m = mmap.mmap(fd, 8192, flags=mmap.MAP_SHARED)
 if m[:4096] != want:
     sys.exit('a shared mapping reads other bytes than read(2)')
