@@ -21,6 +21,44 @@ int cfs_control_path(const char *mountpoint, char *out, size_t outlen)
 	return 0;
 }
 
+/* mountinfo escapes space, tab, newline and backslash as \ooo. */
+static void unescape(char *s)
+{
+	char *w = s;
+	for (char *r = s; *r; r++) {
+		if (r[0] == '\\' && r[1] >= '0' && r[1] <= '7' && r[2] && r[3]) {
+			*w++ = (char)((r[1] - '0') * 64 + (r[2] - '0') * 8 + (r[3] - '0'));
+			r += 3;
+		} else {
+			*w++ = *r;
+		}
+	}
+	*w = 0;
+}
+
+int cfs_mountinfo_each(void (*fn)(const struct cfs_mount_entry *m, void *arg), void *arg)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	if (!f)
+		return -errno;
+	char *line = NULL;
+	size_t cap = 0;
+	struct cfs_mount_entry *m = malloc(sizeof *m);
+	while (m && getline(&line, &cap, f) > 0) {
+		const char *dash = strstr(line, " - ");
+		if (!dash || sscanf(line, "%*s %*s %31s %*s %4095s", m->dev, m->dir) != 2 ||
+		    sscanf(dash + 3, "%63s", m->fstype) != 1)
+			continue;
+		unescape(m->dir);
+		fn(m, arg);
+	}
+	int rc = m ? 0 : -ENOMEM;
+	free(m);
+	free(line);
+	fclose(f);
+	return rc;
+}
+
 static int full(int fd, void *buf, size_t len, bool writing)
 {
 	uint8_t *p = buf;

@@ -4,6 +4,7 @@
 #ifndef CFS_CONTROL_H
 #define CFS_CONTROL_H
 
+#include <limits.h>
 #include <protobuf-c/protobuf-c.h>
 #include <pthread.h>
 #include <stddef.h>
@@ -17,6 +18,17 @@ struct cfs_control;
 
 /* The socket path for a mount point (resolved with realpath).  -errno if it does not exist. */
 int cfs_control_path(const char *mountpoint, char *out, size_t outlen);
+/* A mount as /proc/self/mountinfo lists it: its device ("MAJOR:MINOR"), its mount point
+ * (unescaped) and its filesystem type ("fuse.cfs" for CFS). */
+struct cfs_mount_entry {
+	char dev[32];
+	char dir[PATH_MAX];
+	char fstype[64];
+};
+/* Call fn for every mount, oldest first; -errno if mountinfo cannot be read.  Reading it
+ * asks no filesystem anything (a stat of a mount point would wait for its daemon). */
+int cfs_mountinfo_each(void (*fn)(const struct cfs_mount_entry *m, void *arg), void *arg);
+
 /* Framing: one message each way. */
 int cfs_control_send(int fd, const void *msg, uint32_t len);
 int cfs_control_recv(int fd, uint8_t **msg, uint32_t *len);

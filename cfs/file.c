@@ -784,11 +784,12 @@ int cfs_fallocate(struct cfs_fs *fs, uint64_t ino, int mode, uint64_t off, uint6
 	return rc;
 }
 
-int cfs_sync(struct cfs_fs *fs)
+/* Commit the journal if commit, and make every completed data write durable. */
+static int sync_as(struct cfs_fs *fs, bool commit)
 {
 	pthread_mutex_lock(&fs->lock);
 	uint64_t commits = fs->stats.commits;
-	int rc = cfs_journal_commit(fs);
+	int rc = commit ? cfs_journal_commit(fs) : 0;
 	/* A commit's flush carried the data written before it too. */
 	bool flushed = fs->stats.commits != commits;
 	pthread_mutex_unlock(&fs->lock);
@@ -797,6 +798,11 @@ int cfs_sync(struct cfs_fs *fs)
 		rc = cvm_volume_flush(fs->vol);
 	pthread_rwlock_unlock(&fs->vol_lock);
 	return rc;
+}
+
+int cfs_sync(struct cfs_fs *fs)
+{
+	return sync_as(fs, true);
 }
 
 int cfs_fsync(struct cfs_fs *fs, uint64_t ino)
@@ -816,10 +822,5 @@ int cfs_fdatasync(struct cfs_fs *fs, uint64_t ino)
 	pthread_mutex_lock(&fs->lock);
 	bool times_only = fs->txn.n == 0;
 	pthread_mutex_unlock(&fs->lock);
-	if (!times_only)
-		return cfs_fsync(fs, ino);
-	pthread_rwlock_rdlock(&fs->vol_lock);
-	int rc = cvm_volume_flush(fs->vol);
-	pthread_rwlock_unlock(&fs->vol_lock);
-	return rc;
+	return times_only ? sync_as(fs, false) : cfs_fsync(fs, ino);
 }

@@ -7,66 +7,39 @@
  * (bench/cfs's database-like load: 146,000 IOPS at 1%, 430,000 at 10-50%, ext4 322,000).
  * cfsd runs as root and answers for its pages, so it gives its mount DIRTY_SHARE_PERCENT of
  * the limit, as a local filesystem's disk would have. */
+#include "cfs/control.h"
 #include "cfsd/fuse_ops.h"
 
 #include <errno.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define DIRTY_SHARE_PERCENT 20
 
-/* mountinfo escapes blanks and backslashes in paths as \ooo. */
-static void unescape(char *s)
-{
-	char *out = s;
-	for (; *s; s++) {
-		unsigned o;
-		if (s[0] == '\\' && sscanf(s + 1, "%3o", &o) == 1) {
-			*out++ = (char)o;
-			s += 3;
-		} else {
-			*out++ = *s;
-		}
-	}
-	*out = 0;
-}
+/* The device of what is mounted at dir (the last listed: the newest mount there). */
+struct device_of {
+	const char *dir;
+	char dev[32];
+};
 
-/* "MAJOR:MINOR" of the filesystem mounted at dir, from mountinfo: a stat(2) of the mount
- * would wait for the daemon, which is not serving yet.  The last match is the newest. */
-static int mount_device(const char *dir, char *dev, size_t len)
+static void match_dir(const struct cfs_mount_entry *m, void *arg)
 {
-	FILE *f = fopen("/proc/self/mountinfo", "re");
-	if (!f)
-		return -errno;
-	char *line = NULL;
-	size_t cap = 0;
-	int rc = -ENOENT;
-	while (getline(&line, &cap, f) > 0) {
-		char majmin[32], mnt[PATH_MAX];
-		if (sscanf(line, "%*u %*u %31s %*s %4095s", majmin, mnt) != 2)
-			continue;
-		unescape(mnt);
-		if (!strcmp(mnt, dir)) {
-			snprintf(dev, len, "%s", majmin);
-			rc = 0;
-		}
-	}
-	free(line);
-	fclose(f);
-	return rc;
+	struct device_of *d = arg;
+	if (!strcmp(m->dir, d->dir))
+		snprintf(d->dev, sizeof d->dev, "%s", m->dev);
 }
 
 void dirty_limit_raise(const char *mountpoint)
 {
-	char dev[32], path[96];
-	if (mount_device(mountpoint, dev, sizeof dev)) {
+	struct device_of d = {.dir = mountpoint};
+	char path[96];
+	if (cfs_mountinfo_each(match_dir, &d) || !d.dev[0]) {
 		fprintf(stderr, "cfsd: %s: not in /proc/self/mountinfo: the kernel's 1%% share of "
 				"dirty pages stays\n", mountpoint);
 		return;
 	}
-	snprintf(path, sizeof path, "/sys/class/bdi/%s/max_ratio", dev);
+	snprintf(path, sizeof path, "/sys/class/bdi/%s/max_ratio", d.dev);
 	FILE *f = fopen(path, "we");
 	int rc = f && fprintf(f, "%d\n", DIRTY_SHARE_PERCENT) > 0 ? 0 : -errno;
 	if (f && fclose(f) && !rc)

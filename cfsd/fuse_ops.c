@@ -371,10 +371,9 @@ static void forget_attributes(struct cfsd *d, fuse_ino_t ino)
 			(unsigned long long)ino, rc);
 }
 
-static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
-		     struct fuse_file_info *fi)
+/* What an open file's flags ask of each write. */
+static unsigned write_mode(int flags)
 {
-	int flags = (int)(unsigned)fi->fh;
 	unsigned w = 0;
 	if ((flags & O_SYNC) == O_SYNC) /* O_SYNC includes the O_DSYNC bit */
 		w |= CFS_W_SYNC;
@@ -382,13 +381,19 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 		w |= CFS_W_DSYNC;
 	if (flags & O_DIRECT)
 		w |= CFS_W_DIRECT;
+	return w;
+}
+
+static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
+		     struct fuse_file_info *fi)
+{
+	int flags = (int)(unsigned)fi->fh;
 	struct caller who;
 	struct cfs_cred c = caller_cred(req, &who);
 	struct cfsd *d = D(req);
 	/* Dirty pages the kernel writes back, through whichever open file: their write(2) has
 	 * returned, its set-ID bits were dropped then, and an O_SYNC one's fsync follows. */
-	if (fi->writepage)
-		w = CFS_W_CACHED;
+	unsigned w = fi->writepage ? CFS_W_CACHED : write_mode(flags);
 	int64_t n = cfs_write(d->fs, ino, buf, size, (uint64_t)off, w, fi->writepage ? NULL : &c);
 	if (who.asked)
 		forget_attributes(d, ino);

@@ -13,21 +13,6 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-/* mountinfo escapes space, tab, newline and backslash as \ooo. */
-static void unescape(char *s)
-{
-	char *w = s;
-	for (char *r = s; *r; r++) {
-		if (r[0] == '\\' && r[1] >= '0' && r[1] <= '7' && r[2] && r[3]) {
-			*w++ = (char)((r[1] - '0') * 64 + (r[2] - '0') * 8 + (r[3] - '0'));
-			r += 3;
-		} else {
-			*w++ = *r;
-		}
-	}
-	*w = 0;
-}
-
 static bool under(const char *path, const char *root)
 {
 	size_t n = strlen(root);
@@ -55,6 +40,19 @@ static int absolute(const char *path, bool may_not_exist, char *out)
 	return 0;
 }
 
+/* The deepest mount holding path, if it is a CFS one ("" if not). */
+struct deepest {
+	const char *path;
+	char best[PATH_MAX];
+};
+
+static void keep_deepest(const struct cfs_mount_entry *m, void *arg)
+{
+	struct deepest *d = arg;
+	if (under(d->path, m->dir) && strlen(m->dir) >= strlen(d->best))
+		snprintf(d->best, sizeof d->best, "%s", strcmp(m->fstype, "fuse.cfs") ? "" : m->dir);
+}
+
 int odm_find_mount(const char *path, bool may_not_exist, char *root, size_t rootlen,
 		   char *rel, size_t rellen)
 {
@@ -64,21 +62,10 @@ int odm_find_mount(const char *path, bool may_not_exist, char *root, size_t root
 	int rc = absolute(path, may_not_exist, abs);
 	if (rc)
 		return rc;
-	FILE *f = fopen("/proc/self/mountinfo", "re");
-	if (!f)
-		return -errno;
-	char line[4096], best[PATH_MAX] = "";
-	while (fgets(line, sizeof line, f)) {
-		char mnt[PATH_MAX], fstype[64];
-		const char *dash = strstr(line, " - ");
-		if (!dash || sscanf(line, "%*s %*s %*s %*s %4095s", mnt) != 1 ||
-		    sscanf(dash + 3, "%63s", fstype) != 1)
-			continue;
-		unescape(mnt);
-		if (under(abs, mnt) && strlen(mnt) >= strlen(best))
-			snprintf(best, sizeof best, "%s", strcmp(fstype, "fuse.cfs") ? "" : mnt);
-	}
-	fclose(f);
+	struct deepest d = {.path = abs};
+	if ((rc = cfs_mountinfo_each(keep_deepest, &d)))
+		return rc;
+	const char *best = d.best;
 	if (!best[0])
 		return -EXDEV;
 	snprintf(root, rootlen, "%s", best);
