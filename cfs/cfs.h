@@ -69,11 +69,22 @@ int cfs_get_lockproto(struct cvm_volume *vol, char *out, size_t len);
 int cfs_mount(struct cvm_volume *vol, const struct cfs_mount_opts *o, struct cfs_fs **out);
 /* Commit, free the orphans nobody holds, release everything.  The volume stays open. */
 int cfs_unmount(struct cfs_fs *fs);
-/* Called (with the filesystem's lock held: only queue work) for every regular file whose
- * pages the kernel may cache when the node gives up the right to cache them; ino as the
- * kernel knows it. */
-typedef void (*cfs_invalidate_fn)(void *arg, uint64_t ino);
-void cfs_set_invalidate(struct cfs_fs *fs, cfs_invalidate_fn fn, void *arg);
+/* What the kernel caches of a cluster mount, to forget when this node gives up the right to
+ * cache it.  Called with the filesystem's lock held, before the lock goes to another node;
+ * ino as the kernel knows it.  Any of them may be NULL. */
+struct cfs_kernel_caches {
+	/* A regular file's pages: only queue the work (dropping pages waits for page locks
+	 * that a request blocked on this lock may hold). */
+	void (*pages)(void *arg, uint64_t ino);
+	/* An inode's attributes and ACLs, every inode the kernel knows: done before the call
+	 * returns. */
+	void (*attrs)(void *arg, uint64_t ino);
+	/* Names: called once for a let-go that covers a directory the kernel may hold names
+	 * of (and for the metadata glock's); done before the call returns. */
+	void (*names)(void *arg);
+	void *arg;
+};
+void cfs_set_kernel_caches(struct cfs_fs *fs, const struct cfs_kernel_caches *k);
 /* On a cluster, another node grew the filesystem: open the volume again (its config now
  * names the new space) and give the handle in *vol; the filesystem uses it from then on.
  * The caller closes every handle it gave after cfs_unmount.  Called with the filesystem's

@@ -273,11 +273,10 @@ void cfs_set_reopen(struct cfs_fs *fs, cfs_reopen_fn fn, void *arg)
 	pthread_mutex_unlock(&fs->lock);
 }
 
-void cfs_set_invalidate(struct cfs_fs *fs, cfs_invalidate_fn fn, void *arg)
+void cfs_set_kernel_caches(struct cfs_fs *fs, const struct cfs_kernel_caches *k)
 {
 	pthread_mutex_lock(&fs->lock);
-	fs->invalidate = fn;
-	fs->invalidate_arg = arg;
+	fs->kernel = k ? *k : (struct cfs_kernel_caches){0};
 	pthread_mutex_unlock(&fs->lock);
 }
 

@@ -323,6 +323,10 @@ static void meta_go_invalidate(struct cfs_fs *fs, struct cfs_glock *gl)
 	(void)gl;
 	cfs_bcache_drop(fs);
 	fs->caches_stale = true;
+	/* A node with it EX takes the glocks of the directories it changes too, so the
+	 * kernel's names go with those; forgetting them here as well costs little. */
+	if (fs->kernel.names)
+		fs->kernel.names(fs->kernel.arg);
 }
 
 /* Other nodes allocated and freed meanwhile, and one may have grown the filesystem: the

@@ -103,25 +103,41 @@ static int inode_go_unlock(struct cfs_fs *fs, struct cfs_glock *gl)
 	return cfs_lock_errno(fs->iopen_error);
 }
 
+/* Does the kernel hold this inode (attributes, and names in it if a directory)? */
+static bool kernel_knows(const struct cfs_fs *fs, const struct cfs_inode *ip)
+{
+	return ip->nlookup || ip->ino == fs->sb.root_ino;
+}
+
 /* Read again at its next use; out of memory now if nothing here refers to it.  The kernel
- * drops its pages of it, and does not keep them at the next open (cfs_keep_cache). */
+ * forgets its attributes now and drops its pages of it soon, and does not keep them at the
+ * next open (cfs_keep_cache). */
 static void forget_inode(struct cfs_fs *fs, struct cfs_inode *ip)
 {
-	if (!ip->nlookup && !ip->nopen && !ip->pins && ip->ino != fs->sb.root_ino) {
+	if (!kernel_knows(fs, ip) && !ip->nopen && !ip->pins) {
 		cfs_iforget(fs, ip);
 		return;
 	}
 	ip->stale = true;
 	ip->lock_gone++;
-	if (fs->invalidate && S_ISREG(ip->d.mode) && !ip->dead)
-		fs->invalidate(fs->invalidate_arg, cfs_handle(fs, ip));
+	if (!kernel_knows(fs, ip))
+		return;
+	if (fs->kernel.attrs)
+		fs->kernel.attrs(fs->kernel.arg, cfs_handle(fs, ip));
+	if (fs->kernel.pages && S_ISREG(ip->d.mode) && !ip->dead)
+		fs->kernel.pages(fs->kernel.arg, cfs_handle(fs, ip));
+	if (S_ISDIR(ip->d.mode))
+		fs->kernel_names_stale = true;
 }
 
 static void inode_go_invalidate(struct cfs_fs *fs, struct cfs_glock *gl)
 {
 	lru_remove(fs, gl);
 	cfs_bcache_drop_owned(fs, gl->blk, CFS_IGLOCK_SPAN);
+	fs->kernel_names_stale = false;
 	each_inode_of(fs, gl, forget_inode);
+	if (fs->kernel_names_stale && fs->kernel.names)
+		fs->kernel.names(fs->kernel.arg);
 }
 
 static const struct cfs_glock_ops inode_glops = {

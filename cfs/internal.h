@@ -479,8 +479,8 @@ struct cfs_fs {
 	uint64_t pagecache_refused;  /* when CW was last refused (cfs_now_ns), 0 if it was not */
 	cfs_reopen_fn reopen;        /* cfsd: the volume again, after another node grew it */
 	void *reopen_arg;
-	cfs_invalidate_fn invalidate; /* cfsd: drop the kernel's pages of an inode */
-	void *invalidate_arg;
+	struct cfs_kernel_caches kernel; /* cfsd: what the kernel must forget at a let-go */
+	bool kernel_names_stale;         /* a let-go covers a directory the kernel knows */
 	pthread_t committer;
 	pthread_cond_t commit_wake;
 	bool stopping;

@@ -353,7 +353,7 @@ int main(int argc, char **argv)
 		close(devnull);
 	}
 	struct cfsd d = {.fs_dboptimized = o.m.dboptimized, .scan = &o.scan, .volume = o.volume,
-			 .odm_gid = o.odm_gid, .nowriteback = o.nowriteback};
+			 .odm_gid = o.odm_gid, .nowriteback = o.nowriteback, .mount_abs = o.mount_abs};
 	if (open_volume("cfsd", &o.scan, o.volume, o.m.ro ? CVM_OPEN_RDONLY : CVM_OPEN_RDWR,
 			&d.vol)) {
 		report(status_fd, EXIT_FAILED);

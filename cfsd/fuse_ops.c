@@ -18,12 +18,25 @@
 #include <string.h>
 #include <sys/file.h>
 
-/* On a cluster mount the kernel keeps no attributes or names: another node may change them
- * at any time, and each lookup or getattr is answered from cfsd's caches under the glock. */
-#define ATTR_TIMEOUT(d) ((d)->cluster ? 0.0 : 1.0)
-#define ENTRY_TIMEOUT(d) ((d)->cluster ? 0.0 : 1.0)
-
 static struct cfsd *D(fuse_req_t req) { return fuse_req_userdata(req); }
+
+/* The kernel keeps attributes CFSD_CACHE_SECONDS: on a cluster, this node gives up the glock
+ * of an inode another node changes, and the kernel forgets them first (kernel_inval.c).
+ * Names too, where the kernel can be told to forget them all without a lock; other kernels
+ * look up every name of a cluster mount again at each use. */
+static double entry_timeout(struct cfsd *d)
+{
+	if (!d->cluster)
+		return CFSD_CACHE_SECONDS;
+	return __atomic_load_n(&d->names_cached, __ATOMIC_ACQUIRE) ? CFSD_CACHE_SECONDS : 0.0;
+}
+
+/* How long the kernel may keep the name it was just given (kernel_inval.c waits them out). */
+static void name_handed(struct cfsd *d, const struct fuse_entry_param *e)
+{
+	if (d->cluster && e->entry_timeout > 0)
+		kernel_name_handed(d);
+}
 
 static void reply_err(fuse_req_t req, int rc) { fuse_reply_err(req, rc < 0 ? -rc : rc); }
 
@@ -42,7 +55,7 @@ static void reply_attr(fuse_req_t req, int rc, const struct stat *st)
 		return;
 	}
 	struct stat out = shown(*st);
-	fuse_reply_attr(req, &out, ATTR_TIMEOUT(D(req)));
+	fuse_reply_attr(req, &out, CFSD_CACHE_SECONDS);
 }
 
 static void reply_entry(fuse_req_t req, int rc, const struct stat *st)
@@ -51,12 +64,14 @@ static void reply_entry(fuse_req_t req, int rc, const struct stat *st)
 		reply_err(req, rc);
 		return;
 	}
+	struct cfsd *d = D(req); /* req is gone once answered */
 	struct fuse_entry_param e = {.ino = st->st_ino, .attr = shown(*st),
-				     .generation = cfs_generation(D(req)->fs, st->st_ino),
-				     .attr_timeout = ATTR_TIMEOUT(D(req)),
-				     .entry_timeout = ENTRY_TIMEOUT(D(req))};
+				     .generation = cfs_generation(d->fs, st->st_ino),
+				     .attr_timeout = CFSD_CACHE_SECONDS, .entry_timeout = entry_timeout(d)};
 	if (fuse_reply_entry(req, &e) == -ENOENT) /* the kernel gave up: drop the reference */
-		cfs_forget(D(req)->fs, st->st_ino, 1);
+		cfs_forget(d->fs, st->st_ino, 1);
+	else
+		name_handed(d, &e);
 }
 
 static struct cfs_cred cred_of(fuse_req_t req)
@@ -97,6 +112,10 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 		       (conn->capable & FUSE_CAP_WRITEBACK_CACHE);
 	if (d->writeback)
 		conn->want |= FUSE_CAP_WRITEBACK_CACHE;
+	/* FUSE_NOTIFY_INC_EPOCH: protocol 7.44 (kernel_inval.c). */
+	bool epochs = conn->proto_major > 7 || (conn->proto_major == 7 && conn->proto_minor >= 44);
+	__atomic_store_n(&d->names_cached, d->cluster && epochs, __ATOMIC_RELEASE);
+	__atomic_store_n(&d->kernel_ready, true, __ATOMIC_RELEASE);
 	conn->max_write = 1u << 20;
 	conn->max_readahead = d->fs_dboptimized ? 0 : 1u << 20;
 	conn->time_gran = 1;
@@ -316,10 +335,12 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	set_open(d, st.st_ino, fi);
 	struct fuse_entry_param e = {.ino = st.st_ino, .attr = shown(st),
 				     .generation = cfs_generation(d->fs, st.st_ino),
-				     .attr_timeout = ATTR_TIMEOUT(d), .entry_timeout = ENTRY_TIMEOUT(d)};
+				     .attr_timeout = CFSD_CACHE_SECONDS, .entry_timeout = entry_timeout(d)};
 	if (fuse_reply_create(req, &e, fi) == -ENOENT) {
 		cfs_release(d->fs, st.st_ino);
 		cfs_forget(d->fs, st.st_ino, 1);
+	} else {
+		name_handed(d, &e);
 	}
 }
 
@@ -360,17 +381,6 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		kernel_inval_range(d, ino, off, n);
 }
 
-/* A write or fallocate may have taken set-ID bits away: the kernel must not keep showing
- * them, nor grant them at an exec, until its cached attributes time out.  Attributes only, no
- * pages: no page lock of the request being answered is waited for. */
-static void forget_attributes(struct cfsd *d, fuse_ino_t ino)
-{
-	int rc = fuse_lowlevel_notify_inval_inode(d->se, ino, -1, 0);
-	if (rc && rc != -ENOENT)
-		fprintf(stderr, "cfsd: inode %llu: attribute invalidation failed: %d\n",
-			(unsigned long long)ino, rc);
-}
-
 /* What an open file's flags ask of each write. */
 static unsigned write_mode(int flags)
 {
@@ -395,8 +405,8 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 	 * returned, its set-ID bits were dropped then, and an O_SYNC one's fsync follows. */
 	unsigned w = fi->writepage ? CFS_W_CACHED : write_mode(flags);
 	int64_t n = cfs_write(d->fs, ino, buf, size, (uint64_t)off, w, fi->writepage ? NULL : &c);
-	if (who.asked)
-		forget_attributes(d, ino);
+	if (who.asked) /* set-ID bits taken away: not to be shown, nor granted at an exec */
+		kernel_forget_attrs(d, ino);
 	if (n < 0) {
 		reply_err(req, (int)n);
 		return;
@@ -726,8 +736,8 @@ static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, of
 		if (frees)
 			odm_revoke_end(d->odm, ino);
 	}
-	if (who.asked)
-		forget_attributes(d, ino);
+	if (who.asked) /* set-ID bits taken away: not to be shown, nor granted at an exec */
+		kernel_forget_attrs(d, ino);
 	reply_err(req, rc);
 }
 

@@ -20,7 +20,13 @@ struct cfsd {
 	/* The kernel caches writes and sends them later (a one-node normal mount): fuse_ops.c */
 	bool writeback;
 	struct kernel_inval *inval;    /* drops the kernel's pages of files others change */
+	/* The kernel may keep names of a cluster mount (atomic; kernel_inval.c): it can be told
+	 * to forget them all without a lock (protocol 7.44, Linux 6.16). */
+	bool names_cached;
+	bool kernel_ready;             /* INIT answered: notifications may be sent (atomic) */
+	uint64_t names_handed_ns;      /* when a name was last handed with a timeout (atomic) */
 	const char *volume;
+	const char *mount_abs;         /* the mount point as mountinfo shows it */
 	const struct scan_paths *scan; /* to find the LUNs again after a cvm grow */
 	struct fuse_session *se;
 	struct odm_server *odm;        /* ODM clients' maps (NULL without a control socket) */
@@ -61,6 +67,10 @@ int init_flags_hook(struct cfsd *d, struct fuse_session *se);
  * mount at mountpoint (absolute, as mounted) than FUSE's default 1% share. */
 void dirty_limit_raise(const char *mountpoint);
 
+/* How long the kernel may keep the attributes and names cfsd hands it.  On a cluster that
+ * is only the longest: another node's change makes this node forget them first. */
+#define CFSD_CACHE_SECONDS 1.0
+
 /* kernel_inval.c: a thread that tells the kernel to drop the cached pages of files whose
  * metadata lock this node gave up, and of the range of a direct write.  It runs apart from
  * the FUSE workers: an invalidation waits for page locks that a request blocked on the lock,
@@ -73,5 +83,9 @@ void kernel_inval_stop(struct cfsd *d);
 void kernel_size_changed(struct cfsd *d, uint64_t ino, uint64_t size);
 /* Have the kernel drop the pages it cached of [off, off + len) of a file, soon. */
 void kernel_inval_range(struct cfsd *d, uint64_t ino, off_t off, off_t len);
+/* Have the kernel forget a file's attributes now (no pages: no lock of a request waited for). */
+void kernel_forget_attrs(struct cfsd *d, uint64_t ino);
+/* A name with a timeout was just handed to the kernel. */
+void kernel_name_handed(struct cfsd *d);
 
 #endif

@@ -1,11 +1,21 @@
-/* Dropping the kernel's cached pages of files another node may change (cluster mounts), and
- * of the range a direct write changed under pages cached through a buffered open.
+/* What the kernel caches of files other nodes change (cluster mounts), and of the range a
+ * direct write changed under pages cached through a buffered open.
  *
- * libcfs calls us, with its lock held, for every regular file the kernel may cache pages of
- * when this node gives up the metadata glock.  We only queue the inode; this thread sends
- * FUSE_NOTIFY_INVAL_INODE for it.  Sending it from a FUSE worker, or before the glock goes,
- * could deadlock: the kernel locks the pages of a read or write before it sends the request,
- * the request waits for the glock, and the invalidation waits for those pages.
+ * Attributes and names: libcfs calls us as it gives up an inode glock (or the metadata
+ * glock), with its lock held, and the kernel forgets them before the glock goes.  Both
+ * notifications take no lock a request may hold: FUSE_NOTIFY_INVAL_INODE without a range
+ * only marks the attributes stale, and FUSE_NOTIFY_INC_EPOCH (Linux 6.16) makes every name
+ * the kernel holds be looked up again.  Forgetting names one by one (INVAL_ENTRY) would take
+ * the directory's lock, which a create there waiting for a glock of the node that waits for
+ * this let-go may hold.  The epoch's cost: every name the kernel holds is dropped, and a name
+ * dropped so is taken off its mount point too, so cfsd stops having names kept (and waits out
+ * the ones handed) once something is mounted inside the mount.
+ *
+ * Pages: libcfs calls us for every regular file the kernel may cache pages of when this node
+ * gives up its glock.  We only queue the inode; this thread sends FUSE_NOTIFY_INVAL_INODE for
+ * it.  Sending it from a FUSE worker, or before the glock goes, could deadlock: the kernel
+ * locks the pages of a read or write before it sends the request, the request waits for the
+ * glock, and the invalidation waits for those pages.
  *
  * Between the glock going and the invalidation landing, a process that keeps the file open
  * may still read an old page from the kernel's cache; an open after the change never does
@@ -18,12 +28,23 @@
 #define FUSE_USE_VERSION 312
 #include "cfsd/fuse_ops.h"
 
+#include "cfs/control.h"
+
 #include <errno.h>
 #include <fuse_lowlevel.h>
+#include <linux/fuse.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef FUSE_NOTIFY_INC_EPOCH
+#define FUSE_NOTIFY_INC_EPOCH 8
+#endif
 
 struct inval {
 	uint64_t ino;
@@ -84,6 +105,96 @@ void kernel_size_changed(struct cfsd *d, uint64_t ino, uint64_t size)
 			(unsigned long long)ino, (unsigned long long)size, rc);
 }
 
+void kernel_forget_attrs(struct cfsd *d, uint64_t ino)
+{
+	int rc = fuse_lowlevel_notify_inval_inode(d->se, ino, -1, 0);
+	if (rc && rc != -ENOENT) /* ENOENT: the kernel has forgotten it already */
+		fprintf(stderr, "cfsd: inode %llu: attribute invalidation failed: %d\n",
+			(unsigned long long)ino, rc);
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void kernel_name_handed(struct cfsd *d)
+{
+	__atomic_store_n(&d->names_handed_ns, now_ns(), __ATOMIC_RELEASE);
+}
+
+struct submount_scan {
+	const char *top;
+	size_t len;
+	char found[PATH_MAX];
+};
+
+static void note_submount(const struct cfs_mount_entry *m, void *arg)
+{
+	struct submount_scan *s = arg;
+	if (!strncmp(m->dir, s->top, s->len) && m->dir[s->len] == '/')
+		snprintf(s->found, sizeof s->found, "%s", m->dir);
+}
+
+/* A mount on a directory inside ours, or why we cannot tell; NULL if there is none. */
+static const char *submount(const char *top, struct submount_scan *s)
+{
+	*s = (struct submount_scan){.top = top, .len = strlen(top)};
+	if (cfs_mountinfo_each(note_submount, s))
+		return "/proc/self/mountinfo cannot be read";
+	return s->found[0] ? s->found : NULL;
+}
+
+/* From now on names are handed without a timeout; those handed with one expire first. */
+static void stop_caching_names(struct cfsd *d, const char *why)
+{
+	__atomic_store_n(&d->names_cached, false, __ATOMIC_RELEASE);
+	fprintf(stderr, "cfsd: %s: %s: the kernel keeps no names of this cluster mount from now on "
+			"(remount to have them kept again)\n", d->mount_abs, why);
+	const uint64_t margin = 50000000; /* the kernel sets the time just after our answer */
+	for (;;) {
+		uint64_t until = __atomic_load_n(&d->names_handed_ns, __ATOMIC_ACQUIRE) +
+				 (uint64_t)(CFSD_CACHE_SECONDS * 1e9) + margin;
+		uint64_t now = now_ns();
+		if (now >= until)
+			return;
+		struct timespec ts = {(time_t)((until - now) / 1000000000u),
+				      (long)((until - now) % 1000000000u)};
+		nanosleep(&ts, NULL);
+	}
+}
+
+static void forget_names(void *arg)
+{
+	struct kernel_inval *k = arg;
+	struct cfsd *d = k->d;
+	if (!__atomic_load_n(&d->names_cached, __ATOMIC_ACQUIRE))
+		return;
+	struct submount_scan s;
+	const char *sub = submount(d->mount_abs, &s);
+	if (sub) {
+		char why[PATH_MAX + 64];
+		snprintf(why, sizeof why, "%s is mounted inside", sub);
+		stop_caching_names(d, why);
+		return;
+	}
+	struct fuse_out_header epoch = {.len = sizeof epoch, .error = FUSE_NOTIFY_INC_EPOCH};
+	if (write(fuse_session_fd(d->se), &epoch, sizeof epoch) != (ssize_t)sizeof epoch) {
+		char why[96];
+		snprintf(why, sizeof why, "the kernel refused a new name epoch (%s)", strerror(errno));
+		stop_caching_names(d, why);
+	}
+}
+
+static void forget_attrs(void *arg, uint64_t ino)
+{
+	struct kernel_inval *k = arg;
+	if (__atomic_load_n(&k->d->kernel_ready, __ATOMIC_ACQUIRE))
+		kernel_forget_attrs(k->d, ino);
+}
+
 static void invalidate(struct kernel_inval *k, const struct inval *v)
 {
 	int rc = fuse_lowlevel_notify_inval_inode(k->d->se, v->ino, v->off, v->len);
@@ -134,7 +245,8 @@ int kernel_inval_start(struct cfsd *d)
 	}
 	d->inval = k;
 	if (d->cluster)
-		cfs_set_invalidate(d->fs, enqueue_file, k);
+		cfs_set_kernel_caches(d->fs, &(struct cfs_kernel_caches){
+			.pages = enqueue_file, .attrs = forget_attrs, .names = forget_names, .arg = k});
 	return 0;
 }
 
@@ -144,7 +256,7 @@ void kernel_inval_stop(struct cfsd *d)
 	if (!k)
 		return;
 	if (d->cluster)
-		cfs_set_invalidate(d->fs, NULL, NULL);
+		cfs_set_kernel_caches(d->fs, NULL);
 	pthread_mutex_lock(&k->lock);
 	k->stop = true;
 	pthread_cond_signal(&k->wake);

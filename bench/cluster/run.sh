@@ -7,7 +7,8 @@
 #   2. create+stat+unlink of BENCH_FILES files: one node cluster=corosync vs cluster=local
 #      (target >= 0.5x); 3 nodes each in its own directory together vs one node
 #   3. untar of a BENCH_TREE-file tree on node 1, then read every file on node 2: time vs both
-#      on one local mount
+#      on one local mount; then lstat of every name of one directory of it by path, twice,
+#      on node 2 vs on the local mount (names and attributes the kernel keeps)
 #   4. two nodes appending to one file in turns: hand-offs per second, p50 (target <= 1 ms)
 #   5. 4 KiB random direct writes (randio, QD 8) into one written file from 2 dboptimized
 #      nodes at once vs from one of them alone: IOPS ratio and lock messages per write
@@ -43,6 +44,21 @@ for i in range(n):
 EOF
 }
 
+# statwalk DIR: lstat of every name under DIR by its whole path (as programs that open and stat
+# by path do: each component is a name the kernel keeps or asks for), once to warm, then
+# timed: names a second.
+statwalk() { python3 - "$1" <<'EOF'
+import os, sys, time
+paths = [os.path.join(r, n) for r, ds, fs in os.walk(sys.argv[1]) for n in fs + ds]
+for p in paths:
+    os.lstat(p)
+t = time.time()
+for p in paths:
+    os.lstat(p)
+print(f"{len(paths) / (time.time() - t):.0f}")
+EOF
+}
+
 echo "bench/cluster: $(nproc) cores; LUN files in $dir; $nfiles files churned, $ntree-file tree, $turns turns"
 for i in 0 1 2 3; do truncate -s 1G "$dir/lun$i"; done
 "$bin/cvm" create cb "$dir"/lun{0,1,2,3} >/dev/null
@@ -61,6 +77,7 @@ t0=$(now); tar -C "$dir/tree" -cf - . | tar -C "$dir/local" -xf -; t1=$(now)
 "$bin/cfs" mount cb "$dir/local" -o "log=$dir/local.log" # cold caches, as another node's
 t2=$(now); (cd "$dir/local" && find . -type f -print0 | xargs -0 cat >/dev/null); t3=$(now)
 local_untar=$(secs "$t0" "$t1") local_read=$(secs "$t2" "$t3")
+local_stats=$(statwalk "$dir/local/dir1")
 "$bin/cfs" umount "$dir/local"
 
 # ---- 3 nodes, cluster=corosync ----
@@ -86,6 +103,7 @@ create_msgs=$(python3 -c "print(f'{($m1 - $m0) / 900:.2f}')")
 t0=$(now); on 1 bash -c "tar -C '$dir/tree' -cf - . | tar -C '$(M 1)' -xf -"; t1=$(now)
 t2=$(now); on 2 bash -c "cd '$(M 2)' && find . -path ./c -prune -o -type f -print0 | xargs -0 cat >/dev/null"; t3=$(now)
 cl_untar=$(secs "$t0" "$t1") cl_read=$(secs "$t2" "$t3")
+cl_stats=$(on 2 bash -c "$(declare -f statwalk); statwalk '$(M 2)/dir1'")
 
 # Read-only walk and read of the shared tree on 3 nodes: a first pass warms, the second counts.
 walk() { for n in 1 2 3; do on $n bash -c "cd '$(M $n)' && find dir1 -type f -print0 | xargs -0 cat >/dev/null" & done; wait; }
@@ -170,6 +188,8 @@ echo "  3 nodes at once, own dirs:  ${three_churn} s for 3x the work: $(ratio "$
 echo "untar of $ntree files, then read every file:"
 echo "  one local mount:            untar ${local_untar} s, read (remounted) ${local_read} s"
 echo "  untar on node 1, read on 2: untar ${cl_untar} s, read ${cl_read} s   ($(ratio "$local_untar" "$cl_untar")x and $(ratio "$local_read" "$cl_read")x local speed)"
+echo "lstat of every name of dir1 by its path, second pass (the kernel's caches):"
+echo "  one local mount: $local_stats/s; node 2 after node 1's untar: $cl_stats/s ($(ratio "$cl_stats" "$local_stats")x)"
 echo "two nodes appending in turns: $pp (target p50 <= 1 ms)"
 echo "each of 2 nodes changing its own file (node 1 alone, then both at once):"
 echo "  4 KiB overwrites: $own_writes"

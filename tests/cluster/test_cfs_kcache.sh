@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Names and attributes the kernel keeps of a cluster mount (cfsd/kernel_inval.c): node 1 looks
+# at a file over and over, so its kernel answers from its caches; node 2 changes the file (a
+# rename, a replace, chmod, chown, utimes, an append, a link, an xattr, an ACL, a remove, a
+# directory moved or replaced) and then says what it sees; node 1's next look must see the
+# same.  A directory mounted over inside node 1's mount stays mounted while names change
+# (cfsd stops having names kept there, rather than have the kernel drop the mount point).
+. "$(dirname "$0")/cfs_lib.sh" "cfs kernel caches on a cluster"
+C up 3 >/dev/null && ok "cluster of 3 nodes up" || { not_ok "cluster up"; finish; }
+make_data 64
+"$BIN/mkfs.cfs" -p corosync -J 4 data >/dev/null 2>&1
+for n in 1 2; do check "node $n mounts" mount_on $n; done
+WATCH=$HERE/watch_change.py
+
+# seen_after WHAT KIND PATH CHANGE: node 1 watches KIND of PATH (relative to the mount) while
+# node 2 runs CHANGE (bash, in its mount); node 1 must then see what node 2 sees.
+round=0
+seen_after() {
+	local what=$1 kind=$2 path=$3 change=$4 watcher
+	round=$((round + 1))
+	local mark=$T/mark$round ready=$T/ready$round
+	on 1 python3 "$WATCH" watch "$kind" "$(M 1)/$path" "$mark" "$ready" >"$T/watch$round" 2>&1 &
+	watcher=$!
+	for _ in $(seq 300); do [ -e "$ready" ] && break; sleep 0.02; done
+	on 2 bash -c "cd '$(M 2)' && $change" >"$T/change$round" 2>&1 || { not_ok "$what: node 2: $(cat "$T/change$round")"; kill $watcher; return; }
+	on 2 python3 "$WATCH" once "$kind" "$(M 2)/$path" >"$mark.tmp" && mv "$mark.tmp" "$mark"
+	if wait $watcher; then ok "$what: node 1 sees it at once"; else not_ok "$what: $(cat "$T/watch$round")"; fi
+}
+
+on 2 bash -c "mkdir '$(M 2)/w' && echo hello >'$(M 2)/w/a' && echo old >'$(M 2)/w/c' && mkdir -p '$(M 2)/w/s' '$(M 2)/w/d' && touch '$(M 2)/w/s/x'"
+seen_after "a rename: the old name goes" exists w/a "mv w/a w/b"
+seen_after "a rename: the new name comes" content w/b "mv w/b w/b2 && mv w/b2 w/b"
+seen_after "a file replaced by a rename over it" content w/c "echo new >w/c.new && mv w/c.new w/c"
+seen_after "chmod" mode w/b "chmod 640 w/b"
+seen_after "chown" owner w/b "chown 123:456 w/b"
+seen_after "utimes" mtime w/b "touch -m -d '2001-02-03 04:05:06' w/b"
+seen_after "an append: the size" size w/b "echo more >>w/b"
+seen_after "a hard link: the link count" nlink w/b "ln w/b w/b.link"
+seen_after "an xattr" xattr:user.k w/b "setfattr -n user.k -v v1 w/b"
+seen_after "an ACL" xattr:system.posix_acl_access w/b "setfacl -m u:77:rw w/b"
+seen_after "an unlink" exists w/b.link "rm w/b.link"
+# Through a descriptor opened once: only the attributes the kernel keeps, no name looked up.
+seen_after "chmod, seen by fstat" fd-mode w/b "chmod 604 w/b"
+seen_after "chown, seen by fstat" fd-owner w/b "chown 321:654 w/b"
+seen_after "utimes, seen by fstat" fd-mtime w/b "touch -m -d '2002-03-04 05:06:07' w/b"
+seen_after "an append, seen by fstat" fd-size w/b "echo again >>w/b"
+seen_after "a link, seen by fstat" fd-nlink w/b "ln w/b w/b.l2"
+seen_after "an ACL, seen by fgetxattr" fd-xattr:system.posix_acl_access w/b "setfacl -m u:78:r w/b"
+seen_after "a directory moved: names under its old path go" exists w/s/x "mv w/s w/t"
+seen_after "a directory replaced by a file of its name" type w/d "rmdir w/d && echo f >w/d"
+seen_after "a name made in a directory listed" list w "touch w/new"
+
+# Something mounted inside node 1's mount: the kernel drops a name it is told to forget all
+# of, and a mount point with it (the mount goes).  So cfsd stops that and waits out the names
+# it handed; names stay coherent.
+on 1 bash -c "mkdir '$(M 1)/w/mnt' && mount -t tmpfs cfs-test '$(M 1)/w/mnt' && touch '$(M 1)/w/mnt/on-tmpfs'"
+seen_after "with a mount inside node 1's mount: a rename" exists w/c "mv w/c w/c2"
+seen_after "and a name made in the mounted-on directory's parent" list w "touch w/newer"
+check "the mount inside node 1's mount is still there" on 1 bash -c "mountpoint -q '$(M 1)/w/mnt' && [ -e '$(M 1)/w/mnt/on-tmpfs' ]"
+check "node 1's cfsd said it keeps no names from then on" grep -q "cfs-test\|w/mnt is mounted inside" "$T/cfsd1.log"
+seen_after "after that: chmod" mode w/c2 "chmod 600 w/c2"
+on 1 umount "$(M 1)/w/mnt"
+
+for n in 1 2; do check "unmount on node $n" umount_on $n; done
+fsck_clean "after the changes"
+no_damage_logged
+finish
