@@ -283,9 +283,9 @@ static int serve(struct opts *o, struct cfsd *d, int status_fd)
 	if (fuse_set_signal_handlers(se) == 0 && fuse_session_mount(se, o->mountpoint) == 0) {
 		if (!d->cluster && !d->fs_dboptimized && !d->nowriteback)
 			dirty_limit_raise(o->mount_abs);
-		if (init_flags_hook(d, se))
-			fprintf(stderr, "cfsd: cannot add to the FUSE INIT reply: every cached write "
-					"asks for security.capability\n");
+		if (dev_io_hook(d, se))
+			fprintf(stderr, "cfsd: cannot hook the FUSE device's I/O: every cached write "
+					"asks for security.capability, O_TMPFILE fails\n");
 		struct cfs_control *ctl = NULL;
 		if (cfs_control_start(d, o->mountpoint, &ctl))
 			fprintf(stderr, "cfsd: control socket: %s (cfs grow and status will not work)\n",

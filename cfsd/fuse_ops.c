@@ -319,15 +319,29 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		cfs_release(d->fs, ino);
 }
 
+/* A regular file made and opened, with the kernel's lookup reference to it. */
+static int make_open(struct cfsd *d, fuse_ino_t parent, const char *name, mode_t mode,
+		     const struct cfs_cred *c, int flags, struct stat *st)
+{
+	if (!strcmp(name, CFSD_UNNAMED)) { /* an O_TMPFILE open (dev_io.c) */
+		int rc = cfs_tmpfile(d->fs, parent, mode, c, st); /* made open */
+		if (!rc && (rc = cfs_lookup(d->fs, st->st_ino, ".", st)))
+			cfs_release(d->fs, st->st_ino);
+		return rc;
+	}
+	int rc = cfs_mknod(d->fs, parent, name, (mode & 07777) | S_IFREG, 0, c, st);
+	if (!rc && (rc = cfs_open(d->fs, st->st_ino, flags)))
+		cfs_forget(d->fs, st->st_ino, 1);
+	return rc;
+}
+
 static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 		      struct fuse_file_info *fi)
 {
 	struct cfsd *d = D(req);
 	struct stat st;
 	struct cfs_cred c = cred_of(req);
-	int rc = cfs_mknod(d->fs, parent, name, (mode & 07777) | S_IFREG, 0, &c, &st);
-	if (!rc && (rc = cfs_open(d->fs, st.st_ino, fi->flags)))
-		cfs_forget(d->fs, st.st_ino, 1);
+	int rc = make_open(d, parent, name, mode, &c, fi->flags, &st);
 	if (rc) {
 		reply_err(req, rc);
 		return;

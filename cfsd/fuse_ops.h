@@ -34,7 +34,7 @@ struct cfsd {
 	/* Direct writes done to files the kernel may cache pages of (atomic): a buffered read
 	 * that saw it change may have cached what such a write replaced (fuse_ops.c). */
 	uint64_t direct_writes_done;
-	/* init_flags.c: INIT flags libfuse cannot ask for, those the kernel offered of them, and
+	/* dev_io.c: INIT flags libfuse cannot ask for, those the kernel offered of them, and
 	 * the INIT request being answered. */
 	uint64_t init_wanted, init_added, init_unique;
 	/* Handles of the volume opened after other nodes grew it, closed after the unmount. */
@@ -59,9 +59,11 @@ struct cfs_cred caller_cred(fuse_req_t req, struct caller *who);
 /* The privileges (CFS_CRED_*) of process pid, from /proc, as a cfs_cred's function says. */
 unsigned pid_privileges(int pid, const struct cfs_cred *cr, uint32_t gid);
 
-/* init_flags.c: have the INIT reply of the mounted session se ask for the kernel flags
- * cfsd needs that libfuse cannot ask for (before the session's loop starts). */
-int init_flags_hook(struct cfsd *d, struct fuse_session *se);
+/* dev_io.c: have the mounted session se ask for the kernel flags cfsd needs that libfuse
+ * cannot ask for, and pass O_TMPFILE opens to op_create as creates of CFSD_UNNAMED (before
+ * the session's loop starts). */
+int dev_io_hook(struct cfsd *d, struct fuse_session *se);
+#define CFSD_UNNAMED "/"
 
 /* dirty_limit.c: let the kernel keep more of the write-back cache's dirty pages of the
  * mount at mountpoint (absolute, as mounted) than FUSE's default 1% share. */

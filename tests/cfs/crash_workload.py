@@ -10,8 +10,12 @@ Durable files are never changed in place: they are made, fsync'd, logged ("F nam
 later renamed or unlinked with an intent line before ("r"/"u") and a done line after ("R"/"U")
 the directory fsync, so a crash in between allows either outcome.  One file is: osync, blocks
 overwritten through O_SYNC (O_DSYNC in runs of odd seeds), each write logged when it returned ("W block seq"); every block
-must hold its last logged write or a later one."""
-import hashlib, os, random, sys
+must hold its last logged write or a later one.  Scratch files, directories, links and
+unnamed files (O_TMPFILE, some named by linkat) churn around them, never made durable."""
+import ctypes, errno, hashlib, os, random, sys
+
+LIBC = ctypes.CDLL(None, use_errno=True)
+AT_EMPTY_PATH = 0x1000
 
 
 def log_line(log_fd, line):
@@ -81,6 +85,20 @@ def osync_file(d, log, log_fd, seed):
     return os.open(path, os.O_WRONLY | sync), max(seqs, default=0) + 1
 
 
+def unnamed_file(d, name, unnamed, rnd):
+    """O_TMPFILE files, up to 3 kept open (a crash leaves them to the next mount to free); one
+    in three is given a name, the rest go at their close."""
+    if len(unnamed) >= 3:
+        os.close(unnamed.pop(0))
+        return
+    fd = os.open(os.path.join(d, 'scratch'), os.O_TMPFILE | os.O_RDWR, 0o600)
+    os.write(fd, os.urandom(rnd.choice([100, 9000, 70000])))
+    unnamed.append(fd)
+    if rnd.random() < 1 / 3 and LIBC.linkat(fd, b'', -100, name.encode(), AT_EMPTY_PATH):
+        if ctypes.get_errno() != errno.EEXIST:
+            raise OSError(ctypes.get_errno(), 'linkat', name)
+
+
 def run(d, log, seed):
     rnd = random.Random(seed)
     log_fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
@@ -97,6 +115,7 @@ def run(d, log, seed):
         if w[0] == 'R':
             durable.append(w[2])
     live = [n for n in durable if n not in gone]
+    unnamed = []
     n = 0
     while True:
         n += 1
@@ -137,13 +156,15 @@ def run(d, log, seed):
                 if op < 0.75:
                     with open(s, 'ab') as f:
                         f.write(os.urandom(rnd.choice([1, 5000, 40000])))
-                elif op < 0.85:
+                elif op < 0.83:
                     os.mkdir(s + 'd')
                     open(os.path.join(s + 'd', 'x'), 'w').close()
+                elif op < 0.87:
+                    unnamed_file(d, s + 't', unnamed, rnd)
                 elif op < 0.9:
                     os.link(s, s + 'l')
                 else:
-                    for p in (s, s + 'l', os.path.join(s + 'd', 'x'), s + 'd'):
+                    for p in (s, s + 'l', s + 't', os.path.join(s + 'd', 'x'), s + 'd'):
                         (os.rmdir if p.endswith('d') else os.unlink)(p)
             except FileNotFoundError:
                 pass

@@ -44,15 +44,35 @@ assert stat.S_ISCHR(st.st_mode) and st.st_rdev == 0, st
 assert open('wh2').read() == 'moved'
 assert libc.renameat2(-100, b'wh2', -100, b'wh1', 4 | 2) == -1  # with EXCHANGE: refused
 PY
-check "O_TMPFILE fails with EOPNOTSUPP (cfs(8)) and leaves nothing behind" py <<'PY'
-import errno, os
+check "O_TMPFILE: an unnamed file, named by linkat, or freed at its close" py <<'PY'
+import ctypes, errno, os, time
+libc = ctypes.CDLL(None, use_errno=True)
+AT_EMPTY_PATH = 0x1000
 os.mkdir('tmpf')
-try:
-    os.open('tmpf', os.O_TMPFILE | os.O_RDWR, 0o600)
-    raise SystemExit('O_TMPFILE opened: cfs(8) says it fails')
-except OSError as e:
-    assert e.errno == errno.EOPNOTSUPP, e
+fd = os.open('tmpf', os.O_TMPFILE | os.O_RDWR, 0o640)
+os.write(fd, b'unnamed' * 1000)
+st = os.fstat(fd)
+assert st.st_nlink == 0 and st.st_mode & 0o7777 == 0o640, st
 assert os.listdir('tmpf') == []
+assert libc.linkat(fd, b'', -100, b'tmpf/named', AT_EMPTY_PATH) == 0, ctypes.get_errno()
+os.close(fd)
+assert os.stat('tmpf/named').st_nlink == 1
+assert open('tmpf/named', 'rb').read() == b'unnamed' * 1000
+free = os.statvfs('.').f_bfree
+fd = os.open('tmpf', os.O_TMPFILE | os.O_RDWR | os.O_EXCL, 0o600)
+os.write(fd, b'x' * (4 << 20))
+os.fsync(fd)
+assert os.statvfs('.').f_bfree < free - 1000
+assert libc.linkat(fd, b'', -100, b'tmpf/never', AT_EMPTY_PATH) == -1  # O_EXCL: never named
+assert ctypes.get_errno() == errno.ENOENT, ctypes.get_errno()
+os.close(fd)
+for _ in range(100):  # freed once the kernel forgets the inode, just after the close
+    if os.statvfs('.').f_bfree >= free - 16:
+        break
+    time.sleep(0.05)
+assert os.statvfs('.').f_bfree >= free - 16, (os.statvfs('.').f_bfree, free)
+assert os.listdir('tmpf') == ['named']
+os.unlink('tmpf/named')
 os.rmdir('tmpf')
 PY
 if grep -qw overlay /proc/filesystems || modprobe overlay 2>/dev/null; then

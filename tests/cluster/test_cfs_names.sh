@@ -6,7 +6,8 @@
 # doing all that in their own directories send no lock message once warm; another node sees every name made or removed
 # in a directory it reads; a node that dies mid-create leaves the others creating while it is
 # recovered; a node moving directories between its own sends no lock message, and two nodes
-# moving directories under each other's never make a cycle.
+# moving directories under each other's never make a cycle; an O_TMPFILE file named on one node
+# is read on another.
 . "$(dirname "$0")/cfs_lib.sh" "cfs names under the metadata glock PR"
 C up 3 >/dev/null && ok "cluster of 3 nodes up" || { not_ok "cluster up"; finish; }
 make_data 100
@@ -107,6 +108,19 @@ done
 check "20 rounds of crossed directory moves on nodes 1 and 3 ($xs and $ws went through): no directory left out of the tree" \
 	test "$both" -eq 0 -a $((xs + ws)) -gt 0
 check "node 2 finds the tree as made" on 2 test -d "$(M 2)/race/P1/X/V" -a -d "$(M 2)/race/P2/W/Y"
+
+# Unnamed files (O_TMPFILE, under the metadata glock EX): one named by linkat on node 1 is read
+# on node 2; one never named is freed at its close (fsck below finds no orphan left).
+check "O_TMPFILE on node 1, named by linkat, read on node 2" on 1 python3 -c '
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+fd = os.open(sys.argv[1], os.O_TMPFILE | os.O_RDWR, 0o644)
+os.write(fd, b"unnamed first\n")
+assert libc.linkat(fd, b"", -100, (sys.argv[1] + "/tmpfile").encode(), 0x1000) == 0, ctypes.get_errno()
+fd2 = os.open(sys.argv[1], os.O_TMPFILE | os.O_RDWR, 0o644)
+os.write(fd2, os.urandom(1 << 20))
+os.close(fd2)' "$(M 1)/own1"
+check "node 2 reads it" on 2 bash -c "[ \"\$(cat '$(M 2)/own1/tmpfile')\" = 'unnamed first' ]"
 
 for n in 1 2 3; do check "unmount on node $n" umount_on $n; done
 fsck_clean "after the names"

@@ -1,8 +1,8 @@
-/* What cfsd asks the kernel for at FUSE_INIT beyond what libfuse can ask.
+/* What cfsd changes in the requests and replies libfuse reads and writes on /dev/fuse, for
+ * what libfuse 3.14 (Debian 12's) does not know.  Done through its custom I/O hooks.
  *
- * libfuse 3.14 (Debian 12's) builds the INIT reply from the capabilities it knows.  Newer
- * flags are added to that reply on its way to /dev/fuse, through libfuse's custom I/O hooks,
- * and only if the kernel offered them in its INIT request:
+ * INIT flags it cannot ask for are added to its INIT reply, and only if the kernel offered
+ * them in its INIT request:
  * - FUSE_HANDLE_KILLPRIV_V2: cfsd drops set-ID bits itself on write, truncate and chown, by
  *   the caller's privileges (cfs/setid.c), so the kernel may mark a file it has checked once
  *   S_NOSEC.  Without it the kernel asks for security.capability before every write(2): a
@@ -14,7 +14,12 @@
  * - FUSE_DIRECT_IO_ALLOW_MMAP (protocol 7.39, kernels since 6.6): MAP_SHARED mappings of
  *   files opened for direct I/O, on a dboptimized mount of one node (cfs(8), "mmap").
  * The kernel sends nothing else before the INIT reply, so the INIT request's identity needs
- * no lock: one thread reads and answers it. */
+ * no lock: one thread reads and answers it.
+ *
+ * FUSE_TMPFILE (an open with O_TMPFILE, kernels since 6.1) is unknown to libfuse, which would
+ * answer ENOSYS, and the kernel would fail every O_TMPFILE with EOPNOTSUPP from then on.  Its
+ * request and reply are those of FUSE_CREATE, so it is handed to libfuse as a CREATE of the
+ * name "/", which no name in a directory can be, and op_create makes an unnamed file for it. */
 #define FUSE_USE_VERSION 312
 #include "cfsd/fuse_ops.h"
 
@@ -30,11 +35,27 @@
 #define FUSE_DIRECT_IO_ALLOW_MMAP (1ull << 36)
 #endif
 
+#ifndef FUSE_TMPFILE
+#define FUSE_TMPFILE 51
+#endif
+
+/* A FUSE_TMPFILE request as the CREATE of CFSD_UNNAMED (see the top of this file). */
+static void tmpfile_as_create(struct fuse_in_header *in, size_t n)
+{
+	size_t name_at = sizeof *in + sizeof(struct fuse_create_in);
+	if (n < name_at + sizeof CFSD_UNNAMED)
+		return; /* libfuse answers ENOSYS: O_TMPFILE fails with EOPNOTSUPP */
+	in->opcode = FUSE_CREATE;
+	memcpy((char *)in + name_at, CFSD_UNNAMED, sizeof CFSD_UNNAMED);
+}
+
 static ssize_t read_request(int fd, void *buf, size_t len, void *userdata)
 {
 	struct cfsd *d = userdata;
 	ssize_t n = read(fd, buf, len);
-	const struct fuse_in_header *in = buf;
+	struct fuse_in_header *in = buf;
+	if (n >= (ssize_t)sizeof *in && in->opcode == FUSE_TMPFILE)
+		tmpfile_as_create(in, (size_t)n);
 	if (n >= (ssize_t)(sizeof *in + offsetof(struct fuse_init_in, flags2) + 4) &&
 	    in->opcode == FUSE_INIT) {
 		const struct fuse_init_in *init = (const void *)(in + 1);
@@ -68,13 +89,13 @@ static ssize_t write_reply(int fd, struct iovec *iov, int count, void *userdata)
 	return writev(fd, patched, 2);
 }
 
-int init_flags_hook(struct cfsd *d, struct fuse_session *se)
+int dev_io_hook(struct cfsd *d, struct fuse_session *se)
 {
-	if (d->cluster) /* see the top of this file */
-		return 0;
-	d->init_wanted = FUSE_HANDLE_KILLPRIV_V2;
-	if (d->fs_dboptimized)
-		d->init_wanted |= FUSE_DIRECT_IO_ALLOW_MMAP;
+	if (!d->cluster) { /* see the top of this file */
+		d->init_wanted = FUSE_HANDLE_KILLPRIV_V2;
+		if (d->fs_dboptimized)
+			d->init_wanted |= FUSE_DIRECT_IO_ALLOW_MMAP;
+	}
 	static const struct fuse_custom_io io = {.read = read_request, .writev = write_reply};
 	return fuse_session_custom_io(se, &io, fuse_session_fd(se));
 }
