@@ -31,6 +31,7 @@ struct opts {
 	struct cfs_mount_opts m;
 	bool foreground;
 	bool nowriteback; /* writes through to the daemon at once (no write-back page cache) */
+	bool namecache;   /* cluster: the kernel keeps names (kernel_inval.c) */
 	struct scan_paths scan;
 	char fuse_opts[1024];
 };
@@ -54,6 +55,8 @@ static void usage(FILE *out)
 		"     ro, rw        read-only or read-write (default rw)\n"
 		"     nowriteback   one-node normal mount: each write reaches the daemon before\n"
 		"                   it returns (default: the kernel caches writes, write-back)\n"
+		"     namecache     cluster: the kernel keeps names until another node changes a\n"
+		"                   directory (Linux 6.16+; default: every name is looked up here)\n"
 		"     scan=PATHS    where to look for the LUNs, colon-separated (default $CVM_SCAN)\n"
 		"     log=FILE      where the daemon logs once in the background\n"
 		"     odm_group=G   members of group G (name or number) may use libodm here,\n"
@@ -114,6 +117,8 @@ static int parse_opts(struct opts *o, char *list)
 			o->m.ro = false;
 		} else if (!strcmp(opt, "nowriteback") || !strcmp(opt, "writeback")) {
 			o->nowriteback = opt[0] == 'n';
+		} else if (!strcmp(opt, "namecache") || !strcmp(opt, "nonamecache")) {
+			o->namecache = !strcmp(opt, "namecache");
 		} else if (klen == 7 && !strncmp(opt, "cluster", 7) && val) {
 			if (!cfs_lockproto_valid(val)) {
 				fprintf(stderr, "cfsd: cluster=%s: give local, corosync or dlm\n", val);
@@ -353,7 +358,8 @@ int main(int argc, char **argv)
 		close(devnull);
 	}
 	struct cfsd d = {.fs_dboptimized = o.m.dboptimized, .scan = &o.scan, .volume = o.volume,
-			 .odm_gid = o.odm_gid, .nowriteback = o.nowriteback, .mount_abs = o.mount_abs};
+			 .odm_gid = o.odm_gid, .nowriteback = o.nowriteback, .mount_abs = o.mount_abs,
+			 .namecache = o.namecache};
 	if (open_volume("cfsd", &o.scan, o.volume, o.m.ro ? CVM_OPEN_RDONLY : CVM_OPEN_RDWR,
 			&d.vol)) {
 		report(status_fd, EXIT_FAILED);

@@ -123,6 +123,8 @@ static void fill_status(struct cfsd *d, ControlStatus *s, struct cfs_status *st,
 	s->dboptimized = d->fs_dboptimized;
 	s->has_writeback = true;
 	s->writeback = d->writeback;
+	s->has_kernel_names = true;
+	s->kernel_names = !d->cluster || __atomic_load_n(&d->names_cached, __ATOMIC_ACQUIRE);
 	s->commits = st->stats.commits;
 	s->commit_blocks = st->stats.commit_blocks;
 	s->has_journal_anchors = true;

@@ -22,8 +22,8 @@ static struct cfsd *D(fuse_req_t req) { return fuse_req_userdata(req); }
 
 /* The kernel keeps attributes CFSD_CACHE_SECONDS: on a cluster, this node gives up the glock
  * of an inode another node changes, and the kernel forgets them first (kernel_inval.c).
- * Names too, where the kernel can be told to forget them all without a lock; other kernels
- * look up every name of a cluster mount again at each use. */
+ * Names too, on a cluster only if asked for (namecache): forgetting them has the kernel drop
+ * every name, which a process's working directory notices (kernel_inval.c). */
 static double entry_timeout(struct cfsd *d)
 {
 	if (!d->cluster)
@@ -114,7 +114,11 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 		conn->want |= FUSE_CAP_WRITEBACK_CACHE;
 	/* FUSE_NOTIFY_INC_EPOCH: protocol 7.44 (kernel_inval.c). */
 	bool epochs = conn->proto_major > 7 || (conn->proto_major == 7 && conn->proto_minor >= 44);
-	__atomic_store_n(&d->names_cached, d->cluster && epochs, __ATOMIC_RELEASE);
+	__atomic_store_n(&d->names_cached, d->cluster && d->namecache && epochs, __ATOMIC_RELEASE);
+	if (d->cluster && d->namecache && !epochs)
+		fprintf(stderr, "cfsd: %s: namecache: this kernel cannot be told to forget names "
+				"(FUSE protocol 7.%u, 7.44 needed): every name is looked up here\n",
+			d->mount_abs, conn->proto_minor);
 	__atomic_store_n(&d->kernel_ready, true, __ATOMIC_RELEASE);
 	conn->max_write = 1u << 20;
 	conn->max_readahead = d->fs_dboptimized ? 0 : 1u << 20;

@@ -20,8 +20,9 @@ struct cfsd {
 	/* The kernel caches writes and sends them later (a one-node normal mount): fuse_ops.c */
 	bool writeback;
 	struct kernel_inval *inval;    /* drops the kernel's pages of files others change */
-	/* The kernel may keep names of a cluster mount (atomic; kernel_inval.c): it can be told
-	 * to forget them all without a lock (protocol 7.44, Linux 6.16). */
+	bool namecache;                /* asked for: the kernel keeps names of a cluster mount */
+	/* It does (atomic; kernel_inval.c): it can be told to forget them all without a lock
+	 * (protocol 7.44, Linux 6.16). */
 	bool names_cached;
 	bool kernel_ready;             /* INIT answered: notifications may be sent (atomic) */
 	uint64_t names_handed_ns;      /* when a name was last handed with a timeout (atomic) */

@@ -7,9 +7,11 @@
  * only marks the attributes stale, and FUSE_NOTIFY_INC_EPOCH (Linux 6.16) makes every name
  * the kernel holds be looked up again.  Forgetting names one by one (INVAL_ENTRY) would take
  * the directory's lock, which a create there waiting for a glock of the node that waits for
- * this let-go may hold.  The epoch's cost: every name the kernel holds is dropped, and a name
- * dropped so is taken off its mount point too, so cfsd stops having names kept (and waits out
- * the ones handed) once something is mounted inside the mount.
+ * this let-go may hold.  The epoch's cost: every name the kernel holds is dropped, not just
+ * expired, so a directory that is a process's working directory is unhashed until the next
+ * lookup through it (a getcwd meanwhile fails with ENOENT) and a mount point is taken off its
+ * mount.  Hence names are kept on a cluster only when asked for (namecache), and cfsd stops
+ * having them kept (and waits out the ones handed) once something is mounted inside.
  *
  * Pages: libcfs calls us for every regular file the kernel may cache pages of when this node
  * gives up its glock.  We only queue the inode; this thread sends FUSE_NOTIFY_INVAL_INODE for

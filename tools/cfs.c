@@ -38,7 +38,7 @@ static void usage(FILE *out)
 		"       mount.cfs VOLUME DIR [-o OPTIONS]       (as called by mount -t cfs)\n"
 
 		"Mount options: dboptimized, cluster=local|corosync|dlm, node=SLOT, ro, rw, nowriteback,\n"
-		"scan=PATHS, log=FILE, fence=PROGRAM, lock_cache=N, odm_group=GROUP, and FUSE's\n"
+		"namecache, scan=PATHS, log=FILE, fence=PROGRAM, lock_cache=N, odm_group=GROUP, and FUSE's\n"
 		"(allow_other, ...).\n"
 		"See cfs(8).\n"
 		"Exit status: 0 done, 1 failed, 2 bad usage.\n");
@@ -202,11 +202,12 @@ static void print_status(const char *dir, const ControlReply *r, bool json)
 		print_nodes_json(s->recovering, s->n_recovering);
 		printf("], \"fenced\": %s, \"fence_interval_ms\": %u, \"locks_cached\": %llu, "
 		       "\"lock_cache_limit\": %u, \"locks_given_back\": %llu, "
-		       "\"journal_anchors\": %llu, \"writeback\": %s}\n",
+		       "\"journal_anchors\": %llu, \"writeback\": %s, \"kernel_names\": %s}\n",
 		       s->fenced ? "true" : "false", s->fence_interval_ms,
 		       (unsigned long long)s->locks_cached, s->lock_cache_limit,
 		       (unsigned long long)s->locks_given_back,
-		       (unsigned long long)s->journal_anchors, s->writeback ? "true" : "false");
+		       (unsigned long long)s->journal_anchors, s->writeback ? "true" : "false",
+		       s->kernel_names ? "true" : "false");
 		return;
 	}
 	char total[32], avail[32];
@@ -241,6 +242,9 @@ static void print_status(const char *dir, const ControlReply *r, bool json)
 	printf("  %llu lock grants cached (limit %u, %llu given back for it)\n",
 	       (unsigned long long)s->locks_cached, s->lock_cache_limit,
 	       (unsigned long long)s->locks_given_back);
+	if (s->kernel_names)
+		printf("  the kernel keeps names of this mount until another node changes their "
+		       "directory (namecache)\n");
 	for (size_t i = 0; i < s->n_recovering; i++)
 		printf("  node %u (slot %u) died: its journal is replayed after the fence interval "
 		       "(%u ms)\n", s->recovering[i]->node_id, s->recovering[i]->slot,
