@@ -140,13 +140,18 @@ static void note_submount(const struct cfs_mount_entry *m, void *arg)
 		snprintf(s->found, sizeof s->found, "%s", m->dir);
 }
 
-/* A mount on a directory inside ours, or why we cannot tell; NULL if there is none. */
-static const char *submount(const char *top, struct submount_scan *s)
+/* Why the kernel may not be told to drop every name: a mount on a directory inside ours, or
+ * no way to tell (in why); false if there is none. */
+static bool submount(const char *top, char *why, size_t len)
 {
-	*s = (struct submount_scan){.top = top, .len = strlen(top)};
-	if (cfs_mountinfo_each(note_submount, s))
-		return "/proc/self/mountinfo cannot be read";
-	return s->found[0] ? s->found : NULL;
+	struct submount_scan s = {.top = top, .len = strlen(top)};
+	if (cfs_mountinfo_each(note_submount, &s))
+		snprintf(why, len, "/proc/self/mountinfo cannot be read");
+	else if (s.found[0])
+		snprintf(why, len, "%s is mounted inside", s.found);
+	else
+		return false;
+	return true;
 }
 
 /* From now on names are handed without a timeout; those handed with one expire first. */
@@ -174,17 +179,13 @@ static void forget_names(void *arg)
 	struct cfsd *d = k->d;
 	if (!__atomic_load_n(&d->names_cached, __ATOMIC_ACQUIRE))
 		return;
-	struct submount_scan s;
-	const char *sub = submount(d->mount_abs, &s);
-	if (sub) {
-		char why[PATH_MAX + 64];
-		snprintf(why, sizeof why, "%s is mounted inside", sub);
+	char why[PATH_MAX + 64];
+	if (submount(d->mount_abs, why, sizeof why)) {
 		stop_caching_names(d, why);
 		return;
 	}
 	struct fuse_out_header epoch = {.len = sizeof epoch, .error = FUSE_NOTIFY_INC_EPOCH};
 	if (write(fuse_session_fd(d->se), &epoch, sizeof epoch) != (ssize_t)sizeof epoch) {
-		char why[96];
 		snprintf(why, sizeof why, "the kernel refused a new name epoch (%s)", strerror(errno));
 		stop_caching_names(d, why);
 	}
