@@ -31,13 +31,6 @@ static double entry_timeout(struct cfsd *d)
 	return __atomic_load_n(&d->names_cached, __ATOMIC_ACQUIRE) ? CFSD_CACHE_SECONDS : 0.0;
 }
 
-/* How long the kernel may keep the name it was just given (kernel_inval.c waits them out). */
-static void name_handed(struct cfsd *d, const struct fuse_entry_param *e)
-{
-	if (d->cluster && e->entry_timeout > 0)
-		kernel_name_handed(d);
-}
-
 static void reply_err(fuse_req_t req, int rc) { fuse_reply_err(req, rc < 0 ? -rc : rc); }
 
 /* libcfs's inode numbers are the kernel's node ids; stat(2) shows the block number (see
@@ -70,8 +63,6 @@ static void reply_entry(fuse_req_t req, int rc, const struct stat *st)
 				     .attr_timeout = CFSD_CACHE_SECONDS, .entry_timeout = entry_timeout(d)};
 	if (fuse_reply_entry(req, &e) == -ENOENT) /* the kernel gave up: drop the reference */
 		cfs_forget(d->fs, st->st_ino, 1);
-	else
-		name_handed(d, &e);
 }
 
 static struct cfs_cred cred_of(fuse_req_t req)
@@ -357,8 +348,6 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	if (fuse_reply_create(req, &e, fi) == -ENOENT) {
 		cfs_release(d->fs, st.st_ino);
 		cfs_forget(d->fs, st.st_ino, 1);
-	} else {
-		name_handed(d, &e);
 	}
 }
 

@@ -25,7 +25,6 @@ struct cfsd {
 	 * (protocol 7.44, Linux 6.16). */
 	bool names_cached;
 	bool kernel_ready;             /* INIT answered: notifications may be sent (atomic) */
-	uint64_t names_handed_ns;      /* when a name was last handed with a timeout (atomic) */
 	const char *volume;
 	const char *mount_abs;         /* the mount point as mountinfo shows it */
 	const struct scan_paths *scan; /* to find the LUNs again after a cvm grow */
@@ -88,7 +87,5 @@ void kernel_size_changed(struct cfsd *d, uint64_t ino, uint64_t size);
 void kernel_inval_range(struct cfsd *d, uint64_t ino, off_t off, off_t len);
 /* Have the kernel forget a file's attributes now (no pages: no lock of a request waited for). */
 void kernel_forget_attrs(struct cfsd *d, uint64_t ino);
-/* A name with a timeout was just handed to the kernel. */
-void kernel_name_handed(struct cfsd *d);
 
 #endif

@@ -33,9 +33,11 @@
 #include "cfs/control.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <fuse_lowlevel.h>
 #include <linux/fuse.h>
 #include <limits.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -61,6 +63,10 @@ struct kernel_inval {
 	size_t n, cap;
 	bool stop;
 	pthread_t thread;
+	/* /proc/self/mountinfo, polled for changes of the mount table (-1: read it every time),
+	 * and whether it was looked at since it last changed (forget_names, under libcfs's lock) */
+	int mounts_fd;
+	bool mounts_seen;
 };
 
 static int enqueue(struct kernel_inval *k, const struct inval *v)
@@ -115,18 +121,6 @@ void kernel_forget_attrs(struct cfsd *d, uint64_t ino)
 			(unsigned long long)ino, rc);
 }
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-void kernel_name_handed(struct cfsd *d)
-{
-	__atomic_store_n(&d->names_handed_ns, now_ns(), __ATOMIC_RELEASE);
-}
-
 struct submount_scan {
 	const char *top;
 	size_t len;
@@ -154,23 +148,26 @@ static bool submount(const char *top, char *why, size_t len)
 	return true;
 }
 
-/* From now on names are handed without a timeout; those handed with one expire first. */
+/* Has the mount table changed since forget_names last looked, or has it never looked? */
+static bool mounts_changed(struct kernel_inval *k)
+{
+	if (k->mounts_fd < 0 || !k->mounts_seen)
+		return true;
+	struct pollfd p = {.fd = k->mounts_fd, .events = POLLPRI};
+	return poll(&p, 1, 0) != 0; /* the kernel re-arms it as it reports: an error counts too */
+}
+
+/* From now on names are handed without a timeout; those handed with one expire first, a
+ * second after they were handed (the margin: the kernel sets the time just after our
+ * answer, and an answer made just before the switch may be written just after it). */
 static void stop_caching_names(struct cfsd *d, const char *why)
 {
 	__atomic_store_n(&d->names_cached, false, __ATOMIC_RELEASE);
 	fprintf(stderr, "cfsd: %s: %s: the kernel keeps no names of this cluster mount from now on "
 			"(remount to have them kept again)\n", d->mount_abs, why);
-	const uint64_t margin = 50000000; /* the kernel sets the time just after our answer */
-	for (;;) {
-		uint64_t until = __atomic_load_n(&d->names_handed_ns, __ATOMIC_ACQUIRE) +
-				 (uint64_t)(CFSD_CACHE_SECONDS * 1e9) + margin;
-		uint64_t now = now_ns();
-		if (now >= until)
-			return;
-		struct timespec ts = {(time_t)((until - now) / 1000000000u),
-				      (long)((until - now) % 1000000000u)};
-		nanosleep(&ts, NULL);
-	}
+	struct timespec wait = {(time_t)CFSD_CACHE_SECONDS, 50000000};
+	while (nanosleep(&wait, &wait) && errno == EINTR)
+		;
 }
 
 static void forget_names(void *arg)
@@ -180,9 +177,12 @@ static void forget_names(void *arg)
 	if (!__atomic_load_n(&d->names_cached, __ATOMIC_ACQUIRE))
 		return;
 	char why[PATH_MAX + 64];
-	if (submount(d->mount_abs, why, sizeof why)) {
-		stop_caching_names(d, why);
-		return;
+	if (mounts_changed(k)) {
+		if (submount(d->mount_abs, why, sizeof why)) {
+			stop_caching_names(d, why);
+			return;
+		}
+		k->mounts_seen = true;
 	}
 	struct fuse_out_header epoch = {.len = sizeof epoch, .error = FUSE_NOTIFY_INC_EPOCH};
 	if (write(fuse_session_fd(d->se), &epoch, sizeof epoch) != (ssize_t)sizeof epoch) {
@@ -237,12 +237,15 @@ int kernel_inval_start(struct cfsd *d)
 	if (!k)
 		return -ENOMEM;
 	k->d = d;
+	k->mounts_fd = d->cluster ? open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC) : -1;
 	pthread_mutex_init(&k->lock, NULL);
 	pthread_cond_init(&k->wake, NULL);
 	int rc = pthread_create(&k->thread, NULL, run, k);
 	if (rc) {
 		pthread_mutex_destroy(&k->lock);
 		pthread_cond_destroy(&k->wake);
+		if (k->mounts_fd >= 0)
+			close(k->mounts_fd);
 		free(k);
 		return -rc;
 	}
@@ -268,6 +271,8 @@ void kernel_inval_stop(struct cfsd *d)
 	pthread_mutex_destroy(&k->lock);
 	pthread_cond_destroy(&k->wake);
 	free(k->queue);
+	if (k->mounts_fd >= 0)
+		close(k->mounts_fd);
 	free(k);
 	d->inval = NULL;
 }
