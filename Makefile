@@ -4,10 +4,12 @@
 #   make check      every test, built with -fsanitize=address,undefined into build/asan/
 #   make demo       the newcomer's tour on LUN files in a temporary directory
 #   make bench      benchmarks (long; not part of check)
-#   make install    PREFIX=/usr/local DESTDIR=
+#   make install    PREFIX=/usr/local DESTDIR= (the mount helpers go in SBINDIR=/sbin, where
+#                   mount(8) and umount(8) look for them)
 #   make clean
 
 PREFIX ?= /usr/local
+SBINDIR ?= /sbin
 DESTDIR ?=
 BUILD ?= build
 CC ?= gcc
@@ -100,7 +102,7 @@ $(BUILD)/bin/mkfs.cfs: $(BUILD)/tools/mkfs_cfs.o $(TOOLS_COMMON_OBJ) $(LIBS)
 $(BUILD)/bin/fsck.cfs: $(BUILD)/tools/fsck_cfs.o $(TOOLS_COMMON_OBJ) $(LIBS)
 	$(CC) $(LDFLAGS_SAN) $(LDFLAGS) -o $@ $^ $(LDLIBS_CVM) $(LDLIBS_LOCK)
 
-$(BUILD)/bin/cfs: $(BUILD)/tools/cfs.o $(BUILD)/tools/ask.o $(BUILD)/proto/control.pb-c.o $(TOOLS_COMMON_OBJ) $(LIBS)
+$(BUILD)/bin/cfs: $(BUILD)/tools/cfs.o $(BUILD)/tools/ask.o $(BUILD)/tools/utab.o $(BUILD)/proto/control.pb-c.o $(TOOLS_COMMON_OBJ) $(LIBS)
 	$(CC) $(LDFLAGS_SAN) $(LDFLAGS) -o $@ $^ $(LDLIBS_CVM) $(LDLIBS_LOCK)
 
 $(BUILD)/bin/odmstat: $(BUILD)/tools/odmstat.o $(BUILD)/tools/svgplot.o $(BUILD)/tools/ask.o $(BUILD)/odm/stats.o $(BUILD)/odm/rows.o $(BUILD)/proto/control.pb-c.o $(TOOLS_COMMON_OBJ) $(LIBS)
@@ -208,9 +210,10 @@ install: all
 	install -m 644 man/cvm.8 man/cfslock.8 man/cfs.8 man/mkfs.cfs.8 man/fsck.cfs.8 \
 		$(DESTDIR)$(PREFIX)/share/man/man8/
 	install -m 644 man/randio.1 man/odmstat.1 man/odmload.1 $(DESTDIR)$(PREFIX)/share/man/man1/
-	install -d $(DESTDIR)$(PREFIX)/share/man/man5 $(DESTDIR)$(PREFIX)/sbin
+	install -d $(DESTDIR)$(PREFIX)/share/man/man5 $(DESTDIR)$(SBINDIR)
 	install -m 644 man/cfs.5 $(DESTDIR)$(PREFIX)/share/man/man5/
-	ln -sf ../bin/cfs $(DESTDIR)$(PREFIX)/sbin/mount.cfs
+	ln -sf $(PREFIX)/bin/cfs $(DESTDIR)$(SBINDIR)/mount.cfs
+	ln -sf $(PREFIX)/bin/cfs $(DESTDIR)$(SBINDIR)/umount.cfs
 	install -d $(DESTDIR)$(PREFIX)/lib/systemd/system
 	sed 's|@BINDIR@|$(PREFIX)/bin|' scripts/systemd/cfs@.service \
 		>$(DESTDIR)$(PREFIX)/lib/systemd/system/cfs@.service

@@ -47,9 +47,10 @@ int cfs_mountinfo_each(void (*fn)(const struct cfs_mount_entry *m, void *arg), v
 	while (m && getline(&line, &cap, f) > 0) {
 		const char *dash = strstr(line, " - ");
 		if (!dash || sscanf(line, "%*s %*s %31s %*s %4095s", m->dev, m->dir) != 2 ||
-		    sscanf(dash + 3, "%63s", m->fstype) != 1)
+		    sscanf(dash + 3, "%63s %4095s", m->fstype, m->source) != 2)
 			continue;
 		unescape(m->dir);
+		unescape(m->source);
 		fn(m, arg);
 	}
 	int rc = m ? 0 : -ENOMEM;

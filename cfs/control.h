@@ -24,6 +24,7 @@ struct cfs_mount_entry {
 	char dev[32];
 	char dir[PATH_MAX];
 	char fstype[64];
+	char source[PATH_MAX]; /* as mounted: cfs:VOLUME for ours */
 };
 /* Call fn for every mount, oldest first; -errno if mountinfo cannot be read.  Reading it
  * asks no filesystem anything (a stat of a mount point would wait for its daemon). */

@@ -1,11 +1,13 @@
-/* cfs: mount, unmount, status and online growth of CFS filesystems; also the mount helper
- * (installed as mount.cfs, so `mount -t cfs VOLUME DIR -o ...` works).  See man/cfs.8. */
+/* cfs: mount, unmount, status and online growth of CFS filesystems; also the mount and
+ * unmount helpers (installed as mount.cfs and umount.cfs, so `mount -t cfs VOLUME DIR -o ...`
+ * works and a plain umount(8) waits for the daemon).  See man/cfs.8. */
 #include "cfs/cfs.h"
 #include "cfs/control.h"
 #include "cvm/cvm.h"
 #include "proto/control.pb-c.h"
 #include "tools/ask.h"
 #include "tools/common.h"
+#include "tools/utab.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -21,6 +23,7 @@
 #include <sys/statvfs.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -36,6 +39,7 @@ static void usage(FILE *out)
 		"       cfs locks DIR [--json]                  (the lock table, who holds and waits)\n"
 		"       cfs lockproto VOLUME [local|corosync|dlm] [-s|--scan PATH]...\n"
 		"       mount.cfs VOLUME DIR [-o OPTIONS]       (as called by mount -t cfs)\n"
+		"       umount.cfs DIR [-l] [-f]                (as called by umount DIR)\n"
 
 		"Mount options: dboptimized, cluster=local|corosync|dlm, node=SLOT, ro, rw, nowriteback,\n"
 		"namecache, scan=PATHS, log=FILE, fence=PROGRAM, lock_cache=N, odm_group=GROUP, and FUSE's\n"
@@ -158,8 +162,23 @@ static int do_mount(const char *volume, const char *dir, const char *opts,
 		args[2] = (char *)dir;
 		args[3] = NULL;
 	}
-	exec_cfsd(args);
-	return EXIT_FAILED;
+	/* cfsd's first process exits once the filesystem is mounted (or could not be). */
+	pid_t pid = fork();
+	if (pid < 0) {
+		fprintf(stderr, "cfs: cannot start cfsd: %s\n", strerror(errno));
+		return EXIT_FAILED;
+	}
+	if (pid == 0)
+		exec_cfsd(args);
+	int st;
+	while (waitpid(pid, &st, 0) < 0)
+		if (errno != EINTR)
+			return EXIT_FAILED;
+	if (!WIFEXITED(st))
+		return EXIT_FAILED;
+	if (WEXITSTATUS(st) == EXIT_OK)
+		utab_record_helper(dir);
+	return WEXITSTATUS(st);
 }
 
 static void print_nodes_json(MountedNode *const *v, size_t n)
@@ -382,8 +401,9 @@ static bool still_running(int pid)
 }
 
 /* Write back (reporting what fails), unmount, then wait for the daemon to finish writing,
- * so that fsck or cvm can run right after. */
-static int do_umount(const char *dir)
+ * so that fsck or cvm can run right after.  A lazy unmount (umount -l) only detaches the
+ * mount: the daemon serves what is still open there and ends after the last close. */
+static int do_umount(const char *dir, int flags)
 {
 	ControlReply *r;
 	int pid = 0;
@@ -397,11 +417,17 @@ static int do_umount(const char *dir)
 	 * write-back was reported: unmount anyway, and say so in the exit status. */
 	if (pid && !fenced && (written_back = ask(dir, CONTROL_REQUEST__OP__SYNC, &r) == 0))
 		control_reply__free_unpacked(r, NULL);
-	if (umount(dir)) {
-		fprintf(stderr, "cfs: umount %s: %s%s\n", dir, strerror(errno),
-			errno == EBUSY ? " (files are open there: close them first)" : "");
+	utab_forget(dir);
+	if (umount2(dir, flags)) {
+		int e = errno;
+		fprintf(stderr, "cfs: umount %s: %s%s\n", dir, strerror(e),
+			e == EBUSY ? " (files are open there: close them first)" : "");
+		if (e == EBUSY)
+			utab_record_helper(dir);
 		return EXIT_FAILED;
 	}
+	if (flags & MNT_DETACH)
+		return written_back || !pid ? EXIT_OK : EXIT_FAILED;
 	for (int i = 0; pid > 0 && i < 600 && still_running(pid); i++)
 		nanosleep(&(struct timespec){0, 50000000}, NULL);
 	if (pid > 0 && still_running(pid)) {
@@ -437,11 +463,34 @@ static int mount_helper(int argc, char **argv)
 	return do_mount(volume, argv[optind + 1], opts, &none);
 }
 
+/* umount.cfs DIR [-nlfvr] [-t TYPE], as umount(8) calls it for a mount whose userspace
+ * table entry says helper=cfs (utab.c). */
+static int umount_helper(int argc, char **argv)
+{
+	int flags = 0, c;
+	while ((c = getopt(argc, argv, "nlfvrt:N:h")) != -1) {
+		switch (c) {
+		case 'l': flags |= MNT_DETACH; break;
+		case 'f': flags |= MNT_FORCE; break;
+		case 'n': case 'v': case 'r': case 't': case 'N': break;
+		case 'h': usage(stdout); return EXIT_OK;
+		default: usage(stderr); return EXIT_USAGE;
+		}
+	}
+	if (argc - optind != 1) {
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	return do_umount(argv[optind], flags);
+}
+
 int main(int argc, char **argv)
 {
 	char *base = basename(argv[0]);
 	if (!strcmp(base, "mount.cfs") || (argc > 1 && !strncmp(argv[1], "cfs:", 4)))
 		return mount_helper(argc, argv);
+	if (!strcmp(base, "umount.cfs"))
+		return umount_helper(argc, argv);
 	static const struct option longs[] = {{"json", no_argument, NULL, 'j'},
 					      {"scan", required_argument, NULL, 's'},
 					      {"help", no_argument, NULL, 'h'}, {0}};
@@ -485,7 +534,7 @@ int main(int argc, char **argv)
 	if (!strcmp(cmd, "mount") && nargs == 2)
 		return do_mount(args[0], args[1], opts, &scan);
 	if (!strcmp(cmd, "umount") && nargs == 1)
-		return do_umount(args[0]);
+		return do_umount(args[0], 0);
 	if (!strcmp(cmd, "status") && nargs == 1)
 		return do_query(args[0], CONTROL_REQUEST__OP__STATUS, json);
 	if (!strcmp(cmd, "lockproto") && (nargs == 1 || nargs == 2)) {

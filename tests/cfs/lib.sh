@@ -15,6 +15,7 @@ cfs_cleanup() {
 	done
 	pkill -9 -f "^cfsd .*$T" 2>/dev/null
 	[ -n "${MOUNT_HELPER:-}" ] && rm -f "$MOUNT_HELPER"
+	[ -n "${UMOUNT_HELPER:-}" ] && rm -f "$UMOUNT_HELPER"
 	[ -n "${PATH_HELPER:-}" ] && rm -f "$PATH_HELPER"
 	rm -rf "$T"
 }

@@ -179,10 +179,24 @@ expect 1 "mount it again" "remount,rw of a filesystem mounted read-only" -- "$BI
 expect 0 "" "cfs umount" -- "$BIN/cfs" umount "$M"
 expect 0 "clean" "fsck.cfs after the remounts" -- "$BIN/fsck.cfs" v
 
-# mount -t cfs through the mount helper, and plain umount.
-if [ ! -e /sbin/mount.cfs ] && [ -w /sbin ]; then
+# The entry in util-linux's userspace mount table that has umount(8) run umount.cfs.
+# Has the daemon of the mount at $M (pid in $T/pid) ended?  A zombie counts as ended.
+daemon_ended() {
+	local state
+	state=$(awk '{ print $3 }' "/proc/$(cat "$T/pid")/stat" 2>/dev/null || echo X)
+	[ "$state" = Z ] || [ "$state" = X ]
+}
+expect 0 "" "cfs mount" -- "$BIN/cfs" mount v "$M" -o "log=$T/v.log"
+check "cfs mount notes helper=cfs in /run/mount/utab" bash -c "grep -s 'TARGET=$(realpath "$M") .*helper=cfs' /run/mount/utab"
+expect 0 "" "cfs umount" -- "$BIN/cfs" umount "$M"
+check "cfs umount leaves no entry in /run/mount/utab" bash -c "! grep -s 'TARGET=$(realpath "$M") ' /run/mount/utab"
+
+# mount -t cfs through the mount helper, and plain umount through the unmount helper.
+if [ ! -e /sbin/mount.cfs ] && [ ! -e /sbin/umount.cfs ] && [ -w /sbin ]; then
 	MOUNT_HELPER=/sbin/mount.cfs
+	UMOUNT_HELPER=/sbin/umount.cfs
 	ln -s "$BIN/cfs" "$MOUNT_HELPER"
+	ln -s "$BIN/cfs" "$UMOUNT_HELPER"
 fi
 if [ -n "${MOUNT_HELPER:-}" ]; then
 	expect 0 "" "mount -t cfs" -- mount -t cfs v "$M" -o "dboptimized,log=$T/v.log"
@@ -201,8 +215,17 @@ if [ -n "${MOUNT_HELPER:-}" ]; then
 	else
 		echo "skip - mount -o remount: /usr/local/bin/cfs exists already or is read-only"
 	fi
+	# Something for the daemon to do after the kernel lets go: a file written back at close.
+	dd if=/dev/zero of="$M/unmount-work" bs=1M count=16 status=none
+	"$BIN/cfs" status --json "$M" | python3 -c 'import json, sys; print(json.load(sys.stdin)["pid"])' >"$T/pid"
 	expect 0 "" "umount" -- umount "$M"
+	check "plain umount returns once the daemon has ended (umount.cfs)" daemon_ended
+	check "umount leaves no entry in /run/mount/utab" bash -c "! grep -s 'TARGET=$(realpath "$M") ' /run/mount/utab"
+	expect 0 "" "mount -t cfs" -- mount -t cfs v "$M" -o "log=$T/v.log"
+	expect 0 "" "umount -l" -- umount -l "$M"
+	check "umount -l detaches the mount" bash -c "! mountpoint -q '$M'"
+	for _ in $(seq 100); do pgrep -f "^cfsd .*$M" >/dev/null || break; sleep 0.1; done
 else
-	echo "skip - mount -t cfs: /sbin/mount.cfs exists already or /sbin is read-only"
+	echo "skip - mount -t cfs: /sbin/mount.cfs or umount.cfs exists already or /sbin is read-only"
 fi
 finish
