@@ -824,6 +824,8 @@ static bool claimed(struct cs *cs, struct replica *r, const PlockOp *op)
 	return op->owner != cs->owner;
 }
 
+static bool not_owned(void *owners, uint64_t file) { return !po_find(owners, file); }
+
 static void apply_plock(struct cs *cs, const PlockOp *op, bool replayed)
 {
 	if (!owner_live(cs, op->owner))
@@ -842,7 +844,13 @@ static void apply_plock(struct cs *cs, const PlockOp *op, bool replayed)
 	struct pl_lock l = pl_lock_of(op);
 	int rc = 0;
 	switch (op->kind) {
-	case PLOCK_OP__KIND__SET: rc = pl_set(r->plocks, op->reqid, &l, op->wait); break;
+	case PLOCK_OP__KIND__SET: {
+		/* Owned files' locks are in their owner's copy only: a deadlock check of the
+		 * ordered stream leaves them out, so that every copy answers alike. */
+		struct pl_scope common = {.sees = not_owned, .arg = r->owners};
+		rc = pl_set(r->plocks, op->reqid, &l, op->wait, &common);
+		break;
+	}
 	case PLOCK_OP__KIND__CANCEL: (void)pl_cancel(r->plocks, op->owner, op->reqid); break;
 	case PLOCK_OP__KIND__CLOSE:
 		pl_drop(r->plocks, op->owner, op->lock_owner, op->file, true);
@@ -1487,7 +1495,7 @@ static int cs_plock(struct cfslock_space *s, const struct cfslock_plock *l, bool
 	if (r) { /* ours: no message */
 		struct pl_lock pl = our_pl_lock(cs, l);
 		bool listed = add_req(cs, reqid, l->file, done, arg) != NULL;
-		int rc = listed ? pl_set(r->plocks, reqid, &pl, wait) : 0;
+		int rc = listed ? pl_set(r->plocks, reqid, &pl, wait, NULL) : 0;
 		if (rc)
 			plock_answered(cs, reqid, rc); /* refused: it still ends */
 		pthread_mutex_unlock(&cs->lock);

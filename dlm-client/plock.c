@@ -1,5 +1,6 @@
 /* The POSIX record lock table (plock.h).  Held ranges and waiters are plain lists: a first
- * step sized for the handful of record locks a database's files carry, not for millions.
+ * step sized for the handful of record locks a database's files carry, not for millions
+ * (a deadlock check walks them once for every owner on its way).
  * What a lock does follows fcntl(2): an owner's new lock replaces what it held in the range
  * (splitting what sticks out), touching ranges of one type merge, an unlock may punch a hole,
  * and locks of different owners conflict when they overlap and one of them writes.  Waiters
@@ -241,13 +242,81 @@ static void retry_waiters(struct pl_table *t, uint64_t file)
 	}
 }
 
-int pl_set(struct pl_table *t, uint64_t reqid, const struct pl_lock *l, bool wait)
+/* ---- deadlock detection ---- */
+
+/* The owners met on the way, each once: (node, owner) pairs, and how many of them the walk
+ * has followed so far. */
+struct owners_seen {
+	uint64_t (*v)[2];
+	size_t n, followed, cap;
+};
+
+static int meet(struct owners_seen *s, const struct pl_lock *l)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (s->v[i][0] == l->node && s->v[i][1] == l->owner)
+			return 0;
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 16;
+		uint64_t(*v)[2] = realloc(s->v, cap * sizeof *v);
+		if (!v)
+			return -ENOMEM;
+		s->v = v;
+		s->cap = cap;
+	}
+	s->v[s->n][0] = l->node;
+	s->v[s->n][1] = l->owner;
+	s->n++;
+	return 0;
+}
+
+static bool sees(const struct pl_scope *scope, uint64_t file)
+{
+	return !scope || scope->sees(scope->arg, file);
+}
+
+/* Meet every owner holding what w conflicts with. */
+static int meet_blockers(const struct pl_table *t, const struct pl_lock *w,
+			 const struct pl_scope *scope, struct owners_seen *s)
+{
+	for (const struct held *h = t->held; h; h = h->next)
+		if (conflict(&h->l, w) && sees(scope, h->l.file) && meet(s, &h->l))
+			return -ENOMEM;
+	return 0;
+}
+
+/* Would l, waiting, close a cycle of owners each waiting for the next?  From the owners l
+ * would wait for, follow what each of them waits for (every holder in a waiter's way, as
+ * a waiter here is granted only when none is left) until l's owner comes up or nobody new
+ * does.  Out of memory counts as no. */
+static bool would_deadlock(const struct pl_table *t, const struct pl_lock *l,
+			   const struct pl_scope *scope)
+{
+	struct owners_seen s = {0};
+	bool cycle = false;
+	int rc = meet_blockers(t, l, scope, &s);
+	while (!rc && !cycle && s.followed < s.n) {
+		const uint64_t *o = s.v[s.followed++];
+		if (o[0] == l->node && o[1] == l->owner) {
+			cycle = true;
+			break;
+		}
+		for (const struct waiter *w = t->waiters; w && !rc; w = w->next)
+			if (w->l.node == o[0] && w->l.owner == o[1] && sees(scope, w->l.file))
+				rc = meet_blockers(t, &w->l, scope, &s);
+	}
+	free(s.v);
+	return cycle;
+}
+
+int pl_set(struct pl_table *t, uint64_t reqid, const struct pl_lock *l, bool wait,
+	   const struct pl_scope *scope)
 {
 	if (l->start > l->end || (l->type != PL_RD && l->type != PL_WR && l->type != PL_UN))
 		return -EINVAL;
 	if (l->type != PL_UN && first_conflict(t, l)) {
-		if (!wait) {
-			emit(t, PL_EV_FAILED, l->node, reqid, -EAGAIN);
+		if (!wait || would_deadlock(t, l, scope)) {
+			emit(t, PL_EV_FAILED, l->node, reqid, wait ? -EDEADLK : -EAGAIN);
 			return 0;
 		}
 		return add_waiter(t, l, reqid);

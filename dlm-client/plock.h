@@ -34,9 +34,20 @@ struct pl_table;
 struct pl_table *pl_create(pl_emit_fn emit, void *arg);
 void pl_destroy(struct pl_table *t);
 
+/* The files whose locks a deadlock check follows (pl_set); NULL: every file's. */
+struct pl_scope {
+	bool (*sees)(void *arg, uint64_t file);
+	void *arg;
+};
+
 /* Lock or unlock (PL_UN) l's range for its owner; reqid names the request in the events.
- * wait: a lock that conflicts waits (F_SETLKW) instead of failing.  0, or -EINVAL, -ENOMEM. */
-int pl_set(struct pl_table *t, uint64_t reqid, const struct pl_lock *l, bool wait);
+ * wait: a lock that conflicts waits (F_SETLKW) instead of failing, unless it would wait for
+ * an owner that waits, itself or through others, for l's owner: then it fails with -EDEADLK
+ * (fcntl's deadlock detection).  Only the locks of files scope sees count: every member's
+ * copy must answer alike, so a call of the ordered stream leaves out the files one member
+ * owns (plock_own.h).  0, or -EINVAL, -ENOMEM. */
+int pl_set(struct pl_table *t, uint64_t reqid, const struct pl_lock *l, bool wait,
+	   const struct pl_scope *scope);
 /* The first lock of another owner that conflicts with l, or false (F_GETLK). */
 bool pl_get(const struct pl_table *t, const struct pl_lock *l, struct pl_lock *holder);
 /* Cancel a waiting request (a signal): -ENOENT if it does not wait. */

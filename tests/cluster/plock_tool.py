@@ -7,6 +7,10 @@
                                                        "r|w START LEN PID" of the holder
   plock_tool.py interrupted FILE                        F_SETLKW of the whole file, SIGALRM
                                                        after 2 s: prints interrupted or granted
+  plock_tool.py cross FILE WANTED READY GO              F_SETLKW of the whole FILE, touch READY,
+                                                       wait until GO exists, then F_SETLKW of
+                                                       the whole WANTED: prints granted, or
+                                                       deadlock (EDEADLK); exits (no unlock)
 LEN 0 means to the end of the file."""
 import errno
 import fcntl
@@ -49,6 +53,20 @@ def main():
         t, _, s, n, pid = struct.unpack("hhqqi4x", out)
         print("unlocked" if t == fcntl.F_UNLCK else
               "%s %d %d %d" % ("r" if t == fcntl.F_RDLCK else "w", s, n, pid))
+    elif cmd == "cross":
+        wanted, ready, go = sys.argv[3:6]
+        fcntl.fcntl(fd, fcntl.F_SETLKW, flock_struct("w", 0, 0))
+        open(ready, "w").close()
+        while not os.path.exists(go):
+            time.sleep(0.02)
+        other = os.open(wanted, os.O_RDWR)
+        try:
+            fcntl.fcntl(other, fcntl.F_SETLKW, flock_struct("w", 0, 0))
+            print("granted")
+        except OSError as e:
+            if e.errno != errno.EDEADLK:
+                raise
+            print("deadlock")
     elif cmd == "interrupted":
         def alarm(*_):
             raise InterruptedError()

@@ -4,7 +4,8 @@
 # LOCK_NB and F_SETLK fail while another node holds the lock; shared locks and disjoint
 # ranges coexist between nodes; F_GETLK names the holder; a lock goes with its holder's close
 # or exit, and with its node's death once the node is recovered; a waiting lock is
-# interrupted by a signal and leaves nothing behind.  A node that locks a file alone owns its
+# interrupted by a signal and leaves nothing behind; a record lock wait that would deadlock
+# fails with EDEADLK, across nodes and on one.  A node that locks a file alone owns its
 # record locks and sends no message for them; another node's call takes them over.
 . "$(dirname "$0")/cfs_lib.sh" "cfs flock and fcntl locks across nodes"
 INCREMENTS=${INCREMENTS:-100}
@@ -229,6 +230,31 @@ fcntl.lockf(fd, fcntl.LOCK_EX)
 os.close(os.open(sys.argv[1], os.O_RDONLY))
 print(subprocess.run(sys.argv[2:], capture_output=True, text=True).stdout.strip())
 " "$(M 1)/plock" "$HERE/cluster.sh" exec 2 python3 "$HERE/plock_tool.py" try "$(M 2)/plock" 0 0 w)"
+# Deadlocks: two processes each holding a file's lock and asking for the other's; the one
+# whose request closes the cycle gets EDEADLK (which comes second is up to the scheduler),
+# the other the lock once the refused one exits.  Across nodes (each file first claimed by
+# its node, so both leave their owners for the shared table) and on one node (two files only
+# it locks, checked in its own copy).
+# deadlock_pair WHAT NODE_A NODE_B: processes on NODE_A and NODE_B, files $WHAT.a and .b.
+deadlock_pair() {
+	local what=$1 a=$2 b=$3 pa pb
+	on "$a" touch "$(M "$a")/$what.a" "$(M "$a")/$what.b"
+	on "$a" timeout 20 python3 "$HERE/plock_tool.py" cross "$(M "$a")/$what.a" "$(M "$a")/$what.b" \
+		"$T/$what.ready.a" "$T/$what.go" >"$T/$what.out.a" 2>&1 &
+	pa=$!
+	on "$b" timeout 20 python3 "$HERE/plock_tool.py" cross "$(M "$b")/$what.b" "$(M "$b")/$what.a" \
+		"$T/$what.ready.b" "$T/$what.go" >"$T/$what.out.b" 2>&1 &
+	pb=$!
+	for _ in $(seq 400); do [ -e "$T/$what.ready.a" ] && [ -e "$T/$what.ready.b" ] && break; sleep 0.05; done
+	touch "$T/$what.go"
+	wait "$pa" "$pb"
+	[ "$(sort "$T/$what.out.a" "$T/$what.out.b" | tr '\n' ' ')" = "deadlock granted " ] ||
+		{ echo "node $a: $(cat "$T/$what.out.a"); node $b: $(cat "$T/$what.out.b")"; return 1; }
+}
+check "a record lock deadlock across nodes 1 and 2: one gets EDEADLK, the other the lock" \
+	deadlock_pair pdl 1 2
+check "a record lock deadlock of two processes on node 1: one gets EDEADLK" deadlock_pair ldl 1 1
+
 # A holder killed -9: the kernel closes its files, and its locks go.
 check "node 1 write-locks the whole file" pholds 1 0 0 w
 kill -9 "$(pgrep -f "bin/python3 $HERE/plock_tool.py hold $(M 1)/" | head -1)"

@@ -1,6 +1,6 @@
 /* The POSIX record lock table: fcntl's rules (replace, split, merge, conflicts), waiters in
- * order, cancel, an owner's close and a node's failure, and one sequence applied to two
- * tables ending in the same state (what keeps the cluster's copies equal). */
+ * order, cancel, an owner's close and a node's failure, deadlocks refused, and one sequence
+ * applied to two tables ending in the same state (what keeps the cluster's copies equal). */
 #include "dlm-client/plock.h"
 
 #include <criterion/criterion.h>
@@ -52,7 +52,7 @@ static int answer(uint64_t node, uint64_t reqid, int *status)
 
 static void set(uint64_t reqid, struct pl_lock l, bool wait)
 {
-	cr_assert_eq(pl_set(t, reqid, &l, wait), 0);
+	cr_assert_eq(pl_set(t, reqid, &l, wait, NULL), 0);
 }
 
 /* Does another owner see [start, end] of type as free? */
@@ -149,10 +149,94 @@ Test(plock, cancel_close_and_node_failure)
 Test(plock, bad_ranges_and_types_are_refused)
 {
 	struct pl_lock l = L(1, 1, 10, 9, PL_WR);
-	cr_assert_eq(pl_set(t, 1, &l, false), -EINVAL);
+	cr_assert_eq(pl_set(t, 1, &l, false, NULL), -EINVAL);
 	l = L(1, 1, 0, 9, (enum pl_type)7);
-	cr_assert_eq(pl_set(t, 1, &l, false), -EINVAL);
+	cr_assert_eq(pl_set(t, 1, &l, false, NULL), -EINVAL);
 	cr_assert_eq(rec.n, 0);
+}
+
+/* Owner (node, owner) locks byte 0 of file f, for writing. */
+static struct pl_lock B(uint64_t f, uint64_t node, uint64_t owner)
+{
+	struct pl_lock l = L(node, owner, 0, 0, PL_WR);
+	l.file = f;
+	return l;
+}
+
+static void expect_deadlock(uint64_t node, uint64_t reqid)
+{
+	int st = 0;
+	cr_assert_eq(answer(node, reqid, &st), PL_EV_FAILED, "request %llu refused",
+		     (unsigned long long)reqid);
+	cr_assert_eq(st, -EDEADLK);
+}
+
+Test(plock, two_owners_each_waiting_for_the_other_is_a_deadlock)
+{
+	set(1, B(7, 1, 1), false);
+	set(2, B(8, 2, 1), false);
+	set(3, B(8, 1, 1), true); /* waits for node 2's owner */
+	cr_assert_eq(answer(1, 3, NULL), -1, "waits");
+	set(4, B(7, 2, 1), true); /* would wait for node 1's owner, which waits for it */
+	expect_deadlock(2, 4);
+	cr_assert_eq(pl_count(t), 3, "both still hold their byte, one waits");
+	set(5, B(7, 2, 1), false);
+	int st = 0;
+	cr_assert_eq(answer(2, 5, &st), PL_EV_FAILED);
+	cr_assert_eq(st, -EAGAIN, "F_SETLK does not wait, so it is busy, not a deadlock");
+	pl_drop(t, 2, 1, 8, true); /* the refused owner gives up: the waiter goes on */
+	cr_assert_eq(answer(1, 3, NULL), PL_EV_GRANTED);
+}
+
+Test(plock, a_cycle_through_three_owners_and_readers_upgrading)
+{
+	set(1, B(7, 1, 1), false);
+	set(2, B(8, 2, 1), false);
+	set(3, B(9, 3, 1), false);
+	set(4, B(8, 1, 1), true); /* 1 waits for 2 */
+	set(5, B(9, 2, 1), true); /* 2 waits for 3 */
+	set(6, B(10, 3, 1), true); /* nobody holds 10: granted, no cycle */
+	cr_assert_eq(answer(3, 6, NULL), PL_EV_GRANTED);
+	set(7, B(7, 3, 1), true); /* 3 would wait for 1: 1 -> 2 -> 3 -> 1 */
+	expect_deadlock(3, 7);
+	/* Two readers of one range that both want to write it. */
+	set(8, L(4, 1, 100, 109, PL_RD), false);
+	set(9, L(5, 1, 100, 109, PL_RD), false);
+	set(10, L(4, 1, 100, 109, PL_WR), true);
+	cr_assert_eq(answer(4, 10, NULL), -1, "waits for the other reader");
+	set(11, L(5, 1, 100, 109, PL_WR), true);
+	expect_deadlock(5, 11);
+}
+
+Test(plock, a_chain_without_a_cycle_waits)
+{
+	set(1, B(7, 1, 1), false);
+	set(2, B(8, 2, 1), false);
+	set(3, B(9, 3, 1), false);
+	set(4, B(8, 1, 1), true);  /* 1 waits for 2 */
+	set(5, B(9, 2, 1), true);  /* 2 waits for 3 */
+	set(6, B(11, 4, 1), false);
+	set(7, B(11, 3, 1), true); /* 3 waits for 4, which waits for nobody */
+	cr_assert_eq(answer(3, 7, NULL), -1, "a long chain is no deadlock");
+	set(8, B(7, 2, 2), true); /* another owner of node 2, holding nothing 1 wants */
+	cr_assert_eq(answer(2, 8, NULL), -1, "owners are (node, owner), not nodes");
+}
+
+static bool not_file_8(void *arg, uint64_t file)
+{
+	(void)arg;
+	return file != 8;
+}
+
+Test(plock, a_cycle_through_a_file_out_of_scope_is_not_seen)
+{
+	struct pl_scope scope = {.sees = not_file_8};
+	set(1, B(7, 1, 1), false);
+	set(2, B(8, 2, 1), false);
+	set(3, B(8, 1, 1), true);
+	struct pl_lock l = B(7, 2, 1);
+	cr_assert_eq(pl_set(t, 4, &l, true, &scope), 0);
+	cr_assert_eq(answer(2, 4, NULL), -1, "the edge through file 8 is not followed: waits");
 }
 
 struct all_held {
@@ -208,8 +292,8 @@ Test(plock, same_calls_same_answers)
 			pl_drop(t, l.node, l.owner, 7, true);
 			pl_drop(u, l.node, l.owner, 7, true);
 		} else {
-			cr_assert_eq(pl_set(t, i, &l, wait), 0);
-			cr_assert_eq(pl_set(u, i, &l, wait), 0);
+			cr_assert_eq(pl_set(t, i, &l, wait, NULL), 0);
+			cr_assert_eq(pl_set(u, i, &l, wait, NULL), 0);
 		}
 		/* The invariant: no two owners' held ranges conflict (every probe agrees). */
 		struct pl_lock holder, probe = L(9, 9, (uint64_t)(rand() % 120), 0, PL_WR);
@@ -247,7 +331,7 @@ static void random_call(struct pl_table *a, struct pl_table *b, uint64_t i)
 		else if (which == 1)
 			pl_drop(both[k], l.node, 0, 0, false); /* a node fails: its waiters go */
 		else
-			cr_assert_eq(pl_set(both[k], i, &l, wait), 0);
+			cr_assert_eq(pl_set(both[k], i, &l, wait, NULL), 0);
 	}
 }
 
