@@ -65,8 +65,9 @@ static void group_go_invalidate(struct cfs_fs *fs, struct cfs_glock *gl)
 }
 
 /* A copy read without the grant (a hint) may be older than the last holder's change. */
-static int group_go_granted(struct cfs_fs *fs, struct cfs_glock *gl)
+static int group_go_granted(struct cfs_fs *fs, struct cfs_glock *gl, int was)
 {
+	(void)was; /* a group glock is never converted */
 	forget_header(fs, gl);
 	count_granted(fs, 1);
 	return 0;

@@ -188,10 +188,11 @@ static int ask(struct cfs_fs *fs, struct cfs_glock *gl, int mode, unsigned flags
 
 static int take_grant(struct cfs_fs *fs, struct cfs_glock *gl, int mode)
 {
+	int was = gl->mode;
 	gl->mode = mode;
 	gl->granted_ns = gl->last_use_ns = cfs_now_ns();
 	gl->grant_seq = ++fs->grants;
-	return gl->ops->go_granted ? gl->ops->go_granted(fs, gl) : 0;
+	return gl->ops->go_granted ? gl->ops->go_granted(fs, gl, was) : 0;
 }
 
 /* Ask for a new grant. */
@@ -294,6 +295,8 @@ void cfs_glock_check(struct cfs_fs *fs, struct cfs_glock *gl)
 	int to = wanted == CFSLOCK_PR ? CFSLOCK_PR : -1;
 	if (glock_let_go(fs, gl, to))
 		record_wish(gl, wanted, false); /* kept: try again at the next round */
+	else if (gl->inode && wanted == CFSLOCK_EX)
+		cfs_iglock_given_to_change(fs, gl);
 }
 
 void cfs_glock_unhold(struct cfs_fs *fs, struct cfs_glock *gl)
@@ -331,9 +334,9 @@ static void meta_go_invalidate(struct cfs_fs *fs, struct cfs_glock *gl)
 
 /* Other nodes allocated and freed meanwhile, and one may have grown the filesystem: the
  * group summaries are read again, after the superblock. */
-static int meta_go_granted(struct cfs_fs *fs, struct cfs_glock *gl)
+static int meta_go_granted(struct cfs_fs *fs, struct cfs_glock *gl, int was)
 {
-	(void)gl;
+	(void)gl, (void)was;
 	if (!fs->caches_stale)
 		return 0;
 	int rc = cfs_growth_take_in(fs);

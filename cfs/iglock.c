@@ -140,9 +140,21 @@ static void inode_go_invalidate(struct cfs_fs *fs, struct cfs_glock *gl)
 		fs->kernel.names(fs->kernel.arg);
 }
 
+/* Blocks its inodes own read while this node held no grant (an operation that waited for
+ * another glock meanwhile reads on before it starts over) may be older than the last
+ * holder's change: forgotten, so that nothing is changed from them.  A conversion from PR
+ * kept the grant, and all it read. */
+static int inode_go_granted(struct cfs_fs *fs, struct cfs_glock *gl, int was)
+{
+	if (was < 0)
+		cfs_bcache_drop_owned(fs, gl->blk, CFS_IGLOCK_SPAN);
+	return 0;
+}
+
 static const struct cfs_glock_ops inode_glops = {
 	.go_unlock = inode_go_unlock,
 	.go_invalidate = inode_go_invalidate,
+	.go_granted = inode_go_granted,
 };
 
 /* ---- the table ---- */
@@ -277,6 +289,26 @@ int cfs_iglock_mode(struct cfs_fs *fs, uint64_t blk)
 		return CFSLOCK_EX;
 	struct cfs_glock *gl = find(fs, span_of(blk));
 	return gl && !gl->requesting ? gl->mode : -1;
+}
+
+#define CONTENDED_NS 1000000000ull
+
+void cfs_iglock_given_to_change(struct cfs_fs *fs, const struct cfs_glock *gl)
+{
+	unsigned n = sizeof fs->contended / sizeof fs->contended[0];
+	unsigned i = fs->contended_next++ % n;
+	fs->contended[i].span = gl->blk;
+	fs->contended[i].ns = cfs_now_ns();
+}
+
+bool cfs_iglock_contended(struct cfs_fs *fs, uint64_t blk)
+{
+	uint64_t span = span_of(blk), now = cfs_now_ns();
+	for (size_t i = 0; i < sizeof fs->contended / sizeof fs->contended[0]; i++)
+		if (fs->contended[i].ns && fs->contended[i].span == span &&
+		    now - fs->contended[i].ns < CONTENDED_NS)
+			return true;
+	return false;
 }
 
 uint64_t cfs_iglock_grant_seq(struct cfs_fs *fs, uint64_t blk)

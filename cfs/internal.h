@@ -379,8 +379,9 @@ struct cfs_glock_ops {
 	int (*go_unlock)(struct cfs_fs *fs, struct cfs_glock *gl);
 	/* The grant is gone: forget what was read under it. */
 	void (*go_invalidate)(struct cfs_fs *fs, struct cfs_glock *gl);
-	/* A new grant: read again what went stale. */
-	int (*go_granted)(struct cfs_fs *fs, struct cfs_glock *gl);
+	/* A grant came, over `was` (-1: nothing was held; PR: a conversion, which kept the
+	 * caches): read again what went stale, and forget what was read without the grant. */
+	int (*go_granted)(struct cfs_fs *fs, struct cfs_glock *gl, int was);
 	/* Kept for a minimum hold time while in use, even when another node asks (glock.c). */
 	bool min_hold;
 };
@@ -455,6 +456,10 @@ struct cfs_fs {
 	struct cfs_glock iglock_lru; /* list head: granted inode glocks, oldest use first */
 	size_t iglocks_granted;
 	uint64_t iglocks_given_back; /* past lock_cache_limit */
+	/* Spans whose glock went to another node's EX lately, the oldest overwritten first
+	 * (cfs_iglock_contended) */
+	struct { uint64_t span, ns; } contended[16];
+	unsigned contended_next;
 	pthread_mutex_t wish_lock;  /* the wish queue and the committer's wake-up (fs.c) */
 	struct cfs_glock *wishes;   /* filled by the lock manager's callbacks */
 	bool wake_pending;
@@ -630,6 +635,10 @@ void cfs_iglock_shutdown(struct cfs_fs *fs);
 int cfs_iglock_get(struct cfs_fs *fs, uint64_t blk, int mode);
 /* The granted mode here, -1 none (CFSLOCK_EX on one node). */
 int cfs_iglock_mode(struct cfs_fs *fs, uint64_t blk);
+/* Did this node give the glock covering inode blk up to another node's EX in the last
+ * second (another node changes what it covers too)?  gl went so just now: noted. */
+bool cfs_iglock_contended(struct cfs_fs *fs, uint64_t blk);
+void cfs_iglock_given_to_change(struct cfs_fs *fs, const struct cfs_glock *gl);
 /* The number (fs->grants) of the grant of the glock covering inode blk (0 on one node). */
 uint64_t cfs_iglock_grant_seq(struct cfs_fs *fs, uint64_t blk);
 /* Keep a granted inode glock across a stretch without fs->lock (data I/O). */
