@@ -5,7 +5,8 @@
 # glocks of what it changes, the free at the last forget the inode's groups.  So two nodes
 # doing all that in their own directories send no lock message once warm; another node sees every name made or removed
 # in a directory it reads; a node that dies mid-create leaves the others creating while it is
-# recovered; a node moving directories between its own sends no lock message, and two nodes
+# recovered; a rename in a directory another node only reads stops no third node; a node
+# moving directories between its own sends no lock message, and two nodes
 # moving directories under each other's never make a cycle; an O_TMPFILE file named on one node
 # is read on another.
 . "$(dirname "$0")/cfs_lib.sh" "cfs names under the metadata glock PR"
@@ -88,6 +89,26 @@ n=$(sent 3 moves_and_names)
 check "200 directory moves between two of node 1's directories while node 3 makes and removes names in its own sent $n lock messages (want at most 40)" \
 	test "$n" -le 40
 check "node 2 sees the directory back where it started" on 2 test -d "$(M 2)/own1/m1/d" -a ! -e "$(M 2)/own1/m2/d"
+# A rename in a directory another node only reads (a log rotated there) takes that
+# directory's glock from the reader, not the metadata glock EX from every node: node 3,
+# making and removing names in its own directory between the renames, sends almost nothing
+# (with the renames under the metadata glock EX it gives that up and asks anew each time).
+on 1 bash -c "mkdir '$(M 1)/shared' && for i in \$(seq 20); do echo v >'$(M 1)/shared/f'\$i; done && echo 0 >'$(M 1)/shared/cfg'"
+rotations() { # node 2 lists shared, node 1 rotates shared/cfg, node 3 works: 20 times
+	local i
+	for i in $(seq 20); do
+		on 2 ls -l "$(M 2)/shared" >/dev/null || return 1
+		on 1 sh -c "cd '$(M 1)/shared' && mv cfg cfg.old && echo $i >cfg" || return 1
+		churn 3 own3 2 || return 1
+	done
+}
+rotations # warm
+m0=$(status_of 3 lock_messages)
+rotations
+n=$(($(status_of 3 lock_messages) - m0))
+check "20 renames by node 1 in a directory node 2 reads, node 3 making and removing names in its own between them: node 3 sent $n lock messages (want at most 10)" \
+	test "$n" -le 10
+check "node 2 reads what node 1 wrote last" bash -c "[ \"\$(cat)\" = 20 ]" <<<"$(on 2 cat "$(M 2)/shared/cfg")"
 # Two nodes each moving a directory under the other's at once would make a cycle that no
 # path reaches if both went through: X under Y while W, Y's parent, goes under V, X's child.
 # Each move looks at its new parent's ancestors under their glocks, held to its end, so one
