@@ -71,11 +71,17 @@ static int orphan_dir(struct cfs_fs *fs, uint32_t slot, struct cfs_inode **dir)
 	return cfs_iget(fs, fs->sb.orphan_dir[slot], dir);
 }
 
-int cfs_orphan_add_reserve(struct cfs_fs *fs)
+int cfs_orphan_add_reserve(struct cfs_fs *fs, uint32_t more)
 {
 	struct cfs_inode *dir;
 	int rc = orphan_dir(fs, fs->slot, &dir);
-	return rc ? rc : cfs_dir_add_reserve(fs, dir, 0);
+	return rc ? rc : cfs_dir_add_reserve(fs, dir, more);
+}
+
+int cfs_orphan_remove_reserve(struct cfs_fs *fs)
+{
+	struct cfs_inode *dir;
+	return orphan_dir(fs, fs->slot, &dir);
 }
 
 int cfs_orphan_add(struct cfs_fs *fs, struct cfs_inode *ip)

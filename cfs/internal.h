@@ -509,10 +509,13 @@ struct cfs_fs {
 /* Wake the committer thread (any thread, fs->lock held or not). */
 void cfs_committer_wake(struct cfs_fs *fs);
 int cfs_orphan_add(struct cfs_fs *fs, struct cfs_inode *ip);
-/* Under the metadata glock PR: this node's orphan list EX and what an addition to it takes
- * (cfs_dir_add_reserve). */
-int cfs_orphan_add_reserve(struct cfs_fs *fs);
+/* Under the metadata glock PR: this node's orphan list EX and what an addition to it takes,
+ * and `more` blocks (cfs_dir_add_reserve). */
+int cfs_orphan_add_reserve(struct cfs_fs *fs, uint32_t more);
 int cfs_orphan_remove(struct cfs_fs *fs, struct cfs_inode *ip);
+/* Under the metadata glock PR: this node's orphan list EX, before a change takes an inode
+ * off it (which allocates and frees nothing). */
+int cfs_orphan_remove_reserve(struct cfs_fs *fs);
 /* Is this lock resource a slot lock ("slot-N")?  Then *slot is N. */
 bool cfs_slot_lock(const char *resource, unsigned *slot);
 /* Take block ino off slot's orphan list if it is there. */

@@ -233,6 +233,12 @@ static int make_in(struct cfs_fs *fs, struct cfs_inode *dir, const char *name, m
 	/* + the inode, a directory's bucket or a symlink's block, an inherited ACL's block */
 	if (!rc && name)
 		rc = reserve_answer(cfs_dir_add_reserve(fs, dir, 3));
+	if (!rc && !name && !cfs_may_allocate(fs)) { /* on this node's orphan list instead */
+		unsigned waits = cfs_op_waits;
+		rc = reserve_answer(cfs_orphan_add_reserve(fs, 2));
+		if (!rc)
+			rc = waited(fs, waits);
+	}
 	if (!rc && (rc = cfs_ialloc(fs, dir->ino, (uint32_t)mode, cr->uid, gid, &ip)) == -EAGAIN)
 		rc = -CFS_ERETRY;
 	if (!rc) {
@@ -328,10 +334,11 @@ static int make_node(struct cfs_fs *fs, uint64_t parent, const char *name, mode_
 	size_t tlen = target ? strlen(target) : 0;
 	if (target && (tlen == 0 || tlen >= fs->bs || tlen >= 4096))
 		return tlen ? -ENAMETOOLONG : -ENOENT;
-	/* A name: the directory's and the new inode's glocks EX and the groups it reserves, so
-	 * that nodes making files in their own directories need not take turns. */
+	/* The directory's and the new inode's glocks EX and the groups it reserves (an unnamed
+	 * file's: this node's orphan list's), so that nodes making files in their own
+	 * directories need not take turns. */
 	rc = -CFS_ERETRY;
-	for (unsigned tries = 0; name && retry_shared(fs, rc, tries, CFS_GROUP_FETCHES); tries++)
+	for (unsigned tries = 0; retry_shared(fs, rc, tries, CFS_GROUP_FETCHES); tries++)
 		rc = make_node_as(fs, parent, name, mode, rdev, cr, target, st, true);
 	return needs_ex(rc) ? make_node_as(fs, parent, name, mode, rdev, cr, target, st, false)
 			    : rc;
@@ -425,10 +432,11 @@ static int link_as(struct cfs_fs *fs, uint64_t ino, uint64_t parent, const char 
 		rc = cfs_dir_lookup(fs, v[1], name, &exists, NULL);
 		rc = rc == -ENOENT ? 0 : rc ? rc : -EEXIST;
 	}
-	/* Naming an unnamed file takes it off an orphan list: under EX. */
+	/* Naming an unnamed file (cfs_tmpfile) takes it off this node's orphan list too. */
 	if (!rc && !cfs_may_allocate(fs))
-		rc = v[0]->d.nlink ? reserve_answer(cfs_dir_add_reserve(fs, v[1], 0))
-				   : -CFS_ENEEDMETA;
+		rc = reserve_answer(cfs_dir_add_reserve(fs, v[1], 0));
+	if (!rc && !cfs_may_allocate(fs) && v[0]->d.nlink == 0)
+		rc = cfs_orphan_remove_reserve(fs);
 	if (!rc)
 		rc = waited(fs, waits);
 	if (!rc)
@@ -493,7 +501,7 @@ static int reserve_for_remove(struct cfs_fs *fs, struct cfs_inode *ip)
 		return 0;
 	if (!ip->nlookup && !ip->nopen)
 		return -CFS_ENEEDMETA;
-	return reserve_answer(cfs_orphan_add_reserve(fs));
+	return reserve_answer(cfs_orphan_add_reserve(fs, 0));
 }
 
 static int remove_entry_as(struct cfs_fs *fs, uint64_t parent, const char *name, bool want_dir,
