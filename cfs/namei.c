@@ -619,6 +619,25 @@ static int rename_flags_allow(const struct rename_ctx *r)
 	return rc;
 }
 
+/* Would dir go under itself as a child of `parent`?  -EINVAL if so. */
+static int goes_under_itself(struct cfs_fs *fs, const struct cfs_inode *dir,
+			     const struct cfs_inode *parent)
+{
+	int a = S_ISDIR(dir->d.mode) ? is_ancestor(fs, dir->ino, parent->ino) : 0;
+	return a ? (a < 0 ? a : -EINVAL) : 0;
+}
+
+/* An exchange between two parents moves each under the other's parent: the look both ways. */
+static int exchange_checks(struct cfs_fs *fs, const struct rename_ctx *r)
+{
+	if (!r->dst)
+		return -ENOENT;
+	int rc = 0;
+	if (r->from_dir != r->to_dir && !(rc = goes_under_itself(fs, r->src, r->to_dir)))
+		rc = goes_under_itself(fs, r->dst, r->from_dir);
+	return rc ? rc : rename_flags_allow(r);
+}
+
 static int rename_checks(struct cfs_fs *fs, struct rename_ctx *r)
 {
 	bool src_dir = S_ISDIR(r->src->d.mode);
@@ -626,7 +645,7 @@ static int rename_checks(struct cfs_fs *fs, struct rename_ctx *r)
 	if (rc)
 		return rc;
 	if (r->flags & CFS_RENAME_EXCHANGE)
-		return r->dst ? rename_flags_allow(r) : -ENOENT;
+		return exchange_checks(fs, r);
 	if (r->dst && (r->flags & CFS_RENAME_NOREPLACE))
 		return -EEXIST;
 	if (r->dst && src_dir && !S_ISDIR(r->dst->d.mode))
@@ -635,11 +654,8 @@ static int rename_checks(struct cfs_fs *fs, struct rename_ctx *r)
 		return -EISDIR;
 	if (r->dst && S_ISDIR(r->dst->d.mode) && r->dst->d.dir_entries)
 		return -ENOTEMPTY;
-	if (src_dir && r->from_dir != r->to_dir) {
-		int a = is_ancestor(fs, r->src->ino, r->to_dir->ino);
-		if (a)
-			return a < 0 ? a : -EINVAL;
-	}
+	if (r->from_dir != r->to_dir && (rc = goes_under_itself(fs, r->src, r->to_dir)))
+		return rc;
 	if (!r->dst && !cfs_free_above(fs, RESERVE_BLOCKS - 1))
 		return -ENOSPC;
 	return rename_flags_allow(r);
@@ -696,8 +712,8 @@ static int rename_apply(struct cfs_fs *fs, struct rename_ctx *r)
 }
 
 /* Under the metadata glock PR: a rename in one directory, or between two, with what it adds
- * or removes reserved (a directory moved to another parent too: see is_ancestor).  A
- * whiteout, and an exchange with a directory between two parents, under EX. */
+ * or removes reserved (a directory moved to another parent too: see is_ancestor; an
+ * exchange changes entries in place).  A whiteout, which makes an inode, under EX. */
 static int reserve_for_rename(struct cfs_fs *fs, const struct rename_ctx *r)
 {
 	if (cfs_may_allocate(fs))
@@ -705,7 +721,7 @@ static int reserve_for_rename(struct cfs_fs *fs, const struct rename_ctx *r)
 	bool dirs = S_ISDIR(r->src->d.mode) || (r->dst && S_ISDIR(r->dst->d.mode));
 	bool moves_dir = dirs && r->from_dir != r->to_dir;
 	if ((r->flags & CFS_RENAME_WHITEOUT) ||
-	    (moves_dir && ((r->flags & CFS_RENAME_EXCHANGE) || !S_ISDIR(r->src->d.mode))))
+	    (moves_dir && !(r->flags & CFS_RENAME_EXCHANGE) && !S_ISDIR(r->src->d.mode)))
 		return -CFS_ENEEDMETA;
 	if (r->flags & CFS_RENAME_EXCHANGE)
 		return 0;

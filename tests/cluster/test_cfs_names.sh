@@ -6,9 +6,9 @@
 # doing all that in their own directories send no lock message once warm; another node sees every name made or removed
 # in a directory it reads; a node that dies mid-create leaves the others creating while it is
 # recovered; a rename in a directory another node only reads stops no third node; a node
-# moving directories between its own sends no lock message, and two nodes
-# moving directories under each other's never make a cycle; an O_TMPFILE file named on one node
-# is read on another, and O_TMPFILE stops no other node.
+# moving directories between its own sends no lock message, and two nodes moving or
+# exchanging directories under each other's never make a cycle; an O_TMPFILE file named on
+# one node is read on another, and O_TMPFILE stops no other node.
 . "$(dirname "$0")/cfs_lib.sh" "cfs names under the metadata glock PR"
 C up 3 >/dev/null && ok "cluster of 3 nodes up" || { not_ok "cluster up"; finish; }
 make_data 100
@@ -129,6 +129,29 @@ done
 check "20 rounds of crossed directory moves on nodes 1 and 3 ($xs and $ws went through): no directory left out of the tree" \
 	test "$both" -eq 0 -a $((xs + ws)) -gt 0
 check "node 2 finds the tree as made" on 2 test -d "$(M 2)/race/P1/X/V" -a -d "$(M 2)/race/P2/W/Y"
+# The same with exchanges (RENAME_EXCHANGE of two directories in different parents, under the
+# metadata glock PR too): X with Y on node 1 and W with V on node 3 would each put one under
+# the other; each exchange looks at both new parents' ancestors, so one of a pair fails.
+# xchg NODE A B: renameat2(A, B, RENAME_EXCHANGE) on NODE; status 0 if it went through.
+xchg() {
+	on "$1" python3 -c '
+import ctypes, sys
+libc = ctypes.CDLL(None, use_errno=True)
+sys.exit(0 if libc.renameat2(-100, sys.argv[1].encode(), -100, sys.argv[2].encode(), 2) == 0 else 1)' "$2" "$3"
+}
+both=0 xs=0 ws=0
+for r in $(seq 20); do
+	xchg 1 "$(M 1)/race/P1/X" "$(M 1)/race/P2/W/Y" & x=$!
+	xchg 3 "$(M 3)/race/P2/W" "$(M 3)/race/P1/X/V" & w=$!
+	wait $x && xs=$((xs + 1)) && xchg 1 "$(M 1)/race/P1/X" "$(M 1)/race/P2/W/Y"
+	wait $w && ws=$((ws + 1)) && xchg 3 "$(M 3)/race/P2/W" "$(M 3)/race/P1/X/V"
+	[ "$(on 2 find "$(M 2)/race" -type d | wc -l)" -eq 7 ] || both=$((both + 1))
+done
+check "20 rounds of crossed directory exchanges on nodes 1 and 3 ($xs and $ws went through): no directory left out of the tree" \
+	test "$both" -eq 0 -a $((xs + ws)) -gt 0
+refused() { ! "$@"; }
+check "a directory exchanged with one inside it is refused" refused xchg 1 "$(M 1)/race/P1" "$(M 1)/race/P1/X/V"
+check "node 2 finds the tree as made after the exchanges" on 2 test -d "$(M 2)/race/P1/X/V" -a -d "$(M 2)/race/P2/W/Y"
 
 # Unnamed files (O_TMPFILE, on this node's orphan list until named): one named by linkat on
 # node 1 is read on node 2; one never named is freed at its close (fsck below finds no orphan
