@@ -217,6 +217,13 @@ int cfs_bread(struct cfs_fs *fs, uint64_t blkno, uint16_t type, uint64_t owner,
 	return cfs_bread_flags(fs, blkno, type, owner, 0, out);
 }
 
+/* A block its inode's glock covers (iglock.c). */
+static bool of_inode(uint16_t type)
+{
+	return type == CFS_B_INODE || type == CFS_B_BUCKET || type == CFS_B_DIROVF ||
+	       type == CFS_B_EXTENTS || type == CFS_B_XATTR;
+}
+
 int cfs_bread_flags(struct cfs_fs *fs, uint64_t blkno, uint16_t type, uint64_t owner,
 		    unsigned flags, struct cfs_buf **out)
 {
@@ -265,6 +272,11 @@ int cfs_bread_flags(struct cfs_fs *fs, uint64_t blkno, uint16_t type, uint64_t o
 		buf_free(fs, b);
 		return -EIO;
 	}
+	/* Read with no grant of its inode's glock here (an operation reading on after a wait,
+	 * before it starts over): it may be older than another node's change by the time the
+	 * next grant comes (cfs_bcache_drop_ungranted). */
+	if (fs->cluster && owner && of_inode(type) && cfs_iglock_mode(fs, owner) < 0)
+		fs->unlocked_reads++;
 	lru_push(fs, b);
 	*out = b;
 	return 0;
@@ -373,12 +385,22 @@ void cfs_bcache_drop_owned(struct cfs_fs *fs, uint64_t first, uint64_t count)
 	for (struct cfs_buf *b = fs->lru.next, *n; b != &fs->lru; b = n) {
 		n = b->next;
 		const struct cfs_bhdr *h = (const void *)b->data;
-		bool of_inode = h->type == CFS_B_INODE || h->type == CFS_B_BUCKET ||
-				h->type == CFS_B_DIROVF || h->type == CFS_B_EXTENTS ||
-				h->type == CFS_B_XATTR;
-		if (b->pinned || !of_inode || h->owner < first || h->owner - first >= count)
+		if (b->pinned || !of_inode(h->type) || h->owner < first || h->owner - first >= count)
 			continue;
 		evict(fs, b);
+	}
+}
+
+void cfs_bcache_drop_ungranted(struct cfs_fs *fs, uint64_t first, uint64_t count)
+{
+	for (struct cfs_buf *b = fs->lru.next, *n; b != &fs->lru; b = n) {
+		n = b->next;
+		const struct cfs_bhdr *h = (const void *)b->data;
+		if (b->pinned || !of_inode(h->type))
+			continue;
+		if ((h->owner >= first && h->owner - first < count) ||
+		    cfs_iglock_mode(fs, h->owner) < 0)
+			evict(fs, b);
 	}
 }
 

@@ -59,6 +59,9 @@ void cfs_bcache_drop(struct cfs_fs *fs);
 void cfs_bcache_drop_block(struct cfs_fs *fs, uint64_t blkno);
 /* Drop the clean blocks of the inodes in [first, first + count) (their glock is going). */
 void cfs_bcache_drop_owned(struct cfs_fs *fs, uint64_t first, uint64_t count);
+/* The same (their glock came), and the clean blocks of every inode whose glock is not
+ * granted here. */
+void cfs_bcache_drop_ungranted(struct cfs_fs *fs, uint64_t first, uint64_t count);
 /* Drop clean blocks beyond the cache's size. */
 void cfs_bcache_trim(struct cfs_fs *fs);
 /* The running transaction is on disk: its blocks are clean again. */
@@ -452,6 +455,9 @@ struct cfs_fs {
 	size_t group_glocks_granted; /* count towards lock_cache_limit, never given back for it */
 	uint64_t hints_ns;          /* when other nodes' groups' free counts were read */
 	uint64_t grants;            /* glock grants so far: orders a grant and a read */
+	/* Blocks read with no grant of their inode's glock here, and that count when the cache
+	 * was last cleared of them (iglock.c, inode_go_granted) */
+	uint64_t unlocked_reads, unlocked_reads_dropped;
 	struct cfs_glock **iglocks; /* inode glocks by block (iglock.c) */
 	struct cfs_glock iglock_lru; /* list head: granted inode glocks, oldest use first */
 	size_t iglocks_granted;
