@@ -380,18 +380,10 @@ void cfs_bcache_drop(struct cfs_fs *fs)
 		}
 }
 
-void cfs_bcache_drop_owned(struct cfs_fs *fs, uint64_t first, uint64_t count)
-{
-	for (struct cfs_buf *b = fs->lru.next, *n; b != &fs->lru; b = n) {
-		n = b->next;
-		const struct cfs_bhdr *h = (const void *)b->data;
-		if (b->pinned || !of_inode(h->type) || h->owner < first || h->owner - first >= count)
-			continue;
-		evict(fs, b);
-	}
-}
-
-void cfs_bcache_drop_ungranted(struct cfs_fs *fs, uint64_t first, uint64_t count)
+/* Drop the clean blocks of the inodes in [first, first + count), and if ungranted_too those of
+ * every inode whose glock is not granted here. */
+static void drop_inode_blocks(struct cfs_fs *fs, uint64_t first, uint64_t count,
+			      bool ungranted_too)
 {
 	for (struct cfs_buf *b = fs->lru.next, *n; b != &fs->lru; b = n) {
 		n = b->next;
@@ -399,9 +391,19 @@ void cfs_bcache_drop_ungranted(struct cfs_fs *fs, uint64_t first, uint64_t count
 		if (b->pinned || !of_inode(h->type))
 			continue;
 		if ((h->owner >= first && h->owner - first < count) ||
-		    cfs_iglock_mode(fs, h->owner) < 0)
+		    (ungranted_too && cfs_iglock_mode(fs, h->owner) < 0))
 			evict(fs, b);
 	}
+}
+
+void cfs_bcache_drop_owned(struct cfs_fs *fs, uint64_t first, uint64_t count)
+{
+	drop_inode_blocks(fs, first, count, false);
+}
+
+void cfs_bcache_drop_ungranted(struct cfs_fs *fs, uint64_t first, uint64_t count)
+{
+	drop_inode_blocks(fs, first, count, true);
 }
 
 void cfs_bcache_committed(struct cfs_fs *fs)

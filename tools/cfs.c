@@ -23,7 +23,6 @@
 #include <sys/statvfs.h>
 #include <sys/socket.h>
 #include <sys/un.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -170,15 +169,10 @@ static int do_mount(const char *volume, const char *dir, const char *opts,
 	}
 	if (pid == 0)
 		exec_cfsd(args);
-	int st;
-	while (waitpid(pid, &st, 0) < 0)
-		if (errno != EINTR)
-			return EXIT_FAILED;
-	if (!WIFEXITED(st))
-		return EXIT_FAILED;
-	if (WEXITSTATUS(st) == EXIT_OK)
+	int rc = wait_child(pid);
+	if (rc == EXIT_OK)
 		utab_record_helper(dir);
-	return WEXITSTATUS(st);
+	return rc < 0 ? EXIT_FAILED : rc;
 }
 
 static void print_nodes_json(MountedNode *const *v, size_t n)

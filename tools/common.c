@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 void json_string(FILE *out, const char *s)
 {
@@ -94,4 +95,13 @@ void print_progress(void *arg, const char *what, unsigned long long done,
 		last_tenth = pct / 10;
 		fprintf(stderr, "%s: %s %llu/%llu (%u%%)\n", (const char *)arg, what, done, total, pct);
 	}
+}
+
+int wait_child(pid_t pid)
+{
+	int st;
+	while (waitpid(pid, &st, 0) < 0)
+		if (errno != EINTR)
+			return -1;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }

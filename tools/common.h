@@ -4,9 +4,13 @@
 
 #include <stdbool.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 /* Exit codes of every tool: 0 done, 1 failed (the message says why), 2 bad usage. */
 enum { EXIT_OK = 0, EXIT_FAILED = 1, EXIT_USAGE = 2 };
+
+/* Wait for child pid to end: its exit status, or -1 if it was killed or cannot be waited for. */
+int wait_child(pid_t pid);
 
 /* Write s as a JSON string literal, quotes included. */
 void json_string(FILE *out, const char *s);

@@ -11,14 +11,13 @@
 #include "tools/utab.h"
 
 #include "cfs/control.h"
+#include "tools/common.h"
 
-#include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 /* Run argv quietly; its exit status, or -1. */
@@ -37,11 +36,7 @@ static int run_quiet(char *const argv[])
 		execvp(argv[0], argv);
 		_exit(127);
 	}
-	int st;
-	while (waitpid(pid, &st, 0) < 0)
-		if (errno != EINTR)
-			return -1;
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+	return wait_child(pid);
 }
 
 struct mount_lookup {
