@@ -167,6 +167,9 @@ void cfs_bcache_destroy(struct cfs_fs *fs)
 	fs->nspare_bufs = 0;
 	free(fs->txn.bufs);
 	fs->txn.bufs = NULL;
+	free(fs->unhome);
+	fs->unhome = NULL;
+	fs->nunhome = fs->unhome_cap = 0;
 }
 
 static struct cfs_buf *lookup(struct cfs_fs *fs, uint64_t blkno)
@@ -239,7 +242,7 @@ int cfs_bread_flags(struct cfs_fs *fs, uint64_t blkno, uint16_t type, uint64_t o
 				(unsigned long long)owner);
 			return -EIO;
 		}
-		if (!b->dirty && !b->pinned) { /* most recently used */
+		if (!b->dirty && !b->pinned && !b->unhome) { /* most recently used */
 			lru_unlink(fs, b);
 			lru_push(fs, b);
 		}
@@ -324,6 +327,14 @@ void cfs_bdirty(struct cfs_fs *fs, struct cfs_buf *b)
 	b->dirty = true;
 }
 
+static void unhome_remove(struct cfs_fs *fs, struct cfs_buf *b)
+{
+	struct cfs_buf *last = fs->unhome[--fs->nunhome];
+	fs->unhome[b->unhome_at] = last;
+	last->unhome_at = b->unhome_at;
+	b->unhome = false;
+}
+
 void cfs_bforget(struct cfs_fs *fs, uint64_t blkno)
 {
 	struct cfs_buf *b = lookup(fs, blkno);
@@ -339,6 +350,10 @@ void cfs_bforget(struct cfs_fs *fs, uint64_t blkno)
 	} else {
 		lru_unlink(fs, b);
 	}
+	/* Freed: its place is not written again (it may be file data by then).  Until the free
+	 * is committed the log still holds its last image: no checkpoint comes before that. */
+	if (b->unhome)
+		unhome_remove(fs, b);
 	unhash(fs, b);
 	buf_free(fs, b);
 }
@@ -354,7 +369,7 @@ static void evict(struct cfs_fs *fs, struct cfs_buf *b)
 void cfs_bcache_drop_block(struct cfs_fs *fs, uint64_t blkno)
 {
 	struct cfs_buf *b = lookup(fs, blkno);
-	if (b && !b->dirty && !b->pinned)
+	if (b && !b->dirty && !b->pinned && !b->unhome)
 		evict(fs, b);
 }
 
@@ -374,7 +389,7 @@ void cfs_bcache_drop(struct cfs_fs *fs)
 	for (size_t i = 0; i < CFS_BCACHE_BUCKETS; i++)
 		for (struct cfs_buf *b = fs->bhash[i], *n; b; b = n) {
 			n = b->hnext;
-			if (b->dirty)
+			if (b->dirty || b->unhome)
 				continue;
 			evict(fs, b);
 		}
@@ -406,11 +421,34 @@ void cfs_bcache_drop_ungranted(struct cfs_fs *fs, uint64_t first, uint64_t count
 	drop_inode_blocks(fs, first, count, true);
 }
 
+/* Committed blocks stay out of the LRU until they are in place: the disk's copy is older. */
 void cfs_bcache_committed(struct cfs_fs *fs)
 {
 	for (uint32_t i = 0; i < fs->txn.n; i++) {
-		fs->txn.bufs[i]->dirty = false;
-		lru_push(fs, fs->txn.bufs[i]);
+		struct cfs_buf *b = fs->txn.bufs[i];
+		b->dirty = false;
+		if (b->unhome)
+			continue;
+		if (fs->nunhome == fs->unhome_cap) {
+			uint32_t cap = fs->unhome_cap ? fs->unhome_cap * 2 : 256;
+			struct cfs_buf **v = realloc(fs->unhome, cap * sizeof *v);
+			if (!v)
+				abort(); /* as in cfs_bdirty: the block would be lost */
+			fs->unhome = v;
+			fs->unhome_cap = cap;
+		}
+		b->unhome = true;
+		b->unhome_at = fs->nunhome;
+		fs->unhome[fs->nunhome++] = b;
 	}
 	fs->txn.n = 0;
+}
+
+void cfs_bcache_homed(struct cfs_fs *fs)
+{
+	for (uint32_t i = 0; i < fs->nunhome; i++) {
+		fs->unhome[i]->unhome = false;
+		lru_push(fs, fs->unhome[i]);
+	}
+	fs->nunhome = 0;
 }

@@ -787,10 +787,10 @@ int cfs_fallocate(struct cfs_fs *fs, uint64_t ino, int mode, uint64_t off, uint6
 static int sync_as(struct cfs_fs *fs, bool commit)
 {
 	pthread_mutex_lock(&fs->lock);
-	uint64_t commits = fs->stats.commits;
-	int rc = commit ? cfs_journal_commit(fs) : 0;
-	/* A commit's flush carried the data written before it too. */
-	bool flushed = fs->stats.commits != commits;
+	uint64_t next = fs->jseq;
+	int rc = commit ? cfs_journal_sync(fs) : 0;
+	/* The flush of a commit closed since the call carried the data written before it. */
+	bool flushed = fs->jdurable >= next;
 	pthread_mutex_unlock(&fs->lock);
 	pthread_rwlock_rdlock(&fs->vol_lock);
 	if (!rc && !flushed)

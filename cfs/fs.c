@@ -199,7 +199,7 @@ static void *committer(void *arg)
 		pthread_mutex_unlock(&fs->wish_lock);
 		pthread_mutex_lock(&fs->lock);
 		if (fs->txn.n && !fs->ro)
-			cfs_journal_commit(fs);
+			cfs_journal_sync(fs);
 		cfs_bcache_trim(fs);
 		cfs_iglock_act(fs); /* other nodes may be waiting for locks nobody here uses */
 		cfs_glock_check(fs, &fs->meta);
@@ -222,10 +222,11 @@ static void fs_free(struct cfs_fs *fs)
 		close(fs->lockfd);
 	free(fs->ags);
 	free(fs->pending_free);
-	free(fs->jlogged);
+	cfs_journal_free(fs);
 	while (fs->aio_nfree)
 		cvm_aio_destroy(fs->aio_free[--fs->aio_nfree]);
 	pthread_mutex_destroy(&fs->aio_lock);
+	pthread_mutex_destroy(&fs->jio_lock);
 	pthread_mutex_destroy(&fs->flock_mutex);
 	pthread_mutex_destroy(&fs->lock);
 	pthread_rwlock_destroy(&fs->vol_lock);
@@ -414,6 +415,7 @@ int cfs_mount(struct cvm_volume *vol, const struct cfs_mount_opts *o, struct cfs
 	pthread_mutex_init(&fs->lock, NULL);
 	pthread_rwlock_init(&fs->vol_lock, NULL);
 	pthread_mutex_init(&fs->aio_lock, NULL);
+	pthread_mutex_init(&fs->jio_lock, NULL);
 	pthread_mutex_init(&fs->flock_mutex, NULL);
 	fs->aio_vol = vol;
 	pthread_cond_init(&fs->commit_wake, NULL);

@@ -632,7 +632,7 @@ static void fsck_free(struct fsck *k)
 		cfs_bcache_destroy(fs);
 		free(fs->ags);
 		free(fs->pending_free);
-		free(fs->jlogged);
+		cfs_journal_free(fs);
 		if (fs->lockfd >= 0)
 			close(fs->lockfd);
 		free(fs);
@@ -699,7 +699,9 @@ int cfs_fsck(struct cvm_volume *vol, bool repair, cfs_print_fn print, void *arg,
 	}
 	if (!rc && repair)
 		rc = cfs_journal_commit(k.fs);
-	/* Repairs are in place: no old transaction may be replayed over them. */
+	if (!rc && repair) /* the repairs in place */
+		rc = cfs_journal_empty(k.fs);
+	/* No old transaction may be replayed over them. */
 	for (uint32_t s = 0; !rc && repair && s < k.fs->sb.nslots; s++)
 		rc = cfs_journal_clear(vol, &k.fs->sb, s, k.fs->jseq);
 	if (!rc && repair)

@@ -93,6 +93,8 @@ int cfs_grow(struct cfs_fs *fs, struct cvm_volume *grown, uint64_t *added_blocks
 		rc = cfs_super_journal(fs, &sb);
 	if (!rc)
 		rc = cfs_journal_commit(fs);
+	if (!rc) /* a node that mounts next reads the superblock before it takes any lock */
+		rc = cfs_journal_empty(fs);
 	if (!rc) {
 		*added_blocks = sb.total_blocks - fs->sb.total_blocks;
 		fs->sb = sb;

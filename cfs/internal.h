@@ -22,6 +22,8 @@ struct cfs_buf {
 	uint8_t *data;
 	bool dirty;                /* in the running transaction */
 	bool pinned;               /* preloaded: not on the LRU */
+	bool unhome;               /* committed, not yet written in place: not on the LRU */
+	uint32_t unhome_at;        /* its index in fs->unhome */
 	struct cfs_buf *hnext;     /* hash chain */
 	struct cfs_buf *prev, *next; /* clean LRU */
 };
@@ -64,8 +66,11 @@ void cfs_bcache_drop_owned(struct cfs_fs *fs, uint64_t first, uint64_t count);
 void cfs_bcache_drop_ungranted(struct cfs_fs *fs, uint64_t first, uint64_t count);
 /* Drop clean blocks beyond the cache's size. */
 void cfs_bcache_trim(struct cfs_fs *fs);
-/* The running transaction is on disk: its blocks are clean again. */
+/* The running transaction is in the log: its blocks are clean, and stay in the cache until a
+ * checkpoint writes them in place (cfs_bcache_homed). */
 void cfs_bcache_committed(struct cfs_fs *fs);
+/* A checkpoint wrote every committed block in place: they may leave the cache again. */
+void cfs_bcache_homed(struct cfs_fs *fs);
 /* Put a block's content in the cache as if read (fsck -n: the journal's unreplayed blocks). */
 int cfs_bcache_preload(struct cfs_fs *fs, uint64_t blkno, const void *data);
 
@@ -74,6 +79,14 @@ struct cfs_txn {
 	struct cfs_buf **bufs;
 	uint32_t n, cap;
 	uint32_t limit; /* most blocks a transaction may hold */
+};
+/* A commit whose log write and flush are under way outside fs->lock (journal.c). */
+struct cfs_jflight {
+	bool active; /* in flight, or done and not yet reaped */
+	bool done;   /* atomic: its I/O is over */
+	int rc;
+	uint64_t seq;
+	size_t nfrees; /* the first of pending_free: its frees, reusable once it is on disk */
 };
 /* What a slot's log holds from its anchor on: the last image of each block it changed. */
 struct cfs_jlog {
@@ -94,11 +107,19 @@ int cfs_journal_apply(struct cvm_volume *vol, const struct cfs_dsuper *sb, uint3
 /* Mount: replay this slot's log, then start a log of this mount's own. */
 int cfs_journal_replay(struct cfs_fs *fs);
 uint32_t cfs_journal_limit(const struct cfs_dsuper *sb);
-/* Put the running transaction in the log (one flush), then its blocks in place. */
+/* Put the running transaction in the log (one flush).  Its blocks go in place at the next
+ * checkpoint: when the log has no room for another transaction, or cfs_journal_empty. */
 int cfs_journal_commit(struct cfs_fs *fs);
-/* After a commit: everything in place on disk and an anchor saying so, so that nothing of
- * this node's log can be replayed over what another node changes next (a let-go, unmount). */
+/* The same for a caller that holds nothing but fs->lock (fsync, the committer): fs->lock is
+ * let go during the I/O, so operations go on meanwhile, and the fsyncs that come then are
+ * committed together next.  Returns once everything changed before the call is on disk. */
+int cfs_journal_sync(struct cfs_fs *fs);
+/* After a commit (no running transaction): every committed block in place on disk and an
+ * anchor saying so, so that nothing of this node's log can be replayed over what another node
+ * changes next (a let-go, unmount). */
 int cfs_journal_empty(struct cfs_fs *fs);
+/* What the journal holds in memory (at unmount). */
+void cfs_journal_free(struct cfs_fs *fs);
 /* Mark a slot's journal empty with an anchor (mkfs, fsck after repairs, a dead node's after
  * replay: anything written in place without the journal must not be overwritten by an old
  * transaction at the next mount). */
@@ -434,9 +455,16 @@ struct cfs_fs {
 	uint32_t nspare_bufs;
 	struct cfs_txn txn;
 	uint64_t jseq;              /* the next transaction's */
+	uint64_t jdurable;          /* the newest transaction known to be on disk */
+	struct cfs_jflight jflight;
+	pthread_mutex_t jio_lock;   /* held by the commit in flight during its I/O */
 	uint32_t jlast_pos, jlast_len; /* the newest transaction since the anchor (len 0: none) */
 	uint32_t jlog_id;           /* the anchor's */
 	uint64_t *jlogged;          /* blocks the log holds images of, + 1 (journal.c) */
+	struct cfs_buf **unhome;    /* committed blocks not yet written in place (checkpoint) */
+	uint32_t nunhome, unhome_cap;
+	struct cvm_aio *home_aio;   /* the checkpoint's, on home_aio_vol */
+	struct cvm_volume *home_aio_vol;
 	size_t jlogged_cap, jlogged_n;
 	uint64_t *pending_free; /* freed in the running transaction: not reusable before commit */
 	size_t npending, pending_cap;

@@ -1,23 +1,26 @@
-/* The write-ahead metadata journal of a node slot: a circular log of transactions behind an
- * anchor block (format.h).
+/* The write-ahead metadata journal of a node slot: a log of transactions behind an anchor
+ * block (format.h).
  *
  * A commit writes the transaction (descriptor, block images, commit block) at the log's head
  * and flushes once: the commit block's checksum of the images, not a flush between them and
- * it, tells a whole transaction from a torn one.  That flush also carries the previous
- * transaction's in-place writes, so a commit writes its own blocks in place after it without
- * a flush of their own.  At any time, then, only the newest transaction may have blocks not
- * yet home, and a new one may overwrite any older one but that.  Replay applies the run of
- * consecutive transactions that ends at the newest whole one of the anchor's log: older ones
- * are home, so writing them again changes nothing, and replay is idempotent.  A torn newest
- * transaction was never acknowledged (its flush had not returned).
+ * it, tells a whole transaction from a torn one.  The committed blocks are not written in
+ * place then: they stay in the block cache (out of reach of eviction) until a checkpoint
+ * writes them all, each once however many transactions changed it, then flushes and writes a
+ * new anchor.  So the log is only ever written forward from the anchor and never over a
+ * transaction of its own, and replay applies every whole transaction since the anchor, up to
+ * the newest: writing a block that is already home again changes nothing, so replay is
+ * idempotent.  A torn newest transaction was never acknowledged (its flush had not returned).
+ * A checkpoint comes only between transactions (no block changed and not committed), so the
+ * cache holds the committed image of every block it writes.
  *
  * One thing replay must never do is write an old image over a block that was freed and has
- * been handed out again since (a file's data written there and fsync'd, say).  So the anchor
- * is written again, with a new log_id that makes every transaction before it void, before a
- * block that is in the log can be handed out again: right after the commit that frees it.  It
- * is also written at a let-go of a glock and at unmount (another node may change the blocks
- * next), when a transaction is too big to go beside the newest one, and when the log has
- * named many blocks since (their set is kept to tell frees of them). */
+ * been handed out again since (a file's data written there and fsync'd, say).  So the commit
+ * that frees a block the log holds an image of revokes that image, or if there are too many,
+ * a checkpoint follows the commit at once: the new anchor (with a new log_id) makes every
+ * transaction before it void.  A checkpoint also comes when the log has no room for another
+ * transaction of the largest size, at a let-go of a glock and at unmount (another node may
+ * change the blocks next), and when the log has named many blocks (their set is kept to
+ * tell frees of them). */
 #include "cfs/internal.h"
 
 #include <errno.h>
@@ -25,6 +28,8 @@
 #include <string.h>
 #include <sys/random.h>
 #include <time.h>
+
+#define HOME_DEPTH 64u /* checkpoint writes in flight at once */
 
 static uint64_t journal_first(const struct cfs_dsuper *sb, uint32_t slot)
 {
@@ -335,10 +340,56 @@ static uint32_t frees_logged(const struct cfs_fs *fs, uint64_t *rv, uint32_t max
 
 /* ---- this node's own log ---- */
 
+static void land_flight(struct cfs_fs *fs);
+
+static void home_written(void *arg, int64_t result)
+{
+	int *err = arg;
+	if (result < 0 && !*err)
+		*err = (int)result;
+}
+
+/* Every committed block in place, all in flight at once. */
+static int write_home(struct cfs_fs *fs)
+{
+	if (fs->home_aio_vol != fs->vol) { /* grown: the old context is of the old volume */
+		cvm_aio_destroy(fs->home_aio);
+		fs->home_aio = NULL;
+		fs->home_aio_vol = fs->vol;
+	}
+	int err = fs->home_aio ? 0 : cvm_aio_create(fs->vol, HOME_DEPTH, &fs->home_aio);
+	for (uint32_t i = 0; !err && (i < fs->nunhome || cvm_aio_inflight(fs->home_aio));) {
+		while (!err && i < fs->nunhome) {
+			const struct cfs_buf *b = fs->unhome[i];
+			int rc = cvm_aio_submit(fs->home_aio, CVM_WRITE, b->data, fs->bs,
+						b->blkno * fs->bs, home_written, &err);
+			if (rc == -EAGAIN)
+				break;
+			if (rc)
+				err = rc;
+			i++;
+		}
+		int rc = cvm_aio_poll(fs->home_aio, 1, NULL);
+		if (rc < 0 && !err)
+			err = rc;
+	}
+	while (fs->home_aio && cvm_aio_inflight(fs->home_aio)) /* after an error: the buffers */
+		if (cvm_aio_poll(fs->home_aio, 1, NULL) < 0)
+			break;
+	return err;
+}
+
 int cfs_journal_empty(struct cfs_fs *fs)
 {
-	uint32_t log_id = new_log_id();
-	int rc = cvm_volume_flush(fs->vol);
+	land_flight(fs);
+	if (fs->txn.n) { /* its blocks' committed images may be gone from the cache */
+		cfs_log(fs, "journal: emptied with a transaction running: refused");
+		return -EINVAL;
+	}
+	uint32_t log_id = new_log_id(), homed = fs->nunhome;
+	int rc = write_home(fs);
+	if (!rc)
+		rc = cvm_volume_flush(fs->vol);
 	if (!rc)
 		rc = write_anchor(fs->vol, &fs->sb, fs->slot, fs->jseq, log_id);
 	if (!rc)
@@ -348,8 +399,18 @@ int cfs_journal_empty(struct cfs_fs *fs)
 	fs->jlog_id = log_id;
 	fs->jlast_pos = fs->jlast_len = 0;
 	forget_logged(fs);
+	cfs_bcache_homed(fs);
 	fs->stats.anchors++;
+	fs->stats.home_blocks += homed;
 	return 0;
+}
+
+void cfs_journal_free(struct cfs_fs *fs)
+{
+	free(fs->jlogged);
+	fs->jlogged = NULL;
+	cvm_aio_destroy(fs->home_aio);
+	fs->home_aio = NULL;
 }
 
 int cfs_journal_replay(struct cfs_fs *fs)
@@ -359,6 +420,7 @@ int cfs_journal_replay(struct cfs_fs *fs)
 	if (rc)
 		return rc;
 	fs->jseq = log.next_seq;
+	fs->jdurable = fs->jseq - 1;
 	fs->txn.limit = cfs_journal_limit(&fs->sb);
 	if (log.ntxn)
 		cfs_log(fs, "journal: replayed transactions %llu to %llu (%u blocks)",
@@ -366,17 +428,6 @@ int cfs_journal_replay(struct cfs_fs *fs)
 			log.count);
 	/* A log of this mount's own: the old one stays replayable only until it begins. */
 	return fs->ro ? 0 : cfs_journal_empty(fs);
-}
-
-static int write_in_place(struct cfs_fs *fs)
-{
-	for (uint32_t i = 0; i < fs->txn.n; i++) {
-		struct cfs_buf *b = fs->txn.bufs[i];
-		int rc = cvm_volume_write(fs->vol, b->data, fs->bs, b->blkno * fs->bs);
-		if (rc)
-			return rc;
-	}
-	return 0;
 }
 
 /* The running transaction as it goes into the log at `pos`, with the blocks it frees that
@@ -417,46 +468,131 @@ static uint8_t *log_record(struct cfs_fs *fs, uint32_t pos, bool *void_log)
 	return j;
 }
 
-static int commit_running(struct cfs_fs *fs, bool *void_log)
+/* Whether the log must be emptied before the next transaction: no room left for one of the
+ * largest behind the newest, the revokes did not fit, or too many blocks to look up. */
+static bool log_full(const struct cfs_fs *fs, bool void_log)
 {
-	uint32_t n = fs->txn.n, need = n + 2;
-	uint32_t head = fs->jlast_len ? fs->jlast_pos + fs->jlast_len : 1;
-	uint32_t pos = head + need <= fs->sb.journal_blocks ? head : 1;
-	/* The newest transaction's blocks may not be home before this commit's flush: to go
-	 * over it, put it home and start a new log, and on disk before the first write to it
-	 * (replay of the old log without its newest would put older images back). */
-	bool over_newest = fs->jlast_len && pos < fs->jlast_pos + fs->jlast_len &&
-			   pos + need > fs->jlast_pos;
-	int rc = over_newest ? cfs_journal_empty(fs) : 0;
-	if (over_newest)
-		pos = 1;
-	if (!rc) /* in the log from now on, also for the frees that follow it */
-		rc = remember_logged(fs);
-	uint8_t *j = rc ? NULL : log_record(fs, pos, void_log);
-	if (!rc && !j)
-		return -ENOMEM;
-	uint64_t at = journal_first(&fs->sb, fs->slot) + pos;
-	if (!rc)
-		rc = cvm_volume_write(fs->vol, j, (uint64_t)need * fs->bs, at * fs->bs);
-	free(j);
-	if (!rc) /* committed, and the data and in-place writes before it on disk */
-		rc = cvm_volume_flush(fs->vol);
-	if (!rc)
-		rc = write_in_place(fs);
-	if (!rc) {
-		fs->jlast_pos = pos;
-		fs->jlast_len = need;
-	}
-	return rc;
+	return void_log || fs->jlogged_n > logged_max(fs) ||
+	       fs->jlast_pos + fs->jlast_len + fs->txn.limit + 2 > fs->sb.journal_blocks;
 }
 
-int cfs_journal_commit(struct cfs_fs *fs)
+/* A transaction closed for its commit: its record, to be written at `at` (bytes). */
+struct closed_txn {
+	uint8_t *record;
+	uint64_t len, at, seq;
+	bool void_log;
+};
+
+/* Close the running transaction: its record made and its place in the log taken behind the
+ * newest, its blocks committed in the cache (they are not written before a checkpoint, and
+ * a commit that fails makes the filesystem read-only). */
+static int close_txn(struct cfs_fs *fs, struct closed_txn *c)
 {
-	struct cfs_txn *t = &fs->txn;
+	uint32_t need = fs->txn.n + 2;
+	uint32_t pos = fs->jlast_len ? fs->jlast_pos + fs->jlast_len : 1;
+	if (pos + need > fs->sb.journal_blocks) { /* log_full emptied it in time */
+		cfs_log(fs, "journal: no room for %u blocks at %u of %u", need, pos,
+			fs->sb.journal_blocks);
+		return -EIO;
+	}
+	int rc = remember_logged(fs); /* in the log from now on, also for the frees that follow */
+	if (rc)
+		return rc;
+	if (!(c->record = log_record(fs, pos, &c->void_log)))
+		return -ENOMEM;
+	c->len = (uint64_t)need * fs->bs;
+	c->at = (journal_first(&fs->sb, fs->slot) + pos) * fs->bs;
+	c->seq = fs->jseq++;
+	fs->jlast_pos = pos;
+	fs->jlast_len = need;
+	fs->stats.commits++;
+	fs->stats.commit_blocks += fs->txn.n;
+	cfs_bcache_committed(fs);
+	return 0;
+}
+
+/* The record on disk, and the data written before it. */
+static int write_record(struct cvm_volume *vol, struct closed_txn *c)
+{
+	int rc = cvm_volume_write(vol, c->record, c->len, c->at);
+	free(c->record);
+	c->record = NULL;
+	return rc ? rc : cvm_volume_flush(vol);
+}
+
+static int commit_failed(struct cfs_fs *fs, const char *what, uint64_t seq, int rc)
+{
+	/* The journal or the volume failed under us: stop changing anything.  What is
+	 * committed is replayed at the next mount. */
+	cfs_log(fs, "journal: %s %llu failed (%s): the filesystem is now read-only", what,
+		(unsigned long long)seq, strerror(-rc));
+	fs->ro = true;
+	return -EIO;
+}
+
+/* ---- a commit in flight: its I/O outside fs->lock ----
+ * Its owner closes the transaction and takes jio_lock before it lets fs->lock go, and sets
+ * `done` before it lets jio_lock go, so a thread holding fs->lock waits for the I/O by taking
+ * jio_lock, which the I/O never waits for fs->lock to finish.  Its frees stay pending until
+ * then (first in pending_free: the transactions after it add theirs behind). */
+
+static bool flight_done(const struct cfs_fs *fs)
+{
+	return __atomic_load_n(&fs->jflight.done, __ATOMIC_ACQUIRE);
+}
+
+/* The commit in flight is done: its frees may be handed out. */
+static void reap_flight(struct cfs_fs *fs)
+{
+	struct cfs_jflight *f = &fs->jflight;
+	f->active = false;
+	if (f->rc) {
+		commit_failed(fs, "commit", f->seq, f->rc);
+		return;
+	}
+	fs->jdurable = f->seq;
+	fs->npending -= f->nfrees;
+	memmove(fs->pending_free, fs->pending_free + f->nfrees,
+		fs->npending * sizeof *fs->pending_free);
+}
+
+/* Wait for the commit in flight, fs->lock held throughout. */
+static void land_flight(struct cfs_fs *fs)
+{
+	if (!fs->jflight.active)
+		return;
+	pthread_mutex_lock(&fs->jio_lock);
+	pthread_mutex_unlock(&fs->jio_lock);
+	reap_flight(fs);
+}
+
+/* Commit the running transaction, its I/O with fs->lock let go; fs->lock held again when it
+ * returns. */
+static int fly(struct cfs_fs *fs, struct closed_txn *c)
+{
+	struct cvm_volume *vol = fs->vol; /* a grow commits first: it waits for this one */
+	fs->jflight = (struct cfs_jflight){.active = true, .seq = c->seq, .nfrees = fs->npending};
+	pthread_mutex_lock(&fs->jio_lock);
+	pthread_mutex_unlock(&fs->lock);
+	int rc = write_record(vol, c);
+	fs->jflight.rc = rc;
+	__atomic_store_n(&fs->jflight.done, true, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&fs->jio_lock);
+	pthread_mutex_lock(&fs->lock);
+	if (fs->jflight.active && fs->jflight.seq == c->seq) /* else another thread reaped it */
+		reap_flight(fs);
+	return rc ? -EIO : 0;
+}
+
+/* Whether the running transaction must be committed at all (fs->lock held).  What times the
+ * inodes changed go in first. */
+static int commit_needed(struct cfs_fs *fs)
+{
 	if (!fs->ro && fs->ihash && cfs_iflush_times(fs))
 		return -EIO;
+	struct cfs_txn *t = &fs->txn;
 	if (t->n == 0) {
-		fs->npending = 0;
+		fs->npending = fs->jflight.active ? fs->jflight.nfrees : 0;
 		return 0;
 	}
 	if (fs->ro)
@@ -467,25 +603,62 @@ int cfs_journal_commit(struct cfs_fs *fs)
 		fs->ro = true;
 		return -EIO;
 	}
-	/* What this transaction frees is handed out again once it is committed: the log's
-	 * images of it (this transaction's own too) are revoked in it, or if there are more
-	 * than its descriptor holds, the log is voided now. */
-	bool void_log = false;
-	int rc = commit_running(fs, &void_log);
-	if (!rc && (void_log || fs->jlogged_n > logged_max(fs)))
-		rc = cfs_journal_empty(fs);
-	if (rc) {
-		/* The journal or the volume failed under us: stop changing anything.  What is
-		 * committed is replayed at the next mount. */
-		cfs_log(fs, "journal: commit %llu failed (%s): the filesystem is now read-only",
-			(unsigned long long)fs->jseq, strerror(-rc));
-		fs->ro = true;
-		return -EIO;
-	}
-	fs->stats.commits++;
-	fs->stats.commit_blocks += t->n;
-	fs->jseq++;
-	cfs_bcache_committed(fs);
+	return 1;
+}
+
+/* Commit with fs->lock held throughout: for callers in the middle of an operation, and for
+ * a commit the log must be emptied after. */
+static int commit_here(struct cfs_fs *fs, struct closed_txn *c)
+{
+	int rc = write_record(fs->vol, c);
+	if (rc)
+		return commit_failed(fs, "commit", c->seq, rc);
+	fs->jdurable = c->seq;
 	fs->npending = 0;
+	/* What this transaction frees is handed out again from now on: the log's images of it
+	 * (this transaction's own too) are revoked in it, or if there are more than its
+	 * descriptor holds, the log is voided now. */
+	if (log_full(fs, c->void_log) && (rc = cfs_journal_empty(fs)))
+		return commit_failed(fs, "checkpoint after commit", c->seq, rc);
 	return 0;
+}
+
+int cfs_journal_commit(struct cfs_fs *fs)
+{
+	land_flight(fs);
+	int rc = commit_needed(fs);
+	if (rc <= 0)
+		return rc;
+	struct closed_txn c;
+	if ((rc = close_txn(fs, &c)))
+		return commit_failed(fs, "commit", fs->jseq, rc);
+	return commit_here(fs, &c);
+}
+
+int cfs_journal_sync(struct cfs_fs *fs)
+{
+	int rc = commit_needed(fs);
+	if (rc < 0)
+		return rc;
+	uint64_t wanted = fs->txn.n ? fs->jseq : fs->jseq - 1;
+	while (fs->jflight.active && !fs->ro) { /* ours may be in it; then another follows it */
+		pthread_mutex_unlock(&fs->lock);
+		pthread_mutex_lock(&fs->jio_lock);
+		pthread_mutex_unlock(&fs->jio_lock);
+		pthread_mutex_lock(&fs->lock);
+		if (fs->jflight.active && flight_done(fs))
+			reap_flight(fs);
+		if (fs->jdurable >= wanted)
+			return 0;
+	}
+	if (fs->ro)
+		return fs->jdurable >= wanted ? 0 : -EIO;
+	if (fs->jdurable >= wanted)
+		return 0;
+	if ((rc = commit_needed(fs)) <= 0)
+		return rc;
+	struct closed_txn c;
+	if ((rc = close_txn(fs, &c)))
+		return commit_failed(fs, "commit", fs->jseq, rc);
+	return log_full(fs, c.void_log) ? commit_here(fs, &c) : fly(fs, &c);
 }

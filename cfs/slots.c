@@ -62,6 +62,8 @@ static int add_one(struct cfs_fs *fs)
 	}
 	if (!rc)
 		rc = cfs_journal_commit(fs);
+	if (!rc) /* a node that mounts next reads the superblock before it takes any lock */
+		rc = cfs_journal_empty(fs);
 	if (!rc) {
 		fs->sb = sb;
 		cfs_log(fs, "added node slot %u: journal at block %llu, orphan directory inode %llu",

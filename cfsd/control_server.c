@@ -129,6 +129,8 @@ static void fill_status(struct cfsd *d, ControlStatus *s, struct cfs_status *st,
 	s->commit_blocks = st->stats.commit_blocks;
 	s->has_journal_anchors = true;
 	s->journal_anchors = st->stats.anchors;
+	s->has_checkpoint_blocks = true;
+	s->checkpoint_blocks = st->stats.home_blocks;
 	s->reads = st->stats.reads;
 	s->writes = st->stats.writes;
 	s->read_bytes = st->stats.read_bytes;

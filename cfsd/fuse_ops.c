@@ -112,6 +112,10 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 			d->mount_abs, conn->proto_minor);
 	__atomic_store_n(&d->kernel_ready, true, __ATOMIC_RELEASE);
 	conn->max_write = 1u << 20;
+	/* Asynchronous direct I/O (a database's libaio) goes as background requests: the
+	 * default 12 in flight would cap a queue depth of 32 (cfsd has 16 threads). */
+	conn->max_background = 64;
+	conn->congestion_threshold = 48;
 	conn->max_readahead = d->fs_dboptimized ? 0 : 1u << 20;
 	conn->time_gran = 1;
 }

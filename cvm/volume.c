@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,9 @@ struct cvm_volume {
 	/* Written since the last flush: only those LUNs are flushed (a small synchronous write
 	 * touches one or two LUNs of a wide volume). */
 	bool written[CVM_MAX_LUNS];
+	/* One flush at a time: a flush that finds a LUN's mark cleared by another still under
+	 * way must wait for that one's fdatasync, which carries its writes. */
+	pthread_mutex_t flush_lock;
 	bool fenced; /* atomic: no I/O reaches the LUNs any more */
 };
 
@@ -32,6 +36,7 @@ static const struct cvm_stripe_set *set_of_lun(const struct cvm_config *cfg, uin
 
 static void vol_free(struct cvm_volume *v)
 {
+	pthread_mutex_destroy(&v->flush_lock);
 	for (uint32_t i = 0; i < v->cfg.nluns; i++) {
 		if (v->fd[i] >= 0)
 			close(v->fd[i]);
@@ -125,6 +130,7 @@ int cvm_volume_open_config(const struct cvm_scan *scan, const struct cvm_config 
 		return -ENOMEM;
 	v->cfg = *cfg;
 	v->size = cvm_config_size(cfg);
+	pthread_mutex_init(&v->flush_lock, NULL);
 	for (uint32_t i = 0; i < cfg->nluns; i++)
 		v->fd[i] = -1;
 	for (uint32_t i = 0; i < cfg->nluns; i++) {
@@ -253,14 +259,16 @@ int cvm_volume_flush(struct cvm_volume *vol)
 {
 	if (cvm_volume_fenced(vol))
 		return -EIO;
-	for (uint32_t i = 0; i < vol->cfg.nluns; i++) {
+	int rc = 0;
+	pthread_mutex_lock(&vol->flush_lock);
+	for (uint32_t i = 0; i < vol->cfg.nluns && !rc; i++) {
 		if (!__atomic_exchange_n(&vol->written[i], false, __ATOMIC_ACQ_REL))
 			continue;
 		if (fdatasync(vol->fd[i]) < 0) {
-			int e = errno;
+			rc = -errno;
 			__atomic_store_n(&vol->written[i], true, __ATOMIC_RELEASE);
-			return -e;
 		}
 	}
-	return 0;
+	pthread_mutex_unlock(&vol->flush_lock);
+	return rc;
 }

@@ -44,6 +44,7 @@ umount_cfs() {
 	local pid
 	for pid in $(pgrep -f "^cfsd .*$1"); do
 		ps -L -o tid,stat,wchan:32,comm -p "$pid" >&2
+		command -v gdb >/dev/null && gdb -p "$pid" -batch -ex "thread apply all bt" 2>/dev/null | grep -E "^#|^Thread" >&2
 	done
 	return 1
 }

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Crash test: kill -9 cfsd at random points of a metadata-heavy workload (creates, renames,
-# unlinks, writes, fsync), CRASH_POINTS times (default 50), then SMALL_JOURNAL_POINTS times
-# (default 20) on a filesystem with the smallest journal (64 blocks), whose log wraps every
-# few commits and whose big transactions start new logs.  After each kill: remount (replay of
-# the several transactions in the log, orphans freed), every fsync'd file must be there with
-# its content, and after a clean unmount fsck.cfs must find the filesystem clean.
+# unlinks, writes, fsync) run by WORKERS processes at once (default 3: their fsyncs commit
+# while others' are in flight), CRASH_POINTS times (default 50), then SMALL_JOURNAL_POINTS
+# times (default 20) on a filesystem with the smallest journal, which every commit fills (a
+# checkpoint after each) and whose big transactions void the log.  After each kill: remount
+# (replay of the several transactions in the log, orphans freed), every fsync'd file must be
+# there with its content, and after a clean unmount fsck.cfs must find the filesystem clean.
 . "$(dirname "$0")/lib.sh"
 HERE=$(cd "$(dirname "$0")" && pwd)
 M=$T/mnt
@@ -15,23 +16,36 @@ crash_points() {
 	shift 3
 	make_volume "$vol" 2 128
 	"$BIN/mkfs.cfs" -J 2 "$@" "$vol" >/dev/null 2>&1 || { not_ok "$what: mkfs.cfs"; return; }
-	: >"$T/durable.log"
+	local workers=${WORKERS:-3} k
+	for ((k = 1; k <= workers; k++)); do : >"$T/durable$k.log"; done
 	for ((i = 1; i <= points; i++)); do
 		mount_cfs "$vol" "$M" || { not_ok "crash $i: mount: $(tail -3 "$T/$vol.log")"; fails=$((fails + 1)); break; }
 		pid=$(daemon_pid "$M")
-		timeout 120 python3 "$HERE/crash_workload.py" run "$M" "$T/durable.log" "$i" &
-		work=$!
+		local work=()
+		for ((k = 1; k <= workers; k++)); do
+			mkdir -p "$M/w$k"
+			timeout 120 python3 "$HERE/crash_workload.py" run "$M/w$k" "$T/durable$k.log" "$((i * 10 + k))" &
+			work+=($!)
+		done
 		sleep "0.$((RANDOM % 8 + 2))"
-		kill -0 "$work" 2>/dev/null || { not_ok "crash $i: the workload ended before the kill"; fails=$((fails + 1)); }
+		for w in "${work[@]}"; do
+			kill -0 "$w" 2>/dev/null || { not_ok "crash $i: a workload ended before the kill"; fails=$((fails + 1)); }
+		done
 		kill -9 "$pid"
-		wait "$work" || { not_ok "crash $i: the workload failed before the kill"; fails=$((fails + 1)); }
+		for w in "${work[@]}"; do
+			wait "$w" || { not_ok "crash $i: a workload failed before the kill"; fails=$((fails + 1)); }
+		done
 		umount -l "$M" 2>/dev/null
 		# Remount: the journal is replayed and the orphans freed.
 		mount_cfs "$vol" "$M" || { not_ok "crash $i: remount: $(tail -3 "$T/$vol.log")"; fails=$((fails + 1)); break; }
-		if ! timeout 60 python3 "$HERE/crash_workload.py" check "$M" "$T/durable.log" >"$T/check.out" 2>&1; then
-			not_ok "crash $i: fsync'd data after replay: $(cat "$T/check.out")"
-			fails=$((fails + 1))
-		fi
+		for ((k = 1; k <= workers; k++)); do
+			# A worker's directory is durable with its first fsync (a commit takes all).
+			[ -s "$T/durable$k.log" ] || continue
+			if ! timeout 60 python3 "$HERE/crash_workload.py" check "$M/w$k" "$T/durable$k.log" >"$T/check.out" 2>&1; then
+				not_ok "crash $i: worker $k: fsync'd data after replay: $(cat "$T/check.out")"
+				fails=$((fails + 1))
+			fi
+		done
 		unmount_and_fsck "$vol" "$M" "crash $i"
 		case $? in
 		2) fails=$((fails + 1)); break ;;

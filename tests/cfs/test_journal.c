@@ -1,8 +1,9 @@
 /* The journal: committed transactions are replayed at mount when their blocks did not reach
  * their place, in order, the newest image of a block last; replaying twice changes nothing; a
- * torn transaction (no valid commit block) is ignored whole; the log wraps past the journal's
- * end and goes over old transactions, never the newest; a clean unmount leaves nothing to
- * replay, and no transaction of an earlier log is ever replayed. */
+ * torn transaction (no valid commit block) is ignored whole; a commit writes nothing in place
+ * and a checkpoint writes each changed block once, when the log has no room for another
+ * transaction; a clean unmount leaves nothing to replay, and no transaction of an earlier log
+ * is ever replayed. */
 #include "cfs_test.h"
 
 /* Commit a change to one new inode, then put the old content of its block back in place, as
@@ -175,7 +176,8 @@ static struct cfs_fs *crash_after_writing(struct cfs_fs *fs, uint64_t blk, const
 	return fs;
 }
 
-/* A journal of the smallest size: the log wraps every few dozen commits. */
+/* A journal of the smallest size: no room for a transaction of the largest size behind
+ * any other. */
 static struct cfs_fs *fs_small_journal(void)
 {
 	test_dir_make();
@@ -186,71 +188,94 @@ static struct cfs_fs *fs_small_journal(void)
 	return fs_mount();
 }
 
-Test(journal, the_log_wraps_and_replays_across_its_end)
+/* Whether block blk on disk holds what the cache holds of it. */
+static bool home(struct cfs_fs *fs, uint64_t blk)
 {
-	struct cfs_fs *fs = fs_small_journal();
+	uint8_t *disk;
+	cr_assert_eq(posix_memalign((void **)&disk, 4096, 4096), 0);
+	struct cfs_buf *b;
+	cr_assert_eq(cvm_volume_read(fs->vol, disk, 4096, blk * 4096), 0);
+	cr_assert_eq(cfs_bread(fs, blk, CFS_B_INODE, blk, &b), 0);
+	bool same = memcmp(disk, b->data, 4096) == 0;
+	free(disk);
+	return same;
+}
+
+Test(journal, a_commit_writes_nothing_in_place_and_a_checkpoint_writes_each_block_once)
+{
+	struct cfs_fs *fs = fs_fresh(1, 32);
+	pthread_mutex_lock(&fs->lock);
+	struct cfs_inode *ip = fs_new_inode(fs, S_IFREG | 0600);
+	cr_assert_eq(cfs_journal_commit(fs), 0);
+	for (uint32_t uid = 1; uid <= 5; uid++) {
+		ip->d.uid = uid;
+		cr_assert_eq(cfs_iwrite(fs, ip), 0);
+		cr_assert_eq(cfs_journal_commit(fs), 0);
+	}
+	cr_assert_not(home(fs, ip->ino), "the commits wrote the inode in place");
+	uint64_t homed = fs->stats.home_blocks, blocks = fs->nunhome;
+	cr_assert_eq(cfs_journal_empty(fs), 0);
+	cr_assert(home(fs, ip->ino), "the checkpoint did not write the inode in place");
+	cr_assert_eq(fs->stats.home_blocks, homed + blocks, "each changed block written once");
+	cr_assert_lt(blocks, 8, "six commits of the same few blocks (%llu)",
+		     (unsigned long long)blocks);
+	ip->d.nlink = 0;
+	cr_assert_eq(cfs_iput_check(fs, ip), 0);
+	pthread_mutex_unlock(&fs->lock);
+	fs_done(fs);
+}
+
+Test(journal, a_log_with_no_room_for_another_transaction_is_checkpointed_and_replays_after)
+{
+	struct cfs_fs *fs = fs_fresh(1, 32);
 	uint8_t *old;
 	cr_assert_eq(posix_memalign((void **)&old, 4096, 4096), 0);
 	uint64_t ino = committed_but_not_home(fs, old);
 	uint64_t anchors = fs->stats.anchors;
-	bool wrapped = false;
-	/* Commit until the newest transaction is at block 1 again, with transactions before it
-	 * at the end of the journal still in the log. */
-	uint32_t uid = 200;
-	for (; uid < 400 && !wrapped; uid++) {
-		uint32_t before = fs->jlast_pos;
+	uint32_t uid = 200, most = 0;
+	for (; uid < 1200 && fs->stats.anchors == anchors; uid++) {
+		most = fs->jlast_pos + fs->jlast_len;
 		chown_not_home(fs, ino, uid);
-		wrapped = fs->jlast_pos < before;
 	}
-	cr_assert(wrapped, "the log came round to its start");
-	cr_assert_eq(fs->stats.anchors, anchors, "wrapping needs no new anchor");
+	cr_assert_eq(fs->stats.anchors, anchors + 1, "the log filled and was checkpointed");
+	/* Each of these transactions takes a few log blocks. */
+	cr_assert(most + fs->txn.limit + 2 <= fs->sb.journal_blocks &&
+			  most + 8 + fs->txn.limit + 2 > fs->sb.journal_blocks,
+		  "emptied only when a transaction of the largest size no longer fits (%u)", most);
+	cr_assert_eq(fs->nunhome, 0);
 	chown_not_home(fs, ino, uid);
+	chown_not_home(fs, ino, uid + 1);
 	struct cfs_jlog log;
 	cr_assert_eq(cfs_journal_read(fs->vol, &fs->sb, 0, &log), 0);
-	cr_assert_geq(log.ntxn, 3, "transactions on both sides of the end are in the run (%u)",
-		      log.ntxn);
+	cr_assert_eq(log.ntxn, 2, "the new log holds what came after the checkpoint (%u)",
+		     log.ntxn);
 	cfs_jlog_free(&log);
-	cr_assert_eq(uid_after_crash(&fs, ino), uid);
+	cr_assert_eq(uid_after_crash(&fs, ino), uid + 1);
 	free(old);
 	fs_done(fs); /* the inode is in no directory: fsck would say so */
 }
 
-Test(journal, a_transaction_too_big_to_go_beside_the_newest_starts_a_new_log)
+Test(journal, a_commit_that_leaves_no_room_for_the_largest_transaction_is_checkpointed)
 {
 	struct cfs_fs *fs = fs_small_journal();
 	/* 40 new inodes in one transaction: more than half of the journal's 63 log blocks, so
-	 * the second such transaction cannot go beside the first. */
+	 * no transaction of the largest size fits behind it. */
 	uint64_t ino[40];
-	uint8_t *old;
-	cr_assert_eq(posix_memalign((void **)&old, 4096, 40 * 4096), 0);
 	pthread_mutex_lock(&fs->lock);
 	for (int round = 0; round < 2; round++) {
-		for (int i = 0; i < 40; i++) {
-			struct cfs_inode *ip = fs_new_inode(fs, S_IFREG | 0600);
-			ino[i] = ip->ino;
-			cr_assert_eq(cvm_volume_read(fs->vol, old + i * 4096, 4096, ino[i] * 4096), 0);
-		}
+		for (int i = 0; i < 40; i++)
+			ino[i] = fs_new_inode(fs, S_IFREG | 0600)->ino;
 		uint64_t anchors = fs->stats.anchors;
 		cr_assert_eq(cfs_journal_commit(fs), 0);
-		cr_assert_eq(fs->stats.anchors, anchors + (round == 1), "round %d", round);
+		cr_assert_eq(fs->stats.anchors, anchors + 1, "round %d", round);
+		for (int i = 0; i < 40; i++)
+			cr_assert(home(fs, ino[i]), "round %d inode %d", round, i);
 	}
-	/* The second's inodes did not reach their place: replay brings them. */
-	for (int i = 0; i < 40; i++)
-		cr_assert_eq(cvm_volume_write(fs->vol, old + i * 4096, 4096, ino[i] * 4096), 0);
 	pthread_mutex_unlock(&fs->lock);
 	struct cfs_jlog log;
 	cr_assert_eq(cfs_journal_read(fs->vol, &fs->sb, 0, &log), 0);
-	cr_assert_eq(log.ntxn, 1, "the new log holds the second transaction only");
+	cr_assert_eq(log.ntxn, 0, "nothing left to replay");
 	cfs_jlog_free(&log);
-	fs_crash(fs);
-	fs = fs_mount();
-	pthread_mutex_lock(&fs->lock);
-	for (int i = 0; i < 40; i++) {
-		struct cfs_inode *ip;
-		cr_assert_eq(cfs_iget(fs, ino[i], &ip), 0, "inode %d", i);
-	}
-	pthread_mutex_unlock(&fs->lock);
-	free(old);
 	fs_done(fs); /* the inodes are in no directory: fsck would say so */
 }
 
@@ -335,21 +360,30 @@ Test(journal, a_commit_that_frees_a_block_of_the_log_revokes_its_images)
 Test(journal, a_commit_that_frees_more_logged_blocks_than_its_descriptor_holds_voids_the_log)
 {
 	struct cfs_fs *fs = fs_fresh(1, 32);
-	enum { N = 520 }; /* more than a 4 KiB descriptor's 504 */
-	static struct cfs_inode *ips[N];
+	enum { OTHERS = 20, LOGGED = 490 };
+	static struct cfs_inode *others[OTHERS], *ips[LOGGED];
 	pthread_mutex_lock(&fs->lock);
-	for (int i = 0; i < N; i++) {
-		ips[i] = fs_new_inode(fs, S_IFREG | 0600);
-		if (fs->txn.n > fs->txn.limit / 2)
-			cr_assert_eq(cfs_journal_commit(fs), 0);
-	}
+	for (int i = 0; i < OTHERS; i++)
+		others[i] = fs_new_inode(fs, S_IFREG | 0600);
 	cr_assert_eq(cfs_journal_commit(fs), 0);
+	cr_assert_eq(cfs_journal_empty(fs), 0);
+	/* One transaction of LOGGED new inodes, all in the log... */
+	for (int i = 0; i < LOGGED; i++)
+		ips[i] = fs_new_inode(fs, S_IFREG | 0600);
 	uint64_t anchors = fs->stats.anchors;
-	for (int i = 0; i < N; i++) {
+	cr_assert_eq(cfs_journal_commit(fs), 0);
+	cr_assert_eq(fs->stats.anchors, anchors, "the log has room for one more transaction");
+	/* ...freed in one that changes OTHERS more blocks: the revokes do not fit beside them
+	 * in its descriptor. */
+	for (int i = 0; i < OTHERS; i++) {
+		others[i]->d.uid = 1;
+		cr_assert_eq(cfs_iwrite(fs, others[i]), 0);
+	}
+	for (int i = 0; i < LOGGED; i++) {
 		ips[i]->d.nlink = 0;
 		cr_assert_eq(cfs_iput_check(fs, ips[i]), 0);
 	}
-	cr_assert_lt(fs->txn.n, CFS_JDESC_MAX(4096u), "the frees alone fit in a transaction");
+	cr_assert_gt(LOGGED, CFS_JDESC_MAX(4096u) - fs->txn.n, "the revokes do not fit");
 	cr_assert_eq(cfs_journal_commit(fs), 0);
 	pthread_mutex_unlock(&fs->lock);
 	cr_assert_eq(fs->stats.anchors, anchors + 1);
@@ -357,5 +391,5 @@ Test(journal, a_commit_that_frees_more_logged_blocks_than_its_descriptor_holds_v
 	cr_assert_eq(cfs_journal_read(fs->vol, &fs->sb, 0, &log), 0);
 	cr_assert_eq(log.ntxn, 0, "nothing of the old log can be replayed");
 	cfs_jlog_free(&log);
-	fs_done(fs);
+	fs_done(fs); /* the others are in no directory: fsck would say so */
 }
