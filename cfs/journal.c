@@ -551,6 +551,8 @@ static void reap_flight(struct cfs_fs *fs)
 		return;
 	}
 	fs->jdurable = f->seq;
+	if (!f->nfrees)
+		return;
 	fs->npending -= f->nfrees;
 	memmove(fs->pending_free, fs->pending_free + f->nfrees,
 		fs->npending * sizeof *fs->pending_free);
