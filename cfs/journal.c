@@ -480,7 +480,8 @@ static bool log_full(const struct cfs_fs *fs, bool void_log)
 struct closed_txn {
 	uint8_t *record;
 	uint64_t len, at, seq;
-	bool void_log;
+	uint32_t bs;
+	bool void_log, groups_home;
 };
 
 /* Close the running transaction: its record made and its place in the log taken behind the
@@ -501,6 +502,8 @@ static int close_txn(struct cfs_fs *fs, struct closed_txn *c)
 	if (!(c->record = log_record(fs, pos, &c->void_log)))
 		return -ENOMEM;
 	c->len = (uint64_t)need * fs->bs;
+	c->bs = fs->bs;
+	c->groups_home = fs->cluster;
 	c->at = (journal_first(&fs->sb, fs->slot) + pos) * fs->bs;
 	c->seq = fs->jseq++;
 	fs->jlast_pos = pos;
@@ -511,13 +514,30 @@ static int close_txn(struct cfs_fs *fs, struct closed_txn *c)
 	return 0;
 }
 
+/* Other nodes read a group's header without its glock for its free count (df, where to
+ * allocate): on a cluster it goes in place right after its commit, not at a checkpoint. */
+static int groups_home(struct cvm_volume *vol, const struct closed_txn *c)
+{
+	int rc = 0;
+	for (uint64_t at = c->bs; at + c->bs < c->len && !rc; at += c->bs) {
+		const struct cfs_bhdr *h = (const void *)(c->record + at);
+		if (h->type == CFS_B_AGH)
+			rc = cvm_volume_write(vol, h, c->bs, h->blkno * c->bs);
+	}
+	return rc;
+}
+
 /* The record on disk, and the data written before it. */
 static int write_record(struct cvm_volume *vol, struct closed_txn *c)
 {
 	int rc = cvm_volume_write(vol, c->record, c->len, c->at);
+	if (!rc)
+		rc = cvm_volume_flush(vol);
+	if (!rc && c->groups_home)
+		rc = groups_home(vol, c);
 	free(c->record);
 	c->record = NULL;
-	return rc ? rc : cvm_volume_flush(vol);
+	return rc;
 }
 
 static int commit_failed(struct cfs_fs *fs, const char *what, uint64_t seq, int rc)

@@ -123,7 +123,16 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct stat st;
-	reply_entry(req, cfs_lookup(D(req)->fs, parent, name, &st), &st);
+	struct cfsd *d = D(req);
+	int rc = cfs_lookup(d->fs, parent, name, &st);
+	/* A missing name is kept too on one node: every name is made by this kernel, which
+	 * drops what it keeps of it then, or by ODM, which tells it (odm_server.c). */
+	if (rc == -ENOENT && !d->cluster) {
+		struct fuse_entry_param none = {.ino = 0, .entry_timeout = CFSD_CACHE_SECONDS};
+		fuse_reply_entry(req, &none);
+		return;
+	}
+	reply_entry(req, rc, &st);
 }
 
 static void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t n)
@@ -524,6 +533,10 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		return;
 	}
 	fi->fh = (uintptr_t)h;
+	/* On one node the kernel may keep what it read of a directory: it starts again when it
+	 * has changed the directory itself, or ODM has (which tells it, odm_server.c). */
+	if (!D(req)->cluster)
+		fi->cache_readdir = fi->keep_cache = 1;
 	if (fuse_reply_open(req, fi) == -ENOENT) {
 		free(h->v);
 		free(h);

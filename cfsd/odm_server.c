@@ -631,9 +631,11 @@ static int commit(struct odm_client *c, const ControlRequest *req)
 		cfs_forget(fs, h->ino, 1);
 		h->uncommitted = false;
 		rc = cfs_fsync(fs, h->ino);
-		if (c->s->d->se) /* a lookup that failed before may be cached */
+		if (c->s->d->se) { /* a lookup that failed before may be cached, and a listing */
 			fuse_lowlevel_notify_inval_entry(c->s->d->se, h->parent, h->name,
 							 strlen(h->name));
+			fuse_lowlevel_notify_inval_inode(c->s->d->se, h->parent, 0, 0);
+		}
 	}
 	return rc;
 }
@@ -701,8 +703,10 @@ static int delete(struct odm_client *c, const ControlRequest *req, struct odm_re
 	if ((rc = odm_cluster_may_delete(c->s->cl, ino, m->message, sizeof m->message)))
 		return rc;
 	rc = cfs_unlink(fs, parent, name);
-	if (!rc && c->s->d->se) /* the kernel's cached name goes too */
+	if (!rc && c->s->d->se) { /* the kernel's cached name and listing go too */
 		fuse_lowlevel_notify_delete(c->s->d->se, parent, ino, name, strlen(name));
+		fuse_lowlevel_notify_inval_inode(c->s->d->se, parent, 0, 0);
+	}
 	return rc;
 }
 

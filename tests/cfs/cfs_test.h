@@ -93,7 +93,7 @@ static inline void fs_crash(struct cfs_fs *fs)
 	close(fs->lockfd);
 	free(fs->ags);
 	free(fs->pending_free);
-	free(fs->jlogged);
+	cfs_journal_free(fs);
 	free(fs);
 }
 

@@ -5,6 +5,7 @@
 #include "odm/stats.h"
 
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -42,6 +43,20 @@ static char *path_of(const char *name)
 	k = (k + 1) % 4;
 	snprintf(p[k], sizeof p[k], "%s/%d_%s", dir(), (int)(test_pid ? test_pid : getpid()), name);
 	return p[k];
+}
+
+/* Whether a listing of the directory shows the file at path (the kernel may keep listings
+ * of a one-node mount: ODM's creates and deletes must make it forget them). */
+static bool listed(const char *path)
+{
+	const char *name = strrchr(path, '/') + 1;
+	DIR *d = opendir(dir());
+	cr_assert_not_null(d);
+	bool found = false;
+	for (struct dirent *e; !found && (e = readdir(d));)
+		found = strcmp(e->d_name, name) == 0;
+	closedir(d);
+	return found;
 }
 
 static void init(void)
@@ -118,12 +133,14 @@ Test(odm, create_is_invisible_until_commit)
 	snprintf(nodir, sizeof nodir, "%s/no-such-dir/x.dbf", dir());
 	cr_assert_eq(odm_create(nodir, BS, BS, ODM_FT_DATA, &fid), -ENOENT);
 	cr_assert_eq(odm_create(p, 4 * MIB, BS, ODM_FT_REDO, &fid), 0);
+	cr_assert_not(listed(p), "an uncommitted file is listed");
 	cr_assert_eq(stat(p, &st), -1, "an uncommitted file is visible");
 	cr_assert_eq(errno, ENOENT);
 	void *b = buf_of(BS, 'c');
 	cr_assert_eq(sync_io(ODM_WRITE, fid, 5, b, BS), 0, "I/O before commit");
 	cr_assert_eq(odm_commit(fid), 0);
 	cr_assert_eq(odm_commit(fid), -EINVAL);
+	cr_assert(listed(p), "the committed file is not listed");
 	cr_assert_eq(stat(p, &st), 0);
 	cr_assert_eq(st.st_size, 4 * MIB);
 	struct odm_fileinfo fi;
@@ -288,6 +305,7 @@ Test(odm, resize_and_delete)
 	}
 	char c;
 	cr_assert_eq(read(ready[0], &c, 1), 1);
+	cr_assert(listed(path_of("r.dbf")));
 	cr_assert_eq(odm_delete(path_of("r.dbf")), -EBUSY);
 	cr_assert_eq(write(go[1], "x", 1), 1);
 	int ws;
@@ -297,6 +315,7 @@ Test(odm, resize_and_delete)
 	for (int i = 0; i < 50 && (rc = odm_delete(path_of("r.dbf"))) == -EBUSY; i++)
 		usleep(100000); /* cfsd drops the dead holder's map */
 	cr_assert_eq(rc, 0, "delete: %d", rc);
+	cr_assert_not(listed(path_of("r.dbf")), "a deleted file is listed");
 	cr_assert_eq(stat(path_of("r.dbf"), &st), -1);
 	cr_assert_eq(sync_io(ODM_READ, fid, 0, b, BS), -EBADF, "a deleted file's id still works");
 	cr_assert_eq(odm_delete(path_of("r.dbf")), -ENOENT);
