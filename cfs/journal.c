@@ -578,13 +578,19 @@ static void reap_flight(struct cfs_fs *fs)
 		fs->npending * sizeof *fs->pending_free);
 }
 
+/* Until the I/O of the commit in flight is over (it never waits for fs->lock). */
+static void wait_flight_io(struct cfs_fs *fs)
+{
+	pthread_mutex_lock(&fs->jio_lock);
+	pthread_mutex_unlock(&fs->jio_lock);
+}
+
 /* Wait for the commit in flight, fs->lock held throughout. */
 static void land_flight(struct cfs_fs *fs)
 {
 	if (!fs->jflight.active)
 		return;
-	pthread_mutex_lock(&fs->jio_lock);
-	pthread_mutex_unlock(&fs->jio_lock);
+	wait_flight_io(fs);
 	reap_flight(fs);
 }
 
@@ -665,8 +671,7 @@ int cfs_journal_sync(struct cfs_fs *fs)
 	uint64_t wanted = fs->txn.n ? fs->jseq : fs->jseq - 1;
 	while (fs->jflight.active && !fs->ro) { /* ours may be in it; then another follows it */
 		pthread_mutex_unlock(&fs->lock);
-		pthread_mutex_lock(&fs->jio_lock);
-		pthread_mutex_unlock(&fs->jio_lock);
+		wait_flight_io(fs);
 		pthread_mutex_lock(&fs->lock);
 		if (fs->jflight.active && flight_done(fs))
 			reap_flight(fs);
