@@ -242,7 +242,7 @@ int cfs_bread_flags(struct cfs_fs *fs, uint64_t blkno, uint16_t type, uint64_t o
 				(unsigned long long)owner);
 			return -EIO;
 		}
-		if (!b->dirty && !b->pinned && !b->unhome) { /* most recently used */
+		if (b->prev) { /* on the LRU (not dirty, pinned nor waiting for a checkpoint) */
 			lru_unlink(fs, b);
 			lru_push(fs, b);
 		}
@@ -369,7 +369,7 @@ static void evict(struct cfs_fs *fs, struct cfs_buf *b)
 void cfs_bcache_drop_block(struct cfs_fs *fs, uint64_t blkno)
 {
 	struct cfs_buf *b = lookup(fs, blkno);
-	if (b && !b->dirty && !b->pinned && !b->unhome)
+	if (b && b->prev) /* on the LRU: clean, and in place on disk */
 		evict(fs, b);
 }
 
@@ -429,14 +429,9 @@ void cfs_bcache_committed(struct cfs_fs *fs)
 		b->dirty = false;
 		if (b->unhome)
 			continue;
-		if (fs->nunhome == fs->unhome_cap) {
-			uint32_t cap = fs->unhome_cap ? fs->unhome_cap * 2 : 256;
-			struct cfs_buf **v = realloc(fs->unhome, cap * sizeof *v);
-			if (!v)
-				abort(); /* as in cfs_bdirty: the block would be lost */
-			fs->unhome = v;
-			fs->unhome_cap = cap;
-		}
+		if (cfs_reserve((void **)&fs->unhome, &fs->unhome_cap, fs->nunhome + 1,
+				sizeof *fs->unhome))
+			abort(); /* as in cfs_bdirty: the block would be lost */
 		b->unhome = true;
 		b->unhome_at = fs->nunhome;
 		fs->unhome[fs->nunhome++] = b;

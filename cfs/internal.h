@@ -462,7 +462,8 @@ struct cfs_fs {
 	uint32_t jlog_id;           /* the anchor's */
 	uint64_t *jlogged;          /* blocks the log holds images of, + 1 (journal.c) */
 	struct cfs_buf **unhome;    /* committed blocks not yet written in place (checkpoint) */
-	uint32_t nunhome, unhome_cap;
+	uint32_t nunhome;
+	size_t unhome_cap;
 	struct cvm_aio *home_aio;   /* the checkpoint's, on home_aio_vol */
 	struct cvm_volume *home_aio_vol;
 	size_t jlogged_cap, jlogged_n;

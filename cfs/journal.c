@@ -480,8 +480,7 @@ static bool log_full(const struct cfs_fs *fs, bool void_log)
 struct closed_txn {
 	uint8_t *record;
 	uint64_t len, at, seq;
-	uint32_t bs;
-	bool void_log, groups_home;
+	bool void_log;
 };
 
 /* Close the running transaction: its record made and its place in the log taken behind the
@@ -502,8 +501,6 @@ static int close_txn(struct cfs_fs *fs, struct closed_txn *c)
 	if (!(c->record = log_record(fs, pos, &c->void_log)))
 		return -ENOMEM;
 	c->len = (uint64_t)need * fs->bs;
-	c->bs = fs->bs;
-	c->groups_home = fs->cluster;
 	c->at = (journal_first(&fs->sb, fs->slot) + pos) * fs->bs;
 	c->seq = fs->jseq++;
 	fs->jlast_pos = pos;
@@ -516,25 +513,26 @@ static int close_txn(struct cfs_fs *fs, struct closed_txn *c)
 
 /* Other nodes read a group's header without its glock for its free count (df, where to
  * allocate): on a cluster it goes in place right after its commit, not at a checkpoint. */
-static int groups_home(struct cvm_volume *vol, const struct closed_txn *c)
+static int groups_home(const struct cfs_fs *fs, struct cvm_volume *vol,
+		       const struct closed_txn *c)
 {
 	int rc = 0;
-	for (uint64_t at = c->bs; at + c->bs < c->len && !rc; at += c->bs) {
+	for (uint64_t at = fs->bs; at + fs->bs < c->len && !rc; at += fs->bs) {
 		const struct cfs_bhdr *h = (const void *)(c->record + at);
 		if (h->type == CFS_B_AGH)
-			rc = cvm_volume_write(vol, h, c->bs, h->blkno * c->bs);
+			rc = cvm_volume_write(vol, h, fs->bs, h->blkno * fs->bs);
 	}
 	return rc;
 }
 
 /* The record on disk, and the data written before it. */
-static int write_record(struct cvm_volume *vol, struct closed_txn *c)
+static int write_record(const struct cfs_fs *fs, struct cvm_volume *vol, struct closed_txn *c)
 {
 	int rc = cvm_volume_write(vol, c->record, c->len, c->at);
 	if (!rc)
 		rc = cvm_volume_flush(vol);
-	if (!rc && c->groups_home)
-		rc = groups_home(vol, c);
+	if (!rc && fs->cluster)
+		rc = groups_home(fs, vol, c);
 	free(c->record);
 	c->record = NULL;
 	return rc;
@@ -602,7 +600,7 @@ static int fly(struct cfs_fs *fs, struct closed_txn *c)
 	fs->jflight = (struct cfs_jflight){.active = true, .seq = c->seq, .nfrees = fs->npending};
 	pthread_mutex_lock(&fs->jio_lock);
 	pthread_mutex_unlock(&fs->lock);
-	int rc = write_record(vol, c);
+	int rc = write_record(fs, vol, c);
 	fs->jflight.rc = rc;
 	__atomic_store_n(&fs->jflight.done, true, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&fs->jio_lock);
@@ -638,7 +636,7 @@ static int commit_needed(struct cfs_fs *fs)
  * a commit the log must be emptied after. */
 static int commit_here(struct cfs_fs *fs, struct closed_txn *c)
 {
-	int rc = write_record(fs->vol, c);
+	int rc = write_record(fs, fs->vol, c);
 	if (rc)
 		return commit_failed(fs, "commit", c->seq, rc);
 	fs->jdurable = c->seq;
@@ -678,10 +676,10 @@ int cfs_journal_sync(struct cfs_fs *fs)
 		if (fs->jdurable >= wanted)
 			return 0;
 	}
-	if (fs->ro)
-		return fs->jdurable >= wanted ? 0 : -EIO;
 	if (fs->jdurable >= wanted)
 		return 0;
+	if (fs->ro)
+		return -EIO;
 	if ((rc = commit_needed(fs)) <= 0)
 		return rc;
 	struct closed_txn c;
