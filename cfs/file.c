@@ -144,6 +144,8 @@ static int vol_read(struct cfs_fs *fs, uint64_t at, void *dst, uint64_t len)
  * (the caller holds the io lock exclusive for those). */
 static int vol_write(struct cfs_fs *fs, uint64_t at, const void *src, uint64_t len)
 {
+	if ((at | len | (uintptr_t)src) % SECTOR == 0) /* cfsd's WRITE data is page-aligned */
+		return vol_rw(fs, CVM_WRITE, (void *)src, len, at);
 	uint64_t a0 = at & ~(uint64_t)(SECTOR - 1), a1 = (at + len + SECTOR - 1) & ~(uint64_t)(SECTOR - 1);
 	void *b;
 	int rc = bounce(&b, a1 - a0);
@@ -166,6 +168,8 @@ static int write_unwritten(struct cfs_fs *fs, const struct piece *pc, const uint
 {
 	uint64_t bs = fs->bs;
 	uint64_t head = pc->off % bs, total = (head + pc->len + bs - 1) / bs * bs;
+	if (total == pc->len && (uintptr_t)src % SECTOR == 0)
+		return vol_rw(fs, CVM_WRITE, (void *)src, total, pc->pblk_byte);
 	void *b;
 	int rc = bounce(&b, total);
 	if (rc)

@@ -302,11 +302,7 @@ static int serve(struct opts *o, struct cfsd *d, int status_fd)
 			dup2(null, STDOUT_FILENO);
 			close(null);
 		}
-		struct fuse_loop_config *cfg = fuse_loop_cfg_create();
-		fuse_loop_cfg_set_max_threads(cfg, 16);
-		fuse_loop_cfg_set_idle_threads(cfg, 8);
-		rc = fuse_session_loop_mt(se, cfg) ? EXIT_FAILED : EXIT_OK;
-		fuse_loop_cfg_destroy(cfg);
+		rc = cfsd_serve_requests(se) ? EXIT_FAILED : EXIT_OK;
 		cfs_control_stop(ctl);
 		fuse_session_unmount(se);
 	} else {

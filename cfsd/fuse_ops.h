@@ -65,6 +65,10 @@ unsigned pid_privileges(int pid, const struct cfs_cred *cr, uint32_t gid);
 int dev_io_hook(struct cfsd *d, struct fuse_session *se);
 #define CFSD_UNNAMED "/"
 
+/* workers.c: read and answer the requests of the mounted session se until it is unmounted or
+ * a signal ends it (0), or reading fails (negative errno). */
+int cfsd_serve_requests(struct fuse_session *se);
+
 /* dirty_limit.c: let the kernel keep more of the write-back cache's dirty pages of the
  * mount at mountpoint (absolute, as mounted) than FUSE's default 1% share. */
 void dirty_limit_raise(const char *mountpoint);

@@ -1,0 +1,76 @@
+/* File data against a model: random writes of every alignment, from buffers on a page
+ * boundary (cfsd's WRITE data, written to the volume as it is) and off one (copied through
+ * an aligned buffer), into holes, unwritten and written blocks; read back after a remount
+ * into buffers of both kinds. */
+#include "cfs_test.h"
+
+#define FILE_BYTES (1u << 20)
+
+static uint8_t model[FILE_BYTES];
+
+/* A random range: a third of them block-aligned (written to the volume as they are, also
+ * into new blocks), a third sector-aligned (as they are into written blocks), the rest
+ * anywhere. */
+static void random_range(uint64_t *off, uint64_t *len)
+{
+	uint64_t align = (uint64_t[]){4096, 512, 1}[rand() % 3];
+	*len = 1 + (uint64_t)rand() % (128 * 1024);
+	*len = (*len + align - 1) / align * align;
+	*off = (uint64_t)rand() % (FILE_BYTES - *len) / align * align;
+}
+
+static void read_back_equal(struct cfs_fs *fs, uint64_t ino, uint8_t *page_buf)
+{
+	for (unsigned shift = 0; shift < 2; shift++) { /* into a page boundary, then off it */
+		uint8_t *dst = page_buf + shift * 8;
+		cr_assert_eq(cfs_read(fs, ino, dst, FILE_BYTES, 0), FILE_BYTES);
+		for (uint64_t i = 0; i < FILE_BYTES; i++)
+			cr_assert_eq(dst[i], model[i], "byte %llu (read into +%u): %u, model %u",
+				     (unsigned long long)i, shift * 8, dst[i], model[i]);
+	}
+}
+
+Test(file, writes_from_aligned_and_unaligned_buffers_read_back_as_written)
+{
+	struct cfs_fs *fs = fs_fresh(2, 64);
+	struct stat st;
+	cr_assert_eq(cfs_mknod(fs, CFS_ROOT, "f", S_IFREG | 0644, 0, &root_cred, &st), 0);
+	cr_assert_eq(cfs_open(fs, st.st_ino, O_RDWR), 0);
+	uint8_t *page_buf; /* the first half is written from, the second read into */
+	cr_assert_eq(posix_memalign((void **)&page_buf, 4096, FILE_BYTES + 4096), 0);
+	srand(11);
+	uint64_t fallocated = 0;
+	for (int step = 0; step < 300; step++) {
+		uint64_t off, len;
+		random_range(&off, &len);
+		if (step % 40 == 0) { /* unwritten blocks to write into */
+			cr_assert_eq(cfs_fallocate(fs, st.st_ino, 0, off, len, NULL), 0);
+			fallocated += len;
+			continue;
+		}
+		uint8_t *src = page_buf + (rand() % 2 ? 0 : 8 * (1 + rand() % 8));
+		for (uint64_t i = 0; i < len; i++)
+			src[i] = (uint8_t)rand();
+		unsigned flags = rand() % 2 ? CFS_W_DIRECT : 0;
+		cr_assert_eq(cfs_write(fs, st.st_ino, src, len, off, flags, &root_cred), (int64_t)len,
+			     "write of %llu bytes at %llu", (unsigned long long)len,
+			     (unsigned long long)off);
+		memcpy(model + off, src, len);
+		uint8_t *back = page_buf + FILE_BYTES / 2; /* cfsd keeps no data: from the volume */
+		cr_assert_eq(cfs_read(fs, st.st_ino, back, len, off), (int64_t)len);
+		cr_assert_eq(memcmp(back, model + off, len), 0, "step %d: %llu bytes at %llu differ",
+			     step, (unsigned long long)len, (unsigned long long)off);
+	}
+	cr_assert_gt(fallocated, 0);
+	struct stat size = {.st_size = FILE_BYTES};
+	cr_assert_eq(cfs_setattr(fs, st.st_ino, &size, CFS_SET_SIZE, &root_cred, &size), 0);
+	read_back_equal(fs, st.st_ino, page_buf);
+	cr_assert_eq(cfs_release(fs, st.st_ino), 0);
+	cr_assert_eq(cfs_unmount(fs), 0);
+	fs = fs_mount(); /* what is on the volume, not in any cache */
+	cr_assert_eq(cfs_open(fs, st.st_ino, O_RDONLY), 0);
+	read_back_equal(fs, st.st_ino, page_buf);
+	cr_assert_eq(cfs_release(fs, st.st_ino), 0);
+	free(page_buf);
+	fs_done_fsck_clean(fs);
+}
