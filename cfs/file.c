@@ -337,7 +337,7 @@ static int stamp_pending_times(struct cfs_fs *fs, struct cfs_inode *ip)
 	ip->pins++; /* the unhold may let the glock go and drop the caches */
 	int rc = fs->ro ? -EROFS : relock_as(fs, ip, CFSLOCK_PR, CFSLOCK_EX); /* this inode alone */
 	if (!rc && ip->d.nlink)
-		cfs_itimes_catch_up(ip);
+		cfs_itimes_catch_up(fs, ip);
 	if (!rc)
 		cfs_glock_unhold(fs, &fs->meta);
 	ip->times_pending = false;
@@ -473,7 +473,7 @@ static int write_finish(struct cfs_fs *fs, struct cfs_inode *ip, const struct pl
 	if (!rc && (grew || changed_map))
 		rc = cfs_iwrite(fs, ip);
 	else
-		ip->times_dirty = true;
+		cfs_itimes_later(fs, ip);
 	/* O_DIRECT: data is on the LUNs already; what maps it must be too.  O_SYNC: and whatever
 	 * else it changed (set-ID bits it took). */
 	bool durable_map = flags & (CFS_W_SYNC | CFS_W_DSYNC | CFS_W_DIRECT);
@@ -545,7 +545,7 @@ int64_t cfs_write(struct cfs_fs *fs, uint64_t ino, const void *buf, uint64_t siz
 		pthread_rwlock_unlock(&ip->io);
 	}
 	if (!rc && !shared_glock)
-		cfs_itimes_catch_up(ip);
+		cfs_itimes_catch_up(fs, ip);
 	if (!rc && (flags & CFS_W_CACHED))
 		ip->cached_data = true;
 	if (!rc && drop) { /* before the data, as the kernel's file_remove_privs */

@@ -15,8 +15,18 @@ static struct cfs_inode **ihash_slot(struct cfs_fs *fs, uint64_t ino)
 	return &fs->ihash[(ino * 0x9E3779B97F4A7C15ull) >> 50 & (CFS_ICACHE_BUCKETS - 1)];
 }
 
+static void times_unlist(struct cfs_fs *fs, struct cfs_inode *ip)
+{
+	for (size_t i = 0; ip->times_listed && i < fs->ntimes; i++)
+		if (fs->times_list[i] == ip) {
+			fs->times_list[i] = fs->times_list[--fs->ntimes];
+			ip->times_listed = false;
+		}
+}
+
 static void ihash_remove(struct cfs_fs *fs, struct cfs_inode *ip)
 {
+	times_unlist(fs, ip);
 	for (struct cfs_inode **p = ihash_slot(fs, ip->ino); *p; p = &(*p)->hnext)
 		if (*p == ip) {
 			*p = ip->hnext;
@@ -44,6 +54,10 @@ void cfs_icache_destroy(struct cfs_fs *fs)
 		}
 	free(fs->ihash);
 	fs->ihash = NULL;
+	free(fs->times_list);
+	fs->times_list = NULL;
+	fs->ntimes = fs->times_cap = 0;
+	fs->times_list_lost = false;
 }
 
 static struct cfs_inode *inode_new_mem(struct cfs_fs *fs, uint64_t ino)
@@ -531,16 +545,49 @@ int cfs_ifree_reserve(struct cfs_fs *fs, struct cfs_inode *ip)
 	return rc;
 }
 
+void cfs_itimes_later(struct cfs_fs *fs, struct cfs_inode *ip)
+{
+	ip->times_dirty = true;
+	if (ip->times_listed || fs->times_list_lost)
+		return;
+	if (fs->ntimes == fs->times_cap) {
+		size_t cap = fs->times_cap ? 2 * fs->times_cap : 64;
+		struct cfs_inode **v = realloc(fs->times_list, cap * sizeof *v);
+		if (!v) {
+			fs->times_list_lost = true; /* the next commit looks at every inode */
+			return;
+		}
+		fs->times_list = v;
+		fs->times_cap = cap;
+	}
+	fs->times_list[fs->ntimes++] = ip;
+	ip->times_listed = true;
+}
+
+static int write_times(struct cfs_fs *fs, struct cfs_inode *ip)
+{
+	int rc = ip->times_dirty ? cfs_iwrite(fs, ip) : 0;
+	if (!rc)
+		ip->times_listed = false;
+	return rc;
+}
+
 int cfs_iflush_times(struct cfs_fs *fs)
 {
-	for (size_t i = 0; i < CFS_ICACHE_BUCKETS; i++)
-		for (struct cfs_inode *ip = fs->ihash[i]; ip; ip = ip->hnext)
-			if (ip->times_dirty) {
-				int rc = cfs_iwrite(fs, ip);
-				if (rc)
-					return rc;
-			}
-	return 0;
+	int rc = 0;
+	if (fs->times_list_lost) {
+		for (size_t i = 0; i < CFS_ICACHE_BUCKETS; i++)
+			for (struct cfs_inode *ip = fs->ihash[i]; ip && !rc; ip = ip->hnext)
+				rc = write_times(fs, ip);
+		if (!rc) {
+			fs->ntimes = 0;
+			fs->times_list_lost = false;
+		}
+		return rc;
+	}
+	while (fs->ntimes && !(rc = write_times(fs, fs->times_list[fs->ntimes - 1])))
+		fs->ntimes--;
+	return rc;
 }
 
 int cfs_iput_check(struct cfs_fs *fs, struct cfs_inode *ip)

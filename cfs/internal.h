@@ -212,6 +212,7 @@ struct cfs_inode {
 	uint32_t pins; /* kept in memory across a wait for a lock: not an open (iopen.c) */
 	bool in_orphans;
 	bool times_dirty; /* mtime/ctime changed by an overwrite, written at the next commit */
+	bool times_listed; /* in fs->times_list */
 	bool times_pending; /* written under the shared glock: stamp at the next EX use here */
 	/* A write-back cache sent pages of it (CFS_W_CACHED) since it last sent their times:
 	 * those times are taken even if chattr +a or +i came in between. */
@@ -273,6 +274,8 @@ void cfs_icache_destroy(struct cfs_fs *fs);
 void cfs_itouch(struct cfs_inode *ip, bool m, bool c);
 /* Write the inodes whose times alone changed (before a commit). */
 int cfs_iflush_times(struct cfs_fs *fs);
+/* ip's times changed and go with the next commit (fs->lock held). */
+void cfs_itimes_later(struct cfs_fs *fs, struct cfs_inode *ip);
 int cfs_inode_decode(struct cfs_fs *fs, const uint8_t *block, struct cfs_inode *ip);
 
 /* Index of the extent holding lblk, or of the first one after it (next if none). */
@@ -473,6 +476,11 @@ struct cfs_fs {
 	struct cfs_ag *ags;
 
 	struct cfs_inode **ihash;
+	/* The inodes whose times wait for the next commit (times_dirty), so a commit need not
+	 * look at every cached inode; if the list could not grow, it does (times_list_lost). */
+	struct cfs_inode **times_list;
+	size_t ntimes, times_cap;
+	bool times_list_lost;
 	uint64_t next_generation;
 
 	bool cluster;               /* a lock protocol other than local */
@@ -595,7 +603,7 @@ void cfs_shared_write_unhold(struct cfs_fs *fs);
 /* The node that holds resource granted (as this node's table says), 0 if none. */
 uint32_t cfs_lock_holder(struct cfs_fs *fs, const char *resource);
 /* Stamp the times of writes made under the shared glock (glock EX held). */
-void cfs_itimes_catch_up(struct cfs_inode *ip);
+void cfs_itimes_catch_up(struct cfs_fs *fs, struct cfs_inode *ip);
 void cfs_glock_shutdown(struct cfs_fs *fs);
 int cfs_glock_new(struct cfs_fs *fs, struct cfs_glock *gl, const char *name,
 		  const struct cfs_glock_ops *ops);

@@ -136,11 +136,11 @@ void cfs_shared_write_end(struct cfs_fs *fs)
 		cfslock_release(fs->pagecache); /* kept; given up when a normal mount asks */
 }
 
-void cfs_itimes_catch_up(struct cfs_inode *ip)
+void cfs_itimes_catch_up(struct cfs_fs *fs, struct cfs_inode *ip)
 {
 	if (!ip->times_pending)
 		return;
 	cfs_itouch(ip, true, true);
-	ip->times_dirty = true;
+	cfs_itimes_later(fs, ip);
 	ip->times_pending = false;
 }

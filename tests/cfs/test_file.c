@@ -74,3 +74,53 @@ Test(file, writes_from_aligned_and_unaligned_buffers_read_back_as_written)
 	free(page_buf);
 	fs_done_fsck_clean(fs);
 }
+
+static uint8_t block[4096] __attribute__((aligned(4096)));
+
+/* A file of a block, open, committed; its mtime in *mtime. */
+static uint64_t written_file(struct cfs_fs *fs, const char *name, struct timespec *mtime)
+{
+	struct stat st;
+	cr_assert_eq(cfs_mknod(fs, CFS_ROOT, name, S_IFREG | 0644, 0, &root_cred, &st), 0);
+	cr_assert_eq(cfs_open(fs, st.st_ino, O_RDWR), 0);
+	cr_assert_eq(cfs_write(fs, st.st_ino, block, sizeof block, 0, 0, &root_cred), 4096);
+	cr_assert_eq(cfs_sync(fs), 0);
+	cr_assert_eq(cfs_getattr(fs, st.st_ino, &st), 0);
+	*mtime = st.st_mtim;
+	return st.st_ino;
+}
+
+static bool later(struct timespec a, struct timespec b)
+{
+	return a.tv_sec > b.tv_sec || (a.tv_sec == b.tv_sec && a.tv_nsec > b.tv_nsec);
+}
+
+Test(file, an_overwrites_times_go_with_the_next_commit_also_once_the_inode_is_evicted)
+{
+	struct cfs_fs *fs = fs_fresh(1, 64);
+	struct timespec kept_before, evicted_before;
+	uint64_t kept = written_file(fs, "kept", &kept_before);
+	uint64_t evicted = written_file(fs, "evicted", &evicted_before);
+	struct timespec tick = {0, 2000000};
+	nanosleep(&tick, NULL);
+	for (unsigned i = 0; i < 2; i++) /* overwrites: only the times change */
+		cr_assert_eq(cfs_write(fs, i ? evicted : kept, block, sizeof block, 0, 0, &root_cred), 4096);
+	pthread_mutex_lock(&fs->lock);
+	cr_assert_eq(fs->ntimes, 2, "both inodes wait for the commit (%zu)", fs->ntimes);
+	pthread_mutex_unlock(&fs->lock);
+	cr_assert_eq(cfs_release(fs, evicted), 0);
+	cfs_forget(fs, evicted, 1); /* out of memory: its times are written on the way */
+	pthread_mutex_lock(&fs->lock);
+	cr_assert_eq(fs->ntimes, 1, "the evicted inode left the list (%zu)", fs->ntimes);
+	pthread_mutex_unlock(&fs->lock);
+	cr_assert_eq(cfs_sync(fs), 0);
+	cr_assert_eq(fs->ntimes, 0);
+	fs_crash(fs);
+	fs = fs_mount(); /* replays the journal */
+	struct stat st;
+	cr_assert_eq(cfs_getattr(fs, kept, &st), 0);
+	cr_assert(later(st.st_mtim, kept_before), "the kept inode's new mtime was committed");
+	cr_assert_eq(cfs_getattr(fs, evicted, &st), 0);
+	cr_assert(later(st.st_mtim, evicted_before), "the evicted inode's new mtime was committed");
+	fs_done_fsck_clean(fs);
+}
