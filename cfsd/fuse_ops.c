@@ -522,8 +522,8 @@ static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_f
 	reply_err(req, datasync ? cfs_fdatasync(fs, ino) : cfs_fsync(fs, ino));
 }
 
-/* An open directory's entries, read at its first READDIR: on one node the kernel often
- * has them cached (below) and asks for none. */
+/* An open directory's entries (cluster mounts), read at its first READDIR: a stable list
+ * for the stream.  One-node mounts open no directories (dir_listing.c). */
 struct dir_handle {
 	struct cfs_dirent *v;
 	size_t n;
@@ -533,16 +533,16 @@ struct dir_handle {
 static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	(void)ino;
+	if (D(req)->listings) { /* the kernel opens directories itself from now on */
+		fuse_reply_err(req, ENOSYS);
+		return;
+	}
 	struct dir_handle *h = calloc(1, sizeof *h);
 	if (!h) {
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
 	fi->fh = (uintptr_t)h;
-	/* On one node the kernel may keep what it read of a directory: it starts again when it
-	 * has changed the directory itself, or ODM has (which tells it, odm_server.c). */
-	if (!D(req)->cluster)
-		fi->cache_readdir = fi->keep_cache = 1;
 	if (fuse_reply_open(req, fi) == -ENOENT)
 		free(h);
 }
@@ -551,6 +551,10 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		       struct fuse_file_info *fi)
 {
 	struct dir_handle *h = (struct dir_handle *)(uintptr_t)fi->fh;
+	if (!h) {
+		dir_listing_reply(D(req), req, ino, size, off);
+		return;
+	}
 	if (off == 0 || !h->served) { /* a rewound stream shows the directory as it is now */
 		struct cfs_dirent *v;
 		size_t n;
@@ -586,7 +590,8 @@ static void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info 
 {
 	(void)ino;
 	struct dir_handle *h = (struct dir_handle *)(uintptr_t)fi->fh;
-	free(h->v);
+	if (h)
+		free(h->v);
 	free(h);
 	fuse_reply_err(req, 0);
 }

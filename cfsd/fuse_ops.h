@@ -37,6 +37,8 @@ struct cfsd {
 	/* dev_io.c: INIT flags libfuse cannot ask for, those the kernel offered of them, and
 	 * the INIT request being answered. */
 	uint64_t init_wanted, init_added, init_unique;
+	/* One-node mounts: directories listed without being opened (dir_listing.c). */
+	struct dir_listings *listings;
 	/* Handles of the volume opened after other nodes grew it, closed after the unmount. */
 	struct cvm_volume **reopened;
 	unsigned nreopened;
@@ -64,6 +66,13 @@ unsigned pid_privileges(int pid, const struct cfs_cred *cr, uint32_t gid);
  * the session's loop starts). */
 int dev_io_hook(struct cfsd *d, struct fuse_session *se);
 #define CFSD_UNNAMED "/"
+
+/* dir_listing.c: READDIRs without OPENDIR (one-node mounts): the entries of directory ino
+ * from offset off, at most size bytes, as the answer to req. */
+struct dir_listings;
+int dir_listings_new(struct dir_listings **out);
+void dir_listings_free(struct dir_listings *ls);
+void dir_listing_reply(struct cfsd *d, fuse_req_t req, uint64_t ino, size_t size, off_t off);
 
 /* workers.c: read and answer the requests of the mounted session se until it is unmounted or
  * a signal ends it (0), or reading fails (negative errno). */

@@ -113,6 +113,51 @@ got = names(d)
 libc.closedir(d)
 assert got == {'new'}, got
 PY
+# One node lists directories without opening them: an entry's offset is a hash of its name
+# (cfsd/dir_listing.c), so a listing goes on right however the directory changes meanwhile.
+check "a listing while the directory changes: names there throughout exactly once; seekdir to a telldir" py <<'PY'
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+libc.opendir.restype = ctypes.c_void_p
+libc.readdir.restype = ctypes.c_void_p
+libc.telldir.restype = ctypes.c_long
+libc.readdir.argtypes = libc.closedir.argtypes = libc.telldir.argtypes = [ctypes.c_void_p]
+libc.seekdir.argtypes = [ctypes.c_void_p, ctypes.c_long]
+def next_name(d):
+    e = libc.readdir(d)
+    return ctypes.string_at(e + 19).decode() if e else None
+os.mkdir('churn')
+stable = {f's{i}' for i in range(4000)}
+for n in stable:
+    open('churn/' + n, 'w').close()
+for i in range(2000):
+    open(f'churn/v{i}', 'w').close()
+d = libc.opendir(b'churn')
+seen, made, steps = [], 0, 0
+while (n := next_name(d)) is not None:
+    seen.append(n)
+    steps += 1
+    if steps % 300 == 0:  # others change the directory between the reader's getdents calls
+        for i in range(40):
+            open(f'churn/new{made}', 'w').close(); made += 1
+            try: os.unlink(f'churn/v{(steps + i * 7) % 2000}')
+            except FileNotFoundError: pass
+libc.closedir(d)
+assert len(seen) == len(set(seen)), 'names shown twice: %s' % sorted({n for n in seen if seen.count(n) > 1})[:5]
+missing = stable - set(seen)
+assert not missing, 'names there throughout not shown: %s' % sorted(missing)[:5]
+d = libc.opendir(b'churn')
+for _ in range(2500):
+    next_name(d)
+at = libc.telldir(d)
+after = [next_name(d) for _ in range(20)]
+for _ in range(1000):
+    next_name(d)
+libc.seekdir(d, at)
+again = [next_name(d) for _ in range(20)]
+libc.closedir(d)
+assert after == again, (after, again)
+PY
 # A buffered reader racing libaio writes may cache a block the write replaces just after; the
 # kernel keeps it (older kernels, and asynchronous writes here), and cfsd drops it just after
 # answering the write.  So a moment after the writes complete, buffered reads see them.
