@@ -448,11 +448,10 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 static void reply_later(void *arg, int status) { reply_err(arg, status); }
 
 /* A close: on a cluster mount the closing owner's record locks on the file go (the kernel
- * leaves that to the daemon's flush), answered once the cluster has applied it. */
-/* A close: on a cluster it drops the closer's fcntl locks.  One node has nothing to do at
- * a close (the kernel keeps the locks, see op_init), and ENOSYS makes the kernel stop
- * asking: a round trip less per close(2).  The kernel still writes a write-back file's
- * dirty pages and reports their errors at close without FLUSH. */
+ * leaves that to the daemon's flush), answered once the cluster has applied it.  One node
+ * has nothing to do at a close (the kernel keeps the locks, see op_init), and ENOSYS makes
+ * the kernel stop asking: a round trip less per close(2).  The kernel still writes a
+ * write-back file's dirty pages and reports their errors at close without FLUSH. */
 static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct cfsd *d = D(req);
