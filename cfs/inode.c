@@ -550,15 +550,10 @@ void cfs_itimes_later(struct cfs_fs *fs, struct cfs_inode *ip)
 	ip->times_dirty = true;
 	if (ip->times_listed || fs->times_list_lost)
 		return;
-	if (fs->ntimes == fs->times_cap) {
-		size_t cap = fs->times_cap ? 2 * fs->times_cap : 64;
-		struct cfs_inode **v = realloc(fs->times_list, cap * sizeof *v);
-		if (!v) {
-			fs->times_list_lost = true; /* the next commit looks at every inode */
-			return;
-		}
-		fs->times_list = v;
-		fs->times_cap = cap;
+	if (cfs_reserve((void **)&fs->times_list, &fs->times_cap, fs->ntimes + 1,
+			sizeof *fs->times_list)) {
+		fs->times_list_lost = true; /* the next commit looks at every inode */
+		return;
 	}
 	fs->times_list[fs->ntimes++] = ip;
 	ip->times_listed = true;

@@ -380,9 +380,13 @@ int main(int argc, char **argv)
 	else
 		fprintf(stderr, "cfsd: mounted volume %s slot %u at %s%s\n", o.volume, st.slot,
 			o.mountpoint, o.m.dboptimized ? " (dboptimized)" : "");
-	if (!d.cluster && dir_listings_new(&d.listings))
-		fprintf(stderr, "cfsd: no memory for directory listings: directories are opened\n");
-	rc = serve(&o, &d, status_fd);
+	if (dir_listings_new(&d.listings)) {
+		fprintf(stderr, "cfsd: out of memory\n");
+		report(status_fd, EXIT_FAILED);
+		rc = EXIT_FAILED;
+	} else {
+		rc = serve(&o, &d, status_fd);
+	}
 	dir_listings_free(d.listings);
 	int urc = cfs_unmount(d.fs);
 	if (urc)

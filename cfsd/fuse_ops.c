@@ -532,7 +532,7 @@ struct dir_handle {
 static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	(void)ino;
-	if (D(req)->listings) { /* the kernel opens directories itself from now on */
+	if (!D(req)->cluster) { /* the kernel opens directories itself from now on */
 		fuse_reply_err(req, ENOSYS);
 		return;
 	}

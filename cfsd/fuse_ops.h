@@ -37,7 +37,7 @@ struct cfsd {
 	/* dev_io.c: INIT flags libfuse cannot ask for, those the kernel offered of them, and
 	 * the INIT request being answered. */
 	uint64_t init_wanted, init_added, init_unique;
-	/* One-node mounts: directories listed without being opened (dir_listing.c). */
+	/* Directories listed without being opened, on one-node mounts (dir_listing.c). */
 	struct dir_listings *listings;
 	/* Handles of the volume opened after other nodes grew it, closed after the unmount. */
 	struct cvm_volume **reopened;
