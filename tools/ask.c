@@ -10,27 +10,51 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-int tool_ask(const char *prog, const char *dir, const ControlRequest *req, ControlReply **out)
+/* A connected socket to the daemon of dir, or -errno; its control socket's path in path. */
+static int connect_daemon(const char *dir, char *path, size_t pathlen)
 {
-	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
-	int rc = cfs_control_path(dir, path, sizeof path);
-	if (rc) {
-		fprintf(stderr, "%s: %s: %s\n", prog, dir, strerror(-rc));
+	int rc = cfs_control_path(dir, path, pathlen);
+	if (rc)
 		return rc;
-	}
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
 	struct sockaddr_un a = {.sun_family = AF_UNIX};
 	snprintf(a.sun_path, sizeof a.sun_path, "%s", path);
-	if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof a)) {
+	if (connect(fd, (struct sockaddr *)&a, sizeof a)) {
+		rc = -errno;
+		close(fd);
+		return rc;
+	}
+	return fd;
+}
+
+bool tool_daemon_answers(const char *dir)
+{
+	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	int fd = connect_daemon(dir, path, sizeof path);
+	if (fd < 0)
+		return false;
+	close(fd);
+	return true;
+}
+
+int tool_ask(const char *prog, const char *dir, const ControlRequest *req, ControlReply **out)
+{
+	char path[sizeof(((struct sockaddr_un *)0)->sun_path)] = "";
+	int fd = connect_daemon(dir, path, sizeof path);
+	if (fd < 0 && !path[0]) {
+		fprintf(stderr, "%s: %s: %s\n", prog, dir, strerror(-fd));
+		return fd;
+	}
+	if (fd < 0) {
 		fprintf(stderr, "%s: %s is not a mounted CFS filesystem (no daemon answers at %s)\n",
 			prog, dir, path);
-		if (fd >= 0)
-			close(fd);
 		return -ENOENT;
 	}
 	uint8_t *msg;
 	uint32_t len;
-	rc = cfs_control_send_message(fd, NULL, &req->base);
+	int rc = cfs_control_send_message(fd, NULL, &req->base);
 	if (!rc)
 		rc = cfs_control_recv(fd, &msg, &len);
 	close(fd);

@@ -4,9 +4,14 @@
 
 #include "proto/control.pb-c.h"
 
+#include <stdbool.h>
+
 /* Send req to the daemon serving dir and read its reply into *out (free it with
  * control_reply__free_unpacked).  Says why not on stderr as "prog: ...": -errno, or -EIO
  * when the daemon answered with an error. */
 int tool_ask(const char *prog, const char *dir, const ControlRequest *req, ControlReply **out);
+
+/* Whether a daemon accepts a connection on dir's control socket (says nothing). */
+bool tool_daemon_answers(const char *dir);
 
 #endif

@@ -2,6 +2,7 @@
  * segments (/dev/shm/odm.DATABASE.INSTANCE), like iostat: the first report since each
  * instance began, then one per interval.  With --cluster, of every node that mounts a CFS
  * filesystem, as the daemon of one mount last heard them (cfsd/odm_share.c). */
+#include "cfs/control.h"
 #include "odm/rows.h"
 #include "tools/ask.h"
 #include "tools/common.h"
@@ -550,20 +551,36 @@ static int parse(int argc, char **argv, struct opts *o)
 	return 0;
 }
 
-/* The first mounted CFS filesystem, for --cluster without DIR. */
+/* For --cluster without DIR: the first mounted CFS filesystem whose daemon answers.  A
+ * mount left by a daemon that died does not hide a live one after it. */
+struct mount_search {
+	char *found;
+	size_t len;
+	int dead; /* CFS mounts whose daemon did not answer */
+};
+
+static void take_live_cfs_mount(const struct cfs_mount_entry *m, void *arg)
+{
+	struct mount_search *s = arg;
+	if (s->found[0] || strcmp(m->fstype, "fuse.cfs"))
+		return;
+	if (tool_daemon_answers(m->dir))
+		snprintf(s->found, s->len, "%s", m->dir);
+	else
+		s->dead++;
+}
+
 static const char *first_cfs_mount(char *buf, size_t len)
 {
-	FILE *f = fopen("/proc/self/mounts", "r");
-	char dev[256], dir[4096], type[64];
-	const char *found = NULL;
-	while (f && !found && fscanf(f, "%255s %4095s %63s %*[^\n]", dev, dir, type) == 3)
-		if (!strcmp(type, "fuse.cfs")) {
-			snprintf(buf, len, "%s", dir);
-			found = buf;
-		}
-	if (f)
-		fclose(f);
-	return found;
+	struct mount_search s = {.found = buf, .len = len};
+	buf[0] = 0;
+	if (cfs_mountinfo_each(take_live_cfs_mount, &s) || !buf[0]) {
+		fprintf(stderr, "odmstat: --cluster: %s; give --cluster=DIR\n",
+			s.dead ? "no daemon answers for the CFS filesystems mounted here"
+			       : "no CFS filesystem is mounted here");
+		return NULL;
+	}
+	return buf;
 }
 
 /* The BY_ALL key of a row from another node, as o->by keys it; NULL: not shown. */
@@ -662,11 +679,8 @@ int main(int argc, char **argv)
 	struct odm_rows prev = {0}, cur = {0}, view = {0};
 	struct curves curves = {0};
 	char mount[4096];
-	if (o.cluster && !*o.cluster && !(o.cluster = first_cfs_mount(mount, sizeof mount))) {
-		fprintf(stderr, "odmstat: --cluster: no CFS filesystem is mounted here; give "
-				"--cluster=DIR\n");
+	if (o.cluster && !*o.cluster && !(o.cluster = first_cfs_mount(mount, sizeof mount)))
 		return 1;
-	}
 	if (take(&o, &cur) <= 0) {
 		if (!o.cluster)
 			not_found(&o);

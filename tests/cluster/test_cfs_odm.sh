@@ -22,6 +22,13 @@ if on 3 "$ODM/odm_race" create "$(M 3)/x.dbf" 4 >"$T/normal.out" 2>&1; then
 else
 	check "ODM on a normal cluster mount is refused and says why" grep -q "dboptimized" "$T/normal.out"
 fi
+# A mount whose daemon died, listed on node 1 before its live one: odmstat --cluster without
+# DIR must pass over it.
+truncate -s 64M "$T/dead.lun0" && "$BIN/cvm" create dead "$T/dead.lun0" >/dev/null &&
+	"$BIN/mkfs.cfs" dead >/dev/null 2>&1 && mkdir "$T/dead" &&
+	on 1 "$BIN/cfs" mount dead "$T/dead" -o "log=$T/cfsd-dead.log" &&
+	on 1 bash -c "kill -9 \$('$BIN/cfs' status --json '$T/dead' | python3 -c 'import json,sys; print(json.load(sys.stdin)[\"pid\"])')" ||
+	not_ok "a dead mount on node 1"
 check "node 1 mounts dboptimized" mount_on 1 dboptimized
 if on 1 "$ODM/odm_race" create "$(M 1)/x.dbf" 4 >"$T/mixed.out" 2>&1; then
 	not_ok "ODM was accepted while node 3 mounts normally"
@@ -98,7 +105,8 @@ import json, sys
 j = json.load(open(sys.argv[1]))
 assert len(j['rows']) == 3 and len(j['nodes']) == 3, j
 assert all(n['alive'] for n in j['nodes']), j['nodes']" "$T/bynode.json"
-check "odmstat --cluster without DIR finds the mount" test "$(grep -c '#' "$T/bynode.txt")" -ge 6
+check "odmstat --cluster without DIR passes over a dead mount and finds the live one" \
+	test "$(grep -c '#' "$T/bynode.txt")" -ge 6
 if on 1 "$BIN/odmstat" --cluster --by file >"$T/byfile.out" 2>&1; then not_ok "odmstat --cluster --by file was accepted"
 else check "odmstat --cluster --by file is refused and says why" grep -q "not with -l or --by file" "$T/byfile.out"; fi
 
