@@ -452,9 +452,10 @@ int64_t cfs_read(struct cfs_fs *fs, uint64_t ino, void *buf, uint64_t size, uint
 	return (int64_t)len;
 }
 
-/* After the data is on the volume: convert, grow the size, stamp the times. */
+/* After the data is on the volume: convert, grow the size, stamp the times.  Says in
+ * *commit whether the write may return only once the transaction holding this is durable. */
 static int write_finish(struct cfs_fs *fs, struct cfs_inode *ip, const struct plan *p,
-			uint64_t end, unsigned flags, bool changed_map)
+			uint64_t end, unsigned flags, bool changed_map, bool *commit)
 {
 	int rc = 0;
 	uint64_t bs = fs->bs;
@@ -478,8 +479,7 @@ static int write_finish(struct cfs_fs *fs, struct cfs_inode *ip, const struct pl
 	 * else it changed (set-ID bits it took). */
 	bool durable_map = flags & (CFS_W_SYNC | CFS_W_DSYNC | CFS_W_DIRECT);
 	bool more = (flags & CFS_W_SYNC) && fs->txn.n;
-	if (!rc && ((durable_map && (grew || changed_map)) || more))
-		rc = cfs_journal_commit(fs);
+	*commit = !rc && ((durable_map && (grew || changed_map)) || more);
 	return rc;
 }
 
@@ -497,7 +497,7 @@ int64_t cfs_write(struct cfs_fs *fs, uint64_t ino, const void *buf, uint64_t siz
 	if (size == 0)
 		return 0;
 	bool aligned = off % SECTOR == 0 && size % SECTOR == 0;
-	bool exclusive = false, shared_glock = false, held = false;
+	bool exclusive = false, shared_glock = false, held = false, commit = false;
 	/* A direct write into written blocks may go under the glocks PR (shared_write.c); other
 	 * writes under the metadata glock PR and their inode's EX, allocating in a group they
 	 * reserve; the rest (no group to be had) under both EX. */
@@ -581,7 +581,7 @@ int64_t cfs_write(struct cfs_fs *fs, uint64_t ino, const void *buf, uint64_t siz
 	if (!rc && shared_glock)
 		ip->times_pending = true; /* no inode write under PR */
 	else if (!rc)
-		rc = write_finish(fs, ip, &p, off + size, flags, changed_map);
+		rc = write_finish(fs, ip, &p, off + size, flags, changed_map, &commit);
 	if (shared_glock)
 		cfs_shared_write_end(fs);
 	if (held) {
@@ -592,6 +592,10 @@ int64_t cfs_write(struct cfs_fs *fs, uint64_t ino, const void *buf, uint64_t siz
 	}
 	pthread_rwlock_unlock(&ip->io);
 	free(p.v);
+	/* As fsync does: the log is written outside fs->lock, with whatever other writers and
+	 * fsyncs have to commit meanwhile, while other operations go on. */
+	if (!rc && commit)
+		rc = cfs_sync(fs);
 	if (rc)
 		return rc;
 	__atomic_add_fetch(&fs->stats.writes, 1, __ATOMIC_RELAXED);

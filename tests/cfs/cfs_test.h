@@ -81,6 +81,7 @@ static inline void fs_crash(struct cfs_fs *fs)
 {
 	pthread_mutex_lock(&fs->lock);
 	fs->stopping = true;
+	fs->ro = true; /* the committer's last round commits nothing: the process is gone */
 	pthread_cond_signal(&fs->commit_wake);
 	pthread_mutex_unlock(&fs->lock);
 	pthread_join(fs->committer, NULL);

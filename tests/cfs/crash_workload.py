@@ -10,9 +10,12 @@ Durable files are never changed in place: they are made, fsync'd, logged ("F nam
 later renamed or unlinked with an intent line before ("r"/"u") and a done line after ("R"/"U")
 the directory fsync, so a crash in between allows either outcome.  One file is: osync, blocks
 overwritten through O_SYNC (O_DSYNC in runs of odd seeds), each write logged when it returned ("W block seq"); every block
-must hold its last logged write or a later one.  Scratch files, directories, links and
+must hold its last logged write or a later one.  Another, appends, grows by O_DIRECT
+appends (O_DIRECT|O_DSYNC in runs of odd seeds), each logged when it returned ("A block"):
+each allocates, and its map and size must be durable then; every block up to the file's size
+must hold its own number.  Scratch files, directories, links and
 unnamed files (O_TMPFILE, some named by linkat) churn around them, never made durable."""
-import ctypes, errno, hashlib, os, random, sys
+import ctypes, errno, hashlib, mmap, os, random, sys
 
 LIBC = ctypes.CDLL(None, use_errno=True)
 AT_EMPTY_PATH = 0x1000
@@ -85,6 +88,26 @@ def osync_file(d, log, log_fd, seed):
     return os.open(path, os.O_WRONLY | sync), max(seqs, default=0) + 1
 
 
+def append_block(block):
+    return (b'%08d ' % block) * (4096 // 9) + b'\n' * (4096 % 9)
+
+
+def append_blocks(d, seed, count):
+    """O_DIRECT appends to the appends file: each block holds its own number."""
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_DIRECT | (os.O_DSYNC if seed % 2 else 0)
+    fd = os.open(os.path.join(d, 'appends'), flags, 0o644)
+    buf = mmap.mmap(-1, 4096)  # page-aligned, as O_DIRECT wants
+    blocks = []
+    for _ in range(count):
+        block = os.fstat(fd).st_size // 4096
+        buf[:] = append_block(block)
+        if os.write(fd, buf) != 4096:
+            raise OSError(errno.EIO, 'short O_DIRECT append')
+        blocks.append(block)
+    os.close(fd)
+    return blocks
+
+
 def unnamed_file(d, name, unnamed, rnd):
     """O_TMPFILE files, up to 3 kept open (a crash leaves them to the next mount to free); one
     in three is given a name, the rest go at their close."""
@@ -150,6 +173,9 @@ def run(d, log, seed):
                 os.pwrite(osync_fd, osync_block(block, seq), block * 4096)
                 log_line(log_fd, f'W {block} {seq}')
                 seq += 1
+        elif op < 0.71:  # O_DIRECT appends: durable when the write returns
+            for block in append_blocks(d, seed, 4):
+                log_line(log_fd, f'A {block}')
         else:  # churn nobody made durable: scratch files, directories, hard links
             s = os.path.join(d, 'scratch', f's{n % 50}')
             try:
@@ -189,8 +215,21 @@ def check_osync(d, written):
     return bad
 
 
+def check_appends(d, appended):
+    """The appends file holds every block an append returned for, each its own number."""
+    data = open(os.path.join(d, 'appends'), 'rb').read()
+    if len(data) % 4096 or len(data) // 4096 <= appended:
+        print(f'appends: {len(data)} bytes, but block {appended} was appended')
+        return 1
+    bad = [b for b in range(len(data) // 4096) if data[b * 4096:(b + 1) * 4096] != append_block(b)]
+    if bad:
+        print(f'appends: blocks {bad[:10]} do not hold their numbers')
+    return len(bad)
+
+
 def check(d, log):
     content, maybe, written = {}, {}, {}
+    appended = -1
     bad, made = 0, False
     for line in open(log):
         w = line.split()
@@ -200,6 +239,8 @@ def check(d, log):
             made = True
         elif w[0] == 'W':
             written[int(w[1])] = int(w[2])
+        elif w[0] == 'A':
+            appended = max(appended, int(w[1]))
         elif w[0] == 'F':
             content[w[1]] = w[2]
         elif w[0] == 'r':
@@ -233,7 +274,9 @@ def check(d, log):
             print(f'{name}: fsync\'d, but its content changed')
             bad += 1
     bad += check_osync(d, written) if made else 0
-    print(f'{len(content)} durable files and {len(written)} O_SYNC blocks checked, {bad} bad')
+    bad += check_appends(d, appended) if appended >= 0 else 0
+    print(f'{len(content)} durable files, {len(written)} O_SYNC blocks and {appended + 1} '
+          f'O_DIRECT appends checked, {bad} bad')
     return 1 if bad else 0
 
 

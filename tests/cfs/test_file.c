@@ -1,7 +1,8 @@
 /* File data against a model: random writes of every alignment, from buffers on a page
  * boundary (cfsd's WRITE data, written to the volume as it is) and off one (copied through
  * an aligned buffer), into holes, unwritten and written blocks; read back after a remount
- * into buffers of both kinds. */
+ * into buffers of both kinds.  And what a write that allocates and asks for durability
+ * (O_DIRECT, O_DSYNC, O_SYNC) commits before it returns, through a crash right after it. */
 #include "cfs_test.h"
 
 #define FILE_BYTES (1u << 20)
@@ -122,5 +123,46 @@ Test(file, an_overwrites_times_go_with_the_next_commit_also_once_the_inode_is_ev
 	cr_assert(later(st.st_mtim, kept_before), "the kept inode's new mtime was committed");
 	cr_assert_eq(cfs_getattr(fs, evicted, &st), 0);
 	cr_assert(later(st.st_mtim, evicted_before), "the evicted inode's new mtime was committed");
+	fs_done_fsck_clean(fs);
+}
+
+/* A write that allocates and asks for durability (O_DIRECT, O_DSYNC, O_SYNC) commits the map
+ * and size before it returns: a crash right after loses none of it. */
+Test(file, an_allocating_direct_or_sync_append_survives_a_crash_right_after_it)
+{
+	static const unsigned modes[] = {CFS_W_DIRECT, CFS_W_DSYNC, CFS_W_SYNC, CFS_W_DIRECT | CFS_W_DSYNC};
+	enum { APPENDS = 3, NMODES = sizeof modes / sizeof modes[0] };
+	struct cfs_fs *fs = fs_fresh(2, 64);
+	uint64_t ino[NMODES];
+	for (unsigned m = 0; m < NMODES; m++) {
+		char name[16];
+		snprintf(name, sizeof name, "f%u", m);
+		struct stat st;
+		cr_assert_eq(cfs_mknod(fs, CFS_ROOT, name, S_IFREG | 0644, 0, &root_cred, &st), 0);
+		ino[m] = st.st_ino;
+		cr_assert_eq(cfs_open(fs, ino[m], O_RDWR), 0);
+	}
+	cr_assert_eq(cfs_sync(fs), 0); /* the empty files are there; their appends follow */
+	for (unsigned b = 0; b < APPENDS; b++)
+		for (unsigned m = 0; m < NMODES; m++) {
+			memset(block, 'a' + (int)(m * APPENDS + b), sizeof block);
+			cr_assert_eq(cfs_write(fs, ino[m], block, sizeof block, b * sizeof block, modes[m],
+					       &root_cred), 4096);
+		}
+	fs_crash(fs);
+	fs = fs_mount(); /* replays the journal */
+	for (unsigned m = 0; m < NMODES; m++) {
+		struct stat st;
+		cr_assert_eq(cfs_getattr(fs, ino[m], &st), 0);
+		cr_assert_eq(st.st_size, APPENDS * 4096, "mode %#x: size %lld after the crash", modes[m],
+			     (long long)st.st_size);
+		cr_assert_eq(cfs_open(fs, ino[m], O_RDONLY), 0);
+		for (unsigned b = 0; b < APPENDS; b++) {
+			cr_assert_eq(cfs_read(fs, ino[m], block, sizeof block, b * sizeof block), 4096);
+			for (size_t i = 0; i < sizeof block; i++)
+				cr_assert_eq(block[i], 'a' + (int)(m * APPENDS + b), "mode %#x: block %u byte %zu",
+					     modes[m], b, i);
+		}
+	}
 	fs_done_fsck_clean(fs);
 }
