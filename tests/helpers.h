@@ -5,6 +5,7 @@
 
 #include <criterion/criterion.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,13 +13,6 @@
 #include <unistd.h>
 
 static char test_dir[256];
-
-static inline void test_dir_make(void)
-{
-	const char *tmp = getenv("TMPDIR");
-	snprintf(test_dir, sizeof test_dir, "%s/cvmtest.XXXXXX", tmp && *tmp ? tmp : "/var/tmp");
-	cr_assert_not_null(mkdtemp(test_dir), "mkdtemp %s", test_dir);
-}
 
 static inline int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 {
@@ -31,6 +25,18 @@ static inline void test_dir_remove(void)
 	if (test_dir[0])
 		nftw(test_dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 	test_dir[0] = '\0';
+}
+
+static inline void test_dir_make(void)
+{
+	/* A failed assertion ends the test's process before its own cleanup: the directory
+	 * goes at that exit all the same. */
+	static bool removed_at_exit;
+	if (!removed_at_exit && atexit(test_dir_remove) == 0)
+		removed_at_exit = true;
+	const char *tmp = getenv("TMPDIR");
+	snprintf(test_dir, sizeof test_dir, "%s/cvmtest.XXXXXX", tmp && *tmp ? tmp : "/var/tmp");
+	cr_assert_not_null(mkdtemp(test_dir), "mkdtemp %s", test_dir);
 }
 
 /* Path of a file in the test directory (a rotating set of buffers, fine for a few at once). */
