@@ -9,7 +9,8 @@
 #   cfs    fio on CFS mounted dboptimized on a CVM volume over 4 LUN files
 # Data (fio, libaio, O_DIRECT): 4 KiB random read and write at queue depth 32, 4 KiB O_SYNC
 # random writes at depth 1, 8 KiB O_DSYNC sequential writes at depth 1 (a redo log's),
-# 1 MiB sequential read and write at depth 4.
+# 1 MiB sequential read and write at depth 4, 8 KiB O_DSYNC appends to new files (each write
+# allocates) by 1 and 8 processes.
 # Metadata (a normal CFS mount, passthrough_ll, the backing ext4): create+stat+unlink of
 # BENCH_FILES files (default 100000), and untar of a generated tree of BENCH_TREE files (50000).
 # Targets: cfs/pt >= 1.0 for 4 KiB random I/O, cfs/raw >= 0.9 for 1 MiB sequential, metadata
@@ -100,6 +101,27 @@ row "4k randwrite O_SYNC qd1 IOPS" randwrite 4k 1 --sync=1
 row "8k write O_DSYNC qd1 IOPS" write 8k 1 --sync=dsync
 row "1M read qd4 MB/s" read 1M 4
 row "1M write qd4 MB/s" write 1M 4
+
+# Appends that allocate and must be durable when they return (a log file's growth): JOBS
+# processes each append 8 KiB O_DIRECT|O_DSYNC writes to a new file of its own.
+append_job() { # kind jobs -> "iops 0"
+	local kind=$1 direct=1
+	[ "$kind" = pt ] && direct=0
+	mkdir -p "$dir/$kind/app"
+	fio --name=a --directory="$dir/$kind/app" --numjobs="$2" --rw=write --bs=8k --size=256M \
+		--sync=dsync --direct=$direct --ioengine=psync --fallocate=none --time_based \
+		--runtime="$secs" --group_reporting --output-format=json |
+		python3 -c 'import json,sys; print("%.0f 0" % json.load(sys.stdin)["jobs"][0]["write"]["iops"])'
+	rm -rf "$dir/$kind/app"
+}
+for jobs in 1 8; do
+	python3 - "8k O_DSYNC appends, $jobs jobs" "$(append_job raw $jobs)" "$(append_job pt $jobs)" \
+		"$(append_job cfs $jobs)" <<'PY'
+import sys
+label, r, p, c = sys.argv[1], *[float(x.split()[0]) for x in sys.argv[2:]]
+print(f"{label:<28} {r:12.0f} {p:12.0f} {c:12.0f} {c/r:8.2f} {c/p:8.2f}")
+PY
+done
 
 # Metadata on a normal (page cache) CFS mount, with the data files gone.
 rm -f "$dir"/raw/f? "$dir"/pt/f? "$dir"/cfs/f?
