@@ -5,8 +5,8 @@
 
 #include <criterion/criterion.h>
 #include <fcntl.h>
-#include <stdbool.h>
 #include <ftw.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -80,13 +80,13 @@ for kind in raw pt cfs; do
 done
 
 printf '\n%-28s %12s %12s %12s %8s %8s\n' "workload" "raw" "pt" "cfs" "cfs/raw" "cfs/pt"
-row() { # label rw bs depth extra...
-	local label=$1
-	shift
+row() { # label job args...: "job KIND args..." run on each side prints "iops MB/s"
+	local label=$1 job=$2
+	shift 2
 	local r p c
-	r=$(fio_job raw "$@")
-	p=$(fio_job pt "$@")
-	c=$(fio_job cfs "$@")
+	r=$($job raw "$@")
+	p=$($job pt "$@")
+	c=$($job cfs "$@")
 	python3 - "$label" "$r" "$p" "$c" <<'PY'
 import sys
 label, r, p, c = sys.argv[1], *[tuple(map(float, x.split())) for x in sys.argv[2:]]
@@ -95,33 +95,27 @@ fmt = lambda v: f"{v[unit]:12.1f}" if unit else f"{v[0]:12.0f}"
 print(f"{label:<28} {fmt(r)} {fmt(p)} {fmt(c)} {c[unit]/r[unit]:8.2f} {c[unit]/p[unit]:8.2f}")
 PY
 }
-row "4k randread qd32 IOPS" randread 4k 32
-row "4k randwrite qd32 IOPS" randwrite 4k 32
-row "4k randwrite O_SYNC qd1 IOPS" randwrite 4k 1 --sync=1
-row "8k write O_DSYNC qd1 IOPS" write 8k 1 --sync=dsync
-row "1M read qd4 MB/s" read 1M 4
-row "1M write qd4 MB/s" write 1M 4
+row "4k randread qd32 IOPS" fio_job randread 4k 32
+row "4k randwrite qd32 IOPS" fio_job randwrite 4k 32
+row "4k randwrite O_SYNC qd1 IOPS" fio_job randwrite 4k 1 --sync=1
+row "8k write O_DSYNC qd1 IOPS" fio_job write 8k 1 --sync=dsync
+row "1M read qd4 MB/s" fio_job read 1M 4
+row "1M write qd4 MB/s" fio_job write 1M 4
 
 # Appends that allocate and must be durable when they return (a log file's growth): JOBS
 # processes each append 8 KiB O_DIRECT|O_DSYNC writes to a new file of its own.
-append_job() { # kind jobs -> "iops 0"
+append_job() { # kind jobs -> "iops MB/s"
 	local kind=$1 direct=1
 	[ "$kind" = pt ] && direct=0
 	mkdir -p "$dir/$kind/app"
 	fio --name=a --directory="$dir/$kind/app" --numjobs="$2" --rw=write --bs=8k --size=256M \
 		--sync=dsync --direct=$direct --ioengine=psync --fallocate=none --time_based \
 		--runtime="$secs" --group_reporting --output-format=json |
-		python3 -c 'import json,sys; print("%.0f 0" % json.load(sys.stdin)["jobs"][0]["write"]["iops"])'
+		python3 -c 'import json,sys; w=json.load(sys.stdin)["jobs"][0]["write"]; print("%.0f %.1f" % (w["iops"], w["bw_bytes"]/1e6))'
 	rm -rf "$dir/$kind/app"
 }
-for jobs in 1 8; do
-	python3 - "8k O_DSYNC appends, $jobs jobs" "$(append_job raw $jobs)" "$(append_job pt $jobs)" \
-		"$(append_job cfs $jobs)" <<'PY'
-import sys
-label, r, p, c = sys.argv[1], *[float(x.split()[0]) for x in sys.argv[2:]]
-print(f"{label:<28} {r:12.0f} {p:12.0f} {c:12.0f} {c/r:8.2f} {c/p:8.2f}")
-PY
-done
+row "8k O_DSYNC appends, 1 job" append_job 1
+row "8k O_DSYNC appends, 8 jobs" append_job 8
 
 # Metadata on a normal (page cache) CFS mount, with the data files gone.
 rm -f "$dir"/raw/f? "$dir"/pt/f? "$dir"/cfs/f?

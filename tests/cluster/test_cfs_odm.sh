@@ -27,7 +27,7 @@ fi
 truncate -s 64M "$T/dead.lun0" && "$BIN/cvm" create dead "$T/dead.lun0" >/dev/null &&
 	"$BIN/mkfs.cfs" dead >/dev/null 2>&1 && mkdir "$T/dead" &&
 	on 1 "$BIN/cfs" mount dead "$T/dead" -o "log=$T/cfsd-dead.log" &&
-	on 1 bash -c "kill -9 \$('$BIN/cfs' status --json '$T/dead' | python3 -c 'import json,sys; print(json.load(sys.stdin)[\"pid\"])')" ||
+	kill -9 "$(on 1 "$BIN/cfs" status --json "$T/dead" | python3 -c 'import json,sys; print(json.load(sys.stdin)["pid"])')" ||
 	not_ok "a dead mount on node 1"
 check "node 1 mounts dboptimized" mount_on 1 dboptimized
 if on 1 "$ODM/odm_race" create "$(M 1)/x.dbf" 4 >"$T/mixed.out" 2>&1; then
