@@ -14,6 +14,9 @@
 /* An asynchronous write to the LUN open as fd completed: the next flush must cover it. */
 void cvm_volume_written_fd(struct cvm_volume *v, int fd);
 
+/* cvm_crc32c without the CPU's instruction, as on CPUs that lack it (for the tests). */
+uint32_t cvm_crc32c_table(uint32_t crc, const void *data, size_t len);
+
 /* Printf-like: set this thread's cvm_last_error() message. */
 void cvm_set_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
