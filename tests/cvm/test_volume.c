@@ -116,6 +116,38 @@ static void refused(const char *name, const char *const *paths, size_t n, uint64
 	cr_assert_eq(dir_fingerprint(), before, "a refused create changed a LUN");
 }
 
+/* A LUN whose flush fails (its descriptor swapped for a pipe's, where fdatasync is EINVAL):
+ * the flush says so, the other LUNs are flushed, and the failed one is tried again at the
+ * next flush until it succeeds. */
+Test(volume, a_failed_flush_is_reported_and_tried_again)
+{
+	const char *p[] = {strdup(make_lun("l0", LUN_BYTES)), strdup(make_lun("l1", LUN_BYTES)),
+			   strdup(make_lun("l2", LUN_BYTES))};
+	create("v", p, 3, 64 << 10);
+	struct cvm_volume *v = open_vol("v", CVM_OPEN_RDWR);
+	size_t len = 3 << 16; /* a stripe on each LUN */
+	uint8_t *w = cvm_alloc_aligned(len);
+	fill(w, len, 7);
+	cr_assert_eq(cvm_volume_write(v, w, len, 0), 0);
+	cr_assert_eq(cvm_volume_flush(v), 0, "three LUNs flushed at once");
+	cr_assert_eq(cvm_volume_write(v, w, len, 0), 0);
+	int lun1 = cvm_volume_lun_fd(v, 1), saved = dup(lun1), pipefd[2];
+	cr_assert(saved >= 0 && pipe(pipefd) == 0);
+	cr_assert(dup2(pipefd[0], lun1) == lun1);
+	cr_assert_eq(cvm_volume_flush(v), -EINVAL);
+	cr_assert_eq(cvm_volume_flush(v), -EINVAL, "the failed LUN is still to be flushed");
+	cr_assert(dup2(saved, lun1) == lun1);
+	cr_assert_eq(cvm_volume_flush(v), 0);
+	cr_assert_eq(cvm_volume_flush(v), 0, "nothing left to flush");
+	close(saved);
+	close(pipefd[0]);
+	close(pipefd[1]);
+	cvm_volume_close(v);
+	free(w);
+	for (int i = 0; i < 3; i++)
+		free((void *)p[i]);
+}
+
 Test(volume, bad_inputs_are_refused_and_change_nothing)
 {
 	const char *l0 = strdup(make_lun("l0", LUN_BYTES));
