@@ -200,6 +200,10 @@ static void *committer(void *arg)
 		pthread_mutex_lock(&fs->lock);
 		if (fs->txn.n && !fs->ro)
 			cfs_journal_sync(fs);
+		int rc = cfs_journal_settle(fs); /* the anchor a glock going down to PR owes */
+		if (rc)
+			cfs_log(fs, "journal: anchor: %s (tried again at the next let-go)",
+				strerror(-rc));
 		cfs_bcache_trim(fs);
 		cfs_iglock_act(fs); /* other nodes may be waiting for locks nobody here uses */
 		cfs_glock_check(fs, &fs->meta);

@@ -115,30 +115,36 @@ void cfs_glock_free(struct cfs_glock *gl)
 	gl->mode = -1;
 }
 
-/* What another node may not see of ours: what we changed under EX is committed, and the
- * journal holds none of it (a replay of it after the other node's changes would put old
- * images back).  Also on the way down to PR: the next node's EX may come before we drop PR. */
-static int glock_sync(struct cfs_fs *fs)
+/* What another node may not see of ours: what we changed under EX is committed and in place.
+ * Going down to PR, that is all: nobody else may change it while we hold PR, and the anchor
+ * that voids our log (so that a replay cannot put old images back over another node's
+ * changes) is owed until the next commit or let-go (cfs_journal_home), which takes it off
+ * the path of the node waiting for our PR.  Letting go: the anchor too. */
+static int glock_sync(struct cfs_fs *fs, bool down_to_pr)
 {
 	int rc = cfs_journal_commit(fs);
 	if (rc || fs->ro)
 		return rc; /* keep the lock: what we changed is not on disk */
 	if (!fs->jlast_len)
 		return 0; /* nothing committed since the last anchor (an earlier let-go) */
-	rc = cfs_journal_empty(fs);
+	rc = down_to_pr ? cfs_journal_home(fs) : cfs_journal_empty(fs);
 	if (rc)
 		cfs_log(fs, "slot %u: journal could not be emptied (%s): keeping the lock",
 			fs->slot, strerror(-rc));
+	else if (fs->janchor_owed)
+		cfs_committer_wake(fs); /* it writes the anchor, off the other node's path */
 	return rc;
 }
 
 /* Give the glock up (or convert it down to `to`, PR).  fs->lock held, no holders. */
 static int glock_let_go(struct cfs_fs *fs, struct cfs_glock *gl, int to)
 {
-	int rc = 0;
-	if (gl->mode == CFSLOCK_EX && (rc = glock_sync(fs)))
+	bool down = to == CFSLOCK_PR && gl->mode == CFSLOCK_EX;
+	/* Any grant going: the log may hold blocks it covers (homed under it EX, then PR). */
+	int rc = gl->mode == CFSLOCK_EX ? glock_sync(fs, down) : cfs_journal_settle(fs);
+	if (rc)
 		return rc;
-	if (to == CFSLOCK_PR && gl->mode == CFSLOCK_EX) {
+	if (down) {
 		rc = cfslock_request_sync(gl->lk, CFSLOCK_PR, 0);
 		if (!rc)
 			gl->mode = CFSLOCK_PR;

@@ -118,6 +118,14 @@ int cfs_journal_sync(struct cfs_fs *fs);
  * anchor saying so, so that nothing of this node's log can be replayed over what another node
  * changes next (a let-go, unmount). */
 int cfs_journal_empty(struct cfs_fs *fs);
+/* Half of it, for a glock going down from EX to PR: every committed block in place, so that
+ * other nodes read them current.  The anchor is owed: nobody else may change those blocks
+ * while this node holds PR, and a replay would put back only what is there.  It is written
+ * before this node's next commit and before it lets any glock go (cfs_journal_settle), or
+ * by the committer, which is woken for it, whichever comes first. */
+int cfs_journal_home(struct cfs_fs *fs);
+/* Write the owed anchor, if one is. */
+int cfs_journal_settle(struct cfs_fs *fs);
 /* What the journal holds in memory (at unmount). */
 void cfs_journal_free(struct cfs_fs *fs);
 /* Mark a slot's journal empty with an anchor (mkfs, fsck after repairs, a dead node's after
@@ -463,6 +471,7 @@ struct cfs_fs {
 	pthread_mutex_t jio_lock;   /* held by the commit in flight during its I/O */
 	uint32_t jlast_pos, jlast_len; /* the newest transaction since the anchor (len 0: none) */
 	uint32_t jlog_id;           /* the anchor's */
+	bool janchor_owed;          /* all in place, the log not yet voided (cfs_journal_home) */
 	uint64_t *jlogged;          /* blocks the log holds images of, + 1 (journal.c) */
 	struct cfs_buf **unhome;    /* committed blocks not yet written in place (checkpoint) */
 	uint32_t nunhome;

@@ -379,30 +379,54 @@ static int write_home(struct cfs_fs *fs)
 	return err;
 }
 
-int cfs_journal_empty(struct cfs_fs *fs)
+int cfs_journal_home(struct cfs_fs *fs)
 {
 	land_flight(fs);
 	if (fs->txn.n) { /* its blocks' committed images may be gone from the cache */
 		cfs_log(fs, "journal: emptied with a transaction running: refused");
 		return -EINVAL;
 	}
-	uint32_t log_id = new_log_id(), homed = fs->nunhome;
+	uint32_t homed = fs->nunhome;
 	int rc = write_home(fs);
 	if (!rc)
 		rc = cvm_volume_flush(fs->vol);
-	if (!rc)
-		rc = write_anchor(fs->vol, &fs->sb, fs->slot, fs->jseq, log_id);
+	if (rc)
+		return rc;
+	cfs_bcache_homed(fs);
+	fs->stats.home_blocks += homed;
+	fs->janchor_owed = fs->jlast_len != 0;
+	return 0;
+}
+
+/* A new anchor, with everything committed in place: the log begins anew. */
+static int new_anchor(struct cfs_fs *fs)
+{
+	uint32_t log_id = new_log_id();
+	int rc = write_anchor(fs->vol, &fs->sb, fs->slot, fs->jseq, log_id);
 	if (!rc)
 		rc = cvm_volume_flush(fs->vol);
 	if (rc)
 		return rc;
 	fs->jlog_id = log_id;
 	fs->jlast_pos = fs->jlast_len = 0;
+	fs->janchor_owed = false;
 	forget_logged(fs);
-	cfs_bcache_homed(fs);
 	fs->stats.anchors++;
-	fs->stats.home_blocks += homed;
 	return 0;
+}
+
+int cfs_journal_settle(struct cfs_fs *fs)
+{
+	if (!fs->janchor_owed || fs->ro)
+		return 0;
+	land_flight(fs); /* none: a commit since the home would have written the anchor */
+	return new_anchor(fs);
+}
+
+int cfs_journal_empty(struct cfs_fs *fs)
+{
+	int rc = cfs_journal_home(fs);
+	return rc ? rc : new_anchor(fs);
 }
 
 void cfs_journal_free(struct cfs_fs *fs)
@@ -488,6 +512,9 @@ struct closed_txn {
  * a commit that fails makes the filesystem read-only). */
 static int close_txn(struct cfs_fs *fs, struct closed_txn *c)
 {
+	int rc = fs->janchor_owed ? new_anchor(fs) : 0; /* the owed one first (cfs_journal_home) */
+	if (rc)
+		return rc;
 	uint32_t need = fs->txn.n + 2;
 	uint32_t pos = fs->jlast_len ? fs->jlast_pos + fs->jlast_len : 1;
 	if (pos + need > fs->sb.journal_blocks) { /* log_full emptied it in time */
@@ -495,7 +522,7 @@ static int close_txn(struct cfs_fs *fs, struct closed_txn *c)
 			fs->sb.journal_blocks);
 		return -EIO;
 	}
-	int rc = remember_logged(fs); /* in the log from now on, also for the frees that follow */
+	rc = remember_logged(fs); /* in the log from now on, also for the frees that follow */
 	if (rc)
 		return rc;
 	if (!(c->record = log_record(fs, pos, &c->void_log)))

@@ -3,7 +3,8 @@
  * torn transaction (no valid commit block) is ignored whole; a commit writes nothing in place
  * and a checkpoint writes each changed block once, when the log has no room for another
  * transaction; a clean unmount leaves nothing to replay, and no transaction of an earlier log
- * is ever replayed. */
+ * is ever replayed.  A glock going down to PR has every committed block written in place and
+ * owes the anchor until the next commit (which writes it first) or a settle. */
 #include "cfs_test.h"
 
 /* Commit a change to one new inode, then put the old content of its block back in place, as
@@ -392,4 +393,67 @@ Test(journal, a_commit_that_frees_more_logged_blocks_than_its_descriptor_holds_v
 	cr_assert_eq(log.ntxn, 0, "nothing of the old log can be replayed");
 	cfs_jlog_free(&log);
 	fs_done(fs); /* the others are in no directory: fsck would say so */
+}
+
+static uint32_t log_transactions(struct cfs_fs *fs)
+{
+	struct cfs_jlog log;
+	cr_assert_eq(cfs_journal_read(fs->vol, &fs->sb, 0, &log), 0);
+	uint32_t n = log.ntxn;
+	cfs_jlog_free(&log);
+	return n;
+}
+
+Test(journal, going_down_to_pr_writes_in_place_and_owes_the_anchor_until_the_next_commit)
+{
+	struct cfs_fs *fs = fs_fresh(1, 32);
+	pthread_mutex_lock(&fs->lock); /* the committer would settle it meanwhile */
+	struct cfs_inode *ip = fs_new_inode(fs, S_IFREG | 0600);
+	uint64_t ino = ip->ino;
+	ip->d.uid = 1;
+	cr_assert_eq(cfs_iwrite(fs, ip), 0);
+	cr_assert_eq(cfs_journal_commit(fs), 0);
+	uint64_t anchors = fs->stats.anchors;
+	cr_assert_eq(cfs_journal_home(fs), 0);
+	cr_assert(home(fs, ino), "in place, for other nodes to read");
+	cr_assert(fs->janchor_owed);
+	cr_assert_eq(fs->stats.anchors, anchors, "the anchor is left for later");
+	cr_assert_eq(log_transactions(fs), 1, "the log still replays, putting back what is there");
+	/* The next commit voids that log first: else a later anchor would void its own. */
+	ip->d.uid = 2;
+	cr_assert_eq(cfs_iwrite(fs, ip), 0);
+	cr_assert_eq(cfs_journal_commit(fs), 0);
+	cr_assert_eq(fs->stats.anchors, anchors + 1);
+	cr_assert_not(fs->janchor_owed);
+	cr_assert_eq(log_transactions(fs), 1, "only the new transaction");
+	cr_assert_eq(cfs_journal_settle(fs), 0);
+	cr_assert_eq(fs->stats.anchors, anchors + 1, "nothing was owed");
+	/* Owed again, then settled: nothing left to replay. */
+	cr_assert_eq(cfs_journal_home(fs), 0);
+	cr_assert(fs->janchor_owed);
+	cr_assert_eq(cfs_journal_settle(fs), 0);
+	cr_assert_eq(fs->stats.anchors, anchors + 2);
+	cr_assert_eq(log_transactions(fs), 0);
+	/* Owed at a crash: the replay puts back only what is in place. */
+	ip->d.uid = 3;
+	cr_assert_eq(cfs_iwrite(fs, ip), 0);
+	cr_assert_eq(cfs_journal_commit(fs), 0);
+	cr_assert_eq(cfs_journal_home(fs), 0);
+	pthread_mutex_unlock(&fs->lock);
+	cr_assert_eq(uid_after_crash(&fs, ino), 3);
+	/* A commit after a home, then a settle: the commit is replayed after a crash (the
+	 * settle did not void its log). */
+	pthread_mutex_lock(&fs->lock);
+	cr_assert_eq(cfs_iget(fs, ino, &ip), 0);
+	for (uint32_t uid = 4; uid <= 5; uid++) {
+		ip->d.uid = uid;
+		cr_assert_eq(cfs_iwrite(fs, ip), 0);
+		cr_assert_eq(cfs_journal_commit(fs), 0);
+		if (uid == 4)
+			cr_assert_eq(cfs_journal_home(fs), 0);
+	}
+	cr_assert_eq(cfs_journal_settle(fs), 0);
+	pthread_mutex_unlock(&fs->lock);
+	cr_assert_eq(uid_after_crash(&fs, ino), 5);
+	fs_done(fs); /* the inode is in no directory: fsck would say so */
 }
