@@ -52,6 +52,11 @@ run_cluster() {
 	C up "$n" >/dev/null || { not_ok "$n nodes: cluster up"; return; }
 	ok "$n nodes: cluster up and quorate"
 	: >"$T/events"
+	# This run's outputs start empty: a wait that reads one before its writer has started
+	# must not find the last run's (a 3-node run's "granted" had the 5-node run look for a
+	# holder that was not running yet, kill its node's corosync before it asked, and see
+	# the lock granted to another).
+	rm -f "$T"/*.hold "$T"/*.out "$T"/b.* "$T"/h.dump*
 	# A long-lived member on every node, as cfsd will be: the replicated table lives in the
 	# members, so short-lived test clients need someone to keep it.
 	for node in $(seq 1 "$n"); do start_shell "d$node" "$node"; done
