@@ -201,7 +201,7 @@ static void *committer(void *arg)
 		if (fs->txn.n && !fs->ro)
 			cfs_journal_sync(fs);
 		int rc = cfs_journal_settle(fs); /* the anchor a glock going down to PR owes */
-		if (rc)
+		if (rc && !cfs_fenced(fs)) /* fenced: nothing reaches the LUNs any more */
 			cfs_log(fs, "journal: anchor: %s (tried again at the next let-go)",
 				strerror(-rc));
 		cfs_bcache_trim(fs);
