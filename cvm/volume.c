@@ -277,7 +277,9 @@ static int flush_lun(struct cvm_volume *vol, uint32_t lun)
  * them one by one), else 0 or the first error.  flush_lock held. */
 static int flush_luns_at_once(struct cvm_volume *vol, const uint32_t *luns, uint32_t n)
 {
-	if (vol->flush_serial || (!vol->flush_ctx && io_setup(CVM_MAX_LUNS, &vol->flush_ctx) < 0)) {
+	/* Sized to the volume (aio slots are a system-wide limit); a grown one submits what fits. */
+	if (vol->flush_serial ||
+	    (!vol->flush_ctx && io_setup((int)vol->cfg.nluns, &vol->flush_ctx) < 0)) {
 		vol->flush_serial = true;
 		return 1;
 	}
@@ -302,7 +304,7 @@ static int flush_luns_at_once(struct cvm_volume *vol, const uint32_t *luns, uint
 		int got = io_getevents(vol->flush_ctx, 1, sent - done, ev, NULL);
 		if (got == -EINTR)
 			continue;
-		if (got < 0) { /* cannot happen with a valid context; the iocbs are ours, not stack */
+		if (got < 0) { /* cannot happen with a valid context */
 			rc = rc ? rc : got;
 			break;
 		}
