@@ -269,8 +269,11 @@ int cfs_bread_flags(struct cfs_fs *fs, uint64_t blkno, uint16_t type, uint64_t o
 	if (!rc && cfs_block_verify(b->data, fs->bs, blkno, type, owner, &why))
 		rc = -EIO;
 	if (rc) {
-		cfs_log(fs, "block %llu (type %u, owner %llu): %s: EIO", (unsigned long long)blkno,
-			type, (unsigned long long)owner, why ? why : strerror(-rc));
+		/* A fenced node's reads fail by design, as its FENCED line said: no damage. */
+		if (why || !cfs_fenced(fs))
+			cfs_log(fs, "block %llu (type %u, owner %llu): %s: EIO",
+				(unsigned long long)blkno, type, (unsigned long long)owner,
+				why ? why : strerror(-rc));
 		unhash(fs, b);
 		buf_free(fs, b);
 		return -EIO;

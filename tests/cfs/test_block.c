@@ -35,3 +35,38 @@ Test(block, every_kind_of_damage_is_named)
 	cr_assert_eq(cfs_block_verify(blk, sizeof blk, 77, CFS_B_BUCKET, 9, &why), -EIO);
 	cr_assert_str_eq(why, "not a CFS metadata block (bad magic)");
 }
+
+/* cfs_bread of blkno with fd 2 (the daemon's log) sent to a file: its return; what it logged
+ * is left in log (NUL-terminated). */
+static int bread_logged(struct cfs_fs *fs, uint64_t blkno, char *log, size_t size)
+{
+	int fd = open(test_path("stderr"), O_CREAT | O_RDWR | O_TRUNC, 0600), saved = dup(2);
+	cr_assert(fd >= 0 && saved >= 0);
+	fflush(stderr);
+	cr_assert(dup2(fd, 2) == 2);
+	struct cfs_buf *b;
+	pthread_mutex_lock(&fs->lock);
+	int rc = cfs_bread(fs, blkno, CFS_B_AGH, 0, &b);
+	pthread_mutex_unlock(&fs->lock);
+	fflush(stderr);
+	cr_assert(dup2(saved, 2) == 2);
+	ssize_t n = pread(fd, log, size - 1, 0);
+	log[n > 0 ? n : 0] = '\0';
+	close(fd);
+	close(saved);
+	return rc;
+}
+
+Test(block, a_fenced_nodes_failed_reads_are_not_logged_as_damage)
+{
+	struct cfs_fs *fs = fs_fresh(1, 32);
+	char log[1024];
+	uint64_t last = fs->sb.total_blocks - 1;
+	cr_assert_eq(bread_logged(fs, last, log, sizeof log), -EIO, "an unused block");
+	cr_assert(strstr(log, "EIO"), "damage is logged, naming the block: '%s'", log);
+	cfs_fence(fs, "a test");
+	cr_assert_eq(bread_logged(fs, last - 1, log, sizeof log), -EIO);
+	cr_assert_null(strstr(log, "EIO"), "fenced, not damaged: '%s'", log);
+	fs_crash(fs); /* nothing reaches the volume: no unmount */
+	fs_done(NULL);
+}
