@@ -21,6 +21,32 @@ void cfs_bit_set(uint8_t *bitmap, uint32_t bit, bool on)
 		bitmap[bit / 8] &= (uint8_t)~(1u << (bit % 8));
 }
 
+void cfs_bits_set(uint8_t *bitmap, uint32_t bit, uint32_t n, bool on)
+{
+	for (; n && bit % 8; bit++, n--)
+		cfs_bit_set(bitmap, bit, on);
+	memset(bitmap + bit / 8, on ? 0xff : 0, n / 8);
+	bit += n / 8 * 8;
+	for (n %= 8; n; bit++, n--)
+		cfs_bit_set(bitmap, bit, on);
+}
+
+uint32_t cfs_bits_run(const uint8_t *bitmap, uint32_t bit, uint32_t max, bool on)
+{
+	uint8_t whole = on ? 0xff : 0;
+	uint32_t n = 0;
+	while (n < max) {
+		uint32_t at = bit + n;
+		if (at % 8 == 0 && max - n >= 8 && bitmap[at / 8] == whole)
+			n += 8;
+		else if (cfs_bit_get(bitmap, at) == on)
+			n++;
+		else
+			break;
+	}
+	return n;
+}
+
 void cfs_agh_format(uint8_t *block, uint32_t bs, uint32_t index, uint64_t start,
 		    uint32_t nblocks, uint32_t used_at_start)
 {
@@ -29,16 +55,13 @@ void cfs_agh_format(uint8_t *block, uint32_t bs, uint32_t index, uint64_t start,
 	g->start = start;
 	g->nblocks = nblocks;
 	g->nfree = nblocks - used_at_start;
-	uint8_t *bm = block + CFS_AGH_BITMAP_OFF;
-	for (uint32_t i = 0; i < used_at_start; i++)
-		cfs_bit_set(bm, i, true);
+	cfs_bits_set(block + CFS_AGH_BITMAP_OFF, 0, used_at_start, true);
 }
 
 void cfs_agh_take(uint8_t *block, uint64_t blk, uint32_t n)
 {
 	struct cfs_dagh *g = (void *)block;
-	for (uint32_t i = 0; i < n; i++)
-		cfs_bit_set(block + CFS_AGH_BITMAP_OFF, (uint32_t)(blk - g->start) + i, true);
+	cfs_bits_set(block + CFS_AGH_BITMAP_OFF, (uint32_t)(blk - g->start), n, true);
 	g->nfree -= n;
 }
 
@@ -113,40 +136,41 @@ uint64_t cfs_free_blocks(struct cfs_fs *fs)
 	return n;
 }
 
-static bool pending(const struct cfs_fs *fs, uint64_t blk)
+/* The free run [blk, blk + n) cut before the first block a transaction not yet committed
+ * freed.  0 if blk is one: *past is then the end of its freed range. */
+static uint32_t cut_at_pending(const struct cfs_fs *fs, uint64_t blk, uint32_t n, uint64_t *past)
 {
-	for (size_t i = 0; i < fs->npending; i += 2)
-		if (blk >= fs->pending_free[i] && blk < fs->pending_free[i] + fs->pending_free[i + 1])
-			return true;
-	return false;
+	for (size_t i = 0; i < fs->npending; i += 2) {
+		uint64_t from = fs->pending_free[i], to = from + fs->pending_free[i + 1];
+		if (to <= blk || from >= blk + n)
+			continue;
+		if (from <= blk) {
+			*past = to;
+			return 0;
+		}
+		n = (uint32_t)(from - blk);
+	}
+	return n;
 }
 
-static bool usable(const struct cfs_fs *fs, const uint8_t *bm, uint64_t start, uint32_t bit)
-{
-	return !cfs_bit_get(bm, bit) && !(fs->npending && pending(fs, start + bit));
-}
-
-/* First run of usable blocks at or after bit `from`, at most want long. */
+/* First run of usable blocks (free, and not freed by a transaction not yet committed) at or
+ * after bit `from`, at most want long. */
 static uint32_t find_run(const struct cfs_fs *fs, const uint8_t *bm, uint64_t start,
 			 uint32_t nblocks, uint32_t from, uint32_t want, uint32_t *len)
 {
-	uint32_t bit = from;
-	while (bit < nblocks) {
-		if (bm[bit / 8] == 0xff && bit % 8 == 0) {
-			bit += 8;
-			continue;
-		}
-		if (usable(fs, bm, start, bit))
+	for (uint32_t bit = from; bit < nblocks;) {
+		bit += cfs_bits_run(bm, bit, nblocks - bit, true);
+		if (bit >= nblocks)
 			break;
-		bit++;
+		uint32_t n = cfs_bits_run(bm, bit, want < nblocks - bit ? want : nblocks - bit, false);
+		uint64_t past = start + bit + 1;
+		if ((n = cut_at_pending(fs, start + bit, n, &past))) {
+			*len = n;
+			return bit;
+		}
+		bit = (uint32_t)(past - start);
 	}
-	if (bit >= nblocks)
-		return UINT32_MAX;
-	uint32_t n = 1;
-	while (n < want && bit + n < nblocks && usable(fs, bm, start, bit + n))
-		n++;
-	*len = n;
-	return bit;
+	return UINT32_MAX;
 }
 
 /* Mark len blocks from bit of group ag (header and bitmap in b) used. */
@@ -154,8 +178,7 @@ static uint64_t take_run(struct cfs_fs *fs, uint32_t ag, struct cfs_buf *b, uint
 			 uint32_t len)
 {
 	struct cfs_dagh *g = (void *)b->data;
-	for (uint32_t i = 0; i < len; i++)
-		cfs_bit_set(b->data + CFS_AGH_BITMAP_OFF, bit + i, true);
+	cfs_bits_set(b->data + CFS_AGH_BITMAP_OFF, bit, len, true);
 	g->nfree -= len;
 	fs->ags[ag].nfree = g->nfree;
 	cfs_bdirty(fs, b);
@@ -377,42 +400,64 @@ static int add_pending(struct cfs_fs *fs, uint64_t pblk, uint32_t len)
 	return 0;
 }
 
-int cfs_free(struct cfs_fs *fs, uint64_t pblk, uint32_t len)
+/* cfs_free without forgetting the cached blocks: *done, how many were freed. */
+static int free_run(struct cfs_fs *fs, uint64_t pblk, uint32_t len, uint32_t *done)
 {
-	while (len) {
+	uint64_t first = pblk;
+	int rc = 0;
+	while (len && !rc) {
 		uint32_t ag = cfs_ag_of(fs, pblk);
 		struct cfs_ag *a = &fs->ags[ag];
 		if (pblk < a->start || pblk >= a->start + a->nblocks || pblk == a->start) {
 			cfs_log(fs, "free of block %llu: not a block a group hands out: EIO",
 				(unsigned long long)pblk);
-			return -EIO;
+			rc = -EIO;
+			break;
 		}
 		uint32_t bit = (uint32_t)(pblk - a->start);
 		uint32_t n = a->nblocks - bit < len ? a->nblocks - bit : len;
 		struct cfs_buf *b;
-		int rc = cfs_group_ensure(fs, ag);
-		if (rc || (rc = read_agh(fs, ag, &b)))
-			return rc;
+		if ((rc = cfs_group_ensure(fs, ag)) || (rc = read_agh(fs, ag, &b)))
+			break;
 		struct cfs_dagh *g = (void *)b->data;
 		uint8_t *bm = b->data + CFS_AGH_BITMAP_OFF;
-		for (uint32_t i = 0; i < n; i++) {
-			if (!cfs_bit_get(bm, bit + i)) {
-				cfs_log(fs, "block %llu (group %u): freed but already free: EIO",
-					(unsigned long long)pblk + i, ag);
-				return -EIO;
-			}
+		uint32_t used = cfs_bits_run(bm, bit, n, true);
+		if (used < n) {
+			cfs_log(fs, "block %llu (group %u): freed but already free: EIO",
+				(unsigned long long)pblk + used, ag);
+			rc = -EIO;
+			break;
 		}
-		for (uint32_t i = 0; i < n; i++) {
-			cfs_bit_set(bm, bit + i, false);
-			cfs_bforget(fs, pblk + i);
-		}
+		cfs_bits_set(bm, bit, n, false);
 		g->nfree += n;
 		a->nfree = g->nfree;
 		cfs_bdirty(fs, b);
-		if ((rc = add_pending(fs, pblk, n)))
-			return rc;
+		rc = add_pending(fs, pblk, n);
 		pblk += n;
 		len -= n;
 	}
-	return 0;
+	*done = (uint32_t)(pblk - first);
+	return rc;
+}
+
+int cfs_free(struct cfs_fs *fs, uint64_t pblk, uint32_t len)
+{
+	struct cfs_dextent freed = {.pblk = pblk};
+	int rc = free_run(fs, pblk, len, &freed.len);
+	cfs_bforget_extents(fs, &freed, 1);
+	return rc;
+}
+
+int cfs_free_extents(struct cfs_fs *fs, const struct cfs_dextent *e, uint32_t n, uint32_t *freed)
+{
+	int rc = 0;
+	uint32_t i = 0, done = 0;
+	while (i < n && !(rc = free_run(fs, e[i].pblk, e[i].len, &done)))
+		i++;
+	/* a part of e[i] may have been freed before the failure */
+	struct cfs_dextent part = {.pblk = i < n ? e[i].pblk : 0, .len = i < n ? done : 0};
+	cfs_bforget_extents(fs, e, i);
+	cfs_bforget_extents(fs, &part, 1);
+	*freed = i;
+	return rc;
 }

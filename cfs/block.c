@@ -338,11 +338,8 @@ static void unhome_remove(struct cfs_fs *fs, struct cfs_buf *b)
 	b->unhome = false;
 }
 
-void cfs_bforget(struct cfs_fs *fs, uint64_t blkno)
+static void forget(struct cfs_fs *fs, struct cfs_buf *b)
 {
-	struct cfs_buf *b = lookup(fs, blkno);
-	if (!b)
-		return;
 	if (b->dirty) {
 		struct cfs_txn *t = &fs->txn;
 		for (uint32_t i = 0; i < t->n; i++)
@@ -359,6 +356,49 @@ void cfs_bforget(struct cfs_fs *fs, uint64_t blkno)
 		unhome_remove(fs, b);
 	unhash(fs, b);
 	buf_free(fs, b);
+}
+
+void cfs_bforget(struct cfs_fs *fs, uint64_t blkno)
+{
+	struct cfs_buf *b = lookup(fs, blkno);
+	if (b)
+		forget(fs, b);
+}
+
+/* Past this many blocks one walk of the whole cache is cheaper than a lookup of each (a big
+ * file is freed up to a group's worth of blocks per extent). */
+#define FORGET_LOOKUPS_MAX 8192u
+
+static bool in_extents(const struct cfs_dextent *e, uint32_t n, uint64_t blkno)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (blkno - e[i].pblk < e[i].len)
+			return true;
+	return false;
+}
+
+void cfs_bforget_extents(struct cfs_fs *fs, const struct cfs_dextent *e, uint32_t n)
+{
+	uint64_t blocks = 0;
+	for (uint32_t i = 0; i < n; i++)
+		blocks += e[i].len;
+	if (blocks <= FORGET_LOOKUPS_MAX) {
+		for (uint32_t i = 0; i < n; i++)
+			for (uint32_t j = 0; j < e[i].len; j++)
+				cfs_bforget(fs, e[i].pblk + j);
+		return;
+	}
+	uint64_t lo = UINT64_MAX, hi = 0; /* most cached blocks lie outside [lo, hi) */
+	for (uint32_t i = 0; i < n; i++) {
+		lo = e[i].pblk < lo ? e[i].pblk : lo;
+		hi = e[i].pblk + e[i].len > hi ? e[i].pblk + e[i].len : hi;
+	}
+	for (size_t i = 0; i < CFS_BCACHE_BUCKETS; i++)
+		for (struct cfs_buf *b = fs->bhash[i], *next; b; b = next) {
+			next = b->hnext;
+			if (b->blkno >= lo && b->blkno < hi && in_extents(e, n, b->blkno))
+				forget(fs, b);
+		}
 }
 
 /* A clean block leaves the cache. */

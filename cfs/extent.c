@@ -101,14 +101,21 @@ static int split_at(struct cfs_inode *ip, uint64_t x)
 	return 0;
 }
 
-/* A change spread over many groups (a big file freed or preallocated) would outgrow the
- * journal: commit on the way, each time with the inode saying what the groups say. */
+_Thread_local bool cfs_op_may_yield;
+
+/* A change spread over many groups would outgrow the journal: commit on the way, each time
+ * with the inode saying what the groups say (internal.h, cfs_op_may_yield). */
 static int commit_if_large(struct cfs_fs *fs, struct cfs_inode *ip)
 {
 	if (fs->txn.n <= fs->txn.limit / 2)
 		return 0;
 	int rc = cfs_iwrite(fs, ip);
-	return rc ? rc : cfs_journal_commit(fs);
+	if (rc || !cfs_op_may_yield)
+		return rc ? rc : cfs_journal_commit(fs);
+	ip->pins++;
+	rc = cfs_journal_sync(fs);
+	ip->pins--;
+	return rc;
 }
 
 #define PUNCH_BATCH 64u
@@ -121,16 +128,18 @@ int cfs_ext_punch(struct cfs_fs *fs, struct cfs_inode *ip, uint64_t lblk, uint64
 		rc = split_at(ip, end);
 	uint32_t first = cfs_ext_find(ip, lblk);
 	while (!rc && first < ip->next && ip->ext[first].lblk < end) {
-		uint32_t last = first;
-		while (!rc && last < ip->next && ip->ext[last].lblk < end && last - first < PUNCH_BATCH) {
-			rc = cfs_free(fs, ip->ext[last].pblk, ip->ext[last].len);
-			ip->d.nblocks -= rc ? 0 : ip->ext[last].len;
-			last += rc ? 0 : 1;
-		}
+		uint32_t n = 0, freed;
+		while (first + n < ip->next && ip->ext[first + n].lblk < end && n < PUNCH_BATCH)
+			n++;
+		rc = cfs_free_extents(fs, &ip->ext[first], n, &freed);
+		uint32_t last = first + freed;
+		for (uint32_t i = first; i < last; i++)
+			ip->d.nblocks -= ip->ext[i].len;
 		memmove(&ip->ext[first], &ip->ext[last], (ip->next - last) * sizeof *ip->ext);
 		ip->next -= last - first;
 		if (!rc)
 			rc = commit_if_large(fs, ip);
+		first = cfs_ext_find(ip, lblk);
 	}
 	return rc;
 }

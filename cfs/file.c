@@ -395,10 +395,12 @@ int cfs_put(struct cfs_fs *fs, uint64_t ino, uint32_t opens, uint64_t lookups)
 			times_rc = stamp_pending_times(fs, ip);
 		if (opens && !ip->nopen)
 			cfs_iopen_closed(fs, ip);
+		cfs_op_may_yield = true; /* the free of a big file */
 		if (!ip->nopen && !ip->nlookup)
 			rc = put_last(fs, ip);
 		else if (opens && !ip->nopen && open_locked)
 			rc = closed_last(fs, ip);
+		cfs_op_may_yield = false;
 	}
 	cfs_op_boundary(fs);
 	return rc ? rc : times_rc;
@@ -780,7 +782,9 @@ int cfs_fallocate(struct cfs_fs *fs, uint64_t ino, int mode, uint64_t off, uint6
 		rc = cfs_iflags_may_write(ip, UINT64_MAX);
 	if (!rc) {
 		ip->d.mode &= ~cfs_setid_drop_on_change(ip, cr);
+		cfs_op_may_yield = true;
 		rc = allocate_or_punch(fs, ip, mode, off, len);
+		cfs_op_may_yield = false;
 		cfs_itouch(ip, true, true);
 		int w = cfs_iwrite(fs, ip);
 		rc = rc ? rc : w;

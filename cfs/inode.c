@@ -502,8 +502,12 @@ int cfs_ifree(struct cfs_fs *fs, struct cfs_inode *ip)
 		rc = cfs_orphan_add(fs, ip);
 	if (!rc && S_ISDIR(ip->d.mode))
 		rc = cfs_dir_free_overflow(fs, ip);
-	if (!rc)
+	if (!rc) { /* what still names it gets ESTALE while fs->lock may be let go */
+		bool dead = ip->dead;
+		ip->dead = true;
 		rc = cfs_ext_punch(fs, ip, 0, UINT64_MAX);
+		ip->dead = dead;
+	}
 	if (!rc && ip->d.xattr_block) {
 		rc = cfs_free(fs, ip->d.xattr_block, 1);
 		ip->d.xattr_block = 0;

@@ -55,6 +55,8 @@ int cfs_bnew(struct cfs_fs *fs, uint64_t blkno, uint16_t type, uint64_t owner,
 void cfs_bdirty(struct cfs_fs *fs, struct cfs_buf *b);
 /* Forget a cached block (freed), dirty or not. */
 void cfs_bforget(struct cfs_fs *fs, uint64_t blkno);
+/* The same for every block of n extents (one walk of the cache for many blocks). */
+void cfs_bforget_extents(struct cfs_fs *fs, const struct cfs_dextent *e, uint32_t n);
 /* Drop every clean block (the glock is going; nothing is dirty after the commit). */
 void cfs_bcache_drop(struct cfs_fs *fs);
 /* Drop one block if it is cached and clean (its glock went, or came: read it again). */
@@ -175,6 +177,8 @@ int cfs_alloc_peek(struct cfs_fs *fs, uint64_t goal, uint64_t *pblk);
 /* want blocks in a row, all of them or -ENOSPC (an added slot's journal). */
 int cfs_alloc_run(struct cfs_fs *fs, uint32_t want, uint64_t *pblk);
 int cfs_free(struct cfs_fs *fs, uint64_t pblk, uint32_t len);
+/* cfs_free of each of n extents; *freed: how many were. */
+int cfs_free_extents(struct cfs_fs *fs, const struct cfs_dextent *e, uint32_t n, uint32_t *freed);
 /* May this operation allocate and free anywhere: the metadata glock EX (always on one node)?
  * Under PR it does only in the groups it reserved. */
 bool cfs_may_allocate(const struct cfs_fs *fs);
@@ -210,6 +214,10 @@ void cfs_agh_format(uint8_t *block, uint32_t bs, uint32_t index, uint64_t start,
 void cfs_agh_take(uint8_t *block, uint64_t blk, uint32_t n);
 bool cfs_bit_get(const uint8_t *bitmap, uint32_t bit);
 void cfs_bit_set(uint8_t *bitmap, uint32_t bit, bool on);
+/* Set (on) or clear n bits from bit. */
+void cfs_bits_set(uint8_t *bitmap, uint32_t bit, uint32_t n, bool on);
+/* How many bits from bit, at most max, are all set (on) or all clear. */
+uint32_t cfs_bits_run(const uint8_t *bitmap, uint32_t bit, uint32_t max, bool on);
 
 /* ---- inodes and extent maps (inode.c, extent.c) ---- */
 struct cfs_inode {
@@ -289,6 +297,14 @@ int cfs_inode_decode(struct cfs_fs *fs, const uint8_t *block, struct cfs_inode *
 /* Index of the extent holding lblk, or of the first one after it (next if none). */
 uint32_t cfs_ext_find(const struct cfs_inode *ip, uint64_t lblk);
 int cfs_ext_insert(struct cfs_inode *ip, const struct cfs_dextent *e);
+/* A change spread over many groups (a big file freed, truncated or preallocated) commits on
+ * the way.  When this thread's operation sets this, those commits write and flush the log
+ * with fs->lock let go, as fsync's do, so the node's other operations are not held up for
+ * the whole change (a 600 GB file freed: 1.6 s).  Set only around calls whose caller keeps
+ * no state a release of fs->lock could change: truncate, fallocate, the last put of an
+ * inode.  Meanwhile ip is pinned, and its I/O lock (held EX by truncate and fallocate) keeps
+ * its map to this thread; an inode being freed is dead to lookups by handle. */
+extern _Thread_local bool cfs_op_may_yield;
 /* Unmap [lblk, lblk+count); the blocks go back to the allocator. */
 int cfs_ext_punch(struct cfs_fs *fs, struct cfs_inode *ip, uint64_t lblk, uint64_t count);
 /* Clear the unwritten flag over [lblk, lblk+count). */

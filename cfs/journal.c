@@ -318,23 +318,62 @@ static void forget_logged(struct cfs_fs *fs)
 	fs->jlogged_n = 0;
 }
 
+struct freed_range {
+	uint64_t start, len;
+};
+
+static int by_start(const void *a, const void *b)
+{
+	uint64_t x = ((const struct freed_range *)a)->start, y = ((const struct freed_range *)b)->start;
+	return x < y ? -1 : x > y;
+}
+
+/* Is blk in one of the n ranges r, sorted and apart? */
+static bool in_ranges(const struct freed_range *r, size_t n, uint64_t blk)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (r[mid].start + r[mid].len <= blk)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n && r[lo].start <= blk;
+}
+
 /* The blocks the running transaction frees that the log holds images of (its own too, once
- * remember_logged ran), into rv, at most max of them; how many there are. */
+ * remember_logged ran), into rv, at most max of them; how many there are.  A short range's
+ * blocks are looked up in the log's table, a long range is looked for by one walk of the
+ * table for all of them (a big file freed: a range per group). */
 static uint32_t frees_logged(const struct cfs_fs *fs, uint64_t *rv, uint32_t max)
 {
 	uint32_t n = 0;
+	size_t nlong = 0;
 	for (size_t i = 0; i < fs->npending; i += 2) {
 		uint64_t start = fs->pending_free[i], len = fs->pending_free[i + 1];
-		if (len <= 64) {
-			for (uint64_t b = start; b < start + len; b++)
-				if (logged(fs, b) && n++ < max)
-					rv[n - 1] = b;
+		if (len > 64) {
+			nlong++;
 			continue;
 		}
-		for (size_t k = 0; k < fs->jlogged_cap && fs->jlogged_n; k++)
-			if (fs->jlogged[k] > start && fs->jlogged[k] <= start + len && n++ < max)
-				rv[n - 1] = fs->jlogged[k] - 1;
+		for (uint64_t b = start; b < start + len; b++)
+			if (logged(fs, b) && n++ < max)
+				rv[n - 1] = b;
 	}
+	if (!nlong || !fs->jlogged_n)
+		return n;
+	struct freed_range *r = malloc(nlong * sizeof *r);
+	if (!r)
+		return max + 1; /* as if they did not fit: the log is voided */
+	nlong = 0;
+	for (size_t i = 0; i < fs->npending; i += 2)
+		if (fs->pending_free[i + 1] > 64)
+			r[nlong++] = (struct freed_range){fs->pending_free[i], fs->pending_free[i + 1]};
+	qsort(r, nlong, sizeof *r, by_start);
+	for (size_t k = 0; k < fs->jlogged_cap; k++)
+		if (fs->jlogged[k] && in_ranges(r, nlong, fs->jlogged[k] - 1) && n++ < max)
+			rv[n - 1] = fs->jlogged[k] - 1;
+	free(r);
 	return n;
 }
 

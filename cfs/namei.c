@@ -845,8 +845,10 @@ static int setattr_as(struct cfs_fs *fs, uint64_t ino, const struct stat *a, uns
 				rc = cfs_iflags_may_change(ip);
 			if (!rc) /* it may have grown meanwhile */
 				rc = frees_under_pr(fs, ip, a->st_size);
+			cfs_op_may_yield = true;
 			if (!rc)
 				rc = cfs_truncate_locked(fs, ip, (uint64_t)a->st_size);
+			cfs_op_may_yield = false;
 			pthread_rwlock_unlock(&ip->io);
 		}
 	}

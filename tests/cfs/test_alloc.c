@@ -69,3 +69,91 @@ Test(alloc, full_then_enospc_and_counts_survive_remount)
 	cr_assert_eq(cfs_free_blocks(fs), 0);
 	fs_done(fs);
 }
+
+/* Runs of bits are set and measured a byte at a time where they can be: the same as bit by
+ * bit, at every start and length around byte boundaries. */
+Test(alloc, bit_runs_match_a_bit_by_bit_reference)
+{
+	enum { BITS = 200 };
+	uint8_t bm[BITS / 8], ref[BITS / 8];
+	srand(11);
+	for (int round = 0; round < 3000; round++) {
+		if (round % 100 == 0)
+			for (size_t i = 0; i < sizeof bm; i++)
+				bm[i] = ref[i] = (uint8_t)(rand() % 3 == 0 ? rand() : rand() % 2 ? 0xff : 0);
+		uint32_t bit = (uint32_t)rand() % BITS, n = (uint32_t)rand() % (BITS - bit + 1);
+		bool on = rand() % 2;
+		cfs_bits_set(bm, bit, n, on);
+		for (uint32_t i = bit; i < bit + n; i++)
+			cfs_bit_set(ref, i, on);
+		cr_assert_arr_eq(bm, ref, sizeof bm, "set %u bits from %u to %d", n, bit, on);
+		for (uint32_t from = 0; from < BITS; from++) {
+			uint32_t max = (uint32_t)rand() % (BITS - from + 1), want = 0;
+			while (want < max && cfs_bit_get(ref, from + want) == on)
+				want++;
+			cr_assert_eq(cfs_bits_run(bm, from, max, on), want, "run of %d from %u, at most %u",
+				     on, from, max);
+		}
+	}
+}
+
+/* A run stops short of the blocks the running transaction freed, and a search that starts
+ * in them goes past them. */
+Test(alloc, runs_stop_at_blocks_freed_by_the_running_transaction)
+{
+	struct cfs_fs *fs = fs_fresh(1, 64);
+	pthread_mutex_lock(&fs->lock);
+	uint64_t a, b;
+	uint32_t na, nb;
+	cr_assert_eq(cfs_alloc_run(fs, 300, &a), 0);
+	cr_assert_eq(cfs_journal_commit(fs), 0);
+	cr_assert_eq(cfs_free(fs, a, 100), 0);
+	cr_assert_eq(cfs_journal_commit(fs), 0); /* [a, a+100) free and usable */
+	cr_assert_eq(cfs_free(fs, a + 100, 100), 0); /* [a+100, a+200) free, not yet usable */
+	cr_assert_eq(cfs_alloc(fs, a, 150, &b, &nb), 0);
+	cr_assert_eq(b, a);
+	cr_assert_eq(nb, 100, "the run went into blocks freed by the running transaction");
+	cr_assert_eq(cfs_alloc(fs, a + 120, 10, &b, &nb), 0);
+	cr_assert(b >= a + 200 || b + nb <= a + 100, "a block freed in the running transaction was "
+		  "handed out: %llu+%u", (unsigned long long)b, nb);
+	cr_assert_eq(cfs_journal_commit(fs), 0);
+	cr_assert_eq(cfs_alloc(fs, a + 100, 100, &b, &na), 0);
+	cr_assert_eq(b, a + 100, "after the commit they are there again");
+	pthread_mutex_unlock(&fs->lock);
+	fs_done(fs);
+}
+
+static bool in_transaction(const struct cfs_fs *fs, uint64_t blkno)
+{
+	for (uint32_t i = 0; i < fs->txn.n; i++)
+		if (fs->txn.bufs[i]->blkno == blkno)
+			return true;
+	return false;
+}
+
+/* A free of many blocks forgets the cached blocks inside it with one walk of the cache, and
+ * only those. */
+Test(alloc, a_long_free_forgets_the_cached_blocks_inside_it_and_no_other)
+{
+	struct cfs_fs *fs = fs_fresh(1, 256);
+	pthread_mutex_lock(&fs->lock);
+	uint64_t run, other;
+	cr_assert_eq(cfs_alloc_run(fs, 10000, &run), 0);
+	cr_assert_eq(cfs_alloc_run(fs, 1, &other), 0);
+	uint64_t inside[] = {run, run + 4321, run + 9999}, outside[] = {run + 10000, other};
+	struct cfs_buf *b;
+	for (size_t i = 0; i < 3; i++)
+		cr_assert_eq(cfs_bnew(fs, inside[i], CFS_B_EXTENTS, 1, &b), 0);
+	for (size_t i = 0; i < 2; i++)
+		if (!in_transaction(fs, outside[i]))
+			cr_assert_eq(cfs_bnew(fs, outside[i], CFS_B_EXTENTS, 1, &b), 0);
+	cr_assert_eq(cfs_free(fs, run, 10000), 0);
+	for (size_t i = 0; i < 3; i++)
+		cr_assert_not(in_transaction(fs, inside[i]), "block %llu was freed but kept",
+			      (unsigned long long)inside[i]);
+	for (size_t i = 0; i < 2; i++)
+		cr_assert(in_transaction(fs, outside[i]), "block %llu was not freed but forgotten",
+			  (unsigned long long)outside[i]);
+	pthread_mutex_unlock(&fs->lock);
+	fs_done(fs);
+}

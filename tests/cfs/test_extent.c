@@ -3,6 +3,10 @@
  * sorted, non-overlapping, merged where it can be, and say what the model says. */
 #include "cfs_test.h"
 
+#include <pthread.h>
+#include <sched.h>
+#include <sys/statvfs.h>
+
 #define NBLK 4000
 
 static char model[NBLK]; /* 0 hole, 'u' unwritten, 'w' written */
@@ -132,5 +136,103 @@ Test(extent, a_write_that_runs_out_of_space_maps_what_it_allocated)
 	static char data[100 * 4096];
 	cr_assert_eq(cfs_write(fs, st.st_ino, data, sizeof data, 0, 0, NULL), -ENOSPC);
 	cr_assert_eq(cfs_release(fs, st.st_ino), 0);
+	fs_done_fsck_clean(fs);
+}
+
+/* A big file's allocation and free commit on the way with fs->lock let go (cfs_op_may_yield):
+ * another thread's operations go on meanwhile and see the change half done, here the free
+ * count between its values before and after.  Without the let-go they could only see it
+ * before or after. */
+#define SEEN_MAX 64
+
+struct watcher {
+	struct cfs_fs *fs;
+	bool looking, stop;
+	uint64_t seen[SEEN_MAX]; /* the free counts seen, each once */
+	unsigned nseen;
+};
+
+static uint64_t free_blocks(struct cfs_fs *fs)
+{
+	struct statvfs sv;
+	cr_assert_eq(cfs_statfs(fs, &sv), 0);
+	return sv.f_bfree;
+}
+
+static void *watch(void *arg)
+{
+	struct watcher *w = arg;
+	while (!__atomic_load_n(&w->stop, __ATOMIC_ACQUIRE)) {
+		uint64_t f = free_blocks(w->fs);
+		if (w->nseen < SEEN_MAX && (!w->nseen || w->seen[w->nseen - 1] != f))
+			w->seen[w->nseen++] = f;
+		__atomic_store_n(&w->looking, true, __ATOMIC_RELEASE);
+	}
+	return NULL;
+}
+
+enum change { FALLOCATE, TRUNCATE, FREE_AT_FORGET };
+
+static void change(struct cfs_fs *fs, uint64_t ino, enum change c, uint64_t bytes)
+{
+	struct stat st = {.st_size = 0};
+	switch (c) {
+	case FALLOCATE:
+		cr_assert_eq(cfs_fallocate(fs, ino, 0, 0, bytes, NULL), 0);
+		break;
+	case TRUNCATE:
+		cr_assert_eq(cfs_setattr(fs, ino, &st, CFS_SET_SIZE, &root_cred, &st), 0);
+		break;
+	case FREE_AT_FORGET:
+		cr_assert_eq(cfs_unlink(fs, CFS_ROOT, "big"), 0);
+		cfs_forget(fs, ino, 1); /* the kernel's lookup: the last reference */
+		break;
+	}
+}
+
+/* Did another thread see the free count strictly between before and after the change?
+ * *after: the count after it. */
+static bool seen_half_done(struct cfs_fs *fs, uint64_t ino, enum change c, uint64_t bytes,
+			   uint64_t *after)
+{
+	uint64_t before = free_blocks(fs);
+	struct watcher w = {.fs = fs};
+	pthread_t t;
+	cr_assert_eq(pthread_create(&t, NULL, watch, &w), 0);
+	while (!__atomic_load_n(&w.looking, __ATOMIC_ACQUIRE))
+		sched_yield();
+	change(fs, ino, c, bytes);
+	__atomic_store_n(&w.stop, true, __ATOMIC_RELEASE);
+	pthread_join(t, NULL);
+	*after = free_blocks(fs);
+	uint64_t lo = before < *after ? before : *after, hi = before < *after ? *after : before;
+	for (unsigned i = 0; i < w.nseen; i++)
+		if (w.seen[i] > lo && w.seen[i] < hi)
+			return true;
+	return false;
+}
+
+Test(extent, a_big_files_allocation_and_free_let_other_operations_run_between_their_commits,
+     .timeout = 120)
+{
+	/* 128 GiB of sparse LUNs: a 100 GiB file spans ~820 groups, whose headers fill about
+	 * four transactions of the largest size (the log holds two of them between
+	 * checkpoints, which stay under the lock). */
+	struct cfs_fs *fs = fs_fresh(4, 32768);
+	struct stat st;
+	cr_assert_eq(cfs_mknod(fs, CFS_ROOT, "big", S_IFREG | 0644, 0, &root_cred, &st), 0);
+	cr_assert_eq(cfs_open(fs, st.st_ino, O_RDWR), 0);
+	uint64_t bytes = 100ull << 30, empty = free_blocks(fs), after;
+	cr_assert(seen_half_done(fs, st.st_ino, FALLOCATE, bytes, &after),
+		  "fallocate held the filesystem lock throughout");
+	cr_assert_leq(after, empty - (bytes >> 12));
+	cr_assert(seen_half_done(fs, st.st_ino, TRUNCATE, 0, &after),
+		  "truncate held the filesystem lock throughout");
+	cr_assert_eq(after, empty);
+	cr_assert_eq(cfs_fallocate(fs, st.st_ino, 0, 0, bytes, NULL), 0);
+	cr_assert_eq(cfs_release(fs, st.st_ino), 0);
+	cr_assert(seen_half_done(fs, st.st_ino, FREE_AT_FORGET, 0, &after),
+		  "the free of an unlinked file held the filesystem lock throughout");
+	cr_assert_eq(after, empty + 1, "its inode too");
 	fs_done_fsck_clean(fs);
 }

@@ -358,6 +358,37 @@ Test(journal, a_commit_that_frees_a_block_of_the_log_revokes_its_images)
 	fs_done(fs); /* its data block is "free" to fsck: it was written behind its back */
 }
 
+/* A free of a long run (a big file's extent) looks for the log's images inside it by one walk
+ * of the log's table: they are revoked all the same. */
+Test(journal, a_commit_that_frees_a_long_run_revokes_the_logged_blocks_inside_it)
+{
+	struct cfs_fs *fs = fs_fresh(1, 32);
+	pthread_mutex_lock(&fs->lock);
+	uint64_t run, logged[3];
+	cr_assert_eq(cfs_alloc_run(fs, 200, &run), 0);
+	logged[0] = run;
+	logged[1] = run + 100;
+	logged[2] = run + 199;
+	struct cfs_buf *b;
+	for (int i = 0; i < 3; i++)
+		cr_assert_eq(cfs_bnew(fs, logged[i], CFS_B_EXTENTS, 1, &b), 0);
+	cr_assert_eq(cfs_journal_commit(fs), 0);
+	uint64_t anchors = fs->stats.anchors;
+	cr_assert_eq(cfs_free(fs, run, 200), 0);
+	cr_assert_eq(cfs_journal_commit(fs), 0);
+	pthread_mutex_unlock(&fs->lock);
+	cr_assert_eq(fs->stats.anchors, anchors, "a revoke costs no new log");
+	struct cfs_jlog log;
+	cr_assert_eq(cfs_journal_read(fs->vol, &fs->sb, 0, &log), 0);
+	cr_assert_geq(log.ntxn, 2, "both transactions are replayable");
+	for (uint32_t i = 0; i < log.count; i++)
+		for (int k = 0; k < 3; k++)
+			cr_assert_neq(log.targets[i], logged[k], "freed block %llu would be replayed",
+				      (unsigned long long)logged[k]);
+	cfs_jlog_free(&log);
+	fs_done(fs);
+}
+
 Test(journal, a_commit_that_frees_more_logged_blocks_than_its_descriptor_holds_voids_the_log)
 {
 	struct cfs_fs *fs = fs_fresh(1, 32);
