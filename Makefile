@@ -157,6 +157,7 @@ bench: all $(BUILD)/bench/lockbench $(BUILD)/bench/odmbench $(BUILD)/tests/odm/o
 	bench/cvm/run.sh $(BUILD)
 	bench/locks/run.sh $(BUILD)
 	bench/cfs/run.sh $(BUILD)
+	bench/cfs/bigfile.sh $(BUILD)
 	bench/odm/run.sh $(BUILD)
 	bench/odm/cluster.sh $(BUILD)
 	bench/cluster/run.sh $(BUILD)
@@ -170,6 +171,7 @@ bench-cluster: all $(BUILD)/tests/odm/odm_crash # recovery.sh runs test_cfs_odm_
 
 bench-cfs: all
 	bench/cfs/run.sh $(BUILD)
+	bench/cfs/bigfile.sh $(BUILD)
 
 # The randomized soak of one filesystem at length (make check runs 8 rounds); SOAK_SEED=N
 # replays a run.
