@@ -31,13 +31,23 @@ void cfs_bits_set(uint8_t *bitmap, uint32_t bit, uint32_t n, bool on)
 		cfs_bit_set(bitmap, bit, on);
 }
 
+/* Are the 64 bits from at (a multiple of 64) all whole's? */
+static bool word_is(const uint8_t *bitmap, uint32_t at, uint64_t whole)
+{
+	uint64_t word;
+	memcpy(&word, bitmap + at / 8, sizeof word);
+	return word == whole;
+}
+
 uint32_t cfs_bits_run(const uint8_t *bitmap, uint32_t bit, uint32_t max, bool on)
 {
-	uint8_t whole = on ? 0xff : 0;
+	uint64_t whole = on ? UINT64_MAX : 0;
 	uint32_t n = 0;
 	while (n < max) {
 		uint32_t at = bit + n;
-		if (at % 8 == 0 && max - n >= 8 && bitmap[at / 8] == whole)
+		if (at % 64 == 0 && max - n >= 64 && word_is(bitmap, at, whole))
+			n += 64;
+		else if (at % 8 == 0 && max - n >= 8 && bitmap[at / 8] == (uint8_t)whole)
 			n += 8;
 		else if (cfs_bit_get(bitmap, at) == on)
 			n++;

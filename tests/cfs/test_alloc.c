@@ -78,9 +78,12 @@ Test(alloc, bit_runs_match_a_bit_by_bit_reference)
 	uint8_t bm[BITS / 8], ref[BITS / 8];
 	srand(11);
 	for (int round = 0; round < 3000; round++) {
-		if (round % 100 == 0)
-			for (size_t i = 0; i < sizeof bm; i++)
-				bm[i] = ref[i] = (uint8_t)(rand() % 3 == 0 ? rand() : rand() % 2 ? 0xff : 0);
+		for (size_t i = 0; round % 100 == 0 && i < sizeof bm;) { /* runs of bytes alike */
+			size_t len = 1 + (size_t)rand() % 12;
+			int v = rand() % 3 == 0 ? rand() : rand() % 2 ? 0xff : 0;
+			for (; len-- && i < sizeof bm; i++)
+				bm[i] = ref[i] = (uint8_t)v;
+		}
 		uint32_t bit = (uint32_t)rand() % BITS, n = (uint32_t)rand() % (BITS - bit + 1);
 		bool on = rand() % 2;
 		cfs_bits_set(bm, bit, n, on);
