@@ -8,12 +8,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-bool cfs_bit_get(const uint8_t *bitmap, uint32_t bit)
+bool cfs_bit_get(const uint8_t *bitmap, uint64_t bit)
 {
 	return bitmap[bit / 8] >> (bit % 8) & 1;
 }
 
-void cfs_bit_set(uint8_t *bitmap, uint32_t bit, bool on)
+void cfs_bit_set(uint8_t *bitmap, uint64_t bit, bool on)
 {
 	if (on)
 		bitmap[bit / 8] |= (uint8_t)(1u << (bit % 8));
@@ -21,7 +21,7 @@ void cfs_bit_set(uint8_t *bitmap, uint32_t bit, bool on)
 		bitmap[bit / 8] &= (uint8_t)~(1u << (bit % 8));
 }
 
-void cfs_bits_set(uint8_t *bitmap, uint32_t bit, uint32_t n, bool on)
+void cfs_bits_set(uint8_t *bitmap, uint64_t bit, uint32_t n, bool on)
 {
 	for (; n && bit % 8; bit++, n--)
 		cfs_bit_set(bitmap, bit, on);
@@ -32,19 +32,19 @@ void cfs_bits_set(uint8_t *bitmap, uint32_t bit, uint32_t n, bool on)
 }
 
 /* Are the 64 bits from at (a multiple of 64) all whole's? */
-static bool word_is(const uint8_t *bitmap, uint32_t at, uint64_t whole)
+static bool word_is(const uint8_t *bitmap, uint64_t at, uint64_t whole)
 {
 	uint64_t word;
 	memcpy(&word, bitmap + at / 8, sizeof word);
 	return word == whole;
 }
 
-uint32_t cfs_bits_run(const uint8_t *bitmap, uint32_t bit, uint32_t max, bool on)
+uint32_t cfs_bits_run(const uint8_t *bitmap, uint64_t bit, uint32_t max, bool on)
 {
 	uint64_t whole = on ? UINT64_MAX : 0;
 	uint32_t n = 0;
 	while (n < max) {
-		uint32_t at = bit + n;
+		uint64_t at = bit + n;
 		if (at % 64 == 0 && max - n >= 64 && word_is(bitmap, at, whole))
 			n += 64;
 		else if (at % 8 == 0 && max - n >= 8 && bitmap[at / 8] == (uint8_t)whole)

@@ -86,14 +86,21 @@ static bool mark(struct fsck *k, uint64_t blk, uint64_t len, uint64_t owner, con
 			     " lies outside the filesystem", owner, what, blk, len);
 		return false;
 	}
-	for (uint64_t i = 0; i < len; i++)
-		if (cfs_bit_get(k->used, blk + i)) {
+	for (uint64_t at = blk, end = blk + len; at < end;) {
+		uint32_t n = end - at > UINT32_MAX ? UINT32_MAX : (uint32_t)(end - at);
+		uint32_t unused = cfs_bits_run(k->used, at, n, false);
+		if (unused < n) {
 			say(k, true, "inode %" PRIu64 ": %s block %" PRIu64
-				     " is also used by another object", owner, what, blk + i);
+				     " is also used by another object", owner, what, at + unused);
 			return false;
 		}
-	for (uint64_t i = 0; i < len; i++)
-		cfs_bit_set(k->used, blk + i, true);
+		at += n;
+	}
+	for (uint64_t at = blk, end = blk + len; at < end;) {
+		uint32_t n = end - at > UINT32_MAX ? UINT32_MAX : (uint32_t)(end - at);
+		cfs_bits_set(k->used, at, n, true);
+		at += n;
+	}
 	return true;
 }
 

@@ -212,12 +212,13 @@ void cfs_agh_format(uint8_t *block, uint32_t bs, uint32_t index, uint64_t start,
 		    uint32_t nblocks, uint32_t used_at_start);
 /* Mark n free blocks from blk used in such a formatted group (mkfs's orphan directories). */
 void cfs_agh_take(uint8_t *block, uint64_t blk, uint32_t n);
-bool cfs_bit_get(const uint8_t *bitmap, uint32_t bit);
-void cfs_bit_set(uint8_t *bitmap, uint32_t bit, bool on);
+/* Bits of a group's bitmap, or of fsck's of the whole volume (past 2^32 blocks: 64-bit). */
+bool cfs_bit_get(const uint8_t *bitmap, uint64_t bit);
+void cfs_bit_set(uint8_t *bitmap, uint64_t bit, bool on);
 /* Set (on) or clear n bits from bit. */
-void cfs_bits_set(uint8_t *bitmap, uint32_t bit, uint32_t n, bool on);
+void cfs_bits_set(uint8_t *bitmap, uint64_t bit, uint32_t n, bool on);
 /* How many bits from bit, at most max, are all set (on) or all clear. */
-uint32_t cfs_bits_run(const uint8_t *bitmap, uint32_t bit, uint32_t max, bool on);
+uint32_t cfs_bits_run(const uint8_t *bitmap, uint64_t bit, uint32_t max, bool on);
 
 /* ---- inodes and extent maps (inode.c, extent.c) ---- */
 struct cfs_inode {

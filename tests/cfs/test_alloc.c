@@ -160,3 +160,19 @@ Test(alloc, a_long_free_forgets_the_cached_blocks_inside_it_and_no_other)
 	pthread_mutex_unlock(&fs->lock);
 	fs_done(fs);
 }
+
+/* fsck's bitmap covers the whole volume: past 2^32 blocks (16 TiB) a bit is its own, not the
+ * one 2^32 below it. */
+Test(alloc, bits_past_2_to_the_32_are_their_own)
+{
+	uint64_t high = 1ull << 32;
+	uint8_t *bm = calloc((high + 1024) / 8, 1); /* 512 MiB, mapped as it is touched */
+	cr_assert_not_null(bm);
+	cfs_bit_set(bm, high + 7, true);
+	cr_assert(cfs_bit_get(bm, high + 7));
+	cr_assert_not(cfs_bit_get(bm, 7), "bit 2^32 + 7 landed on bit 7");
+	cfs_bits_set(bm, high + 64, 128, true);
+	cr_assert_eq(cfs_bits_run(bm, high + 64, 500, true), 128);
+	cr_assert_eq(cfs_bits_run(bm, 64, 500, false), 500, "the run landed 2^32 below");
+	free(bm);
+}
