@@ -19,7 +19,8 @@
 #   7. 4 KiB overwrites, 4 KiB appends (each allocates a block) and chmods of each node's
 #      own file, 2 nodes at once vs node 1 alone: rate ratio and lock messages per call
 # Usage: run.sh [BUILD]; env BENCH_DIR (default /var/tmp), BENCH_FILES (default 1000),
-# BENCH_TREE (default 50000), BENCH_TURNS (default 1000).  With one glock for the whole
+# BENCH_TREE (default 50000), BENCH_TURNS (default 1000), CLUSTER_TRANSPORT (corosync's: knet,
+# the default, or udpu, whose messages arrive sooner here: row 4).  With one glock for the whole
 # filesystem, 3 nodes changing it at once manage some 15 operations a second in all here: keep
 # BENCH_FILES modest.
 build=${1:-build}

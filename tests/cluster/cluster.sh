@@ -15,12 +15,15 @@
 #   cluster.sh status
 #
 # Env: CLUSTER_ID (default "cfs", at most 6 characters: names namespaces and links, so that
-# several clusters can coexist), CLUSTER_STATE (default /tmp/cfs-cluster-$CLUSTER_ID).
+# several clusters can coexist), CLUSTER_STATE (default /tmp/cfs-cluster-$CLUSTER_ID),
+# CLUSTER_TRANSPORT (corosync's: knet, the default, or udpu; benchmarks compare them).
 # Needs root, iproute2, util-linux and corosync.  See tests/cluster/README.
 set -euo pipefail
 ID=${CLUSTER_ID:-cfs}
 STATE=${CLUSTER_STATE:-/tmp/cfs-cluster-$ID} # not under /run: each node mounts its own /run
 SUBNET=10.213.0
+TRANSPORT=${CLUSTER_TRANSPORT:-knet}
+case $TRANSPORT in knet | udpu) ;; *) echo "cluster: CLUSTER_TRANSPORT=$TRANSPORT: knet or udpu" >&2; exit 2 ;; esac
 
 die() { echo "cluster: $*" >&2; exit 1; }
 ns() { echo "$ID-n$1"; }
@@ -36,7 +39,7 @@ write_conf() { # node count
 		echo "totem {"
 		echo "  version: 2"
 		echo "  cluster_name: $ID"
-		echo "  transport: knet"
+		echo "  transport: $TRANSPORT"
 		echo "  crypto_cipher: none"
 		echo "  crypto_hash: none"
 		echo "  token: 1000"
