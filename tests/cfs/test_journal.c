@@ -326,6 +326,21 @@ Test(journal, no_transaction_of_an_earlier_log_is_replayed)
 	fs_done(fs);
 }
 
+/* After a commit that freed blocks the log held images of: no new log, both transactions
+ * replayable, and none of the n freed blocks among the images a replay writes. */
+static void assert_revoked(struct cfs_fs *fs, uint64_t anchors, const uint64_t *freed, int n)
+{
+	cr_assert_eq(fs->stats.anchors, anchors, "a revoke costs no new log");
+	struct cfs_jlog log;
+	cr_assert_eq(cfs_journal_read(fs->vol, &fs->sb, 0, &log), 0);
+	cr_assert_geq(log.ntxn, 2, "both transactions are replayable");
+	for (uint32_t i = 0; i < log.count; i++)
+		for (int k = 0; k < n; k++)
+			cr_assert_neq(log.targets[i], freed[k], "freed block %llu would be replayed",
+				      (unsigned long long)freed[k]);
+	cfs_jlog_free(&log);
+}
+
 Test(journal, a_commit_that_frees_a_block_of_the_log_revokes_its_images)
 {
 	struct cfs_fs *fs = fs_fresh(1, 32);
@@ -342,13 +357,7 @@ Test(journal, a_commit_that_frees_a_block_of_the_log_revokes_its_images)
 	pthread_mutex_lock(&fs->lock);
 	cr_assert_eq(cfs_journal_commit(fs), 0);
 	pthread_mutex_unlock(&fs->lock);
-	cr_assert_eq(fs->stats.anchors, anchors, "a revoke costs no new log");
-	struct cfs_jlog log;
-	cr_assert_eq(cfs_journal_read(fs->vol, &fs->sb, 0, &log), 0);
-	cr_assert_geq(log.ntxn, 2, "both transactions are replayable");
-	for (uint32_t i = 0; i < log.count; i++)
-		cr_assert_neq(log.targets[i], ino, "the freed inode's image would be replayed");
-	cfs_jlog_free(&log);
+	assert_revoked(fs, anchors, &ino, 1);
 	/* The block gets a file's data; a crash and the replay leave it. */
 	uint8_t *data;
 	cr_assert_eq(posix_memalign((void **)&data, 4096, 4096), 0);
@@ -377,15 +386,7 @@ Test(journal, a_commit_that_frees_a_long_run_revokes_the_logged_blocks_inside_it
 	cr_assert_eq(cfs_free(fs, run, 200), 0);
 	cr_assert_eq(cfs_journal_commit(fs), 0);
 	pthread_mutex_unlock(&fs->lock);
-	cr_assert_eq(fs->stats.anchors, anchors, "a revoke costs no new log");
-	struct cfs_jlog log;
-	cr_assert_eq(cfs_journal_read(fs->vol, &fs->sb, 0, &log), 0);
-	cr_assert_geq(log.ntxn, 2, "both transactions are replayable");
-	for (uint32_t i = 0; i < log.count; i++)
-		for (int k = 0; k < 3; k++)
-			cr_assert_neq(log.targets[i], logged[k], "freed block %llu would be replayed",
-				      (unsigned long long)logged[k]);
-	cfs_jlog_free(&log);
+	assert_revoked(fs, anchors, logged, 3);
 	fs_done(fs);
 }
 
