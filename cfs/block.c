@@ -482,6 +482,17 @@ void cfs_bcache_committed(struct cfs_fs *fs)
 	fs->txn.n = 0;
 }
 
+void cfs_bcache_homed_blocks(struct cfs_fs *fs, const uint64_t *blknos, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		struct cfs_buf *b = lookup(fs, blknos[i]);
+		if (b && b->unhome && !b->dirty) {
+			unhome_remove(fs, b);
+			lru_push(fs, b);
+		}
+	}
+}
+
 void cfs_bcache_homed(struct cfs_fs *fs)
 {
 	for (uint32_t i = 0; i < fs->nunhome; i++) {

@@ -55,6 +55,9 @@ int cfs_bnew(struct cfs_fs *fs, uint64_t blkno, uint16_t type, uint64_t owner,
 void cfs_bdirty(struct cfs_fs *fs, struct cfs_buf *b);
 /* Forget a cached block (freed), dirty or not. */
 void cfs_bforget(struct cfs_fs *fs, uint64_t blkno);
+/* Blocks whose committed images a checkpoint wrote in place leave the checkpoint's list,
+ * unless a transaction changed them since (their new image goes at the next one). */
+void cfs_bcache_homed_blocks(struct cfs_fs *fs, const uint64_t *blknos, uint32_t n);
 /* The same for every block of n extents (one walk of the cache for many blocks). */
 void cfs_bforget_extents(struct cfs_fs *fs, const struct cfs_dextent *e, uint32_t n);
 /* Drop every clean block (the glock is going; nothing is dirty after the commit). */
@@ -83,12 +86,14 @@ struct cfs_txn {
 	uint32_t limit; /* most blocks a transaction may hold */
 };
 /* A commit whose log write and flush are under way outside fs->lock (journal.c). */
+struct cfs_jhome;
 struct cfs_jflight {
 	bool active; /* in flight, or done and not yet reaped */
 	bool done;   /* atomic: its I/O is over */
 	int rc;
 	uint64_t seq;
 	size_t nfrees; /* the first of pending_free: its frees, reusable once it is on disk */
+	struct cfs_jhome *home; /* a checkpoint after it, or NULL (journal.c) */
 };
 /* What a slot's log holds from its anchor on: the last image of each block it changed. */
 struct cfs_jlog {

@@ -388,20 +388,45 @@ static void home_written(void *arg, int64_t result)
 		*err = (int)result;
 }
 
-/* Every committed block in place, all in flight at once. */
-static int write_home(struct cfs_fs *fs)
+/* Blocks to write in place: the cache's, or copies of their committed images. */
+struct home_blocks {
+	uint32_t n;
+	uint64_t *blknos;
+	const uint8_t **data;
+};
+
+static void home_blocks_free(struct home_blocks *v)
 {
-	if (fs->home_aio_vol != fs->vol) { /* grown: the old context is of the old volume */
+	free(v->blknos);
+	free(v->data);
+	v->blknos = NULL;
+	v->data = NULL;
+}
+
+static int home_blocks_alloc(struct home_blocks *v, uint32_t n)
+{
+	v->n = n;
+	v->blknos = malloc((n ? n : 1) * sizeof *v->blknos);
+	v->data = malloc((n ? n : 1) * sizeof *v->data);
+	if (v->blknos && v->data)
+		return 0;
+	home_blocks_free(v);
+	return -ENOMEM;
+}
+
+/* Write them all, all in flight at once, on vol. */
+static int write_home(struct cfs_fs *fs, struct cvm_volume *vol, const struct home_blocks *v)
+{
+	if (fs->home_aio_vol != vol) { /* grown: the old context is of the old volume */
 		cvm_aio_destroy(fs->home_aio);
 		fs->home_aio = NULL;
-		fs->home_aio_vol = fs->vol;
+		fs->home_aio_vol = vol;
 	}
-	int err = fs->home_aio ? 0 : cvm_aio_create(fs->vol, HOME_DEPTH, &fs->home_aio);
-	for (uint32_t i = 0; !err && (i < fs->nunhome || cvm_aio_inflight(fs->home_aio));) {
-		while (!err && i < fs->nunhome) {
-			const struct cfs_buf *b = fs->unhome[i];
-			int rc = cvm_aio_submit(fs->home_aio, CVM_WRITE, b->data, fs->bs,
-						b->blkno * fs->bs, home_written, &err);
+	int err = fs->home_aio ? 0 : cvm_aio_create(vol, HOME_DEPTH, &fs->home_aio);
+	for (uint32_t i = 0; !err && (i < v->n || cvm_aio_inflight(fs->home_aio));) {
+		while (!err && i < v->n) {
+			int rc = cvm_aio_submit(fs->home_aio, CVM_WRITE, (void *)v->data[i], fs->bs,
+						v->blknos[i] * fs->bs, home_written, &err);
 			if (rc == -EAGAIN)
 				break;
 			if (rc)
@@ -426,7 +451,15 @@ int cfs_journal_home(struct cfs_fs *fs)
 		return -EINVAL;
 	}
 	uint32_t homed = fs->nunhome;
-	int rc = write_home(fs);
+	struct home_blocks v;
+	if (home_blocks_alloc(&v, homed))
+		return -ENOMEM;
+	for (uint32_t i = 0; i < homed; i++) {
+		v.blknos[i] = fs->unhome[i]->blkno;
+		v.data[i] = fs->unhome[i]->data;
+	}
+	int rc = write_home(fs, fs->vol, &v);
+	home_blocks_free(&v);
 	if (!rc)
 		rc = cvm_volume_flush(fs->vol);
 	if (rc)
@@ -437,6 +470,77 @@ int cfs_journal_home(struct cfs_fs *fs)
 	return 0;
 }
 
+/* A checkpoint that rides with a commit in flight (cfs_journal_sync): the committed images of
+ * every block waiting to go in place, copied when the transaction closed, since the running
+ * one may change the blocks meanwhile; then the anchor that empties the log.  No other
+ * transaction closes before it is reaped. */
+struct cfs_jhome {
+	struct home_blocks blocks;
+	uint8_t *images;
+	struct cfs_dsuper sb; /* as it was: a grow may change fs->sb meanwhile */
+	uint64_t anchor_seq;
+	uint32_t log_id;
+};
+
+static void home_free(struct cfs_jhome *h)
+{
+	if (h) {
+		home_blocks_free(&h->blocks);
+		free(h->images);
+		free(h);
+	}
+}
+
+/* NULL if there is no memory for the copies: the caller checkpoints holding fs->lock. */
+static struct cfs_jhome *home_copy(struct cfs_fs *fs)
+{
+	struct cfs_jhome *h = calloc(1, sizeof *h);
+	uint32_t n = fs->nunhome, bs = fs->bs;
+	if (!h || home_blocks_alloc(&h->blocks, n) ||
+	    posix_memalign((void **)&h->images, 4096, (size_t)(n ? n : 1) * bs)) {
+		home_free(h);
+		return NULL;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		uint8_t *image = h->images + (size_t)i * bs;
+		memcpy(image, fs->unhome[i]->data, bs);
+		h->blocks.blknos[i] = fs->unhome[i]->blkno;
+		h->blocks.data[i] = image;
+	}
+	h->sb = fs->sb;
+	h->anchor_seq = fs->jseq;
+	h->log_id = new_log_id();
+	return h;
+}
+
+/* In flight, after the commit's record: the copies in place, then the anchor. */
+static int home_write(struct cfs_fs *fs, struct cvm_volume *vol, const struct cfs_jhome *h)
+{
+	int rc = write_home(fs, vol, &h->blocks);
+	if (!rc)
+		rc = cvm_volume_flush(vol);
+	if (!rc)
+		rc = write_anchor(vol, &h->sb, fs->slot, h->anchor_seq, h->log_id);
+	return rc ? rc : cvm_volume_flush(vol);
+}
+
+static void anchored(struct cfs_fs *fs, uint32_t log_id)
+{
+	fs->jlog_id = log_id;
+	fs->jlast_pos = fs->jlast_len = 0;
+	fs->janchor_owed = false;
+	forget_logged(fs);
+	fs->stats.anchors++;
+}
+
+/* Reaped, fs->lock held: the blocks written leave the checkpoint's list, the log is empty. */
+static void home_reap(struct cfs_fs *fs, struct cfs_jhome *h)
+{
+	cfs_bcache_homed_blocks(fs, h->blocks.blknos, h->blocks.n);
+	fs->stats.home_blocks += h->blocks.n;
+	anchored(fs, h->log_id);
+}
+
 /* A new anchor, with everything committed in place: the log begins anew. */
 static int new_anchor(struct cfs_fs *fs)
 {
@@ -444,14 +548,9 @@ static int new_anchor(struct cfs_fs *fs)
 	int rc = write_anchor(fs->vol, &fs->sb, fs->slot, fs->jseq, log_id);
 	if (!rc)
 		rc = cvm_volume_flush(fs->vol);
-	if (rc)
-		return rc;
-	fs->jlog_id = log_id;
-	fs->jlast_pos = fs->jlast_len = 0;
-	fs->janchor_owed = false;
-	forget_logged(fs);
-	fs->stats.anchors++;
-	return 0;
+	if (!rc)
+		anchored(fs, log_id);
+	return rc;
 }
 
 int cfs_journal_settle(struct cfs_fs *fs)
@@ -625,16 +724,23 @@ static bool flight_done(const struct cfs_fs *fs)
 	return __atomic_load_n(&fs->jflight.done, __ATOMIC_ACQUIRE);
 }
 
-/* The commit in flight is done: its frees may be handed out. */
+/* The commit in flight is done, and the checkpoint after it if any: its frees may be handed
+ * out. */
 static void reap_flight(struct cfs_fs *fs)
 {
 	struct cfs_jflight *f = &fs->jflight;
+	struct cfs_jhome *home = f->home;
 	f->active = false;
+	f->home = NULL;
 	if (f->rc) {
-		commit_failed(fs, "commit", f->seq, f->rc);
+		home_free(home);
+		commit_failed(fs, home ? "commit and checkpoint" : "commit", f->seq, f->rc);
 		return;
 	}
 	fs->jdurable = f->seq;
+	if (home)
+		home_reap(fs, home);
+	home_free(home);
 	if (!f->nfrees)
 		return;
 	fs->npending -= f->nfrees;
@@ -658,15 +764,18 @@ static void land_flight(struct cfs_fs *fs)
 	reap_flight(fs);
 }
 
-/* Commit the running transaction, its I/O with fs->lock let go; fs->lock held again when it
- * returns. */
-static int fly(struct cfs_fs *fs, struct closed_txn *c)
+/* Commit the running transaction, and checkpoint after it if home, its I/O with fs->lock let
+ * go; fs->lock held again when it returns. */
+static int fly(struct cfs_fs *fs, struct closed_txn *c, struct cfs_jhome *home)
 {
 	struct cvm_volume *vol = fs->vol; /* a grow commits first: it waits for this one */
-	fs->jflight = (struct cfs_jflight){.active = true, .seq = c->seq, .nfrees = fs->npending};
+	fs->jflight = (struct cfs_jflight){.active = true, .seq = c->seq, .nfrees = fs->npending,
+					   .home = home};
 	pthread_mutex_lock(&fs->jio_lock);
 	pthread_mutex_unlock(&fs->lock);
 	int rc = write_record(fs, vol, c);
+	if (!rc && home)
+		rc = home_write(fs, vol, home);
 	fs->jflight.rc = rc;
 	__atomic_store_n(&fs->jflight.done, true, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&fs->jio_lock);
@@ -751,5 +860,9 @@ int cfs_journal_sync(struct cfs_fs *fs)
 	struct closed_txn c;
 	if ((rc = close_txn(fs, &c)))
 		return commit_failed(fs, "commit", fs->jseq, rc);
-	return log_full(fs, c.void_log) ? commit_here(fs, &c) : fly(fs, &c);
+	if (!log_full(fs, c.void_log))
+		return fly(fs, &c, NULL);
+	/* The log must be emptied before the next transaction: in the same flight. */
+	struct cfs_jhome *home = home_copy(fs);
+	return home ? fly(fs, &c, home) : commit_here(fs, &c);
 }

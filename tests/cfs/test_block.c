@@ -70,3 +70,26 @@ Test(block, a_fenced_nodes_failed_reads_are_not_logged_as_damage)
 	fs_crash(fs); /* nothing reaches the volume: no unmount */
 	fs_done(NULL);
 }
+
+/* A checkpoint in flight wrote the committed images it copied: a block changed since stays
+ * waiting for the next checkpoint, the others leave the list. */
+Test(block, a_block_changed_while_its_checkpoint_flew_waits_for_the_next)
+{
+	struct cfs_fs *fs = fs_fresh(1, 32);
+	pthread_mutex_lock(&fs->lock);
+	uint64_t blk[2];
+	struct cfs_buf *b[2];
+	for (int i = 0; i < 2; i++) {
+		cr_assert_eq(cfs_alloc_meta(fs, 0, &blk[i]), 0);
+		cr_assert_eq(cfs_bnew(fs, blk[i], CFS_B_EXTENTS, 1, &b[i]), 0);
+	}
+	cr_assert_eq(cfs_journal_commit(fs), 0);
+	cr_assert(b[0]->unhome && b[1]->unhome);
+	b[1]->data[100] ^= 1; /* the running transaction changes it */
+	cfs_bdirty(fs, b[1]);
+	cfs_bcache_homed_blocks(fs, blk, 2);
+	cr_assert_not(b[0]->unhome, "a block written in place still waits");
+	cr_assert(b[1]->unhome, "a block changed since its image was copied left the list");
+	pthread_mutex_unlock(&fs->lock);
+	fs_done(fs);
+}

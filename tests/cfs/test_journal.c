@@ -7,6 +7,8 @@
  * owes the anchor until the next commit (which writes it first) or a settle. */
 #include "cfs_test.h"
 
+#include <pthread.h>
+
 /* Commit a change to one new inode, then put the old content of its block back in place, as
  * if the crash came between the journal write and the in-place write. */
 static uint64_t committed_but_not_home(struct cfs_fs *fs, uint8_t *old)
@@ -273,6 +275,56 @@ Test(journal, a_commit_that_leaves_no_room_for_the_largest_transaction_is_checkp
 			cr_assert(home(fs, ino[i]), "round %d inode %d", round, i);
 	}
 	pthread_mutex_unlock(&fs->lock);
+	struct cfs_jlog log;
+	cr_assert_eq(cfs_journal_read(fs->vol, &fs->sb, 0, &log), 0);
+	cr_assert_eq(log.ntxn, 0, "nothing left to replay");
+	cfs_jlog_free(&log);
+	fs_done(fs); /* the inodes are in no directory: fsck would say so */
+}
+
+/* Sees, when it gets fs->lock, whether a checkpoint is in flight. */
+struct flight_watch {
+	struct cfs_fs *fs;
+	bool stop, saw_checkpoint;
+};
+
+static void *watch_flight(void *arg)
+{
+	struct flight_watch *w = arg;
+	while (!__atomic_load_n(&w->stop, __ATOMIC_ACQUIRE)) {
+		pthread_mutex_lock(&w->fs->lock);
+		if (w->fs->jflight.active && w->fs->jflight.home)
+			w->saw_checkpoint = true;
+		pthread_mutex_unlock(&w->fs->lock);
+	}
+	return NULL;
+}
+
+/* fsync's commit (cfs_journal_sync) that leaves the log no room for another transaction
+ * checkpoints in its own flight, fs->lock let go: other threads go on meanwhile, and after it
+ * the blocks are in place and the log is empty. */
+Test(journal, a_sync_that_fills_the_log_checkpoints_with_the_lock_let_go)
+{
+	struct cfs_fs *fs = fs_small_journal();
+	uint64_t ino[40];
+	struct flight_watch w = {.fs = fs};
+	pthread_mutex_lock(&fs->lock);
+	pthread_t t;
+	cr_assert_eq(pthread_create(&t, NULL, watch_flight, &w), 0); /* waits for fs->lock */
+	for (int round = 0; round < 3; round++) {
+		for (int i = 0; i < 40; i++)
+			ino[i] = fs_new_inode(fs, S_IFREG | 0600)->ino;
+		uint64_t anchors = fs->stats.anchors;
+		cr_assert_eq(cfs_journal_sync(fs), 0);
+		cr_assert_eq(fs->stats.anchors, anchors + 1, "round %d", round);
+		cr_assert_eq(fs->nunhome, 0, "round %d: blocks still wait for a checkpoint", round);
+		for (int i = 0; i < 40; i++)
+			cr_assert(home(fs, ino[i]), "round %d inode %d", round, i);
+	}
+	__atomic_store_n(&w.stop, true, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&fs->lock);
+	pthread_join(t, NULL);
+	cr_assert(w.saw_checkpoint, "the checkpoint held fs->lock throughout");
 	struct cfs_jlog log;
 	cr_assert_eq(cfs_journal_read(fs->vol, &fs->sb, 0, &log), 0);
 	cr_assert_eq(log.ntxn, 0, "nothing left to replay");
