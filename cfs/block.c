@@ -482,14 +482,12 @@ void cfs_bcache_committed(struct cfs_fs *fs)
 	fs->txn.n = 0;
 }
 
-void cfs_bcache_homed_blocks(struct cfs_fs *fs, const uint64_t *blknos, uint32_t n)
+void cfs_bcache_homed_block(struct cfs_fs *fs, uint64_t blkno)
 {
-	for (uint32_t i = 0; i < n; i++) {
-		struct cfs_buf *b = lookup(fs, blknos[i]);
-		if (b && b->unhome && !b->dirty) {
-			unhome_remove(fs, b);
-			lru_push(fs, b);
-		}
+	struct cfs_buf *b = lookup(fs, blkno);
+	if (b && b->unhome && !b->dirty) {
+		unhome_remove(fs, b);
+		lru_push(fs, b);
 	}
 }
 

@@ -78,29 +78,21 @@ static const char *fixed(struct fsck *k)
 }
 
 /* ---- the bitmap of blocks in use, as the walk finds them ---- */
-static bool mark(struct fsck *k, uint64_t blk, uint64_t len, uint64_t owner, const char *what)
+static bool mark(struct fsck *k, uint64_t blk, uint32_t len, uint64_t owner, const char *what)
 {
 	const struct cfs_dsuper *sb = &k->fs->sb;
 	if (blk < sb->ag_start || blk + len > sb->total_blocks || blk + len < blk) {
-		say(k, true, "inode %" PRIu64 ": %s at blocks %" PRIu64 "+%" PRIu64
+		say(k, true, "inode %" PRIu64 ": %s at blocks %" PRIu64 "+%" PRIu32
 			     " lies outside the filesystem", owner, what, blk, len);
 		return false;
 	}
-	for (uint64_t at = blk, end = blk + len; at < end;) {
-		uint32_t n = end - at > UINT32_MAX ? UINT32_MAX : (uint32_t)(end - at);
-		uint32_t unused = cfs_bits_run(k->used, at, n, false);
-		if (unused < n) {
-			say(k, true, "inode %" PRIu64 ": %s block %" PRIu64
-				     " is also used by another object", owner, what, at + unused);
-			return false;
-		}
-		at += n;
+	uint32_t unused = cfs_bits_run(k->used, blk, len, false);
+	if (unused < len) {
+		say(k, true, "inode %" PRIu64 ": %s block %" PRIu64
+			     " is also used by another object", owner, what, blk + unused);
+		return false;
 	}
-	for (uint64_t at = blk, end = blk + len; at < end;) {
-		uint32_t n = end - at > UINT32_MAX ? UINT32_MAX : (uint32_t)(end - at);
-		cfs_bits_set(k->used, at, n, true);
-		at += n;
-	}
+	cfs_bits_set(k->used, blk, len, true);
 	return true;
 }
 

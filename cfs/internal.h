@@ -55,9 +55,9 @@ int cfs_bnew(struct cfs_fs *fs, uint64_t blkno, uint16_t type, uint64_t owner,
 void cfs_bdirty(struct cfs_fs *fs, struct cfs_buf *b);
 /* Forget a cached block (freed), dirty or not. */
 void cfs_bforget(struct cfs_fs *fs, uint64_t blkno);
-/* Blocks whose committed images a checkpoint wrote in place leave the checkpoint's list,
- * unless a transaction changed them since (their new image goes at the next one). */
-void cfs_bcache_homed_blocks(struct cfs_fs *fs, const uint64_t *blknos, uint32_t n);
+/* A block whose committed image a checkpoint wrote in place leaves the checkpoint's list,
+ * unless a transaction changed it since (its new image goes at the next one). */
+void cfs_bcache_homed_block(struct cfs_fs *fs, uint64_t blkno);
 /* The same for every block of n extents (one walk of the cache for many blocks). */
 void cfs_bforget_extents(struct cfs_fs *fs, const struct cfs_dextent *e, uint32_t n);
 /* Drop every clean block (the glock is going; nothing is dirty after the commit). */

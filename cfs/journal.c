@@ -388,34 +388,9 @@ static void home_written(void *arg, int64_t result)
 		*err = (int)result;
 }
 
-/* Blocks to write in place: the cache's, or copies of their committed images. */
-struct home_blocks {
-	uint32_t n;
-	uint64_t *blknos;
-	const uint8_t **data;
-};
-
-static void home_blocks_free(struct home_blocks *v)
-{
-	free(v->blknos);
-	free(v->data);
-	v->blknos = NULL;
-	v->data = NULL;
-}
-
-static int home_blocks_alloc(struct home_blocks *v, uint32_t n)
-{
-	v->n = n;
-	v->blknos = malloc((n ? n : 1) * sizeof *v->blknos);
-	v->data = malloc((n ? n : 1) * sizeof *v->data);
-	if (v->blknos && v->data)
-		return 0;
-	home_blocks_free(v);
-	return -ENOMEM;
-}
-
-/* Write them all, all in flight at once, on vol. */
-static int write_home(struct cfs_fs *fs, struct cvm_volume *vol, const struct home_blocks *v)
+/* The n block images in place (each header says where), all in flight at once, on vol. */
+static int write_home(struct cfs_fs *fs, struct cvm_volume *vol, const uint8_t *const *image,
+		      uint32_t n)
 {
 	if (fs->home_aio_vol != vol) { /* grown: the old context is of the old volume */
 		cvm_aio_destroy(fs->home_aio);
@@ -423,10 +398,11 @@ static int write_home(struct cfs_fs *fs, struct cvm_volume *vol, const struct ho
 		fs->home_aio_vol = vol;
 	}
 	int err = fs->home_aio ? 0 : cvm_aio_create(vol, HOME_DEPTH, &fs->home_aio);
-	for (uint32_t i = 0; !err && (i < v->n || cvm_aio_inflight(fs->home_aio));) {
-		while (!err && i < v->n) {
-			int rc = cvm_aio_submit(fs->home_aio, CVM_WRITE, (void *)v->data[i], fs->bs,
-						v->blknos[i] * fs->bs, home_written, &err);
+	for (uint32_t i = 0; !err && (i < n || cvm_aio_inflight(fs->home_aio));) {
+		while (!err && i < n) {
+			uint64_t at = ((const struct cfs_bhdr *)image[i])->blkno * fs->bs;
+			int rc = cvm_aio_submit(fs->home_aio, CVM_WRITE, (void *)image[i], fs->bs, at,
+						home_written, &err);
 			if (rc == -EAGAIN)
 				break;
 			if (rc)
@@ -451,15 +427,13 @@ int cfs_journal_home(struct cfs_fs *fs)
 		return -EINVAL;
 	}
 	uint32_t homed = fs->nunhome;
-	struct home_blocks v;
-	if (home_blocks_alloc(&v, homed))
+	const uint8_t **image = malloc((homed ? homed : 1) * sizeof *image);
+	if (!image)
 		return -ENOMEM;
-	for (uint32_t i = 0; i < homed; i++) {
-		v.blknos[i] = fs->unhome[i]->blkno;
-		v.data[i] = fs->unhome[i]->data;
-	}
-	int rc = write_home(fs, fs->vol, &v);
-	home_blocks_free(&v);
+	for (uint32_t i = 0; i < homed; i++)
+		image[i] = fs->unhome[i]->data;
+	int rc = write_home(fs, fs->vol, image, homed);
+	free(image);
 	if (!rc)
 		rc = cvm_volume_flush(fs->vol);
 	if (rc)
@@ -475,8 +449,9 @@ int cfs_journal_home(struct cfs_fs *fs)
  * one may change the blocks meanwhile; then the anchor that empties the log.  No other
  * transaction closes before it is reaped. */
 struct cfs_jhome {
-	struct home_blocks blocks;
-	uint8_t *images;
+	uint32_t n;
+	const uint8_t **image; /* into copies */
+	uint8_t *copies;
 	struct cfs_dsuper sb; /* as it was: a grow may change fs->sb meanwhile */
 	uint64_t anchor_seq;
 	uint32_t log_id;
@@ -485,8 +460,8 @@ struct cfs_jhome {
 static void home_free(struct cfs_jhome *h)
 {
 	if (h) {
-		home_blocks_free(&h->blocks);
-		free(h->images);
+		free(h->image);
+		free(h->copies);
 		free(h);
 	}
 }
@@ -496,17 +471,17 @@ static struct cfs_jhome *home_copy(struct cfs_fs *fs)
 {
 	struct cfs_jhome *h = calloc(1, sizeof *h);
 	uint32_t n = fs->nunhome, bs = fs->bs;
-	if (!h || home_blocks_alloc(&h->blocks, n) ||
-	    posix_memalign((void **)&h->images, 4096, (size_t)(n ? n : 1) * bs)) {
+	if (!h || !(h->image = malloc((n ? n : 1) * sizeof *h->image)) ||
+	    posix_memalign((void **)&h->copies, 4096, (size_t)(n ? n : 1) * bs)) {
 		home_free(h);
 		return NULL;
 	}
 	for (uint32_t i = 0; i < n; i++) {
-		uint8_t *image = h->images + (size_t)i * bs;
-		memcpy(image, fs->unhome[i]->data, bs);
-		h->blocks.blknos[i] = fs->unhome[i]->blkno;
-		h->blocks.data[i] = image;
+		uint8_t *copy = h->copies + (size_t)i * bs;
+		memcpy(copy, fs->unhome[i]->data, bs);
+		h->image[i] = copy;
 	}
+	h->n = n;
 	h->sb = fs->sb;
 	h->anchor_seq = fs->jseq;
 	h->log_id = new_log_id();
@@ -516,7 +491,7 @@ static struct cfs_jhome *home_copy(struct cfs_fs *fs)
 /* In flight, after the commit's record: the copies in place, then the anchor. */
 static int home_write(struct cfs_fs *fs, struct cvm_volume *vol, const struct cfs_jhome *h)
 {
-	int rc = write_home(fs, vol, &h->blocks);
+	int rc = write_home(fs, vol, h->image, h->n);
 	if (!rc)
 		rc = cvm_volume_flush(vol);
 	if (!rc)
@@ -536,8 +511,9 @@ static void anchored(struct cfs_fs *fs, uint32_t log_id)
 /* Reaped, fs->lock held: the blocks written leave the checkpoint's list, the log is empty. */
 static void home_reap(struct cfs_fs *fs, struct cfs_jhome *h)
 {
-	cfs_bcache_homed_blocks(fs, h->blocks.blknos, h->blocks.n);
-	fs->stats.home_blocks += h->blocks.n;
+	for (uint32_t i = 0; i < h->n; i++)
+		cfs_bcache_homed_block(fs, ((const struct cfs_bhdr *)h->image[i])->blkno);
+	fs->stats.home_blocks += h->n;
 	anchored(fs, h->log_id);
 }
 
@@ -732,15 +708,14 @@ static void reap_flight(struct cfs_fs *fs)
 	struct cfs_jhome *home = f->home;
 	f->active = false;
 	f->home = NULL;
+	if (!f->rc && home)
+		home_reap(fs, home);
+	home_free(home);
 	if (f->rc) {
-		home_free(home);
 		commit_failed(fs, home ? "commit and checkpoint" : "commit", f->seq, f->rc);
 		return;
 	}
 	fs->jdurable = f->seq;
-	if (home)
-		home_reap(fs, home);
-	home_free(home);
 	if (!f->nfrees)
 		return;
 	fs->npending -= f->nfrees;

@@ -87,7 +87,8 @@ Test(block, a_block_changed_while_its_checkpoint_flew_waits_for_the_next)
 	cr_assert(b[0]->unhome && b[1]->unhome);
 	b[1]->data[100] ^= 1; /* the running transaction changes it */
 	cfs_bdirty(fs, b[1]);
-	cfs_bcache_homed_blocks(fs, blk, 2);
+	for (int i = 0; i < 2; i++)
+		cfs_bcache_homed_block(fs, blk[i]);
 	cr_assert_not(b[0]->unhome, "a block written in place still waits");
 	cr_assert(b[1]->unhome, "a block changed since its image was copied left the list");
 	pthread_mutex_unlock(&fs->lock);

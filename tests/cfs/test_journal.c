@@ -258,22 +258,27 @@ Test(journal, a_log_with_no_room_for_another_transaction_is_checkpointed_and_rep
 	fs_done(fs); /* the inode is in no directory: fsck would say so */
 }
 
+/* 40 new inodes in one transaction, committed by commit (fs->lock held): more than half of
+ * the small journal's 63 log blocks, so no transaction of the largest size fits behind it and
+ * the log is checkpointed: a new anchor, every inode in place. */
+static void checkpointing_round(struct cfs_fs *fs, int round, int (*commit)(struct cfs_fs *))
+{
+	uint64_t ino[40];
+	for (int i = 0; i < 40; i++)
+		ino[i] = fs_new_inode(fs, S_IFREG | 0600)->ino;
+	uint64_t anchors = fs->stats.anchors;
+	cr_assert_eq(commit(fs), 0);
+	cr_assert_eq(fs->stats.anchors, anchors + 1, "round %d", round);
+	for (int i = 0; i < 40; i++)
+		cr_assert(home(fs, ino[i]), "round %d inode %d", round, i);
+}
+
 Test(journal, a_commit_that_leaves_no_room_for_the_largest_transaction_is_checkpointed)
 {
 	struct cfs_fs *fs = fs_small_journal();
-	/* 40 new inodes in one transaction: more than half of the journal's 63 log blocks, so
-	 * no transaction of the largest size fits behind it. */
-	uint64_t ino[40];
 	pthread_mutex_lock(&fs->lock);
-	for (int round = 0; round < 2; round++) {
-		for (int i = 0; i < 40; i++)
-			ino[i] = fs_new_inode(fs, S_IFREG | 0600)->ino;
-		uint64_t anchors = fs->stats.anchors;
-		cr_assert_eq(cfs_journal_commit(fs), 0);
-		cr_assert_eq(fs->stats.anchors, anchors + 1, "round %d", round);
-		for (int i = 0; i < 40; i++)
-			cr_assert(home(fs, ino[i]), "round %d inode %d", round, i);
-	}
+	for (int round = 0; round < 2; round++)
+		checkpointing_round(fs, round, cfs_journal_commit);
 	pthread_mutex_unlock(&fs->lock);
 	struct cfs_jlog log;
 	cr_assert_eq(cfs_journal_read(fs->vol, &fs->sb, 0, &log), 0);
@@ -306,20 +311,13 @@ static void *watch_flight(void *arg)
 Test(journal, a_sync_that_fills_the_log_checkpoints_with_the_lock_let_go)
 {
 	struct cfs_fs *fs = fs_small_journal();
-	uint64_t ino[40];
 	struct flight_watch w = {.fs = fs};
 	pthread_mutex_lock(&fs->lock);
 	pthread_t t;
 	cr_assert_eq(pthread_create(&t, NULL, watch_flight, &w), 0); /* waits for fs->lock */
 	for (int round = 0; round < 3; round++) {
-		for (int i = 0; i < 40; i++)
-			ino[i] = fs_new_inode(fs, S_IFREG | 0600)->ino;
-		uint64_t anchors = fs->stats.anchors;
-		cr_assert_eq(cfs_journal_sync(fs), 0);
-		cr_assert_eq(fs->stats.anchors, anchors + 1, "round %d", round);
+		checkpointing_round(fs, round, cfs_journal_sync);
 		cr_assert_eq(fs->nunhome, 0, "round %d: blocks still wait for a checkpoint", round);
-		for (int i = 0; i < 40; i++)
-			cr_assert(home(fs, ino[i]), "round %d inode %d", round, i);
 	}
 	__atomic_store_n(&w.stop, true, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&fs->lock);
