@@ -235,6 +235,10 @@ int64_t cfs_read(struct cfs_fs *fs, uint64_t ino, void *buf, uint64_t size, uint
 #define CFS_W_CACHED 8u
 int64_t cfs_write(struct cfs_fs *fs, uint64_t ino, const void *buf, uint64_t size,
 		  uint64_t off, unsigned flags, const struct cfs_cred *cr);
+/* O_APPEND: cfs_write at the end of the file as it is when the write takes the inode (EX on a
+ * cluster), said in *at; two appends, on this node or two, never land on one end. */
+int64_t cfs_append(struct cfs_fs *fs, uint64_t ino, const void *buf, uint64_t size,
+		   unsigned flags, const struct cfs_cred *cr, uint64_t *at);
 int cfs_fallocate(struct cfs_fs *fs, uint64_t ino, int mode, uint64_t off, uint64_t len,
 		  const struct cfs_cred *cr);
 int cfs_fsync(struct cfs_fs *fs, uint64_t ino);

@@ -485,8 +485,11 @@ static int write_finish(struct cfs_fs *fs, struct cfs_inode *ip, const struct pl
 	return rc;
 }
 
-int64_t cfs_write(struct cfs_fs *fs, uint64_t ino, const void *buf, uint64_t size,
-		  uint64_t off, unsigned flags, const struct cfs_cred *cr)
+/* A write at off, or if append_at, at the end of the file as it is under the inode's glock EX
+ * and its I/O lock exclusive (said in *append_at). */
+static int64_t write_range(struct cfs_fs *fs, uint64_t ino, const void *buf, uint64_t size,
+			   uint64_t off, unsigned flags, const struct cfs_cred *cr,
+			   uint64_t *append_at)
 {
 	if (off + size < off || off + size > CFS_MAX_FILE_BYTES)
 		return -EFBIG;
@@ -499,11 +502,12 @@ int64_t cfs_write(struct cfs_fs *fs, uint64_t ino, const void *buf, uint64_t siz
 	if (size == 0)
 		return 0;
 	bool aligned = off % SECTOR == 0 && size % SECTOR == 0;
-	bool exclusive = false, shared_glock = false, held = false, commit = false;
+	bool exclusive = append_at != NULL; /* two appends here must not both see one end */
+	bool shared_glock = false, held = false, commit = false;
 	/* A direct write into written blocks may go under the glocks PR (shared_write.c); other
 	 * writes under the metadata glock PR and their inode's EX, allocating in a group they
 	 * reserve; the rest (no group to be had) under both EX. */
-	bool try_shared = aligned, try_inode_only = fs->cluster;
+	bool try_shared = aligned && !append_at, try_inode_only = fs->cluster;
 	unsigned fetches = 0; /* groups fetched for a reservation, each time to look again */
 	struct plan p = {0};
 	mode_t drop = 0;
@@ -518,6 +522,10 @@ int64_t cfs_write(struct cfs_fs *fs, uint64_t ino, const void *buf, uint64_t siz
 		rc = open_inode_locked_as(fs, ino, try_inode_only ? CFSLOCK_PR : CFSLOCK_EX, imode,
 					  &ip);
 		held = !rc;
+		if (!rc && append_at) {
+			off = *append_at = ip->d.size;
+			rc = off + size > CFS_MAX_FILE_BYTES ? -EFBIG : 0;
+		}
 		if (!rc && !(flags & CFS_W_CACHED))
 			rc = cfs_iflags_may_write(ip, off);
 		if (!rc)
@@ -603,6 +611,19 @@ int64_t cfs_write(struct cfs_fs *fs, uint64_t ino, const void *buf, uint64_t siz
 	__atomic_add_fetch(&fs->stats.writes, 1, __ATOMIC_RELAXED);
 	__atomic_add_fetch(&fs->stats.write_bytes, size, __ATOMIC_RELAXED);
 	return (int64_t)size;
+}
+
+int64_t cfs_write(struct cfs_fs *fs, uint64_t ino, const void *buf, uint64_t size,
+		  uint64_t off, unsigned flags, const struct cfs_cred *cr)
+{
+	return write_range(fs, ino, buf, size, off, flags, cr, NULL);
+}
+
+int64_t cfs_append(struct cfs_fs *fs, uint64_t ino, const void *buf, uint64_t size,
+		   unsigned flags, const struct cfs_cred *cr, uint64_t *at)
+{
+	*at = 0;
+	return write_range(fs, ino, buf, size, 0, flags, cr, at);
 }
 
 /* lseek's SEEK_DATA (hole false) and SEEK_HOLE from off < size: data is written blocks;

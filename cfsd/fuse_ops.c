@@ -424,7 +424,14 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 	/* Dirty pages the kernel writes back, through whichever open file: their write(2) has
 	 * returned, its set-ID bits were dropped then, and an O_SYNC one's fsync follows. */
 	unsigned w = fi->writepage ? CFS_W_CACHED : write_mode(flags);
-	int64_t n = cfs_write(d->fs, ino, buf, size, (uint64_t)off, w, fi->writepage ? NULL : &c);
+	/* O_APPEND without a write-back cache is ours (libfuse's open(2) notes): the kernel
+	 * puts the write at the size it cached, which another node's append may have passed
+	 * since.  Its pages of where it thought the write went are dropped after the answer.
+	 * The request carries the file's flags as they are now (fcntl F_SETFL included). */
+	bool append = (fi->flags & O_APPEND) && !fi->writepage && !d->writeback;
+	uint64_t at = (uint64_t)off;
+	int64_t n = append ? cfs_append(d->fs, ino, buf, size, w, &c, &at)
+			   : cfs_write(d->fs, ino, buf, size, (uint64_t)off, w, fi->writepage ? NULL : &c);
 	if (who.asked) /* set-ID bits taken away: not to be shown, nor granted at an exec */
 		kernel_forget_attrs(d, ino);
 	if (n < 0) {
@@ -440,7 +447,9 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 	if (cached)
 		__atomic_add_fetch(&d->direct_writes_done, 1, __ATOMIC_RELEASE);
 	fuse_reply_write(req, (size_t)n);
-	if (cached)
+	if (cached || at != (uint64_t)off)
+		kernel_inval_range(d, ino, (off_t)at, n);
+	if (at != (uint64_t)off)
 		kernel_inval_range(d, ino, off, n);
 }
 

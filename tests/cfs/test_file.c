@@ -166,3 +166,117 @@ Test(file, an_allocating_direct_or_sync_append_survives_a_crash_right_after_it)
 	}
 	fs_done_fsck_clean(fs);
 }
+
+/* O_APPEND as cfsd does it without a write-back cache: at the end as it is, not where the
+ * caller thought it was.  Four threads append records to one file at once: the records tile
+ * the file, each whole.  Records of odd sizes (unaligned, some crossing blocks, some
+ * allocating), and of 512 bytes (sector-aligned: inside a written block they would go under
+ * the shared I/O lock of an overwrite). */
+#define APPENDS 200
+
+struct appender {
+	struct cfs_fs *fs;
+	uint64_t ino;
+	unsigned id;
+	size_t fixed; /* every record this long, or of odd sizes if 0 */
+	int64_t n[APPENDS];
+	uint64_t at[APPENDS];
+};
+
+static size_t record_len(const struct appender *a, unsigned i)
+{
+	return a->fixed ? a->fixed : 100 + (a->id * 977 + i * 131) % 2900;
+}
+
+static uint8_t record_byte(const struct appender *a, unsigned i)
+{
+	return (uint8_t)((a->id * APPENDS + i) % 251 + 1);
+}
+
+static void *append_records(void *arg)
+{
+	struct appender *a = arg;
+	uint8_t rec[3000];
+	for (unsigned i = 0; i < APPENDS; i++) {
+		memset(rec, record_byte(a, i), record_len(a, i));
+		a->n[i] = cfs_append(a->fs, a->ino, rec, record_len(a, i), 0, &root_cred, &a->at[i]);
+	}
+	return NULL;
+}
+
+static int by_at(const void *x, const void *y)
+{
+	uint64_t a = ((const uint64_t *)x)[0], b = ((const uint64_t *)y)[0];
+	return a < b ? -1 : a > b;
+}
+
+/* Four appenders of records `fixed` long (0: odd sizes) after `start` bytes. */
+static void appenders_tile_the_file(size_t fixed, uint64_t start)
+{
+	struct cfs_fs *fs = fs_fresh(2, 64);
+	struct stat st;
+	cr_assert_eq(cfs_mknod(fs, CFS_ROOT, "log", S_IFREG | 0644, 0, &root_cred, &st), 0);
+	cr_assert_eq(cfs_open(fs, st.st_ino, O_WRONLY | O_APPEND), 0);
+	static uint8_t head[4096];
+	cr_assert_eq(cfs_write(fs, st.st_ino, head, start, 0, 0, &root_cred), (int64_t)start);
+	static struct appender a[4];
+	pthread_t t[4];
+	for (unsigned k = 0; k < 4; k++) {
+		a[k] = (struct appender){.fs = fs, .ino = st.st_ino, .id = k, .fixed = fixed};
+		cr_assert_eq(pthread_create(&t[k], NULL, append_records, &a[k]), 0);
+	}
+	static uint64_t span[4 * APPENDS][2]; /* where each record went, and its length */
+	for (unsigned k = 0; k < 4; k++) {
+		pthread_join(t[k], NULL);
+		for (unsigned i = 0; i < APPENDS; i++) {
+			cr_assert_eq(a[k].n[i], (int64_t)record_len(&a[k], i),
+				     "thread %u append %u: %lld", k, i, (long long)a[k].n[i]);
+			span[k * APPENDS + i][0] = a[k].at[i];
+			span[k * APPENDS + i][1] = record_len(&a[k], i);
+		}
+	}
+	qsort(span, 4 * APPENDS, sizeof span[0], by_at);
+	uint64_t end = start;
+	for (unsigned r = 0; r < 4 * APPENDS; r++) {
+		cr_assert_eq(span[r][0], end, "a record at %llu, the one before ended at %llu",
+			     (unsigned long long)span[r][0], (unsigned long long)end);
+		end += span[r][1];
+	}
+	cr_assert_eq(cfs_getattr(fs, st.st_ino, &st), 0);
+	cr_assert_eq((uint64_t)st.st_size, end);
+	uint8_t *back = malloc(end);
+	cr_assert_eq(cfs_read(fs, st.st_ino, back, end, 0), (int64_t)end);
+	for (unsigned k = 0; k < 4; k++)
+		for (unsigned i = 0; i < APPENDS; i++)
+			for (size_t j = 0; j < record_len(&a[k], i); j++)
+				cr_assert_eq(back[a[k].at[i] + j], record_byte(&a[k], i),
+					     "thread %u record %u at %llu: byte %zu", k, i,
+					     (unsigned long long)a[k].at[i], j);
+	free(back);
+	cfs_release(fs, st.st_ino);
+	fs_done_fsck_clean(fs);
+}
+
+Test(file, an_append_lands_at_the_end_as_it_is)
+{
+	struct cfs_fs *fs = fs_fresh(2, 64);
+	struct stat st;
+	cr_assert_eq(cfs_mknod(fs, CFS_ROOT, "log", S_IFREG | 0644, 0, &root_cred, &st), 0);
+	cr_assert_eq(cfs_open(fs, st.st_ino, O_WRONLY | O_APPEND), 0);
+	uint64_t at;
+	cr_assert_eq(cfs_write(fs, st.st_ino, "head", 4, 0, 0, &root_cred), 4);
+	cr_assert_eq(cfs_append(fs, st.st_ino, "x", 1, 0, &root_cred, &at), 1);
+	cr_assert_eq(at, 4, "the append went to %llu, not the end (4)", (unsigned long long)at);
+	cfs_release(fs, st.st_ino);
+	fs_done_fsck_clean(fs);
+}
+
+Test(file, appends_of_odd_sizes_at_once_land_one_after_another)
+{
+	appenders_tile_the_file(0, 5);
+}
+
+Test(file, sector_aligned_appends_at_once_land_one_after_another)
+{
+	appenders_tile_the_file(512, 512);
+}

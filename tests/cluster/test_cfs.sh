@@ -240,6 +240,21 @@ for n in 1 2 3; do
 	check "appends and a truncate by 3 nodes in turns, read on node $n" on $n cmp "$(M $n)/shared" "$T/expect"
 done
 
+# ---- O_APPEND through descriptors kept open on 3 nodes, in turns ----
+# Each node's kernel puts an append at the size it last saw, which the others' appends passed:
+# cfsd appends at the file's end as it is under the inode's glock (before, every turn after
+# the first overwrote the line before it).
+for n in 1 2 3; do
+	on $n timeout 150 python3 "$HERE/append_turns.py" "$(M $n)/appended" "$T/append.token" \
+		$((n - 1)) 3 60 &
+done
+wait
+python3 -c 'import sys; sys.stdout.writelines(f"{t % 3} {t}\n" for t in range(60))' >"$T/expect"
+for n in 1 2 3; do
+	check "60 appends in turns through descriptors kept open on 3 nodes, read on node $n" \
+		on $n cmp "$(M $n)/appended" "$T/expect"
+done
+
 # ---- coherence checker: all nodes at once ----
 on 1 mkdir "$(M 1)/coh"
 # Per node.  make check runs 3 x 1,200 (about 4 minutes under ASan, with one glock for the
