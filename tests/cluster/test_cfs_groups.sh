@@ -6,7 +6,8 @@
 # nodes whose slots share the one group take turns with it and never hand out a block twice
 # (every record reads back whole on a third node, fsck clean); df on every node counts every
 # node's allocations within a few seconds; a node that dies while appending leaves the others
-# working while it is recovered.
+# working while it is recovered; a node's new inodes go in no span of inodes whose files
+# another node is writing.
 . "$(dirname "$0")/cfs_lib.sh" "cfs allocation group glocks"
 C up 3 >/dev/null && ok "cluster of 3 nodes up" || { not_ok "cluster up"; finish; }
 # 4 LUNs of 40 MiB: 2 groups, slots 0 and 1 start in group 0 (126 MiB), slots 2 and 3 in
@@ -170,6 +171,35 @@ append 1 own1 10
 check "node 1 read and appended to its file meanwhile" verify 1 own1 1 1466
 check "and node 3's recovery was still pending then" recovering
 come_back 3
+# ---- a node's new inodes go in no span another node is changing files of ----
+# Node 1 makes a file in a directory of its own, and node 2 then writes that file over and
+# over: the glock of the span of node 1's inodes that holds it goes back and forth.  Node 1's
+# next files go past that span (stat shows an inode's block; a span is 64 blocks), or every
+# create of node 1 there would wait for node 2's writes, and theirs for its creates.
+on 1 mkdir "$(M 1)/spans"
+on 1 sh -c ": >'$(M 1)/spans/busy'"
+on 2 python3 -c "
+import os, time
+fd = os.open('$(M 2)/spans/busy', os.O_WRONLY)
+end = time.monotonic() + 4
+while time.monotonic() < end:
+    os.pwrite(fd, b'w' * 512, 0)
+    time.sleep(0.005)" &
+writer=$!
+sleep 1
+on 1 python3 -c "
+import os, time
+for i in range(30):
+    p = '$(M 1)/spans/f%d' % i
+    os.close(os.open(p, os.O_CREAT | os.O_WRONLY, 0o644))
+    print(os.stat(p).st_ino)
+    time.sleep(0.03)" >"$T/spans.ino"
+wait $writer
+busy=$(on 1 stat -c %i "$(M 1)/spans/busy")
+in_busy=$(awk -v s=$((busy / 64)) 'int($1 / 64) == s' "$T/spans.ino" | wc -l)
+check "node 1's 30 new files went past the span node 2 writes a file of (in it: $in_busy)" \
+	test "$(wc -l <"$T/spans.ino")" = 30 -a "$in_busy" = 0
+
 for n in 1 2 3; do check "unmount on node $n" umount_on $n; done
 fsck_clean "after the appends"
 no_damage_logged
