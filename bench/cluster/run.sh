@@ -10,7 +10,8 @@
 #      on one local mount; then lstat of every name of one directory of it by path, twice,
 #      on node 2, and on node 3 remounted with namecache, vs on the local mount (names and
 #      attributes the kernel keeps)
-#   4. two nodes appending to one file in turns: hand-offs per second, p50 (target <= 1 ms)
+#   4. two nodes appending to one file in turns: hand-offs per second, p50 (target <= 1 ms);
+#      node 1's creates in its own directory meanwhile vs alone
 #   5. 4 KiB random direct writes (randio, QD 8) into one written file from 2 dboptimized
 #      nodes at once vs from one of them alone: IOPS ratio and lock messages per write
 #   6. uncontended flock lock+unlock pairs per second on one node (target >= 5000), and on 2
@@ -134,6 +135,29 @@ wait
 m1=$(( $(messages 1) + $(messages 2) ))
 pp_msgs=$(python3 -c "print(f'{($m1 - $m0) / $turns:.1f}')")
 
+# Node 1's own work while it takes turns at a file with node 2: creates, stats and unlinks in
+# its own directory for 3 s, alone and during a ping-pong on a file node 1 made just before
+# (among node 1's inodes; nothing else is shared).
+churn_rate() { on 1 python3 - "$(M 1)/own1" <<'PY'
+import os, sys, time
+d, n, t0 = sys.argv[1], 0, time.time()
+while time.time() < t0 + 3:
+    p = f"{d}/r{n % 50}"
+    os.close(os.open(p, os.O_CREAT | os.O_WRONLY, 0o644))
+    os.stat(p)
+    os.unlink(p)
+    n += 1
+print(int(n / (time.time() - t0)))
+PY
+}
+busy_alone=$(churn_rate)
+on 1 bash -c ": >'$(M 1)/pp2'"
+on 2 timeout 6 python3 "$here/pingpong.py" "$(M 2)/pp2" 1 1000000 >/dev/null &
+on 1 timeout 6 python3 "$here/pingpong.py" "$(M 1)/pp2" 0 1000000 >/dev/null &
+sleep 1
+busy_during=$(churn_rate)
+wait || true
+
 # Changes of one file each for 3 s: overwrites, appends (in the node's own group), chmods.
 own_file_calls() { # node kind -> calls per second
 	on "$1" python3 - "$(M "$1")/own-file$1" "$2" <<'PY'
@@ -200,6 +224,7 @@ echo "lstat of every name of dir1 by its path, second pass (the kernel's caches)
 echo "  one local mount: $local_stats/s; after node 1's untar, node 2: $cl_stats/s ($(ratio "$cl_stats" "$local_stats")x),"
 echo "  node 3 with namecache: $nc_stats/s ($(ratio "$nc_stats" "$local_stats")x)"
 echo "two nodes appending in turns: $pp (target p50 <= 1 ms); lock messages per hand-off: $pp_msgs"
+echo "  node 1's create+stat+unlink in its own directory meanwhile: $busy_during/s, alone $busy_alone/s ($(ratio "$busy_during" "$busy_alone")x)"
 echo "each of 2 nodes changing its own file (node 1 alone, then both at once):"
 echo "  4 KiB overwrites: $own_writes"
 echo "  4 KiB appends:    $own_appends"
