@@ -34,16 +34,22 @@ now() { date +%s.%N; }
 secs() { python3 -c "print(f'{$2 - $1:.2f}')"; }
 ratio() { python3 -c "print(f'{$1 / $2:.2f}')"; }
 messages() { status_field "$1" lock_messages; } # node -> lock messages its mount sent
-# churn DIR N: create, stat and unlink N files.
-churn() { python3 - "$1" "$2" <<'EOF'
-import os, sys
+# churn DIR N [SECONDS]: create, stat and unlink N files; or as many as SECONDS allow, and
+# print how many a second.
+churn() { python3 - "$@" <<'EOF'
+import os, sys, time
 d, n = sys.argv[1], int(sys.argv[2])
+end = time.time() + float(sys.argv[3]) if len(sys.argv) > 3 else None
 os.makedirs(d, exist_ok=True)
-for i in range(n):
+i, t0 = 0, time.time()
+while (time.time() < end) if end else i < n:
     p = f"{d}/f{i}"
     os.close(os.open(p, os.O_CREAT | os.O_WRONLY, 0o644))
     os.stat(p)
     os.unlink(p)
+    i += 1
+if end:
+    print(int(i / (time.time() - t0)))
 EOF
 }
 
@@ -138,18 +144,7 @@ pp_msgs=$(python3 -c "print(f'{($m1 - $m0) / $turns:.1f}')")
 # Node 1's own work while it takes turns at a file with node 2: creates, stats and unlinks in
 # its own directory for 3 s, alone and during a ping-pong on a file node 1 made just before
 # (among node 1's inodes; nothing else is shared).
-churn_rate() { on 1 python3 - "$(M 1)/own1" <<'PY'
-import os, sys, time
-d, n, t0 = sys.argv[1], 0, time.time()
-while time.time() < t0 + 3:
-    p = f"{d}/r{n % 50}"
-    os.close(os.open(p, os.O_CREAT | os.O_WRONLY, 0o644))
-    os.stat(p)
-    os.unlink(p)
-    n += 1
-print(int(n / (time.time() - t0)))
-PY
-}
+churn_rate() { on 1 bash -c "$(declare -f churn); churn '$(M 1)/own1' 0 3"; }
 busy_alone=$(churn_rate)
 on 1 bash -c ": >'$(M 1)/pp2'"
 on 2 timeout 6 python3 "$here/pingpong.py" "$(M 2)/pp2" 1 1000000 >/dev/null &
