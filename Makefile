@@ -163,11 +163,13 @@ bench: all $(BUILD)/bench/lockbench $(BUILD)/bench/odmbench $(BUILD)/tests/odm/o
 	bench/cluster/run.sh $(BUILD)
 	bench/cluster/recovery.sh $(BUILD)
 	bench/cluster/walk.sh $(BUILD)
+	bench/cluster/span.sh $(BUILD)
 
 bench-cluster: all $(BUILD)/tests/odm/odm_crash # recovery.sh runs test_cfs_odm_failover.sh
 	bench/cluster/run.sh $(BUILD)
 	bench/cluster/recovery.sh $(BUILD)
 	bench/cluster/walk.sh $(BUILD)
+	bench/cluster/span.sh $(BUILD)
 
 bench-cfs: all
 	bench/cfs/run.sh $(BUILD)

@@ -21,3 +21,23 @@ status_field() { # node field -> that field of `cfs status --json` on the node's
 	on "$1" "$bin/cfs" status --json "$(M "$1")" |
 		python3 -c "import json,sys; print(json.load(sys.stdin)['$2'])"
 }
+ratio() { python3 -c "print(f'{$1 / $2:.2f}')"; }
+
+# churn DIR N [SECONDS]: create, stat and unlink N files; or as many as SECONDS allow, and
+# print how many a second.
+churn() { python3 - "$@" <<'EOF'
+import os, sys, time
+d, n = sys.argv[1], int(sys.argv[2])
+end = time.time() + float(sys.argv[3]) if len(sys.argv) > 3 else None
+os.makedirs(d, exist_ok=True)
+i, t0 = 0, time.time()
+while (time.time() < end) if end else i < n:
+    p = f"{d}/f{i}"
+    os.close(os.open(p, os.O_CREAT | os.O_WRONLY, 0o644))
+    os.stat(p)
+    os.unlink(p)
+    i += 1
+if end:
+    print(int(i / (time.time() - t0)))
+EOF
+}

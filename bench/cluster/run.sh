@@ -32,27 +32,7 @@ ntree=${BENCH_TREE:-50000}
 turns=${BENCH_TURNS:-1000}
 now() { date +%s.%N; }
 secs() { python3 -c "print(f'{$2 - $1:.2f}')"; }
-ratio() { python3 -c "print(f'{$1 / $2:.2f}')"; }
 messages() { status_field "$1" lock_messages; } # node -> lock messages its mount sent
-# churn DIR N [SECONDS]: create, stat and unlink N files; or as many as SECONDS allow, and
-# print how many a second.
-churn() { python3 - "$@" <<'EOF'
-import os, sys, time
-d, n = sys.argv[1], int(sys.argv[2])
-end = time.time() + float(sys.argv[3]) if len(sys.argv) > 3 else None
-os.makedirs(d, exist_ok=True)
-i, t0 = 0, time.time()
-while (time.time() < end) if end else i < n:
-    p = f"{d}/f{i}"
-    os.close(os.open(p, os.O_CREAT | os.O_WRONLY, 0o644))
-    os.stat(p)
-    os.unlink(p)
-    i += 1
-if end:
-    print(int(i / (time.time() - t0)))
-EOF
-}
-
 # statwalk DIR: lstat of every name under DIR by its whole path (as programs that open and stat
 # by path do: each component is a name the kernel keeps or asks for), once to warm, then
 # timed: names a second.
