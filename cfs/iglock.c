@@ -316,6 +316,17 @@ bool cfs_iglock_contended(struct cfs_fs *fs, uint64_t blk)
 	return false;
 }
 
+bool cfs_iglock_away(struct cfs_fs *fs, uint64_t blk)
+{
+	if (cfs_iglock_contended(fs, blk))
+		return true;
+	uint64_t span = span_of(blk);
+	for (size_t i = 0; i < sizeof fs->contended / sizeof fs->contended[0]; i++)
+		if (fs->contended[i].ns && fs->contended[i].span == span)
+			return cfs_iglock_mode(fs, blk) < 0;
+	return false;
+}
+
 uint64_t cfs_iglock_grant_seq(struct cfs_fs *fs, uint64_t blk)
 {
 	if (!fs->cluster)

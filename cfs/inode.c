@@ -450,15 +450,15 @@ static uint64_t own_inode_goal(const struct cfs_fs *fs)
 	return (first_free | (CFS_IGLOCK_SPAN - 1)) + 1;
 }
 
-/* Not in a span whose files another node changed in the last second (cfs_iglock_contended):
- * the new inode would take that span's glock EX, and from then on this node's work on it
- * and the other node's on its file would wait for each other (a span's glock covers every
- * inode in it).  Past such spans, a few at most. */
+/* Not in a span whose files another node changes (cfs_iglock_away): the new inode would take
+ * that span's glock EX, and from then on this node's work on it and the other node's on its
+ * file would wait for each other (a span's glock covers every inode in it).  Past such spans,
+ * a few at most. */
 static uint64_t past_contended_spans(struct cfs_fs *fs, uint64_t goal)
 {
 	uint64_t blk;
 	for (unsigned tries = 0; tries < 16; tries++) {
-		if (cfs_alloc_peek(fs, goal, &blk) || !cfs_iglock_contended(fs, blk))
+		if (cfs_alloc_peek(fs, goal, &blk) || !cfs_iglock_away(fs, blk))
 			break;
 		goal = (blk | (CFS_IGLOCK_SPAN - 1)) + 1;
 	}
