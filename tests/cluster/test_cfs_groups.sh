@@ -186,7 +186,9 @@ while time.monotonic() < end:
     os.pwrite(fd, b'w' * 512, 0)
     time.sleep(0.005)" &
 writer=$!
-sleep 1
+# Node 2 has written it (node 1 gave the span up for that) before node 1 makes files: a
+# loaded machine may start node 2's writer late.
+on 1 timeout 60 sh -c "until [ \$(stat -c %s '$(M 1)/spans/busy') = 512 ]; do sleep 0.05; done"
 on 1 python3 -c "
 import os, time
 for i in range(30):
