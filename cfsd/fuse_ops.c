@@ -338,6 +338,11 @@ static int make_open(struct cfsd *d, fuse_ino_t parent, const char *name, mode_t
 		return rc;
 	}
 	int rc = cfs_mknod(d->fs, parent, name, (mode & 07777) | S_IFREG, 0, c, st);
+	/* Made by another node since the kernel looked the name up: without O_EXCL that open
+	 * must open what is there now, which the kernel does itself, with the permission checks
+	 * and O_TRUNC of an open, when told its lookup is stale (its open retries once). */
+	if (rc == -EEXIST && !(flags & O_EXCL))
+		return -ESTALE;
 	if (!rc && (rc = cfs_open(d->fs, st->st_ino, flags)))
 		cfs_forget(d->fs, st->st_ino, 1);
 	return rc;

@@ -158,6 +158,21 @@ refused() { ! "$@"; }
 check "a directory exchanged with one inside it is refused" refused xchg 1 "$(M 1)/race/P1" "$(M 1)/race/P1/X/V"
 check "node 2 finds the tree as made after the exchanges" on 2 test -d "$(M 2)/race/P1/X/V" -a -d "$(M 2)/race/P2/W/Y"
 
+# Opens with O_CREAT of one name on three nodes at the same moments: each kernel sends
+# CREATE once its lookup found nothing, and another node may make the file in between.
+# Without O_EXCL each open opens the file all the same (cfsd answers ESTALE, and the kernel's
+# open looks the name up afresh and opens what it finds); with O_EXCL each name is made once.
+on 1 mkdir "$(M 1)/opens" "$(M 1)/excl"
+at_time() { python3 -c 'import time; print(time.time() + 3)'; }
+start=$(at_time)
+opens() { on "$1" python3 "$HERE/open_create.py" "$(M "$1")/opens" 150 "$start"; }
+at_once "150 opens with O_CREAT (no O_EXCL) of the names the other nodes open at the same moments" opens
+start=$(at_time)
+made() { on "$1" python3 "$HERE/open_create.py" "$(M "$1")/excl" 150 "$start" excl; }
+at_once "150 opens with O_CREAT|O_EXCL of the names the other nodes open at the same moments" made
+made=$(tail -qn1 "$T"/made.[123] | awk '{ s += $2 } END { print s }')
+check "each of the 150 names was made by one node ($made made)" test "$made" = 150
+
 # Unnamed files (O_TMPFILE, on this node's orphan list until named): one named by linkat on
 # node 1 is read on node 2; one never named is freed at its close (fsck below finds no orphan
 # left).
