@@ -262,6 +262,12 @@ on 1 mkdir "$(M 1)/coh"
 ops=${COHERENCE_OPS:-1200}
 checker() { timeout 1800 "$HERE/cluster.sh" exec "$1" python3 "$HERE/coherence.py" "$(M "$1")/coh" "$1" 3 "$ops"; }
 at_once "coherence checker" checker
+# The same with every version written to a temporary name and renamed over the file (how
+# configuration files are replaced): a reader on another node opens either the old inode or
+# the new one, whole, never a missing name.
+on 1 mkdir "$(M 1)/replaced"
+replacer() { timeout 1800 "$HERE/cluster.sh" exec "$1" python3 "$HERE/coherence.py" "$(M "$1")/replaced" "$1" 3 600 --replace; }
+at_once "coherence checker, files replaced by renames" replacer
 
 # ---- a tree unpacked on node 1, checked on 2 and 3, removed on 3 ----
 src=/usr/share/doc
