@@ -280,14 +280,19 @@ static bool append_only(struct cfsd *d, fuse_ino_t ino)
 
 /* Which opens bypass the kernel's pages: all on dboptimized; files ODM clients hold (they
  * are written behind the kernel's back); O_DIRECT ones, unless the kernel has a write-back
- * cache, whose own O_DIRECT path writes out the dirty pages of the range before it. */
+ * cache, whose own O_DIRECT path writes out the dirty pages of the range before it.
+ * Without one, O_APPEND ones for writing too: a buffered write reaches cfsd in pieces cut
+ * at the page boundaries of where the kernel thinks it goes, cfsd puts each piece of an
+ * append at the end of the file as it is then (op_write), and another node's append could
+ * land between two pieces of one write(2).  A direct write comes whole (up to max_write). */
 static bool bypasses_pages(struct cfsd *d, fuse_ino_t ino, int flags)
 {
 	if (d->fs_dboptimized || odm_held(d->odm, ino))
 		return true;
+	bool writes = (flags & O_ACCMODE) != O_RDONLY;
 	if (!d->writeback)
-		return flags & O_DIRECT;
-	return (flags & O_ACCMODE) != O_RDONLY && append_only(d, ino);
+		return (flags & O_DIRECT) || (writes && (flags & O_APPEND));
+	return writes && append_only(d, ino);
 }
 
 static void set_open(struct cfsd *d, fuse_ino_t ino, struct fuse_file_info *fi)
