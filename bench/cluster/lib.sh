@@ -23,16 +23,18 @@ status_field() { # node field -> that field of `cfs status --json` on the node's
 }
 ratio() { python3 -c "print(f'{$1 / $2:.2f}')"; }
 
-# churn DIR N [SECONDS]: create, stat and unlink N files; or as many as SECONDS allow, and
-# print how many a second.
+# churn DIR N [SECONDS [PREFIX]]: create, stat and unlink N files (named PREFIX, if given,
+# and a number); or, if SECONDS is not empty, as many as SECONDS allow, and print how many a
+# second.
 churn() { python3 - "$@" <<'EOF'
 import os, sys, time
 d, n = sys.argv[1], int(sys.argv[2])
-end = time.time() + float(sys.argv[3]) if len(sys.argv) > 3 else None
+end = time.time() + float(sys.argv[3]) if sys.argv[3:4] not in ([], [""]) else None
+prefix = sys.argv[4] if len(sys.argv) > 4 else "f"
 os.makedirs(d, exist_ok=True)
 i, t0 = 0, time.time()
 while (time.time() < end) if end else i < n:
-    p = f"{d}/f{i}"
+    p = f"{d}/{prefix}{i}"
     os.close(os.open(p, os.O_CREAT | os.O_WRONLY, 0o644))
     os.stat(p)
     os.unlink(p)

@@ -5,7 +5,8 @@
 #      nodes at once, second pass (target 0); creates in each node's own directory, 3 nodes at
 #      once (target <= 1)
 #   2. create+stat+unlink of BENCH_FILES files: one node cluster=corosync vs cluster=local
-#      (target >= 0.5x); 3 nodes each in its own directory together vs one node
+#      (target >= 0.5x); 3 nodes each in its own directory together vs one node; 3 nodes in
+#      one directory they share (a tenth of the files each) vs one node
 #   3. untar of a BENCH_TREE-file tree on node 1, then read every file on node 2: time vs both
 #      on one local mount; then lstat of every name of one directory of it by path, twice,
 #      on node 2, and on node 3 remounted with namecache, vs on the local mount (names and
@@ -81,6 +82,14 @@ for n in 1 2 3; do on $n bash -c "$(declare -f churn); churn '$(M $n)/own$n' $nf
 wait
 t1=$(now)
 three_churn=$(secs "$t0" "$t1")
+# The same in one directory all three share: its glock goes from node to node at each name.
+nshared=$((nfiles / 10))
+on 1 mkdir "$(M 1)/shared_dir"
+t0=$(now)
+for n in 1 2 3; do on $n bash -c "$(declare -f churn); churn '$(M $n)/shared_dir' $nshared '' n$n" & done
+wait
+t1=$(now)
+shared_churn=$(secs "$t0" "$t1")
 
 # Creates in each node's own directory, all at once: messages per create.
 m0=$(( $(messages 1) + $(messages 2) + $(messages 3) ))
@@ -192,6 +201,7 @@ echo "create+stat+unlink of $nfiles files:"
 echo "  one node, cluster=local:    ${local_churn} s"
 echo "  one node, cluster=corosync: ${one_churn} s   rate vs local $(ratio "$local_churn" "$one_churn")x (target >= 0.5)"
 echo "  3 nodes at once, own dirs:  ${three_churn} s for 3x the work: $(ratio "$(python3 -c "print(3 * $one_churn)")" "$three_churn")x one node's rate"
+echo "  3 nodes at once, one dir:   ${shared_churn} s for 3 x $nshared files: $(ratio "$(python3 -c "print(3 * $nshared * $one_churn / $nfiles)")" "$shared_churn")x one node's rate"
 echo "untar of $ntree files, then read every file:"
 echo "  one local mount:            untar ${local_untar} s, read (remounted) ${local_read} s"
 echo "  untar on node 1, read on 2: untar ${cl_untar} s, read ${cl_read} s   ($(ratio "$local_untar" "$cl_untar")x and $(ratio "$local_read" "$cl_read")x local speed)"
