@@ -233,6 +233,11 @@ int64_t cfs_read(struct cfs_fs *fs, uint64_t ino, void *buf, uint64_t size, uint
 /* Pages a write-back cache sends: their write(2) was allowed when it was made, so inode
  * flags set since (chattr +a or +i) do not refuse them, and no set-ID bits go (cr NULL). */
 #define CFS_W_CACHED 8u
+/* The caller expects the rest of this write(2) in its next write (FUSE sends a buffered write
+ * that starts inside a page the kernel does not have as that page, then the rest): on a
+ * cluster the inode's glock stays here a few milliseconds for it, so that another node's
+ * write cannot land between the two. */
+#define CFS_W_MORE 16u
 int64_t cfs_write(struct cfs_fs *fs, uint64_t ino, const void *buf, uint64_t size,
 		  uint64_t off, unsigned flags, const struct cfs_cred *cr);
 /* O_APPEND: cfs_write at the end of the file as it is when the write takes the inode (EX on a

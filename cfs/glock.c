@@ -52,17 +52,22 @@ uint64_t cfs_now_ns(void)
 	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
 }
 
-/* Keep the grant a little longer (the metadata and group glocks)?  If so, the committer is
- * told when to look again. */
+/* Keep the grant a little longer (the metadata and group glocks in use, an inode glock whose
+ * write's rest is due)?  If so, the committer is told when to look again. */
 static bool still_held_for_use(struct cfs_fs *fs, const struct cfs_glock *gl)
 {
+	if (!fs->cluster)
+		return false;
 	uint64_t now = cfs_now_ns(), hold_end = gl->granted_ns + HOLD_NS;
-	uint64_t idle_at = gl->last_use_ns + IDLE_NS;
-	if (!fs->cluster || !gl->ops->min_hold || now >= hold_end || now >= idle_at)
+	uint64_t idle_at = gl->last_use_ns + IDLE_NS, until = 0;
+	if (gl->ops->min_hold && now < hold_end && now < idle_at)
+		until = hold_end < idle_at ? hold_end : idle_at;
+	if (gl->keep_until_ns > now && gl->keep_until_ns > until)
+		until = gl->keep_until_ns;
+	if (!until)
 		return false;
 	/* When the committer is to look again; it may be asleep for a second.  A later time
 	 * than the one it waits for is left to that look. */
-	uint64_t until = hold_end < idle_at ? hold_end : idle_at;
 	if (fs->hold_until_ns <= now || until < fs->hold_until_ns) {
 		fs->hold_until_ns = until;
 		cfs_committer_wake(fs);

@@ -357,6 +357,22 @@ void cfs_iglock_unhold(struct cfs_fs *fs, uint64_t blk)
 	put(fs, gl);
 }
 
+/* A few milliseconds: the rest of a write(2) follows the answer to its first part at once,
+ * unless its process lost the CPU in between. */
+#define KEEP_FOR_REST_NS 5000000ull
+
+void cfs_iglock_unhold_write(struct cfs_fs *fs, uint64_t blk, bool more)
+{
+	struct cfs_glock *gl = fs->cluster ? find(fs, span_of(blk)) : NULL;
+	if (gl && more) {
+		gl->keep_until_ns = cfs_now_ns() + KEEP_FOR_REST_NS;
+		gl->keep_for = blk;
+	} else if (gl && gl->keep_for == blk) {
+		gl->keep_until_ns = 0; /* the rest came */
+	}
+	cfs_iglock_unhold(fs, blk);
+}
+
 /* ---- giving up ---- */
 
 void cfs_iglock_wanted(struct cfs_fs *fs, struct cfs_glock *gl, bool wake)

@@ -453,6 +453,8 @@ struct cfs_glock {
 	uint64_t granted_ns; /* when the grant came (cfs_now_ns) */
 	uint64_t grant_seq;  /* fs->grants then */
 	uint64_t last_use_ns; /* when a holder last let go */
+	uint64_t keep_until_ns; /* not given up before, for the rest of a write (CFS_W_MORE) */
+	uint64_t keep_for;      /* the inode whose write that is */
 	uint32_t ag; /* a group glock's group (agglock.c) */
 	/* inode glocks (iglock.c) */
 	bool inode;
@@ -724,6 +726,8 @@ uint64_t cfs_iglock_grant_seq(struct cfs_fs *fs, uint64_t blk);
 /* Keep a granted inode glock across a stretch without fs->lock (data I/O). */
 int cfs_iglock_hold(struct cfs_fs *fs, uint64_t blk);
 void cfs_iglock_unhold(struct cfs_fs *fs, uint64_t blk);
+/* cfs_iglock_unhold after a write of inode blk; more: its rest comes next (CFS_W_MORE). */
+void cfs_iglock_unhold_write(struct cfs_fs *fs, uint64_t blk, bool more);
 /* Queue an inode glock another node wants for the committer, waking it if wake (any thread). */
 void cfs_iglock_wanted(struct cfs_fs *fs, struct cfs_glock *gl, bool wake);
 /* Act on queued wishes, and give up the oldest grants past the cache limit (fs->lock held). */

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <unistd.h>
 
 static struct cfsd *D(fuse_req_t req) { return fuse_req_userdata(req); }
 
@@ -424,6 +425,16 @@ static unsigned write_mode(int flags)
 	return w;
 }
 
+/* Does this buffered write look like the first part of a longer write(2)?  The kernel sends
+ * a write that starts inside a page it does not have up to date as that page alone, then
+ * the rest (fuse_fill_write_pages); a write that really ends there is taken for one too,
+ * which costs another node wanting the file at that moment a few milliseconds. */
+static bool rest_follows(off_t off, size_t size)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	return off % page != 0 && (off + (off_t)size) % page == 0;
+}
+
 static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
 		     struct fuse_file_info *fi)
 {
@@ -439,6 +450,8 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 	 * since.  Its pages of where it thought the write went are dropped after the answer.
 	 * The request carries the file's flags as they are now (fcntl F_SETFL included). */
 	bool append = (fi->flags & O_APPEND) && !fi->writepage && !d->writeback;
+	if (!fi->writepage && !(fi->fh & FH_DIRECT_IO) && rest_follows(off, size))
+		w |= CFS_W_MORE;
 	uint64_t at = (uint64_t)off;
 	int64_t n = append ? cfs_append(d->fs, ino, buf, size, w, &c, &at)
 			   : cfs_write(d->fs, ino, buf, size, (uint64_t)off, w, fi->writepage ? NULL : &c);
