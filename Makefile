@@ -153,17 +153,14 @@ $(BUILD)/bench/lockbench: bench/locks/lockbench.c $(LIBS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -o $@ $< $(LIBS) $(LDFLAGS_SAN) $(LDLIBS_LOCK)
 
-bench: all $(BUILD)/bench/lockbench $(BUILD)/bench/odmbench $(BUILD)/tests/odm/odm_crash
-	bench/cvm/run.sh $(BUILD)
-	bench/locks/run.sh $(BUILD)
-	bench/cfs/run.sh $(BUILD)
-	bench/cfs/bigfile.sh $(BUILD)
-	bench/odm/run.sh $(BUILD)
-	bench/odm/cluster.sh $(BUILD)
-	bench/cluster/run.sh $(BUILD)
-	bench/cluster/recovery.sh $(BUILD)
-	bench/cluster/walk.sh $(BUILD)
-	bench/cluster/span.sh $(BUILD)
+# One after another (not as prerequisites, which make -j would run at once): each measures
+# the machine alone.
+bench:
+	$(MAKE) bench-cvm
+	$(MAKE) bench-locks
+	$(MAKE) bench-cfs
+	$(MAKE) bench-odm
+	$(MAKE) bench-cluster
 
 bench-cluster: all $(BUILD)/tests/odm/odm_crash # recovery.sh runs test_cfs_odm_failover.sh
 	bench/cluster/run.sh $(BUILD)

@@ -306,25 +306,32 @@ void cfs_iglock_given_to_change(struct cfs_fs *fs, const struct cfs_glock *gl)
 	fs->contended[i].ns = cfs_now_ns();
 }
 
-bool cfs_iglock_contended(struct cfs_fs *fs, uint64_t blk)
+enum gift { NOT_GIVEN, GIVEN, GIVEN_RECENTLY };
+
+/* Did this node give the glock of blk's span to another node's change, among the last such
+ * gifts, and in the last second? */
+static enum gift given_to_change(struct cfs_fs *fs, uint64_t blk)
 {
 	uint64_t span = span_of(blk), now = cfs_now_ns();
+	enum gift g = NOT_GIVEN;
 	for (size_t i = 0; i < sizeof fs->contended / sizeof fs->contended[0]; i++)
-		if (fs->contended[i].ns && fs->contended[i].span == span &&
-		    now - fs->contended[i].ns < CONTENDED_NS)
-			return true;
-	return false;
+		if (fs->contended[i].ns && fs->contended[i].span == span) {
+			if (now - fs->contended[i].ns < CONTENDED_NS)
+				return GIVEN_RECENTLY;
+			g = GIVEN;
+		}
+	return g;
+}
+
+bool cfs_iglock_contended(struct cfs_fs *fs, uint64_t blk)
+{
+	return given_to_change(fs, blk) == GIVEN_RECENTLY;
 }
 
 bool cfs_iglock_away(struct cfs_fs *fs, uint64_t blk)
 {
-	if (cfs_iglock_contended(fs, blk))
-		return true;
-	uint64_t span = span_of(blk);
-	for (size_t i = 0; i < sizeof fs->contended / sizeof fs->contended[0]; i++)
-		if (fs->contended[i].ns && fs->contended[i].span == span)
-			return cfs_iglock_mode(fs, blk) < 0;
-	return false;
+	enum gift g = given_to_change(fs, blk);
+	return g == GIVEN_RECENTLY || (g == GIVEN && cfs_iglock_mode(fs, blk) < 0);
 }
 
 uint64_t cfs_iglock_grant_seq(struct cfs_fs *fs, uint64_t blk)
@@ -346,15 +353,17 @@ int cfs_iglock_hold(struct cfs_fs *fs, uint64_t blk)
 	return 0;
 }
 
-void cfs_iglock_unhold(struct cfs_fs *fs, uint64_t blk)
+static void unhold(struct cfs_fs *fs, struct cfs_glock *gl)
 {
-	if (!fs->cluster)
-		return;
-	struct cfs_glock *gl = find(fs, span_of(blk));
-	if (!gl)
-		return;
 	cfs_glock_unhold(fs, gl);
 	put(fs, gl);
+}
+
+void cfs_iglock_unhold(struct cfs_fs *fs, uint64_t blk)
+{
+	struct cfs_glock *gl = fs->cluster ? find(fs, span_of(blk)) : NULL;
+	if (gl)
+		unhold(fs, gl);
 }
 
 /* A few milliseconds: the rest of a write(2) follows the answer to its first part at once,
@@ -364,13 +373,15 @@ void cfs_iglock_unhold(struct cfs_fs *fs, uint64_t blk)
 void cfs_iglock_unhold_write(struct cfs_fs *fs, uint64_t blk, bool more)
 {
 	struct cfs_glock *gl = fs->cluster ? find(fs, span_of(blk)) : NULL;
-	if (gl && more) {
+	if (!gl)
+		return;
+	if (more) {
 		gl->keep_until_ns = cfs_now_ns() + KEEP_FOR_REST_NS;
 		gl->keep_for = blk;
-	} else if (gl && gl->keep_for == blk) {
+	} else if (gl->keep_for == blk) {
 		gl->keep_until_ns = 0; /* the rest came */
 	}
-	cfs_iglock_unhold(fs, blk);
+	unhold(fs, gl);
 }
 
 /* ---- giving up ---- */

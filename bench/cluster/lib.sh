@@ -43,3 +43,4 @@ if end:
     print(int(i / (time.time() - t0)))
 EOF
 }
+churn_on() { local n=$1; shift; on "$n" bash -c "$(declare -f churn); churn $(printf '%q ' "$@")"; }

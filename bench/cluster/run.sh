@@ -75,10 +75,10 @@ local_stats=$(statwalk "$dir/local/dir1")
 "$bin/mkfs.cfs" -p corosync -J 4 --force cb >/dev/null 2>&1
 for n in 1 2 3; do mkdir -p "$(M $n)"; on $n "$bin/cfs" mount cb "$(M $n)" -o "log=$dir/cfsd$n.log"; done
 
-t0=$(now); on 1 bash -c "$(declare -f churn); churn '$(M 1)/c' $nfiles"; t1=$(now)
+t0=$(now); churn_on 1 "$(M 1)/c" "$nfiles"; t1=$(now)
 one_churn=$(secs "$t0" "$t1")
 t0=$(now)
-for n in 1 2 3; do on $n bash -c "$(declare -f churn); churn '$(M $n)/own$n' $nfiles" & done
+for n in 1 2 3; do churn_on $n "$(M $n)/own$n" "$nfiles" & done
 wait
 t1=$(now)
 three_churn=$(secs "$t0" "$t1")
@@ -86,7 +86,7 @@ three_churn=$(secs "$t0" "$t1")
 nshared=$((nfiles / 10))
 on 1 mkdir "$(M 1)/shared_dir"
 t0=$(now)
-for n in 1 2 3; do on $n bash -c "$(declare -f churn); churn '$(M $n)/shared_dir' $nshared '' n$n" & done
+for n in 1 2 3; do churn_on $n "$(M $n)/shared_dir" "$nshared" '' n$n & done
 wait
 t1=$(now)
 shared_churn=$(secs "$t0" "$t1")
@@ -133,7 +133,7 @@ pp_msgs=$(python3 -c "print(f'{($m1 - $m0) / $turns:.1f}')")
 # Node 1's own work while it takes turns at a file with node 2: creates, stats and unlinks in
 # its own directory for 3 s, alone and during a ping-pong on a file node 1 made just before
 # (among node 1's inodes; nothing else is shared).
-churn_rate() { on 1 bash -c "$(declare -f churn); churn '$(M 1)/own1' 0 3"; }
+churn_rate() { churn_on 1 "$(M 1)/own1" 0 3; }
 busy_alone=$(churn_rate)
 on 1 bash -c ": >'$(M 1)/pp2'"
 on 2 timeout 6 python3 "$here/pingpong.py" "$(M 2)/pp2" 1 1000000 >/dev/null &

@@ -21,7 +21,7 @@ for n in 1 2 3; do mkdir -p "$(M $n)"; on $n "$bin/cfs" mount cs "$(M $n)" -o "l
 on 1 bash -c "mkdir '$(M 1)/own' '$(M 1)/pad' && for i in \$(seq $pad); do : >'$(M 1)/pad/'\$i; done && : >'$(M 1)/shared'"
 on 3 mkdir "$(M 3)/own3"
 
-rate() { on "$1" bash -c "$(declare -f churn); churn '$(M "$1")/$2' 0 $secs"; }
+rate() { churn_on "$1" "$(M "$1")/$2" 0 "$secs"; }
 # during NODE DIR: NODE's rate while nodes 1 and 2 take turns at the shared file.
 during() {
 	on 2 timeout $((secs + 3)) python3 "$here/pingpong.py" "$(M 2)/shared" 1 100000000 >/dev/null &
