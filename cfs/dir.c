@@ -376,6 +376,7 @@ int cfs_dir_add(struct cfs_fs *fs, struct cfs_inode *dir, const char *name, uint
 	h->count++;
 	cfs_bdirty(fs, b);
 	dir->d.dir_entries++;
+	cfs_iglock_names_changed(fs, dir->ino);
 	/* The name is in: a split that finds no space for its new bucket changes nothing and
 	 * waits for the next add (chains are only longer meanwhile). */
 	if (dir->d.dir_entries > nbuckets(dir) * SPLIT_LOAD(fs->bs))
@@ -435,6 +436,7 @@ int cfs_dir_remove(struct cfs_fs *fs, struct cfs_inode *dir, const char *name)
 	h->count--;
 	cfs_bdirty(fs, b);
 	dir->d.dir_entries--;
+	cfs_iglock_names_changed(fs, dir->ino);
 	return 0;
 }
 
@@ -485,6 +487,7 @@ int cfs_dir_replace(struct cfs_fs *fs, struct cfs_inode *dir, const char *name, 
 	memcpy(p + 4, &ino, 8);
 	p[12] = type;
 	cfs_bdirty(fs, b);
+	cfs_iglock_names_changed(fs, dir->ino);
 	return 0;
 }
 

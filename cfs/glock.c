@@ -33,7 +33,9 @@
  * node asks (GFS2's gl_hold_time): without it two nodes both changing the filesystem passed
  * the glock back and forth for every operation, a commit and a handful of messages each.  A
  * node that has not used it for IDLE_NS lets go then: with 1 ms, the gaps between one
- * program's calls on a busy machine were enough to hand it over after almost every create. */
+ * program's calls on a busy machine were enough to hand it over after almost every create.
+ * So is an inode glock under which a directory's names changed: nodes creating and removing
+ * files in one directory they share passed it on after every name. */
 #include "cfs/internal.h"
 
 #include <errno.h>
@@ -60,7 +62,7 @@ static bool still_held_for_use(struct cfs_fs *fs, const struct cfs_glock *gl)
 		return false;
 	uint64_t now = cfs_now_ns(), hold_end = gl->granted_ns + HOLD_NS;
 	uint64_t idle_at = gl->last_use_ns + IDLE_NS, until = 0;
-	if (gl->ops->min_hold && now < hold_end && now < idle_at)
+	if ((gl->ops->min_hold || gl->names_changed) && now < hold_end && now < idle_at)
 		until = hold_end < idle_at ? hold_end : idle_at;
 	if (gl->keep_until_ns > now && gl->keep_until_ns > until)
 		until = gl->keep_until_ns;
@@ -202,6 +204,7 @@ static int take_grant(struct cfs_fs *fs, struct cfs_glock *gl, int mode)
 	int was = gl->mode;
 	gl->mode = mode;
 	gl->granted_ns = gl->last_use_ns = cfs_now_ns();
+	gl->names_changed = false;
 	gl->grant_seq = ++fs->grants;
 	return gl->ops->go_granted ? gl->ops->go_granted(fs, gl, was) : 0;
 }

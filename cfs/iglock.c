@@ -384,6 +384,15 @@ void cfs_iglock_unhold_write(struct cfs_fs *fs, uint64_t blk, bool more)
 	unhold(fs, gl);
 }
 
+void cfs_iglock_names_changed(struct cfs_fs *fs, uint64_t blk)
+{
+	struct cfs_glock *gl = fs->cluster ? find(fs, span_of(blk)) : NULL;
+	if (gl && gl->mode == CFSLOCK_EX) {
+		gl->names_changed = true;
+		gl->last_use_ns = cfs_now_ns();
+	}
+}
+
 /* ---- giving up ---- */
 
 void cfs_iglock_wanted(struct cfs_fs *fs, struct cfs_glock *gl, bool wake)

@@ -455,6 +455,7 @@ struct cfs_glock {
 	uint64_t last_use_ns; /* when a holder last let go */
 	uint64_t keep_until_ns; /* not given up before, for the rest of a write (CFS_W_MORE) */
 	uint64_t keep_for;      /* the inode whose write that is */
+	bool names_changed; /* a directory's names changed under this grant: min_hold's rules */
 	uint32_t ag; /* a group glock's group (agglock.c) */
 	/* inode glocks (iglock.c) */
 	bool inode;
@@ -728,6 +729,8 @@ int cfs_iglock_hold(struct cfs_fs *fs, uint64_t blk);
 void cfs_iglock_unhold(struct cfs_fs *fs, uint64_t blk);
 /* cfs_iglock_unhold after a write of inode blk; more: its rest comes next (CFS_W_MORE). */
 void cfs_iglock_unhold_write(struct cfs_fs *fs, uint64_t blk, bool more);
+/* A name of directory blk was added, removed or replaced, under its glock EX. */
+void cfs_iglock_names_changed(struct cfs_fs *fs, uint64_t blk);
 /* Queue an inode glock another node wants for the committer, waking it if wake (any thread). */
 void cfs_iglock_wanted(struct cfs_fs *fs, struct cfs_glock *gl, bool wake);
 /* Act on queued wishes, and give up the oldest grants past the cache limit (fs->lock held). */
