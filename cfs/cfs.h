@@ -207,6 +207,15 @@ void cfs_flock_interrupt(struct cfs_fs *fs, void *arg);
 /* The open file description owner is closed: its flock goes. */
 int cfs_flock_close(struct cfs_fs *fs, uint64_t owner);
 
+/* ETXTBSY across the nodes of a cluster mount (text_busy.c), after cfs_open: -ETXTBSY if
+ * the open runs a program (flags with the kernel's __FMODE_EXEC) that is open for writing
+ * on another node, or writes an executable file that another node runs; 1 if the open
+ * counts (cfs_text_release with the same flags at its release), 0 if not. */
+int cfs_text_open(struct cfs_fs *fs, uint64_t ino, int flags);
+void cfs_text_release(struct cfs_fs *fs, uint64_t ino, int flags);
+/* Before a truncate (also an open's O_TRUNC): -ETXTBSY if another node runs the program. */
+int cfs_text_truncate(struct cfs_fs *fs, uint64_t ino);
+
 /* fcntl(2) record locks on a cluster mount (plock.c), for the kernel's lock owner owner; fl
  * as FUSE gives it (l_whence SEEK_SET, l_len 0: to the end).  cfs_plock_set: 0 if done(arg,
  * status) will say how it ended (0, -EAGAIN, -EINTR), or -errno (-EOPNOTSUPP on a one-node

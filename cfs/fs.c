@@ -218,6 +218,7 @@ static void fs_free(struct cfs_fs *fs)
 	cfs_icache_destroy(fs);
 	cfs_iopen_free(fs);
 	cfs_flock_free(fs);
+	cfs_text_free(fs);
 	cfs_shared_write_free(fs);
 	cfs_bcache_destroy(fs);
 	cfs_lock_put(&fs->slot_lock);
@@ -232,6 +233,7 @@ static void fs_free(struct cfs_fs *fs)
 	pthread_mutex_destroy(&fs->aio_lock);
 	pthread_mutex_destroy(&fs->jio_lock);
 	pthread_mutex_destroy(&fs->flock_mutex);
+	pthread_mutex_destroy(&fs->text_mutex);
 	pthread_mutex_destroy(&fs->lock);
 	pthread_rwlock_destroy(&fs->vol_lock);
 	pthread_cond_destroy(&fs->commit_wake);
@@ -421,6 +423,7 @@ int cfs_mount(struct cvm_volume *vol, const struct cfs_mount_opts *o, struct cfs
 	pthread_mutex_init(&fs->aio_lock, NULL);
 	pthread_mutex_init(&fs->jio_lock, NULL);
 	pthread_mutex_init(&fs->flock_mutex, NULL);
+	pthread_mutex_init(&fs->text_mutex, NULL);
 	fs->aio_vol = vol;
 	pthread_cond_init(&fs->commit_wake, NULL);
 	pthread_cond_init(&fs->glock_cond, NULL);

@@ -347,6 +347,7 @@ void cfs_iopen_free(struct cfs_fs *fs);
 
 /* flock.c */
 void cfs_flock_free(struct cfs_fs *fs);
+void cfs_text_free(struct cfs_fs *fs);
 
 /* What a lock call's status means to a filesystem call: a node without quorum has fenced
  * itself (EIO).  An application lock's request that was cancelled was interrupted (EINTR). */
@@ -549,6 +550,8 @@ struct cfs_fs {
 	struct cfslock *opens;       /* PR: this node holds open locks; EX: nobody does */
 	pthread_mutex_t flock_mutex; /* the list of flock users (flock.c) */
 	struct cfs_flock *flocks;
+	pthread_mutex_t text_mutex; /* programs run and written here (text_busy.c) */
+	struct cfs_text *texts;
 	void *flock_interrupted;     /* a request interrupted before it waited (flock.c) */
 	struct pending *plocks_pending; /* record lock requests not answered yet (plock.c) */
 	bool opens_shared;

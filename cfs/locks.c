@@ -99,6 +99,10 @@ static void describe(struct cfs_fs *fs, const char *r, struct cfs_lock_info *l)
 	else if (sscanf(r, "f%" SCNx64 ".%" SCNx64 "%c", &a, &b, &tail) == 2) {
 		l->ino = cfs_handle_block(fs, a);
 		snprintf(l->object, sizeof l->object, "flock of inode %" PRIu64, l->ino);
+	} else if (sscanf(r, "x%" SCNx64 ".%" SCNx64 "%c", &a, &b, &tail) == 2) {
+		l->ino = cfs_handle_block(fs, a);
+		snprintf(l->object, sizeof l->object, "program, inode %" PRIu64 " (PR while run, "
+			 "CW while open for writing)", l->ino);
 	} else if (sscanf(r, "odm-map-%" SCNx64 "%c", &a, &tail) == 1) {
 		l->ino = cfs_handle_block(fs, a);
 		snprintf(l->object, sizeof l->object, "ODM maps of inode %" PRIu64 " (PR while "

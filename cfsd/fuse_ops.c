@@ -157,10 +157,14 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	reply_attr(req, rc, &st);
 }
 
+/* An open file's fh: its open flags, whether its I/O bypasses the kernel's pages, and whether
+ * it runs or writes a program (cfs_text_open). */
+#define FH_DIRECT_IO (1ull << 32)
+#define FH_TEXT (1ull << 33)
+
 static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 		       struct fuse_file_info *fi)
 {
-	(void)fi;
 	struct cfsd *d = D(req);
 	unsigned set = 0;
 	struct timespec now;
@@ -189,8 +193,13 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 		set |= CFS_SET_CTIME | (d->writeback ? CFS_SET_CACHED_TIMES : 0);
 	struct stat st;
 	char msg[256];
-	/* A size change may free blocks an ODM client writes to: its map goes first. */
-	int rc = set & CFS_SET_SIZE ? odm_revoke_begin(d->odm, ino, NULL, msg, sizeof msg) : 0;
+	/* Truncating a program another node runs is refused, as here (an open's O_TRUNC comes
+	 * as this, before the open).  A size change may free blocks an ODM client writes to: its
+	 * map goes first. */
+	bool texts = (set & CFS_SET_SIZE) && !(fi && (fi->fh & FH_TEXT));
+	int rc = texts ? cfs_text_truncate(d->fs, ino) : 0;
+	if (!rc && (set & CFS_SET_SIZE))
+		rc = odm_revoke_begin(d->odm, ino, NULL, msg, sizeof msg);
 	struct caller who;
 	struct cfs_cred c = caller_cred(req, &who);
 	if (!rc) {
@@ -267,9 +276,6 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	reply_err(req, cfs_rename(D(req)->fs, parent, name, newparent, newname, f, &c));
 }
 
-/* An open file's fh: its open flags, and whether its I/O bypasses the kernel's pages. */
-#define FH_DIRECT_IO (1ull << 32)
-
 /* Under a write-back cache the kernel writes whole pages, also the part of the last one
  * that is already in the file: an append-only file's writes must reach cfsd as they were
  * made, so its opens bypass the cache. */
@@ -320,17 +326,27 @@ static int reply_open(fuse_req_t req, const struct fuse_file_info *fi)
 	return fuse_reply_buf(req, (const char *)&out, sizeof out);
 }
 
+static void release(struct cfsd *d, fuse_ino_t ino, const struct fuse_file_info *fi)
+{
+	if (fi->fh & FH_TEXT)
+		cfs_text_release(d->fs, ino, (int)(unsigned)fi->fh);
+	cfs_release(d->fs, ino);
+}
+
 static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct cfsd *d = D(req);
-	int rc = cfs_open(d->fs, ino, fi->flags);
-	if (rc) {
-		reply_err(req, rc);
+	int rc = cfs_open(d->fs, ino, fi->flags), text = 0;
+	if (!rc && (text = cfs_text_open(d->fs, ino, fi->flags)) < 0)
+		cfs_release(d->fs, ino);
+	if (rc || text < 0) {
+		reply_err(req, rc ? rc : text);
 		return;
 	}
 	set_open(d, ino, fi);
+	fi->fh |= text ? FH_TEXT : 0;
 	if (reply_open(req, fi) == -ENOENT)
-		cfs_release(d->fs, ino);
+		release(d, ino, fi);
 }
 
 /* A regular file made and opened, with the kernel's lookup reference to it. */
@@ -498,6 +514,8 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	struct cfsd *d = D(req);
 	int rc = fi->flock_release && d->cluster
 			 ? cfs_flock_close(d->fs, fi->lock_owner) : 0;
+	if (fi->fh & FH_TEXT)
+		cfs_text_release(d->fs, ino, (int)(unsigned)fi->fh);
 	int rc2 = cfs_release(d->fs, ino);
 	reply_err(req, rc ? rc : rc2);
 }

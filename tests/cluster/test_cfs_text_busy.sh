@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# "Text file busy" across the nodes of a cluster mount (cfs/text_busy.c): a program running
+# on one node cannot be opened for writing, overwritten or truncated on another, where before
+# it was overwritten and the running program died of SIGBUS; a program open for writing on
+# one node cannot be run on another; both work again once the other side has ended.  Other
+# nodes run it at the same time; running it again on a node sends no lock message.
+. "$(dirname "$0")/cfs_lib.sh" "cfs: programs busy across nodes"
+
+C up 3 >/dev/null && ok "cluster of 3 nodes up" || { not_ok "cluster up"; finish; }
+make_data 100
+"$BIN/mkfs.cfs" -p corosync -J 4 data >/dev/null
+for n in 1 2 3; do check "node $n mounts" mount_on $n; done
+
+# busy WHAT NODE CMD...: CMD on NODE fails, saying "Text file busy".
+busy() {
+	local what=$1 out
+	shift
+	if out=$(on "$@" 2>&1); then not_ok "$what: it succeeded"
+	elif [[ $out == *"Text file busy"* ]]; then ok "$what"
+	else not_ok "$what: $out"; fi
+}
+all_messages() { echo $(( $(status_of 1 lock_messages) + $(status_of 2 lock_messages) + $(status_of 3 lock_messages) )); }
+
+on 1 cp /bin/sleep "$(M 1)/prog"
+want=$(sha256sum </bin/sleep | cut -d' ' -f1)
+on 2 "$(M 2)/prog" 600 &
+runner=$!
+check "node 2 runs the program" bash -c "for _ in \$(seq 200); do pgrep -f '$(M 2)/prog 600' && exit 0; sleep 0.05; done; exit 1"
+node_id() { on "$1" "$BIN/cfs" status --json "$(M "$1")" | python3 -c 'import json,sys; print(json.load(sys.stdin)["node_id"])'; }
+check "cfs locks on node 1 names /prog as a program node 2 runs (PR)" \
+	python3 - "$(on 1 "$BIN/cfs" locks --json "$(M 1)")" "$(node_id 2)" <<'PY'
+import json, sys
+locks, runner = json.loads(sys.argv[1])['locks'], int(sys.argv[2])
+assert any(l.get('path') == '/prog' and l['object'].startswith('program') and
+           l['node_id'] == runner and l['granted'] == 'PR' for l in locks), locks
+PY
+busy "node 1 cannot open node 2's running program for writing" 1 bash -c "exec 3>>'$(M 1)/prog'"
+busy "node 1's cp over it fails" 1 cp /bin/true "$(M 1)/prog"
+busy "node 3 cannot truncate it" 3 truncate -s 0 "$(M 3)/prog"
+check "node 3 runs it at the same time" on 3 "$(M 3)/prog" 0
+check "its content is unchanged, read on node 3" [ "$(on 3 sha256sum "$(M 3)/prog" | cut -d' ' -f1)" = "$want" ]
+check "node 2's program is still running" kill -0 $runner
+pkill -f "$(M 2)/prog 600"
+wait $runner
+check "once it ended, node 1's cp over it succeeds" on 1 cp /bin/true "$(M 1)/prog"
+
+on 1 bash -c "exec 3>>'$(M 1)/prog'; touch '$T/opened'; while [ ! -e '$T/close' ]; do sleep 0.05; done" &
+writer=$!
+check "node 1 holds the program open for writing" bash -c "for _ in \$(seq 200); do [ -e '$T/opened' ] && exit 0; sleep 0.05; done; exit 1"
+busy "node 2 cannot run a program open for writing on node 1" 2 "$(M 2)/prog"
+touch "$T/close"
+wait $writer
+check "after node 1's close node 2 runs it" on 2 "$(M 2)/prog"
+m0=$(all_messages)
+check "node 2 runs it 20 more times" on 2 bash -c "for _ in \$(seq 20); do '$(M 2)/prog' || exit 1; done"
+m1=$(all_messages)
+check "those 20 runs sent no lock message ($((m1 - m0)))" [ "$m1" -eq "$m0" ]
+check "node 3 writes the program again once node 2 is done" on 3 cp /bin/sleep "$(M 3)/prog"
+
+for n in 1 2 3; do check "unmount on node $n" umount_on $n; done
+fsck_clean "after the programs"
+finish
