@@ -193,9 +193,9 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 		set |= CFS_SET_CTIME | (d->writeback ? CFS_SET_CACHED_TIMES : 0);
 	struct stat st;
 	char msg[256];
-	/* Truncating a program another node runs is refused, as here (an open's O_TRUNC comes
-	 * as this, before the open).  A size change may free blocks an ODM client writes to: its
-	 * map goes first. */
+	/* Truncating a program another node runs is refused, as on one node (an open's
+	 * O_TRUNC comes as this, before the open).  A size change may free blocks an ODM client
+	 * writes to: its map goes first. */
 	bool texts = (set & CFS_SET_SIZE) && !(fi && (fi->fh & FH_TEXT));
 	int rc = texts ? cfs_text_truncate(d->fs, ino) : 0;
 	if (!rc && (set & CFS_SET_SIZE))
@@ -326,11 +326,11 @@ static int reply_open(fuse_req_t req, const struct fuse_file_info *fi)
 	return fuse_reply_buf(req, (const char *)&out, sizeof out);
 }
 
-static void release(struct cfsd *d, fuse_ino_t ino, const struct fuse_file_info *fi)
+static int release(struct cfsd *d, fuse_ino_t ino, const struct fuse_file_info *fi)
 {
 	if (fi->fh & FH_TEXT)
 		cfs_text_release(d->fs, ino, (int)(unsigned)fi->fh);
-	cfs_release(d->fs, ino);
+	return cfs_release(d->fs, ino);
 }
 
 static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -514,9 +514,7 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	struct cfsd *d = D(req);
 	int rc = fi->flock_release && d->cluster
 			 ? cfs_flock_close(d->fs, fi->lock_owner) : 0;
-	if (fi->fh & FH_TEXT)
-		cfs_text_release(d->fs, ino, (int)(unsigned)fi->fh);
-	int rc2 = cfs_release(d->fs, ino);
+	int rc2 = release(d, ino, fi);
 	reply_err(req, rc ? rc : rc2);
 }
 
