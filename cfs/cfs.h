@@ -221,12 +221,15 @@ int cfs_text_truncate(struct cfs_fs *fs, uint64_t ino);
  * status) will say how it ended (0, -EAGAIN, -EINTR), or -errno (-EOPNOTSUPP on a one-node
  * mount, whose record locks the kernel keeps). */
 struct flock;
-int cfs_plock_set(struct cfs_fs *fs, uint64_t ino, uint64_t owner, const struct flock *fl,
-		  bool wait, cfs_flock_done_fn done, void *arg);
+int cfs_plock_set(struct cfs_fs *fs, uint64_t ino, uint64_t owner, uint64_t open_id,
+		  const struct flock *fl, bool wait, cfs_flock_done_fn done, void *arg);
 void cfs_plock_interrupt(struct cfs_fs *fs, void *arg);
 /* F_GETLK: *fl becomes the first lock in its way (l_pid 0 if its holder is on another node),
  * or its l_type F_UNLCK. */
 int cfs_plock_get(struct cfs_fs *fs, uint64_t ino, uint64_t owner, struct flock *fl);
+/* The open file description open_id (the caller's number for it, given to cfs_plock_set)
+ * is released: the locks of the owners that locked through it go (its OFD locks). */
+void cfs_plock_release(struct cfs_fs *fs, uint64_t open_id);
 /* The lock owner closed the file here: 1 if it held nothing (done is not called), 0 if done
  * will say, or -errno. */
 int cfs_plock_close(struct cfs_fs *fs, uint64_t ino, uint64_t owner, cfs_flock_done_fn done,

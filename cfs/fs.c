@@ -219,6 +219,7 @@ static void fs_free(struct cfs_fs *fs)
 	cfs_iopen_free(fs);
 	cfs_flock_free(fs);
 	cfs_text_free(fs);
+	cfs_plock_free(fs);
 	cfs_shared_write_free(fs);
 	cfs_bcache_destroy(fs);
 	cfs_lock_put(&fs->slot_lock);

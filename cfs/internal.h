@@ -348,6 +348,7 @@ void cfs_iopen_free(struct cfs_fs *fs);
 /* flock.c */
 void cfs_flock_free(struct cfs_fs *fs);
 void cfs_text_free(struct cfs_fs *fs);
+void cfs_plock_free(struct cfs_fs *fs);
 
 /* What a lock call's status means to a filesystem call: a node without quorum has fenced
  * itself (EIO).  An application lock's request that was cancelled was interrupted (EINTR). */
@@ -554,6 +555,7 @@ struct cfs_fs {
 	struct cfs_text *texts;
 	void *flock_interrupted;     /* a request interrupted before it waited (flock.c) */
 	struct pending *plocks_pending; /* record lock requests not answered yet (plock.c) */
+	struct lock_user *plock_users;  /* who locked through which open file (plock.c) */
 	bool opens_shared;
 	uint64_t opens_refused_ns;   /* when "opens" EX was last refused (cfs_now_ns), 0 if not */
 	unsigned iopen_count;        /* open locks held PR here */

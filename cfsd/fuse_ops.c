@@ -157,10 +157,13 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	reply_attr(req, rc, &st);
 }
 
-/* An open file's fh: its open flags, whether its I/O bypasses the kernel's pages, and whether
- * it runs or writes a program (cfs_text_open). */
+/* An open file's fh: its open flags, whether its I/O bypasses the kernel's pages, whether it
+ * runs or writes a program (cfs_text_open), and above those a number of its own (OPEN_ID),
+ * which names the open file description to cfs_plock_set and cfs_plock_release. */
 #define FH_DIRECT_IO (1ull << 32)
 #define FH_TEXT (1ull << 33)
+#define FH_ID_SHIFT 34
+#define OPEN_ID(fh) ((fh) >> FH_ID_SHIFT)
 
 static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 		       struct fuse_file_info *fi)
@@ -304,8 +307,11 @@ static bool bypasses_pages(struct cfsd *d, fuse_ino_t ino, int flags)
 
 static void set_open(struct cfsd *d, fuse_ino_t ino, struct fuse_file_info *fi)
 {
+	static uint64_t opens;
+	uint64_t id = __atomic_add_fetch(&opens, 1, __ATOMIC_RELAXED);
 	fi->direct_io = bypasses_pages(d, ino, fi->flags);
-	fi->fh = (uint64_t)(unsigned)fi->flags | (fi->direct_io ? FH_DIRECT_IO : 0);
+	fi->fh = (uint64_t)(unsigned)fi->flags | (fi->direct_io ? FH_DIRECT_IO : 0) |
+		 id << FH_ID_SHIFT;
 	/* On a cluster the pages are kept only if no other node can have changed the file since
 	 * the last open here (close-to-open: a file closed elsewhere is read anew). */
 	fi->keep_cache = !fi->direct_io && cfs_keep_cache(d->fs, ino);
@@ -328,6 +334,8 @@ static int reply_open(fuse_req_t req, const struct fuse_file_info *fi)
 
 static int release(struct cfsd *d, fuse_ino_t ino, const struct fuse_file_info *fi)
 {
+	if (d->cluster)
+		cfs_plock_release(d->fs, OPEN_ID(fi->fh));
 	if (fi->fh & FH_TEXT)
 		cfs_text_release(d->fs, ino, (int)(unsigned)fi->fh);
 	return cfs_release(d->fs, ino);
@@ -548,7 +556,8 @@ static void op_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 		     struct flock *lock, int sleep)
 {
 	fuse_req_interrupt_func(req, plock_interrupted, NULL); /* before: req is done's after */
-	int rc = cfs_plock_set(D(req)->fs, ino, fi->lock_owner, lock, sleep != 0, reply_later, req);
+	int rc = cfs_plock_set(D(req)->fs, ino, fi->lock_owner, OPEN_ID(fi->fh), lock, sleep != 0,
+			       reply_later, req);
 	if (rc)
 		reply_err(req, rc);
 }

@@ -11,7 +11,8 @@
                                                        wait until GO exists, then F_SETLKW of
                                                        the whole WANTED: prints granted, or
                                                        deadlock (EDEADLK); exits (no unlock)
-LEN 0 means to the end of the file."""
+LEN 0 means to the end of the file.  Kinds ow and or: open file description locks
+(F_OFD_SETLK, F_OFD_SETLKW), which belong to the open file, not the process."""
 import errno
 import fcntl
 import os
@@ -20,7 +21,13 @@ import struct
 import sys
 import time
 
-TYPES = {"r": fcntl.F_RDLCK, "w": fcntl.F_WRLCK}
+TYPES = {"r": fcntl.F_RDLCK, "w": fcntl.F_WRLCK, "or": fcntl.F_RDLCK, "ow": fcntl.F_WRLCK}
+
+
+def setlk(kind, wait):
+    if kind.startswith("o"):
+        return fcntl.F_OFD_SETLKW if wait else fcntl.F_OFD_SETLK
+    return fcntl.F_SETLKW if wait else fcntl.F_SETLK
 
 
 def flock_struct(kind, start, length):
@@ -34,14 +41,14 @@ def main():
     fd = os.open(path, os.O_RDWR)
     if cmd == "hold":
         start, length, kind, ready, release = sys.argv[3:8]
-        fcntl.fcntl(fd, fcntl.F_SETLKW, flock_struct(kind, int(start), int(length)))
+        fcntl.fcntl(fd, setlk(kind, True), flock_struct(kind, int(start), int(length)))
         open(ready, "w").close()
         while not os.path.exists(release):
             time.sleep(0.05)
     elif cmd == "try":
         start, length, kind = sys.argv[3:6]
         try:
-            fcntl.fcntl(fd, fcntl.F_SETLK, flock_struct(kind, int(start), int(length)))
+            fcntl.fcntl(fd, setlk(kind, False), flock_struct(kind, int(start), int(length)))
             print("granted")
         except OSError as e:
             if e.errno not in (errno.EAGAIN, errno.EACCES):

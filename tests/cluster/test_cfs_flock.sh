@@ -5,8 +5,8 @@
 # ranges coexist between nodes; F_GETLK names the holder; a lock goes with its holder's close
 # or exit, and with its node's death once the node is recovered; a waiting lock is
 # interrupted by a signal and leaves nothing behind; a record lock wait that would deadlock
-# fails with EDEADLK, across nodes and on one; SQLite transactions from every node at once
-# keep its database whole.  A node that locks a file alone owns its
+# fails with EDEADLK, across nodes and on one; open file description locks go with their
+# file; SQLite transactions from every node at once keep its database whole.  A node that locks a file alone owns its
 # record locks and sends no message for them; another node's call takes them over.
 . "$(dirname "$0")/cfs_lib.sh" "cfs flock and fcntl locks across nodes"
 INCREMENTS=${INCREMENTS:-100}
@@ -269,6 +269,15 @@ deadlock_pair() {
 check "a record lock deadlock across nodes 1 and 2: one gets EDEADLK, the other the lock" \
 	deadlock_pair pdl 1 2
 check "a record lock deadlock of two processes on node 1: one gets EDEADLK" deadlock_pair ldl 1 1
+
+# Open file description locks belong to the open file: the kernel does not tell the daemon
+# of its last close, cfs drops them at its release (they stayed for ever before).
+check "node 1 takes an OFD write lock (F_OFD_SETLKW) of the whole file" pholds 1 0 0 ow
+check "node 2's OFD lock is refused meanwhile" [ "$(P 2 try 0 0 ow)" = busy ]
+check "node 2's classic lock too" [ "$(P 2 try 0 0 w)" = busy ]
+release
+check "node 1's OFD lock went with its file: node 2 takes one" [ "$(P 2 try 0 0 ow)" = granted ]
+check "and node 2's went with its file: node 1 takes a classic one" [ "$(P 1 try 0 0 w)" = granted ]
 
 # A holder killed -9: the kernel closes its files, and its locks go.
 check "node 1 write-locks the whole file" pholds 1 0 0 w
