@@ -148,18 +148,23 @@ int cfs_flock_close(struct cfs_fs *fs, uint64_t owner)
 	return rc;
 }
 
-/* LOCK_NB, here and now (it waits for nobody).  A description elsewhere that unlocked keeps
- * its grant cached: told by the refusal (NOQUEUEBAST), its library gives it back within a few
- * message times, so a refusal is tried again a few times before it counts. */
 #define NOQUEUE_TRIES 4
-static int without_waiting(struct cfs_flock *f, int mode)
+
+int cfs_lock_now(struct cfslock *lk, int mode)
 {
 	int rc = -EAGAIN;
-	for (unsigned i = 0; i < NOQUEUE_TRIES && rc == -EAGAIN; i++) {
+	for (unsigned i = 0; i < NOQUEUE_TRIES && (rc == -EAGAIN || rc == -EBUSY); i++) {
 		if (i)
 			usleep(2000u << i); /* 4, 8, 16 ms */
-		rc = cfslock_request_sync(f->lk, mode, CFSLOCK_NOQUEUE | CFSLOCK_NOQUEUEBAST);
+		rc = cfslock_request_sync(lk, mode, CFSLOCK_NOQUEUE | CFSLOCK_NOQUEUEBAST);
 	}
+	return rc == -EBUSY ? -EAGAIN : rc;
+}
+
+/* LOCK_NB, here and now (it waits for nobody). */
+static int without_waiting(struct cfs_flock *f, int mode)
+{
+	int rc = cfs_lock_now(f->lk, mode);
 	return rc ? cfs_applock_errno(rc) : 1;
 }
 

@@ -347,6 +347,11 @@ void cfs_iopen_free(struct cfs_fs *fs);
 
 /* flock.c */
 void cfs_flock_free(struct cfs_fs *fs);
+/* Request lk in mode without waiting for anyone (an application lock's try): a holder
+ * elsewhere that only keeps the grant cached is told by the refusal (NOQUEUEBAST) and its
+ * library gives it back within a few message times, so a refusal is tried again a few
+ * times over some 30 ms before it counts.  The library's status (-EAGAIN: held). */
+int cfs_lock_now(struct cfslock *lk, int mode);
 void cfs_text_free(struct cfs_fs *fs);
 void cfs_plock_free(struct cfs_fs *fs);
 

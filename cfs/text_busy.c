@@ -11,8 +11,7 @@
  * an execute bit while open for writing somewhere is not caught; cfs(8)).  The lock is
  * released into the lock library's cache at the last such close here, so running the same
  * program again, or rewriting one's own scripts, sends no message; another node's conflicting
- * request makes the library give a cached grant back, so a refusal is tried again a few times
- * before it counts (as flock's LOCK_NB). */
+ * request makes the library give a cached grant back (cfs_lock_now, as flock's LOCK_NB). */
 #include "cfs/internal.h"
 
 #include <errno.h>
@@ -22,11 +21,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #define FMODE_EXEC_FLAG 0x20 /* the kernel's __FMODE_EXEC in an open's flags */
 #define IDLE_KEPT 256        /* locks kept for files nobody here runs or writes any more */
-#define NOQUEUE_TRIES 4
 
 struct cfs_text {
 	uint64_t ino;
@@ -100,14 +97,9 @@ static int take(struct cfs_text *t, int mode)
 	int held = cfslock_mode(t->lk);
 	if (held >= 0 && held != mode)
 		(void)cfslock_unlock_sync(t->lk); /* -EBUSY: the library lets it go already */
-	int rc = -EAGAIN;
-	for (unsigned i = 0; i < NOQUEUE_TRIES && (rc == -EAGAIN || rc == -EBUSY); i++) {
-		if (i)
-			usleep(2000u << i); /* 4, 8, 16 ms: a cached grant elsewhere is given back */
-		/* A grant cached here in this mode is taken back at once, without a message. */
-		rc = cfslock_request_sync(t->lk, mode, CFSLOCK_NOQUEUE | CFSLOCK_NOQUEUEBAST);
-	}
-	return rc == -EAGAIN || rc == -EBUSY ? -ETXTBSY : cfs_lock_errno(rc);
+	/* A grant cached here in this mode is taken back at once, without a message. */
+	int rc = cfs_lock_now(t->lk, mode);
+	return rc == -EAGAIN ? -ETXTBSY : cfs_lock_errno(rc);
 }
 
 static unsigned *count_of(struct cfs_text *t, enum use kind)
