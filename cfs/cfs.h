@@ -212,6 +212,9 @@ int cfs_flock_close(struct cfs_fs *fs, uint64_t owner);
  * on another node, or writes an executable file that another node runs; 1 if the open
  * counts (cfs_text_release with the same flags at its release), 0 if not. */
 int cfs_text_open(struct cfs_fs *fs, uint64_t ino, int flags);
+/* The same for the open that made the file (O_CREAT, O_TMPFILE): counted, and guarded only
+ * once another node could run it (the file's glock let go here). */
+int cfs_text_made(struct cfs_fs *fs, uint64_t ino);
 void cfs_text_release(struct cfs_fs *fs, uint64_t ino, int flags);
 /* Before a truncate (also an open's O_TRUNC): -ETXTBSY if another node runs the program. */
 int cfs_text_truncate(struct cfs_fs *fs, uint64_t ino);

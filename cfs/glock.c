@@ -152,6 +152,8 @@ static int glock_let_go(struct cfs_fs *fs, struct cfs_glock *gl, int to)
 	if (rc)
 		return rc;
 	if (down) {
+		if (gl->ops->go_demote)
+			gl->ops->go_demote(fs, gl);
 		rc = cfslock_request_sync(gl->lk, CFSLOCK_PR, 0);
 		if (!rc)
 			gl->mode = CFSLOCK_PR;

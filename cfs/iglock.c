@@ -96,8 +96,15 @@ static void each_inode_of(struct cfs_fs *fs, const struct cfs_glock *gl,
 	}
 }
 
+/* Another node may read the inode from now on, and run it. */
+static void inode_go_demote(struct cfs_fs *fs, struct cfs_glock *gl)
+{
+	each_inode_of(fs, gl, cfs_text_before_let_go);
+}
+
 static int inode_go_unlock(struct cfs_fs *fs, struct cfs_glock *gl)
 {
+	inode_go_demote(fs, gl);
 	fs->iopen_error = 0;
 	each_inode_of(fs, gl, cfs_iopen_before_let_go);
 	return cfs_lock_errno(fs->iopen_error);
@@ -158,6 +165,7 @@ static int inode_go_granted(struct cfs_fs *fs, struct cfs_glock *gl, int was)
 
 static const struct cfs_glock_ops inode_glops = {
 	.go_unlock = inode_go_unlock,
+	.go_demote = inode_go_demote,
 	.go_invalidate = inode_go_invalidate,
 	.go_granted = inode_go_granted,
 };

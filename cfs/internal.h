@@ -353,6 +353,9 @@ void cfs_flock_free(struct cfs_fs *fs);
  * times over some 30 ms before it counts.  The library's status (-EAGAIN: held). */
 int cfs_lock_now(struct cfslock *lk, int mode);
 void cfs_text_free(struct cfs_fs *fs);
+/* Before this node lets an inode's glock go (or converts it down): its opens for writing here
+ * that hold no text lock take it if the file is a program by now.  fs->lock held. */
+void cfs_text_before_let_go(struct cfs_fs *fs, struct cfs_inode *ip);
 void cfs_plock_free(struct cfs_fs *fs);
 
 /* What a lock call's status means to a filesystem call: a node without quorum has fenced
@@ -441,6 +444,8 @@ struct cfs_glock;
 struct cfs_glock_ops {
 	/* Before giving the grant up (not when converting down): may refuse. */
 	int (*go_unlock)(struct cfs_fs *fs, struct cfs_glock *gl);
+	/* Before converting EX down to PR (optional). */
+	void (*go_demote)(struct cfs_fs *fs, struct cfs_glock *gl);
 	/* The grant is gone: forget what was read under it. */
 	void (*go_invalidate)(struct cfs_fs *fs, struct cfs_glock *gl);
 	/* A grant came, over `was` (-1: nothing was held; PR: a conversion, which kept the
@@ -558,6 +563,7 @@ struct cfs_fs {
 	struct cfs_flock *flocks;
 	pthread_mutex_t text_mutex; /* programs run and written here (text_busy.c) */
 	struct cfs_text *texts;
+	unsigned texts_unchecked;   /* opens for writing here not holding a text lock (atomic) */
 	void *flock_interrupted;     /* a request interrupted before it waited (flock.c) */
 	struct pending *plocks_pending; /* record lock requests not answered yet (plock.c) */
 	struct lock_user *plock_users;  /* who locked through which open file (plock.c) */

@@ -384,17 +384,22 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	struct cfsd *d = D(req);
 	struct stat st;
 	struct cfs_cred c = cred_of(req);
-	int rc = make_open(d, parent, name, mode, &c, fi->flags, &st);
-	if (rc) {
-		reply_err(req, rc);
+	int rc = make_open(d, parent, name, mode, &c, fi->flags, &st), text = 0;
+	if (!rc && (text = cfs_text_made(d->fs, st.st_ino)) < 0) {
+		cfs_release(d->fs, st.st_ino);
+		cfs_forget(d->fs, st.st_ino, 1);
+	}
+	if (rc || text < 0) {
+		reply_err(req, rc ? rc : text);
 		return;
 	}
 	set_open(d, st.st_ino, fi);
+	fi->fh |= text ? FH_TEXT : 0;
 	struct fuse_entry_param e = {.ino = st.st_ino, .attr = shown(st),
 				     .generation = cfs_generation(d->fs, st.st_ino),
 				     .attr_timeout = CFSD_CACHE_SECONDS, .entry_timeout = entry_timeout(d)};
 	if (fuse_reply_create(req, &e, fi) == -ENOENT) {
-		cfs_release(d->fs, st.st_ino);
+		release(d, st.st_ino, fi);
 		cfs_forget(d->fs, st.st_ino, 1);
 	}
 }

@@ -2,8 +2,10 @@
 # "Text file busy" across the nodes of a cluster mount (cfs/text_busy.c): a program running
 # on one node cannot be opened for writing, overwritten or truncated on another, where before
 # it was overwritten and the running program died of SIGBUS; a program open for writing on
-# one node cannot be run on another; both work again once the other side has ended.  Other
-# nodes run it at the same time; running it again on a node sends no lock message.
+# one node cannot be run on another, also when that open made the file (cp to a new name) or
+# the file became a program while open (chmod +x); both work again once the other side has
+# ended.  Other nodes run it at the same time; running it again on a node sends no lock
+# message, and making programs takes no lock while no other node looks at them.
 . "$(dirname "$0")/cfs_lib.sh" "cfs: programs busy across nodes"
 
 C up 3 >/dev/null && ok "cluster of 3 nodes up" || { not_ok "cluster up"; finish; }
@@ -56,6 +58,46 @@ check "node 2 runs it 20 more times" on 2 bash -c "for _ in \$(seq 20); do '$(M 
 m1=$(all_messages)
 check "those 20 runs sent no lock message ($((m1 - m0)))" [ "$m1" -eq "$m0" ]
 check "node 3 writes the program again once node 2 is done" on 3 cp /bin/sleep "$(M 3)/prog"
+
+# half_written NODE NAME MODE [chmod]: NODE writes half of /bin/sleep to a new file NAME made
+# with MODE (and then gives it execute bits if asked), and keeps it open until $T/close.
+half_written() {
+	rm -f "$T/opened" "$T/close"
+	on "$1" python3 - "$(M "$1")/$2" "$3" "$T" "${4:-}" <<'PY' &
+import os, sys, time
+path, mode, tmp, chmod = sys.argv[1], int(sys.argv[2], 8), sys.argv[3], sys.argv[4]
+data = open("/bin/sleep", "rb").read()
+fd = os.open(path, os.O_CREAT | os.O_WRONLY | os.O_EXCL, mode)
+os.write(fd, data[: len(data) // 2])
+if chmod:
+    os.fchmod(fd, 0o755)
+open(f"{tmp}/opened", "w").close()
+while not os.path.exists(f"{tmp}/close"):
+    time.sleep(0.05)
+os.write(fd, data[len(data) // 2 :])
+os.close(fd)
+PY
+	writer=$!
+	check "node $1 holds $2 open, half written" bash -c "for _ in \$(seq 200); do [ -e '$T/opened' ] && exit 0; sleep 0.05; done; exit 1"
+}
+half_written 1 new 755
+busy "node 2 cannot run a program node 1's open is making" 2 "$(M 2)/new" 0
+touch "$T/close"
+wait $writer
+check "after node 1's close node 2 runs it" on 2 "$(M 2)/new" 0
+half_written 3 plain 644 chmod
+busy "node 2 cannot run a file given execute bits while open for writing on node 3" 2 "$(M 2)/plain" 0
+touch "$T/close"
+wait $writer
+check "after node 3's close node 2 runs it" on 2 "$(M 2)/plain" 0
+on 3 mkdir "$(M 3)/bin"
+check "node 3 makes 20 programs" on 3 bash -c "for i in \$(seq 20); do cp /bin/true '$(M 3)/bin/p'\$i || exit 1; done"
+check "making them took no program lock" python3 - "$(on 3 "$BIN/cfs" locks --json "$(M 3)")" <<'PY'
+import json, sys
+locks = json.loads(sys.argv[1])['locks']
+assert not [l for l in locks if l.get('path', '').startswith('/bin/')
+            and l['object'].startswith('program')], locks
+PY
 
 for n in 1 2 3; do check "unmount on node $n" umount_on $n; done
 fsck_clean "after the programs"
