@@ -151,6 +151,10 @@ int cfs_getattr(struct cfs_fs *fs, uint64_t ino, struct stat *st);
 int cfs_access(struct cfs_fs *fs, uint64_t ino, int mask, const struct cfs_cred *cr);
 /* lookup and the calls that make an object count a reference, dropped with cfs_forget. */
 int cfs_lookup(struct cfs_fs *fs, uint64_t parent, const char *name, struct stat *st);
+/* The same, and how long the kernel may keep the name (ms): on a cluster, 0 where another node
+ * changed or wants to change the directory lately; on one node, 0 (it keeps names for good). */
+int cfs_lookup_lease(struct cfs_fs *fs, uint64_t parent, const char *name, struct stat *st,
+		     unsigned *lease_ms);
 void cfs_forget(struct cfs_fs *fs, uint64_t ino, uint64_t n);
 /* The generation of an inode the kernel holds a reference on (FUSE's entry generation). */
 uint64_t cfs_generation(struct cfs_fs *fs, uint64_t ino);

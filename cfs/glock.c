@@ -55,7 +55,8 @@ uint64_t cfs_now_ns(void)
 }
 
 /* Keep the grant a little longer (the metadata and group glocks in use, an inode glock whose
- * write's rest is due)?  If so, the committer is told when to look again. */
+ * write's rest is due, or whose directory names the kernel keeps until they expire:
+ * cfs_iglock_lease_names)?  If so, the committer is told when to look again. */
 static bool still_held_for_use(struct cfs_fs *fs, const struct cfs_glock *gl)
 {
 	if (!fs->cluster)
@@ -66,6 +67,10 @@ static bool still_held_for_use(struct cfs_fs *fs, const struct cfs_glock *gl)
 		until = hold_end < idle_at ? hold_end : idle_at;
 	if (gl->keep_until_ns > now && gl->keep_until_ns > until)
 		until = gl->keep_until_ns;
+	/* Names the kernel keeps must expire before another node changes the directory. */
+	if (__atomic_load_n(&gl->wanted, __ATOMIC_ACQUIRE) == CFSLOCK_EX &&
+	    gl->names_lease_ns > now && gl->names_lease_ns > until)
+		until = gl->names_lease_ns;
 	if (!until)
 		return false;
 	/* When the committer is to look again; it may be asleep for a second.  A later time
@@ -163,6 +168,7 @@ static int glock_let_go(struct cfs_fs *fs, struct cfs_glock *gl, int to)
 		return rc;
 	gl->ops->go_invalidate(fs, gl);
 	gl->mode = -1;
+	gl->contested_ns = cfs_now_ns();
 	rc = cfslock_unlock_sync(gl->lk);
 	if (rc)
 		cfs_log(fs, "lock %s: unlock: %s", cfslock_name(gl->lk), strerror(-rc));
@@ -253,6 +259,24 @@ int cfs_glock_drop(struct cfs_fs *fs, struct cfs_glock *gl)
 	return glock_let_go(fs, gl, -1);
 }
 
+bool cfs_glock_wait_names(struct cfs_fs *fs, struct cfs_glock *gl)
+{
+	uint64_t now = cfs_now_ns();
+	if (gl->names_lease_ns <= now)
+		return false;
+	gl->contested_ns = now; /* no new ones meanwhile */
+	struct timespec until;
+	clock_gettime(CLOCK_REALTIME, &until); /* glock_cond's clock */
+	uint64_t ns = (uint64_t)until.tv_nsec + (gl->names_lease_ns - now);
+	until.tv_sec += (time_t)(ns / 1000000000ull);
+	until.tv_nsec = (long)(ns % 1000000000ull);
+	cfs_op_waits++;
+	gl->waiters++; /* kept in memory meanwhile (iglock.c's put) */
+	pthread_cond_timedwait(&fs->glock_cond, &fs->lock, &until);
+	gl->waiters--;
+	return true;
+}
+
 int cfs_glock_hold(struct cfs_fs *fs, struct cfs_glock *gl, int mode)
 {
 	if (!fs->cluster) /* one node: taken EX once and kept, nobody to count holders for */
@@ -268,7 +292,7 @@ int cfs_glock_hold(struct cfs_fs *fs, struct cfs_glock *gl, int mode)
 		 * uses PR, let go and ask (see the top of this file). */
 		if (gl->requesting || (gl->mode >= 0 && gl->holders)) {
 			cfs_glock_wait(fs);
-		} else {
+		} else if (gl->mode < 0 || !cfs_glock_wait_names(fs, gl)) {
 			int rc = gl->mode >= 0 ? glock_let_go(fs, gl, -1) : 0;
 			if (!rc)
 				rc = glock_request(fs, gl, mode, 0, true);

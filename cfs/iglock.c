@@ -258,6 +258,8 @@ static int ex_under_shared_meta(struct cfs_fs *fs, struct cfs_glock *gl)
 			cfs_glock_wait(fs);
 			return 0;
 		}
+		if (cfs_glock_wait_names(fs, gl))
+			return 0;
 		if ((rc = cfs_glock_drop(fs, gl)))
 			return rc;
 	}
@@ -399,6 +401,25 @@ void cfs_iglock_names_changed(struct cfs_fs *fs, uint64_t blk)
 		gl->names_changed = true;
 		gl->last_use_ns = cfs_now_ns();
 	}
+}
+
+/* Names the kernel keeps on a cluster mount without namecache expire after NAME_LEASE_MS
+ * (fuse_dentry_revalidate then looks the name up again, and keeps the dentry if it names the
+ * same inode): a path walked again within that time costs no LOOKUP per component.  The
+ * kernel counts from when it reads the answer, a little after this: the margin. */
+#define NAME_LEASE_MS 100u
+#define NAME_LEASE_MARGIN_NS 50000000ull
+#define NAME_LEASE_CALM_NS 1000000000ull /* no lease in a directory given up this recently */
+
+unsigned cfs_iglock_lease_names(struct cfs_fs *fs, uint64_t blk)
+{
+	struct cfs_glock *gl = fs->cluster ? find(fs, span_of(blk)) : NULL;
+	uint64_t now = cfs_now_ns();
+	if (!gl || gl->mode < 0 || __atomic_load_n(&gl->wanted, __ATOMIC_ACQUIRE) >= 0 ||
+	    (gl->contested_ns && now - gl->contested_ns < NAME_LEASE_CALM_NS))
+		return 0;
+	gl->names_lease_ns = now + NAME_LEASE_MS * 1000000ull + NAME_LEASE_MARGIN_NS;
+	return NAME_LEASE_MS;
 }
 
 /* ---- giving up ---- */

@@ -468,6 +468,8 @@ struct cfs_glock {
 	uint64_t keep_until_ns; /* not given up before, for the rest of a write (CFS_W_MORE) */
 	uint64_t keep_for;      /* the inode whose write that is */
 	bool names_changed; /* a directory's names changed under this grant: min_hold's rules */
+	uint64_t names_lease_ns; /* names in a directory under it the kernel keeps expire then */
+	uint64_t contested_ns;   /* when this node last gave it up, or set out to: 0 never */
 	uint32_t ag; /* a group glock's group (agglock.c) */
 	/* inode glocks (iglock.c) */
 	bool inode;
@@ -476,7 +478,7 @@ struct cfs_glock {
 	struct cfs_glock *wnext;              /* wishes queued for the committer */
 	struct cfs_glock *lru_prev, *lru_next; /* granted ones, least recently used first */
 	bool queued;                          /* on the wish queue (atomic) */
-	unsigned waiters;                     /* threads waiting for another's request */
+	unsigned waiters; /* threads waiting for another's request, or names to expire */
 };
 
 /* ---- the mounted filesystem ---- */
@@ -664,6 +666,10 @@ void cfs_glock_free(struct cfs_glock *gl);
  * hold of EX while PR is held here: never ask for EX while holding PR. */
 int cfs_glock_hold(struct cfs_fs *fs, struct cfs_glock *gl, int mode);
 void cfs_glock_unhold(struct cfs_fs *fs, struct cfs_glock *gl);
+/* Before this node gives gl up for a change of its own: names the kernel keeps under it
+ * (cfs_iglock_lease_names) must expire first, or another node could change them meanwhile.
+ * Waits for that with fs->lock released and returns true (look again), or returns false. */
+bool cfs_glock_wait_names(struct cfs_fs *fs, struct cfs_glock *gl);
 /* The same, without waiting for another node: -EAGAIN if one holds it in the way (it is
  * asked to give it up if it only caches it). */
 int cfs_glock_try_hold(struct cfs_fs *fs, struct cfs_glock *gl, int mode);
@@ -747,6 +753,10 @@ void cfs_iglock_unhold(struct cfs_fs *fs, uint64_t blk);
 void cfs_iglock_unhold_write(struct cfs_fs *fs, uint64_t blk, bool more);
 /* A name of directory blk was added, removed or replaced, under its glock EX. */
 void cfs_iglock_names_changed(struct cfs_fs *fs, uint64_t blk);
+/* How long the kernel may keep a name just looked up in directory blk (ms, 0: not at all):
+ * its glock is then kept until the name has expired when another node wants to change
+ * names there.  None in a directory another node took in the last second, or asks for. */
+unsigned cfs_iglock_lease_names(struct cfs_fs *fs, uint64_t blk);
 /* Queue an inode glock another node wants for the committer, waking it if wake (any thread). */
 void cfs_iglock_wanted(struct cfs_fs *fs, struct cfs_glock *gl, bool wake);
 /* Act on queued wishes, and give up the oldest grants past the cache limit (fs->lock held). */

@@ -106,6 +106,14 @@ int cfs_access(struct cfs_fs *fs, uint64_t ino, int mask, const struct cfs_cred 
 
 int cfs_lookup(struct cfs_fs *fs, uint64_t parent, const char *name, struct stat *st)
 {
+	return cfs_lookup_lease(fs, parent, name, st, NULL);
+}
+
+int cfs_lookup_lease(struct cfs_fs *fs, uint64_t parent, const char *name, struct stat *st,
+		     unsigned *lease_ms)
+{
+	if (lease_ms)
+		*lease_ms = 0;
 	int rc = cfs_op_begin(fs, false);
 	if (rc)
 		return rc;
@@ -126,6 +134,7 @@ int cfs_lookup(struct cfs_fs *fs, uint64_t parent, const char *name, struct stat
 		ino = dir->ino == fs->sb.root_ino ? dir->ino : dir->d.parent;
 	else if (!rc)
 		rc = cfs_dir_lookup(fs, dir, name, &ino, NULL);
+	uint64_t gone = rc ? 0 : dir->lock_gone; /* a name read before a let-go is not leased */
 	if (!rc) {
 		dir->pins++; /* the child's glock may be asked for with fs->lock released */
 		rc = cfs_iget_entry(fs, ino, &ip);
@@ -134,6 +143,8 @@ int cfs_lookup(struct cfs_fs *fs, uint64_t parent, const char *name, struct stat
 	if (!rc) {
 		ip->nlookup++;
 		cfs_fill_stat(fs, ip, st);
+		if (lease_ms && dir->lock_gone == gone)
+			*lease_ms = cfs_iglock_lease_names(fs, dir->ino);
 	}
 	/* An entry pointing at no inode is damage on one node; on a cluster it can also be a
 	 * new inode in the block of one still open here. */

@@ -23,8 +23,9 @@ static struct cfsd *D(fuse_req_t req) { return fuse_req_userdata(req); }
 
 /* The kernel keeps attributes CFSD_CACHE_SECONDS: on a cluster, this node gives up the glock
  * of an inode another node changes, and the kernel forgets them first (kernel_inval.c).
- * Names too, on a cluster only if asked for (namecache): forgetting them has the kernel drop
- * every name, which a process's working directory notices (kernel_inval.c). */
+ * Names too, on a cluster for good only if asked for (namecache): forgetting them has the
+ * kernel drop every name, which a process's working directory notices (kernel_inval.c);
+ * without it, for a moment in directories no other node changes (cfs_lookup_lease). */
 static double entry_timeout(struct cfsd *d)
 {
 	if (!d->cluster)
@@ -52,18 +53,26 @@ static void reply_attr(fuse_req_t req, int rc, const struct stat *st)
 	fuse_reply_attr(req, &out, CFSD_CACHE_SECONDS);
 }
 
-static void reply_entry(fuse_req_t req, int rc, const struct stat *st)
+/* An entry kept by the kernel for `lease` seconds, or as entry_timeout says if longer. */
+static void reply_entry_for(fuse_req_t req, int rc, const struct stat *st, double lease)
 {
 	if (rc) {
 		reply_err(req, rc);
 		return;
 	}
 	struct cfsd *d = D(req); /* req is gone once answered */
+	double keep = entry_timeout(d);
 	struct fuse_entry_param e = {.ino = st->st_ino, .attr = shown(*st),
 				     .generation = cfs_generation(d->fs, st->st_ino),
-				     .attr_timeout = CFSD_CACHE_SECONDS, .entry_timeout = entry_timeout(d)};
+				     .attr_timeout = CFSD_CACHE_SECONDS,
+				     .entry_timeout = keep > lease ? keep : lease};
 	if (fuse_reply_entry(req, &e) == -ENOENT) /* the kernel gave up: drop the reference */
 		cfs_forget(d->fs, st->st_ino, 1);
+}
+
+static void reply_entry(fuse_req_t req, int rc, const struct stat *st)
+{
+	reply_entry_for(req, rc, st, 0.0);
 }
 
 static struct cfs_cred cred_of(fuse_req_t req)
@@ -125,7 +134,9 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct stat st;
 	struct cfsd *d = D(req);
-	int rc = cfs_lookup(d->fs, parent, name, &st);
+	unsigned lease_ms = 0;
+	int rc = entry_timeout(d) > 0.0 ? cfs_lookup(d->fs, parent, name, &st)
+					: cfs_lookup_lease(d->fs, parent, name, &st, &lease_ms);
 	/* A missing name is kept too on one node: every name is made by this kernel, which
 	 * drops what it keeps of it then, or by ODM, which tells it (odm_server.c). */
 	if (rc == -ENOENT && !d->cluster) {
@@ -133,7 +144,7 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		fuse_reply_entry(req, &none);
 		return;
 	}
-	reply_entry(req, rc, &st);
+	reply_entry_for(req, rc, &st, lease_ms / 1000.0);
 }
 
 static void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t n)

@@ -4,7 +4,7 @@
 # rename, a replace, chmod, chown, utimes, an append, a link, an xattr, an ACL, a remove, a
 # directory moved or replaced; attributes also through a descriptor opened before) and then
 # says what it sees; the looking node's next look must see the same.  Node 1 mounts with
-# namecache (the kernel keeps names too), node 3 without (attributes only).  A directory
+# namecache (the kernel keeps names too), node 3 without (attributes, and names for 0.1 s).  A directory
 # mounted over inside node 1's mount stays mounted while names change (cfsd stops having names
 # kept there, rather than have the kernel drop the mount point); on node 3 a process's
 # working directory stays its own while another node changes the directory above it.
@@ -60,6 +60,18 @@ seen_after "chmod, seen by fstat (no namecache)" fd-mode w/b "chmod 646 w/b" 3
 seen_after "an append, seen by fstat (no namecache)" fd-size w/b "echo yet >>w/b" 3
 seen_after "an ACL, seen by fgetxattr (no namecache)" fd-xattr:system.posix_acl_access w/b "setfacl -m u:79:r w/b" 3
 seen_after "a rename (no namecache)" exists w/b.l2 "mv w/b.l2 w/b.l3" 3
+# Without namecache the kernel keeps a name for 0.1 s in a directory no node changed in the
+# last second (cfs_lookup_lease): another node's change there waits until those names have
+# expired.  Node 3 looks two names up in a loop while node 2 renames one to the other and
+# back, 1.2 s apart (so the names are kept each time), and checks right after each rename
+# (before the wait, 10 of 10 were seen late).
+on 2 bash -c "mkdir '$(M 2)/w/flip' && touch '$(M 2)/w/flip/x'"
+mkdir "$T/flip"
+on 3 python3 "$HERE/name_flip.py" watch "$(M 3)/w/flip" "$T/flip" 10 >"$T/flip.out" 2>&1 &
+watcher=$!
+on 2 python3 "$HERE/name_flip.py" flip "$(M 2)/w/flip" "$T/flip" 10 1.2 >/dev/null
+if wait $watcher; then ok "names kept a moment (no namecache): $(tail -1 "$T/flip.out")"
+else not_ok "names kept a moment (no namecache): $(tr '\n' ' ' <"$T/flip.out")"; fi
 seen_after "a directory moved: names under its old path go" exists w/s/x "mv w/s w/t"
 seen_after "a directory replaced by a file of its name" type w/d "rmdir w/d && echo f >w/d"
 seen_after "a name made in a directory listed" list w "touch w/new"
