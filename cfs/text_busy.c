@@ -203,7 +203,7 @@ void cfs_text_before_let_go(struct cfs_fs *fs, struct cfs_inode *ip)
 		return;
 	pthread_mutex_lock(&fs->text_mutex);
 	struct cfs_text *t = find(fs, cfs_handle(fs, ip), 0, false);
-	if (t && t->unchecked) {
+	if (t && t->unchecked && !t->runs) { /* running here too: the kernel's race, let be */
 		/* Nobody can run it yet: it takes this node's let-go for another to read it. */
 		int rc = t->writes ? 0 : take(fs, t, CFSLOCK_CW);
 		if (!rc) {
