@@ -151,10 +151,11 @@ int cfs_getattr(struct cfs_fs *fs, uint64_t ino, struct stat *st);
 int cfs_access(struct cfs_fs *fs, uint64_t ino, int mask, const struct cfs_cred *cr);
 /* lookup and the calls that make an object count a reference, dropped with cfs_forget. */
 int cfs_lookup(struct cfs_fs *fs, uint64_t parent, const char *name, struct stat *st);
-/* The same, and how long the kernel may keep the name (ms): on a cluster, 0 where another node
- * changed or wants to change the directory lately; on one node, 0 (it keeps names for good). */
-int cfs_lookup_lease(struct cfs_fs *fs, uint64_t parent, const char *name, struct stat *st,
-		     unsigned *lease_ms);
+/* How long (ms) the kernel may keep a name that a call begun at since_ns (CLOCK_MONOTONIC)
+ * looked up or made in directory parent, on a cluster: 0 if this node gave the directory up
+ * since, or in the second before, or another node asks for it (on one node 0: the kernel
+ * keeps names for good there). */
+unsigned cfs_name_lease(struct cfs_fs *fs, uint64_t parent, uint64_t since_ns);
 void cfs_forget(struct cfs_fs *fs, uint64_t ino, uint64_t n);
 /* The generation of an inode the kernel holds a reference on (FUSE's entry generation). */
 uint64_t cfs_generation(struct cfs_fs *fs, uint64_t ino);

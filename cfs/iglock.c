@@ -411,12 +411,13 @@ void cfs_iglock_names_changed(struct cfs_fs *fs, uint64_t blk)
 #define NAME_LEASE_MARGIN_NS 50000000ull
 #define NAME_LEASE_CALM_NS 1000000000ull /* no lease in a directory given up this recently */
 
-unsigned cfs_iglock_lease_names(struct cfs_fs *fs, uint64_t blk)
+unsigned cfs_iglock_lease_names(struct cfs_fs *fs, uint64_t blk, uint64_t since_ns)
 {
 	struct cfs_glock *gl = fs->cluster ? find(fs, span_of(blk)) : NULL;
 	uint64_t now = cfs_now_ns();
+	uint64_t calm_from = since_ns > NAME_LEASE_CALM_NS ? since_ns - NAME_LEASE_CALM_NS : 0;
 	if (!gl || gl->mode < 0 || __atomic_load_n(&gl->wanted, __ATOMIC_ACQUIRE) >= 0 ||
-	    (gl->contested_ns && now - gl->contested_ns < NAME_LEASE_CALM_NS))
+	    (gl->contested_ns && gl->contested_ns >= calm_from)) /* read before a let-go too */
 		return 0;
 	gl->names_lease_ns = now + NAME_LEASE_MS * 1000000ull + NAME_LEASE_MARGIN_NS;
 	return NAME_LEASE_MS;

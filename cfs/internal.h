@@ -753,10 +753,11 @@ void cfs_iglock_unhold(struct cfs_fs *fs, uint64_t blk);
 void cfs_iglock_unhold_write(struct cfs_fs *fs, uint64_t blk, bool more);
 /* A name of directory blk was added, removed or replaced, under its glock EX. */
 void cfs_iglock_names_changed(struct cfs_fs *fs, uint64_t blk);
-/* How long the kernel may keep a name just looked up in directory blk (ms, 0: not at all):
- * its glock is then kept until the name has expired when another node wants to change
- * names there.  None in a directory another node took in the last second, or asks for. */
-unsigned cfs_iglock_lease_names(struct cfs_fs *fs, uint64_t blk);
+/* How long the kernel may keep a name read or made in directory blk by a call begun at
+ * since_ns (ms, 0: not at all): its glock is then kept until the name has expired when
+ * another node wants to change names there.  None if this node gave the glock up since, or
+ * in the second before, or another node asks for it. */
+unsigned cfs_iglock_lease_names(struct cfs_fs *fs, uint64_t blk, uint64_t since_ns);
 /* Queue an inode glock another node wants for the committer, waking it if wake (any thread). */
 void cfs_iglock_wanted(struct cfs_fs *fs, struct cfs_glock *gl, bool wake);
 /* Act on queued wishes, and give up the oldest grants past the cache limit (fs->lock held). */

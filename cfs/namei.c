@@ -104,16 +104,19 @@ int cfs_access(struct cfs_fs *fs, uint64_t ino, int mask, const struct cfs_cred 
 	return rc;
 }
 
-int cfs_lookup(struct cfs_fs *fs, uint64_t parent, const char *name, struct stat *st)
+unsigned cfs_name_lease(struct cfs_fs *fs, uint64_t parent, uint64_t since_ns)
 {
-	return cfs_lookup_lease(fs, parent, name, st, NULL);
+	if (!fs->cluster)
+		return 0;
+	pthread_mutex_lock(&fs->lock);
+	const struct cfs_inode *dir = cfs_icache_find(fs, parent);
+	unsigned ms = dir && !dir->dead ? cfs_iglock_lease_names(fs, dir->ino, since_ns) : 0;
+	pthread_mutex_unlock(&fs->lock);
+	return ms;
 }
 
-int cfs_lookup_lease(struct cfs_fs *fs, uint64_t parent, const char *name, struct stat *st,
-		     unsigned *lease_ms)
+int cfs_lookup(struct cfs_fs *fs, uint64_t parent, const char *name, struct stat *st)
 {
-	if (lease_ms)
-		*lease_ms = 0;
 	int rc = cfs_op_begin(fs, false);
 	if (rc)
 		return rc;
@@ -134,7 +137,6 @@ int cfs_lookup_lease(struct cfs_fs *fs, uint64_t parent, const char *name, struc
 		ino = dir->ino == fs->sb.root_ino ? dir->ino : dir->d.parent;
 	else if (!rc)
 		rc = cfs_dir_lookup(fs, dir, name, &ino, NULL);
-	uint64_t gone = rc ? 0 : dir->lock_gone; /* a name read before a let-go is not leased */
 	if (!rc) {
 		dir->pins++; /* the child's glock may be asked for with fs->lock released */
 		rc = cfs_iget_entry(fs, ino, &ip);
@@ -143,8 +145,6 @@ int cfs_lookup_lease(struct cfs_fs *fs, uint64_t parent, const char *name, struc
 	if (!rc) {
 		ip->nlookup++;
 		cfs_fill_stat(fs, ip, st);
-		if (lease_ms && dir->lock_gone == gone)
-			*lease_ms = cfs_iglock_lease_names(fs, dir->ino);
 	}
 	/* An entry pointing at no inode is damage on one node; on a cluster it can also be a
 	 * new inode in the block of one still open here. */

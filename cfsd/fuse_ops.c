@@ -25,7 +25,7 @@ static struct cfsd *D(fuse_req_t req) { return fuse_req_userdata(req); }
  * of an inode another node changes, and the kernel forgets them first (kernel_inval.c).
  * Names too, on a cluster for good only if asked for (namecache): forgetting them has the
  * kernel drop every name, which a process's working directory notices (kernel_inval.c);
- * without it, for a moment in directories no other node changes (cfs_lookup_lease). */
+ * without it, for a moment in directories no other node changes (cfs_name_lease). */
 static double entry_timeout(struct cfsd *d)
 {
 	if (!d->cluster)
@@ -70,9 +70,20 @@ static void reply_entry_for(fuse_req_t req, int rc, const struct stat *st, doubl
 		cfs_forget(d->fs, st->st_ino, 1);
 }
 
-static void reply_entry(fuse_req_t req, int rc, const struct stat *st)
+static uint64_t now_ns(void)
 {
-	reply_entry_for(req, rc, st, 0.0);
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+/* A name looked up or made in parent by a call begun at since (now_ns), answered. */
+static void reply_entry(fuse_req_t req, int rc, const struct stat *st, fuse_ino_t parent,
+			uint64_t since)
+{
+	struct cfsd *d = D(req);
+	bool lease = !rc && entry_timeout(d) == 0.0;
+	reply_entry_for(req, rc, st, lease ? cfs_name_lease(d->fs, parent, since) / 1000.0 : 0.0);
 }
 
 static struct cfs_cred cred_of(fuse_req_t req)
@@ -134,9 +145,8 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct stat st;
 	struct cfsd *d = D(req);
-	unsigned lease_ms = 0;
-	int rc = entry_timeout(d) > 0.0 ? cfs_lookup(d->fs, parent, name, &st)
-					: cfs_lookup_lease(d->fs, parent, name, &st, &lease_ms);
+	uint64_t since = now_ns();
+	int rc = cfs_lookup(d->fs, parent, name, &st);
 	/* A missing name is kept too on one node: every name is made by this kernel, which
 	 * drops what it keeps of it then, or by ODM, which tells it (odm_server.c). */
 	if (rc == -ENOENT && !d->cluster) {
@@ -144,7 +154,7 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		fuse_reply_entry(req, &none);
 		return;
 	}
-	reply_entry_for(req, rc, &st, lease_ms / 1000.0);
+	reply_entry(req, rc, &st, parent, since);
 }
 
 static void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t n)
@@ -239,27 +249,32 @@ static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
 {
 	struct stat st;
 	struct cfs_cred c = cred_of(req);
-	reply_entry(req, cfs_mknod(D(req)->fs, parent, name, mode, rdev, &c, &st), &st);
+	uint64_t since = now_ns();
+	reply_entry(req, cfs_mknod(D(req)->fs, parent, name, mode, rdev, &c, &st), &st, parent,
+		    since);
 }
 
 static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 {
 	struct stat st;
 	struct cfs_cred c = cred_of(req);
-	reply_entry(req, cfs_mkdir(D(req)->fs, parent, name, mode, &c, &st), &st);
+	uint64_t since = now_ns();
+	reply_entry(req, cfs_mkdir(D(req)->fs, parent, name, mode, &c, &st), &st, parent, since);
 }
 
 static void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
 {
 	struct stat st;
 	struct cfs_cred c = cred_of(req);
-	reply_entry(req, cfs_symlink(D(req)->fs, parent, name, link, &c, &st), &st);
+	uint64_t since = now_ns();
+	reply_entry(req, cfs_symlink(D(req)->fs, parent, name, link, &c, &st), &st, parent, since);
 }
 
 static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t parent, const char *name)
 {
 	struct stat st;
-	reply_entry(req, cfs_link(D(req)->fs, ino, parent, name, &st), &st);
+	uint64_t since = now_ns();
+	reply_entry(req, cfs_link(D(req)->fs, ino, parent, name, &st), &st, parent, since);
 }
 
 static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -395,6 +410,7 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	struct cfsd *d = D(req);
 	struct stat st;
 	struct cfs_cred c = cred_of(req);
+	uint64_t since = now_ns();
 	int rc = make_open(d, parent, name, mode, &c, fi->flags, &st), text = 0;
 	if (!rc && (text = cfs_text_made(d->fs, st.st_ino)) < 0) {
 		cfs_release(d->fs, st.st_ino);
@@ -406,9 +422,12 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	}
 	set_open(d, st.st_ino, fi);
 	fi->fh |= text ? FH_TEXT : 0;
+	double keep = entry_timeout(d);
 	struct fuse_entry_param e = {.ino = st.st_ino, .attr = shown(st),
 				     .generation = cfs_generation(d->fs, st.st_ino),
-				     .attr_timeout = CFSD_CACHE_SECONDS, .entry_timeout = entry_timeout(d)};
+				     .attr_timeout = CFSD_CACHE_SECONDS,
+				     .entry_timeout = keep > 0.0 ? keep
+						  : cfs_name_lease(d->fs, parent, since) / 1000.0};
 	if (fuse_reply_create(req, &e, fi) == -ENOENT) {
 		release(d, st.st_ino, fi);
 		cfs_forget(d->fs, st.st_ino, 1);
