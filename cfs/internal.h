@@ -231,6 +231,7 @@ struct cfs_inode {
 	struct cfs_inode *hnext;
 	uint64_t nlookup;
 	uint32_t nopen;
+	uint32_t text_unchecked; /* opens for writing here holding no text lock (text_busy.c) */
 	uint32_t pins; /* kept in memory across a wait for a lock: not an open (iopen.c) */
 	bool in_orphans;
 	bool times_dirty; /* mtime/ctime changed by an overwrite, written at the next commit */
@@ -565,7 +566,6 @@ struct cfs_fs {
 	struct cfs_flock *flocks;
 	pthread_mutex_t text_mutex; /* programs run and written here (text_busy.c) */
 	struct cfs_text *texts;
-	unsigned texts_unchecked;   /* opens for writing here not holding a text lock (atomic) */
 	void *flock_interrupted;     /* a request interrupted before it waited (flock.c) */
 	struct pending *plocks_pending; /* record lock requests not answered yet (plock.c) */
 	struct lock_user *plock_users;  /* who locked through which open file (plock.c) */

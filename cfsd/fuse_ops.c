@@ -53,23 +53,6 @@ static void reply_attr(fuse_req_t req, int rc, const struct stat *st)
 	fuse_reply_attr(req, &out, CFSD_CACHE_SECONDS);
 }
 
-/* An entry kept by the kernel for `lease` seconds, or as entry_timeout says if longer. */
-static void reply_entry_for(fuse_req_t req, int rc, const struct stat *st, double lease)
-{
-	if (rc) {
-		reply_err(req, rc);
-		return;
-	}
-	struct cfsd *d = D(req); /* req is gone once answered */
-	double keep = entry_timeout(d);
-	struct fuse_entry_param e = {.ino = st->st_ino, .attr = shown(*st),
-				     .generation = cfs_generation(d->fs, st->st_ino),
-				     .attr_timeout = CFSD_CACHE_SECONDS,
-				     .entry_timeout = keep > lease ? keep : lease};
-	if (fuse_reply_entry(req, &e) == -ENOENT) /* the kernel gave up: drop the reference */
-		cfs_forget(d->fs, st->st_ino, 1);
-}
-
 static uint64_t now_ns(void)
 {
 	struct timespec t;
@@ -77,13 +60,28 @@ static uint64_t now_ns(void)
 	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
 }
 
-/* A name looked up or made in parent by a call begun at since (now_ns), answered. */
+/* How long the kernel keeps a name looked up or made in parent by a call begun at since
+ * (now_ns). */
+static double name_timeout(struct cfsd *d, fuse_ino_t parent, uint64_t since)
+{
+	double keep = entry_timeout(d);
+	return keep > 0.0 ? keep : cfs_name_lease(d->fs, parent, since) / 1000.0;
+}
+
 static void reply_entry(fuse_req_t req, int rc, const struct stat *st, fuse_ino_t parent,
 			uint64_t since)
 {
-	struct cfsd *d = D(req);
-	bool lease = !rc && entry_timeout(d) == 0.0;
-	reply_entry_for(req, rc, st, lease ? cfs_name_lease(d->fs, parent, since) / 1000.0 : 0.0);
+	if (rc) {
+		reply_err(req, rc);
+		return;
+	}
+	struct cfsd *d = D(req); /* req is gone once answered */
+	struct fuse_entry_param e = {.ino = st->st_ino, .attr = shown(*st),
+				     .generation = cfs_generation(d->fs, st->st_ino),
+				     .attr_timeout = CFSD_CACHE_SECONDS,
+				     .entry_timeout = name_timeout(d, parent, since)};
+	if (fuse_reply_entry(req, &e) == -ENOENT) /* the kernel gave up: drop the reference */
+		cfs_forget(d->fs, st->st_ino, 1);
 }
 
 static struct cfs_cred cred_of(fuse_req_t req)
@@ -422,12 +420,10 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	}
 	set_open(d, st.st_ino, fi);
 	fi->fh |= text ? FH_TEXT : 0;
-	double keep = entry_timeout(d);
 	struct fuse_entry_param e = {.ino = st.st_ino, .attr = shown(st),
 				     .generation = cfs_generation(d->fs, st.st_ino),
 				     .attr_timeout = CFSD_CACHE_SECONDS,
-				     .entry_timeout = keep > 0.0 ? keep
-						  : cfs_name_lease(d->fs, parent, since) / 1000.0};
+				     .entry_timeout = name_timeout(d, parent, since)};
 	if (fuse_reply_create(req, &e, fi) == -ENOENT) {
 		release(d, st.st_ino, fi);
 		cfs_forget(d->fs, st.st_ino, 1);
