@@ -8,6 +8,7 @@
  * status and message. */
 #define FUSE_USE_VERSION 312
 #include "cfsd/fuse_ops.h"
+#include "cfsd/fuse_uring.h"
 #include "cfs/control.h"
 #include "tools/common.h"
 
@@ -32,6 +33,7 @@ struct opts {
 	bool foreground;
 	bool nowriteback; /* writes through to the daemon at once (no write-back page cache) */
 	bool namecache;   /* cluster: the kernel keeps names (kernel_inval.c) */
+	bool nouring;     /* requests through /dev/fuse even where io_uring is offered */
 	struct scan_paths scan;
 	char fuse_opts[1024];
 };
@@ -57,6 +59,9 @@ static void usage(FILE *out)
 		"                   it returns (default: the kernel caches writes, write-back)\n"
 		"     namecache     cluster: the kernel keeps names until another node changes a\n"
 		"                   directory (Linux 6.16+; default: every name is looked up here)\n"
+		"     nouring       one-node mount: requests through /dev/fuse even where the\n"
+		"                   kernel offers FUSE over io_uring (default: through io_uring\n"
+		"                   when offered: Linux 6.14+, fuse module's enable_uring set)\n"
 		"     scan=PATHS    where to look for the LUNs, colon-separated (default $CVM_SCAN)\n"
 		"     log=FILE      where the daemon logs once in the background\n"
 		"     odm_group=G   members of group G (name or number) may use libodm here,\n"
@@ -119,6 +124,8 @@ static int parse_opts(struct opts *o, char *list)
 			o->nowriteback = opt[0] == 'n';
 		} else if (!strcmp(opt, "namecache") || !strcmp(opt, "nonamecache")) {
 			o->namecache = !strcmp(opt, "namecache");
+		} else if (!strcmp(opt, "uring") || !strcmp(opt, "nouring")) {
+			o->nouring = opt[0] == 'n';
 		} else if (klen == 7 && !strncmp(opt, "cluster", 7) && val) {
 			if (!cfs_lockproto_valid(val)) {
 				fprintf(stderr, "cfsd: cluster=%s: give local, corosync or dlm\n", val);
@@ -303,6 +310,8 @@ static int serve(struct opts *o, struct cfsd *d, int status_fd)
 			close(null);
 		}
 		rc = cfsd_serve_requests(se) ? EXIT_FAILED : EXIT_OK;
+		/* Before the unmount: the rings' commands hold the device open (fuse_uring.c). */
+		fuse_uring_stop(__atomic_exchange_n(&d->uring, NULL, __ATOMIC_ACQ_REL));
 		cfs_control_stop(ctl);
 		fuse_session_unmount(se);
 	} else {
@@ -355,7 +364,7 @@ int main(int argc, char **argv)
 	}
 	struct cfsd d = {.fs_dboptimized = o.m.dboptimized, .scan = &o.scan, .volume = o.volume,
 			 .odm_gid = o.odm_gid, .nowriteback = o.nowriteback, .mount_abs = o.mount_abs,
-			 .namecache = o.namecache};
+			 .namecache = o.namecache, .nouring = o.nouring};
 	if (open_volume("cfsd", &o.scan, o.volume, o.m.ro ? CVM_OPEN_RDONLY : CVM_OPEN_RDWR,
 			&d.vol)) {
 		report(status_fd, EXIT_FAILED);

@@ -2,6 +2,7 @@
 #include "cfs/control.h"
 #include "cfs/internal.h"
 #include "cfsd/fuse_ops.h"
+#include "cfsd/fuse_uring.h"
 #include "cfsd/odm_server.h"
 #include "dlm-client/cfslock.h"
 #include "proto/control.pb-c.h"
@@ -129,6 +130,9 @@ static void fill_status(struct cfsd *d, ControlStatus *s, struct cfs_status *st,
 	s->commit_blocks = st->stats.commit_blocks;
 	s->has_journal_anchors = true;
 	s->journal_anchors = st->stats.anchors;
+	struct fuse_uring *u = __atomic_load_n(&d->uring, __ATOMIC_ACQUIRE);
+	s->has_uring_requests = u != NULL;
+	s->uring_requests = fuse_uring_answered(u);
 	s->has_checkpoint_blocks = true;
 	s->checkpoint_blocks = st->stats.home_blocks;
 	s->reads = st->stats.reads;

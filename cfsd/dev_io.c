@@ -13,6 +13,10 @@
  *   remove capabilities on write.
  * - FUSE_DIRECT_IO_ALLOW_MMAP (protocol 7.39, kernels since 6.6): MAP_SHARED mappings of
  *   files opened for direct I/O, on a dboptimized mount of one node (cfs(8), "mmap").
+ * - FUSE_OVER_IO_URING (protocol 7.42, kernels since 6.14 with the fuse module's
+ *   enable_uring set): requests through rings (fuse_uring.c), on one-node mounts unless
+ *   "nouring" was asked for.  Once the INIT answer is written the rings' threads start, and
+ *   the answers to their requests go back through them (fuse_uring_take_reply).
  * The kernel sends nothing else before the INIT reply, so the INIT request's identity needs
  * no lock: one thread reads and answers it.
  *
@@ -22,11 +26,13 @@
  * name "/", which no name in a directory can be, and op_create makes an unnamed file for it. */
 #define FUSE_USE_VERSION 312
 #include "cfsd/fuse_ops.h"
+#include "cfsd/fuse_uring.h"
 
 #include <errno.h>
 #include <fuse_lowlevel.h>
 #include <linux/fuse.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -40,10 +46,10 @@
 #endif
 
 /* A FUSE_TMPFILE request as the CREATE of CFSD_UNNAMED (see the top of this file). */
-static void tmpfile_as_create(struct fuse_in_header *in, size_t n)
+void dev_io_as_libfuse_knows(struct fuse_in_header *in, size_t n)
 {
 	size_t name_at = sizeof *in + sizeof(struct fuse_create_in);
-	if (n < name_at + sizeof CFSD_UNNAMED)
+	if (in->opcode != FUSE_TMPFILE || n < name_at + sizeof CFSD_UNNAMED)
 		return; /* libfuse answers ENOSYS: O_TMPFILE fails with EOPNOTSUPP */
 	in->opcode = FUSE_CREATE;
 	memcpy((char *)in + name_at, CFSD_UNNAMED, sizeof CFSD_UNNAMED);
@@ -54,8 +60,8 @@ static ssize_t read_request(int fd, void *buf, size_t len, void *userdata)
 	struct cfsd *d = userdata;
 	ssize_t n = read(fd, buf, len);
 	struct fuse_in_header *in = buf;
-	if (n >= (ssize_t)sizeof *in && in->opcode == FUSE_TMPFILE)
-		tmpfile_as_create(in, (size_t)n);
+	if (n >= (ssize_t)sizeof *in)
+		dev_io_as_libfuse_knows(in, (size_t)n);
 	if (n >= (ssize_t)(sizeof *in + offsetof(struct fuse_init_in, flags2) + 4) &&
 	    in->opcode == FUSE_INIT) {
 		const struct fuse_init_in *init = (const void *)(in + 1);
@@ -68,10 +74,39 @@ static ssize_t read_request(int fd, void *buf, size_t len, void *userdata)
 	return n;
 }
 
+/* The kernel's largest request payload, which each ring entry must hold (the kernel's
+ * fuse_uring_create), from the INIT answer. */
+static size_t largest_payload(const struct fuse_init_out *init)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE), pages = init->max_pages;
+	if (!(init->flags & FUSE_MAX_PAGES) || pages < 32) /* the kernel's default */
+		pages = 32;
+	size_t n = init->max_write > 8192 ? init->max_write : 8192;
+	return n > pages * page ? n : pages * page;
+}
+
+/* The INIT answer asked for io_uring and went through: the kernel takes entries now. */
+static void start_rings(struct cfsd *d, const struct fuse_init_out *init)
+{
+	struct fuse_uring *u = NULL;
+	int rc = fuse_uring_start(d->se, largest_payload(init), &u);
+	if (rc) {
+		fprintf(stderr, "cfsd: io_uring: %s (requests go through /dev/fuse)\n",
+			strerror(-rc));
+		fuse_uring_stop(u);
+		return;
+	}
+	__atomic_store_n(&d->uring, u, __ATOMIC_RELEASE);
+}
+
 static ssize_t write_reply(int fd, struct iovec *iov, int count, void *userdata)
 {
 	struct cfsd *d = userdata;
 	const struct fuse_out_header *out = iov[0].iov_base;
+	ssize_t taken = fuse_uring_take_reply(__atomic_load_n(&d->uring, __ATOMIC_ACQUIRE), iov,
+					      count);
+	if (taken >= 0)
+		return taken;
 	struct fuse_init_out init;
 	if (!d->init_added || count != 2 || iov[0].iov_len < sizeof *out ||
 	    out->unique != d->init_unique || out->error ||
@@ -84,9 +119,13 @@ static ssize_t write_reply(int fd, struct iovec *iov, int count, void *userdata)
 		init.flags |= FUSE_INIT_EXT;
 		init.flags2 |= (uint32_t)(d->init_added >> 32);
 	}
+	bool rings = d->init_added & CFSD_FUSE_OVER_IO_URING;
 	d->init_added = 0;
 	struct iovec patched[2] = {iov[0], {&init, iov[1].iov_len}};
-	return writev(fd, patched, 2);
+	ssize_t n = writev(fd, patched, 2);
+	if (n > 0 && rings)
+		start_rings(d, &init);
+	return n;
 }
 
 int dev_io_hook(struct cfsd *d, struct fuse_session *se)
@@ -95,6 +134,8 @@ int dev_io_hook(struct cfsd *d, struct fuse_session *se)
 		d->init_wanted = FUSE_HANDLE_KILLPRIV_V2;
 		if (d->fs_dboptimized)
 			d->init_wanted |= FUSE_DIRECT_IO_ALLOW_MMAP;
+		if (!d->nouring && fuse_uring_possible())
+			d->init_wanted |= CFSD_FUSE_OVER_IO_URING;
 	}
 	static const struct fuse_custom_io io = {.read = read_request, .writev = write_reply};
 	return fuse_session_custom_io(se, &io, fuse_session_fd(se));

@@ -6,6 +6,7 @@
  * readdir offsets are stable while other threads change the directory. */
 #define FUSE_USE_VERSION 312
 #include "cfsd/fuse_ops.h"
+#include "cfsd/fuse_uring.h"
 #include "cfsd/odm_server.h"
 
 #include <errno.h>
@@ -442,11 +443,13 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
 	struct cfsd *d = D(req);
-	void *buf;
-	if (posix_memalign(&buf, 4096, size ? size : 1)) {
+	void *own = NULL, *buf = fuse_uring_reply_space(size); /* read into the ring's entry */
+	if (!buf && posix_memalign(&own, 4096, size ? size : 1)) {
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
+	if (!buf)
+		buf = own;
 	bool buffered = !(fi->fh & FH_DIRECT_IO), raced = false;
 	uint64_t writes = __atomic_load_n(&d->direct_writes_done, __ATOMIC_ACQUIRE);
 	int64_t n;
@@ -462,7 +465,7 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		reply_err(req, (int)n);
 	else
 		fuse_reply_buf(req, buf, (size_t)n);
-	free(buf);
+	free(own);
 	if (raced)
 		kernel_inval_range(d, ino, off, n);
 }

@@ -24,6 +24,8 @@ struct cfsd {
 	/* It does (atomic; kernel_inval.c): it can be told to forget them all without a lock
 	 * (protocol 7.44, Linux 6.16). */
 	bool names_cached;
+	bool nouring;                  /* asked for: requests through /dev/fuse only */
+	struct fuse_uring *uring;      /* the rings requests come through, if any (atomic) */
 	bool kernel_ready;             /* INIT answered: notifications may be sent (atomic) */
 	const char *volume;
 	const char *mount_abs;         /* the mount point as mountinfo shows it */
@@ -65,6 +67,9 @@ unsigned pid_privileges(int pid, const struct cfs_cred *cr, uint32_t gid);
  * cannot ask for, and pass O_TMPFILE opens to op_create as creates of CFSD_UNNAMED (before
  * the session's loop starts). */
 int dev_io_hook(struct cfsd *d, struct fuse_session *se);
+/* Make a request of n bytes one libfuse 3.14 answers (O_TMPFILE's, see dev_io.c). */
+struct fuse_in_header;
+void dev_io_as_libfuse_knows(struct fuse_in_header *in, size_t n);
 #define CFSD_UNNAMED "/"
 
 /* dir_listing.c: READDIRs without OPENDIR (one-node mounts): the entries of directory ino

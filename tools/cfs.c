@@ -41,8 +41,8 @@ static void usage(FILE *out)
 		"       umount.cfs DIR [-l] [-f]                (as called by umount DIR)\n"
 
 		"Mount options: dboptimized, cluster=local|corosync|dlm, node=SLOT, ro, rw, nowriteback,\n"
-		"namecache, scan=PATHS, log=FILE, fence=PROGRAM, lock_cache=N, odm_group=GROUP, and FUSE's\n"
-		"(allow_other, ...).\n"
+		"namecache, nouring, scan=PATHS, log=FILE, fence=PROGRAM, lock_cache=N, odm_group=GROUP,\n"
+		"and FUSE's (allow_other, ...).\n"
 		"See cfs(8).\n"
 		"Exit status: 0 done, 1 failed, 2 bad usage.\n");
 }
@@ -216,13 +216,15 @@ static void print_status(const char *dir, const ControlReply *r, bool json)
 		printf("], \"fenced\": %s, \"fence_interval_ms\": %u, \"locks_cached\": %llu, "
 		       "\"lock_cache_limit\": %u, \"locks_given_back\": %llu, "
 		       "\"journal_anchors\": %llu, \"checkpoint_blocks\": %llu, "
-		       "\"writeback\": %s, \"kernel_names\": %s}\n",
+		       "\"writeback\": %s, \"kernel_names\": %s, \"fuse_transport\": \"%s\", "
+		       "\"uring_requests\": %llu}\n",
 		       s->fenced ? "true" : "false", s->fence_interval_ms,
 		       (unsigned long long)s->locks_cached, s->lock_cache_limit,
 		       (unsigned long long)s->locks_given_back,
 		       (unsigned long long)s->journal_anchors,
 		       (unsigned long long)s->checkpoint_blocks, s->writeback ? "true" : "false",
-		       s->kernel_names ? "true" : "false");
+		       s->kernel_names ? "true" : "false", s->has_uring_requests ? "io_uring" : "dev",
+		       (unsigned long long)s->uring_requests);
 		return;
 	}
 	char total[32], avail[32];
@@ -243,6 +245,9 @@ static void print_status(const char *dir, const ControlReply *r, bool json)
 	       (unsigned long long)s->checkpoint_blocks);
 	if (r->has_added_blocks)
 		printf("  grown by %llu blocks\n", (unsigned long long)r->added_blocks);
+	if (s->has_uring_requests)
+		printf("  FUSE requests through io_uring (%llu so far)\n",
+		       (unsigned long long)s->uring_requests);
 	if (!s->lockproto || !strcmp(s->lockproto, "local")) {
 		printf("  lock protocol local: mounted on this node only\n");
 		return;

@@ -38,6 +38,17 @@ mount_cfs() {
 	"$BIN/cfs" mount "$1" "$2" -o "log=$T/$1.log${3:+,$3}"
 }
 
+# transport_is DIR WHAT [MORE_THAN]: the mount's FUSE requests come through WHAT (io_uring or
+# dev) as cfs status says, and (if given) more than MORE_THAN through io_uring so far.
+transport_is() {
+	local j n
+	j=$("$BIN/cfs" status --json "$1") || return 1
+	grep -q "\"fuse_transport\": \"$2\"" <<<"$j" || { echo "cfs status: $j" >&2; return 1; }
+	[ -n "${3:-}" ] || return 0
+	n=$(sed -n 's/.*"uring_requests": \([0-9]*\).*/\1/p' <<<"$j")
+	[ "${n:-0}" -gt "$3" ] || { echo "only ${n:-0} requests through io_uring" >&2; return 1; }
+}
+
 # umount_cfs DIR: on failure, what the daemon's threads are doing goes to stderr.
 umount_cfs() {
 	timeout 60 "$BIN/cfs" umount "$1" && return 0

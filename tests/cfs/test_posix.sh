@@ -2,6 +2,7 @@
 # CFS on a real FUSE mount: the POSIX a shared Oracle home needs, checked one behaviour at a
 # time, then real workloads (fio with verify, a tar round trip, dbench, a random-operation
 # exerciser against a tmpfs twin), then fsck.cfs must find the filesystem clean.
+# With CFS_TRANSPORT=io_uring or dev (test_uring.sh), the mounts must use that FUSE transport.
 . "$(dirname "$0")/lib.sh"
 HERE=$(cd "$(dirname "$0")" && pwd)
 M=$T/mnt
@@ -9,6 +10,7 @@ make_volume v 4 256
 "$BIN/mkfs.cfs" -L posix v >/dev/null 2>&1 || { not_ok "mkfs.cfs"; finish; }
 mount_cfs v "$M" || { not_ok "mount: $(cat "$T/v.log")"; finish; }
 ok "mkfs.cfs and cfs mount"
+[ -z "${CFS_TRANSPORT:-}" ] || check "requests come through $CFS_TRANSPORT" transport_is "$M" "$CFS_TRANSPORT"
 py() { timeout 120 python3 - "$@"; }
 cd "$M" || exit 1
 
@@ -420,6 +422,8 @@ if command -v dbench >/dev/null; then
 fi
 mkdir -p "$T/twin" && mount -t tmpfs cfs-twin "$T/twin"
 check "random operations agree with a tmpfs twin" timeout 300 python3 "$HERE/exerciser.py" "$M/ex" "$T/twin/ex" 3000
+[ -z "${CFS_TRANSPORT:-}" ] ||
+	check "the workloads' requests came through $CFS_TRANSPORT" transport_is "$M" "$CFS_TRANSPORT" 10000
 
 cd / || exit 1
 umount_cfs "$M" && ok "cfs umount" || not_ok "cfs umount"
@@ -518,6 +522,8 @@ done
 
 # dboptimized: direct I/O on every open, parallel writers on one file, unaligned I/O still right.
 mount_cfs v "$M" dboptimized || { not_ok "dboptimized mount: $(tail -3 "$T/v.log")"; finish; }
+[ -z "${CFS_TRANSPORT:-}" ] ||
+	check "dboptimized: requests come through $CFS_TRANSPORT" transport_is "$M" "$CFS_TRANSPORT"
 check "dboptimized: shared and private mappings read and write what read(2) and write(2) do, as cfs(8) says" py "$M" <<'PY'
 import errno, mmap, os, sys
 fd = os.open(sys.argv[1] + '/mm', os.O_RDWR)
