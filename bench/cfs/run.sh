@@ -6,7 +6,11 @@
 #          through (its buffers are not aligned: the backing write fails with EINVAL), so its fio
 #          runs without O_DIRECT and the backing ext4's page cache serves it, dropped before
 #          each run; that flatters pt, most of all for writes.
-#   cfs    fio on CFS mounted dboptimized on a CVM volume over 4 LUN files
+#   cfs    fio on CFS mounted dboptimized on a CVM volume over 4 LUN files, requests through
+#          /dev/fuse (-o nouring)
+#   uring  the same with requests through FUSE over io_uring (cfs(8) nouring), where the kernel
+#          has it: the fuse module's enable_uring is set for the run and put back after it
+#          (BENCH_URING=0 leaves it alone and skips these columns)
 # Data (fio, libaio, O_DIRECT): 4 KiB random read and write at queue depth 32, 4 KiB O_SYNC
 # random writes at depth 1, 8 KiB O_DSYNC sequential writes at depth 1 (a redo log's),
 # 1 MiB sequential read and write at depth 4, 8 KiB O_DSYNC appends to new files (each write
@@ -29,7 +33,16 @@ ntree=${BENCH_TREE:-50000}
 dbench_secs=${BENCH_DBENCH_TIME:-60}
 dir=$(mktemp -d "${BENCH_DIR:-/var/tmp}/cfs-bench.XXXXXX")
 export CVM_SCAN=$dir/luns
+uring_param=/sys/module/fuse/parameters/enable_uring
+uring_was=
+transports=dev
+if [ "${BENCH_URING:-1}" != 0 ] && [ -w "$uring_param" ]; then
+	uring_was=$(cat "$uring_param")
+	echo Y >"$uring_param"
+	transports="dev io_uring"
+fi
 cleanup() {
+	[ -z "$uring_was" ] || echo "$uring_was" >"$uring_param"
 	for m in "$dir/cfs" "$dir/pt"; do
 		mountpoint -q "$m" 2>/dev/null && { umount "$m" 2>/dev/null || umount -l "$m"; }
 	done
@@ -53,7 +66,17 @@ echo "bench/cfs: $(nproc) cores; files in $dir on $(df --output=source "$dir" | 
 for i in 0 1 2 3; do truncate -s "${lun_mb}M" "$dir/luns/lun$i"; done
 "$bin/cvm" create bench "$dir"/luns/lun{0,1,2,3} >/dev/null
 "$bin/mkfs.cfs" -L bench bench >/dev/null 2>&1
-"$bin/cfs" mount bench "$dir/cfs" -o "dboptimized,log=$dir/cfsd.log"
+"$bin/cfs" mount bench "$dir/cfs" -o "dboptimized,nouring,log=$dir/cfsd.log"
+# remount OPTIONS TRANSPORT: the cfs side mounted again (OPTIONS may be empty), its requests
+# through TRANSPORT (dev or io_uring: checked).
+remount() {
+	local opts=$1
+	[ "$2" = dev ] && opts=$opts${opts:+,}nouring
+	"$bin/cfs" umount "$dir/cfs"
+	"$bin/cfs" mount bench "$dir/cfs" -o "$opts${opts:+,}log=$dir/cfsd.log"
+	"$bin/cfs" status --json "$dir/cfs" | grep -q "\"fuse_transport\": \"$2\"" ||
+		{ echo "bench/cfs: the cfs mount does not use $2" >&2; exit 1; }
+}
 ulimit -n "$(ulimit -Hn)" # passthrough_ll holds an fd per inode it knows
 "$pt" -o "source=$dir/pt-src,cache=never" "$dir/pt"
 
@@ -79,29 +102,6 @@ for kind in raw pt cfs; do
 	for i in 0 1 2 3; do dd if=/dev/zero of="$dir/$kind/f$i" bs=1M count=$((gb * 1024 / 4)) $flag status=none; done
 done
 
-printf '\n%-28s %12s %12s %12s %8s %8s\n' "workload" "raw" "pt" "cfs" "cfs/raw" "cfs/pt"
-row() { # label job args...: "job KIND args..." run on each side prints "iops MB/s"
-	local label=$1 job=$2
-	shift 2
-	local r p c
-	r=$($job raw "$@")
-	p=$($job pt "$@")
-	c=$($job cfs "$@")
-	python3 - "$label" "$r" "$p" "$c" <<'PY'
-import sys
-label, r, p, c = sys.argv[1], *[tuple(map(float, x.split())) for x in sys.argv[2:]]
-unit = 1 if 'MB/s' in label else 0
-fmt = lambda v: f"{v[unit]:12.1f}" if unit else f"{v[0]:12.0f}"
-print(f"{label:<28} {fmt(r)} {fmt(p)} {fmt(c)} {c[unit]/r[unit]:8.2f} {c[unit]/p[unit]:8.2f}")
-PY
-}
-row "4k randread qd32 IOPS" fio_job randread 4k 32
-row "4k randwrite qd32 IOPS" fio_job randwrite 4k 32
-row "4k randwrite O_SYNC qd1 IOPS" fio_job randwrite 4k 1 --sync=1
-row "8k write O_DSYNC qd1 IOPS" fio_job write 8k 1 --sync=dsync
-row "1M read qd4 MB/s" fio_job read 1M 4
-row "1M write qd4 MB/s" fio_job write 1M 4
-
 # Appends that allocate and must be durable when they return (a log file's growth): JOBS
 # processes each append 8 KiB O_DIRECT|O_DSYNC writes to a new file of its own.
 append_job() { # kind jobs -> "iops MB/s"
@@ -114,14 +114,49 @@ append_job() { # kind jobs -> "iops MB/s"
 		python3 -c 'import json,sys; w=json.load(sys.stdin)["jobs"][0]["write"]; print("%.0f %.1f" % (w["iops"], w["bw_bytes"]/1e6))'
 	rm -rf "$dir/$kind/app"
 }
-row "8k O_DSYNC appends, 1 job" append_job 1
-row "8k O_DSYNC appends, 8 jobs" append_job 8
+# Each row: label, then the job and its arguments, run on each side ("iops MB/s" from each).
+rows=(
+	"4k randread qd32 IOPS|fio_job randread 4k 32"
+	"4k randwrite qd32 IOPS|fio_job randwrite 4k 32"
+	"4k randwrite O_SYNC qd1 IOPS|fio_job randwrite 4k 1 --sync=1"
+	"8k write O_DSYNC qd1 IOPS|fio_job write 8k 1 --sync=dsync"
+	"1M read qd4 MB/s|fio_job read 1M 4"
+	"1M write qd4 MB/s|fio_job write 1M 4"
+	"8k O_DSYNC appends, 1 job|append_job 1"
+	"8k O_DSYNC appends, 8 jobs|append_job 8"
+)
+declare -A got
+for side in raw pt cfs; do
+	for r in "${rows[@]}"; do
+		read -ra job <<<"${r#*|}"
+		got[$side,${r%%|*}]=$("${job[0]}" "$side" "${job[@]:1}")
+	done
+done
+if [ "$transports" != dev ]; then # the cfs side again, through io_uring
+	remount dboptimized io_uring
+	for r in "${rows[@]}"; do
+		read -ra job <<<"${r#*|}"
+		got[uring,${r%%|*}]=$("${job[0]}" cfs "${job[@]:1}")
+	done
+fi
+printf '\n%-28s %10s %10s %10s %10s %8s %8s %8s\n' "workload" "raw" "pt" "cfs" "uring" "cfs/raw" "cfs/pt" "uring/raw"
+for r in "${rows[@]}"; do
+	l=${r%%|*}
+	python3 - "$l" "${got[raw,$l]}" "${got[pt,$l]}" "${got[cfs,$l]}" "${got[uring,$l]:-}" <<'PY'
+import sys
+label, r, p, c = sys.argv[1], *[tuple(map(float, x.split())) for x in sys.argv[2:5]]
+u = tuple(map(float, sys.argv[5].split())) if sys.argv[5] else None
+i = 1 if 'MB/s' in label else 0
+fmt = lambda v: f"{v[i]:10.1f}" if i else f"{v[0]:10.0f}"
+print(f"{label:<28} {fmt(r)} {fmt(p)} {fmt(c)} {fmt(u) if u else '-':>10} {c[i]/r[i]:8.2f} "
+      f"{c[i]/p[i]:8.2f} {f'{u[i]/r[i]:8.2f}' if u else '-':>8}")
+PY
+done
 
-# Metadata on a normal (page cache) CFS mount, with the data files gone.
+# Metadata on a normal (page cache) CFS mount, with the data files gone; from here on each
+# cfs figure is taken through each transport (cfs: /dev/fuse, uring: io_uring).
 rm -f "$dir"/raw/f? "$dir"/pt/f? "$dir"/cfs/f?
-"$bin/cfs" umount "$dir/cfs"
-"$bin/cfs" mount bench "$dir/cfs" -o "log=$dir/cfsd.log"
-mkdir -p "$dir/ext4" "$dir/cfs/m" "$dir/pt/m" "$dir/tree"
+mkdir -p "$dir/ext4" "$dir/pt/m" "$dir/tree"
 python3 - "$dir/tree" "$ntree" <<'PY'
 import os, sys
 root, n = sys.argv[1], int(sys.argv[2])
@@ -153,13 +188,31 @@ untar() { local t0; t0=$(date +%s.%N); tar -C "$1" -xf "$dir/tree.tar"; python3 
 ( while :; do echo 2 >/proc/sys/vm/drop_caches; sleep 0.2; done ) &
 dropper=$!
 trap 'kill $dropper 2>/dev/null; cleanup' EXIT
-printf '\n%-36s %10s %10s %10s %8s\n' "metadata (seconds, lower is better)" "ext4" "pt" "cfs" "cfs/pt"
-e=$(meta "$dir/ext4"); p=$(meta "$dir/pt/m"); c=$(meta "$dir/cfs/m")
-printf '%-36s %10s %10s %10s %8.2f\n' "create+stat+unlink $nfiles files" "$e" "$p" "$c" "$(python3 -c "print($c/$p)")"
-mkdir -p "$dir/ext4/t" "$dir/pt/t" "$dir/cfs/t"
-e=$(untar "$dir/ext4/t"); p=$(untar "$dir/pt/t"); c=$(untar "$dir/cfs/t")
-printf '%-36s %10s %10s %10s %8.2f\n' "untar of $ntree files" "$e" "$p" "$c" "$(python3 -c "print($c/$p)")"
+# against LABEL EXT4 PT DEV [URING]: a row of seconds, or of MB/s if LABEL says so, with the
+# ratios of each cfs figure to the figure of pt (seconds) or ext4 (MB/s) that the header names.
+against() {
+	python3 - "$@" <<'PY'
+import sys
+label, e, p, c, u = sys.argv[1], *map(float, sys.argv[2:5]), (float(sys.argv[5]) if len(sys.argv) > 5 else None)
+base = e if 'MB/s' in label or 'dbench' in label else p
+ratio = lambda v: f"{v / base:8.2f}" if v is not None else f"{'-':>8}"
+print(f"{label:<36} {e:10.2f} {p:10.2f} {c:10.2f} {u if u is not None else '-':>10} {ratio(c)} {ratio(u)}")
+PY
+}
+metadata_times() { # transport -> "create+stat+unlink-seconds untar-seconds" on the cfs side
+	remount "" "$1"
+	mkdir -p "$dir/cfs/m" "$dir/cfs/t-$1"
+	echo "$(meta "$dir/cfs/m") $(untar "$dir/cfs/t-$1")"
+}
+declare -A meta_s untar_s
+for t in $transports; do read -r "meta_s[$t]" "untar_s[$t]" < <(metadata_times "$t"); done
+mkdir -p "$dir/ext4/t" "$dir/pt/t"
+e_meta=$(meta "$dir/ext4"); p_meta=$(meta "$dir/pt/m")
+e_untar=$(untar "$dir/ext4/t"); p_untar=$(untar "$dir/pt/t")
 kill $dropper
+printf '\n%-36s %10s %10s %10s %10s %8s %8s\n' "metadata (seconds, lower is better)" "ext4" "pt" "cfs" "uring" "cfs/pt" "uring/pt"
+against "create+stat+unlink $nfiles files" "$e_meta" "$p_meta" "${meta_s[dev]}" ${meta_s[io_uring]:-}
+against "untar of $ntree files" "$e_untar" "$p_untar" "${untar_s[dev]}" ${untar_s[io_uring]:-}
 
 # A database on a normal mount (no ODM, no dboptimized): 8 KiB random reads and writes, 70/30,
 # to a 256 MiB file that fits in the page cache, warm, against ext4 on the same disk.  The page
@@ -184,23 +237,27 @@ dbrow() { # label: the load on cfs as mounted now, against ext4's $e
 	rm -f "$dir/cfs/db"
 }
 printf '\n%-36s %10s %10s %8s %12s\n' "database load, normal mount (IOPS)" "ext4" "cfs" "cfs/ext4" "cache hits"
-dbrow "8k randrw 70/30, 256 MiB, psync"
-# The same through a mount that writes through (cfs(8) nowriteback), as a cluster mount does.
-"$bin/cfs" umount "$dir/cfs"
-"$bin/cfs" mount bench "$dir/cfs" -o "nowriteback,log=$dir/cfsd.log"
-dbrow "  the same, -o nowriteback"
-"$bin/cfs" umount "$dir/cfs"
-"$bin/cfs" mount bench "$dir/cfs" -o "log=$dir/cfsd.log"
+for t in $transports; do
+	remount "" "$t"
+	dbrow "8k randrw 70/30, 256 MiB ($t)"
+	# The same through a mount that writes through (cfs(8) nowriteback), as a cluster mount does.
+	remount nowriteback "$t"
+	dbrow "  the same, -o nowriteback ($t)"
+done
 
 # A many-client file server load (dbench's default loadfile: creates, writes, reads, renames,
 # deletes, locks across 8 clients) on the same normal mount against ext4.
 dbench_mb() { dbench -D "$1" -t "$dbench_secs" 8 2>/dev/null | awk '/^Throughput/ {print $2}'; }
-mkdir -p "$dir/ext4/dbench" "$dir/pt/dbench" "$dir/cfs/dbench"
-e=$(dbench_mb "$dir/ext4/dbench"); p=$(dbench_mb "$dir/pt/dbench"); c=$(dbench_mb "$dir/cfs/dbench")
-printf '\n%-36s %10s %10s %10s %8s %8s\n' "file server load (MB/s)" "ext4" "pt" "cfs" "cfs/ext4" "cfs/pt"
-printf '%-36s %10s %10s %10s %8.2f %8.2f\n' "dbench, 8 clients, $dbench_secs s" "$e" "$p" "$c" \
-	"$(python3 -c "print($c/$e)")" "$(python3 -c "print($c/$p)")"
-"$bin/cfs" status "$dir/cfs" | tail -1
+mkdir -p "$dir/ext4/dbench" "$dir/pt/dbench"
+declare -A dbench_rate
+for t in $transports; do
+	remount "" "$t"
+	mkdir -p "$dir/cfs/dbench-$t"
+	dbench_rate[$t]=$(dbench_mb "$dir/cfs/dbench-$t")
+done
+e=$(dbench_mb "$dir/ext4/dbench"); p=$(dbench_mb "$dir/pt/dbench")
+printf '\n%-36s %10s %10s %10s %10s %8s %8s\n' "file server load (MB/s)" "ext4" "pt" "cfs" "uring" "cfs/ext4" "uring/ext4"
+against "dbench, 8 clients, $dbench_secs s" "$e" "$p" "${dbench_rate[dev]}" ${dbench_rate[io_uring]:-}
 "$bin/cfs" umount "$dir/cfs"
 "$bin/fsck.cfs" -n bench | tail -1
 trap - EXIT

@@ -56,7 +56,8 @@ check "io_uring disabled by sysctl: requests come through /dev/fuse and are answ
 umount_cfs "$M" || not_ok "unmount with io_uring disabled"
 echo 0 >"$sysctl"
 
-# The daemon killed with requests in the rings: they end (ENOTCONN), nothing waits for good.
+# The daemon killed with requests in the rings: they end (ENOTCONN, ECANCELED), nothing waits
+# for good.
 mount_cfs v "$M" dboptimized || { not_ok "mount: $(tail -3 "$T/v.log")"; finish; }
 timeout 120 fio --name=load --directory="$M" --rw=randrw --bs=4k --size=32M --ioengine=libaio \
 	--iodepth=32 --direct=1 --time_based --runtime=60 --output=/dev/null >/dev/null 2>&1 &
