@@ -196,7 +196,8 @@ import sys
 label, e, p, c, u = sys.argv[1], *map(float, sys.argv[2:5]), (float(sys.argv[5]) if len(sys.argv) > 5 else None)
 base = e if 'MB/s' in label or 'dbench' in label else p
 ratio = lambda v: f"{v / base:8.2f}" if v is not None else f"{'-':>8}"
-print(f"{label:<36} {e:10.2f} {p:10.2f} {c:10.2f} {u if u is not None else '-':>10} {ratio(c)} {ratio(u)}")
+print(f"{label:<36} {e:10.2f} {p:10.2f} {c:10.2f} {f'{u:10.2f}' if u is not None else '-':>10} "
+      f"{ratio(c)} {ratio(u)}")
 PY
 }
 metadata_times() { # transport -> "create+stat+unlink-seconds untar-seconds" on the cfs side
