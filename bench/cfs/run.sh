@@ -86,9 +86,11 @@ fio_job() { # name target-kind rw bs depth extra... -> "iops MB/s"
 	shift 4
 	local files
 	local files="$dir/$kind/f0:$dir/$kind/f1:$dir/$kind/f2:$dir/$kind/f3" direct=1
+	# The disk idle first: pt's buffered writes leave gigabytes for the kernel to write back,
+	# which slowed the next side's reads to a tenth.
+	sync
 	if [ "$kind" = pt ]; then
 		direct=0
-		sync
 		echo 3 >/proc/sys/vm/drop_caches
 	fi
 	fio --name=b --filename="$files" --size=$((gb * 1024))M --ioengine=libaio --direct=$direct --rw="$rw" --bs="$bs" \
@@ -107,6 +109,7 @@ done
 append_job() { # kind jobs -> "iops MB/s"
 	local kind=$1 direct=1
 	[ "$kind" = pt ] && direct=0
+	sync # as fio_job
 	mkdir -p "$dir/$kind/app"
 	fio --name=a --directory="$dir/$kind/app" --numjobs="$2" --rw=write --bs=8k --size=256M \
 		--sync=dsync --direct=$direct --ioengine=psync --fallocate=none --time_based \
