@@ -97,7 +97,8 @@ struct ring_thread {
 	void *region;  /* the payload buffer and a page in front of it */
 	char *payload; /* page-aligned */
 	uint64_t unique; /* the request being answered, 0 between requests (atomic) */
-	bool replied;    /* its answer is in the entry (u->lock when not the thread's own) */
+	/* its answer is in the entry (atomic; set under u->lock when not by its thread) */
+	bool replied;
 };
 
 struct ring_queue {
@@ -238,6 +239,14 @@ static int ring_wait(struct ring_thread *t, const sigset_t *while_waiting)
 
 /* --- threads ------------------------------------------------------------------------- */
 
+static void thread_free(struct ring_thread *t)
+{
+	ring_unmap(t);
+	free(t->header);
+	free(t->region);
+	free(t);
+}
+
 static int thread_new(struct ring_queue *q, struct ring_thread **out)
 {
 	struct fuse_uring *u = q->u;
@@ -253,22 +262,12 @@ static int thread_new(struct ring_queue *q, struct ring_thread **out)
 		    posix_memalign(&t->region, page, page + u->payload_size)))
 		rc = -ENOMEM;
 	if (rc) {
-		ring_unmap(t);
-		free(t->header);
-		free(t);
+		thread_free(t);
 		return rc;
 	}
 	t->payload = (char *)t->region + page;
 	*out = t;
 	return 0;
-}
-
-static void thread_free(struct ring_thread *t)
-{
-	ring_unmap(t);
-	free(t->header);
-	free(t->region);
-	free(t);
 }
 
 /* One more thread on queue q (u->lock held). */
@@ -326,11 +325,13 @@ static void answer(struct ring_thread *t)
 	answering = t;
 	fuse_session_process_buf(u->se, &(struct fuse_buf){.mem = start, .size = in.len});
 	answering = NULL;
-	pthread_mutex_lock(&u->lock);
-	while (!t->replied) /* to be answered from another thread (see the top of this file) */
-		pthread_cond_wait(&u->reply_came, &u->lock);
+	if (!__atomic_load_n(&t->replied, __ATOMIC_ACQUIRE)) { /* answered by another thread */
+		pthread_mutex_lock(&u->lock);
+		while (!t->replied)
+			pthread_cond_wait(&u->reply_came, &u->lock);
+		pthread_mutex_unlock(&u->lock);
+	}
 	__atomic_store_n(&t->unique, 0, __ATOMIC_RELEASE);
-	pthread_mutex_unlock(&u->lock);
 	__atomic_add_fetch(&u->answered, 1, __ATOMIC_RELAXED);
 }
 
@@ -459,7 +460,7 @@ ssize_t fuse_uring_take_reply(struct fuse_uring *u, const struct iovec *iov, int
 			for (unsigned j = 0; j < u->queues[i].started; j++) {
 				struct ring_thread *c = u->queues[i].threads[j];
 				if (__atomic_load_n(&c->unique, __ATOMIC_ACQUIRE) == out->unique &&
-				    !c->replied)
+				    !__atomic_load_n(&c->replied, __ATOMIC_ACQUIRE))
 					t = c;
 			}
 		if (!t) {
@@ -484,7 +485,7 @@ ssize_t fuse_uring_take_reply(struct fuse_uring *u, const struct iovec *iov, int
 	}
 	memcpy(t->header->in_out, &h, sizeof h);
 	t->header->ent.payload_sz = (uint32_t)n;
-	t->replied = true;
+	__atomic_store_n(&t->replied, true, __ATOMIC_RELEASE);
 	if (!own) {
 		pthread_cond_broadcast(&u->reply_came);
 		pthread_mutex_unlock(&u->lock);
