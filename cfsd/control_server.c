@@ -133,6 +133,8 @@ static void fill_status(struct cfsd *d, ControlStatus *s, struct cfs_status *st,
 	struct fuse_uring *u = __atomic_load_n(&d->uring, __ATOMIC_ACQUIRE);
 	s->has_uring_requests = u != NULL;
 	s->uring_requests = fuse_uring_answered(u);
+	s->has_uring_direct = u != NULL;
+	s->uring_direct = fuse_uring_direct(u);
 	s->has_checkpoint_blocks = true;
 	s->checkpoint_blocks = st->stats.home_blocks;
 	s->reads = st->stats.reads;

@@ -48,6 +48,12 @@ struct cfsd {
 /* control_server.c: a cfs_reopen_fn (cfs.h); arg is the cfsd. */
 int cfsd_reopen_volume(void *arg, struct cvm_volume **vol);
 
+/* fuse_ops.c: an io_uring data thread's READ and WRITE (struct fuse_uring_data_path); arg is
+ * the cfsd. */
+struct fuse_in_header;
+int cfsd_direct_begin(void *arg, const struct fuse_in_header *in, const void *op_in,
+		      void *payload, size_t room, bool may_wait, struct cfs_direct_io *io);
+
 struct fuse_lowlevel_ops;
 extern const struct fuse_lowlevel_ops cfsd_ops;
 

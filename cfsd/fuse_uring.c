@@ -27,6 +27,18 @@
  * page-aligned for the LUNs' O_DIRECT (as workers.c arranges), and a READ's data is read
  * straight into the payload (fuse_uring_reply_space).
  *
+ * Data threads (dboptimized one-node mounts, where the caller gives fuse_uring_start a data
+ * path): a thread blocked in one synchronous LUN write per request costs two context switches
+ * a request, which at queue depth 32 is what held 4 KiB random I/O at a third to a half of
+ * the raw LUNs' rate.  So on such a mount each queue has two threads of DATA_ENTRIES entries
+ * each, and a direct READ or WRITE that cfs_direct_io_begin can map without waiting goes to
+ * the LUNs through the thread's own ring: the thread takes the next requests while the I/O is
+ * in flight, and one io_uring_enter submits LUN I/O, answers and fetches for many requests.
+ * Every other request goes to a helper thread (libfuse's handlers may block: locks, the
+ * journal, a kernel notification that waits for a page a request in this very thread's
+ * entries would bring); its answer comes back to the entry's thread through an eventfd on
+ * the ring, and that thread sends it.
+ *
  * One-node mounts only: on a cluster a request may be answered later from the lock library's
  * thread (flock, setlk, flush), and here a thread with an unanswered request keeps its entry
  * until the answer comes (fuse_uring_take_reply wakes it): a crowd of waiting lock requests
@@ -47,6 +59,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -78,27 +91,57 @@ enum { URING_CMD_REGISTER = 1, URING_CMD_COMMIT_AND_FETCH = 2 };
 /* Threads per core's queue: as many as workers.c's ceiling, started as requests find none
  * idle.  A thread blocked in a request (a lock, the journal) keeps its entry. */
 #define THREADS_PER_QUEUE 16
+/* On a mount with a data path: two threads per queue, each with this many entries, so that
+ * a process's queue depth of 32 finds an entry for every request. */
+#define DATA_THREADS_PER_QUEUE 2
+#define DATA_ENTRIES 16
+#define HELPERS 16 /* threads for a data thread's other requests, started as needed */
 #define SQE_SIZE 128 /* IORING_SETUP_SQE128: the command area holds uring_cmd_req */
 #define STOP_SIGNAL SIGUSR2
 
-struct ring_queue;
+/* What a completion is about: the low bits of its user_data, the rest a pointer. */
+enum { CQE_FUSE = 0, CQE_LUN = 1, CQE_WAKE = 2, CQE_TAGS = 3 };
 
-/* A thread, its ring and the one entry it registered. */
+struct ring_queue;
+struct ring_thread;
+
+/* An entry registered with the kernel: where it puts a request and takes its answer. */
+struct ring_entry {
+	struct ring_thread *thread;
+	struct uring_req_header *header;
+	void *region;  /* the payload buffer and a page in front of it */
+	char *payload; /* page-aligned */
+	uint64_t unique; /* the request being answered, 0 between requests (atomic) */
+	/* its answer is in the entry (atomic; set under u->lock when not by its own answerer) */
+	bool replied;
+	/* On a data thread: the request's LUN I/O in flight, */
+	struct cfs_direct_io io;
+	unsigned io_pending;
+	uint64_t io_bytes;
+	int io_error;
+	/* or its helper: done with it (u->lock), and the list it is on (the helpers' queue, then
+	 * its thread's answered list; u->lock). */
+	bool helper_done;
+	struct ring_entry *next;
+};
+
+/* A thread, its ring and its entries (one, or DATA_ENTRIES on a data thread). */
 struct ring_thread {
 	struct ring_queue *queue;
 	pthread_t thread;
 	int ring_fd;
 	void *sq_map, *cq_map, *sqes;
 	size_t sq_map_len, cq_map_len, sqes_len;
-	unsigned *sq_head, *sq_tail, *sq_array, sq_mask;
+	unsigned *sq_head, *sq_tail, *sq_array, sq_mask, sq_entries;
 	unsigned *cq_head, *cq_tail, cq_mask;
 	struct io_uring_cqe *cqes;
-	struct uring_req_header *header;
-	void *region;  /* the payload buffer and a page in front of it */
-	char *payload; /* page-aligned */
-	uint64_t unique; /* the request being answered, 0 between requests (atomic) */
-	/* its answer is in the entry (atomic; set under u->lock when not by its thread) */
-	bool replied;
+	unsigned nentries;
+	struct ring_entry *entries;
+	/* A data thread: helpers' answers wait on `answered` (u->lock) and wake_fd says so. */
+	int wake_fd;
+	uint64_t wake_count;
+	struct ring_entry *answered;
+	unsigned lun_inflight;
 };
 
 struct ring_queue {
@@ -116,12 +159,19 @@ struct fuse_uring {
 	bool stopping;
 	bool failed;       /* a registration was refused: logged once */
 	uint64_t answered; /* requests answered through the rings (atomic) */
+	uint64_t direct;   /* of which by a data thread's own LUN I/O (atomic) */
+	struct fuse_uring_data_path data; /* .begin NULL: no data threads */
 	pthread_mutex_t lock;
 	pthread_cond_t reply_came;
 	struct ring_queue *queues;
+	/* Helpers of the data threads: requests waiting for one (FIFO), and the threads. */
+	struct ring_entry *jobs, *jobs_tail;
+	pthread_cond_t job_came;
+	unsigned nhelpers, helpers_idle;
+	pthread_t helpers[HELPERS];
 };
 
-static _Thread_local struct ring_thread *answering; /* this thread's ring request */
+static _Thread_local struct ring_entry *answering; /* this thread's ring request */
 
 static void *ring_thread_main(void *arg);
 
@@ -148,15 +198,15 @@ static void *map_ring(int fd, size_t len, off_t what)
 	return p == MAP_FAILED ? NULL : p;
 }
 
-/* A ring with room for the one command a thread has out at a time.  Only its thread submits
- * and reaps, so the kernel runs the ring's completions only when that thread waits
+/* A ring with room for what a thread has out at a time (a sync thread: its one command).
+ * Only its thread submits and reaps, so the kernel runs the ring's completions only when that thread waits
  * (DEFER_TASKRUN); the ring is made disabled, and the thread that enables it is its
  * submitter (SINGLE_ISSUER): it can be made, and fail, before its thread starts. */
-static int ring_setup(struct ring_thread *t)
+static int ring_setup(struct ring_thread *t, unsigned entries)
 {
 	struct io_uring_params p = {.flags = IORING_SETUP_SQE128 | IORING_SETUP_SINGLE_ISSUER |
 					     IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_R_DISABLED};
-	t->ring_fd = (int)syscall(__NR_io_uring_setup, 2, &p);
+	t->ring_fd = (int)syscall(__NR_io_uring_setup, entries, &p);
 	if (t->ring_fd < 0)
 		return failure();
 	t->sq_map_len = p.sq_off.array + p.sq_entries * sizeof(unsigned);
@@ -177,6 +227,7 @@ static int ring_setup(struct ring_thread *t)
 	t->sq_head = (unsigned *)(sq + p.sq_off.head);
 	t->sq_tail = (unsigned *)(sq + p.sq_off.tail);
 	t->sq_mask = *(unsigned *)(sq + p.sq_off.ring_mask);
+	t->sq_entries = p.sq_entries;
 	t->sq_array = (unsigned *)(sq + p.sq_off.array);
 	t->cq_head = (unsigned *)(cq + p.cq_off.head);
 	t->cq_tail = (unsigned *)(cq + p.cq_off.tail);
@@ -193,15 +244,43 @@ static int ring_enable(struct ring_thread *t)
 		       : 0;
 }
 
-/* Queue a FUSE command on the thread's entry (sent at the next ring_wait). */
-static void ring_queue_cmd(struct ring_thread *t, uint32_t cmd, uint64_t commit_id,
-			   const struct iovec *iov)
+/* Send what is queued; wait for min completions (with while_waiting as the signal mask). */
+static int ring_enter(struct ring_thread *t, unsigned min, const sigset_t *while_waiting)
 {
-	struct fuse_uring *u = t->queue->u;
+	unsigned unsent = *t->sq_tail - __atomic_load_n(t->sq_head, __ATOMIC_ACQUIRE);
+	if (syscall(__NR_io_uring_enter, t->ring_fd, unsent, min, min ? IORING_ENTER_GETEVENTS : 0,
+		    while_waiting, _NSIG / 8) < 0 &&
+	    errno != EINTR && errno != EAGAIN && errno != EBUSY)
+		return failure();
+	return 0;
+}
+
+/* The next submission slot, cleared; ring_push queues it. */
+static struct io_uring_sqe *ring_sqe(struct ring_thread *t, uint64_t user_data)
+{
 	/* set by ring_setup; clang-analyzer takes its failed syscall for one that left errno 0 */
-	unsigned tail = *t->sq_tail, index = tail & t->sq_mask; // NOLINT(clang-analyzer-core.NullDereference)
+	if (*t->sq_tail - __atomic_load_n(t->sq_head, __ATOMIC_ACQUIRE) == t->sq_entries) // NOLINT(clang-analyzer-core.NullDereference)
+		ring_enter(t, 0, NULL); /* full: send what is there */
+	unsigned index = *t->sq_tail & t->sq_mask;
 	struct io_uring_sqe *sqe = (void *)((char *)t->sqes + (size_t)index * SQE_SIZE);
 	memset(sqe, 0, SQE_SIZE);
+	sqe->user_data = user_data;
+	return sqe;
+}
+
+static void ring_push(struct ring_thread *t)
+{
+	unsigned tail = *t->sq_tail;
+	t->sq_array[tail & t->sq_mask] = tail & t->sq_mask;
+	__atomic_store_n(t->sq_tail, tail + 1, __ATOMIC_RELEASE);
+}
+
+/* Queue a FUSE command on entry e (sent at the next ring_enter). */
+static void ring_queue_cmd(struct ring_thread *t, struct ring_entry *e, uint32_t cmd,
+			   uint64_t commit_id, const struct iovec *iov)
+{
+	struct fuse_uring *u = t->queue->u;
+	struct io_uring_sqe *sqe = ring_sqe(t, (uintptr_t)e | CQE_FUSE);
 	sqe->opcode = IORING_OP_URING_CMD;
 	sqe->fd = u->dev_fd;
 	sqe->cmd_op = cmd;
@@ -211,29 +290,34 @@ static void ring_queue_cmd(struct ring_thread *t, uint32_t cmd, uint64_t commit_
 	}
 	struct uring_cmd_req req = {.commit_id = commit_id, .qid = (uint16_t)t->queue->qid};
 	memcpy(sqe->cmd, &req, sizeof req);
-	t->sq_array[index] = index;
-	__atomic_store_n(t->sq_tail, tail + 1, __ATOMIC_RELEASE);
+	ring_push(t);
 }
 
-/* Send what was queued and wait for the command's completion: 0 when a request has arrived
- * in the entry, negative errno when the kernel ended it (ENOTCONN: unmounted) or the
- * thread is told to stop (ESHUTDOWN). */
+/* The next completion, if there is one. */
+static bool ring_reap(struct ring_thread *t, struct io_uring_cqe *cqe)
+{
+	unsigned head = *t->cq_head;
+	if (head == __atomic_load_n(t->cq_tail, __ATOMIC_ACQUIRE))
+		return false;
+	*cqe = t->cqes[head & t->cq_mask];
+	__atomic_store_n(t->cq_head, head + 1, __ATOMIC_RELEASE);
+	return true;
+}
+
+/* A sync thread: send what was queued and wait for its entry's command to complete: 0 when
+ * a request has arrived in the entry, negative errno when the kernel ended it (ENOTCONN:
+ * unmounted) or the thread is told to stop (ESHUTDOWN). */
 static int ring_wait(struct ring_thread *t, const sigset_t *while_waiting)
 {
 	for (;;) {
-		unsigned head = *t->cq_head;
-		if (head != __atomic_load_n(t->cq_tail, __ATOMIC_ACQUIRE)) {
-			int res = t->cqes[head & t->cq_mask].res;
-			__atomic_store_n(t->cq_head, head + 1, __ATOMIC_RELEASE);
-			return res;
-		}
+		struct io_uring_cqe cqe;
+		if (ring_reap(t, &cqe))
+			return cqe.res;
 		if (__atomic_load_n(&t->queue->u->stopping, __ATOMIC_ACQUIRE))
 			return -ESHUTDOWN;
-		unsigned unsent = *t->sq_tail - __atomic_load_n(t->sq_head, __ATOMIC_ACQUIRE);
-		if (syscall(__NR_io_uring_enter, t->ring_fd, unsent, 1, IORING_ENTER_GETEVENTS,
-			    while_waiting, _NSIG / 8) < 0 &&
-		    errno != EINTR && errno != EAGAIN && errno != EBUSY)
-			return failure();
+		int rc = ring_enter(t, 1, while_waiting);
+		if (rc)
+			return rc;
 	}
 }
 
@@ -242,12 +326,30 @@ static int ring_wait(struct ring_thread *t, const sigset_t *while_waiting)
 static void thread_free(struct ring_thread *t)
 {
 	ring_unmap(t);
-	free(t->header);
-	free(t->region);
+	for (unsigned i = 0; t->entries && i < t->nentries; i++) {
+		free(t->entries[i].header);
+		free(t->entries[i].region);
+	}
+	free(t->entries);
+	if (t->wake_fd >= 0)
+		close(t->wake_fd);
 	free(t);
 }
 
-static int thread_new(struct ring_queue *q, struct ring_thread **out)
+static int entry_init(struct ring_entry *e, struct ring_thread *t, size_t payload_size)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	e->thread = t;
+	if (posix_memalign((void **)&e->header, 64, sizeof *e->header) ||
+	    posix_memalign(&e->region, page, page + payload_size))
+		return -ENOMEM;
+	e->payload = (char *)e->region + page;
+	return 0;
+}
+
+/* A thread's ring and entries, made before it starts: its thread cannot fail once the
+ * kernel waits for it. */
+static int thread_new(struct ring_queue *q, unsigned nentries, struct ring_thread **out)
 {
 	struct fuse_uring *u = q->u;
 	struct ring_thread *t = calloc(1, sizeof *t);
@@ -255,26 +357,29 @@ static int thread_new(struct ring_queue *q, struct ring_thread **out)
 		return -ENOMEM;
 	t->queue = q;
 	t->ring_fd = -1;
-	size_t page = (size_t)sysconf(_SC_PAGESIZE);
-	/* the ring now: its thread cannot fail once the kernel waits for it */
-	int rc = ring_setup(t);
-	if (!rc && (posix_memalign((void **)&t->header, 64, sizeof *t->header) ||
-		    posix_memalign(&t->region, page, page + u->payload_size)))
+	t->wake_fd = -1;
+	t->nentries = nentries;
+	/* a data thread's ring: a command per entry, its LUN pieces, the eventfd's read */
+	int rc = ring_setup(t, nentries > 1 ? nentries * (CFS_DIRECT_IO_PIECES + 1) + 1 : 2);
+	if (!rc && !(t->entries = calloc(nentries, sizeof *t->entries)))
 		rc = -ENOMEM;
+	for (unsigned i = 0; !rc && i < nentries; i++)
+		rc = entry_init(&t->entries[i], t, u->payload_size);
+	if (!rc && nentries > 1 && (t->wake_fd = eventfd(0, EFD_CLOEXEC)) < 0)
+		rc = failure();
 	if (rc) {
 		thread_free(t);
 		return rc;
 	}
-	t->payload = (char *)t->region + page;
 	*out = t;
 	return 0;
 }
 
-/* One more thread on queue q (u->lock held). */
-static int queue_grow(struct ring_queue *q)
+/* One more thread of nentries entries on queue q (u->lock held). */
+static int queue_grow(struct ring_queue *q, unsigned nentries)
 {
 	struct ring_thread *t;
-	int rc = thread_new(q, &t);
+	int rc = thread_new(q, nentries, &t);
 	if (!rc && (rc = -pthread_create(&t->thread, NULL, ring_thread_main, t)))
 		thread_free(t);
 	if (rc) {
@@ -287,8 +392,8 @@ static int queue_grow(struct ring_queue *q)
 	return 0;
 }
 
-/* A thread starts answering a request or is done with it; as in workers.c, the queue grows
- * when a request finds none of its threads idle. */
+/* A sync thread starts answering a request or is done with it; as in workers.c, the queue
+ * grows when a request finds none of its threads idle. */
 static void set_busy(struct ring_queue *q, bool busy)
 {
 	struct fuse_uring *u = q->u;
@@ -296,42 +401,66 @@ static void set_busy(struct ring_queue *q, bool busy)
 	if (!busy)
 		q->idle++;
 	else if (!--q->idle && q->started < THREADS_PER_QUEUE && !u->stopping)
-		queue_grow(q); /* on failure the others go on */
+		queue_grow(q, 1); /* on failure the others go on */
 	pthread_mutex_unlock(&u->lock);
 }
 
-/* The request in t's entry as /dev/fuse delivers it: header, first argument, rest. */
-static void answer(struct ring_thread *t)
+/* An answer of error, or of the payload's first bytes, in e. */
+static void answer_in_place(struct ring_entry *e, uint64_t unique, int error, size_t payload)
 {
-	struct fuse_uring *u = t->queue->u;
-	struct fuse_in_header in;
-	memcpy(&in, t->header->in_out, sizeof in);
-	size_t rest = t->header->ent.payload_sz, first = in.len - sizeof in - rest;
-	if (in.len < sizeof in + rest || first > URING_HEADER_OP_IN || rest > u->payload_size) {
-		fprintf(stderr, "cfsd: io_uring request %llu (opcode %u) of %u bytes does not fit "
-				"its entry: answered EIO\n",
-			(unsigned long long)in.unique, in.opcode, in.len);
-		struct fuse_out_header out = {.len = sizeof out, .error = -EIO, .unique = in.unique};
-		memcpy(t->header->in_out, &out, sizeof out);
-		t->header->ent.payload_sz = 0;
-		return;
-	}
-	char *start = t->payload - sizeof in - first;
-	memcpy(start, &in, sizeof in);
-	memcpy(start + sizeof in, t->header->op_in, first);
-	dev_io_as_libfuse_knows((struct fuse_in_header *)start, in.len);
-	__atomic_store_n(&t->unique, in.unique, __ATOMIC_RELEASE);
-	t->replied = false;
-	answering = t;
-	fuse_session_process_buf(u->se, &(struct fuse_buf){.mem = start, .size = in.len});
+	struct fuse_out_header out = {
+		.len = (uint32_t)(sizeof out + payload), .error = error, .unique = unique};
+	memcpy(e->header->in_out, &out, sizeof out);
+	e->header->ent.payload_sz = (uint32_t)payload;
+}
+
+/* The request in e, in *in, if it fits its entry; one that does not is answered EIO. */
+static bool request_fits(struct ring_entry *e, struct fuse_in_header *in)
+{
+	memcpy(in, e->header->in_out, sizeof *in);
+	size_t rest = e->header->ent.payload_sz, first = in->len - sizeof *in - rest;
+	if (in->len >= sizeof *in + rest && first <= URING_HEADER_OP_IN &&
+	    rest <= e->thread->queue->u->payload_size)
+		return true;
+	fprintf(stderr, "cfsd: io_uring request %llu (opcode %u) of %u bytes does not fit its "
+			"entry: answered EIO\n",
+		(unsigned long long)in->unique, in->opcode, in->len);
+	answer_in_place(e, in->unique, -EIO, 0);
+	return false;
+}
+
+/* libfuse answers the request in e, laid out as /dev/fuse delivers it: header, first
+ * argument, rest. */
+static void process(struct ring_entry *e, const struct fuse_in_header *in)
+{
+	size_t first = in->len - sizeof *in - e->header->ent.payload_sz;
+	char *start = e->payload - sizeof *in - first;
+	memcpy(start, in, sizeof *in);
+	memcpy(start + sizeof *in, e->header->op_in, first);
+	dev_io_as_libfuse_knows((struct fuse_in_header *)start, in->len);
+	__atomic_store_n(&e->replied, false, __ATOMIC_RELEASE);
+	__atomic_store_n(&e->unique, in->unique, __ATOMIC_RELEASE);
+	answering = e;
+	fuse_session_process_buf(e->thread->queue->u->se,
+				 &(struct fuse_buf){.mem = start, .size = in->len});
 	answering = NULL;
-	if (!__atomic_load_n(&t->replied, __ATOMIC_ACQUIRE)) { /* answered by another thread */
-		pthread_mutex_lock(&u->lock);
-		while (!t->replied)
-			pthread_cond_wait(&u->reply_came, &u->lock);
-		pthread_mutex_unlock(&u->lock);
+}
+
+/* A sync thread answers the request in its entry. */
+static void answer(struct ring_entry *e)
+{
+	struct fuse_uring *u = e->thread->queue->u;
+	struct fuse_in_header in;
+	if (request_fits(e, &in)) {
+		process(e, &in);
+		if (!__atomic_load_n(&e->replied, __ATOMIC_ACQUIRE)) { /* by another thread */
+			pthread_mutex_lock(&u->lock);
+			while (!e->replied)
+				pthread_cond_wait(&u->reply_came, &u->lock);
+			pthread_mutex_unlock(&u->lock);
+		}
 	}
-	__atomic_store_n(&t->unique, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&e->unique, 0, __ATOMIC_RELEASE);
 	__atomic_add_fetch(&u->answered, 1, __ATOMIC_RELAXED);
 }
 
@@ -340,16 +469,263 @@ static void answer(struct ring_thread *t)
 static void refuse_rings(struct fuse_uring *u)
 {
 	struct ring_queue q = {.u = u};
-	struct ring_thread t = {.queue = &q, .ring_fd = -1};
-	int rc = ring_setup(&t);
+	struct ring_thread t = {.queue = &q, .ring_fd = -1, .wake_fd = -1};
+	int rc = ring_setup(&t, 2);
 	if (!rc && !(rc = ring_enable(&t))) {
-		ring_queue_cmd(&t, URING_CMD_REGISTER, 0, NULL); /* no buffers: EINVAL */
+		ring_queue_cmd(&t, NULL, URING_CMD_REGISTER, 0, NULL); /* no buffers: EINVAL */
 		rc = ring_wait(&t, NULL);
 	}
 	ring_unmap(&t);
 	if (rc != -EINVAL)
 		fprintf(stderr, "cfsd: cannot turn io_uring off (%s): requests may wait for good\n",
 			strerror(-rc));
+}
+
+static int sync_thread_run(struct ring_thread *t, const sigset_t *while_waiting)
+{
+	struct ring_entry *e = &t->entries[0];
+	struct iovec buffers[2] = {{e->header, sizeof *e->header},
+				   {e->payload, t->queue->u->payload_size}};
+	ring_queue_cmd(t, e, URING_CMD_REGISTER, 0, buffers);
+	int rc;
+	while (!(rc = ring_wait(t, while_waiting))) {
+		set_busy(t->queue, true);
+		answer(e);
+		set_busy(t->queue, false);
+		ring_queue_cmd(t, e, URING_CMD_COMMIT_AND_FETCH, e->header->ent.commit_id, NULL);
+	}
+	return rc;
+}
+
+/* --- data threads -------------------------------------------------------------------- */
+
+/* Send e's answer and fetch its next request. */
+static void send_answer(struct ring_thread *t, struct ring_entry *e)
+{
+	__atomic_store_n(&e->unique, 0, __ATOMIC_RELEASE);
+	__atomic_add_fetch(&t->queue->u->answered, 1, __ATOMIC_RELAXED);
+	ring_queue_cmd(t, e, URING_CMD_COMMIT_AND_FETCH, e->header->ent.commit_id, NULL);
+}
+
+/* A helper's answer is in e: its thread is to send it (u->lock held). */
+static void hand_back(struct ring_entry *e)
+{
+	struct ring_thread *t = e->thread;
+	e->next = t->answered;
+	t->answered = e;
+	uint64_t one = 1;
+	if (write(t->wake_fd, &one, sizeof one) != sizeof one)
+		fprintf(stderr, "cfsd: io_uring thread of core %u not woken: %s\n",
+			t->queue->qid, strerror(errno));
+}
+
+static void *helper_main(void *arg)
+{
+	struct fuse_uring *u = arg;
+	pthread_mutex_lock(&u->lock);
+	for (;;) {
+		while (!u->jobs && !u->stopping)
+			pthread_cond_wait(&u->job_came, &u->lock);
+		struct ring_entry *e = u->jobs;
+		if (!e)
+			break;
+		u->jobs = e->next;
+		u->helpers_idle--;
+		pthread_mutex_unlock(&u->lock);
+		struct fuse_in_header in;
+		memcpy(&in, e->header->in_out, sizeof in);
+		process(e, &in);
+		pthread_mutex_lock(&u->lock);
+		u->helpers_idle++;
+		e->helper_done = true;
+		if (e->replied) /* else by whichever thread answers it (fuse_uring_take_reply) */
+			hand_back(e);
+	}
+	pthread_mutex_unlock(&u->lock);
+	return NULL;
+}
+
+/* A helper thread more (u->lock held). */
+static int helper_start(struct fuse_uring *u)
+{
+	int rc = -pthread_create(&u->helpers[u->nhelpers], NULL, helper_main, u);
+	if (!rc) {
+		u->nhelpers++;
+		u->helpers_idle++;
+	}
+	return rc;
+}
+
+/* Give the request in e to a helper, started if none is idle (there is always one). */
+static void to_helper(struct ring_entry *e)
+{
+	struct fuse_uring *u = e->thread->queue->u;
+	pthread_mutex_lock(&u->lock);
+	e->helper_done = false;
+	e->next = NULL;
+	if (u->jobs)
+		u->jobs_tail->next = e;
+	else
+		u->jobs = e;
+	u->jobs_tail = e;
+	if (!u->helpers_idle && u->nhelpers < HELPERS && !u->stopping)
+		helper_start(u); /* on failure the others take it */
+	pthread_cond_signal(&u->job_came);
+	pthread_mutex_unlock(&u->lock);
+}
+
+/* All of e's LUN I/O is done: its answer goes. */
+static void finish_direct(struct ring_thread *t, struct ring_entry *e)
+{
+	uint64_t want = 0;
+	for (unsigned i = 0; i < e->io.n; i++)
+		want += e->io.io[i].len;
+	int error = e->io_error ? e->io_error : e->io_bytes != want ? -EIO : 0;
+	int64_t n = cfs_direct_io_end(&e->io, error);
+	uint64_t unique = __atomic_load_n(&e->unique, __ATOMIC_ACQUIRE);
+	if (n < 0) {
+		answer_in_place(e, unique, (int)n, 0);
+	} else if (e->io.write) {
+		struct fuse_write_out out = {.size = (uint32_t)n};
+		memcpy(e->payload, &out, sizeof out);
+		answer_in_place(e, unique, 0, sizeof out);
+	} else {
+		answer_in_place(e, unique, 0, (size_t)n);
+	}
+	__atomic_add_fetch(&t->queue->u->direct, 1, __ATOMIC_RELAXED);
+	send_answer(t, e);
+}
+
+/* Send the LUN pieces cfs_direct_io_begin mapped e's request to. */
+static void submit_lun_io(struct ring_thread *t, struct ring_entry *e)
+{
+	e->io_pending = e->io.n;
+	e->io_bytes = 0;
+	e->io_error = 0;
+	t->lun_inflight += e->io.n;
+	for (unsigned i = 0; i < e->io.n; i++) {
+		const struct cfs_lun_io *piece = &e->io.io[i];
+		struct io_uring_sqe *sqe = ring_sqe(t, (uintptr_t)e | CQE_LUN);
+		sqe->opcode = e->io.write ? IORING_OP_WRITE : IORING_OP_READ;
+		sqe->fd = piece->fd;
+		sqe->addr = (uintptr_t)(e->payload + piece->buf_offset);
+		sqe->len = (uint32_t)piece->len;
+		sqe->off = piece->offset;
+		ring_push(t);
+	}
+	if (!e->io.n) /* a read of holes, or past the end */
+		finish_direct(t, e);
+}
+
+static void lun_done(struct ring_thread *t, struct ring_entry *e, int res)
+{
+	t->lun_inflight--;
+	if (res < 0 && !e->io_error)
+		e->io_error = res;
+	else if (res > 0)
+		e->io_bytes += (uint64_t)res;
+	if (!--e->io_pending)
+		finish_direct(t, e);
+}
+
+/* A request arrived in e: to the LUNs from here if it can go so, else to a helper. */
+static void take_request(struct ring_thread *t, struct ring_entry *e)
+{
+	struct fuse_uring *u = t->queue->u;
+	struct fuse_in_header in;
+	if (!request_fits(e, &in)) {
+		send_answer(t, e);
+		return;
+	}
+	__atomic_store_n(&e->unique, in.unique, __ATOMIC_RELEASE);
+	if ((in.opcode == FUSE_READ || in.opcode == FUSE_WRITE) &&
+	    !u->data.begin(u->data.arg, &in, e->header->op_in, e->payload, u->payload_size,
+			   t->lun_inflight == 0, &e->io)) {
+		submit_lun_io(t, e);
+		return;
+	}
+	to_helper(e);
+}
+
+/* Wait for a helper's answer on the eventfd. */
+static void arm_wake(struct ring_thread *t)
+{
+	struct io_uring_sqe *sqe = ring_sqe(t, (uintptr_t)t | CQE_WAKE);
+	sqe->opcode = IORING_OP_READ;
+	sqe->fd = t->wake_fd;
+	sqe->addr = (uintptr_t)&t->wake_count;
+	sqe->len = sizeof t->wake_count;
+	ring_push(t);
+}
+
+static void send_helpers_answers(struct ring_thread *t)
+{
+	struct fuse_uring *u = t->queue->u;
+	pthread_mutex_lock(&u->lock);
+	struct ring_entry *e = t->answered;
+	t->answered = NULL;
+	pthread_mutex_unlock(&u->lock);
+	while (e) {
+		struct ring_entry *next = e->next;
+		send_answer(t, e);
+		e = next;
+	}
+}
+
+/* One completion on a data thread's ring; a FUSE command's error ends the thread (*ended). */
+static void data_completion(struct ring_thread *t, const struct io_uring_cqe *cqe, int *ended)
+{
+	void *of = (void *)(uintptr_t)(cqe->user_data & ~(uint64_t)CQE_TAGS);
+	switch (cqe->user_data & CQE_TAGS) {
+	case CQE_FUSE:
+		if (cqe->res >= 0)
+			take_request(t, of);
+		else if (!*ended)
+			*ended = cqe->res;
+		break;
+	case CQE_LUN:
+		lun_done(t, of, cqe->res);
+		break;
+	default:
+		if (!*ended)
+			arm_wake(t);
+		send_helpers_answers(t);
+	}
+}
+
+/* Until the kernel ends the entries or the thread is stopped, and its LUN I/O is done (it
+ * holds locks). */
+static int data_thread_run(struct ring_thread *t, const sigset_t *while_waiting)
+{
+	struct fuse_uring *u = t->queue->u;
+	/* the kernel may read them after the submission (a command it retries from a worker) */
+	struct iovec *buffers = calloc(2 * (size_t)t->nentries, sizeof *buffers);
+	if (!buffers)
+		return -ENOMEM;
+	for (unsigned i = 0; i < t->nentries; i++) {
+		struct ring_entry *e = &t->entries[i];
+		buffers[2 * i] = (struct iovec){e->header, sizeof *e->header};
+		buffers[2 * i + 1] = (struct iovec){e->payload, u->payload_size};
+		ring_queue_cmd(t, e, URING_CMD_REGISTER, 0, &buffers[2 * i]);
+	}
+	arm_wake(t);
+	int ended = 0;
+	for (;;) {
+		struct io_uring_cqe cqe;
+		while (ring_reap(t, &cqe))
+			data_completion(t, &cqe, &ended);
+		if (!ended && __atomic_load_n(&u->stopping, __ATOMIC_ACQUIRE))
+			ended = -ESHUTDOWN;
+		if (ended && !t->lun_inflight)
+			break;
+		int rc = ring_enter(t, 1, while_waiting);
+		if (rc) {
+			ended = ended ? ended : rc;
+			break;
+		}
+	}
+	free(buffers);
+	return ended;
 }
 
 static void *ring_thread_main(void *arg)
@@ -366,17 +742,11 @@ static void *ring_thread_main(void *arg)
 	sigset_t stop, while_waiting;
 	sigemptyset(&stop);
 	sigaddset(&stop, STOP_SIGNAL);
-	pthread_sigmask(SIG_BLOCK, &stop, &while_waiting); /* STOP_SIGNAL only wakes ring_wait */
+	pthread_sigmask(SIG_BLOCK, &stop, &while_waiting); /* STOP_SIGNAL only wakes ring_enter */
 	sigdelset(&while_waiting, STOP_SIGNAL);
-	struct iovec buffers[2] = {{t->header, sizeof *t->header}, {t->payload, u->payload_size}};
 	if (!rc)
-		ring_queue_cmd(t, URING_CMD_REGISTER, 0, buffers);
-	while (!rc && !(rc = ring_wait(t, &while_waiting))) {
-		set_busy(q, true);
-		answer(t);
-		set_busy(q, false);
-		ring_queue_cmd(t, URING_CMD_COMMIT_AND_FETCH, t->header->ent.commit_id, NULL);
-	}
+		rc = t->nentries > 1 ? data_thread_run(t, &while_waiting)
+				     : sync_thread_run(t, &while_waiting);
 	pthread_mutex_lock(&u->lock);
 	if (rc != -ENOTCONN && rc != -ESHUTDOWN && !u->stopping && !u->failed) {
 		u->failed = true; /* the kernel turns io_uring off when a REGISTER fails */
@@ -410,7 +780,8 @@ static unsigned possible_cores(void)
 
 static void no_op(int sig) { (void)sig; }
 
-int fuse_uring_start(struct fuse_session *se, size_t payload_size, struct fuse_uring **out)
+int fuse_uring_start(struct fuse_session *se, size_t payload_size,
+		     const struct fuse_uring_data_path *data, struct fuse_uring **out)
 {
 	struct sigaction wake = {.sa_handler = no_op}; /* no SA_RESTART: io_uring_enter returns */
 	sigemptyset(&wake.sa_mask);
@@ -425,12 +796,21 @@ int fuse_uring_start(struct fuse_session *se, size_t payload_size, struct fuse_u
 	u->nqueues = possible_cores();
 	pthread_mutex_init(&u->lock, NULL);
 	pthread_cond_init(&u->reply_came, NULL);
+	pthread_cond_init(&u->job_came, NULL);
+	if (data)
+		u->data = *data;
 	u->queues = calloc(u->nqueues, sizeof *u->queues);
 	int rc = u->queues ? 0 : -ENOMEM;
 	pthread_mutex_lock(&u->lock);
+	if (!rc && data)
+		rc = helper_start(u); /* data threads count on one being there */
 	for (unsigned i = 0; !rc && i < u->nqueues; i++) {
-		u->queues[i] = (struct ring_queue){.u = u, .qid = i};
-		rc = queue_grow(&u->queues[i]);
+		struct ring_queue *q = &u->queues[i];
+		*q = (struct ring_queue){.u = u, .qid = i};
+		if (!data)
+			rc = queue_grow(q, 1);
+		for (unsigned j = 0; data && !rc && j < DATA_THREADS_PER_QUEUE; j++)
+			rc = queue_grow(q, DATA_ENTRIES);
 	}
 	pthread_mutex_unlock(&u->lock);
 	if (rc)
@@ -441,62 +821,72 @@ int fuse_uring_start(struct fuse_session *se, size_t payload_size, struct fuse_u
 
 bool fuse_uring_possible(void)
 {
-	struct ring_thread t = {.ring_fd = -1};
-	int rc = ring_setup(&t);
+	struct ring_thread t = {.ring_fd = -1, .wake_fd = -1};
+	int rc = ring_setup(&t, 2);
 	ring_unmap(&t);
 	return !rc;
+}
+
+/* The entry whose request has this unique and no answer yet (u->lock held). */
+static struct ring_entry *entry_of(struct fuse_uring *u, uint64_t unique)
+{
+	for (unsigned i = 0; i < u->nqueues; i++)
+		for (unsigned j = 0; j < u->queues[i].started; j++) {
+			struct ring_thread *t = u->queues[i].threads[j];
+			for (unsigned k = 0; k < t->nentries; k++) {
+				struct ring_entry *e = &t->entries[k];
+				if (__atomic_load_n(&e->unique, __ATOMIC_ACQUIRE) == unique &&
+				    !__atomic_load_n(&e->replied, __ATOMIC_ACQUIRE))
+					return e;
+			}
+		}
+	return NULL;
 }
 
 ssize_t fuse_uring_take_reply(struct fuse_uring *u, const struct iovec *iov, int count)
 {
 	const struct fuse_out_header *out = iov[0].iov_base;
-	struct ring_thread *t = answering;
-	bool own = t && iov[0].iov_len >= sizeof *out && out->unique == t->unique;
+	struct ring_entry *e = answering;
+	bool own = e && iov[0].iov_len >= sizeof *out && out->unique == e->unique;
 	if (!own) {
 		if (!u || iov[0].iov_len < sizeof *out || !out->unique)
 			return -1;
 		pthread_mutex_lock(&u->lock);
-		for (unsigned i = 0; !t && i < u->nqueues; i++)
-			for (unsigned j = 0; j < u->queues[i].started; j++) {
-				struct ring_thread *c = u->queues[i].threads[j];
-				if (__atomic_load_n(&c->unique, __ATOMIC_ACQUIRE) == out->unique &&
-				    !__atomic_load_n(&c->replied, __ATOMIC_ACQUIRE))
-					t = c;
-			}
-		if (!t) {
+		if (!(e = entry_of(u, out->unique))) {
 			pthread_mutex_unlock(&u->lock);
 			return -1; /* a request read from /dev/fuse */
 		}
 	}
-	size_t n = 0;
-	for (int i = 1; i < count; i++) {
-		if (n + iov[i].iov_len > t->queue->u->payload_size) {
-			n = SIZE_MAX;
-			break;
-		}
-		if (iov[i].iov_base != t->payload + n) /* not read into place */
-			memcpy(t->payload + n, iov[i].iov_base, iov[i].iov_len);
+	size_t n = 0, room = e->thread->queue->u->payload_size;
+	bool fits = true;
+	for (int i = 1; fits && i < count; i++) {
+		fits = n + iov[i].iov_len <= room;
+		if (fits && iov[i].iov_base != e->payload + n) /* not read into place */
+			memcpy(e->payload + n, iov[i].iov_base, iov[i].iov_len);
 		n += iov[i].iov_len;
 	}
-	struct fuse_out_header h = *out;
-	if (n == SIZE_MAX) {
-		h = (struct fuse_out_header){.len = sizeof h, .error = -EIO, .unique = out->unique};
-		n = 0;
-	}
-	memcpy(t->header->in_out, &h, sizeof h);
-	t->header->ent.payload_sz = (uint32_t)n;
-	__atomic_store_n(&t->replied, true, __ATOMIC_RELEASE);
+	n = fits ? n : 0;
+	answer_in_place(e, out->unique, fits ? out->error : -EIO, n);
+	__atomic_store_n(&e->replied, true, __ATOMIC_RELEASE);
 	if (!own) {
-		pthread_cond_broadcast(&u->reply_came);
+		if (e->thread->wake_fd < 0)
+			pthread_cond_broadcast(&u->reply_came);
+		else if (e->helper_done) /* else its helper hands it back */
+			hand_back(e);
 		pthread_mutex_unlock(&u->lock);
 	}
-	return (ssize_t)(sizeof h + n);
+	return (ssize_t)(sizeof *out + n);
 }
 
 void *fuse_uring_reply_space(size_t size)
 {
-	struct ring_thread *t = answering;
-	return t && size <= t->queue->u->payload_size ? t->payload : NULL;
+	struct ring_entry *e = answering;
+	return e && size <= e->thread->queue->u->payload_size ? e->payload : NULL;
+}
+
+uint64_t fuse_uring_direct(const struct fuse_uring *u)
+{
+	return u ? __atomic_load_n(&u->direct, __ATOMIC_RELAXED) : 0;
 }
 
 uint64_t fuse_uring_answered(const struct fuse_uring *u)
@@ -510,7 +900,10 @@ void fuse_uring_stop(struct fuse_uring *u)
 		return;
 	pthread_mutex_lock(&u->lock); /* no thread starts after this */
 	__atomic_store_n(&u->stopping, true, __ATOMIC_RELEASE);
+	pthread_cond_broadcast(&u->job_came);
 	pthread_mutex_unlock(&u->lock);
+	for (unsigned i = 0; i < u->nhelpers; i++) /* before the threads whose answers they hand */
+		pthread_join(u->helpers[i], NULL);
 	for (unsigned i = 0; i < u->nqueues; i++)
 		for (unsigned j = 0; j < u->queues[i].started; j++) {
 			struct ring_thread *t = u->queues[i].threads[j];
@@ -519,6 +912,7 @@ void fuse_uring_stop(struct fuse_uring *u)
 			thread_free(t);
 		}
 	pthread_cond_destroy(&u->reply_came);
+	pthread_cond_destroy(&u->job_came);
 	pthread_mutex_destroy(&u->lock);
 	free(u->queues);
 	free(u);

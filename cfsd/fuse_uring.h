@@ -8,6 +8,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+struct cfs_direct_io;
+struct fuse_in_header;
 struct fuse_session;
 struct fuse_uring;
 struct iovec;
@@ -20,10 +22,21 @@ struct iovec;
  * INIT answer asks for io_uring the kernel holds every request until they are there. */
 bool fuse_uring_possible(void);
 
-/* Start a thread for each core's queue of session se, whose INIT answer asked for io_uring
- * and said the kernel's largest request payload is payload_size.  On failure (negative
+/* How data threads map a READ or WRITE request (in, its first argument op_in, its data or
+ * the room for the answer's in payload, room bytes) to LUN I/O they submit themselves:
+ * cfs_direct_io_begin's answers (0, or -EAGAIN for libfuse's handlers). */
+struct fuse_uring_data_path {
+	int (*begin)(void *arg, const struct fuse_in_header *in, const void *op_in,
+		     void *payload, size_t room, bool may_wait, struct cfs_direct_io *io);
+	void *arg;
+};
+
+/* Start the threads for each core's queue of session se, whose INIT answer asked for
+ * io_uring and said the kernel's largest request payload is payload_size: data threads
+ * if data is given, else threads that hand every request to libfuse.  On failure (negative
  * errno) *out may still be set, to be stopped; the kernel goes on with /dev/fuse. */
-int fuse_uring_start(struct fuse_session *se, size_t payload_size, struct fuse_uring **out);
+int fuse_uring_start(struct fuse_session *se, size_t payload_size,
+		     const struct fuse_uring_data_path *data, struct fuse_uring **out);
 /* Stop and free the threads (after the session loop ended, before the unmount). */
 void fuse_uring_stop(struct fuse_uring *u);
 
@@ -36,7 +49,8 @@ ssize_t fuse_uring_take_reply(struct fuse_uring *u, const struct iovec *iov, int
  * one or they do not fit.  The request's own payload is overwritten. */
 void *fuse_uring_reply_space(size_t size);
 
-/* Requests answered through the rings so far. */
+/* Requests answered through the rings so far, and of them by data threads' own LUN I/O. */
 uint64_t fuse_uring_answered(const struct fuse_uring *u);
+uint64_t fuse_uring_direct(const struct fuse_uring *u);
 
 #endif

@@ -217,14 +217,14 @@ static void print_status(const char *dir, const ControlReply *r, bool json)
 		       "\"lock_cache_limit\": %u, \"locks_given_back\": %llu, "
 		       "\"journal_anchors\": %llu, \"checkpoint_blocks\": %llu, "
 		       "\"writeback\": %s, \"kernel_names\": %s, \"fuse_transport\": \"%s\", "
-		       "\"uring_requests\": %llu}\n",
+		       "\"uring_requests\": %llu, \"uring_direct\": %llu}\n",
 		       s->fenced ? "true" : "false", s->fence_interval_ms,
 		       (unsigned long long)s->locks_cached, s->lock_cache_limit,
 		       (unsigned long long)s->locks_given_back,
 		       (unsigned long long)s->journal_anchors,
 		       (unsigned long long)s->checkpoint_blocks, s->writeback ? "true" : "false",
 		       s->kernel_names ? "true" : "false", s->has_uring_requests ? "io_uring" : "dev",
-		       (unsigned long long)s->uring_requests);
+		       (unsigned long long)s->uring_requests, (unsigned long long)s->uring_direct);
 		return;
 	}
 	char total[32], avail[32];
@@ -246,8 +246,9 @@ static void print_status(const char *dir, const ControlReply *r, bool json)
 	if (r->has_added_blocks)
 		printf("  grown by %llu blocks\n", (unsigned long long)r->added_blocks);
 	if (s->has_uring_requests)
-		printf("  FUSE requests through io_uring (%llu so far)\n",
-		       (unsigned long long)s->uring_requests);
+		printf("  FUSE requests through io_uring (%llu so far; %llu direct reads and writes "
+		       "straight to the LUNs)\n",
+		       (unsigned long long)s->uring_requests, (unsigned long long)s->uring_direct);
 	if (!s->lockproto || !strcmp(s->lockproto, "local")) {
 		printf("  lock protocol local: mounted on this node only\n");
 		return;

@@ -41,6 +41,85 @@ check "1 MiB direct writes and reads through the rings keep every byte" bash -c 
 check "those requests came through io_uring" transport_is "$M" io_uring 90
 umount_cfs "$M" || not_ok "unmount"
 
+# Data threads (dboptimized): direct reads and writes the rings' threads send to the LUNs
+# themselves, many in flight on one thread; anything else through a helper thread.
+direct_more_than() {
+	local n
+	n=$("$BIN/cfs" status --json "$1" | sed -n 's/.*"uring_direct": \([0-9]*\).*/\1/p')
+	[ "${n:-0}" -gt "$2" ] || { echo "only ${n:-0} direct requests from the data threads" >&2; return 1; }
+}
+mount_cfs v "$M" dboptimized || { not_ok "mount: $(tail -3 "$T/v.log")"; finish; }
+check "dboptimized: a file laid out" timeout 120 dd if=/dev/zero of="$M/dt" bs=1M count=64 status=none
+check "dboptimized: 4 KiB random writes and reads at depth 32 through the data threads, verified" \
+	timeout 300 fio --name=dt --filename="$M/dt" --size=64M --bs=4k --rw=randwrite --ioengine=libaio \
+	--iodepth=32 --direct=1 --verify=crc32c --do_verify=1 --verify_fatal=1 --verify_state_save=0 \
+	--output="$T/fio-dt.out"
+check "those went straight to the LUNs from the data threads" direct_more_than "$M" 25000
+check "dboptimized: direct reads of holes, of a short last block and past the end" \
+	timeout 60 python3 - "$M" <<'PY'
+import mmap, os, sys
+path = sys.argv[1] + "/holes"
+with open(path, "wb") as f:  # holes around two written ranges, the last block short
+    f.truncate(1000004)
+    f.seek(300000); f.write(b"x" * 5000)
+    f.seek(1000000); f.write(b"tail")
+want = bytearray(1000004)
+want[300000:305000] = b"x" * 5000
+want[1000000:] = b"tail"
+fd = os.open(path, os.O_RDONLY | os.O_DIRECT)
+buf = mmap.mmap(-1, 1 << 20)
+got = os.preadv(fd, [buf], 0)
+assert got == len(want) and buf[:got] == want, ("whole file", got)
+got = os.preadv(fd, [memoryview(buf)[:8192]], 999424)
+assert got == 580 and buf[:580] == want[999424:], ("last block", got)
+assert os.preadv(fd, [memoryview(buf)[:4096]], 1 << 20) == 0, "past the end"
+PY
+# The ordinary path meets the data threads on one file: a truncate waits for their I/O, their
+# writes past the new end go to the helpers (the size grows), and nothing waits for good.
+check "dboptimized: direct I/O by 8 threads while the file is truncated and grown again" \
+	timeout 120 python3 - "$M" <<'PY'
+import mmap, os, random, sys, threading, time
+path = sys.argv[1] + "/race"
+with open(path, "wb") as f:
+    f.write(os.urandom(8 << 20))
+stop = time.time() + 5
+errors = []
+def io(seed):
+    rnd = random.Random(seed)
+    fd = os.open(path, os.O_RDWR | os.O_DIRECT)
+    buf = mmap.mmap(-1, 4096)
+    buf.write(os.urandom(4096))
+    while time.time() < stop:
+        off = rnd.randrange(2048) * 4096
+        try:
+            (os.pwritev if rnd.random() < 0.5 else os.preadv)(fd, [buf], off)
+        except OSError as e:
+            errors.append(e)
+    os.close(fd)
+threads = [threading.Thread(target=io, args=(i,)) for i in range(8)]
+for t in threads:
+    t.start()
+fd = os.open(path, os.O_RDWR)
+while time.time() < stop:
+    os.ftruncate(fd, 4 << 20)
+    os.ftruncate(fd, 8 << 20)
+for t in threads:
+    t.join()
+assert not errors, errors[:3]
+PY
+# Grown while the data threads have I/O in flight: grow holds the filesystem lock while it
+# waits for that I/O to let go of the volume, so they must not wait for that lock meanwhile.
+truncate -s 128M "$T/v.lun4"
+timeout 120 fio --name=grow --filename="$M/dt" --size=64M --bs=4k --rw=randrw --ioengine=libaio \
+	--iodepth=32 --direct=1 --time_based --runtime=15 --output="$T/fio-grow.out" >/dev/null 2>&1 &
+load=$!
+sleep 3
+check "cvm grow and cfs grow at depth 32 through the data threads" \
+	timeout 60 bash -c '"$1/cvm" grow v "$2/v.lun4" >/dev/null && "$1/cfs" grow "$3"' _ "$BIN" "$T" "$M"
+wait "$load" && ok "the load beside the grow ends without an error" ||
+	not_ok "the load beside the grow: $(grep -m3 -i err "$T/fio-grow.out")"
+umount_cfs "$M" || not_ok "dboptimized unmount"
+
 mount_cfs v "$M" nouring || { not_ok "nouring mount: $(tail -3 "$T/v.log")"; finish; }
 check "nouring: requests come through /dev/fuse" transport_is "$M" dev
 check "nouring: what the rings wrote reads back" bash -c 'cmp "$1/big" "$2/big"' _ "$T" "$M"

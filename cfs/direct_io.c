@@ -1,0 +1,157 @@
+/* Direct reads and writes whose LUN I/O the caller submits itself (cfsd's io_uring data
+ * threads, which keep many requests in flight on one thread instead of one blocked thread
+ * each).
+ *
+ * Only what needs no waiting and no change of the block map goes this way: aligned I/O on a
+ * one-node mount, inside the file's size, a write only into written blocks of a file without
+ * set-ID bits.  Everything else returns -EAGAIN for the ordinary path (file.c), which waits,
+ * allocates, converts and reports the errors.  A thread with LUN I/O of its own in flight must
+ * never wait for fs->lock: grow holds fs->lock while it waits for every I/O to let go of
+ * vol_lock, and that I/O would be the waiting thread's to finish; so the locks are tried. */
+#include "cfs/internal.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* fs->lock as the caller may take it: waiting only when it has no LUN I/O in flight. */
+static bool lock_fs(struct cfs_fs *fs, bool may_wait)
+{
+	if (may_wait) {
+		pthread_mutex_lock(&fs->lock);
+		return true;
+	}
+	return pthread_mutex_trylock(&fs->lock) == 0;
+}
+
+/* The LUN pieces of volume bytes [at, at+len), which land at buf_offset of the caller's
+ * buffer. */
+static int add_lun_pieces(struct cfs_fs *fs, uint64_t at, uint64_t len, uint64_t buf_offset,
+			  struct cfs_direct_io *d)
+{
+	struct cvm_map_iter it;
+	int rc = cvm_map_begin(&it, cvm_volume_config(fs->vol), at, len);
+	if (rc)
+		return rc;
+	struct cvm_piece pc;
+	while (cvm_map_next(&it, &pc)) {
+		if (d->n == CFS_DIRECT_IO_PIECES)
+			return -EAGAIN;
+		d->io[d->n++] = (struct cfs_lun_io){
+			.fd = cvm_volume_lun_fd(fs->vol, pc.lun),
+			.offset = pc.lun_offset + CVM_META_BYTES,
+			.len = pc.len,
+			.buf_offset = buf_offset + pc.buf_offset,
+		};
+	}
+	return 0;
+}
+
+/* Map [off, off+len) of ip (fs->lock and vol_lock held): written blocks to LUN pieces, a
+ * read's holes and unwritten blocks zeroed in buf, a write's to -EAGAIN. */
+static int map_range(struct cfs_fs *fs, struct cfs_inode *ip, bool write, uint8_t *buf,
+		     uint64_t off, uint64_t len, struct cfs_direct_io *d)
+{
+	uint64_t bs = fs->bs, pos = off, end = off + len;
+	while (pos < end) {
+		uint64_t lblk = pos / bs, piece;
+		uint32_t i = cfs_ext_find(ip, lblk);
+		const struct cfs_dextent *e = i < ip->next ? &ip->ext[i] : NULL;
+		if (e && e->lblk <= lblk) {
+			uint64_t ext_end = (e->lblk + e->len) * bs;
+			piece = (ext_end < end ? ext_end : end) - pos;
+			if (!(e->flags & CFS_EXT_UNWRITTEN)) {
+				uint64_t at = (e->pblk + (lblk - e->lblk)) * bs + pos % bs;
+				int rc = add_lun_pieces(fs, at, piece, pos - off, d);
+				if (rc)
+					return rc;
+				pos += piece;
+				continue;
+			}
+		} else {
+			uint64_t next = e ? e->lblk * bs : UINT64_MAX;
+			piece = (next < end ? next : end) - pos;
+		}
+		if (write)
+			return -EAGAIN; /* to allocate or convert */
+		memset(buf + (pos - off), 0, piece);
+		pos += piece;
+	}
+	return 0;
+}
+
+/* Why this I/O must take the ordinary path, or 0 (fs->lock held). */
+static int check(struct cfs_fs *fs, struct cfs_inode *ip, bool write, uint64_t off,
+		 uint64_t size)
+{
+	if (!ip || !ip->nopen || !S_ISREG(ip->d.mode) || fs->meta.mode < 0)
+		return -EAGAIN;
+	if (!write)
+		return 0;
+	if (off + size > ip->d.size || ip->d.mode & (S_ISUID | S_ISGID) || ip->times_pending)
+		return -EAGAIN; /* the size to grow, set-ID bits that may go, times to stamp */
+	return cfs_iflags_may_write(ip, off) ? -EAGAIN : 0;
+}
+
+int cfs_direct_io_begin(struct cfs_fs *fs, uint64_t ino, bool write, void *buf, uint64_t size,
+			uint64_t off, bool may_wait, struct cfs_direct_io *d)
+{
+	memset(d, 0, sizeof *d);
+	if (fs->cluster || (write && fs->ro) || !size || (off | size | (uintptr_t)buf) % CVM_IO_ALIGN ||
+	    off + size < off || off + size > CFS_MAX_FILE_BYTES || cvm_volume_fenced(fs->vol))
+		return -EAGAIN;
+	if (!lock_fs(fs, may_wait))
+		return -EAGAIN;
+	struct cfs_inode *ip = cfs_icache_find(fs, ino);
+	int rc = check(fs, ip, write, off, size);
+	if (!rc && pthread_rwlock_tryrdlock(&ip->io))
+		rc = -EAGAIN; /* an exclusive write, a truncate */
+	if (!rc && pthread_rwlock_tryrdlock(&fs->vol_lock)) {
+		pthread_rwlock_unlock(&ip->io);
+		rc = -EAGAIN; /* a grow */
+	}
+	if (!rc) {
+		d->fs = fs;
+		d->ip = ip;
+		d->write = write;
+		d->bytes = write || off + size <= ip->d.size ? size
+			   : off >= ip->d.size		      ? 0
+							      : ip->d.size - off;
+		/* a read's last sector whole: the answer carries d->bytes of it */
+		uint64_t len = (d->bytes + CVM_IO_ALIGN - 1) / CVM_IO_ALIGN * CVM_IO_ALIGN;
+		rc = map_range(fs, ip, write, buf, off, len, d);
+		if (rc) {
+			pthread_rwlock_unlock(&fs->vol_lock);
+			pthread_rwlock_unlock(&ip->io);
+			d->n = 0;
+		}
+	}
+	if (!rc && write) { /* stamped before the data goes, as Linux's file_modified() */
+		cfs_itouch(ip, true, true);
+		cfs_itimes_later(fs, ip);
+	}
+	pthread_mutex_unlock(&fs->lock);
+	return rc;
+}
+
+int64_t cfs_direct_io_end(struct cfs_direct_io *d, int result)
+{
+	struct cfs_fs *fs = d->fs;
+	pthread_rwlock_unlock(&fs->vol_lock);
+	pthread_rwlock_unlock(&d->ip->io);
+	if (result) {
+		cfs_log(fs, "inode %llu: direct %s of %llu bytes at LUN offset %llu: %s",
+			(unsigned long long)d->ip->ino, d->write ? "write" : "read",
+			(unsigned long long)d->bytes, (unsigned long long)(d->n ? d->io[0].offset : 0),
+			strerror(-result));
+		return result;
+	}
+	if (d->write) {
+		__atomic_add_fetch(&fs->stats.writes, 1, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&fs->stats.write_bytes, d->bytes, __ATOMIC_RELAXED);
+	} else {
+		__atomic_add_fetch(&fs->stats.reads, 1, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&fs->stats.read_bytes, d->bytes, __ATOMIC_RELAXED);
+	}
+	return (int64_t)d->bytes;
+}
