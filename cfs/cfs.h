@@ -316,7 +316,8 @@ int cfs_locks(struct cfs_fs *fs, cfs_lock_visit_fn fn, void *arg);
 /* ---- direct I/O whose LUN part the caller submits (cfsd's io_uring data threads) ---- */
 #define CFS_DIRECT_IO_PIECES 8
 struct cfs_lun_io {
-	int fd;                   /* a LUN's O_DIRECT descriptor */
+	uint32_t lun;
+	int fd;                   /* its O_DIRECT descriptor */
 	uint64_t offset, len;     /* bytes on it */
 	uint64_t buf_offset;      /* where they go in, or come from, the caller's buffer */
 };
@@ -325,19 +326,22 @@ struct cfs_direct_io {
 	struct cfs_fs *fs;
 	struct cfs_inode *ip;
 	bool write;
+	bool flush;     /* an O_SYNC or O_DSYNC write: each piece's LUN flushed before the answer */
 	uint64_t bytes; /* what the answer carries: a read stops at the end of the file */
 	unsigned n;
 	struct cfs_lun_io io[CFS_DIRECT_IO_PIECES];
 };
 /* An open file's direct read or write of [off, off+size), buf and both aligned to
  * CVM_IO_ALIGN, mapped to LUN pieces for the caller to submit (a read's holes zeroed in buf;
- * n may be 0); the locks it takes are held until cfs_direct_io_end.  -EAGAIN when it must go
- * through cfs_read or cfs_write instead: anything to wait for, allocate, convert, grow or
- * check there (a cluster mount, set-ID bits, ...).  may_wait false: the caller has LUN I/O
- * of its own in flight and must not wait for a lock. */
-int cfs_direct_io_begin(struct cfs_fs *fs, uint64_t ino, bool write, void *buf, uint64_t size,
-			uint64_t off, bool may_wait, struct cfs_direct_io *d);
-/* Once every piece is done, result 0 or the first error: the answer's bytes or -errno. */
+ * n may be 0); the locks it takes are held until cfs_direct_io_end.  A write's flags
+ * (CFS_W_SYNC, CFS_W_DSYNC) may ask for d->flush.  -EAGAIN when it must go through cfs_read
+ * or cfs_write instead: anything to wait for, allocate, convert, grow, commit or check there
+ * (a cluster mount, set-ID bits, ...).  may_wait false: the caller has LUN I/O of its own in
+ * flight and must not wait for a lock. */
+int cfs_direct_io_begin(struct cfs_fs *fs, uint64_t ino, bool write, unsigned flags, void *buf,
+			uint64_t size, uint64_t off, bool may_wait, struct cfs_direct_io *d);
+/* Once every piece is done (and flushed, if asked), result 0 or the first error: the
+ * answer's bytes or -errno. */
 int64_t cfs_direct_io_end(struct cfs_direct_io *d, int result);
 
 /* ---- kernel bypass (ODM clients write straight to the LUNs) ---- */

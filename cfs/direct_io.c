@@ -38,6 +38,7 @@ static int add_lun_pieces(struct cfs_fs *fs, uint64_t at, uint64_t len, uint64_t
 		if (d->n == CFS_DIRECT_IO_PIECES)
 			return -EAGAIN;
 		d->io[d->n++] = (struct cfs_lun_io){
+			.lun = pc.lun,
 			.fd = cvm_volume_lun_fd(fs->vol, pc.lun),
 			.offset = pc.lun_offset + CVM_META_BYTES,
 			.len = pc.len,
@@ -81,8 +82,8 @@ static int map_range(struct cfs_fs *fs, struct cfs_inode *ip, bool write, uint8_
 }
 
 /* Why this I/O must take the ordinary path, or 0 (fs->lock held). */
-static int check(struct cfs_fs *fs, struct cfs_inode *ip, bool write, uint64_t off,
-		 uint64_t size)
+static int check(struct cfs_fs *fs, struct cfs_inode *ip, bool write, unsigned flags,
+		 uint64_t off, uint64_t size)
 {
 	if (!ip || !ip->nopen || !S_ISREG(ip->d.mode) || fs->meta.mode < 0)
 		return -EAGAIN;
@@ -90,11 +91,13 @@ static int check(struct cfs_fs *fs, struct cfs_inode *ip, bool write, uint64_t o
 		return 0;
 	if (off + size > ip->d.size || ip->d.mode & (S_ISUID | S_ISGID) || ip->times_pending)
 		return -EAGAIN; /* the size to grow, set-ID bits that may go, times to stamp */
+	if ((flags & CFS_W_SYNC) && fs->txn.n)
+		return -EAGAIN; /* O_SYNC commits what is pending (file.c's write_finish) */
 	return cfs_iflags_may_write(ip, off) ? -EAGAIN : 0;
 }
 
-int cfs_direct_io_begin(struct cfs_fs *fs, uint64_t ino, bool write, void *buf, uint64_t size,
-			uint64_t off, bool may_wait, struct cfs_direct_io *d)
+int cfs_direct_io_begin(struct cfs_fs *fs, uint64_t ino, bool write, unsigned flags, void *buf,
+			uint64_t size, uint64_t off, bool may_wait, struct cfs_direct_io *d)
 {
 	memset(d, 0, sizeof *d);
 	if (fs->cluster || (write && fs->ro) || !size || (off | size | (uintptr_t)buf) % CVM_IO_ALIGN ||
@@ -103,7 +106,7 @@ int cfs_direct_io_begin(struct cfs_fs *fs, uint64_t ino, bool write, void *buf, 
 	if (!lock_fs(fs, may_wait))
 		return -EAGAIN;
 	struct cfs_inode *ip = cfs_icache_find(fs, ino);
-	int rc = check(fs, ip, write, off, size);
+	int rc = check(fs, ip, write, flags, off, size);
 	if (!rc && pthread_rwlock_tryrdlock(&ip->io))
 		rc = -EAGAIN; /* an exclusive write, a truncate */
 	if (!rc && pthread_rwlock_tryrdlock(&fs->vol_lock)) {
@@ -114,6 +117,7 @@ int cfs_direct_io_begin(struct cfs_fs *fs, uint64_t ino, bool write, void *buf, 
 		d->fs = fs;
 		d->ip = ip;
 		d->write = write;
+		d->flush = write && (flags & (CFS_W_SYNC | CFS_W_DSYNC));
 		d->bytes = write || off + size <= ip->d.size ? size
 			   : off >= ip->d.size		      ? 0
 							      : ip->d.size - off;
@@ -137,6 +141,8 @@ int cfs_direct_io_begin(struct cfs_fs *fs, uint64_t ino, bool write, void *buf, 
 int64_t cfs_direct_io_end(struct cfs_direct_io *d, int result)
 {
 	struct cfs_fs *fs = d->fs;
+	for (unsigned i = 0; d->write && i < d->n; i++) /* for the next fsync's flush */
+		cvm_volume_written(fs->vol, d->io[i].lun);
 	pthread_rwlock_unlock(&fs->vol_lock);
 	pthread_rwlock_unlock(&d->ip->io);
 	if (result) {

@@ -536,8 +536,8 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 
 /* A direct READ or WRITE that an io_uring data thread may send to the LUNs itself
  * (fuse_uring.c): what op_read and op_write would do for it comes to cfs_read or cfs_write
- * alone, with nothing before or after (no buffered open's pages to drop, no O_SYNC flush,
- * no append, no set-ID bits: cfs_direct_io_begin sends those back). */
+ * alone, with nothing before or after (no buffered open's pages to drop, no append, no
+ * set-ID bits: cfs_direct_io_begin sends those back). */
 int cfsd_direct_begin(void *arg, const struct fuse_in_header *in, const void *op_in,
 		      void *payload, size_t room, bool may_wait, struct cfs_direct_io *io)
 {
@@ -546,15 +546,15 @@ int cfsd_direct_begin(void *arg, const struct fuse_in_header *in, const void *op
 		const struct fuse_read_in *r = op_in;
 		if (!(r->fh & FH_DIRECT_IO) || r->size > room)
 			return -EAGAIN;
-		return cfs_direct_io_begin(d->fs, in->nodeid, false, payload, r->size, r->offset,
+		return cfs_direct_io_begin(d->fs, in->nodeid, false, 0, payload, r->size, r->offset,
 					   may_wait, io);
 	}
 	const struct fuse_write_in *w = op_in;
 	if (in->opcode != FUSE_WRITE || !(w->fh & FH_DIRECT_IO) || w->write_flags & FUSE_WRITE_CACHE ||
-	    w->flags & O_APPEND || write_mode((int)(unsigned)w->fh) & (CFS_W_SYNC | CFS_W_DSYNC))
+	    w->flags & O_APPEND)
 		return -EAGAIN;
-	return cfs_direct_io_begin(d->fs, in->nodeid, true, payload, w->size, w->offset, may_wait,
-				   io);
+	return cfs_direct_io_begin(d->fs, in->nodeid, true, write_mode((int)(unsigned)w->fh), payload,
+				   w->size, w->offset, may_wait, io);
 }
 
 /* The answer to a request left waiting for the cluster (flush, flock, setlk): arg is req. */

@@ -158,6 +158,9 @@ int cvm_volume_read(struct cvm_volume *vol, void *buf, uint64_t len, uint64_t of
 int cvm_volume_write(struct cvm_volume *vol, const void *buf, uint64_t len, uint64_t offset);
 /* Make completed writes durable on every LUN. */
 int cvm_volume_flush(struct cvm_volume *vol);
+/* A write the caller submitted itself to a LUN's descriptor is done: the next flush covers
+ * that LUN. */
+void cvm_volume_written(struct cvm_volume *vol, uint32_t lun);
 /* Self-fencing (a cluster node that lost quorum): from now on every read, write, flush and
  * asynchronous submission of this volume fails with -EIO without reaching the LUNs.  I/O
  * already in the kernel still completes.  There is no way back: the volume is closed. */

@@ -247,6 +247,12 @@ static int io_sync(struct cvm_volume *v, enum cvm_op op, void *buf, uint64_t len
 	return 0;
 }
 
+void cvm_volume_written(struct cvm_volume *vol, uint32_t lun)
+{
+	if (lun < vol->cfg.nluns)
+		__atomic_store_n(&vol->written[lun], true, __ATOMIC_RELEASE);
+}
+
 void cvm_volume_written_fd(struct cvm_volume *v, int fd)
 {
 	for (uint32_t i = 0; i < v->cfg.nluns; i++)

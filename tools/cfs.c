@@ -245,10 +245,14 @@ static void print_status(const char *dir, const ControlReply *r, bool json)
 	       (unsigned long long)s->checkpoint_blocks);
 	if (r->has_added_blocks)
 		printf("  grown by %llu blocks\n", (unsigned long long)r->added_blocks);
-	if (s->has_uring_requests)
-		printf("  FUSE requests through io_uring (%llu so far; %llu direct reads and writes "
-		       "straight to the LUNs)\n",
-		       (unsigned long long)s->uring_requests, (unsigned long long)s->uring_direct);
+	if (s->has_uring_requests) {
+		printf("  FUSE requests through io_uring (%llu so far",
+		       (unsigned long long)s->uring_requests);
+		if (s->dboptimized)
+			printf("; %llu direct reads and writes sent to the LUNs by its threads",
+			       (unsigned long long)s->uring_direct);
+		printf(")\n");
+	}
 	if (!s->lockproto || !strcmp(s->lockproto, "local")) {
 		printf("  lock protocol local: mounted on this node only\n");
 		return;

@@ -50,7 +50,7 @@ Test(direct_io, writes_and_reads_through_the_pieces_land_where_cfs_read_finds_th
 	for (unsigned i = 0; i < FILE_BYTES; i++)
 		buf[i] = (uint8_t)(i * 7 + 3);
 	usleep(10000); /* a later mtime */
-	cr_assert_eq(cfs_direct_io_begin(fs, ino, true, buf + 8192, 64 * 1024, 8192, true, &d), 0);
+	cr_assert_eq(cfs_direct_io_begin(fs, ino, true, 0, buf + 8192, 64 * 1024, 8192, true, &d), 0);
 	cr_assert_geq(d.n, 1);
 	cr_assert_eq(d.bytes, 64 * 1024);
 	cr_assert_eq(cfs_direct_io_end(&d, do_pieces(&d, buf + 8192)), 64 * 1024);
@@ -63,7 +63,7 @@ Test(direct_io, writes_and_reads_through_the_pieces_land_where_cfs_read_finds_th
 		   after.st_mtim.tv_nsec > before.st_mtim.tv_nsec), "the write stamps mtime");
 
 	memset(back, 0, FILE_BYTES);
-	cr_assert_eq(cfs_direct_io_begin(fs, ino, false, back, FILE_BYTES, 0, false, &d), 0);
+	cr_assert_eq(cfs_direct_io_begin(fs, ino, false, 0, back, FILE_BYTES, 0, false, &d), 0);
 	cr_assert_eq(cfs_direct_io_end(&d, do_pieces(&d, back)), FILE_BYTES);
 	cr_assert_eq(memcmp(back + 8192, buf + 8192, 64 * 1024), 0);
 	cr_assert_eq(back[0], 0x11);
@@ -83,16 +83,16 @@ Test(direct_io, reads_stop_at_the_end_and_zero_holes)
 	cr_assert_eq(cfs_write(fs, st.st_ino, buf, 100, 200000, 0, &root_cred), 100);
 	struct cfs_direct_io d;
 	memset(buf, 0xff, FILE_BYTES);
-	cr_assert_eq(cfs_direct_io_begin(fs, st.st_ino, false, buf, 65536, 0, true, &d), 0);
+	cr_assert_eq(cfs_direct_io_begin(fs, st.st_ino, false, 0, buf, 65536, 0, true, &d), 0);
 	cr_assert_eq(d.n, 0, "a hole needs no LUN I/O");
 	cr_assert_eq(cfs_direct_io_end(&d, 0), 65536);
 	for (unsigned i = 0; i < 65536; i++)
 		cr_assert_eq(buf[i], 0, "byte %u of the hole", i);
-	cr_assert_eq(cfs_direct_io_begin(fs, st.st_ino, false, buf, 8192, 196608, true, &d), 0);
+	cr_assert_eq(cfs_direct_io_begin(fs, st.st_ino, false, 0, buf, 8192, 196608, true, &d), 0);
 	cr_assert_eq(d.bytes, 200100 - 196608, "stops at the end of the file");
 	cr_assert_eq(cfs_direct_io_end(&d, do_pieces(&d, buf)), 200100 - 196608);
 	cr_assert_eq(buf[200000 - 196608], 0x5a);
-	cr_assert_eq(cfs_direct_io_begin(fs, st.st_ino, false, buf, 4096, 204800, true, &d), 0);
+	cr_assert_eq(cfs_direct_io_begin(fs, st.st_ino, false, 0, buf, 4096, 204800, true, &d), 0);
 	cr_assert_eq(cfs_direct_io_end(&d, 0), 0, "past the end: nothing");
 	free(buf);
 	fs_done_fsck_clean(fs);
@@ -105,31 +105,31 @@ Test(direct_io, what_needs_the_ordinary_path_is_sent_back)
 	uint64_t ino = written_file(fs, "f", 0x22, buf);
 	struct cfs_direct_io d;
 	/* unaligned offset, size, buffer */
-	cr_assert_eq(cfs_direct_io_begin(fs, ino, true, buf, 4096, 100, true, &d), -EAGAIN);
-	cr_assert_eq(cfs_direct_io_begin(fs, ino, true, buf, 100, 0, true, &d), -EAGAIN);
-	cr_assert_eq(cfs_direct_io_begin(fs, ino, false, buf + 8, 4096, 0, true, &d), -EAGAIN);
+	cr_assert_eq(cfs_direct_io_begin(fs, ino, true, 0, buf, 4096, 100, true, &d), -EAGAIN);
+	cr_assert_eq(cfs_direct_io_begin(fs, ino, true, 0, buf, 100, 0, true, &d), -EAGAIN);
+	cr_assert_eq(cfs_direct_io_begin(fs, ino, false, 0, buf + 8, 4096, 0, true, &d), -EAGAIN);
 	/* the size to grow; a hole to allocate */
-	cr_assert_eq(cfs_direct_io_begin(fs, ino, true, buf, 8192, FILE_BYTES - 4096, true, &d),
+	cr_assert_eq(cfs_direct_io_begin(fs, ino, true, 0, buf, 8192, FILE_BYTES - 4096, true, &d),
 		     -EAGAIN);
 	struct stat grow = {.st_size = 2 * FILE_BYTES};
 	cr_assert_eq(cfs_setattr(fs, ino, &grow, CFS_SET_SIZE, &root_cred, &grow), 0);
-	cr_assert_eq(cfs_direct_io_begin(fs, ino, true, buf, 4096, FILE_BYTES, true, &d), -EAGAIN);
+	cr_assert_eq(cfs_direct_io_begin(fs, ino, true, 0, buf, 4096, FILE_BYTES, true, &d), -EAGAIN);
 	/* unwritten blocks to convert */
 	cr_assert_eq(cfs_fallocate(fs, ino, 0, FILE_BYTES, 65536, NULL), 0);
-	cr_assert_eq(cfs_direct_io_begin(fs, ino, true, buf, 4096, FILE_BYTES, true, &d), -EAGAIN);
+	cr_assert_eq(cfs_direct_io_begin(fs, ino, true, 0, buf, 4096, FILE_BYTES, true, &d), -EAGAIN);
 	/* set-ID bits a write may take away */
 	struct stat attr = {.st_mode = S_IFREG | 04755};
 	cr_assert_eq(cfs_setattr(fs, ino, &attr, CFS_SET_MODE, &root_cred, &attr), 0);
-	cr_assert_eq(cfs_direct_io_begin(fs, ino, true, buf, 4096, 0, true, &d), -EAGAIN);
-	cr_assert_eq(cfs_direct_io_begin(fs, ino, false, buf, 4096, 0, true, &d), 0, "reads go");
+	cr_assert_eq(cfs_direct_io_begin(fs, ino, true, 0, buf, 4096, 0, true, &d), -EAGAIN);
+	cr_assert_eq(cfs_direct_io_begin(fs, ino, false, 0, buf, 4096, 0, true, &d), 0, "reads go");
 	cr_assert_eq(cfs_direct_io_end(&d, do_pieces(&d, buf)), 4096);
 	/* fs->lock busy and the caller may not wait */
 	pthread_mutex_lock(&fs->lock);
-	cr_assert_eq(cfs_direct_io_begin(fs, ino, false, buf, 4096, 0, false, &d), -EAGAIN);
+	cr_assert_eq(cfs_direct_io_begin(fs, ino, false, 0, buf, 4096, 0, false, &d), -EAGAIN);
 	pthread_mutex_unlock(&fs->lock);
 	/* a file not open */
 	cr_assert_eq(cfs_release(fs, ino), 0);
-	cr_assert_eq(cfs_direct_io_begin(fs, ino, false, buf, 4096, 0, true, &d), -EAGAIN);
+	cr_assert_eq(cfs_direct_io_begin(fs, ino, false, 0, buf, 4096, 0, true, &d), -EAGAIN);
 	free(buf);
 	fs_done_fsck_clean(fs);
 }

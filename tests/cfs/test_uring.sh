@@ -43,9 +43,10 @@ umount_cfs "$M" || not_ok "unmount"
 
 # Data threads (dboptimized): direct reads and writes the rings' threads send to the LUNs
 # themselves, many in flight on one thread; anything else through a helper thread.
+direct_count() { "$BIN/cfs" status --json "$1" | sed -n 's/.*"uring_direct": \([0-9]*\).*/\1/p'; }
 direct_more_than() {
 	local n
-	n=$("$BIN/cfs" status --json "$1" | sed -n 's/.*"uring_direct": \([0-9]*\).*/\1/p')
+	n=$(direct_count "$1")
 	[ "${n:-0}" -gt "$2" ] || { echo "only ${n:-0} direct requests from the data threads" >&2; return 1; }
 }
 mount_cfs v "$M" dboptimized || { not_ok "mount: $(tail -3 "$T/v.log")"; finish; }
@@ -55,6 +56,12 @@ check "dboptimized: 4 KiB random writes and reads at depth 32 through the data t
 	--iodepth=32 --direct=1 --verify=crc32c --do_verify=1 --verify_fatal=1 --verify_state_save=0 \
 	--output="$T/fio-dt.out"
 check "those went straight to the LUNs from the data threads" direct_more_than "$M" 25000
+head -c 2M /dev/urandom >"$T/sync"
+sent=$(direct_count "$M")
+check "dboptimized: 8 KiB O_DSYNC writes over written blocks read back" bash -c \
+	'dd if="$1/sync" of="$2/dt" bs=8k oflag=direct,dsync conv=notrunc status=none &&
+	 dd if="$2/dt" bs=8k count=256 iflag=direct status=none | cmp - "$1/sync"' _ "$T" "$M"
+check "those went from the data threads" direct_more_than "$M" $((sent + 256))
 check "dboptimized: direct reads of holes, of a short last block and past the end" \
 	timeout 60 python3 - "$M" <<'PY'
 import mmap, os, sys
