@@ -15,7 +15,10 @@ expect 0 "volume data created" "create on node 1 under the cluster lock" -- cvm 
 
 # Node 3 is "in the middle of a change": it holds the volume's change lock.
 on 3 "$BIN/cfslock" -s cvm lock cvm:data EX >"$T/holder.out" 2>&1 &
-for _ in $(seq 50); do grep -q granted "$T/holder.out" && break; sleep 0.1; done
+for _ in $(seq 300); do grep -q granted "$T/holder.out" && break; sleep 0.1; done
+# Without the lock granted the grow below would rightly go through: say so, not that it did.
+grep -q granted "$T/holder.out" && ok "node 3 holds the volume's change lock" ||
+	{ not_ok "node 3 was not granted the change lock in 30 s: $(cat "$T/holder.out")"; finish; }
 before=$(fingerprint)
 expect 1 "being changed by another node" "grow on node 2 is refused while node 3 changes the volume" -- cvm 2 grow data "$T/lun2" "$T/lun3"
 [ "$(fingerprint)" = "$before" ] && ok "the refused grow wrote nothing" || not_ok "the refused grow changed a LUN"
