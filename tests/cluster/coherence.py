@@ -13,6 +13,7 @@ writes it reads another node's file: it reads the announced version first, then 
 the file must be whole (checksum right, identity right) and at least that version: a stale or
 torn read is counted.  Prints "ops N stale S torn T" and exits 1 if S or T is not 0.
 """
+import errno
 import hashlib
 import os
 import random
@@ -53,8 +54,23 @@ def replace_file(path, data):
     os.rename(path + ".new", path)
 
 
+def open_read(path):
+    """open(2) for reading.  The open of a name whose inode another node has just replaced
+    answers ESTALE, on which the kernel looks the name up once more and opens what it finds
+    then; if that file is replaced too before its open lands (three nodes renaming over the
+    same names as fast as they can), ESTALE reaches the caller, as on NFS (cfs(8), CLUSTER).  A
+    program opens again, as this one does, a few times."""
+    for tries in range(5):
+        try:
+            return os.open(path, os.O_RDONLY)
+        except OSError as e:
+            if e.errno != errno.ESTALE or tries == 4:
+                raise
+    raise AssertionError("not reached")
+
+
 def read_file(path):
-    fd = os.open(path, os.O_RDONLY)
+    fd = open_read(path)
     try:
         return os.pread(fd, RECORD + 1, 0)
     finally:
