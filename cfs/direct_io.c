@@ -146,10 +146,10 @@ int64_t cfs_direct_io_end(struct cfs_direct_io *d, int result)
 	pthread_rwlock_unlock(&fs->vol_lock);
 	pthread_rwlock_unlock(&d->ip->io);
 	if (result) {
-		cfs_log(fs, "inode %llu: direct %s of %llu bytes at LUN offset %llu: %s",
+		cfs_log(fs, "inode %llu: direct %s of %llu bytes (LUN %u, byte %llu on it): %s",
 			(unsigned long long)d->ip->ino, d->write ? "write" : "read",
-			(unsigned long long)d->bytes, (unsigned long long)(d->n ? d->io[0].offset : 0),
-			strerror(-result));
+			(unsigned long long)d->bytes, d->n ? d->io[0].lun : 0,
+			(unsigned long long)(d->n ? d->io[0].offset : 0), strerror(-result));
 		return result;
 	}
 	if (d->write) {
