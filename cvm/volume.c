@@ -242,7 +242,7 @@ static int io_sync(struct cvm_volume *v, enum cvm_op op, void *buf, uint64_t len
 			done += (uint64_t)n;
 		}
 		if (op == CVM_WRITE) /* after the write: a flush that clears it covers the write */
-			__atomic_store_n(&v->written[p.lun], true, __ATOMIC_RELEASE);
+			cvm_volume_written(v, p.lun);
 	}
 	return 0;
 }
@@ -257,7 +257,7 @@ void cvm_volume_written_fd(struct cvm_volume *v, int fd)
 {
 	for (uint32_t i = 0; i < v->cfg.nluns; i++)
 		if (v->fd[i] == fd)
-			__atomic_store_n(&v->written[i], true, __ATOMIC_RELEASE);
+			cvm_volume_written(v, i);
 }
 
 int cvm_volume_read(struct cvm_volume *vol, void *buf, uint64_t len, uint64_t offset)
