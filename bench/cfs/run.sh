@@ -130,8 +130,8 @@ rows=(
 	"8k O_DSYNC appends, 8 jobs|append_job 8"
 )
 # Each row on raw, then on cfs through each transport, back to back: this disk's speed drifts
-# by half in a bench (raw 4 KiB writes at depth 32 from 111k to 170k/s between runs), so each
-# ratio compares runs a minute apart.  pt's rows come last: its gigabytes of buffered writes
+# (raw 4 KiB writes at depth 32 from 88k to 170k/s across runs), so each ratio compares runs
+# a minute apart.  pt's rows come last: its gigabytes of buffered writes
 # slowed whatever ran after them (cfs's depth-32 reads to a tenth), sync or not.
 declare -A got
 declare -A side_of=([dev]=cfs [io_uring]=uring)
