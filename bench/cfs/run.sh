@@ -131,22 +131,23 @@ rows=(
 )
 # Each row on raw, then on cfs through each transport, back to back: this disk's speed drifts
 # (raw 4 KiB writes at depth 32 from 88k to 170k/s across runs), so each ratio compares runs
-# a minute apart.  pt's rows come last: its gigabytes of buffered writes
-# slowed whatever ran after them (cfs's depth-32 reads to a tenth), sync or not.
+# a minute apart.  pt's rows come last: its gigabytes of buffered writes slowed whatever ran
+# after them (cfs's depth-32 reads to a tenth), sync or not.
 declare -A got
+measure() { # column kind row: row's job on the files of kind, its figures in got[column,label]
+	local job
+	read -ra job <<<"${3#*|}"
+	got[$1,${3%%|*}]=$("${job[0]}" "$2" "${job[@]:1}")
+}
 declare -A side_of=([dev]=cfs [io_uring]=uring)
 for r in "${rows[@]}"; do
-	read -ra job <<<"${r#*|}"
-	got[raw,${r%%|*}]=$("${job[0]}" raw "${job[@]:1}")
+	measure raw raw "$r"
 	for t in $transports; do
 		remount dboptimized "$t"
-		got[${side_of[$t]},${r%%|*}]=$("${job[0]}" cfs "${job[@]:1}")
+		measure "${side_of[$t]}" cfs "$r"
 	done
 done
-for r in "${rows[@]}"; do
-	read -ra job <<<"${r#*|}"
-	got[pt,${r%%|*}]=$("${job[0]}" pt "${job[@]:1}")
-done
+for r in "${rows[@]}"; do measure pt pt "$r"; done
 printf '\n%-28s %10s %10s %10s %10s %8s %8s %8s\n' "workload" "raw" "pt" "cfs" "uring" "cfs/raw" "cfs/pt" "uring/raw"
 for r in "${rows[@]}"; do
 	l=${r%%|*}
