@@ -7,6 +7,7 @@
  * waits for the child to say "mounted" or why not, so `mount` and `cfs mount` get a real exit
  * status and message. */
 #define FUSE_USE_VERSION 312
+#include "cfsd/dev_direct.h"
 #include "cfsd/fuse_ops.h"
 #include "cfsd/fuse_uring.h"
 #include "cfs/control.h"
@@ -264,6 +265,23 @@ static int wait_for_child(int fd)
 	return c;
 }
 
+/* A one-node dboptimized mount's direct reads and writes from /dev/fuse's workers go to the
+ * LUNs without holding them (dev_direct.c); without it (no memory, no aio context left) the
+ * workers do them one each. */
+static struct dev_direct *start_dev_direct(struct cfsd *d, struct fuse_session *se)
+{
+	if (!d->fs_dboptimized || d->cluster)
+		return NULL;
+	struct fuse_uring_data_path data = {cfsd_direct_begin, d};
+	struct dev_direct *direct;
+	int rc = dev_direct_start(se, &data, &direct);
+	if (rc)
+		fprintf(stderr, "cfsd: direct I/O from /dev/fuse one request per worker: %s\n",
+			strerror(-rc));
+	__atomic_store_n(&d->dev_direct, direct, __ATOMIC_RELEASE);
+	return direct;
+}
+
 static int serve(struct opts *o, struct cfsd *d, int status_fd)
 {
 	char fsname[300];
@@ -309,7 +327,9 @@ static int serve(struct opts *o, struct cfsd *d, int status_fd)
 			dup2(null, STDOUT_FILENO);
 			close(null);
 		}
-		rc = cfsd_serve_requests(se) ? EXIT_FAILED : EXIT_OK;
+		struct dev_direct *direct = start_dev_direct(d, se);
+		rc = cfsd_serve_requests(se, direct) ? EXIT_FAILED : EXIT_OK;
+		dev_direct_stop(__atomic_exchange_n(&d->dev_direct, NULL, __ATOMIC_ACQ_REL));
 		/* Before the unmount: the rings' commands hold the device open (fuse_uring.c). */
 		fuse_uring_stop(__atomic_exchange_n(&d->uring, NULL, __ATOMIC_ACQ_REL));
 		cfs_control_stop(ctl);

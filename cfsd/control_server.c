@@ -1,6 +1,7 @@
 /* cfsd's side of the control socket: status, grow, and the ODM clients' requests. */
 #include "cfs/control.h"
 #include "cfs/internal.h"
+#include "cfsd/dev_direct.h"
 #include "cfsd/fuse_ops.h"
 #include "cfsd/fuse_uring.h"
 #include "cfsd/odm_server.h"
@@ -135,6 +136,9 @@ static void fill_status(struct cfsd *d, ControlStatus *s, struct cfs_status *st,
 	s->uring_requests = fuse_uring_answered(u);
 	s->has_uring_direct = u != NULL;
 	s->uring_direct = fuse_uring_direct(u);
+	struct dev_direct *direct = __atomic_load_n(&d->dev_direct, __ATOMIC_ACQUIRE);
+	s->has_dev_direct = direct != NULL;
+	s->dev_direct = dev_direct_answered(direct);
 	s->has_checkpoint_blocks = true;
 	s->checkpoint_blocks = st->stats.home_blocks;
 	s->reads = st->stats.reads;

@@ -11,6 +11,7 @@ struct scan_paths;
 struct fuse_session;
 struct odm_server;
 struct kernel_inval;
+struct dev_direct;
 struct cfsd {
 	struct cfs_fs *fs;
 	struct cvm_volume *vol;
@@ -26,6 +27,7 @@ struct cfsd {
 	bool names_cached;
 	bool nouring;                  /* asked for: requests through /dev/fuse only */
 	struct fuse_uring *uring;      /* the rings requests come through, if any (atomic) */
+	struct dev_direct *dev_direct; /* /dev/fuse's direct I/O sent from its workers (atomic) */
 	bool kernel_ready;             /* INIT answered: notifications may be sent (atomic) */
 	const char *volume;
 	const char *mount_abs;         /* the mount point as mountinfo shows it */
@@ -86,8 +88,9 @@ void dir_listings_free(struct dir_listings *ls);
 void dir_listing_reply(struct cfsd *d, fuse_req_t req, uint64_t ino, size_t size, off_t off);
 
 /* workers.c: read and answer the requests of the mounted session se until it is unmounted or
- * a signal ends it (0), or reading fails (negative errno). */
-int cfsd_serve_requests(struct fuse_session *se);
+ * a signal ends it (0), or reading fails (negative errno); direct reads and writes through
+ * direct if not NULL (dev_direct.c). */
+int cfsd_serve_requests(struct fuse_session *se, struct dev_direct *direct);
 
 /* dirty_limit.c: let the kernel keep more of the write-back cache's dirty pages of the
  * mount at mountpoint (absolute, as mounted) than FUSE's default 1% share. */

@@ -4,7 +4,9 @@
  * 80 bytes (the request header and fuse_write_in) past an unaligned address; the LUNs are
  * opened O_DIRECT, so every write was copied into an aligned buffer before it went out.
  * Here each worker's buffer starts 80 bytes before a page boundary, so a WRITE's data is
- * page-aligned and cfs_write hands it to the volume as it is (cfs/file.c).
+ * page-aligned and cfs_write hands it to the volume as it is (cfs/file.c).  On a dboptimized
+ * mount a direct READ or WRITE goes to the LUNs without the worker (dev_direct.c), which
+ * reads the next request meanwhile.
  *
  * At most CFSD_WORKERS threads, the ceiling libfuse's loop had; a worker waiting for a
  * lock holds its thread as it did there.  The loop ends as libfuse's does:
@@ -13,6 +15,8 @@
  * point; a worker answering a request is not cancelled until it is done). */
 #define FUSE_USE_VERSION 312
 #include "cfsd/fuse_ops.h"
+
+#include "cfsd/dev_direct.h"
 
 #include <errno.h>
 #include <fuse_lowlevel.h>
@@ -27,9 +31,6 @@
 
 #define CFSD_WORKERS 16
 
-/* Where a WRITE request's data starts in the buffer it is read into (protocol 7.9+). */
-#define WRITE_DATA_AT (sizeof(struct fuse_in_header) + sizeof(struct fuse_write_in))
-
 struct worker {
 	struct pool *pool;
 	pthread_t thread;
@@ -39,6 +40,7 @@ struct worker {
 
 struct pool {
 	struct fuse_session *se;
+	struct dev_direct *direct; /* where a dboptimized mount's direct I/O goes, or NULL */
 	sem_t finished;   /* a worker has stopped */
 	int error;        /* the first read error, negative errno (atomic) */
 	pthread_mutex_t lock;
@@ -47,17 +49,6 @@ struct pool {
 	struct worker workers[CFSD_WORKERS];
 };
 
-/* A buffer for the largest request libfuse reads (its receive size is at most the FUSE
- * maximum of 256 pages plus a page of header), with WRITE data on a page boundary. */
-static int worker_buffer(struct worker *w, size_t page)
-{
-	size_t size = 256 * page + page;
-	if (posix_memalign(&w->region, page, size + page))
-		return -ENOMEM;
-	w->buf = (struct fuse_buf){.mem = (char *)w->region + page - WRITE_DATA_AT, .size = size};
-	return 0;
-}
-
 static void *work(void *arg);
 
 /* One more worker (p->lock held). */
@@ -65,7 +56,10 @@ static int start_worker(struct pool *p)
 {
 	struct worker *w = &p->workers[p->started];
 	w->pool = p;
-	int rc = worker_buffer(w, (size_t)sysconf(_SC_PAGESIZE));
+	char *mem;
+	size_t size;
+	int rc = cfsd_request_buffer(&w->region, &mem, &size);
+	w->buf = (struct fuse_buf){.mem = mem, .size = size};
 	if (!rc)
 		rc = -pthread_create(&w->thread, NULL, work, w);
 	if (rc) {
@@ -119,7 +113,9 @@ static void *work(void *arg)
 		bool counted = !is_forget(&w->buf); /* a burst of FORGETs starts no workers */
 		if (counted)
 			set_busy(p, true);
-		fuse_session_process_buf(p->se, &w->buf);
+		/* no local's address is taken here: a cancelled read would leave its poison for ASan */
+		if (!dev_direct_take(p->direct, &w->region, &w->buf.mem, (size_t)res))
+			fuse_session_process_buf(p->se, &w->buf);
 		if (counted)
 			set_busy(p, false);
 	}
@@ -127,9 +123,9 @@ static void *work(void *arg)
 	return NULL;
 }
 
-int cfsd_serve_requests(struct fuse_session *se)
+int cfsd_serve_requests(struct fuse_session *se, struct dev_direct *direct)
 {
-	struct pool p = {.se = se};
+	struct pool p = {.se = se, .direct = direct};
 	sem_init(&p.finished, 0, 0);
 	pthread_mutex_init(&p.lock, NULL);
 	pthread_mutex_lock(&p.lock);

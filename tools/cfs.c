@@ -217,14 +217,15 @@ static void print_status(const char *dir, const ControlReply *r, bool json)
 		       "\"lock_cache_limit\": %u, \"locks_given_back\": %llu, "
 		       "\"journal_anchors\": %llu, \"checkpoint_blocks\": %llu, "
 		       "\"writeback\": %s, \"kernel_names\": %s, \"fuse_transport\": \"%s\", "
-		       "\"uring_requests\": %llu, \"uring_direct\": %llu}\n",
+		       "\"uring_requests\": %llu, \"uring_direct\": %llu, \"dev_direct\": %llu}\n",
 		       s->fenced ? "true" : "false", s->fence_interval_ms,
 		       (unsigned long long)s->locks_cached, s->lock_cache_limit,
 		       (unsigned long long)s->locks_given_back,
 		       (unsigned long long)s->journal_anchors,
 		       (unsigned long long)s->checkpoint_blocks, s->writeback ? "true" : "false",
 		       s->kernel_names ? "true" : "false", s->has_uring_requests ? "io_uring" : "dev",
-		       (unsigned long long)s->uring_requests, (unsigned long long)s->uring_direct);
+		       (unsigned long long)s->uring_requests, (unsigned long long)s->uring_direct,
+		       (unsigned long long)s->dev_direct);
 		return;
 	}
 	char total[32], avail[32];
@@ -252,6 +253,9 @@ static void print_status(const char *dir, const ControlReply *r, bool json)
 			printf("; %llu direct reads and writes sent to the LUNs by its threads",
 			       (unsigned long long)s->uring_direct);
 		printf(")\n");
+	} else if (s->has_dev_direct) {
+		printf("  FUSE requests through /dev/fuse (%llu direct reads and writes sent to the "
+		       "LUNs without holding a worker)\n", (unsigned long long)s->dev_direct);
 	}
 	if (!s->lockproto || !strcmp(s->lockproto, "local")) {
 		printf("  lock protocol local: mounted on this node only\n");

@@ -1,0 +1,325 @@
+/* Direct reads and writes read from /dev/fuse, sent to the LUNs without holding a worker.
+ *
+ * Why: through /dev/fuse each worker (workers.c) answered a dboptimized mount's direct READ
+ * or WRITE with one synchronous LUN I/O, so at most CFSD_WORKERS were at the LUNs at once,
+ * and each cost the worker two context switches.  4 KiB random I/O at depth 32 went at about
+ * half the raw LUN files' rate (issue 12).  Every kernel without FUSE over io_uring (Debian's
+ * own, any where the fuse module's enable_uring is not set) takes this path.
+ *
+ * So a request that cfs_direct_io_begin maps without allocating (fuse_ops.c's
+ * cfsd_direct_begin, the same as io_uring's data threads use) goes to the LUNs with libaio
+ * from the worker that read it, which goes back to reading requests; one completion thread
+ * reaps the LUN I/O and writes each answer to /dev/fuse (a request may be answered from any
+ * thread through the descriptor it was read from).  The request's buffer goes with it: a
+ * WRITE's data stays where the worker read it, and the worker takes a free buffer of a slot
+ * in exchange; a READ's data lands in the slot's own buffer.  At most SLOTS requests are in
+ * flight so; past that, and for everything else, the worker answers as before.
+ *
+ * An O_SYNC or O_DSYNC write is written and flushed by the worker itself (as io_uring's data
+ * threads do, see fuse_uring.c's write_through): a redo log's writes come one at a time, and
+ * a hand-off to another thread would only add a wake-up to each. */
+#define FUSE_USE_VERSION 312
+#include "cfsd/dev_direct.h"
+
+#include "cfs/cfs.h"
+#include "cfsd/fuse_uring.h"
+
+#include <errno.h>
+#include <fuse_lowlevel.h>
+#include <libaio.h>
+#include <linux/fuse.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#define SLOTS 64 /* requests in flight; each holds a request buffer (a megabyte) */
+#define REAP_MAX 64
+/* Larger requests stay with their worker: their pieces go to the LUNs together either way,
+ * and one completion thread writing every 1 MiB answer (the kernel copies it then) held
+ * 1 MiB direct reads and writes at depth 4 back by a tenth to a quarter. */
+#define ASYNC_MAX (128 * 1024)
+
+struct slot {
+	struct dev_direct *dd;
+	struct slot *next_free;
+	void *region; /* the request buffer, laid out as cfsd_request_buffer's */
+	char *mem;
+	uint64_t unique;
+	struct cfs_direct_io io;
+	struct iocb iocbs[CFS_DIRECT_IO_PIECES];
+	unsigned pending; /* pieces not done, and one for the submitter while it submits (atomic) */
+	int error;	  /* the first piece's error (atomic) */
+	uint64_t bytes;	  /* what the pieces moved (atomic) */
+};
+
+struct dev_direct {
+	int fd; /* /dev/fuse */
+	struct fuse_uring_data_path data;
+	size_t room; /* a request buffer's room for data, past its first page */
+	io_context_t aio;
+	pthread_t completer;
+	pthread_mutex_t lock;
+	pthread_cond_t idle; /* nothing in flight any more */
+	struct slot *free;
+	unsigned nslots, inflight;
+	bool stopping;
+	uint64_t answered; /* atomic */
+	struct slot slots[SLOTS];
+};
+
+int cfsd_request_buffer(void **region, char **mem, size_t *size)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	*size = 256 * page + page;
+	if (posix_memalign(region, page, *size + page))
+		return -ENOMEM;
+	*mem = (char *)*region + page - CFSD_WRITE_DATA_AT;
+	return 0;
+}
+
+/* A free slot with its buffer, or NULL when SLOTS are in flight or the memory is short. */
+static struct slot *slot_get(struct dev_direct *dd)
+{
+	pthread_mutex_lock(&dd->lock);
+	struct slot *s = dd->free;
+	if (s) {
+		dd->free = s->next_free;
+	} else if (dd->nslots < SLOTS && !dd->stopping) {
+		s = &dd->slots[dd->nslots];
+		size_t size;
+		if (cfsd_request_buffer(&s->region, &s->mem, &size))
+			s = NULL;
+		else
+			s->dd = dd, dd->nslots++;
+	}
+	if (s)
+		dd->inflight++;
+	pthread_mutex_unlock(&dd->lock);
+	return s;
+}
+
+static void slot_put(struct slot *s)
+{
+	struct dev_direct *dd = s->dd;
+	pthread_mutex_lock(&dd->lock);
+	s->next_free = dd->free;
+	dd->free = s;
+	if (!--dd->inflight)
+		pthread_cond_broadcast(&dd->idle);
+	pthread_mutex_unlock(&dd->lock);
+}
+
+/* Every piece of s is done: its locks go and its answer is written. */
+static void finish(struct slot *s)
+{
+	uint64_t want = 0;
+	for (unsigned i = 0; i < s->io.n; i++)
+		want += s->io.io[i].len;
+	int error = __atomic_load_n(&s->error, __ATOMIC_ACQUIRE);
+	if (!error && __atomic_load_n(&s->bytes, __ATOMIC_ACQUIRE) != want)
+		error = -EIO; /* a short LUN I/O: the LUN file ends early */
+	int64_t n = cfs_direct_io_end(&s->io, error);
+	struct fuse_out_header out = {.unique = s->unique};
+	struct fuse_write_out written = {.size = n > 0 ? (uint32_t)n : 0};
+	struct iovec iov[2] = {{&out, sizeof out}};
+	int count = 1;
+	if (n < 0)
+		out.error = (int32_t)n;
+	else if (s->io.write)
+		iov[count++] = (struct iovec){&written, sizeof written};
+	else if (n > 0)
+		iov[count++] = (struct iovec){s->mem + CFSD_WRITE_DATA_AT, (size_t)n};
+	out.len = (uint32_t)(sizeof out + (count > 1 ? iov[1].iov_len : 0));
+	/* ENOENT: the kernel gave up on the request (interrupted); ENODEV: unmounted */
+	if (writev(s->dd->fd, iov, count) < 0 && errno != ENOENT && errno != ENODEV)
+		fprintf(stderr, "cfsd: answer to direct request %llu: %s\n",
+			(unsigned long long)s->unique, strerror(errno));
+	__atomic_add_fetch(&s->dd->answered, 1, __ATOMIC_RELAXED);
+	slot_put(s);
+}
+
+/* What one piece of s moved: bytes, or -errno. */
+static void record(struct slot *s, long res)
+{
+	int none = 0;
+	if (res < 0)
+		__atomic_compare_exchange_n(&s->error, &none, (int)res, false, __ATOMIC_RELEASE,
+					    __ATOMIC_RELAXED);
+	else
+		__atomic_add_fetch(&s->bytes, (uint64_t)res, __ATOMIC_RELEASE);
+}
+
+/* count more of s's pending are done; the last answers. */
+static void release(struct slot *s, unsigned count)
+{
+	if (!__atomic_sub_fetch(&s->pending, count, __ATOMIC_ACQ_REL))
+		finish(s);
+}
+
+static void *completer_main(void *arg)
+{
+	struct dev_direct *dd = arg;
+	struct io_event events[REAP_MAX];
+	for (;;) {
+		/* the timeout lets a stop end the wait when nothing is in flight */
+		struct timespec tick = {0, 100 * 1000 * 1000};
+		int n = io_getevents(dd->aio, 1, REAP_MAX, events, &tick);
+		if (n < 0 && n != -EINTR) {
+			fprintf(stderr, "cfsd: direct I/O completions: %s\n", strerror(-n));
+			break;
+		}
+		for (int i = 0; i < n; i++) {
+			record(events[i].data, (long)events[i].res);
+			release(events[i].data, 1);
+		}
+		pthread_mutex_lock(&dd->lock);
+		bool done = dd->stopping && !dd->inflight;
+		pthread_mutex_unlock(&dd->lock);
+		if (done)
+			break;
+	}
+	return NULL;
+}
+
+/* An O_SYNC or O_DSYNC write: written and flushed from the worker (see the top). */
+static void write_through(struct slot *s)
+{
+	for (unsigned i = 0; i < s->io.n; i++) {
+		const struct cfs_lun_io *piece = &s->io.io[i];
+		ssize_t n = pwrite(piece->fd, s->mem + CFSD_WRITE_DATA_AT + piece->buf_offset,
+				   piece->len, (off_t)piece->offset);
+		record(s, n < 0 ? -errno : n);
+	}
+	for (unsigned i = 0; i < s->io.n; i++)
+		if (fdatasync(s->io.io[i].fd))
+			record(s, -errno);
+	release(s, s->io.n + 1);
+}
+
+static void submit(struct slot *s)
+{
+	struct iocb *list[CFS_DIRECT_IO_PIECES];
+	for (unsigned i = 0; i < s->io.n; i++) {
+		const struct cfs_lun_io *piece = &s->io.io[i];
+		char *at = s->mem + CFSD_WRITE_DATA_AT + piece->buf_offset;
+		if (s->io.write)
+			io_prep_pwrite(&s->iocbs[i], piece->fd, at, piece->len, (long long)piece->offset);
+		else
+			io_prep_pread(&s->iocbs[i], piece->fd, at, piece->len, (long long)piece->offset);
+		s->iocbs[i].data = s;
+		list[i] = &s->iocbs[i];
+	}
+	unsigned sent = 0;
+	while (sent < s->io.n) {
+		int n = io_submit(s->dd->aio, (long)(s->io.n - sent), list + sent);
+		if (n == -EINTR || n == -EAGAIN)
+			continue;
+		if (n <= 0) { /* the rest never go: they count as failed */
+			record(s, n < 0 ? n : -EIO);
+			release(s, s->io.n - sent);
+			break;
+		}
+		sent += (unsigned)n;
+	}
+	release(s, 1); /* the submitter's own count */
+}
+
+/* The bytes a READ or WRITE request of len bytes at in moves, or 0 if it is not one this
+ * path takes. */
+static uint32_t direct_size(const struct fuse_in_header *in, size_t len)
+{
+	if (len < CFSD_WRITE_DATA_AT || in->len != len)
+		return 0;
+	uint32_t size = 0;
+	if (in->opcode == FUSE_READ)
+		size = ((const struct fuse_read_in *)(in + 1))->size;
+	else if (in->opcode == FUSE_WRITE)
+		size = ((const struct fuse_write_in *)(in + 1))->size;
+	if (in->opcode == FUSE_WRITE && len - CFSD_WRITE_DATA_AT < size)
+		return 0;
+	return size <= ASYNC_MAX ? size : 0;
+}
+
+bool dev_direct_take(struct dev_direct *dd, void **region, void **mem, size_t len)
+{
+	const struct fuse_in_header *in = (const void *)*mem;
+	if (!dd || !direct_size(in, len))
+		return false;
+	struct slot *s = slot_get(dd);
+	if (!s)
+		return false;
+	bool write = in->opcode == FUSE_WRITE;
+	char *payload = (write ? (char *)*mem : s->mem) + CFSD_WRITE_DATA_AT;
+	if (dd->data.begin(dd->data.arg, in, in + 1, payload, dd->room, true, &s->io)) {
+		slot_put(s);
+		return false;
+	}
+	s->unique = in->unique;
+	if (write) { /* the data stays in this buffer; the worker reads into the slot's */
+		void *kept_region = *region, *kept_mem = *mem;
+		*region = s->region, *mem = s->mem;
+		s->region = kept_region, s->mem = kept_mem;
+	}
+	s->error = 0;
+	s->bytes = 0;
+	s->pending = s->io.n + 1;
+	if (s->io.flush)
+		write_through(s);
+	else
+		submit(s);
+	return true;
+}
+
+int dev_direct_start(struct fuse_session *se, const struct fuse_uring_data_path *data,
+		     struct dev_direct **out)
+{
+	*out = NULL;
+	struct dev_direct *dd = calloc(1, sizeof *dd);
+	if (!dd)
+		return -ENOMEM;
+	dd->fd = fuse_session_fd(se);
+	dd->data = *data;
+	dd->room = 256 * (size_t)sysconf(_SC_PAGESIZE);
+	pthread_mutex_init(&dd->lock, NULL);
+	pthread_cond_init(&dd->idle, NULL);
+	int rc = io_setup(SLOTS * CFS_DIRECT_IO_PIECES, &dd->aio);
+	if (!rc) {
+		rc = -pthread_create(&dd->completer, NULL, completer_main, dd);
+		if (rc)
+			io_destroy(dd->aio);
+	}
+	if (rc) {
+		pthread_cond_destroy(&dd->idle);
+		pthread_mutex_destroy(&dd->lock);
+		free(dd);
+		return rc;
+	}
+	*out = dd;
+	return 0;
+}
+
+void dev_direct_stop(struct dev_direct *dd)
+{
+	if (!dd)
+		return;
+	pthread_mutex_lock(&dd->lock);
+	dd->stopping = true;
+	while (dd->inflight)
+		pthread_cond_wait(&dd->idle, &dd->lock);
+	pthread_mutex_unlock(&dd->lock);
+	pthread_join(dd->completer, NULL);
+	io_destroy(dd->aio);
+	for (unsigned i = 0; i < dd->nslots; i++)
+		free(dd->slots[i].region);
+	pthread_cond_destroy(&dd->idle);
+	pthread_mutex_destroy(&dd->lock);
+	free(dd);
+}
+
+uint64_t dev_direct_answered(const struct dev_direct *dd)
+{
+	return dd ? __atomic_load_n(&dd->answered, __ATOMIC_RELAXED) : 0;
+}

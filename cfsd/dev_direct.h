@@ -1,0 +1,35 @@
+/* Direct reads and writes from /dev/fuse's workers sent to the LUNs asynchronously
+ * (dev_direct.c): many in flight while the workers read the next requests. */
+#ifndef CFSD_DEV_DIRECT_H
+#define CFSD_DEV_DIRECT_H
+
+#include <linux/fuse.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct dev_direct;
+struct fuse_session;
+struct fuse_uring_data_path;
+
+/* Where a WRITE request's data starts in the buffer it is read into (protocol 7.9+). */
+#define CFSD_WRITE_DATA_AT (sizeof(struct fuse_in_header) + sizeof(struct fuse_write_in))
+
+/* A buffer for the largest request the kernel sends (256 pages of data and a page of
+ * header) whose WRITE data starts on a page, for the LUNs' O_DIRECT: read requests into
+ * *mem (*size bytes), free *region. */
+int cfsd_request_buffer(void **region, char **mem, size_t *size);
+
+/* Start the completion thread for session se's direct requests, mapped by data. */
+int dev_direct_start(struct fuse_session *se, const struct fuse_uring_data_path *data,
+		     struct dev_direct **out);
+/* The request of len bytes a worker read into *mem (a cfsd_request_buffer): true if it went
+ * to the LUNs and will be answered from here; a WRITE's buffer is then kept, and *region and
+ * *mem are another buffer for the worker.  False: the worker answers it.  dd may be NULL. */
+bool dev_direct_take(struct dev_direct *dd, void **region, void **mem, size_t len);
+/* Wait for the requests in flight to be answered, then free (NULL: nothing). */
+void dev_direct_stop(struct dev_direct *dd);
+/* Requests answered so (dd may be NULL). */
+uint64_t dev_direct_answered(const struct dev_direct *dd);
+
+#endif
