@@ -335,9 +335,9 @@ struct cfs_direct_io {
  * CVM_IO_ALIGN, mapped to LUN pieces for the caller to submit (a read's holes zeroed in buf;
  * n may be 0); the locks it takes are held until cfs_direct_io_end.  A write's flags
  * (CFS_W_SYNC, CFS_W_DSYNC) may ask for d->flush.  -EAGAIN when it must go through cfs_read
- * or cfs_write instead: anything to wait for, allocate, convert, grow, commit or check there
- * (a cluster mount, set-ID bits, ...).  may_wait false: the caller has LUN I/O of its own in
- * flight and must not wait for a lock. */
+ * or cfs_write instead: anything to allocate, convert, grow, commit or check there (set-ID
+ * bits, an O_SYNC write on a cluster, ...).  may_wait false: the caller has LUN I/O of its own
+ * in flight and must not wait for a lock (on a cluster: -EAGAIN, the glocks may wait). */
 int cfs_direct_io_begin(struct cfs_fs *fs, uint64_t ino, bool write, unsigned flags, void *buf,
 			uint64_t size, uint64_t off, bool may_wait, struct cfs_direct_io *d);
 /* Once every piece is done (and flushed, if asked), result 0 or the first error: the

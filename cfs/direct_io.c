@@ -1,13 +1,20 @@
 /* Direct reads and writes whose LUN I/O the caller submits itself (cfsd's io_uring data
- * threads, which keep many requests in flight on one thread instead of one blocked thread
- * each).
+ * threads and /dev/fuse's asynchronous direct I/O, which keep many requests in flight instead
+ * of one blocked thread each).
  *
- * Only what needs no waiting and no change of the block map goes this way: aligned I/O on a
- * one-node mount, inside the file's size, a write only into written blocks of a file without
- * set-ID bits.  Everything else returns -EAGAIN for the ordinary path (file.c), which waits,
- * allocates, converts and reports the errors.  A thread with LUN I/O of its own in flight must
- * never wait for fs->lock: grow holds fs->lock while it waits for every I/O to let go of
- * vol_lock, and that I/O would be the waiting thread's to finish; so the locks are tried. */
+ * Only what needs no change of the block map goes this way: aligned I/O inside the file's
+ * size, a write only into written blocks of a file without set-ID bits.  Everything else
+ * returns -EAGAIN for the ordinary path (file.c), which allocates, converts and reports the
+ * errors.  A thread with LUN I/O of its own in flight must never wait for fs->lock: grow
+ * holds fs->lock while it waits for every I/O to let go of vol_lock, and that I/O would be
+ * the waiting thread's to finish; so without may_wait the locks are tried.
+ *
+ * On a cluster the glocks are held as the ordinary path holds them for such I/O (cfs_read;
+ * write_range's write in place under the shared glock: the metadata and inode glocks PR, the
+ * pagecache lock CW) from begin to end, so another node's change of the file waits for the
+ * I/O in flight, as for a read or write of the ordinary path.  Taking them may wait for other
+ * nodes, so there only a caller that may wait goes this way, and O_SYNC and O_DSYNC writes
+ * take the ordinary path. */
 #include "cfs/internal.h"
 
 #include <errno.h>
@@ -89,30 +96,63 @@ static int check(struct cfs_fs *fs, struct cfs_inode *ip, bool write, unsigned f
 		return -EAGAIN;
 	if (!write)
 		return 0;
-	if (off + size > ip->d.size || ip->d.mode & (S_ISUID | S_ISGID) || ip->times_pending)
+	/* On one node the times are stamped at begin, which a pending stamp must precede; on a
+	 * cluster they are left pending (no inode write under the glock PR). */
+	if (off + size > ip->d.size || ip->d.mode & (S_ISUID | S_ISGID) ||
+	    (ip->times_pending && !fs->cluster))
 		return -EAGAIN; /* the size to grow, set-ID bits that may go, times to stamp */
 	if ((flags & CFS_W_SYNC) && fs->txn.n)
 		return -EAGAIN; /* O_SYNC commits what is pending (file.c's write_finish) */
 	return cfs_iflags_may_write(ip, off) ? -EAGAIN : 0;
 }
 
+/* On a cluster: the glocks for I/O of ino (see the top; fs->lock held, and may be let go
+ * while waiting for other nodes).  *ip is the open inode, its I/O lock held by the caller. */
+static int cluster_hold(struct cfs_fs *fs, uint64_t ino, bool write, struct cfs_inode **ip)
+{
+	if (write && !cfs_shared_write_begin(fs))
+		return -EAGAIN; /* a normal mount somewhere: the glock EX, the ordinary path's */
+	int rc = cfs_file_hold(fs, ino, CFSLOCK_PR, CFSLOCK_PR, ip);
+	if (rc && write)
+		cfs_shared_write_end(fs);
+	return rc ? -EAGAIN : 0;
+}
+
+static void cluster_unhold(struct cfs_fs *fs, struct cfs_inode *ip, bool write)
+{
+	cfs_file_unhold(fs, ip);
+	if (write)
+		cfs_shared_write_end(fs);
+}
+
 int cfs_direct_io_begin(struct cfs_fs *fs, uint64_t ino, bool write, unsigned flags, void *buf,
 			uint64_t size, uint64_t off, bool may_wait, struct cfs_direct_io *d)
 {
 	memset(d, 0, sizeof *d);
-	if (fs->cluster || (write && fs->ro) || !size || (off | size | (uintptr_t)buf) % CVM_IO_ALIGN ||
+	if ((write && fs->ro) || !size || (off | size | (uintptr_t)buf) % CVM_IO_ALIGN ||
 	    off + size < off || off + size > CFS_MAX_FILE_BYTES || cvm_volume_fenced(fs->vol))
+		return -EAGAIN;
+	if (fs->cluster && (!may_wait || (write && (flags & (CFS_W_SYNC | CFS_W_DSYNC)))))
 		return -EAGAIN;
 	if (!lock_fs(fs, may_wait))
 		return -EAGAIN;
 	struct cfs_inode *ip = cfs_icache_find(fs, ino);
-	int rc = check(fs, ip, write, flags, off, size);
+	int rc = ip && ip->nopen ? 0 : -EAGAIN;
 	if (!rc && pthread_rwlock_tryrdlock(&ip->io))
 		rc = -EAGAIN; /* an exclusive write, a truncate */
+	bool held = !rc && fs->cluster;
+	if (held && (rc = cluster_hold(fs, ino, write, &ip))) {
+		pthread_rwlock_unlock(&ip->io);
+		held = false;
+	}
+	if (!rc && (rc = check(fs, ip, write, flags, off, size)))
+		pthread_rwlock_unlock(&ip->io);
 	if (!rc && pthread_rwlock_tryrdlock(&fs->vol_lock)) {
 		pthread_rwlock_unlock(&ip->io);
 		rc = -EAGAIN; /* a grow */
 	}
+	if (rc && held)
+		cluster_unhold(fs, ip, write);
 	if (!rc) {
 		d->fs = fs;
 		d->ip = ip;
@@ -126,11 +166,13 @@ int cfs_direct_io_begin(struct cfs_fs *fs, uint64_t ino, bool write, unsigned fl
 		rc = map_range(fs, ip, write, buf, off, len, d);
 		if (rc) {
 			pthread_rwlock_unlock(&fs->vol_lock);
+			if (held)
+				cluster_unhold(fs, ip, write);
 			pthread_rwlock_unlock(&ip->io);
 			d->n = 0;
 		}
 	}
-	if (!rc && write) { /* stamped before the data goes, as Linux's file_modified() */
+	if (!rc && write && !fs->cluster) { /* stamped before the data goes, as file_modified() */
 		cfs_itouch(ip, true, true);
 		cfs_itimes_later(fs, ip);
 	}
@@ -143,7 +185,14 @@ int64_t cfs_direct_io_end(struct cfs_direct_io *d, int result)
 	struct cfs_fs *fs = d->fs;
 	for (unsigned i = 0; d->write && i < d->n; i++) /* for the next fsync's flush */
 		cvm_volume_written(fs->vol, d->io[i].lun);
-	pthread_rwlock_unlock(&fs->vol_lock);
+	pthread_rwlock_unlock(&fs->vol_lock); /* before fs->lock: a grow holds it for vol_lock */
+	if (fs->cluster) {
+		pthread_mutex_lock(&fs->lock);
+		if (d->write && !result)
+			d->ip->times_pending = true; /* stamped at the file's next exclusive use */
+		cluster_unhold(fs, d->ip, d->write); /* as cfs_read: nothing to commit */
+		pthread_mutex_unlock(&fs->lock);
+	}
 	pthread_rwlock_unlock(&d->ip->io);
 	if (result) {
 		cfs_log(fs, "inode %llu: direct %s of %llu bytes (LUN %u, byte %llu on it): %s",

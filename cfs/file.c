@@ -181,12 +181,7 @@ static int write_unwritten(struct cfs_fs *fs, const struct piece *pc, const uint
 	return rc;
 }
 
-/* The in-memory inode of an open file; data calls come on open files only.  fs->lock held:
- * the metadata glock is held in `mode` and the inode's in imode (EX under the metadata glock
- * PR: a change of this inode alone), on success only, and the inode read again if another
- * node had it meanwhile. */
-static int open_inode_locked_as(struct cfs_fs *fs, uint64_t ino, int mode, int imode,
-				struct cfs_inode **ip)
+int cfs_file_hold(struct cfs_fs *fs, uint64_t ino, int mode, int imode, struct cfs_inode **ip)
 {
 	int rc = cfs_meta_hold(fs, mode, imode);
 	if (rc)
@@ -207,11 +202,10 @@ static int open_inode_locked_as(struct cfs_fs *fs, uint64_t ino, int mode, int i
 /* Both glocks in mode. */
 static int open_inode_locked(struct cfs_fs *fs, uint64_t ino, int mode, struct cfs_inode **ip)
 {
-	return open_inode_locked_as(fs, ino, mode, mode, ip);
+	return cfs_file_hold(fs, ino, mode, mode, ip);
 }
 
-/* What open_inode_locked took (fs->lock held). */
-static void unlock_inode(struct cfs_fs *fs, struct cfs_inode *ip)
+void cfs_file_unhold(struct cfs_fs *fs, struct cfs_inode *ip)
 {
 	cfs_iglock_unhold(fs, ip->ino);
 	cfs_glock_unhold(fs, &fs->meta);
@@ -442,7 +436,7 @@ int64_t cfs_read(struct cfs_fs *fs, uint64_t ino, void *buf, uint64_t size, uint
 	 * mount needs no second trip through fs->lock per read. */
 	if (held && fs->cluster) {
 		pthread_mutex_lock(&fs->lock);
-		unlock_inode(fs, ip);
+		cfs_file_unhold(fs, ip);
 		pthread_mutex_unlock(&fs->lock);
 	}
 	pthread_rwlock_unlock(&ip->io);
@@ -519,8 +513,7 @@ static int64_t write_range(struct cfs_fs *fs, uint64_t ino, const void *buf, uin
 		pthread_mutex_lock(&fs->lock);
 		shared_glock = try_shared && cfs_shared_write_begin(fs);
 		int imode = shared_glock ? CFSLOCK_PR : CFSLOCK_EX;
-		rc = open_inode_locked_as(fs, ino, try_inode_only ? CFSLOCK_PR : CFSLOCK_EX, imode,
-					  &ip);
+		rc = cfs_file_hold(fs, ino, try_inode_only ? CFSLOCK_PR : CFSLOCK_EX, imode, &ip);
 		held = !rc;
 		if (!rc && append_at) {
 			off = *append_at = ip->d.size;
@@ -549,7 +542,7 @@ static int64_t write_range(struct cfs_fs *fs, uint64_t ino, const void *buf, uin
 			exclusive = true;
 		}
 		if (held)
-			unlock_inode(fs, ip);
+			cfs_file_unhold(fs, ip);
 		cfs_group_unreserve(fs);
 		pthread_mutex_unlock(&fs->lock);
 		pthread_rwlock_unlock(&ip->io);
@@ -659,7 +652,7 @@ int64_t cfs_seek_data(struct cfs_fs *fs, uint64_t ino, uint64_t off, bool hole)
 	rc = open_inode_locked(fs, ino, CFSLOCK_PR, &ip);
 	int64_t at = rc ? rc : off >= ip->d.size ? -ENXIO : seek_data_or_hole(fs, ip, off, hole);
 	if (!rc)
-		unlock_inode(fs, ip);
+		cfs_file_unhold(fs, ip);
 	pthread_mutex_unlock(&fs->lock);
 	pthread_rwlock_unlock(&ip->io);
 	return at;
@@ -757,13 +750,12 @@ static int fallocate_locked(struct cfs_fs *fs, uint64_t ino, int mode, uint64_t 
 {
 	bool shared = fs->cluster;
 	for (unsigned fetches = 0;; fetches++) {
-		int rc = open_inode_locked_as(fs, ino, shared ? CFSLOCK_PR : CFSLOCK_EX, CFSLOCK_EX,
-					      ip);
+		int rc = cfs_file_hold(fs, ino, shared ? CFSLOCK_PR : CFSLOCK_EX, CFSLOCK_EX, ip);
 		if (rc || !shared)
 			return rc;
 		if (!(rc = fallocate_reserve(fs, *ip, mode, off, len)))
 			return 0;
-		unlock_inode(fs, *ip);
+		cfs_file_unhold(fs, *ip);
 		cfs_group_unreserve(fs);
 		if (rc != -EAGAIN && rc != -ENOSPC)
 			return rc;

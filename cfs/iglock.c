@@ -255,7 +255,9 @@ static int ex_under_shared_meta(struct cfs_fs *fs, struct cfs_glock *gl)
 		if (rc != -EDEADLK)
 			return rc;
 		if (gl->holders) { /* data I/O here relies on the PR: wait for its unhold */
+			gl->waiters++; /* kept in memory meanwhile: the unhold lets the PR go */
 			cfs_glock_wait(fs);
+			gl->waiters--;
 			return 0;
 		}
 		if (cfs_glock_wait_names(fs, gl))

@@ -654,6 +654,12 @@ int cfs_shared_write_hold(struct cfs_fs *fs);
 void cfs_shared_write_unhold(struct cfs_fs *fs);
 /* The node that holds resource granted (as this node's table says), 0 if none. */
 uint32_t cfs_lock_holder(struct cfs_fs *fs, const char *resource);
+/* The in-memory inode of an open file; data calls come on open files only (file.c).  fs->lock
+ * held: the metadata glock is held in `mode` and the inode's in imode (EX under the metadata
+ * glock PR: a change of this inode alone), on success only, and the inode read again if
+ * another node had it meanwhile.  Unhold gives both back (fs->lock held). */
+int cfs_file_hold(struct cfs_fs *fs, uint64_t ino, int mode, int imode, struct cfs_inode **ip);
+void cfs_file_unhold(struct cfs_fs *fs, struct cfs_inode *ip);
 /* Stamp the times of writes made under the shared glock (glock EX held). */
 void cfs_itimes_catch_up(struct cfs_fs *fs, struct cfs_inode *ip);
 void cfs_glock_shutdown(struct cfs_fs *fs);

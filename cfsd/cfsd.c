@@ -265,12 +265,12 @@ static int wait_for_child(int fd)
 	return c;
 }
 
-/* A one-node dboptimized mount's direct reads and writes from /dev/fuse's workers go to the
- * LUNs without holding them (dev_direct.c); without it (no memory, no aio context left) the
+/* A dboptimized mount's direct reads and writes from /dev/fuse's workers go to the LUNs
+ * without holding them (dev_direct.c); without it (no memory, no aio context left) the
  * workers do them one each. */
 static struct dev_direct *start_dev_direct(struct cfsd *d, struct fuse_session *se)
 {
-	if (!d->fs_dboptimized || d->cluster)
+	if (!d->fs_dboptimized)
 		return NULL;
 	struct fuse_uring_data_path data = {cfsd_direct_begin, d};
 	struct dev_direct *direct;

@@ -2,7 +2,10 @@
 # Direct writes from two dboptimized nodes into one file at once, as RAC instances write a
 # datafile: inside written blocks they go under the shared glock, with no lock message per
 # write; the data is whole on every node; the times catch up at the close; a write that grows
-# the file still works (under the glock EX).  A node that mounts normally (it caches pages)
+# the file still works (under the glock EX).  At queue depth 32 (the daemons send such I/O to
+# the LUNs without holding a thread): one node's writes read back verified on the other, both
+# nodes at once, and one node's I/O while the other truncates the file and grows it back (the
+# glocks held for the I/O in flight).  A node that mounts normally (it caches pages)
 # stops the shared writes, and then sees every later write.  fsck.cfs -n clean at the end.
 . "$(dirname "$0")/cfs_lib.sh" "cfs shared direct writes"
 C up 3 >/dev/null && ok "cluster of 3 nodes up" || { not_ok "cluster up"; finish; }
@@ -38,6 +41,68 @@ head -c 1M /dev/urandom >"$T/tail"
 check "a direct write that grows the file, from node 2" \
 	on 2 dd if="$T/tail" of="$(M 2)/datafile" bs=64k seek=128 oflag=direct conv=notrunc status=none
 check "node 1 sees the new size" bash -c "[ \"\$('$HERE/cluster.sh' exec 1 stat -c %s '$f1')\" = 9437184 ]"
+
+# At queue depth 32 (fio, libaio): direct I/O inside written blocks goes to the LUNs without
+# holding a daemon thread (cfsd/dev_direct.c), its glocks held until it is done.
+f2=$(M 2)/datafile
+fio_at_32() { # node rw file extra...: fio at depth 32 over the file's first 8 MiB, verified
+	local n=$1 rw=$2 file=$3
+	shift 3
+	on "$n" timeout 300 fio --name="qd32-$n" --filename="$file" --size=8M --bs=4k --rw="$rw" \
+		--ioengine=libaio --iodepth=32 --direct=1 --verify=crc32c --verify_state_save=0 \
+		--output="$T/fio-$n.out" "$@" || { cat "$T/fio-$n.out" >&2; return 1; }
+}
+d0=$(($(status_of 1 dev_direct) + $(status_of 2 dev_direct)))
+check "node 1 writes 8 MiB at depth 32" fio_at_32 1 randwrite "$f1" --do_verify=0
+check "node 2 reads all of it back at depth 32, verified" fio_at_32 2 randwrite "$f2" --verify_only
+fio_at_32 1 randrw "$f1" --offset=0 --size=4M >"$T/both.1" 2>&1 &
+both1=$!
+fio_at_32 2 randrw "$f2" --offset=4M --size=4M >"$T/both.2" 2>&1 &
+both2=$!
+wait $both1 && wait $both2 && ok "both nodes write and verify their halves of the file at depth 32 at once" ||
+	not_ok "both nodes at depth 32 at once: $(cat "$T/both.1" "$T/both.2" | grep -m5 -i "err\|verify")"
+d1=$(($(status_of 1 dev_direct) + $(status_of 2 dev_direct)))
+check "those went to the LUNs without holding a thread ($((d1 - d0)) of them)" test $((d1 - d0)) -gt 4096
+
+# Node 2 truncates the file and grows it back while node 1 has direct I/O in flight on it:
+# the glocks change hands between the I/Os, writes past the end take the ordinary path, and
+# nothing hangs or fails.
+on 1 timeout 120 python3 - "$f1" >"$T/race.1" 2>&1 <<'PY' &
+import mmap, os, random, sys, threading, time
+stop = time.time() + 5
+errors = []
+def io(seed):
+    rnd = random.Random(seed)
+    fd = os.open(sys.argv[1], os.O_RDWR | os.O_DIRECT)
+    buf = mmap.mmap(-1, 4096)
+    while time.time() < stop:
+        try:
+            (os.pwritev if rnd.random() < 0.5 else os.preadv)(fd, [buf], rnd.randrange(2048) * 4096)
+        except OSError as e:
+            errors.append(e)
+    os.close(fd)
+threads = [threading.Thread(target=io, args=(i,)) for i in range(8)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+assert not errors, errors[:3]
+PY
+race1=$!
+on 2 timeout 120 python3 - "$f2" >"$T/race.2" 2>&1 <<'PY' &
+import os, sys, time
+stop = time.time() + 5
+fd = os.open(sys.argv[1], os.O_RDWR)
+while time.time() < stop:
+    os.ftruncate(fd, 4 << 20)
+    os.ftruncate(fd, 9437184)
+PY
+race2=$!
+wait $race1 && wait $race2 && ok "node 1's direct I/O by 8 threads while node 2 truncates the file and grows it back" ||
+	not_ok "direct I/O against another node's truncates: $(cat "$T/race.1" "$T/race.2" | tail -5)"
+on 1 cat "$f1" >"$T/seen1"
+check "node 2 reads what node 1 reads" bash -c "$(declare -f on hung); HERE='$HERE'; ON_LIMIT=$ON_LIMIT; on 2 cat '$f2' | cmp - '$T/seen1'"
+on 1 dd if="$T/whole" of="$f1" bs=1M oflag=direct conv=notrunc status=none
 
 # A normal mount caches pages: shared writes stop, and it sees every write made after.
 check "node 3 mounts normally" mount_on 3
