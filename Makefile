@@ -167,6 +167,7 @@ bench-cluster: all $(BUILD)/tests/odm/odm_crash # recovery.sh runs test_cfs_odm_
 	bench/cluster/recovery.sh $(BUILD)
 	bench/cluster/walk.sh $(BUILD)
 	bench/cluster/span.sh $(BUILD)
+	bench/cluster/direct.sh $(BUILD)
 
 bench-cfs: all
 	bench/cfs/run.sh $(BUILD)

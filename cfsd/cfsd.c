@@ -276,8 +276,8 @@ static struct dev_direct *start_dev_direct(struct cfsd *d, struct fuse_session *
 	struct dev_direct *direct;
 	int rc = dev_direct_start(se, &data, &direct);
 	if (rc)
-		fprintf(stderr, "cfsd: direct I/O from /dev/fuse one request per worker: %s\n",
-			strerror(-rc));
+		fprintf(stderr, "cfsd: direct I/O cannot leave the workers (%s): each does one "
+				"at a time\n", strerror(-rc));
 	__atomic_store_n(&d->dev_direct, direct, __ATOMIC_RELEASE);
 	return direct;
 }

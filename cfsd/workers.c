@@ -59,9 +59,10 @@ static int start_worker(struct pool *p)
 	char *mem;
 	size_t size;
 	int rc = cfsd_request_buffer(&w->region, &mem, &size);
-	w->buf = (struct fuse_buf){.mem = mem, .size = size};
-	if (!rc)
+	if (!rc) {
+		w->buf = (struct fuse_buf){.mem = mem, .size = size};
 		rc = -pthread_create(&w->thread, NULL, work, w);
+	}
 	if (rc) {
 		free(w->region);
 		fprintf(stderr, "cfsd: cannot start a FUSE worker: %s\n", strerror(-rc));
