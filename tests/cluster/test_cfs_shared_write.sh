@@ -67,36 +67,10 @@ check "those went to the LUNs without holding a thread ($((d1 - d0)) of them)" t
 # Node 2 truncates the file and grows it back while node 1 has direct I/O in flight on it:
 # the glocks change hands between the I/Os, writes past the end take the ordinary path, and
 # nothing hangs or fails.
-on 1 timeout 120 python3 - "$f1" >"$T/race.1" 2>&1 <<'PY' &
-import mmap, os, random, sys, threading, time
-stop = time.time() + 5
-errors = []
-def io(seed):
-    rnd = random.Random(seed)
-    fd = os.open(sys.argv[1], os.O_RDWR | os.O_DIRECT)
-    buf = mmap.mmap(-1, 4096)
-    while time.time() < stop:
-        try:
-            (os.pwritev if rnd.random() < 0.5 else os.preadv)(fd, [buf], rnd.randrange(2048) * 4096)
-        except OSError as e:
-            errors.append(e)
-    os.close(fd)
-threads = [threading.Thread(target=io, args=(i,)) for i in range(8)]
-for t in threads:
-    t.start()
-for t in threads:
-    t.join()
-assert not errors, errors[:3]
-PY
+race=$HERE/../cfs/direct_race.py
+on 1 timeout 120 python3 "$race" io "$f1" 5 >"$T/race.1" 2>&1 &
 race1=$!
-on 2 timeout 120 python3 - "$f2" >"$T/race.2" 2>&1 <<'PY' &
-import os, sys, time
-stop = time.time() + 5
-fd = os.open(sys.argv[1], os.O_RDWR)
-while time.time() < stop:
-    os.ftruncate(fd, 4 << 20)
-    os.ftruncate(fd, 9437184)
-PY
+on 2 timeout 120 python3 "$race" truncate "$f2" 5 9437184 >"$T/race.2" 2>&1 &
 race2=$!
 wait $race1 && wait $race2 && ok "node 1's direct I/O by 8 threads while node 2 truncates the file and grows it back" ||
 	not_ok "direct I/O against another node's truncates: $(cat "$T/race.1" "$T/race.2" | tail -5)"
