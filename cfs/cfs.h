@@ -343,6 +343,9 @@ int cfs_direct_io_begin(struct cfs_fs *fs, uint64_t ino, bool write, unsigned fl
 /* Once every piece is done (and flushed, if asked), result 0 or the first error: the
  * answer's bytes or -errno. */
 int64_t cfs_direct_io_end(struct cfs_direct_io *d, int result);
+/* A d->flush write done by the caller's thread: every piece written from buf and its LUN
+ * flushed; 0 or the first -errno, the bytes written in *written. */
+int cfs_direct_io_write_sync(const struct cfs_direct_io *d, const void *buf, uint64_t *written);
 
 /* ---- kernel bypass (ODM clients write straight to the LUNs) ---- */
 /* A regular file without a name (O_TMPFILE): open once (cfs_release frees it) and on the

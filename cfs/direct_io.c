@@ -20,6 +20,7 @@
 #include <errno.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* fs->lock as the caller may take it: waiting only when it has no LUN I/O in flight. */
 static bool lock_fs(struct cfs_fs *fs, bool may_wait)
@@ -178,6 +179,23 @@ int cfs_direct_io_begin(struct cfs_fs *fs, uint64_t ino, bool write, unsigned fl
 	}
 	pthread_mutex_unlock(&fs->lock);
 	return rc;
+}
+
+int cfs_direct_io_write_sync(const struct cfs_direct_io *d, const void *buf, uint64_t *written)
+{
+	*written = 0;
+	for (unsigned i = 0; i < d->n; i++) {
+		const struct cfs_lun_io *piece = &d->io[i];
+		ssize_t n = pwrite(piece->fd, (const char *)buf + piece->buf_offset, piece->len,
+				   (off_t)piece->offset);
+		if (n < 0)
+			return -errno;
+		*written += (uint64_t)n;
+	}
+	for (unsigned i = 0; i < d->n; i++)
+		if (fdatasync(d->io[i].fd))
+			return -errno;
+	return 0;
 }
 
 int64_t cfs_direct_io_end(struct cfs_direct_io *d, int result)

@@ -187,15 +187,9 @@ static void *completer_main(void *arg)
 /* An O_SYNC or O_DSYNC write: written and flushed from the worker (see the top). */
 static void write_through(struct slot *s)
 {
-	for (unsigned i = 0; i < s->io.n; i++) {
-		const struct cfs_lun_io *piece = &s->io.io[i];
-		ssize_t n = pwrite(piece->fd, s->mem + CFSD_WRITE_DATA_AT + piece->buf_offset,
-				   piece->len, (off_t)piece->offset);
-		record(s, n < 0 ? -errno : n);
-	}
-	for (unsigned i = 0; i < s->io.n; i++)
-		if (fdatasync(s->io.io[i].fd))
-			record(s, -errno);
+	uint64_t written;
+	int rc = cfs_direct_io_write_sync(&s->io, s->mem + CFSD_WRITE_DATA_AT, &written);
+	record(s, rc ? rc : (long)written);
 	release(s, s->io.n + 1);
 }
 

@@ -639,20 +639,7 @@ static void lun_done(struct ring_thread *t, struct ring_entry *e, int res)
  * through the sync threads. */
 static void write_through(struct ring_thread *t, struct ring_entry *e)
 {
-	e->io_bytes = 0;
-	e->io_error = 0;
-	for (unsigned i = 0; i < e->io.n && !e->io_error; i++) {
-		const struct cfs_lun_io *piece = &e->io.io[i];
-		ssize_t n = pwrite(piece->fd, e->payload + piece->buf_offset, piece->len,
-				   (off_t)piece->offset);
-		if (n < 0)
-			e->io_error = -errno;
-		else
-			e->io_bytes += (uint64_t)n;
-	}
-	for (unsigned i = 0; i < e->io.n && !e->io_error; i++)
-		if (fdatasync(e->io.io[i].fd))
-			e->io_error = -errno;
+	e->io_error = cfs_direct_io_write_sync(&e->io, e->payload, &e->io_bytes);
 	finish_direct(t, e);
 }
 
