@@ -16,8 +16,7 @@
  * flight so; past that, and for everything else, the worker answers as before.
  *
  * An O_SYNC or O_DSYNC write is written and flushed by the worker itself (as io_uring's data
- * threads do, see fuse_uring.c's write_through): a redo log's writes come one at a time, and
- * a hand-off to another thread would only add a wake-up to each. */
+ * threads do, see fuse_uring.c's write_through). */
 #define FUSE_USE_VERSION 312
 #include "cfsd/dev_direct.h"
 
@@ -42,9 +41,9 @@
  * 1 MiB direct reads and writes at depth 4 back by a tenth to a quarter. */
 #define ASYNC_MAX (128 * 1024)
 
-struct slot {
+struct dev_direct_slot {
 	struct dev_direct *dd;
-	struct slot *next_free;
+	struct dev_direct_slot *next_free;
 	void *region; /* the request buffer, laid out as cfsd_request_buffer's */
 	char *mem;
 	uint64_t unique;
@@ -63,11 +62,11 @@ struct dev_direct {
 	pthread_t completer;
 	pthread_mutex_t lock;
 	pthread_cond_t idle; /* nothing in flight any more */
-	struct slot *free;
+	struct dev_direct_slot *free;
 	unsigned nslots, inflight;
 	bool stopping;
 	uint64_t answered; /* atomic */
-	struct slot slots[SLOTS];
+	struct dev_direct_slot slots[SLOTS];
 };
 
 int cfsd_request_buffer(void **region, char **mem, size_t *size)
@@ -81,10 +80,10 @@ int cfsd_request_buffer(void **region, char **mem, size_t *size)
 }
 
 /* A free slot with its buffer, or NULL when SLOTS are in flight or the memory is short. */
-static struct slot *slot_get(struct dev_direct *dd)
+static struct dev_direct_slot *slot_get(struct dev_direct *dd)
 {
 	pthread_mutex_lock(&dd->lock);
-	struct slot *s = dd->free;
+	struct dev_direct_slot *s = dd->free;
 	if (s) {
 		dd->free = s->next_free;
 	} else if (dd->nslots < SLOTS && !dd->stopping) {
@@ -101,7 +100,7 @@ static struct slot *slot_get(struct dev_direct *dd)
 	return s;
 }
 
-static void slot_put(struct slot *s)
+static void slot_put(struct dev_direct_slot *s)
 {
 	struct dev_direct *dd = s->dd;
 	pthread_mutex_lock(&dd->lock);
@@ -113,7 +112,7 @@ static void slot_put(struct slot *s)
 }
 
 /* Every piece of s is done: its locks go and its answer is written. */
-static void finish(struct slot *s)
+static void finish(struct dev_direct_slot *s)
 {
 	uint64_t want = 0;
 	for (unsigned i = 0; i < s->io.n; i++)
@@ -142,7 +141,7 @@ static void finish(struct slot *s)
 }
 
 /* What one piece of s moved: bytes, or -errno. */
-static void record(struct slot *s, long res)
+static void record(struct dev_direct_slot *s, long res)
 {
 	int none = 0;
 	if (res < 0)
@@ -153,7 +152,7 @@ static void record(struct slot *s, long res)
 }
 
 /* count more of s's pending are done; the last answers. */
-static void release(struct slot *s, unsigned count)
+static void release(struct dev_direct_slot *s, unsigned count)
 {
 	if (!__atomic_sub_fetch(&s->pending, count, __ATOMIC_ACQ_REL))
 		finish(s);
@@ -184,8 +183,7 @@ static void *completer_main(void *arg)
 	return NULL;
 }
 
-/* An O_SYNC or O_DSYNC write: written and flushed from the worker (see the top). */
-static void write_through(struct slot *s)
+void dev_direct_write_sync(struct dev_direct_slot *s)
 {
 	uint64_t written;
 	int rc = cfs_direct_io_write_sync(&s->io, s->mem + CFSD_WRITE_DATA_AT, &written);
@@ -193,7 +191,7 @@ static void write_through(struct slot *s)
 	release(s, s->io.n + 1);
 }
 
-static void submit(struct slot *s)
+static void submit(struct dev_direct_slot *s)
 {
 	struct iocb *list[CFS_DIRECT_IO_PIECES];
 	for (unsigned i = 0; i < s->io.n; i++) {
@@ -237,12 +235,14 @@ static uint32_t direct_size(const struct fuse_in_header *in, size_t len)
 	return size <= ASYNC_MAX ? size : 0;
 }
 
-bool dev_direct_take(struct dev_direct *dd, void **region, void **mem, size_t len)
+bool dev_direct_take(struct dev_direct *dd, void **region, void **mem, size_t len,
+		     struct dev_direct_slot **sync_write)
 {
+	*sync_write = NULL;
 	const struct fuse_in_header *in = (const void *)*mem;
 	if (!dd || !direct_size(in, len))
 		return false;
-	struct slot *s = slot_get(dd);
+	struct dev_direct_slot *s = slot_get(dd);
 	if (!s)
 		return false;
 	bool write = in->opcode == FUSE_WRITE;
@@ -261,7 +261,7 @@ bool dev_direct_take(struct dev_direct *dd, void **region, void **mem, size_t le
 	s->bytes = 0;
 	s->pending = s->io.n + 1;
 	if (s->io.flush)
-		write_through(s);
+		*sync_write = s;
 	else
 		submit(s);
 	return true;

@@ -8,11 +8,22 @@
  * mount a direct READ or WRITE goes to the LUNs without the worker (dev_direct.c), which
  * reads the next request meanwhile.
  *
- * At most CFSD_WORKERS threads, the ceiling libfuse's loop had; a worker waiting for a
- * lock holds its thread as it did there.  The loop ends as libfuse's does:
- * the kernel says ENODEV when the filesystem is unmounted, a signal makes libfuse's handler
- * mark the session exited; the workers still reading are cancelled (read is a cancellation
- * point; a worker answering a request is not cancelled until it is done). */
+ * At most CFSD_WORKERS threads, the ceiling libfuse's loop had, started as requests find
+ * no reader left (with all of them reading from the start, each request's data went through
+ * another megabyte of buffer: a third more CPU per 1 MiB write); a worker waiting for a lock
+ * holds its thread as it did there.  Only as many as there are CPUs wait in read at once,
+ * and one more for each worker answering a request itself: the kernel wakes waiting readers
+ * in turn, so with sixteen waiting nearly every request of a database's direct I/O at depth
+ * 32 woke a sleeping thread and the readers fought over the kernel's queue lock; with two,
+ * a reader back from a request mostly finds the next one queued.  Those answering requests
+ * (an O_DSYNC write each, say) count, so that a burst of them finds as many readers as it
+ * did.  The others park until a reader that must answer a request itself leaves no reader
+ * behind.  Measured against all sixteen reading: 4 KiB direct writes at depth 32 15% faster,
+ * creates and unlinks 6-19%, dbench 25-33%.  The loop ends as libfuse's does: the kernel
+ * says ENODEV when the filesystem is unmounted, a signal makes libfuse's handler
+ * mark the session exited; the parked workers are woken to see it, those still reading are
+ * cancelled (read is a cancellation point; a worker answering a request is not cancelled
+ * until it is done). */
 #define FUSE_USE_VERSION 312
 #include "cfsd/fuse_ops.h"
 
@@ -36,6 +47,7 @@ struct worker {
 	pthread_t thread;
 	void *region; /* what the buffer was allocated as */
 	struct fuse_buf buf;
+	struct dev_direct_slot *sync_write; /* see dev_direct_take */
 };
 
 struct pool {
@@ -44,8 +56,12 @@ struct pool {
 	sem_t finished;   /* a worker has stopped */
 	int error;        /* the first read error, negative errno (atomic) */
 	pthread_mutex_t lock;
+	pthread_cond_t unparked;
 	unsigned started; /* workers[0..started) run */
-	unsigned idle;    /* of them, those not answering a request */
+	unsigned reading; /* of them, those waiting in read */
+	unsigned parked;  /* and those waiting for their turn to read */
+	unsigned answering; /* and those answering a request they read */
+	unsigned readers_max;
 	struct worker workers[CFSD_WORKERS];
 };
 
@@ -69,7 +85,6 @@ static int start_worker(struct pool *p)
 		return rc;
 	}
 	p->started++;
-	p->idle++;
 	return 0;
 }
 
@@ -79,17 +94,38 @@ static bool is_forget(const struct fuse_buf *buf)
 	return op == FUSE_FORGET || op == FUSE_BATCH_FORGET;
 }
 
-/* A worker starts answering a request (busy) or is done with it.  Workers are started as
- * requests find none idle, as in libfuse's loop: with all CFSD_WORKERS waiting from the
- * start, the kernel hands requests round all of them, and each request's data goes through
- * another megabyte of buffer (a third more CPU per 1 MiB write here). */
-static void set_busy(struct pool *p, bool busy)
+/* Waits until this worker may read (see the top); false when the session has ended.
+ * answered: it comes back from answering a request itself. */
+static bool take_turn(struct pool *p, bool answered)
 {
 	pthread_mutex_lock(&p->lock);
-	if (!busy)
-		p->idle++;
-	else if (!--p->idle && p->started < CFSD_WORKERS && !fuse_session_exited(p->se))
-		start_worker(p); /* on failure the others go on */
+	if (answered)
+		p->answering--;
+	while (p->reading >= p->readers_max + p->answering && !fuse_session_exited(p->se)) {
+		p->parked++;
+		pthread_cond_wait(&p->unparked, &p->lock);
+		p->parked--;
+	}
+	bool go = !fuse_session_exited(p->se);
+	if (go)
+		p->reading++;
+	pthread_mutex_unlock(&p->lock);
+	return go;
+}
+
+/* A reader has a request.  If it must answer it itself and no reader is left, a parked
+ * worker reads instead, or a new one is started, as libfuse's loop starts one when none is
+ * idle: a request that waits for a lock must not hold up those behind it. */
+static void leave_reading(struct pool *p, bool answering)
+{
+	pthread_mutex_lock(&p->lock);
+	p->answering += answering;
+	if (!--p->reading && answering && !fuse_session_exited(p->se)) {
+		if (p->parked)
+			pthread_cond_signal(&p->unparked);
+		else if (p->started < CFSD_WORKERS)
+			start_worker(p); /* on failure the others go on */
+	}
 	pthread_mutex_unlock(&p->lock);
 }
 
@@ -97,28 +133,31 @@ static void *work(void *arg)
 {
 	struct worker *w = arg;
 	struct pool *p = w->pool;
-	while (!fuse_session_exited(p->se)) {
+	bool answered = false;
+	while (take_turn(p, answered)) {
 		pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL);
 		int res = fuse_session_receive_buf(p->se, &w->buf);
 		pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
-		if (res == -EINTR)
-			continue;
-		if (res < 0) {
+		if (res < 0 && res != -EINTR) {
 			int none = 0;
 			__atomic_compare_exchange_n(&p->error, &none, res, false, __ATOMIC_RELAXED,
 						    __ATOMIC_RELAXED);
 			fuse_session_exit(p->se);
 		}
+		/* no local's address is taken here: a cancelled read would leave its poison for ASan */
+		bool taken = res > 0 && dev_direct_take(p->direct, &w->region, &w->buf.mem,
+							(size_t)res, &w->sync_write);
+		bool writing_here = taken && w->sync_write;
+		/* a burst of FORGETs wakes no workers */
+		answered = (res > 0 && !taken && !is_forget(&w->buf)) || writing_here;
+		leave_reading(p, answered);
+		if (writing_here)
+			dev_direct_write_sync(w->sync_write);
+		if (res == -EINTR || taken)
+			continue;
 		if (res <= 0) /* 0: unmounted, or a signal ended the session */
 			break;
-		bool counted = !is_forget(&w->buf); /* a burst of FORGETs starts no workers */
-		if (counted)
-			set_busy(p, true);
-		/* no local's address is taken here: a cancelled read would leave its poison for ASan */
-		if (!dev_direct_take(p->direct, &w->region, &w->buf.mem, (size_t)res))
-			fuse_session_process_buf(p->se, &w->buf);
-		if (counted)
-			set_busy(p, false);
+		fuse_session_process_buf(p->se, &w->buf);
 	}
 	sem_post(&p->finished);
 	return NULL;
@@ -128,13 +167,17 @@ int cfsd_serve_requests(struct fuse_session *se, struct dev_direct *direct)
 {
 	struct pool p = {.se = se, .direct = direct};
 	sem_init(&p.finished, 0, 0);
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	p.readers_max = cpus < 2 ? 2 : cpus > CFSD_WORKERS ? CFSD_WORKERS : (unsigned)cpus;
 	pthread_mutex_init(&p.lock, NULL);
+	pthread_cond_init(&p.unparked, NULL);
 	pthread_mutex_lock(&p.lock);
 	int rc = start_worker(&p);
 	pthread_mutex_unlock(&p.lock);
 	while (!rc && !fuse_session_exited(se)) /* sem_wait returns early on a signal */
 		sem_wait(&p.finished);
 	pthread_mutex_lock(&p.lock); /* no worker starts after this */
+	pthread_cond_broadcast(&p.unparked); /* the parked ones see the session ended */
 	unsigned started = p.started;
 	for (unsigned i = 0; i < started; i++)
 		pthread_cancel(p.workers[i].thread);
@@ -144,6 +187,7 @@ int cfsd_serve_requests(struct fuse_session *se, struct dev_direct *direct)
 		free(p.workers[i].region);
 	}
 	fuse_session_reset(se);
+	pthread_cond_destroy(&p.unparked);
 	pthread_mutex_destroy(&p.lock);
 	sem_destroy(&p.finished);
 	return rc ? rc : p.error;
