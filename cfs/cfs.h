@@ -340,9 +340,10 @@ struct cfs_direct_io {
  * in flight and must not wait for a lock (on a cluster: -EAGAIN, the glocks may wait). */
 int cfs_direct_io_begin(struct cfs_fs *fs, uint64_t ino, bool write, unsigned flags, void *buf,
 			uint64_t size, uint64_t off, bool may_wait, struct cfs_direct_io *d);
-/* Once every piece is done (and flushed, if asked), result 0 or the first error: the
- * answer's bytes or -errno. */
-int64_t cfs_direct_io_end(struct cfs_direct_io *d, int result);
+/* Once every piece is done (and flushed, if asked), result 0 or the first piece's error,
+ * moved the bytes the pieces moved: the answer's bytes or -errno (-EIO if the pieces moved
+ * less than they were given: a LUN file that ends early). */
+int64_t cfs_direct_io_end(struct cfs_direct_io *d, int result, uint64_t moved);
 /* A d->flush write done by the caller's thread: every piece written from buf and its LUN
  * flushed; 0 or the first -errno, the bytes written in *written. */
 int cfs_direct_io_write_sync(const struct cfs_direct_io *d, const void *buf, uint64_t *written);

@@ -198,9 +198,14 @@ int cfs_direct_io_write_sync(const struct cfs_direct_io *d, const void *buf, uin
 	return 0;
 }
 
-int64_t cfs_direct_io_end(struct cfs_direct_io *d, int result)
+int64_t cfs_direct_io_end(struct cfs_direct_io *d, int result, uint64_t moved)
 {
 	struct cfs_fs *fs = d->fs;
+	uint64_t given = 0;
+	for (unsigned i = 0; i < d->n; i++)
+		given += d->io[i].len;
+	if (!result && moved != given)
+		result = -EIO;
 	for (unsigned i = 0; d->write && i < d->n; i++) /* for the next fsync's flush */
 		cvm_volume_written(fs->vol, d->io[i].lun);
 	pthread_rwlock_unlock(&fs->vol_lock); /* before fs->lock: a grow holds it for vol_lock */
@@ -213,10 +218,12 @@ int64_t cfs_direct_io_end(struct cfs_direct_io *d, int result)
 	}
 	pthread_rwlock_unlock(&d->ip->io);
 	if (result) {
-		cfs_log(fs, "inode %llu: direct %s of %llu bytes (LUN %u, byte %llu on it): %s",
+		cfs_log(fs, "inode %llu: direct %s of %llu bytes (LUN %u, byte %llu on it): %s "
+			"(%llu of %llu bytes moved)",
 			(unsigned long long)d->ip->ino, d->write ? "write" : "read",
 			(unsigned long long)d->bytes, d->n ? d->io[0].lun : 0,
-			(unsigned long long)(d->n ? d->io[0].offset : 0), strerror(-result));
+			(unsigned long long)(d->n ? d->io[0].offset : 0), strerror(-result),
+			(unsigned long long)moved, (unsigned long long)given);
 		return result;
 	}
 	if (d->write) {

@@ -114,13 +114,8 @@ static void slot_put(struct dev_direct_slot *s)
 /* Every piece of s is done: its locks go and its answer is written. */
 static void finish(struct dev_direct_slot *s)
 {
-	uint64_t want = 0;
-	for (unsigned i = 0; i < s->io.n; i++)
-		want += s->io.io[i].len;
-	int error = __atomic_load_n(&s->error, __ATOMIC_ACQUIRE);
-	if (!error && __atomic_load_n(&s->bytes, __ATOMIC_ACQUIRE) != want)
-		error = -EIO; /* a short LUN I/O: the LUN file ends early */
-	int64_t n = cfs_direct_io_end(&s->io, error);
+	int64_t n = cfs_direct_io_end(&s->io, __atomic_load_n(&s->error, __ATOMIC_ACQUIRE),
+				      __atomic_load_n(&s->bytes, __ATOMIC_ACQUIRE));
 	struct fuse_out_header out = {.unique = s->unique};
 	struct fuse_write_out written = {.size = n > 0 ? (uint32_t)n : 0};
 	struct iovec iov[2] = {{&out, sizeof out}};

@@ -581,11 +581,7 @@ static void to_helper(struct ring_entry *e)
 /* All of e's LUN I/O is done: its answer goes. */
 static void finish_direct(struct ring_thread *t, struct ring_entry *e)
 {
-	uint64_t want = 0;
-	for (unsigned i = 0; i < e->io.n; i++)
-		want += e->io.io[i].len;
-	int error = e->io_error ? e->io_error : e->io_bytes != want ? -EIO : 0;
-	int64_t n = cfs_direct_io_end(&e->io, error);
+	int64_t n = cfs_direct_io_end(&e->io, e->io_error, e->io_bytes);
 	uint64_t unique = __atomic_load_n(&e->unique, __ATOMIC_ACQUIRE);
 	if (n < 0) {
 		answer_in_place(e, unique, (int)n, 0);

@@ -14,17 +14,22 @@ static uint8_t *aligned(size_t n)
 	return p;
 }
 
-/* The pieces of d done by hand: 0 or the first error. */
-static int do_pieces(const struct cfs_direct_io *d, uint8_t *buf)
+/* The pieces of d done by hand, then cfs_direct_io_end with the first error and the bytes
+ * they moved. */
+static int64_t pieces_and_end(struct cfs_direct_io *d, uint8_t *buf)
 {
-	for (unsigned i = 0; i < d->n; i++) {
+	int error = 0;
+	uint64_t moved = 0;
+	for (unsigned i = 0; i < d->n && !error; i++) {
 		const struct cfs_lun_io *p = &d->io[i];
 		ssize_t n = d->write ? pwrite(p->fd, buf + p->buf_offset, p->len, (off_t)p->offset)
 				     : pread(p->fd, buf + p->buf_offset, p->len, (off_t)p->offset);
-		if (n != (ssize_t)p->len)
-			return n < 0 ? -errno : -EIO;
+		if (n < 0)
+			error = -errno;
+		else
+			moved += (uint64_t)n;
 	}
-	return 0;
+	return cfs_direct_io_end(d, error, moved);
 }
 
 /* An open file of FILE_BYTES written with bytes of seed. */
@@ -53,7 +58,7 @@ Test(direct_io, writes_and_reads_through_the_pieces_land_where_cfs_read_finds_th
 	cr_assert_eq(cfs_direct_io_begin(fs, ino, true, 0, buf + 8192, 64 * 1024, 8192, true, &d), 0);
 	cr_assert_geq(d.n, 1);
 	cr_assert_eq(d.bytes, 64 * 1024);
-	cr_assert_eq(cfs_direct_io_end(&d, do_pieces(&d, buf + 8192)), 64 * 1024);
+	cr_assert_eq(pieces_and_end(&d, buf + 8192), 64 * 1024);
 	cr_assert_eq(cfs_read(fs, ino, back, FILE_BYTES, 0), FILE_BYTES);
 	for (unsigned i = 0; i < FILE_BYTES; i++)
 		cr_assert_eq(back[i], i >= 8192 && i < 8192 + 64 * 1024 ? buf[i] : 0x11, "byte %u", i);
@@ -64,7 +69,7 @@ Test(direct_io, writes_and_reads_through_the_pieces_land_where_cfs_read_finds_th
 
 	memset(back, 0, FILE_BYTES);
 	cr_assert_eq(cfs_direct_io_begin(fs, ino, false, 0, back, FILE_BYTES, 0, false, &d), 0);
-	cr_assert_eq(cfs_direct_io_end(&d, do_pieces(&d, back)), FILE_BYTES);
+	cr_assert_eq(pieces_and_end(&d, back), FILE_BYTES);
 	cr_assert_eq(memcmp(back + 8192, buf + 8192, 64 * 1024), 0);
 	cr_assert_eq(back[0], 0x11);
 	free(buf);
@@ -85,15 +90,15 @@ Test(direct_io, reads_stop_at_the_end_and_zero_holes)
 	memset(buf, 0xff, FILE_BYTES);
 	cr_assert_eq(cfs_direct_io_begin(fs, st.st_ino, false, 0, buf, 65536, 0, true, &d), 0);
 	cr_assert_eq(d.n, 0, "a hole needs no LUN I/O");
-	cr_assert_eq(cfs_direct_io_end(&d, 0), 65536);
+	cr_assert_eq(cfs_direct_io_end(&d, 0, 0), 65536);
 	for (unsigned i = 0; i < 65536; i++)
 		cr_assert_eq(buf[i], 0, "byte %u of the hole", i);
 	cr_assert_eq(cfs_direct_io_begin(fs, st.st_ino, false, 0, buf, 8192, 196608, true, &d), 0);
 	cr_assert_eq(d.bytes, 200100 - 196608, "stops at the end of the file");
-	cr_assert_eq(cfs_direct_io_end(&d, do_pieces(&d, buf)), 200100 - 196608);
+	cr_assert_eq(pieces_and_end(&d, buf), 200100 - 196608);
 	cr_assert_eq(buf[200000 - 196608], 0x5a);
 	cr_assert_eq(cfs_direct_io_begin(fs, st.st_ino, false, 0, buf, 4096, 204800, true, &d), 0);
-	cr_assert_eq(cfs_direct_io_end(&d, 0), 0, "past the end: nothing");
+	cr_assert_eq(cfs_direct_io_end(&d, 0, 0), 0, "past the end: nothing");
 	free(buf);
 	fs_done_fsck_clean(fs);
 }
@@ -122,7 +127,7 @@ Test(direct_io, what_needs_the_ordinary_path_is_sent_back)
 	cr_assert_eq(cfs_setattr(fs, ino, &attr, CFS_SET_MODE, &root_cred, &attr), 0);
 	cr_assert_eq(cfs_direct_io_begin(fs, ino, true, 0, buf, 4096, 0, true, &d), -EAGAIN);
 	cr_assert_eq(cfs_direct_io_begin(fs, ino, false, 0, buf, 4096, 0, true, &d), 0, "reads go");
-	cr_assert_eq(cfs_direct_io_end(&d, do_pieces(&d, buf)), 4096);
+	cr_assert_eq(pieces_and_end(&d, buf), 4096);
 	/* fs->lock busy and the caller may not wait */
 	pthread_mutex_lock(&fs->lock);
 	cr_assert_eq(cfs_direct_io_begin(fs, ino, false, 0, buf, 4096, 0, false, &d), -EAGAIN);
@@ -130,6 +135,24 @@ Test(direct_io, what_needs_the_ordinary_path_is_sent_back)
 	/* a file not open */
 	cr_assert_eq(cfs_release(fs, ino), 0);
 	cr_assert_eq(cfs_direct_io_begin(fs, ino, false, 0, buf, 4096, 0, true, &d), -EAGAIN);
+	free(buf);
+	fs_done_fsck_clean(fs);
+}
+
+Test(direct_io, a_short_or_failed_lun_io_is_an_error_and_lets_go_of_the_file)
+{
+	struct cfs_fs *fs = fs_fresh(2, 64);
+	uint8_t *buf = aligned(FILE_BYTES);
+	uint64_t ino = written_file(fs, "f", 0x33, buf);
+	struct cfs_direct_io d;
+	cr_assert_eq(cfs_direct_io_begin(fs, ino, false, 0, buf, 8192, 0, true, &d), 0);
+	cr_assert_eq(cfs_direct_io_end(&d, 0, 8192 - 512), -EIO, "a LUN file that ends early");
+	cr_assert_eq(cfs_direct_io_begin(fs, ino, true, 0, buf, 8192, 0, true, &d), 0);
+	cr_assert_eq(cfs_direct_io_end(&d, -ENOSPC, 0), -ENOSPC, "the first piece's error");
+	/* both let go of the file: a write through the ordinary path takes it whole */
+	cr_assert_eq(cfs_write(fs, ino, buf, FILE_BYTES, 0, CFS_W_DIRECT, &root_cred), FILE_BYTES);
+	cr_assert_eq(cfs_direct_io_begin(fs, ino, false, 0, buf, 8192, 0, true, &d), 0);
+	cr_assert_eq(pieces_and_end(&d, buf), 8192);
 	free(buf);
 	fs_done_fsck_clean(fs);
 }
