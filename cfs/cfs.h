@@ -107,6 +107,7 @@ int cfs_add_slots(struct cfs_fs *fs, uint32_t count, uint32_t *nslots);
 struct cfs_stats {
 	uint64_t commits, commit_blocks, anchors, reads, writes, read_bytes, write_bytes, direct_writes;
 	uint64_t home_blocks; /* committed blocks written in place by checkpoints */
+	uint64_t flushes;     /* of the LUNs' caches (the volume's, cvm_volume_flushes) */
 };
 #define CFS_STATUS_MAX_NODES 64
 struct cfs_status {

@@ -479,6 +479,22 @@ static int write_finish(struct cfs_fs *fs, struct cfs_inode *ip, const struct pl
 	return rc;
 }
 
+/* Commit the journal if commit, and make every completed data write durable. */
+static int sync_as(struct cfs_fs *fs, bool commit)
+{
+	pthread_mutex_lock(&fs->lock);
+	uint64_t next = fs->jseq;
+	int rc = commit ? cfs_journal_sync(fs) : 0;
+	/* The flush of a commit closed since the call carried the data written before it. */
+	bool flushed = fs->jdurable >= next;
+	pthread_mutex_unlock(&fs->lock);
+	pthread_rwlock_rdlock(&fs->vol_lock);
+	if (!rc && !flushed)
+		rc = cvm_volume_flush(fs->vol);
+	pthread_rwlock_unlock(&fs->vol_lock);
+	return rc;
+}
+
 /* A write at off, or if append_at, at the end of the file as it is under the inode's glock EX
  * and its I/O lock exclusive (said in *append_at). */
 static int64_t write_range(struct cfs_fs *fs, uint64_t ino, const void *buf, uint64_t size,
@@ -577,8 +593,6 @@ static int64_t write_range(struct cfs_fs *fs, uint64_t ino, const void *buf, uin
 		rc = p.v[i].unwritten ? write_unwritten(fs, &p.v[i], src)
 				      : vol_write(fs, p.v[i].pblk_byte, src, p.v[i].len);
 	}
-	if (!rc && (flags & (CFS_W_SYNC | CFS_W_DSYNC)))
-		rc = cvm_volume_flush(fs->vol);
 	pthread_rwlock_unlock(&fs->vol_lock);
 	pthread_mutex_lock(&fs->lock);
 	if (!rc && shared_glock)
@@ -596,9 +610,14 @@ static int64_t write_range(struct cfs_fs *fs, uint64_t ino, const void *buf, uin
 	pthread_rwlock_unlock(&ip->io);
 	free(p.v);
 	/* As fsync does: the log is written outside fs->lock, with whatever other writers and
-	 * fsyncs have to commit meanwhile, while other operations go on. */
+	 * fsyncs have to commit meanwhile, while other operations go on.  The commit's flush
+	 * carries the data written above too, so an O_DSYNC append flushes once, not twice: the
+	 * log may reach the disk before the data, as it may after a write without O_DSYNC, but
+	 * the write is acknowledged only once the flush after both has returned. */
 	if (!rc && commit)
 		rc = cfs_sync(fs);
+	else if (!rc && (flags & (CFS_W_SYNC | CFS_W_DSYNC)))
+		rc = sync_as(fs, false);
 	if (rc)
 		return rc;
 	__atomic_add_fetch(&fs->stats.writes, 1, __ATOMIC_RELAXED);
@@ -805,22 +824,6 @@ int cfs_fallocate(struct cfs_fs *fs, uint64_t ino, int mode, uint64_t off, uint6
 	cfs_iglock_unhold(fs, ip->ino);
 	cfs_op_end(fs);
 	pthread_rwlock_unlock(&ip->io);
-	return rc;
-}
-
-/* Commit the journal if commit, and make every completed data write durable. */
-static int sync_as(struct cfs_fs *fs, bool commit)
-{
-	pthread_mutex_lock(&fs->lock);
-	uint64_t next = fs->jseq;
-	int rc = commit ? cfs_journal_sync(fs) : 0;
-	/* The flush of a commit closed since the call carried the data written before it. */
-	bool flushed = fs->jdurable >= next;
-	pthread_mutex_unlock(&fs->lock);
-	pthread_rwlock_rdlock(&fs->vol_lock);
-	if (!rc && !flushed)
-		rc = cvm_volume_flush(fs->vol);
-	pthread_rwlock_unlock(&fs->vol_lock);
 	return rc;
 }
 

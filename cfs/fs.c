@@ -580,4 +580,7 @@ void cfs_status(struct cfs_fs *fs, struct cfs_status *st)
 	cvm_uuid_format(&u, st->fs_uuid);
 	st->stats = fs->stats;
 	pthread_mutex_unlock(&fs->lock);
+	pthread_rwlock_rdlock(&fs->vol_lock);
+	st->stats.flushes = cvm_volume_flushes(fs->vol);
+	pthread_rwlock_unlock(&fs->vol_lock);
 }

@@ -141,6 +141,8 @@ static void fill_status(struct cfsd *d, ControlStatus *s, struct cfs_status *st,
 	s->dev_direct = dev_direct_answered(direct);
 	s->has_checkpoint_blocks = true;
 	s->checkpoint_blocks = st->stats.home_blocks;
+	s->has_flushes = true;
+	s->flushes = st->stats.flushes;
 	s->reads = st->stats.reads;
 	s->writes = st->stats.writes;
 	s->read_bytes = st->stats.read_bytes;

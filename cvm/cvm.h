@@ -158,6 +158,9 @@ int cvm_volume_read(struct cvm_volume *vol, void *buf, uint64_t len, uint64_t of
 int cvm_volume_write(struct cvm_volume *vol, const void *buf, uint64_t len, uint64_t offset);
 /* Make completed writes durable on every LUN. */
 int cvm_volume_flush(struct cvm_volume *vol);
+/* Flushes done so far (each an fdatasync of every LUN written since the one before, shared
+ * by the callers that arrived while the one before it ran). */
+uint64_t cvm_volume_flushes(struct cvm_volume *vol);
 /* A write the caller submitted itself to a LUN's descriptor is done: the next flush covers
  * that LUN. */
 void cvm_volume_written(struct cvm_volume *vol, uint32_t lun);

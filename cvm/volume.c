@@ -21,9 +21,17 @@ struct cvm_volume {
 	/* Written since the last flush: only those LUNs are flushed (a small synchronous write
 	 * touches one or two LUNs of a wide volume). */
 	bool written[CVM_MAX_LUNS];
-	/* One flush at a time: a flush that finds a LUN's mark cleared by another still under
-	 * way must wait for that one's fdatasync, which carries its writes. */
+	/* One flush at a time, shared by its callers: one arriving while a flush is under way
+	 * waits for it (that flush may have cleared the caller's marks before its writes
+	 * completed, and its fdatasync carries them anyway) and for the next, which one of the
+	 * callers waiting then does for all of them.  With each caller flushing in turn, eight
+	 * processes appending O_DSYNC flushed up to eight times where once was enough. */
 	pthread_mutex_t flush_lock;
+	pthread_cond_t flush_ended;
+	bool flushing;
+	uint64_t flushes_started, flushes_ended;
+	uint64_t failed_flush; /* the newest flush that failed, and how */
+	int failed_rc;
 	/* Several LUNs flushed at once (IOCB_CMD_FDSYNC): a commit spread over independent LUNs
 	 * costs one flush's time, not their sum.  The context is made at the first such flush;
 	 * flush_serial if the kernel cannot (then one LUN after another). */
@@ -44,6 +52,7 @@ static const struct cvm_stripe_set *set_of_lun(const struct cvm_config *cfg, uin
 static void vol_free(struct cvm_volume *v)
 {
 	pthread_mutex_destroy(&v->flush_lock);
+	pthread_cond_destroy(&v->flush_ended);
 	if (v->flush_ctx)
 		io_destroy(v->flush_ctx);
 	for (uint32_t i = 0; i < v->cfg.nluns; i++) {
@@ -140,6 +149,7 @@ int cvm_volume_open_config(const struct cvm_scan *scan, const struct cvm_config 
 	v->cfg = *cfg;
 	v->size = cvm_config_size(cfg);
 	pthread_mutex_init(&v->flush_lock, NULL);
+	pthread_cond_init(&v->flush_ended, NULL);
 	for (uint32_t i = 0; i < cfg->nluns; i++)
 		v->fd[i] = -1;
 	for (uint32_t i = 0; i < cfg->nluns; i++) {
@@ -280,7 +290,7 @@ static int flush_lun(struct cvm_volume *vol, uint32_t lun)
 }
 
 /* The LUNs' fdatasyncs in flight together; 1 if none could be submitted (the caller does
- * them one by one), else 0 or the first error.  flush_lock held. */
+ * them one by one), else 0 or the first error.  Only the flushing caller is here. */
 static int flush_luns_at_once(struct cvm_volume *vol, const uint32_t *luns, uint32_t n)
 {
 	/* Sized to the volume (aio slots are a system-wide limit); a grown one submits what fits. */
@@ -326,12 +336,10 @@ static int flush_luns_at_once(struct cvm_volume *vol, const uint32_t *luns, uint
 	return rc;
 }
 
-int cvm_volume_flush(struct cvm_volume *vol)
+/* The LUNs marked written, flushed (by one caller at a time). */
+static int flush_marked(struct cvm_volume *vol)
 {
-	if (cvm_volume_fenced(vol))
-		return -EIO;
 	uint32_t luns[CVM_MAX_LUNS], n = 0;
-	pthread_mutex_lock(&vol->flush_lock);
 	/* A mark is cleared before its LUN's flush: a write completed meanwhile marks it again. */
 	for (uint32_t i = 0; i < vol->cfg.nluns; i++)
 		if (__atomic_exchange_n(&vol->written[i], false, __ATOMIC_ACQ_REL))
@@ -344,6 +352,41 @@ int cvm_volume_flush(struct cvm_volume *vol)
 			rc = rc ? rc : r;
 		}
 	}
+	return rc;
+}
+
+int cvm_volume_flush(struct cvm_volume *vol)
+{
+	if (cvm_volume_fenced(vol))
+		return -EIO;
+	pthread_mutex_lock(&vol->flush_lock);
+	uint64_t mine = vol->flushes_started + 1; /* the first to start from now on */
+	while (vol->flushes_ended < mine) {
+		if (vol->flushing) {
+			pthread_cond_wait(&vol->flush_ended, &vol->flush_lock);
+			continue;
+		}
+		vol->flushing = true;
+		uint64_t flush = ++vol->flushes_started;
+		pthread_mutex_unlock(&vol->flush_lock);
+		int rc = flush_marked(vol);
+		pthread_mutex_lock(&vol->flush_lock);
+		vol->flushing = false;
+		vol->flushes_ended = flush;
+		if (rc)
+			vol->failed_flush = flush, vol->failed_rc = rc;
+		pthread_cond_broadcast(&vol->flush_ended);
+	}
+	/* A later flush's failure is reported too: the caller cannot tell it is not its own. */
+	int rc = vol->failed_flush >= mine ? vol->failed_rc : 0;
 	pthread_mutex_unlock(&vol->flush_lock);
 	return rc;
+}
+
+uint64_t cvm_volume_flushes(struct cvm_volume *vol)
+{
+	pthread_mutex_lock(&vol->flush_lock);
+	uint64_t n = vol->flushes_ended;
+	pthread_mutex_unlock(&vol->flush_lock);
+	return n;
 }

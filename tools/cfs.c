@@ -215,14 +215,15 @@ static void print_status(const char *dir, const ControlReply *r, bool json)
 		print_nodes_json(s->recovering, s->n_recovering);
 		printf("], \"fenced\": %s, \"fence_interval_ms\": %u, \"locks_cached\": %llu, "
 		       "\"lock_cache_limit\": %u, \"locks_given_back\": %llu, "
-		       "\"journal_anchors\": %llu, \"checkpoint_blocks\": %llu, "
+		       "\"journal_anchors\": %llu, \"checkpoint_blocks\": %llu, \"flushes\": %llu, "
 		       "\"writeback\": %s, \"kernel_names\": %s, \"fuse_transport\": \"%s\", "
 		       "\"uring_requests\": %llu, \"uring_direct\": %llu, \"dev_direct\": %llu}\n",
 		       s->fenced ? "true" : "false", s->fence_interval_ms,
 		       (unsigned long long)s->locks_cached, s->lock_cache_limit,
 		       (unsigned long long)s->locks_given_back,
 		       (unsigned long long)s->journal_anchors,
-		       (unsigned long long)s->checkpoint_blocks, s->writeback ? "true" : "false",
+		       (unsigned long long)s->checkpoint_blocks, (unsigned long long)s->flushes,
+		       s->writeback ? "true" : "false",
 		       s->kernel_names ? "true" : "false", s->has_uring_requests ? "io_uring" : "dev",
 		       (unsigned long long)s->uring_requests, (unsigned long long)s->uring_direct,
 		       (unsigned long long)s->dev_direct);
@@ -238,12 +239,12 @@ static void print_status(const char *dir, const ControlReply *r, bool json)
 	       s->dboptimized ? ", dboptimized" : "", s->writeback ? ", write-back cache" : "",
 	       s->pid);
 	printf("  %llu reads (%llu bytes), %llu writes (%llu bytes), %llu journal commits "
-	       "(%llu blocks; %llu checkpoints wrote %llu in place)\n",
+	       "(%llu blocks; %llu checkpoints wrote %llu in place), %llu flushes\n",
 	       (unsigned long long)s->reads, (unsigned long long)s->read_bytes,
 	       (unsigned long long)s->writes, (unsigned long long)s->write_bytes,
 	       (unsigned long long)s->commits, (unsigned long long)s->commit_blocks,
 	       (unsigned long long)s->journal_anchors,
-	       (unsigned long long)s->checkpoint_blocks);
+	       (unsigned long long)s->checkpoint_blocks, (unsigned long long)s->flushes);
 	if (r->has_added_blocks)
 		printf("  grown by %llu blocks\n", (unsigned long long)r->added_blocks);
 	if (s->has_uring_requests) {

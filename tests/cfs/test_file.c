@@ -167,6 +167,38 @@ Test(file, an_allocating_direct_or_sync_append_survives_a_crash_right_after_it)
 	fs_done_fsck_clean(fs);
 }
 
+static uint64_t flushes(struct cfs_fs *fs)
+{
+	struct cfs_status st;
+	cfs_status(fs, &st);
+	return st.stats.flushes;
+}
+
+/* An O_DSYNC or O_SYNC append flushes the LUNs once: its commit's flush carries its data
+ * too.  An overwrite, with nothing to commit, flushes by itself. */
+Test(file, a_sync_append_flushes_once_with_its_commit)
+{
+	struct cfs_fs *fs = fs_fresh(2, 64);
+	struct stat st;
+	cr_assert_eq(cfs_mknod(fs, CFS_ROOT, "log", S_IFREG | 0644, 0, &root_cred, &st), 0);
+	cr_assert_eq(cfs_open(fs, st.st_ino, O_RDWR), 0);
+	cr_assert_eq(cfs_sync(fs), 0);
+	for (unsigned b = 0; b < 6; b++) {
+		unsigned mode = b % 2 ? CFS_W_DSYNC : CFS_W_SYNC | CFS_W_DIRECT;
+		uint64_t commits = fs->stats.commits, before = flushes(fs);
+		memset(block, 'a' + (int)b, sizeof block);
+		cr_assert_eq(cfs_write(fs, st.st_ino, block, sizeof block, b * sizeof block, mode,
+				       &root_cred), 4096);
+		cr_assert_eq(fs->stats.commits, commits + 1, "append %u committed", b);
+		cr_assert_eq(flushes(fs), before + 1, "append %u (mode %#x): %llu flushes", b, mode,
+			     (unsigned long long)(flushes(fs) - before));
+	}
+	uint64_t before = flushes(fs);
+	cr_assert_eq(cfs_write(fs, st.st_ino, block, sizeof block, 0, CFS_W_DSYNC, &root_cred), 4096);
+	cr_assert_geq(flushes(fs), before + 1, "an O_DSYNC overwrite flushed");
+	fs_done_fsck_clean(fs);
+}
+
 /* O_APPEND as cfsd does it without a write-back cache: at the end as it is, not where the
  * caller thought it was.  Four threads append records to one file at once: the records tile
  * the file, each whole.  Records of odd sizes (unaligned, some crossing blocks, some

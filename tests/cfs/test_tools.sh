@@ -61,6 +61,10 @@ expect 8 "in use on this node" "fsck.cfs of a mounted volume" -- "$BIN/fsck.cfs"
 expect 1 "in use on this node" "mkfs.cfs --force of a mounted volume" -- "$BIN/mkfs.cfs" --force v
 expect 0 "label 'tools'" "cfs status" -- "$BIN/cfs" status "$M"
 check "cfs status --json" bash -c '"$0" status --json "$1" | python3 -c "import json,sys; d=json.load(sys.stdin); assert d[\"label\"]==\"tools\" and d[\"slots\"]==2"' "$BIN/cfs" "$M"
+check "cfs status --json counts the LUNs' flushes (three O_DSYNC writes: three at least)" bash -c '
+	flushes() { "$0" status --json "$1" | python3 -c "import json,sys; print(json.load(sys.stdin)[\"flushes\"])"; }
+	before=$(flushes "$1") && dd if=/dev/zero of="$1/dsync" bs=4k count=3 oflag=dsync status=none &&
+	after=$(flushes "$1") && rm "$1/dsync" && [ $((after - before)) -ge 3 ]' "$BIN/cfs" "$M"
 expect 0 "metadata (the whole filesystem)" "cfs locks names the metadata lock" -- "$BIN/cfs" locks "$M"
 check "cfs locks --json" bash -c '"$0" locks --json "$1" | python3 -c "import json,sys; l=json.load(sys.stdin)[\"locks\"]; assert [x[\"granted\"] for x in l if x[\"resource\"]==\"meta\"]==[\"EX\"], l"' "$BIN/cfs" "$M"
 expect 1 "not a mounted CFS filesystem" "cfs locks of a directory that is not CFS" -- "$BIN/cfs" locks "$T"

@@ -3,6 +3,7 @@
 #include "cvm_test.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
@@ -114,6 +115,55 @@ static void refused(const char *name, const char *const *paths, size_t n, uint64
 	cr_assert(strstr(cvm_last_error(), needle), "message '%s' lacks '%s'", cvm_last_error(),
 		  needle);
 	cr_assert_eq(dir_fingerprint(), before, "a refused create changed a LUN");
+}
+
+/* Each flush a caller asks for alone is one flush; callers at once share them, and each
+ * returns only after a flush that started after it asked. */
+struct flusher {
+	struct cvm_volume *v;
+	uint64_t offset;
+	int failures;
+};
+
+static void *write_and_flush(void *arg)
+{
+	struct flusher *f = arg;
+	uint8_t *w = cvm_alloc_aligned(4096);
+	fill(w, 4096, f->offset);
+	for (int i = 0; i < 100; i++)
+		f->failures += cvm_volume_write(f->v, w, 4096, f->offset) != 0 ||
+			       cvm_volume_flush(f->v) != 0;
+	free(w);
+	return NULL;
+}
+
+Test(volume, flushes_are_counted_and_shared_by_callers_at_once)
+{
+	const char *p[] = {strdup(make_lun("l0", LUN_BYTES)), strdup(make_lun("l1", LUN_BYTES))};
+	create("v", p, 2, 64 << 10);
+	struct cvm_volume *v = open_vol("v", CVM_OPEN_RDWR);
+	uint64_t before = cvm_volume_flushes(v);
+	for (int i = 0; i < 3; i++)
+		cr_assert_eq(cvm_volume_flush(v), 0);
+	cr_assert_eq(cvm_volume_flushes(v), before + 3, "one flush per lone call");
+	enum { THREADS = 8 };
+	struct flusher f[THREADS];
+	pthread_t t[THREADS];
+	before = cvm_volume_flushes(v);
+	for (int i = 0; i < THREADS; i++) {
+		f[i] = (struct flusher){.v = v, .offset = (uint64_t)i << 16};
+		cr_assert_eq(pthread_create(&t[i], NULL, write_and_flush, &f[i]), 0);
+	}
+	for (int i = 0; i < THREADS; i++) {
+		pthread_join(t[i], NULL);
+		cr_assert_eq(f[i].failures, 0, "thread %d: a write or flush failed", i);
+	}
+	uint64_t flushes = cvm_volume_flushes(v) - before;
+	cr_assert(flushes >= 1 && flushes <= THREADS * 100, "%llu flushes for %d calls",
+		  (unsigned long long)flushes, THREADS * 100);
+	cvm_volume_close(v);
+	for (int i = 0; i < 2; i++)
+		free((void *)p[i]);
 }
 
 /* A LUN whose flush fails (its descriptor swapped for a pipe's, where fdatasync is EINVAL):
