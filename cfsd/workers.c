@@ -134,6 +134,9 @@ static void *work(void *arg)
 	struct worker *w = arg;
 	struct pool *p = w->pool;
 	bool answered = false;
+	/* Only the read may be cancelled: a new worker cancelled in its first take_turn's wait
+	 * would die holding p->lock (the wait takes it again), and the shutdown would hang. */
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
 	while (take_turn(p, answered)) {
 		pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL);
 		int res = fuse_session_receive_buf(p->se, &w->buf);
