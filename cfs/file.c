@@ -614,10 +614,8 @@ static int64_t write_range(struct cfs_fs *fs, uint64_t ino, const void *buf, uin
 	 * carries the data written above too, so an O_DSYNC append flushes once, not twice: the
 	 * log may reach the disk before the data, as it may after a write without O_DSYNC, but
 	 * the write is acknowledged only once the flush after both has returned. */
-	if (!rc && commit)
-		rc = cfs_sync(fs);
-	else if (!rc && (flags & (CFS_W_SYNC | CFS_W_DSYNC)))
-		rc = sync_as(fs, false);
+	if (!rc && (commit || (flags & (CFS_W_SYNC | CFS_W_DSYNC))))
+		rc = sync_as(fs, commit);
 	if (rc)
 		return rc;
 	__atomic_add_fetch(&fs->stats.writes, 1, __ATOMIC_RELAXED);

@@ -28,8 +28,7 @@ struct cvm_volume {
 	 * processes appending O_DSYNC flushed up to eight times where once was enough. */
 	pthread_mutex_t flush_lock;
 	pthread_cond_t flush_ended;
-	bool flushing;
-	uint64_t flushes_started, flushes_ended;
+	uint64_t flushes_started, flushes_ended; /* one is under way while they differ */
 	uint64_t failed_flush; /* the newest flush that failed, and how */
 	int failed_rc;
 	/* Several LUNs flushed at once (IOCB_CMD_FDSYNC): a commit spread over independent LUNs
@@ -362,16 +361,14 @@ int cvm_volume_flush(struct cvm_volume *vol)
 	pthread_mutex_lock(&vol->flush_lock);
 	uint64_t mine = vol->flushes_started + 1; /* the first to start from now on */
 	while (vol->flushes_ended < mine) {
-		if (vol->flushing) {
+		if (vol->flushes_started != vol->flushes_ended) {
 			pthread_cond_wait(&vol->flush_ended, &vol->flush_lock);
 			continue;
 		}
-		vol->flushing = true;
 		uint64_t flush = ++vol->flushes_started;
 		pthread_mutex_unlock(&vol->flush_lock);
 		int rc = flush_marked(vol);
 		pthread_mutex_lock(&vol->flush_lock);
-		vol->flushing = false;
 		vol->flushes_ended = flush;
 		if (rc)
 			vol->failed_flush = flush, vol->failed_rc = rc;
