@@ -345,9 +345,9 @@ int cfs_direct_io_begin(struct cfs_fs *fs, uint64_t ino, bool write, unsigned fl
  * moved the bytes the pieces moved: the answer's bytes or -errno (-EIO if the pieces moved
  * less than they were given: a LUN file that ends early). */
 int64_t cfs_direct_io_end(struct cfs_direct_io *d, int result, uint64_t moved);
-/* A d->flush write done by the caller's thread: every piece written from buf and its LUN
- * flushed; 0 or the first -errno, the bytes written in *written. */
-int cfs_direct_io_write_sync(const struct cfs_direct_io *d, const void *buf, uint64_t *written);
+/* d's pieces moved by the caller's thread: each read into or written from buf, and for a
+ * d->flush write its LUN flushed after; 0 or the first -errno, the bytes moved in *moved. */
+int cfs_direct_io_now(const struct cfs_direct_io *d, void *buf, uint64_t *moved);
 
 /* ---- kernel bypass (ODM clients write straight to the LUNs) ---- */
 /* A regular file without a name (O_TMPFILE): open once (cfs_release frees it) and on the

@@ -181,18 +181,19 @@ int cfs_direct_io_begin(struct cfs_fs *fs, uint64_t ino, bool write, unsigned fl
 	return rc;
 }
 
-int cfs_direct_io_write_sync(const struct cfs_direct_io *d, const void *buf, uint64_t *written)
+int cfs_direct_io_now(const struct cfs_direct_io *d, void *buf, uint64_t *moved)
 {
-	*written = 0;
+	*moved = 0;
 	for (unsigned i = 0; i < d->n; i++) {
 		const struct cfs_lun_io *piece = &d->io[i];
-		ssize_t n = pwrite(piece->fd, (const char *)buf + piece->buf_offset, piece->len,
-				   (off_t)piece->offset);
+		char *at = (char *)buf + piece->buf_offset;
+		ssize_t n = d->write ? pwrite(piece->fd, at, piece->len, (off_t)piece->offset)
+				     : pread(piece->fd, at, piece->len, (off_t)piece->offset);
 		if (n < 0)
 			return -errno;
-		*written += (uint64_t)n;
+		*moved += (uint64_t)n;
 	}
-	for (unsigned i = 0; i < d->n; i++)
+	for (unsigned i = 0; d->flush && i < d->n; i++)
 		if (fdatasync(d->io[i].fd))
 			return -errno;
 	return 0;

@@ -27,13 +27,14 @@ int dev_direct_start(struct fuse_session *se, const struct fuse_uring_data_path 
 /* The request of len bytes a worker read into *mem (a cfsd_request_buffer): true if it is
  * taken and will be answered from here; a WRITE's buffer is then kept, and *region and *mem
  * are another buffer for the worker.  False: the worker answers it.  dd may be NULL.
- * A taken request either went to the LUNs (*sync_write NULL) or is an O_SYNC/O_DSYNC write
- * the worker itself writes now with dev_direct_write_sync (a redo log's writes come one at
- * a time: a hand-off to another thread would only add a wake-up to each). */
+ * A taken request either went to the LUNs (*here NULL) or is one the worker itself moves now
+ * with dev_direct_run_here: an O_SYNC/O_DSYNC write (a redo log's writes come one at a time),
+ * or a request of a run that each found none other in flight.  A hand-off to the completion
+ * thread would only add a wake-up to each. */
 bool dev_direct_take(struct dev_direct *dd, void **region, void **mem, size_t len,
-		     struct dev_direct_slot **sync_write);
-/* Write, flush and answer a request dev_direct_take left in *sync_write. */
-void dev_direct_write_sync(struct dev_direct_slot *sync_write);
+		     struct dev_direct_slot **here);
+/* Move (and flush, if asked) and answer a request dev_direct_take left in *here. */
+void dev_direct_run_here(struct dev_direct_slot *here);
 /* Wait for the requests in flight to be answered, then free (NULL: nothing). */
 void dev_direct_stop(struct dev_direct *dd);
 /* Requests answered so (dd may be NULL). */

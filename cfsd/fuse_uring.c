@@ -635,7 +635,7 @@ static void lun_done(struct ring_thread *t, struct ring_entry *e, int res)
  * through the sync threads. */
 static void write_through(struct ring_thread *t, struct ring_entry *e)
 {
-	e->io_error = cfs_direct_io_write_sync(&e->io, e->payload, &e->io_bytes);
+	e->io_error = cfs_direct_io_now(&e->io, e->payload, &e->io_bytes);
 	finish_direct(t, e);
 }
 

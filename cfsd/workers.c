@@ -47,7 +47,7 @@ struct worker {
 	pthread_t thread;
 	void *region; /* what the buffer was allocated as */
 	struct fuse_buf buf;
-	struct dev_direct_slot *sync_write; /* see dev_direct_take */
+	struct dev_direct_slot *here; /* see dev_direct_take */
 };
 
 struct pool {
@@ -149,13 +149,13 @@ static void *work(void *arg)
 		}
 		/* no local's address is taken here: a cancelled read would leave its poison for ASan */
 		bool taken = res > 0 && dev_direct_take(p->direct, &w->region, &w->buf.mem,
-							(size_t)res, &w->sync_write);
-		bool writing_here = taken && w->sync_write;
+							(size_t)res, &w->here);
+		bool moving_here = taken && w->here;
 		/* a burst of FORGETs wakes no workers */
-		answered = (res > 0 && !taken && !is_forget(&w->buf)) || writing_here;
+		answered = (res > 0 && !taken && !is_forget(&w->buf)) || moving_here;
 		leave_reading(p, answered);
-		if (writing_here)
-			dev_direct_write_sync(w->sync_write);
+		if (moving_here)
+			dev_direct_run_here(w->here);
 		if (res == -EINTR || taken)
 			continue;
 		if (res <= 0) /* 0: unmounted, or a signal ended the session */

@@ -89,4 +89,28 @@ kill -0 "$pid" 2>/dev/null && not_ok "cfsd still running 10 s after SIGTERM" ||
 wait "$load"
 umount -l "$M" 2>/dev/null
 expect 0 "clean" "fsck.cfs: clean at the end" -- "$BIN/fsck.cfs" -n v
+
+# Lone requests (depth 1) are moved by the worker that read them, the rest by the completion
+# thread: both verified, and both fail alike where a LUN ends early (its file cut short under
+# the mount): EIO and a log line naming the inode and the LUN, and the daemon serves on.
+make_volume w 2 64
+"$BIN/mkfs.cfs" -L cut w >/dev/null 2>&1 || { not_ok "mkfs.cfs w"; finish; }
+mount_cfs w "$T/w" dboptimized,nouring || { not_ok "mount w: $(tail -3 "$T/w.log")"; finish; }
+check "a file laid out" timeout 120 dd if=/dev/zero of="$T/w/f" bs=1M count=32 status=none
+sent=$(direct_count "$T/w" dev_direct)
+check "4 KiB direct writes and reads at depth 1, verified" \
+	timeout 300 fio --name=lone --filename="$T/w/f" --size=32M --bs=4k --rw=randwrite \
+	--ioengine=libaio --iodepth=1 --direct=1 --verify=crc32c --do_verify=1 --verify_fatal=1 \
+	--verify_state_save=0 --output="$T/fio-lone.out"
+check "those went to the LUNs from $who" direct_more_than "$T/w" dev_direct $((sent + 16000))
+truncate -s 1M "$T/w.lun0" "$T/w.lun1"
+check "a LUN cut short: a direct read at depth 1 of what lay past its end fails with EIO" \
+	bash -c '! dd if="$1" of=/dev/null bs=4k count=64 iflag=direct 2>"$2" && grep -q "Input/output error" "$2"' \
+	_ "$T/w/f" "$T/dd-cut.err"
+check "... and at depth 32" bash -c '! timeout 60 fio --name=cut --filename="$1" --size=32M --bs=4k \
+	--rw=randread --ioengine=libaio --iodepth=32 --direct=1 --io_size=4M --output="$2" &&
+	grep -q "Input/output error" "$2"' _ "$T/w/f" "$T/fio-cut.out"
+check "the log names the inode and the LUN" grep -q "inode [0-9]*: direct read of 4096 bytes (LUN [01], byte" "$T/w.log"
+check "the daemon serves on" "$BIN/cfs" status "$T/w"
+umount_cfs "$T/w" || not_ok "unmount of the cut volume"
 finish
