@@ -22,16 +22,9 @@ bin=$(cd "$build/bin" && pwd)
 secs=${BENCH_TIME:-6}
 dir=$(mktemp -d "${BENCH_DIR:-/var/tmp}/cfs-fuse-path.XXXXXX")
 export CVM_SCAN=$dir/luns
-uring_param=/sys/module/fuse/parameters/enable_uring
-uring_was=
-transports=dev
-if [ "${BENCH_URING:-1}" != 0 ] && [ -w "$uring_param" ]; then
-	uring_was=$(cat "$uring_param")
-	echo Y >"$uring_param"
-	transports="dev io_uring"
-fi
+. "$(dirname "$0")/lib.sh"
 cleanup() {
-	[ -z "$uring_was" ] || echo "$uring_was" >"$uring_param"
+	uring_put_back
 	mountpoint -q "$dir/cfs" 2>/dev/null && { "$bin/cfs" umount "$dir/cfs" || umount -l "$dir/cfs"; }
 	rm -rf "$dir"
 }
@@ -44,14 +37,7 @@ for i in 0 1 2 3; do dd if=/dev/zero of="$dir/luns/lun$i" bs=1M count=768 oflag=
 for i in 0 1 2 3; do dd if=/dev/zero of="$dir/raw/f$i" bs=1M count=512 oflag=direct status=none; done
 "$bin/cvm" create fusepath "$dir"/luns/lun{0,1,2,3} >/dev/null
 "$bin/mkfs.cfs" -L fusepath fusepath >/dev/null 2>&1
-mount_cfs() { # transport
-	local opts=dboptimized,log=$dir/cfsd.log
-	[ "$1" = dev ] && opts=$opts,nouring
-	mountpoint -q "$dir/cfs" && "$bin/cfs" umount "$dir/cfs"
-	"$bin/cfs" mount fusepath "$dir/cfs" -o "$opts"
-	"$bin/cfs" status --json "$dir/cfs" | grep -q "\"fuse_transport\": \"$1\"" ||
-		{ echo "bench/cfs/fuse_path: the cfs mount does not use $1" >&2; exit 1; }
-}
+mount_cfs() { mount_as fusepath "$dir/cfs" dboptimized "$1"; }
 mount_cfs dev
 for i in 0 1 2 3; do
 	dd if=/dev/zero of="$dir/cfs/f$i" bs=1M count=512 oflag=direct status=none

@@ -35,16 +35,9 @@ ntree=${BENCH_TREE:-50000}
 dbench_secs=${BENCH_DBENCH_TIME:-60}
 dir=$(mktemp -d "${BENCH_DIR:-/var/tmp}/cfs-bench.XXXXXX")
 export CVM_SCAN=$dir/luns
-uring_param=/sys/module/fuse/parameters/enable_uring
-uring_was=
-transports=dev
-if [ "${BENCH_URING:-1}" != 0 ] && [ -w "$uring_param" ]; then
-	uring_was=$(cat "$uring_param")
-	echo Y >"$uring_param"
-	transports="dev io_uring"
-fi
+. "$(dirname "$0")/lib.sh"
 cleanup() {
-	[ -z "$uring_was" ] || echo "$uring_was" >"$uring_param"
+	uring_put_back
 	for m in "$dir/cfs" "$dir/pt"; do
 		mountpoint -q "$m" 2>/dev/null && { umount "$m" 2>/dev/null || umount -l "$m"; }
 	done
@@ -74,17 +67,10 @@ for i in 0 1 2 3; do
 done
 "$bin/cvm" create bench "$dir"/luns/lun{0,1,2,3} >/dev/null
 "$bin/mkfs.cfs" -L bench bench >/dev/null 2>&1
-"$bin/cfs" mount bench "$dir/cfs" -o "dboptimized,nouring,log=$dir/cfsd.log"
+mount_as bench "$dir/cfs" dboptimized dev
 # remount OPTIONS TRANSPORT: the cfs side mounted again (OPTIONS may be empty), its requests
-# through TRANSPORT (dev or io_uring: checked).
-remount() {
-	local opts=$1
-	[ "$2" = dev ] && opts=$opts${opts:+,}nouring
-	"$bin/cfs" umount "$dir/cfs"
-	"$bin/cfs" mount bench "$dir/cfs" -o "$opts${opts:+,}log=$dir/cfsd.log"
-	"$bin/cfs" status --json "$dir/cfs" | grep -q "\"fuse_transport\": \"$2\"" ||
-		{ echo "bench/cfs: the cfs mount does not use $2" >&2; exit 1; }
-}
+# through TRANSPORT (dev or io_uring).
+remount() { mount_as bench "$dir/cfs" "$1" "$2"; }
 ulimit -n "$(ulimit -Hn)" # passthrough_ll holds an fd per inode it knows
 "$pt" -o "source=$dir/pt-src,cache=never" "$dir/pt"
 

@@ -1,0 +1,26 @@
+# Sourced by bench/cfs's scripts once bin (the tools) and dir (the run's directory) are set.
+#
+# FUSE over io_uring where the kernel has it: the fuse module's enable_uring is set for the
+# run (uring_put_back puts it back; BENCH_URING=0 leaves it alone), and transports lists what
+# to measure: dev (/dev/fuse), then io_uring if it was set.
+uring_param=/sys/module/fuse/parameters/enable_uring
+uring_was=
+transports=dev
+if [ "${BENCH_URING:-1}" != 0 ] && [ -w "$uring_param" ]; then
+	uring_was=$(cat "$uring_param")
+	echo Y >"$uring_param"
+	transports="dev io_uring"
+fi
+uring_put_back() { [ -z "$uring_was" ] || echo "$uring_was" >"$uring_param"; }
+
+# mount_as VOLUME DIR OPTIONS TRANSPORT: VOLUME mounted at DIR (unmounted first if it was)
+# with OPTIONS (may be empty), its requests through TRANSPORT (checked), logging to
+# $dir/cfsd.log.
+mount_as() {
+	local opts=$3
+	[ "$4" = dev ] && opts=$opts${opts:+,}nouring
+	if mountpoint -q "$2"; then "$bin/cfs" umount "$2"; fi
+	"$bin/cfs" mount "$1" "$2" -o "$opts${opts:+,}log=$dir/cfsd.log"
+	"$bin/cfs" status --json "$2" | grep -q "\"fuse_transport\": \"$4\"" ||
+		{ echo "bench/cfs: the cfs mount does not use $4" >&2; exit 1; }
+}
