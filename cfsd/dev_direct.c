@@ -68,7 +68,7 @@ struct dev_direct {
 	pthread_cond_t idle; /* nothing in flight any more */
 	struct dev_direct_slot *free;
 	unsigned nslots, inflight;
-	unsigned lone; /* requests in a row that found none other in flight */
+	bool last_found_none; /* the request before found none other in flight */
 	bool stopping;
 	uint64_t answered; /* atomic */
 	struct dev_direct_slot slots[SLOTS];
@@ -101,8 +101,9 @@ static struct dev_direct_slot *slot_get(struct dev_direct *dd, bool *alone)
 			s->dd = dd, dd->nslots++;
 	}
 	if (s) {
-		dd->lone = dd->inflight++ ? 0 : dd->lone + 1;
-		*alone = dd->lone >= 2;
+		bool none = !dd->inflight++;
+		*alone = none && dd->last_found_none;
+		dd->last_found_none = none;
 	}
 	pthread_mutex_unlock(&dd->lock);
 	return s;
