@@ -9,6 +9,10 @@
 #          without going to the LUNs, so these rows are the FUSE path alone (the request,
 #          cfsd's threads, the answer)
 #   cfs    fio reads of written files on the same mount: the FUSE path and the LUNs
+#   cores  reads of holes at depth 1 through /dev/fuse with cfsd's threads and fio pinned to
+#          one core, then to two different cores: what it costs the FUSE path here that a
+#          request wakes a thread on another core (a virtual machine's idle core may have to
+#          be woken by its host first; the cpuidle driver and its halt polling are printed)
 # The CFS rows through /dev/fuse (-o nouring) and, where the kernel has it, FUSE over io_uring
 # (the fuse module's enable_uring set for the run and put back; BENCH_URING=0 skips it).
 # Per row: reads a second, mean completion latency, busy cores (from /proc/stat, the whole
@@ -46,13 +50,14 @@ done
 
 # read_row LABEL FILES DEPTH [JOBS]: 4 KiB O_DIRECT random reads, DEPTH each from JOBS
 # processes (1), a row of the table (on fd 3, the output); its reads a second in rate[LABEL].
+# With fio_core set, fio runs on that core only.
 exec 3>&1
 declare -A rate
 read_row() {
 	local label=$1 files=$2 depth=$3 jobs=${4:-1} stat0 stat1 json
 	sync
 	stat0=$(head -1 /proc/stat)
-	json=$(fio --name=r --filename="$files" --size=2048M --ioengine=libaio --direct=1 \
+	json=$(${fio_core:+taskset -c "$fio_core"} fio --name=r --filename="$files" --size=2048M --ioengine=libaio --direct=1 \
 		--rw=randread --bs=4k --iodepth="$depth" --numjobs="$jobs" --group_reporting \
 		--time_based --runtime="$secs" --output-format=json)
 	stat1=$(head -1 /proc/stat)
@@ -84,16 +89,32 @@ for t in $transports; do
 		read_row "cfs ($t), depth $depth" "$cfs_files" "$depth"
 	done
 done
+# The cores rows: every thread of cfsd on core 0 (those it starts later inherit it), fio on
+# core 0, then on core 1; then cfsd's threads free again.
+cores_rows=$(nproc)
+if [ "$cores_rows" -ge 2 ]; then
+	mount_cfs dev
+	cfsd_pid=$("$bin/cfs" status --json "$dir/cfs" | python3 -c 'import json,sys; print(json.load(sys.stdin)["pid"])')
+	taskset -a -p -c 0 "$cfsd_pid" >/dev/null
+	fio_core=0 read_row "holes (dev), depth 1, one core" "$hole_files" 1
+	fio_core=1 read_row "holes (dev), depth 1, two cores" "$hole_files" 1
+	taskset -a -p -c "0-$((cores_rows - 1))" "$cfsd_pid" >/dev/null
+fi
+idle_driver=$(cat /sys/devices/system/cpu/cpuidle/current_driver 2>/dev/null || echo unknown)
+halt_poll=$(cat /sys/module/haltpoll/parameters/guest_halt_poll_ns 2>/dev/null || echo -)
 
 # What the rows say.  The depth raw needs to match cfs at 32: interpolated between the raw
 # rows' depths (reads a second grow with depth up to where the disk is busy).
 python3 - "$transports" "${rate[raw, depth 1]}" "${rate[raw, depth 4]}" "${rate[raw, depth 8]}" \
 	"${rate[raw, depth 16]}" "${rate[raw, depth 32]}" "${rate[raw, depth 32 as 4 processes of 8]}" \
 	"${rate[holes (dev), depth 1]}" "${rate[cfs (dev), depth 1]}" "${rate[cfs (dev), depth 32]}" \
-	"${rate[holes (io_uring), depth 1]:-0}" "${rate[cfs (io_uring), depth 1]:-0}" "${rate[cfs (io_uring), depth 32]:-0}" <<'PY'
+	"${rate[holes (io_uring), depth 1]:-0}" "${rate[cfs (io_uring), depth 1]:-0}" "${rate[cfs (io_uring), depth 32]:-0}" \
+	"${rate[holes (dev), depth 1, one core]:-0}" "${rate[holes (dev), depth 1, two cores]:-0}" \
+	"$idle_driver" "$halt_poll" <<'PY'
 import sys
 transports = sys.argv[1].split()
-r1, r4, r8, r16, r32, r32x4, *cfs = map(float, sys.argv[2:])
+idle_driver, halt_poll = sys.argv[-2:]
+r1, r4, r8, r16, r32, r32x4, *cfs, one_core, two_cores = map(float, sys.argv[2:-2])
 depths = [(1, r1), (4, r4), (8, r8), (16, r16), (32, r32)]
 def raw_depth_for(rate):
     for (d0, a), (d1, b) in zip(depths, depths[1:]):
@@ -108,6 +129,11 @@ for t, (h1, c1, c32) in zip(["dev", "io_uring"], [cfs[0:3], cfs[3:6]]):
     print(f"{t}: a read through the FUSE path alone (holes) {1e6 / h1:.0f} us at depth 1; cfs adds "
           f"{1e6 / c1 - 1e6 / r1:.0f} us to the raw read's {1e6 / r1:.0f} us; at depth 32 cfs is "
           f"{c32 / r32:.2f}x raw, " + (f"what raw reads do at depth {d:.0f}" if d else "above raw"))
+if one_core and two_cores:
+    print(f"cores: a read of a hole at depth 1 takes {1e6 / one_core:.0f} us with cfsd and fio on one "
+          f"core, {1e6 / two_cores:.0f} us on two: {(1e6 / two_cores - 1e6 / one_core) / 2:.0f} us for "
+          f"each wake-up of a thread on the other core (cpuidle {idle_driver}, "
+          f"guest_halt_poll_ns {halt_poll})")
 PY
 "$bin/cfs" umount "$dir/cfs"
 "$bin/fsck.cfs" -n fusepath | tail -1
