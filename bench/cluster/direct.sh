@@ -12,7 +12,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh" dbench cd
 secs=${BENCH_TIME:-10}
 mkdir -p "$dir/local"
-for i in 0 1 2 3; do dd if=/dev/zero of="$dir/lun$i" bs=1M count=700 oflag=direct status=none; done
+luns 700
 "$bin/cvm" create cd "$dir"/lun{0,1,2,3} >/dev/null
 
 # job FILE RW BS DEPTH [fio options]: IOPS of one fio run on FILE (run where the caller is).

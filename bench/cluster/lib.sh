@@ -22,6 +22,12 @@ status_field() { # node field -> that field of `cfs status --json` on the node's
 		python3 -c "import json,sys; print(json.load(sys.stdin)['$2'])"
 }
 ratio() { python3 -c "print(f'{$1 / $2:.2f}')"; }
+# luns MIB: $dir/lun0..3 of MIB MiB each, every block written, as bench/cfs's are: a SAN LUN
+# allocates nothing at a first write, where a sparse file's host filesystem does (a fifth to
+# a quarter of the rate of writes that allocate, bench/cfs/run.sh).
+luns() {
+	for i in 0 1 2 3; do dd if=/dev/zero of="$dir/lun$i" bs=1M count="$1" oflag=direct status=none; done
+}
 
 # churn DIR N [SECONDS [PREFIX]]: create, stat and unlink N files (named PREFIX, if given,
 # and a number); or, if SECONDS is not empty, as many as SECONDS allow, and print how many a

@@ -49,7 +49,7 @@ EOF
 }
 
 echo "bench/cluster: $(nproc) cores; LUN files in $dir; $nfiles files churned, $ntree-file tree, $turns turns"
-for i in 0 1 2 3; do truncate -s 1G "$dir/lun$i"; done
+luns 1024
 "$bin/cvm" create cb "$dir"/lun{0,1,2,3} >/dev/null
 python3 "$here/../../tests/cluster/make_home.py" "$dir/tree" "$ntree" 1 >/dev/null
 

@@ -13,7 +13,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 pad=${BENCH_PAD:-80} secs=${BENCH_SECONDS:-3}
 
 echo "bench/cluster/span: $(nproc) cores; LUN files in $dir; $pad files between the directory and the shared file"
-for i in 0 1 2 3; do truncate -s 1G "$dir/lun$i"; done
+luns 1024
 "$bin/cvm" create cs "$dir"/lun{0,1,2,3} >/dev/null
 "$cluster" up 3 >/dev/null
 "$bin/mkfs.cfs" -p corosync -J 4 --force cs >/dev/null 2>&1
