@@ -20,13 +20,9 @@
 # depth 1, and the depth at which raw reads go as fast as cfs's at depth 32.
 # Usage: fuse_path.sh [BUILD]; needs root.  Env: BENCH_DIR (default /var/tmp), BENCH_TIME (s
 # per fio run, default 6).
-set -euo pipefail
 build=${1:-build}
-bin=$(cd "$build/bin" && pwd)
+. "$(dirname "$0")/lib.sh" fuse-path
 secs=${BENCH_TIME:-6}
-dir=$(mktemp -d "${BENCH_DIR:-/var/tmp}/cfs-fuse-path.XXXXXX")
-export CVM_SCAN=$dir/luns
-. "$(dirname "$0")/lib.sh"
 cleanup() {
 	uring_put_back
 	mountpoint -q "$dir/cfs" 2>/dev/null && { "$bin/cfs" umount "$dir/cfs" || umount -l "$dir/cfs"; }

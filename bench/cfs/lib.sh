@@ -1,5 +1,11 @@
-# Sourced by bench/cfs's scripts once bin (the tools) and dir (the run's directory) are set.
-#
+# What bench/cfs's scripts share, sourced as `. lib.sh NAME` with $build set: strict mode,
+# bin (the tools), dir (the run's temporary directory, named after NAME) with the LUN files'
+# directory in it for cvm to scan, and the helpers below.
+set -euo pipefail
+bin=$(cd "$build/bin" && pwd)
+dir=$(mktemp -d "${BENCH_DIR:-/var/tmp}/cfs-$1.XXXXXX")
+export CVM_SCAN=$dir/luns
+
 # FUSE over io_uring where the kernel has it: the fuse module's enable_uring is set for the
 # run (uring_put_back puts it back; BENCH_URING=0 leaves it alone), and transports lists what
 # to measure: dev (/dev/fuse), then io_uring if it was set.

@@ -25,17 +25,13 @@
 # passthrough_ll's; the database load >= 0.8x ext4; dbench >= 0.5x ext4.
 # Usage: run.sh [BUILD]; env BENCH_DIR (default /var/tmp), BENCH_TIME (s per fio run, default
 # 10), BENCH_GB (data size, default 2), BENCH_FILES, BENCH_TREE, BENCH_DBENCH_TIME (s, 60).
-set -euo pipefail
 build=${1:-build}
-bin=$(cd "$build/bin" && pwd)
+. "$(dirname "$0")/lib.sh" bench
 secs=${BENCH_TIME:-10}
 gb=${BENCH_GB:-2}
 nfiles=${BENCH_FILES:-100000}
 ntree=${BENCH_TREE:-50000}
 dbench_secs=${BENCH_DBENCH_TIME:-60}
-dir=$(mktemp -d "${BENCH_DIR:-/var/tmp}/cfs-bench.XXXXXX")
-export CVM_SCAN=$dir/luns
-. "$(dirname "$0")/lib.sh"
 cleanup() {
 	uring_put_back
 	for m in "$dir/cfs" "$dir/pt"; do
