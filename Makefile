@@ -172,6 +172,7 @@ bench-cluster: all $(BUILD)/tests/odm/odm_crash # recovery.sh runs test_cfs_odm_
 bench-cfs: all
 	bench/cfs/run.sh $(BUILD)
 	bench/cfs/fuse_path.sh $(BUILD)
+	bench/cfs/fuse_trace.sh $(BUILD)
 	bench/cfs/bigfile.sh $(BUILD)
 
 # The randomized soak of one filesystem at length (make check runs 8 rounds); SOAK_SEED=N

@@ -19,12 +19,12 @@
 # machine) and CPU time per read.  Then what the rows say: the latency the FUSE path adds at
 # depth 1, and the depth at which raw reads go as fast as cfs's at depth 32.
 # Usage: fuse_path.sh [BUILD]; needs root.  Env: BENCH_DIR (default /var/tmp), BENCH_TIME (s
-# per fio run, default 6).
+# per fio run, default 6), BENCH_HALT_POLL_NS (lib.sh).
 build=${1:-build}
 . "$(dirname "$0")/lib.sh" fuse-path
 secs=${BENCH_TIME:-6}
 cleanup() {
-	uring_put_back
+	settings_put_back
 	mountpoint -q "$dir/cfs" 2>/dev/null && { "$bin/cfs" umount "$dir/cfs" || umount -l "$dir/cfs"; }
 	rm -rf "$dir"
 }

@@ -6,8 +6,23 @@ bin=$(cd "$build/bin" && pwd)
 dir=$(mktemp -d "${BENCH_DIR:-/var/tmp}/cfs-$1.XXXXXX")
 export CVM_SCAN=$dir/luns
 
+# BENCH_HALT_POLL_NS=N: on a virtual machine whose idle cores halt through cpuidle-haltpoll,
+# they poll N ns first, for the run (put back after): to see what this machine's wake-ups of
+# an idle core cost the rows (fuse_path.sh's cores rows print the setting).
+halt_param=/sys/module/haltpoll/parameters/guest_halt_poll_ns
+halt_was=
+if [ -n "${BENCH_HALT_POLL_NS:-}" ]; then
+	if ! [[ $BENCH_HALT_POLL_NS =~ ^[0-9]+$ ]] || [ ! -w "$halt_param" ]; then
+		echo "bench/cfs: BENCH_HALT_POLL_NS needs a number of ns and cpuidle-haltpoll's $halt_param (root); unset it to run as the machine is" >&2
+		rm -rf "$dir"
+		exit 2
+	fi
+	halt_was=$(cat "$halt_param")
+	echo "$BENCH_HALT_POLL_NS" >"$halt_param"
+fi
+
 # FUSE over io_uring where the kernel has it: the fuse module's enable_uring is set for the
-# run (uring_put_back puts it back; BENCH_URING=0 leaves it alone), and transports lists what
+# run (settings_put_back puts it back; BENCH_URING=0 leaves it alone), and transports lists what
 # to measure: dev (/dev/fuse), then io_uring if it was set.
 uring_param=/sys/module/fuse/parameters/enable_uring
 uring_was=
@@ -17,7 +32,12 @@ if [ "${BENCH_URING:-1}" != 0 ] && [ -w "$uring_param" ]; then
 	echo Y >"$uring_param"
 	transports="dev io_uring"
 fi
-uring_put_back() { [ -z "$uring_was" ] || echo "$uring_was" >"$uring_param"; }
+
+# What the run changed on the machine, put back (the scripts' EXIT traps call it).
+settings_put_back() {
+	[ -z "$uring_was" ] || echo "$uring_was" >"$uring_param"
+	[ -z "$halt_was" ] || echo "$halt_was" >"$halt_param"
+}
 
 # mount_as VOLUME DIR OPTIONS TRANSPORT: VOLUME mounted at DIR (unmounted first if it was)
 # with OPTIONS (may be empty), its requests through TRANSPORT (checked), logging to

@@ -24,7 +24,8 @@
 # writes at depth 1 >= 0.8x raw; 1 MiB sequential >= 0.95x raw; metadata times <= 1.0x
 # passthrough_ll's; the database load >= 0.8x ext4; dbench >= 0.5x ext4.
 # Usage: run.sh [BUILD]; env BENCH_DIR (default /var/tmp), BENCH_TIME (s per fio run, default
-# 10), BENCH_GB (data size, default 2), BENCH_FILES, BENCH_TREE, BENCH_DBENCH_TIME (s, 60).
+# 10), BENCH_GB (data size, default 2), BENCH_FILES, BENCH_TREE, BENCH_DBENCH_TIME (s, 60),
+# BENCH_HALT_POLL_NS (lib.sh).
 build=${1:-build}
 . "$(dirname "$0")/lib.sh" bench
 secs=${BENCH_TIME:-10}
@@ -33,7 +34,7 @@ nfiles=${BENCH_FILES:-100000}
 ntree=${BENCH_TREE:-50000}
 dbench_secs=${BENCH_DBENCH_TIME:-60}
 cleanup() {
-	uring_put_back
+	settings_put_back
 	for m in "$dir/cfs" "$dir/pt"; do
 		mountpoint -q "$m" 2>/dev/null && { umount "$m" 2>/dev/null || umount -l "$m"; }
 	done
