@@ -23,12 +23,7 @@
 build=${1:-build}
 . "$(dirname "$0")/lib.sh" fuse-path
 secs=${BENCH_TIME:-6}
-cleanup() {
-	settings_put_back
-	mountpoint -q "$dir/cfs" 2>/dev/null && { "$bin/cfs" umount "$dir/cfs" || umount -l "$dir/cfs"; }
-	rm -rf "$dir"
-}
-trap cleanup EXIT
+trap put_back_and_clean EXIT
 trap 'exit 1' INT TERM # so that the EXIT trap runs when the bench is stopped
 mkdir -p "$dir/luns" "$dir/raw" "$dir/cfs"
 

@@ -23,12 +23,7 @@ if ! command -v perf >/dev/null || ! perf list 2>/dev/null | grep -q fuse:fuse_r
 fi
 . "$(dirname "$0")/lib.sh" fuse-trace
 secs=${BENCH_TIME:-3}
-cleanup() {
-	settings_put_back
-	mountpoint -q "$dir/cfs" 2>/dev/null && { "$bin/cfs" umount "$dir/cfs" || umount -l "$dir/cfs"; }
-	rm -rf "$dir"
-}
-trap cleanup EXIT
+trap put_back_and_clean EXIT
 trap 'exit 1' INT TERM # so that the EXIT trap runs when the bench is stopped
 mkdir -p "$dir/luns" "$dir/cfs"
 

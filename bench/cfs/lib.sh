@@ -39,6 +39,14 @@ settings_put_back() {
 	[ -z "$halt_was" ] || echo "$halt_was" >"$halt_param"
 }
 
+# The EXIT trap of a script whose one mount is $dir/cfs: the settings put back, the mount and
+# the run's directory gone.
+put_back_and_clean() {
+	settings_put_back
+	mountpoint -q "$dir/cfs" 2>/dev/null && { "$bin/cfs" umount "$dir/cfs" || umount -l "$dir/cfs"; }
+	rm -rf "$dir"
+}
+
 # mount_as VOLUME DIR OPTIONS TRANSPORT: VOLUME mounted at DIR (unmounted first if it was)
 # with OPTIONS (may be empty), its requests through TRANSPORT (checked), logging to
 # $dir/cfsd.log.
