@@ -27,11 +27,8 @@ trap put_back_and_clean EXIT
 trap 'exit 1' INT TERM # so that the EXIT trap runs when the bench is stopped
 mkdir -p "$dir/luns" "$dir/raw" "$dir/cfs"
 
-# Written LUN files, as bench/cfs/run.sh's (a SAN LUN allocates nothing at a first write).
-for i in 0 1 2 3; do dd if=/dev/zero of="$dir/luns/lun$i" bs=1M count=768 oflag=direct status=none; done
+new_volume fusepath 768
 for i in 0 1 2 3; do dd if=/dev/zero of="$dir/raw/f$i" bs=1M count=512 oflag=direct status=none; done
-"$bin/cvm" create fusepath "$dir"/luns/lun{0,1,2,3} >/dev/null
-"$bin/mkfs.cfs" -L fusepath fusepath >/dev/null 2>&1
 mount_cfs() { mount_as fusepath "$dir/cfs" dboptimized "$1"; }
 mount_cfs dev
 for i in 0 1 2 3; do

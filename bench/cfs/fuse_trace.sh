@@ -27,10 +27,7 @@ trap put_back_and_clean EXIT
 trap 'exit 1' INT TERM # so that the EXIT trap runs when the bench is stopped
 mkdir -p "$dir/luns" "$dir/cfs"
 
-# Written LUN files, as the other bench/cfs scripts' (a SAN LUN allocates nothing at a first write).
-for i in 0 1 2 3; do dd if=/dev/zero of="$dir/luns/lun$i" bs=1M count=384 oflag=direct status=none; done
-"$bin/cvm" create fusetrace "$dir"/luns/lun{0,1,2,3} >/dev/null
-"$bin/mkfs.cfs" -L fusetrace fusetrace >/dev/null 2>&1
+new_volume fusetrace 384
 mount_as fusetrace "$dir/cfs" dboptimized dev
 dd if=/dev/zero of="$dir/cfs/f" bs=1M count=1024 oflag=direct status=none
 

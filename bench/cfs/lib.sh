@@ -47,6 +47,21 @@ put_back_and_clean() {
 	rm -rf "$dir"
 }
 
+# new_volume NAME MIB: the CVM volume NAME over four LUN files of MIB MiB in $dir/luns, made
+# with mkfs.cfs.  The LUN files are written through, not sparse: a SAN LUN allocates nothing at
+# a first write, where a sparse file's filesystem allocates and journals at the next flush.
+# That cost cfs's appends (which write where the LUN files were never written) a fifth to a
+# quarter: 8 jobs of 8 KiB O_DSYNC appends, 10 s, 4.5k/s on sparse LUN files, 5.9k/s on
+# written ones.
+new_volume() {
+	mkdir -p "$dir/luns"
+	for i in 0 1 2 3; do
+		dd if=/dev/zero of="$dir/luns/lun$i" bs=1M count="$2" oflag=direct status=none
+	done
+	"$bin/cvm" create "$1" "$dir"/luns/lun{0,1,2,3} >/dev/null
+	"$bin/mkfs.cfs" -L "$1" "$1" >/dev/null 2>&1
+}
+
 # mount_as VOLUME DIR OPTIONS TRANSPORT: VOLUME mounted at DIR (unmounted first if it was)
 # with OPTIONS (may be empty), its requests through TRANSPORT (checked), logging to
 # $dir/cfsd.log.

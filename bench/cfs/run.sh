@@ -55,15 +55,7 @@ if [ ! -x "$pt" ]; then
 fi
 
 echo "bench/cfs: $(nproc) cores; files in $dir on $(df --output=source "$dir" | tail -1); ${gb} GiB of data; $secs s per fio run"
-# The LUN files written through, not sparse: a SAN LUN allocates nothing at a first write,
-# where a sparse file's filesystem allocates and journals at the next flush.  That cost cfs's
-# appends (which write where the LUN files were never written) a fifth to a quarter: 8 jobs
-# of 8 KiB O_DSYNC appends, 10 s, 4.5k/s on sparse LUN files, 5.9k/s on written ones.
-for i in 0 1 2 3; do
-	dd if=/dev/zero of="$dir/luns/lun$i" bs=1M count="$lun_mb" oflag=direct status=none
-done
-"$bin/cvm" create bench "$dir"/luns/lun{0,1,2,3} >/dev/null
-"$bin/mkfs.cfs" -L bench bench >/dev/null 2>&1
+new_volume bench "$lun_mb"
 mount_as bench "$dir/cfs" dboptimized dev
 # remount OPTIONS TRANSPORT: the cfs side mounted again (OPTIONS may be empty), its requests
 # through TRANSPORT (dev or io_uring).
