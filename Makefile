@@ -2,6 +2,7 @@
 #
 #   make            build libraries and tools into build/
 #   make check      every test, built with -fsanitize=address,undefined into build/asan/
+#   make stress     the tests under CPU pressure, on one core, with a slow disk (long)
 #   make demo       the newcomer's tour on LUN files in a temporary directory
 #   make bench      benchmarks (long; not part of check)
 #   make install    PREFIX=/usr/local DESTDIR= (the mount helpers go in SBINDIR=/sbin, where
@@ -45,7 +46,7 @@ ODM_OBJ := $(ODM_SRC:%.c=$(BUILD)/%.o) $(BUILD)/cfs/control.o $(BUILD)/proto/con
 LDLIBS_ODM := -lprotobuf-c -laio -lpthread
 
 .SECONDARY:
-.PHONY: all deps check demo soak bench bench-cvm bench-locks bench-cfs bench-odm bench-cluster install clean lint
+.PHONY: all deps check check-build stress demo soak bench bench-cvm bench-locks bench-cfs bench-odm bench-cluster install clean lint
 all: deps $(LIBS) $(BUILD)/lib/libcvm.so $(BUILD)/lib/libodm.so $(TOOLS)
 
 # Installs what is missing (apt-get, as root); a no-op once everything is there.  Compiling
@@ -139,12 +140,24 @@ $(BUILD)/tests/%: tests/%.c tests/helpers.h $(LIBS)
 	$(CC) $(CFLAGS_ALL) -o $@ $< $(LIBS) $(LDFLAGS_SAN) -lcriterion $(LDLIBS_CVM) $(LDLIBS_LOCK)
 
 # The test run: everything rebuilt with the sanitizers, then unit and integration tests.
-check: deps
+check: check-build
+	tests/run.sh build/asan
+
+# The test run under pressure (not part of check): STRESS_MODES of tests/stress.sh (cpu: busy
+# loops on every core; onecore: the tests on one core; slowdisk: their I/O throttled), each
+# STRESS_ROUNDS times; TEST_SCRIPTS="GLOB..." narrows each run.  Stops at the first failure.
+STRESS_MODES ?= cpu onecore slowdisk
+STRESS_ROUNDS ?= 1
+stress: check-build
+	@for m in $(STRESS_MODES); do for r in $$(seq $(STRESS_ROUNDS)); do \
+		echo "== stress: $$m, round $$r of $(STRESS_ROUNDS)"; \
+		tests/stress.sh $$m build/asan || exit 1; done; done
+
+check-build: deps
 	$(MAKE) --no-print-directory SANITIZE=1 BUILD=build/asan build/asan/bin/cvm build/asan/bin/randio build/asan/bin/cfslock \
 		$(CFS_TOOLS:$(BUILD)/%=build/asan/%) $(ODM_TOOLS:$(BUILD)/%=build/asan/%) \
 		build/asan/lib/libodm.so build/asan/tests/odm/odm_api build/asan/tests/odm/odm_crash build/asan/tests/odm/odm_race \
 		$(patsubst tests/%.c,build/asan/tests/%,$(wildcard tests/*/test_*.c))
-	tests/run.sh build/asan
 
 demo: all
 	scripts/tour.sh $(BUILD)
@@ -175,10 +188,14 @@ bench-cfs: all
 	bench/cfs/fuse_trace.sh $(BUILD)
 	bench/cfs/bigfile.sh $(BUILD)
 
-# The randomized soak of one filesystem at length (make check runs 8 rounds); SOAK_SEED=N
-# replays a run.
+# The long runs of what make check runs short: the randomized soak of one filesystem (make
+# check: 8 rounds; SOAK_SEED=N replays a run), the crash points, node deaths and coherence
+# checkers' operations.
 soak: all
 	SOAK_ROUNDS=$${SOAK_ROUNDS:-200} SOAK_STEPS=$${SOAK_STEPS:-2000} BIN=$(BUILD)/bin tests/cfs/test_soak.sh
+	CRASH_POINTS=$${CRASH_POINTS:-200} SMALL_JOURNAL_POINTS=$${SMALL_JOURNAL_POINTS:-60} BIN=$(BUILD)/bin tests/cfs/test_crash.sh
+	RECOVERY_ROUNDS=$${RECOVERY_ROUNDS:-60} BIN=$(BUILD)/bin tests/cluster/test_cfs_recovery.sh
+	COHERENCE_OPS=$${COHERENCE_OPS:-3400} COHERENCE_REPLACE_OPS=$${COHERENCE_REPLACE_OPS:-1200} BIN=$(BUILD)/bin tests/cluster/test_cfs.sh
 
 $(BUILD)/bench/odmbench: bench/odm/odmbench.c $(BUILD)/lib/libodm.so $(BUILD)/odm/stats.o
 	@mkdir -p $(dir $@)

@@ -4,4 +4,4 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 scripts/deps.sh
-make --no-print-directory check
+make --no-print-directory -j"$(nproc)" check

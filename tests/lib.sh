@@ -30,6 +30,26 @@ expect() {
 	fi
 }
 
+# wait_until SECONDS CMD...: CMD run every 0.1 s until it succeeds (0), or 1 after SECONDS.
+# For checks that wait for a condition: the bound is generous, since a loaded or slow machine
+# may take many times longer than this one, and it costs nothing when the condition comes.
+wait_until() {
+	local end=$((SECONDS + $1))
+	shift
+	until "$@" >/dev/null 2>&1; do
+		[ "$SECONDS" -lt "$end" ] || return 1
+		sleep 0.1
+	done
+}
+# check_soon SECONDS WHAT CMD...: ok once CMD succeeds, not_ok with its output if it still
+# fails after SECONDS.
+check_soon() {
+	local secs=$1 what=$2
+	shift 2
+	if wait_until "$secs" "$@"; then ok "$what"
+	else "$@" >"$T/check.out" 2>&1; not_ok "$what (still not after $secs s): $(head -c 600 "$T/check.out")"; fi
+}
+
 fingerprint() { sha256sum "$T"/lun* 2>/dev/null | sha256sum; }
 
 # finish: fails the script if a daemon's log ($T/*.log: a daemon's stderr is its log) holds a

@@ -55,7 +55,8 @@ truncate -s 128M "$T/$v.lun4"
 timeout 120 fio --name=grow --filename="$M/dt" --size=64M --bs=4k --rw=randrw --ioengine=libaio \
 	--iodepth=32 --direct=1 --time_based --runtime=15 --output="$T/fio-grow.out" >/dev/null 2>&1 &
 load=$!
-sleep 3
+n0=$(direct_count "$M" "$counter")
+wait_until 120 direct_more_than "$M" "$counter" $((${n0:-0} + 100)) # the load is under way
 check "cvm grow and cfs grow at depth 32 through $who" \
 	timeout 60 bash -c '"$1/cvm" grow "$4" "$2/$4.lun4" >/dev/null && "$1/cfs" grow "$3"' _ "$BIN" "$T" "$M" "$v"
 wait "$load" && ok "the load beside the grow ends without an error" ||

@@ -26,6 +26,7 @@ check "some of those without a worker" direct_more_than "$M" dev_direct "$sent"
 # Eight threads overwrite 4 KiB blocks of a laid-out file with (block, sequence) records and
 # log each acknowledged one; after the kill each block holds its last logged record or a
 # later one.
+before=$(direct_count "$M" dev_direct)
 python3 - "$M/dt" "$T/acked" <<'PY' &
 import mmap, os, random, sys, threading
 path, log = sys.argv[1], sys.argv[2]
@@ -49,14 +50,15 @@ for t in threads:
     t.join()
 PY
 load=$!
-sleep 3
-sent=$(direct_count "$M" dev_direct)
+# Killed once the load has sent 1,000 writes without a worker, however long that takes here.
+wait_until 300 direct_more_than "$M" dev_direct $((${before:-0} + 1000))
+sent=$(( $(direct_count "$M" dev_direct) - ${before:-0} ))
 pid=$(daemon_pid "$M")
 kill -9 "$pid"
 wait "$load"
 umount -l "$M" 2>/dev/null
 for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-check "the writes before the kill went without a worker" test "${sent:-0}" -gt 1000
+check "the $sent writes before the kill went without a worker" test "$sent" -gt 1000
 mount_cfs v "$M" dboptimized,nouring || { not_ok "mount after the kill: $(tail -3 "$T/v.log")"; finish; }
 check "every acknowledged direct write is there after the kill" python3 - "$M/dt" "$T/acked" <<'PY'
 import glob, sys
@@ -80,12 +82,13 @@ PY
 timeout 120 fio --name=load --filename="$M/dt" --size=64M --rw=randrw --bs=4k --ioengine=libaio \
 	--iodepth=32 --direct=1 --time_based --runtime=60 --output=/dev/null >/dev/null 2>&1 &
 load=$!
-sleep 2
+n0=$(direct_count "$M" dev_direct)
+wait_until 120 direct_more_than "$M" dev_direct $((${n0:-0} + 100)) # the load is under way
 pid=$(daemon_pid "$M")
 kill -TERM "$pid"
-for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-kill -0 "$pid" 2>/dev/null && not_ok "cfsd still running 10 s after SIGTERM" ||
-	ok "cfsd stops on SIGTERM with direct I/O in flight"
+gone() { ! kill -0 "$pid" 2>/dev/null; }
+wait_until 60 gone && ok "cfsd stops on SIGTERM with direct I/O in flight" ||
+	not_ok "cfsd still running 60 s after SIGTERM"
 wait "$load"
 umount -l "$M" 2>/dev/null
 expect 0 "clean" "fsck.cfs: clean at the end" -- "$BIN/fsck.cfs" -n v

@@ -399,7 +399,9 @@ check "O_DIRECT read and write" bash -c \
 	'dd if=/dev/urandom of=dsrc bs=1M count=4 status=none && dd if=dsrc of=dio bs=1M oflag=direct status=none &&
 	 dd if=dio of=dback bs=1M iflag=direct status=none && cmp dsrc dback'
 check "flock and fcntl locks exclude each other" bash -c \
-	'touch lk && flock lk sleep 2 & sleep 0.5; ! flock -n lk true; r=$?; wait; [ $r = 0 ] &&
+	'touch lk && flock lk sh -c "touch held; until [ -e release ]; do sleep 0.05; done" &
+	 for i in $(seq 1200); do [ -e held ] && break; sleep 0.05; done
+	 ! flock -n lk true; r=$?; touch release; wait; rm -f held release; [ $r = 0 ] &&
 	 python3 -c "
 import fcntl, os, subprocess
 fd = os.open(\"lk\", os.O_RDWR); fcntl.lockf(fd, fcntl.LOCK_EX)

@@ -65,7 +65,8 @@ mount_cfs v "$M" dboptimized || { not_ok "mount: $(tail -3 "$T/v.log")"; finish;
 timeout 120 fio --name=load --directory="$M" --rw=randrw --bs=4k --size=32M --ioengine=libaio \
 	--iodepth=32 --direct=1 --time_based --runtime=60 --output=/dev/null >/dev/null 2>&1 &
 load=$!
-sleep 3
+n0=$(direct_count "$M" uring_direct)
+wait_until 120 direct_more_than "$M" uring_direct $((${n0:-0} + 100)) # requests in the rings
 pkill -9 -f "^cfsd .*$M"
 wait "$load"
 rc=$?
@@ -78,9 +79,9 @@ mount_cfs v "$M" || { not_ok "mount after the kill: $(tail -3 "$T/v.log")"; fini
 check "mounted again (the journal replayed) through io_uring" transport_is "$M" io_uring
 pid=$(pgrep -f "^cfsd .*$M")
 kill -TERM "$pid"
-for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-kill -0 "$pid" 2>/dev/null && not_ok "cfsd still running 10 s after SIGTERM" ||
-	ok "cfsd stops on SIGTERM with its rings' threads"
+gone() { ! kill -0 "$pid" 2>/dev/null; }
+wait_until 60 gone && ok "cfsd stops on SIGTERM with its rings' threads" ||
+	not_ok "cfsd still running 60 s after SIGTERM"
 umount -l "$M" 2>/dev/null
 expect 0 "clean" "fsck.cfs: clean at the end" -- "$BIN/fsck.cfs" -n v
 finish

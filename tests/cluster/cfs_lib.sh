@@ -73,25 +73,56 @@ settled_free() {
 recovering() { # on node 1: is a dead node's recovery pending?
 	[ "$(status_of 1 recovering | tr -d '[] ')" != "" ]
 }
-# die_while NODE CMD...: NODE's cfsd and corosync killed a second into CMD (run there in the
-# background); back once node 1 sees NODE's recovery pending (or after 10 s).
+recovery_done() { ! recovering; }
+# A fence agent the test holds (mount with fence=$(held_fence)): while $T/fence.hold exists it
+# does not answer, so a dead node's recovery is pending for as long as the test needs, on any
+# machine, fast or slow; it answers "fenced" once the hold is gone.  (Without a fence program
+# the survivors replay after the fence interval, and a check that the recovery "is still
+# pending" would race that timer.)  After 50 s it gives up (cfsd runs it again at its next
+# try, before its own 60 s limit).
+held_fence() {
+	local agent=$T/held_fence.sh
+	[ -x "$agent" ] || {
+		cat >"$agent" <<'AGENT'
+#!/bin/sh
+dir=$(dirname "$0")
+echo "$1" >>"$dir/held_fence.log"
+i=0
+while [ -e "$dir/fence.hold" ]; do
+	i=$((i + 1))
+	[ $i -lt 500 ] || exit 1
+	sleep 0.1
+done
+exit 0
+AGENT
+		chmod +x "$agent"
+	}
+	echo "$agent"
+}
+# die_while NODE CMD...: CMD runs on NODE in the background; once it has made $T/started (its
+# first step done), NODE's cfsd and corosync are killed with the held fence agent holding the
+# recovery (the mounts use fence=$(held_fence)); back once node 1 sees it pending.
 die_while() {
 	local n=$1 pid
 	shift
 	pid=$(status_of "$n" pid)
+	rm -f "$T/started"
+	touch "$T/fence.hold"
 	on "$n" "$@" >/dev/null 2>&1 &
-	sleep 1
+	wait_until 120 test -e "$T/started" || not_ok "node $n's work did not start within 120 s"
 	C kill "$n"
 	kill -9 "$pid"
 	C abort "$n"
-	for _ in $(seq 100); do recovering && break; sleep 0.1; done
+	wait_until 120 recovering || not_ok "node 1 did not see node $n's recovery pending within 120 s"
 }
-# come_back NODE: once its recovery is done, NODE's corosync starts and NODE mounts again.
+# come_back NODE: the held recovery goes on; once it is done, NODE's corosync starts and NODE
+# mounts again.
 come_back() {
-	for _ in $(seq 600); do recovering || break; sleep 0.1; done
+	rm -f "$T/fence.hold"
+	wait_until 120 recovery_done || not_ok "node $1's recovery still pending 120 s after its fence agent answered"
 	check "node $1's corosync starts again" C start "$1"
 	C wait-quorum "$1" yes 30 >/dev/null 2>&1
-	check "node $1 mounts again" mount_on "$1"
+	check "node $1 mounts again" mount_on "$1" "fence=$(held_fence)"
 }
 umount_on() { on "$1" timeout 60 "$BIN/cfs" umount "$(M "$1")"; }
 check() { local what=$1; shift; if "$@" >"$T/check.out" 2>&1; then ok "$what"; else not_ok "$what: $(head -c 600 "$T/check.out")"; fi; }

@@ -60,9 +60,14 @@ write_conf() { # node count
 start_node() {
 	local n=$1 dir=$STATE/n$1
 	# The node's own mount namespace: corosync's run and state directories and the shared
-	# memory of its IPC are private to it, as on a real machine.
+	# memory of its IPC are private to it, as on a real machine.  It starts as a copy of this
+	# machine's mounts: the FUSE mounts among them (another test's, running at the same time)
+	# are dropped from it, or the copy would keep each one's filesystem alive after that test
+	# unmounts it, and its daemon would wait for ever for the end of a connection.
 	mkdir -p /var/lib/corosync
 	ip netns exec "$(ns "$n")" unshare --mount --propagation private bash -c '
+		awk '\''$3 == "fuse" || $3 == "fuseblk" || $3 ~ /^fuse\./ { print $2 }'\'' /proc/self/mounts | sort -r |
+			while read -r m; do umount -l "$m"; done
 		mount -t tmpfs cfs-run /run && mkdir /run/corosync &&
 		mount -t tmpfs cfs-lib /var/lib/corosync &&
 		mount -t tmpfs cfs-shm /dev/shm &&

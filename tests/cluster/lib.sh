@@ -6,8 +6,11 @@ if [ "$(id -u)" -ne 0 ] || ! command -v corosync >/dev/null; then
 	echo "skip - $1: need root and corosync"
 	exit 0
 fi
-export CLUSTER_ID=c$$
+# The cluster's name: tests/run.sh gives each script its own; by hand, one from our pid.  Its
+# state (corosync's configs and logs) goes in TMPDIR, where tests/run.sh looks for leftovers.
+export CLUSTER_ID=${CLUSTER_ID:-c$$}
 CLUSTER_ID=${CLUSTER_ID:0:6}
+export CLUSTER_STATE=${CLUSTER_STATE:-${TMPDIR:-/tmp}/cfs-cluster-$CLUSTER_ID}
 # The cleanup ignores further INT and TERM: several checks that found the cluster hung each
 # stop the script (see hung in cfs_lib.sh), and one TERM more cut the cleanup short.
 # KEEP_LOGS=DIR keeps the daemons' logs there (the temporary directory goes).

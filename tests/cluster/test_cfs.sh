@@ -98,7 +98,7 @@ time.sleep(0.2)
 print(os.pread(fd, 64, 0).decode(), flush=True)
 EOF
 reader=$!
-sleep 1
+wait_until 120 grep -q version-1 "$T/open.out" # node 2 has the file open and read it
 on 1 bash -c "printf 'version-2' >'$(M 1)/open' && sync '$(M 1)/open' && touch '$(M 1)/open.go'"
 wait $reader
 check "node 2 reading through a file open since before sees node 1's rewrite" \
@@ -128,7 +128,7 @@ while not os.path.exists(sys.argv[1] + ".go"):
 time.sleep(0.5)
 print(m[:4].decode(), flush=True)' "$(M 2)/stamped" >"$T/mapped.out" 2>&1 &
 mapper=$!
-sleep 1
+wait_until 120 grep -q AAAA "$T/mapped.out" # node 2 has the page mapped
 same_stamp 1 "$(M 1)/stamped" B
 on 1 touch "$(M 1)/stamped.go"
 wait $mapper
@@ -287,7 +287,9 @@ at_once "coherence checker" checker
 # configuration files are replaced): a reader on another node opens either the old inode or
 # the new one, whole, never a missing name.
 on 1 mkdir "$(M 1)/replaced"
-replacer() { timeout 1800 "$HERE/cluster.sh" exec "$1" python3 "$HERE/coherence.py" "$(M "$1")/replaced" "$1" 3 600 --replace; }
+# make check runs 3 x 300 (over a minute under ASan: every op replaces a name in the one
+# directory all three share); make soak runs 3 x 1,200.
+replacer() { timeout 1800 "$HERE/cluster.sh" exec "$1" python3 "$HERE/coherence.py" "$(M "$1")/replaced" "$1" 3 "${COHERENCE_REPLACE_OPS:-300}" --replace; }
 at_once "coherence checker, files replaced by renames" replacer
 
 # ---- a tree unpacked on node 1, checked on 2 and 3, removed on 3 ----

@@ -71,8 +71,9 @@ else ok "LOCK_NB of LOCK_SH on node 3 fails too"; fi
 on 2 flock -x "$(M 2)/lock" true &
 waiter=$!
 node_id() { on "$1" "$BIN/cfs" status --json "$(M "$1")" | python3 -c 'import json,sys; print(json.load(sys.stdin)["node_id"])'; }
-sleep 1
-check "cfs locks on node 3: /lock held EX by node 1, node 2 waiting for EX" \
+# shows_holder_and_waiter: cfs locks on node 3 names node 1 holding /lock EX and node 2 waiting
+# for it (node 2's request may reach node 3's table some time after flock started).
+shows_holder_and_waiter() {
 	python3 - "$(on 3 "$BIN/cfs" locks --json "$(M 3)")" "$(node_id 1)" "$(node_id 2)" <<'PY'
 import json, sys
 locks, holder, waiter = json.loads(sys.argv[1])['locks'], int(sys.argv[2]), int(sys.argv[3])
@@ -83,6 +84,8 @@ assert any(l['node_id'] == waiter and l['state'] != 'granted' and l['requested']
            for l in mine), mine
 assert any(l['resource'] == 'meta' for l in locks), locks
 PY
+}
+check_soon 120 "cfs locks on node 3: /lock held EX by node 1, node 2 waiting for EX" shows_holder_and_waiter
 release
 check "node 2's waiting flock got the lock once node 1 let go" wait $waiter
 check "node 2's LOCK_NB succeeds once node 1 let go" on 2 flock -n -x "$(M 2)/lock" true

@@ -14,7 +14,8 @@ C up 3 >/dev/null && ok "cluster of 3 nodes up" || { not_ok "cluster up"; finish
 # group 1 (14 MiB: node 3's writes here stay under 12 MiB, or they would spill into group 0).
 make_data 40
 "$BIN/mkfs.cfs" -p corosync -J 4 data >/dev/null 2>&1
-for n in 1 2 3; do check "node $n mounts" mount_on $n; done
+# The held fence agent keeps node 3's recovery pending below for as long as the checks need.
+for n in 1 2 3; do check "node $n mounts" mount_on $n "fence=$(held_fence)"; done
 slots=$(for n in 1 2 3; do status_of $n slot; done | tr '\n' ' ')
 check "nodes 1, 2 and 3 hold slots 0, 1 and 2 (got: $slots)" test "$slots" = "0 1 2 "
 
@@ -165,6 +166,8 @@ fd = os.open('$(M 3)/dying3', os.O_WRONLY | os.O_APPEND)
 for i in range(300):
     os.write(fd, b'd' * 4096)
     os.fsync(fd)
+    if i == 0:
+        open('$T/started', 'w').close()
 time.sleep(600)"
 check "node 1 sees node 3 dead, its recovery pending" recovering
 append 1 own1 10

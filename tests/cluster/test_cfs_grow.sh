@@ -83,12 +83,13 @@ check "a survivor replayed slot 3's journal" grep -q "recovery: journal of slot 
 # A node that unmounts says goodbye: odmstat --cluster shows it unmounted, not down.
 id3=$(status_of 3 node_id)
 check "unmount node 3" umount_on 3
-sleep 0.5
-on 1 "$BIN/odmstat" --cluster="$(M 1)" --json >"$T/left.json"
-check "odmstat --cluster shows node 3 unmounted, not down" python3 -c "
+shown_unmounted() { # node 1 has heard node 3's goodbye
+	on 1 "$BIN/odmstat" --cluster="$(M 1)" --json >"$T/left.json" && python3 -c "
 import json, sys
 j, id3 = json.load(open(sys.argv[1])), int(sys.argv[2])
 assert [n for n in j['nodes'] if n['node_id'] == id3 and n['unmounted'] and not n['alive']], j['nodes']" "$T/left.json" "$id3"
+}
+check_soon 60 "odmstat --cluster shows node 3 unmounted, not down" shown_unmounted
 for n in 1 2; do check "unmount node $n" umount_on $n; done
 fsck_clean "after the growth"
 no_damage_logged

@@ -30,7 +30,7 @@ seen_after() {
 	local mark=$T/mark$round ready=$T/ready$round
 	on "$n" python3 "$WATCH" watch "$kind" "$(M "$n")/$path" "$mark" "$ready" >"$T/watch$round" 2>&1 &
 	watcher=$!
-	for _ in $(seq 300); do [ -e "$ready" ] && break; sleep 0.02; done
+	wait_until 120 test -e "$ready"
 	on 2 bash -c "cd '$(M 2)' && $change" >"$T/change$round" 2>&1 || { not_ok "$what: node 2: $(cat "$T/change$round")"; kill $watcher; return; }
 	on 2 python3 "$WATCH" once "$kind" "$(M 2)/$path" >"$mark.tmp" && mv "$mark.tmp" "$mark"
 	if wait $watcher; then ok "$what: node $n sees it at once"; else not_ok "$what: $(cat "$T/watch$round")"; fi

@@ -13,7 +13,8 @@
 C up 3 >/dev/null && ok "cluster of 3 nodes up" || { not_ok "cluster up"; finish; }
 make_data 100
 "$BIN/mkfs.cfs" -p corosync -J 4 data >/dev/null 2>&1
-for n in 1 2 3; do check "node $n mounts" mount_on $n; done
+# The held fence agent keeps node 3's recovery pending below for as long as the checks need.
+for n in 1 2 3; do check "node $n mounts" mount_on $n "fence=$(held_fence)"; done
 
 # churn NODE DIR COUNT [KEEP]: COUNT rounds of a file with data (and a second link to it,
 # renamed), a directory and a symlink made in DIR and removed again (the last KEEP rounds
@@ -70,6 +71,8 @@ die_while 3 python3 -c "
 import os, time
 for i in range(100000):
     open('$(M 3)/own3/dying%d' % i, 'w').close()
+    if i == 0:
+        open('$T/started', 'w').close()
 time.sleep(600)"
 check "node 1 sees node 3 dead, its recovery pending" recovering
 check "node 1 made and removed 20 rounds of names in its directory meanwhile" churn 1 own1 20

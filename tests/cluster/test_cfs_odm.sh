@@ -46,12 +46,18 @@ for n in 1 2 3; do
 	on $n "$ODM/odm_crash" write "$(M $n)" "$T/log$n" $n $((n - 1)) 3 >"$T/writer$n.out" 2>&1 &
 	wpid[n]=$!
 done
-sleep 1
+# Warm once every writer has logged writes (each took the locks it keeps); then counted over
+# at least 2 s and 1,000 writes, however long those take here.
+logged() { cat "$T/log$1" 2>/dev/null | wc -l; }
+warm() { [ "$(logged 1)" -gt 0 ] && [ "$(logged 2)" -gt 0 ] && [ "$(logged 3)" -gt 0 ]; }
+wait_until 120 warm || not_ok "the ODM writers did not all write within 120 s"
 msgs() { echo $(( $(status_of 1 lock_messages) + $(status_of 2 lock_messages) + $(status_of 3 lock_messages) )); }
-m0=$(msgs) w0=$(cat "$T"/log[123] | wc -l)
+m0=$(msgs) w0=$(cat "$T"/log[123] | wc -l) s0=$SECONDS
 sleep 2
+thousand_more() { [ "$(cat "$T"/log[123] | wc -l)" -gt $((w0 + 1000)) ]; }
+wait_until 120 thousand_more
 m1=$(msgs) w1=$(cat "$T"/log[123] | wc -l)
-check "$((w1 - w0)) ODM writes from 3 nodes in 2 s sent $((m1 - m0)) lock messages (want under 20)" \
+check "$((w1 - w0)) ODM writes from 3 nodes in $((SECONDS - s0)) s sent $((m1 - m0)) lock messages (want under 20)" \
 	test $((m1 - m0)) -lt 20 -a $((w1 - w0)) -gt 1000
 check "node 2 does not see node 1's uncommitted scratch file" \
 	bash -c "! '$HERE/cluster.sh' exec 2 ls '$(M 2)' | grep -q scratch"
@@ -80,11 +86,8 @@ for n in 1 2 3; do
 	lpid[n]=$!
 done
 for n in 1 2 3; do check "odmload ran on node $n" wait "${lpid[n]}"; done
-sleep 2.5
-for n in 1 2 3; do on $n "$BIN/odmstat" --json >"$T/own$n.json"; done
-on 1 "$BIN/odmstat" --cluster="$(M 1)" --json >"$T/cluster.json"
-on 1 "$BIN/odmstat" --cluster="$(M 1)" --by node --json >"$T/bynode.json"
-on 1 "$BIN/odmstat" --cluster --by node >"$T/bynode.txt"
+# Each node sends its counts to the others once a second: node 1's sum of them matches what
+# each node counts itself once those of the end of the loads have come (asked until then).
 sum_py='
 import json, sys
 def total(path):
@@ -95,11 +98,18 @@ def total(path):
             t[2 * i + 1] += r[m]["read_bytes"] + r[m]["write_bytes"]
     return t
 '
-check "odmstat --cluster on node 1 sums each node's own view exactly" python3 -c "$sum_py
+cluster_sums_own() {
+	for n in 1 2 3; do on $n "$BIN/odmstat" --json >"$T/own$n.json"; done
+	on 1 "$BIN/odmstat" --cluster="$(M 1)" --json >"$T/cluster.json"
+	python3 -c "$sum_py
 own = [sum(x) for x in zip(*(total(p) for p in sys.argv[2:]))]
 got = total(sys.argv[1])
 assert got == own and own[0] + own[2] > 0, (got, own)
 print(got)" "$T/cluster.json" "$T"/own[123].json
+}
+check_soon 60 "odmstat --cluster on node 1 sums each node's own view exactly" cluster_sums_own
+on 1 "$BIN/odmstat" --cluster="$(M 1)" --by node --json >"$T/bynode.json"
+on 1 "$BIN/odmstat" --cluster --by node >"$T/bynode.txt"
 check "odmstat --cluster --by node shows 3 nodes, all up" python3 -c "
 import json, sys
 j = json.load(open(sys.argv[1]))
@@ -116,7 +126,9 @@ for n in 2 3; do
 	on $n "$ODM/odm_race" writer "$(M $n)/v.dbf" >"$T/race$n.out" 2>&1 &
 	rpid[n]=$!
 done
-sleep 1
+for n in 2 3; do
+	wait_until 120 grep -q writing "$T/race$n.out" || not_ok "node $n's writer: $(cat "$T/race$n.out")"
+done
 check "cfs locks on node 2 names the ODM map lock of v.dbf" \
 	bash -c "'$HERE/cluster.sh' exec 2 '$BIN/cfs' locks '$(M 2)' | grep 'ODM maps of inode' | grep -q v.dbf"
 check "node 1 shrinks v.dbf 4 times under writes from nodes 2 and 3, and its new files keep their data" \
@@ -146,12 +158,12 @@ check "node 2 no longer sees v.dbf" bash -c "! '$HERE/cluster.sh' exec 2 test -e
 on 1 "$ODM/odm_race" create "$(M 1)/f.dbf" 8 || not_ok "node 1 creates f.dbf"
 on 3 "$ODM/odm_race" writer "$(M 3)/f.dbf" >"$T/fenced.out" 2>&1 &
 fpid=$!
-sleep 1
+wait_until 120 grep -q writing "$T/fenced.out" || not_ok "node 3's writer: $(cat "$T/fenced.out")"
 C partition 3
 t0=$(ms)
-for _ in $(seq 150); do kill -0 $fpid 2>/dev/null || break; sleep 0.1; done
-if kill -0 $fpid 2>/dev/null; then
-	not_ok "node 3's ODM writer still writes 15 s after it was cut off"
+writer_gone() { ! kill -0 $fpid 2>/dev/null; }
+if ! wait_until 60 writer_gone; then
+	not_ok "node 3's ODM writer still writes 60 s after it was cut off"
 	pkill -9 -f "odm_race writer $(M 3)/" || true
 else
 	check "node 3's ODM writes fail once it fenced itself ($(($(ms) - t0)) ms after the partition)" \
@@ -185,12 +197,14 @@ C kill 2; kill -9 "$pid2"; C abort 2
 pkill -9 -f "odm_race uncommitted $(M 2)/" || true
 wait $upid 2>/dev/null
 check "node 1 works on after node 2 died" on 1 timeout 60 mkdir "$(M 1)/after"
-on 1 "$BIN/odmstat" --cluster="$(M 1)" --by node --json >"$T/dead.json"
-check "odmstat --cluster keeps node 2's last counts, marked down" python3 -c "
+shown_down() {
+	on 1 "$BIN/odmstat" --cluster="$(M 1)" --by node --json >"$T/dead.json" && python3 -c "
 import json, sys
 j, id2 = json.load(open(sys.argv[1])), int(sys.argv[2])
 assert [n for n in j['nodes'] if n['node_id'] == id2 and not n['alive'] and not n['unmounted']], j['nodes']
 assert any(r['key'].endswith('#%d (down)' % id2) for r in j['rows']), j['rows']" "$T/dead.json" "$id2"
+}
+check_soon 60 "odmstat --cluster keeps node 2's last counts, marked down" shown_down
 check "node 1 can create u.dbf, which node 2 never committed" on 1 "$ODM/odm_race" create "$(M 1)/u.dbf" 4
 check "unmount node 1" umount_on 1
 fsck_clean "at the end (node 2's uncommitted file freed by its recovery)"

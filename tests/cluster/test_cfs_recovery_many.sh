@@ -16,7 +16,8 @@ for n in 4 5; do
 	pid[$n]=$(status_of $n pid)
 	on $n python3 "$HERE/fsync_log.py" run "$(M $n)/w$n" "$T/log$n" >/dev/null 2>&1 &
 done
-sleep 2
+both_write() { [ -s "$T/log4" ] && [ -s "$T/log5" ]; }
+wait_until 120 both_write && sleep 1 # dying with more in flight
 C kill 4; C kill 5; kill -9 "${pid[4]}" "${pid[5]}"; C abort 4; C abort 5
 t0=$(ms)
 check "node 1 creates a directory after nodes 4 and 5 died at once" on 1 timeout 60 mkdir "$(M 1)/after-a"
@@ -25,6 +26,9 @@ for n in 4 5; do
 	check "node 2 sees everything node $n's fsync acknowledged" \
 		on 2 python3 "$HERE/fsync_log.py" check "$(M 2)/w$n" "$T/log$n"
 done
+# The log line comes once the recovery's locks are given back, maybe after the reads above.
+recovered_two() { [ "$(recovered)" -ge 2 ]; }
+wait_until 60 recovered_two
 check "both dead nodes were recovered once ($(recovered) recoveries logged)" test "$(recovered)" -eq 2
 wait
 for n in 4 5; do
@@ -48,10 +52,10 @@ for n in 1 2 3 4 5; do check "node $n mounts with a fence agent" mount_on $n "fe
 for n in 1 2 3 4 5; do pid[$n]=$(status_of $n pid); done
 before=$(recovered)
 on 5 python3 "$HERE/fsync_log.py" run "$(M 5)/wb" "$T/logb" >/dev/null 2>&1 &
-sleep 1.5
+wait_until 120 test -s "$T/logb" && sleep 0.5
 C kill 5; kill -9 "${pid[5]}"; C abort 5
 wait
-for _ in $(seq 200); do [ -s "$T/agent.log" ] && break; sleep 0.1; done
+wait_until 120 test -s "$T/agent.log"
 hung=$(awk 'NR == 1 { print $2 }' "$T/agent.log" 2>/dev/null)
 recoverer=
 for n in 1 2 3 4; do [ "${pid[$n]}" = "$hung" ] && recoverer=$n; done
@@ -67,6 +71,8 @@ check "node $other sees everything node 5's fsync acknowledged" \
 	on $other python3 "$HERE/fsync_log.py" check "$(M $other)/wb" "$T/logb"
 check "the fence agent was run again for node 5 and for node $recoverer" \
 	sh -c "grep -q '^5 ' '$T/agent.log' && grep -q '^$recoverer ' '$T/agent.log' && [ \$(grep -c '^5 ' '$T/agent.log') -ge 2 ]"
+two_more() { [ $(($(recovered) - before)) -ge 2 ]; }
+wait_until 60 two_more
 check "both were recovered ($(($(recovered) - before)) recoveries logged)" test $(($(recovered) - before)) -eq 2
 for n in 1 2 3 4; do [ "$n" = "$recoverer" ] || check "node $n unmounts" umount_on $n; done
 fsck_clean "after three node deaths"

@@ -25,7 +25,9 @@ expect 1 "being changed by another node" "grow on node 2 is refused while node 3
 expect 1 "being changed by another node" "check --repair waits its turn too" -- cvm 1 check --repair data
 expect 0 "clean" "a read-only check needs no lock" -- cvm 1 check data
 pkill -f "^$BIN/cfslock -s cvm lock cvm:data EX"
-sleep 1
-expect 0 "volume data grown" "grow on node 2 after the release" -- cvm 2 grow data "$T/lun2" "$T/lun3"
+# The lock goes once the lock service has seen its holder go: until then a grow is refused
+# (and changes nothing, as above), so it is tried again until it goes through.
+grows() { cvm 2 grow data "$T/lun2" "$T/lun3" 2>&1 | grep -q "volume data grown"; }
+check_soon 60 "grow on node 2 after the release" grows
 expect 0 "generation  2" "node 3 sees the new generation" -- cvm 3 show data
 finish

@@ -25,7 +25,7 @@ start_shell() { # name node
 	C exec "$2" "$BIN/cfslock" --log "$T/events" shell <"$T/in.$1" >"$T/shell.$1" 2>&1 &
 	exec {fd}>"$T/in.$1"
 	eval "SHELL_FD_$1=$fd"
-	wait_for "$T/shell.$1" "ready" 20
+	wait_for "$T/shell.$1" "ready" 60
 }
 say() { local v="SHELL_FD_$1"; echo "$2" >&"${!v}"; }
 wait_for() { # file text seconds
@@ -39,7 +39,7 @@ wait_for() { # file text seconds
 check() { if "$@"; then ok "$what"; else not_ok "$what"; fi; }
 quiet() { "$@" >/dev/null; }
 recovering_locks_become() { # count: node 3's dump shows that many recovering locks, soon
-	local end=$((SECONDS + 10))
+	local end=$((SECONDS + 60))
 	while [ $SECONDS -lt "$end" ]; do
 		[ "$(L 3 dump | grep -c '^ *(recovering')" -eq "$1" ] && return 0
 		sleep 0.5
@@ -97,30 +97,30 @@ run_cluster() {
 	# (c) blocking callback, (d) value block.
 	start_shell a 1
 	say a "lock rc EX"
-	wait_for "$T/shell.a" "done rc ok EX" 10
+	wait_for "$T/shell.a" "done rc ok EX" 60
 	L 2 --hold 0.1 lock rc PR >"$T/c.out" &
 	local waiter=$!
 	what="$n nodes (c): the EX holder on node 1 gets the blocking callback for PR"
-	check wait_for "$T/shell.a" "blocking rc PR" 10
+	check wait_for "$T/shell.a" "blocking rc PR" 60
 	sleep 0.3
 	what="$n nodes (c): PR is not granted while EX is held"
 	check [ ! -s "$T/c.out" ]
 	say a "lvb rc hello-from-1"
 	say a "unlock rc"
 	what="$n nodes (c): PR granted after the release"
-	check wait_done "$waiter" 10
+	check wait_done "$waiter" 60
 	start_shell b 2
 	say b "lock rc PR"
-	wait_for "$T/shell.b" "done rc ok PR" 10
+	wait_for "$T/shell.b" "done rc ok PR" 60
 	say b "show rc"
 	what="$n nodes (d): the value block written on release from EX reaches node 2"
-	check wait_for "$T/shell.b" "show rc PR lvb valid hello-from-1" 10
+	check wait_for "$T/shell.b" "show rc PR lvb valid hello-from-1" 60
 	say b "unlock rc"
 	eval "exec ${SHELL_FD_a}>&- ${SHELL_FD_b}>&-"
 
 	# (e) kill -9 the client holding EX: recovering until recovery is declared done.
 	L 1 lock re EX >"$T/e.hold" 2>&1 &
-	wait_for "$T/e.hold" granted 30
+	wait_for "$T/e.hold" granted 60
 	local holder
 	holder=$(holder_pid "lock re EX")
 	kill -9 "$holder"
@@ -134,11 +134,11 @@ run_cluster() {
 	check bash -c "timeout 30 '$HERE/cluster.sh' exec 3 '$BIN/cfslock' dump | grep -q recovering"
 	L 3 recovery-done 1
 	what="$n nodes (e): granted once recovery of node 1 is done"
-	check wait_done "$waiter" 10
+	check wait_done "$waiter" 60
 
 	# ... and kill -9 of corosync on a node whose client holds EX.
 	L "$n" lock re2 EX >"$T/e2.hold" 2>&1 &
-	wait_for "$T/e2.hold" granted 30
+	wait_for "$T/e2.hold" granted 60
 	holder=$(holder_pid "lock re2 EX")
 	C kill "$n"
 	echo "$(mono_ns) $n $holder release re2 EX" >>"$T/events"
@@ -148,10 +148,10 @@ run_cluster() {
 	what="$n nodes (e): EX of a node whose corosync died is held until recovery"
 	check [ ! -s "$T/e2.out" ]
 	what="$n nodes: the other nodes' clients hear that node $n left"
-	check wait_for "$T/shell.d1" "member $n left" 10
+	check wait_for "$T/shell.d1" "member $n left" 60
 	L 2 recovery-done "$n"
 	what="$n nodes (e): granted after recovery of node $n"
-	check wait_done "$waiter" 10
+	check wait_done "$waiter" 60
 	kill -9 "$holder" 2>/dev/null
 	C start "$n"
 	C wait-quorum "$n" yes 60
@@ -161,7 +161,7 @@ run_cluster() {
 	C partition $minority
 	for m in $minority; do C wait-quorum "$m" no 30; done
 	what="$n nodes (f): the minority's clients get the quorum event"
-	check wait_for "$T/shell.d${minority%% *}" "quorum no" 10
+	check wait_for "$T/shell.d${minority%% *}" "quorum no" 60
 	L "${minority%% *}" --hold 0.1 lock rf EX >/dev/null 2>&1
 	local rc=$?
 	what="$n nodes (f): a minority node's lock call fails with 'no quorum' (exit 4, got $rc)"
@@ -174,7 +174,7 @@ run_cluster() {
 	check quiet L "${minority%% *}" --hold 0.1 lock rf EX
 	what="$n nodes (f): a long-lived member of the minority rejoined and locks again"
 	say "d${minority%% *}" "lock rk EX"
-	check wait_for "$T/shell.d${minority%% *}" "done rk ok EX" 20
+	check wait_for "$T/shell.d${minority%% *}" "done rk ok EX" 60
 	say "d${minority%% *}" "unlock rk"
 
 	for node in $(seq 1 "$n"); do eval "exec {SHELL_FD_d$node}>&-"; done
@@ -183,8 +183,8 @@ run_cluster() {
 	# all their locks are recovering.
 	L 1 lock rh1 EX >"$T/h1.hold" 2>&1 &
 	L 2 lock rh2 PR >"$T/h2.hold" 2>&1 &
-	wait_for "$T/h1.hold" granted 30
-	wait_for "$T/h2.hold" granted 30
+	wait_for "$T/h1.hold" granted 60
+	wait_for "$T/h2.hold" granted 60
 	pids=()
 	for node in $(seq 1 "$n"); do
 		L "$node" dump >"$T/h.dump$node" 2>&1 &
@@ -192,7 +192,7 @@ run_cluster() {
 	done
 	local seen=0
 	for i in "${!pids[@]}"; do
-		if wait_done "${pids[$i]}" 30 && grep -q '^rh1 .*granted *EX' "$T/h.dump$((i + 1))" &&
+		if wait_done "${pids[$i]}" 60 && grep -q '^rh1 .*granted *EX' "$T/h.dump$((i + 1))" &&
 			grep -q '^rh2 .*granted *PR' "$T/h.dump$((i + 1))"; then
 			seen=$((seen + 1))
 		else

@@ -2,8 +2,9 @@
  * one node; the files are on the cluster mount).
  *
  *   odm_race writer FILE          identifies FILE and writes 'W' blocks all over it, 16 at a
- *                                 time, until killed; a write past a shrunk end (-ERANGE) is
- *                                 fine, any other error ends it (exit 4)
+ *                                 time, until killed; says "writing" after its first batch;
+ *                                 a write past a shrunk end (-ERANGE) is fine, any other
+ *                                 error ends it (exit 4)
  *   odm_race shrink FILE DIR N    N times: shrinks FILE by 4 MiB, creates DIR/nI.dbf of 4 MiB
  *                                 (the freed space), fills it with 'Z', reads it back a moment
  *                                 later: a 'W' there means another node's write reached space
@@ -17,6 +18,7 @@
 #include "odm/odm.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,6 +64,7 @@ static int writer(const char *path)
 	struct odm_ioc ioc[DEPTH], *p[DEPTH];
 	char *b = buf_of((size_t)DEPTH * BS, 'W');
 	unsigned seed = (unsigned)getpid();
+	bool said_writing = false;
 	for (;;) {
 		for (int i = 0; i < DEPTH; i++) {
 			ioc[i] = (struct odm_ioc){.op = ODM_WRITE, .fid = f,
@@ -74,6 +77,11 @@ static int writer(const char *path)
 		for (int i = 0; i < DEPTH; i++)
 			if (ioc[i].status && ioc[i].status != -ERANGE)
 				return fail("write", ioc[i].status, 4);
+		if (!said_writing) { /* what the tests wait for before they act on the file */
+			printf("writing\n");
+			fflush(stdout);
+			said_writing = true;
+		}
 	}
 }
 

@@ -33,11 +33,10 @@ p1=$!
 p2=$!
 "$BIN/odmstat" -i 0.5 -c 5 --plot "$T/odm.svg" >/dev/null 2>"$T/plot.err" &
 p3=$!
-sleep 3
-"$BIN/odmstat" -l --json >"$T/list.json"
-wait $p1 && ok "odmload oltp ran" || not_ok "odmload oltp ran: $(tail -3 "$T/oltp.out")"
-wait $p2 && ok "odmload scan ran" || not_ok "odmload scan ran: $(tail -3 "$T/dss.out")"
-check "odmstat -l lists the Oracle-named processes of both instances" python3 - "$T/list.json" <<PY
+# lists_both: odmstat -l lists the Oracle-named processes of both instances.  Asked until it
+# does while the loads run (their processes may start late on a loaded machine).
+lists_both() {
+	"$BIN/odmstat" -l --json >"$T/list.json" && python3 - "$T/list.json" <<PY
 import json, sys
 procs = json.load(open(sys.argv[1]))
 got = {(p["instance"], p["ptype"]) for p in procs}
@@ -45,6 +44,10 @@ want = {("OL$S", "foreground"), ("OL$S", "lgwr"), ("OL$S", "dbwr"), ("DS$S", "pq
 assert want <= got, (want - got, procs)
 assert any(p["name"] == "ora_lgwr_OL$S" for p in procs), procs
 PY
+}
+check_soon 60 "odmstat -l lists the Oracle-named processes of both instances" lists_both
+wait $p1 && ok "odmload oltp ran" || not_ok "odmload oltp ran: $(tail -3 "$T/oltp.out")"
+wait $p2 && ok "odmload scan ran" || not_ok "odmload scan ran: $(tail -3 "$T/dss.out")"
 "$BIN/odmstat" --by ptype --instance OL$S --json >"$T/oltp.json"
 "$BIN/odmstat" --by ptype --instance DS$S --json >"$T/dss.json"
 check "odmstat shows OLTP: sync single-block reads, async writes, sync redo" python3 - "$T/oltp.json" <<'PY'
