@@ -7,7 +7,8 @@ Every node owns FILES files DIR/f<node>-<k>.  It rewrites one of its own files i
 self-describing record (node, file, version, a checksum over the padding), fsyncs and closes
 it, then publishes the version in DIR/ann<node>-<k> (written, fsync'd, closed).  A reader may
 meet a rewrite in progress (nothing orders that, on one node either): a torn record is read
-again once, and counts only if it is torn again.  With --replace each version is written to
+again, for up to RETRY_S seconds (a rewrite may take long on a loaded machine), and counts
+only if it stays torn.  With --replace each version is written to
 a temporary name and renamed over the file instead (names and inodes replaced all the time).  Between its
 writes it reads another node's file: it reads the announced version first, then the file, and
 the file must be whole (checksum right, identity right) and at least that version: a stale or
@@ -23,6 +24,7 @@ import time
 
 RECORD = 8192
 FILES = 4
+RETRY_S = 5
 HEAD = struct.Struct("<IIQ32s")  # node, file, version, sha256 of the padding
 
 
@@ -103,8 +105,9 @@ def main():
         k = random.randrange(FILES)
         announced = int(read_file(f"{top}/ann{other}-{k}") or b"0")
         got = parse(read_file(f"{top}/f{other}-{k}"))
-        if got is None or got[:2] != (other, k):  # a rewrite in progress?  Once more.
-            time.sleep(0.05)
+        until = time.monotonic() + RETRY_S
+        while (got is None or got[:2] != (other, k)) and time.monotonic() < until:
+            time.sleep(0.05)  # a rewrite in progress?  Again, once it may be done.
             got = parse(read_file(f"{top}/f{other}-{k}"))
         reads += 1
         if got is None or got[:2] != (other, k):

@@ -58,7 +58,7 @@ cat >"$T/fence_agent.sh" <<'AGENT'
 dir=$(dirname "$0")
 echo "$1 $CFS_FENCE_NODE $CFS_FENCE_SLOT $CFS_FS_LABEL" >>"$dir/fenced.log"
 [ "$(grep -c "^$1 " "$dir/fenced.log")" -ge 2 ] || exit 1
-for _ in $(seq 300); do [ -e "$dir/gate" ] && exit 0; sleep 0.1; done
+for _ in $(seq 500); do [ -e "$dir/gate" ] && exit 0; sleep 0.1; done
 exit 1
 AGENT
 chmod +x "$T/fence_agent.sh"
@@ -70,23 +70,27 @@ slot2=$(status_of 2 slot)
 pid=$(status_of 2 pid)
 on 2 python3 "$HERE/fsync_log.py" run "$(M 2)/wf" "$T/logf" >/dev/null 2>&1 &
 work=$!
-sleep 1
+logged() { cat "$T/logf" 2>/dev/null | wc -l; }
+wait_until 120 test -s "$T/logf" # node 2 made its directory and works in it
 # Made after node 2 made its directory there, so node 2 holds the root's glock only PR (its
-# lookups) when it dies, not EX (its create).
+# lookups) when it dies, not EX (its create); node 2 then works on a while.
 on 3 sh -c "echo unrelated >'$(M 3)/unrelated-fence'"
-sleep 0.5
+n0=$(logged)
+more_logged() { [ "$(logged)" -gt $((n0 + 5)) ]; }
+wait_until 120 more_logged
 C kill 2; kill -9 "$pid"; C abort 2
 t0=$(ms)
 wait $work 2>/dev/null
 # Node 1's mkdir in the root wants the root's glock EX, which waits for node 2's PR of it
 # (node 2 looked names up there) until node 2 is fenced and recovered.  Node 3 reading a
 # file through the root meanwhile is not held up behind that request.
-on 1 timeout -s KILL 60 mkdir "$(M 1)/after-fence" >"$T/mkdir.out" 2>&1 &
+on 1 timeout -s KILL 180 mkdir "$(M 1)/after-fence" >"$T/mkdir.out" 2>&1 &
 mkdir_pid=$!
-for _ in $(seq 100); do [ "$(cat "$T/fenced.log" 2>/dev/null | grep -c "^2 ")" -ge 2 ] && break; sleep 0.1; done
+fenced_twice() { [ "$(cat "$T/fenced.log" 2>/dev/null | grep -c "^2 ")" -ge 2 ]; }
+wait_until 120 fenced_twice # its first call failed: the second holds the recovery
 sleep 0.5
 check "node 3 reads a file through the root while node 1's mkdir there waits for node 2's fence" \
-	on 3 timeout -s KILL 10 cat "$(M 3)/unrelated-fence"
+	on 3 timeout -s KILL 60 cat "$(M 3)/unrelated-fence"
 check "and node 1's mkdir was still waiting then" kill -0 $mkdir_pid
 check "and node 2's recovery was still pending then (its fence agent holds it)" recovering
 touch "$T/gate"
