@@ -7,15 +7,20 @@
 # Two lanes run at once: one runs the unit tests and the one-node scripts (tests/cfs, odm,
 # tools), the other the cluster scripts (tests/cluster), which the first one then helps with.
 # A cluster script spends most of its time waiting (token timeouts, fence agents, daemons'
-# periodic work), so the other lane has the cores meanwhile.  The lanes share nothing: a cluster script's nodes have their own
-# network and mount namespaces and /dev/shm, every script its own scratch directory (TMPDIR)
-# and cluster name.  TEST_LANES=1 runs everything in one lane, one script after another.
-# Scripts that change the machine's settings for their run (ALONE) run by themselves first.
-# TEST_SCRIPTS="GLOB..." runs only the scripts it names (and no unit tests).
+# periodic work), so the other lane has the cores meanwhile.  The lanes share nothing: a
+# cluster script's nodes have their own network and mount namespaces and /dev/shm, every
+# script its own scratch directory (TMPDIR) and cluster name.  Scripts that change the
+# machine's settings for their run (ALONE) run by themselves first.  TEST_LANES=1 runs
+# everything in one lane, one script after another; TEST_SCRIPTS="GLOB..." only the scripts
+# it names (and no unit tests).  See docs/testing.md.
 #
 # After every script, the harness looks for what it left behind (tests/leftovers.py: processes
 # about its scratch directory, mounts and loop devices there; its cluster's network namespaces
 # and links; new /dev/shm/odm.* segments), fails the script that did, and clears it away.
+#
+# A script still running after SCRIPT_LIMIT seconds is stopped (TERM: its traps take its
+# cluster and mounts down; KILL two minutes later) and counts as failed, so that one hang
+# cannot spend CI's whole time limit.  The longest script takes about 5 minutes here.
 set -u
 build=${1:-build}
 cd "$(dirname "$0")/.." || exit 1
