@@ -61,10 +61,11 @@ run_units() {
 }
 
 # leaks SCRATCH ID SHM_BEFORE: what the script left, one line each; cleared away after.
-# Processes get a while to exit (a lazily unmounted daemon ends once its last user has).
+# Processes get LEFTOVER_GRACE seconds (30) to exit: a lazily unmounted daemon ends once its
+# last user has.
 leaks() {
-	local scratch=$1 id=$2 shm_before=$3 ns links shm
-	for _ in $(seq 150); do python3 tests/leftovers.py "$scratch" >/dev/null && break; sleep 0.2; done
+	local scratch=$1 id=$2 shm_before=$3 ns links shm end=$((SECONDS + ${LEFTOVER_GRACE:-30}))
+	until python3 tests/leftovers.py "$scratch" >/dev/null || [ "$SECONDS" -ge "$end" ]; do sleep 0.2; done
 	python3 tests/leftovers.py "$scratch" --kill
 	ns=$(ip netns list 2>/dev/null | awk -v p="$id-" 'index($1, p) == 1 { print $1 }')
 	links=$(ip -o link show 2>/dev/null | awk -F': ' -v p="$id-" 'index($2, p) == 1 { sub(/@.*/, "", $2); print $2 }')
