@@ -412,6 +412,45 @@ static bool still_running(int pid)
 	return p[2] != 'Z' && p[2] != 'X';
 }
 
+/* The bytes pid has read and written to storage, from /proc/PID/io; 0 if unknown. */
+static unsigned long long storage_bytes(int pid)
+{
+	char path[64], line[128];
+	snprintf(path, sizeof path, "/proc/%d/io", pid);
+	FILE *f = fopen(path, "r");
+	unsigned long long total = 0, v;
+	while (f && fgets(line, sizeof line, f))
+		if (sscanf(line, "read_bytes: %llu", &v) == 1 || sscanf(line, "write_bytes: %llu", &v) == 1)
+			total += v;
+	if (f)
+		fclose(f);
+	return total;
+}
+
+/* Wait for an unmounted daemon to exit: as long as it still reads or writes the LUNs (its
+ * last commit and checkpoint take as long as the LUNs are slow: no fixed limit would fit every
+ * SAN), and DAEMON_IDLE_LIMIT_S more after it stopped doing so.  False if it is still there. */
+#define DAEMON_IDLE_LIMIT_S 30
+static bool wait_for_daemon(const char *dir, int pid)
+{
+	const int tick_ms = 50, idle_limit = DAEMON_IDLE_LIMIT_S * 1000 / tick_ms;
+	unsigned long long moved = storage_bytes(pid);
+	for (int idle = 0, waited = 0; still_running(pid); waited++) {
+		if (idle >= idle_limit) {
+			fprintf(stderr, "cfs: %s is unmounted but its daemon (pid %d) is still there, and has "
+				"read or written nothing for %d s: see its log\n", dir, pid, DAEMON_IDLE_LIMIT_S);
+			return false;
+		}
+		if (waited == 10000 / tick_ms)
+			fprintf(stderr, "cfs: %s: waiting for its daemon (pid %d) to finish writing\n", dir, pid);
+		nanosleep(&(struct timespec){0, tick_ms * 1000000L}, NULL);
+		unsigned long long now = storage_bytes(pid);
+		idle = now != moved ? 0 : idle + 1;
+		moved = now;
+	}
+	return true;
+}
+
 /* Write back (reporting what fails), unmount, then wait for the daemon to finish writing,
  * so that fsck or cvm can run right after.  A lazy unmount (umount -l) only detaches the
  * mount: the daemon serves what is still open there and ends after the last close. */
@@ -440,12 +479,8 @@ static int do_umount(const char *dir, int flags)
 	}
 	if (flags & MNT_DETACH)
 		return written_back || !pid ? EXIT_OK : EXIT_FAILED;
-	for (int i = 0; pid > 0 && i < 600 && still_running(pid); i++)
-		nanosleep(&(struct timespec){0, 50000000}, NULL);
-	if (pid > 0 && still_running(pid)) {
-		fprintf(stderr, "cfs: %s is unmounted but its daemon (pid %d) is still busy\n", dir, pid);
+	if (pid > 0 && !wait_for_daemon(dir, pid))
 		return EXIT_FAILED;
-	}
 	return written_back || !pid ? EXIT_OK : EXIT_FAILED;
 }
 

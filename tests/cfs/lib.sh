@@ -51,7 +51,7 @@ transport_is() {
 
 # umount_cfs DIR: on failure, what the daemon's threads are doing goes to stderr.
 umount_cfs() {
-	timeout 60 "$BIN/cfs" umount "$1" && return 0
+	timeout 240 "$BIN/cfs" umount "$1" && return 0
 	local pid
 	for pid in $(pgrep -f "^cfsd .*$1"); do
 		ps -L -o tid,stat,wchan:32,comm -p "$pid" >&2
