@@ -32,6 +32,10 @@ work=$(mktemp -d "${TMPDIR:-/var/tmp}/cfs-run.XXXXXX")
 chmod 755 "$work" # the scripts' directories are under it, and some run checks as nobody
 trap 'rm -rf "$work"' EXIT
 n_script=0
+# Two characters of this run's own in every cluster name, so that two runs on one machine
+# (two checkouts, a stress run beside a check) do not take each other's namespaces.
+b36=0123456789abcdefghijklmnopqrstuvwxyz
+RUN_TAG=${b36:$(($$ / 36 % 36)):1}${b36:$(($$ % 36)):1}
 
 # say FILE: FILE's lines to the output whole, not mixed with the other lane's.
 say() { flock "$work/out.lock" cat "$1"; }
@@ -82,7 +86,7 @@ leaks() {
 run_script() {
 	local s=$1 check_shm=$2 i id scratch out rc p f left shm_before=
 	i=$(printf '%03d' "$3")
-	id=t$i # the cluster's name: its namespaces and links start with "t042-"
+	id=t$RUN_TAG$i # the cluster's name: its namespaces and links start with it ("tk7042-")
 	scratch=$work/s$i
 	out=$work/$i.out
 	mkdir -m 755 "$scratch"

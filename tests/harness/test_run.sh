@@ -28,10 +28,10 @@ check "a run with a leaky script fails" test "$rc" -ne 0
 check "the leaky script is named as failed" grep -q "^failed: $T/planted/test_leaky.sh" "$T/run.out"
 check "the clean one is not" bash -c "! grep -q '^failed: .*test_clean.sh' '$T/run.out'"
 check "its process is named" grep -q "left behind.*process [0-9]*: sleep $nap (working directory there)" "$T/run.out"
-check "its network namespace is named" grep -q "left behind.*network namespace t00[12]-n1" "$T/run.out"
+check "its network namespace is named" grep -q "left behind.*network namespace t..00[12]-n1" "$T/run.out"
 check "its ODM segment is named" grep -q "left behind.*ODM segment /dev/shm/odm.LEAK$$.I1" "$T/run.out"
 check "the counts add up: 2 passed, 1 failed" grep -qx "2 passed, 1 failed" "$T/run.out"
 check "the process is gone" bash -c "! pgrep -xf 'sleep $nap'"
-check "the namespace is gone" bash -c "! ip netns list | grep -q '^t00[12]-n1'"
+check "the namespace is gone" bash -c "! ip netns list | grep -q '^t..00[12]-n1'"
 check "the segment is gone" test ! -e "/dev/shm/odm.LEAK$$.I1"
 finish
