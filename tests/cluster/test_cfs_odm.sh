@@ -85,7 +85,10 @@ for n in 1 2 3; do
 		--profile oltp --seconds 3 --file-mib 16 --seed $n >"$T/load$n.out" 2>&1 &
 	lpid[n]=$!
 done
-for n in 1 2 3; do check "odmload ran on node $n" wait "${lpid[n]}"; done
+for n in 1 2 3; do
+	if wait "${lpid[n]}"; then ok "odmload ran on node $n"
+	else not_ok "odmload ran on node $n: $(tail -5 "$T/load$n.out" | tr '\n' ' ')"; fi
+done
 # Each node sends its counts to the others once a second: node 1's sum of them matches what
 # each node counts itself once those of the end of the loads have come (asked until then).
 sum_py='
