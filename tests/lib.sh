@@ -41,6 +41,8 @@ wait_until() {
 		sleep 0.1
 	done
 }
+# gone PID: the process has ended (for wait_until).
+gone() { ! kill -0 "$1" 2>/dev/null; }
 # check_soon SECONDS WHAT CMD...: ok once CMD succeeds, not_ok with its output if it still
 # fails after SECONDS.
 check_soon() {

@@ -121,13 +121,13 @@ lane() {
 	done
 }
 
-# from_queue: the cluster scripts no lane has taken yet, one at a time, to whichever lane is
-# free first (they balance the lanes).
+# from_queue: the cluster scripts no lane has taken yet ("NUMBER SCRIPT" lines), one at a
+# time, to whichever lane is free first (they balance the lanes).
 from_queue() {
-	local s
-	while s=$(flock "$work/queue.lock" sh -c 'head -1 "$1" && sed -i 1d "$1"' _ "$work/queue") &&
-		[ -n "$s" ]; do
-		run_script "$s" 0 "$(flock "$work/queue.lock" sh -c 'n=$(($(cat "$1") + 1)); echo $n >"$1"; echo $n' _ "$work/count")"
+	local next
+	while next=$(flock "$work/queue.lock" sh -c 'head -1 "$1" && sed -i 1d "$1"' _ "$work/queue") &&
+		[ -n "$next" ]; do
+		run_script "${next#* }" 0 "${next%% *}"
 	done
 }
 
@@ -140,10 +140,8 @@ done
 lane 1 "${alone[@]}"
 if [ "$LANES" -ge 2 ]; then
 	# The longest first, so that neither lane is left with one at the end.
-	for s in $LONGEST "${cluster[@]}"; do
-		case " ${cluster[*]} " in *" $s "*) grep -qxF "$s" "$work/queue" 2>/dev/null || echo "$s" >>"$work/queue" ;; esac
-	done
-	echo 100 >"$work/count"
+	[ ${#cluster[@]} -eq 0 ] || printf '%s\n' $LONGEST "${cluster[@]}" |
+		grep -xF -f <(printf '%s\n' "${cluster[@]}") | awk '!seen[$0]++ { print 100 + NR, $0 }' >"$work/queue"
 	from_queue &
 	cluster_lane=$!
 	# The one-node scripts in this lane only, one after another: the host's /dev/shm/odm.*

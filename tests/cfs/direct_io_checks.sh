@@ -9,6 +9,13 @@ direct_more_than() { # DIR COUNTER N
 	n=$(direct_count "$1" "$2")
 	[ "${n:-0}" -gt "$3" ] || { echo "only ${n:-0} direct requests counted in $2" >&2; return 1; }
 }
+# direct_under_way COUNTER: back once 100 more requests were counted in COUNTER (a load
+# started just before is moving data).
+direct_under_way() {
+	local n0
+	n0=$(direct_count "$M" "$1")
+	wait_until 120 direct_more_than "$M" "$1" $((${n0:-0} + 100))
+}
 mount_cfs "$v" "$M" "$opts" || { not_ok "mount: $(tail -3 "$T/$v.log")"; finish; }
 check "dboptimized: a file laid out" timeout 120 dd if=/dev/zero of="$M/dt" bs=1M count=64 status=none
 check "dboptimized: 4 KiB random writes and reads at depth 32 through $who, verified" \
@@ -55,8 +62,7 @@ truncate -s 128M "$T/$v.lun4"
 timeout 120 fio --name=grow --filename="$M/dt" --size=64M --bs=4k --rw=randrw --ioengine=libaio \
 	--iodepth=32 --direct=1 --time_based --runtime=15 --output="$T/fio-grow.out" >/dev/null 2>&1 &
 load=$!
-n0=$(direct_count "$M" "$counter")
-wait_until 120 direct_more_than "$M" "$counter" $((${n0:-0} + 100)) # the load is under way
+direct_under_way "$counter"
 check "cvm grow and cfs grow at depth 32 through $who" \
 	timeout 60 bash -c '"$1/cvm" grow "$4" "$2/$4.lun4" >/dev/null && "$1/cfs" grow "$3"' _ "$BIN" "$T" "$M" "$v"
 wait "$load" && ok "the load beside the grow ends without an error" ||

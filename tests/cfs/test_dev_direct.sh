@@ -82,12 +82,10 @@ PY
 timeout 120 fio --name=load --filename="$M/dt" --size=64M --rw=randrw --bs=4k --ioengine=libaio \
 	--iodepth=32 --direct=1 --time_based --runtime=60 --output=/dev/null >/dev/null 2>&1 &
 load=$!
-n0=$(direct_count "$M" dev_direct)
-wait_until 120 direct_more_than "$M" dev_direct $((${n0:-0} + 100)) # the load is under way
+direct_under_way dev_direct
 pid=$(daemon_pid "$M")
 kill -TERM "$pid"
-gone() { ! kill -0 "$pid" 2>/dev/null; }
-wait_until 60 gone && ok "cfsd stops on SIGTERM with direct I/O in flight" ||
+wait_until 60 gone "$pid" && ok "cfsd stops on SIGTERM with direct I/O in flight" ||
 	not_ok "cfsd still running 60 s after SIGTERM"
 wait "$load"
 umount -l "$M" 2>/dev/null

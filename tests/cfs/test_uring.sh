@@ -65,8 +65,7 @@ mount_cfs v "$M" dboptimized || { not_ok "mount: $(tail -3 "$T/v.log")"; finish;
 timeout 120 fio --name=load --directory="$M" --rw=randrw --bs=4k --size=32M --ioengine=libaio \
 	--iodepth=32 --direct=1 --time_based --runtime=60 --output=/dev/null >/dev/null 2>&1 &
 load=$!
-n0=$(direct_count "$M" uring_direct)
-wait_until 120 direct_more_than "$M" uring_direct $((${n0:-0} + 100)) # requests in the rings
+direct_under_way uring_direct # requests in the rings
 pkill -9 -f "^cfsd .*$M"
 wait "$load"
 rc=$?
@@ -79,8 +78,7 @@ mount_cfs v "$M" || { not_ok "mount after the kill: $(tail -3 "$T/v.log")"; fini
 check "mounted again (the journal replayed) through io_uring" transport_is "$M" io_uring
 pid=$(pgrep -f "^cfsd .*$M")
 kill -TERM "$pid"
-gone() { ! kill -0 "$pid" 2>/dev/null; }
-wait_until 60 gone && ok "cfsd stops on SIGTERM with its rings' threads" ||
+wait_until 60 gone "$pid" && ok "cfsd stops on SIGTERM with its rings' threads" ||
 	not_ok "cfsd still running 60 s after SIGTERM"
 umount -l "$M" 2>/dev/null
 expect 0 "clean" "fsck.cfs: clean at the end" -- "$BIN/fsck.cfs" -n v

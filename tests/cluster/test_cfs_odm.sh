@@ -164,8 +164,7 @@ fpid=$!
 wait_until 120 grep -q writing "$T/fenced.out" || not_ok "node 3's writer: $(cat "$T/fenced.out")"
 C partition 3
 t0=$(ms)
-writer_gone() { ! kill -0 $fpid 2>/dev/null; }
-if ! wait_until 60 writer_gone; then
+if ! wait_until 60 gone $fpid; then
 	not_ok "node 3's ODM writer still writes 60 s after it was cut off"
 	pkill -9 -f "odm_race writer $(M 3)/" || true
 else

@@ -27,7 +27,7 @@ on 1 cp /bin/sleep "$(M 1)/prog"
 want=$(sha256sum </bin/sleep | cut -d' ' -f1)
 on 2 "$(M 2)/prog" 600 &
 runner=$!
-check "node 2 runs the program" bash -c "for _ in \$(seq 2400); do pgrep -f '$(M 2)/prog 600' && exit 0; sleep 0.05; done; exit 1"
+check_soon 120 "node 2 runs the program" pgrep -f "$(M 2)/prog 600"
 node_id() { on "$1" "$BIN/cfs" status --json "$(M "$1")" | python3 -c 'import json,sys; print(json.load(sys.stdin)["node_id"])'; }
 check "cfs locks on node 1 names /prog as a program node 2 runs (PR)" \
 	python3 - "$(on 1 "$BIN/cfs" locks --json "$(M 1)")" "$(node_id 2)" <<'PY'
@@ -48,7 +48,7 @@ check "once it ended, node 1's cp over it succeeds" on 1 cp /bin/true "$(M 1)/pr
 
 on 1 bash -c "exec 3>>'$(M 1)/prog'; touch '$T/opened'; while [ ! -e '$T/close' ]; do sleep 0.05; done" &
 writer=$!
-check "node 1 holds the program open for writing" bash -c "for _ in \$(seq 2400); do [ -e '$T/opened' ] && exit 0; sleep 0.05; done; exit 1"
+check_soon 120 "node 1 holds the program open for writing" test -e "$T/opened"
 busy "node 2 cannot run a program open for writing on node 1" 2 "$(M 2)/prog"
 touch "$T/close"
 wait $writer
@@ -78,7 +78,7 @@ os.write(fd, data[len(data) // 2 :])
 os.close(fd)
 PY
 	writer=$!
-	check "node $1 holds $2 open, half written" bash -c "for _ in \$(seq 2400); do [ -e '$T/opened' ] && exit 0; sleep 0.05; done; exit 1"
+	check_soon 120 "node $1 holds $2 open, half written" test -e "$T/opened"
 }
 half_written 1 new 755
 busy "node 2 cannot run a program node 1's open is making" 2 "$(M 2)/new" 0
