@@ -124,6 +124,8 @@ struct cfs_status {
 	uint32_t recovering_slot[CFS_STATUS_MAX_NODES], recovering_node[CFS_STATUS_MAX_NODES];
 	bool fenced;                /* this node lost quorum: every call fails with EIO */
 	uint32_t fence_interval_ms; /* survivors wait this long after a death before a replay */
+	uint32_t lease_ms, evict_ms; /* the membership lease; a silent member evicted after */
+	bool evicted;                /* fenced since the cluster removed it while it stalled */
 	char label[64];
 	char fs_uuid[37];
 	struct cfs_stats stats;
@@ -142,6 +144,9 @@ struct cfs_cred {
 	 * capability, and gid is the caller's group only if it is cr->gid. */
 	unsigned (*privileges)(const struct cfs_cred *cr, uint32_t gid);
 	void *ctx; /* the privileges function's */
+	/* The calling thread (0: unknown), looked at only to tell whether the rest of a write
+	 * it began is still on its way (CFS_W_MORE). */
+	uint32_t tid;
 };
 #define CFS_CRED_FSETID 1u
 #define CFS_CRED_IN_GROUP 2u
@@ -323,6 +328,17 @@ struct cfs_lun_io {
 	uint64_t buf_offset;      /* where they go in, or come from, the caller's buffer */
 };
 struct cfs_inode;
+/* The membership lease as libodm's processes see it: a page cfsd shares with them (control
+ * op ODM_LEASE), written by the lock manager's thread and by the fence. */
+struct cfs_lease_page {
+	uint64_t until;  /* fresh while CLOCK_BOOTTIME is before it; UINT64_MAX: no lease */
+	uint32_t fenced; /* the node fenced itself: no write may go, ever */
+	uint32_t unused;
+};
+/* A read-only descriptor of the page for one client (the caller closes it), or -ENOENT on a
+ * mount without a cluster. */
+int cfs_lease_fd(struct cfs_fs *fs);
+
 struct cfs_direct_io {
 	struct cfs_fs *fs;
 	struct cfs_inode *ip;
@@ -339,6 +355,9 @@ struct cfs_direct_io {
  * or cfs_write instead: anything to allocate, convert, grow, commit or check there (set-ID
  * bits, an O_SYNC write on a cluster, ...).  may_wait false: the caller has LUN I/O of its own
  * in flight and must not wait for a lock (on a cluster: -EAGAIN, the glocks may wait). */
+/* Just before the caller submits the pieces: 0, or the -errno the I/O fails with (a write
+ * of a node whose membership lease is out and does not come back, see cfs/fence.c). */
+int cfs_direct_io_may_submit(const struct cfs_direct_io *d);
 int cfs_direct_io_begin(struct cfs_fs *fs, uint64_t ino, bool write, unsigned flags, void *buf,
 			uint64_t size, uint64_t off, bool may_wait, struct cfs_direct_io *d);
 /* Once every piece is done (and flushed, if asked), result 0 or the first piece's error,

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 int cfs_control_path(const char *mountpoint, char *out, size_t outlen)
@@ -75,13 +76,6 @@ static int full(int fd, void *buf, size_t len, bool writing)
 	return 0;
 }
 
-int cfs_control_send(int fd, const void *msg, uint32_t len)
-{
-	uint8_t hdr[4] = {(uint8_t)len, (uint8_t)(len >> 8), (uint8_t)(len >> 16), (uint8_t)(len >> 24)};
-	int rc = full(fd, hdr, 4, true);
-	return rc ? rc : full(fd, (void *)msg, len, true);
-}
-
 int cfs_control_recv(int fd, uint8_t **msg, uint32_t *len)
 {
 	uint8_t hdr[4];
@@ -99,18 +93,85 @@ int cfs_control_recv(int fd, uint8_t **msg, uint32_t *len)
 	return rc;
 }
 
-int cfs_control_send_message(int fd, pthread_mutex_t *lock, const ProtobufCMessage *msg)
+/* The header with a descriptor attached; the rest as usual. */
+static int send_header_fd(int fd, const uint8_t hdr[4], int pass)
 {
-	size_t n = protobuf_c_message_get_packed_size(msg);
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} ctl = {0};
+	struct iovec iov = {.iov_base = (void *)hdr, .iov_len = 4};
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
+			    .msg_controllen = sizeof ctl.buf};
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &pass, sizeof pass);
+	ssize_t n;
+	while ((n = sendmsg(fd, &mh, MSG_NOSIGNAL)) < 0 && errno == EINTR)
+		;
+	if (n < 0)
+		return -errno;
+	return n == 4 ? 0 : full(fd, (void *)(hdr + n), (size_t)(4 - n), true);
+}
+
+int cfs_control_send_message_fd(int fd, pthread_mutex_t *lock, const ProtobufCMessage *msg,
+				int pass)
+{
+	uint32_t n = (uint32_t)protobuf_c_message_get_packed_size(msg);
 	uint8_t *buf = malloc(n ? n : 1);
 	if (!buf)
 		return -ENOMEM;
 	protobuf_c_message_pack(msg, buf);
+	uint8_t hdr[4] = {(uint8_t)n, (uint8_t)(n >> 8), (uint8_t)(n >> 16), (uint8_t)(n >> 24)};
 	if (lock)
 		pthread_mutex_lock(lock);
-	int rc = cfs_control_send(fd, buf, (uint32_t)n);
+	int rc = pass >= 0 ? send_header_fd(fd, hdr, pass) : full(fd, hdr, 4, true);
+	if (!rc)
+		rc = full(fd, buf, n, true);
 	if (lock)
 		pthread_mutex_unlock(lock);
 	free(buf);
 	return rc;
+}
+
+int cfs_control_recv_fd(int fd, uint8_t **msg, uint32_t *len, int *passed)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} ctl;
+	uint8_t hdr[4];
+	struct iovec iov = {.iov_base = hdr, .iov_len = 4};
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
+			    .msg_controllen = sizeof ctl.buf};
+	*passed = -1;
+	ssize_t n;
+	while ((n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR)
+		;
+	if (n <= 0)
+		return n < 0 ? -errno : -ECONNRESET;
+	for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm))
+		if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS)
+			memcpy(passed, CMSG_DATA(cm), sizeof *passed);
+	int rc = n == 4 ? 0 : full(fd, hdr + n, (size_t)(4 - n), false);
+	if (!rc) {
+		*len = hdr[0] | (uint32_t)hdr[1] << 8 | (uint32_t)hdr[2] << 16 | (uint32_t)hdr[3] << 24;
+		rc = *len > CFS_CONTROL_MAX ? -EMSGSIZE : 0;
+	}
+	if (!rc && !(*msg = malloc(*len ? *len : 1)))
+		rc = -ENOMEM;
+	if (!rc && (rc = full(fd, *msg, *len, false)))
+		free(*msg);
+	if (rc && *passed >= 0) {
+		close(*passed);
+		*passed = -1;
+	}
+	return rc;
+}
+
+int cfs_control_send_message(int fd, pthread_mutex_t *lock, const ProtobufCMessage *msg)
+{
+	return cfs_control_send_message_fd(fd, lock, msg, -1);
 }

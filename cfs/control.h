@@ -31,10 +31,14 @@ struct cfs_mount_entry {
 int cfs_mountinfo_each(void (*fn)(const struct cfs_mount_entry *m, void *arg), void *arg);
 
 /* Framing: one message each way. */
-int cfs_control_send(int fd, const void *msg, uint32_t len);
 int cfs_control_recv(int fd, uint8_t **msg, uint32_t *len);
 /* Pack a protobuf-c message and send it, whole, under lock (NULL: no other writer). */
 int cfs_control_send_message(int fd, pthread_mutex_t *lock, const ProtobufCMessage *msg);
+/* The same with a descriptor passed along (SCM_RIGHTS on the length header; -1: none), and
+ * its receiving side: *passed is the descriptor that came, or -1. */
+int cfs_control_send_message_fd(int fd, pthread_mutex_t *lock, const ProtobufCMessage *msg,
+				int pass);
+int cfs_control_recv_fd(int fd, uint8_t **msg, uint32_t *len, int *passed);
 
 /* In cfsd: serve requests on a thread of their own. */
 int cfs_control_start(struct cfsd *d, const char *mountpoint, struct cfs_control **out);

@@ -131,7 +131,8 @@ int cfs_direct_io_begin(struct cfs_fs *fs, uint64_t ino, bool write, unsigned fl
 {
 	memset(d, 0, sizeof *d);
 	if ((write && fs->ro) || !size || (off | size | (uintptr_t)buf) % CVM_IO_ALIGN ||
-	    off + size < off || off + size > CFS_MAX_FILE_BYTES || cvm_volume_fenced(fs->vol))
+	    off + size < off || off + size > CFS_MAX_FILE_BYTES || cvm_volume_fenced(fs->vol) ||
+	    (write && !cfs_lease_fresh(fs))) /* cfs_write waits for it */
 		return -EAGAIN;
 	if (fs->cluster && (!may_wait || (write && (flags & (CFS_W_SYNC | CFS_W_DSYNC)))))
 		return -EAGAIN;
@@ -181,9 +182,17 @@ int cfs_direct_io_begin(struct cfs_fs *fs, uint64_t ino, bool write, unsigned fl
 	return rc;
 }
 
+int cfs_direct_io_may_submit(const struct cfs_direct_io *d)
+{
+	return d->write ? cvm_volume_may_write(d->fs->vol) : 0;
+}
+
 int cfs_direct_io_now(const struct cfs_direct_io *d, void *buf, uint64_t *moved)
 {
 	*moved = 0;
+	int rc = cfs_direct_io_may_submit(d);
+	if (rc)
+		return rc;
 	for (unsigned i = 0; i < d->n; i++) {
 		const struct cfs_lun_io *piece = &d->io[i];
 		char *at = (char *)buf + piece->buf_offset;

@@ -25,12 +25,14 @@
 #include "cfs/internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -43,6 +45,8 @@ extern char **environ;
 
 void cfs_fence(struct cfs_fs *fs, const char *why)
 {
+	if (fs->lease_page) /* libodm's processes first: they write on their own */
+		__atomic_store_n(&fs->lease_page->fenced, 1u, __ATOMIC_RELEASE);
 	if (cvm_volume_fenced(fs->vol))
 		return;
 	cvm_volume_fence(fs->vol);
@@ -53,6 +57,83 @@ void cfs_fence(struct cfs_fs *fs, const char *why)
 bool cfs_fenced(const struct cfs_fs *fs)
 {
 	return cvm_volume_fenced(fs->vol);
+}
+
+void cfs_fence_evicted(struct cfs_fs *fs, const char *why)
+{
+	char line[256];
+	snprintf(line, sizeof line, "the cluster evicted this node (%s)", why);
+	cfs_fence(fs, line);
+}
+
+bool cfs_lease_fresh(const struct cfs_fs *fs)
+{
+	return !fs->cluster || !fs->locks || cfslock_lease_fresh(fs->locks);
+}
+
+/* Before every write: a fresh lease, else wait for its renewal.  It runs out on every node
+ * while corosync re-forms the membership after a node went (no message is delivered then),
+ * and on a node whose corosync stands still; what follows decides: renewed (the write goes),
+ * evicted or quorum lost (fenced, the write fails). */
+static int lease_gate(void *arg)
+{
+	struct cfs_fs *fs = arg;
+	uint64_t t0 = cfs_now_ns();
+	bool told = false;
+	while (!cfs_lease_fresh(fs) && !cfs_fenced(fs)) {
+		int rc = cfslock_lease_wait(fs->locks, cfs_fence_interval_ms(fs));
+		if (rc == -ESTALE)
+			cfs_fence_evicted(fs, "its membership lease ran out while it was stalled");
+		else if (rc && !cfslock_quorate(fs->locks))
+			cfs_fence(fs, "this node lost quorum");
+		else if (rc && !told) {
+			cfs_log(fs, "writes wait: the membership lease has not been renewed for %" PRIu64
+				" ms (is corosync running?)", (cfs_now_ns() - t0) / 1000000);
+			told = true;
+		}
+	}
+	return cfs_fenced(fs) ? -EIO : 0;
+}
+
+int cfs_lease_page_init(struct cfs_fs *fs)
+{
+	if (!fs->cluster)
+		return 0;
+	fs->lease_memfd = memfd_create("cfs-lease", MFD_CLOEXEC);
+	if (fs->lease_memfd < 0 || ftruncate(fs->lease_memfd, (off_t)sizeof *fs->lease_page))
+		return -errno;
+	void *p = mmap(NULL, sizeof *fs->lease_page, PROT_READ | PROT_WRITE, MAP_SHARED,
+		       fs->lease_memfd, 0);
+	if (p == MAP_FAILED)
+		return -errno;
+	fs->lease_page = p;
+	cfslock_lease_mirror(fs->locks, &fs->lease_page->until);
+	return 0;
+}
+
+void cfs_lease_page_free(struct cfs_fs *fs)
+{
+	if (fs->lease_page)
+		munmap(fs->lease_page, sizeof *fs->lease_page);
+	if (fs->lease_memfd >= 0)
+		close(fs->lease_memfd);
+}
+
+/* Opened again read-only through /proc: the client maps what it cannot change. */
+int cfs_lease_fd(struct cfs_fs *fs)
+{
+	if (fs->lease_memfd < 0)
+		return -ENOENT;
+	char path[64];
+	snprintf(path, sizeof path, "/proc/self/fd/%d", fs->lease_memfd);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+void cfs_fence_guard(struct cfs_fs *fs, struct cvm_volume *vol)
+{
+	if (fs->cluster)
+		cvm_volume_set_write_gate(vol, lease_gate, fs);
 }
 
 uint32_t cfs_fence_interval_ms(const struct cfs_fs *fs)

@@ -602,7 +602,8 @@ static int64_t write_range(struct cfs_fs *fs, uint64_t ino, const void *buf, uin
 	if (shared_glock)
 		cfs_shared_write_end(fs);
 	if (held) {
-		cfs_iglock_unhold_write(fs, ip->ino, !rc && (flags & CFS_W_MORE));
+		cfs_iglock_unhold_write(fs, ip->ino, !rc && (flags & CFS_W_MORE),
+					cr ? cr->tid : 0);
 		cfs_op_end(fs);
 	} else {
 		cfs_op_boundary(fs);

@@ -224,6 +224,7 @@ static void fs_free(struct cfs_fs *fs)
 	cfs_bcache_destroy(fs);
 	cfs_lock_put(&fs->slot_lock);
 	cfs_glock_shutdown(fs);
+	cfs_lease_page_free(fs);
 	if (fs->lockfd >= 0)
 		close(fs->lockfd);
 	free(fs->ags);
@@ -416,6 +417,7 @@ int cfs_mount(struct cvm_volume *vol, const struct cfs_mount_opts *o, struct cfs
 		return -ENOMEM;
 	fs->vol = vol;
 	fs->lockfd = -1;
+	fs->lease_memfd = -1;
 	fs->ro = o->ro;
 	fs->dboptimized = o->dboptimized;
 	fs->fence_program = o->fence_program;
@@ -439,6 +441,8 @@ int cfs_mount(struct cvm_volume *vol, const struct cfs_mount_opts *o, struct cfs
 		rc = cfs_volume_claim(vol, !fs->cluster, &fs->lockfd);
 	if (!rc)
 		rc = cfs_glock_init(fs, proto);
+	if (!rc && (rc = cfs_lease_page_init(fs)) == 0)
+		cfs_fence_guard(fs, vol);
 	if (!rc) {
 		fs->lock_cache_limit = o->lock_cache ? o->lock_cache : CFS_LOCK_CACHE_DEFAULT;
 		cfslock_set_cache_limit(fs->locks, fs->lock_cache_limit);
@@ -574,6 +578,9 @@ void cfs_status(struct cfs_fs *fs, struct cfs_status *st)
 		cfslock_dump(fs->space, add_mounted, st);
 		st->fenced = cfs_fenced(fs);
 		st->fence_interval_ms = cfs_fence_interval_ms(fs);
+		st->lease_ms = cfslock_lease_ms(fs->locks);
+		st->evict_ms = cfslock_evict_ms(fs->locks);
+		st->evicted = cfslock_evicted(fs->locks);
 	}
 	cvm_uuid u;
 	memcpy(u.b, fs->sb.fs_uuid, 16);

@@ -46,6 +46,7 @@
 
 #define HOLD_NS 30000000ull /* a grant in use is kept this long after it came */
 #define IDLE_NS 4000000ull  /* unused this long: given up when asked */
+#define REST_LOOK_NS 1000000ull /* how often a write's rest is looked for */
 
 uint64_t cfs_now_ns(void)
 {
@@ -65,8 +66,12 @@ static bool still_held_for_use(struct cfs_fs *fs, const struct cfs_glock *gl)
 	uint64_t idle_at = gl->last_use_ns + IDLE_NS, until = 0;
 	if ((gl->ops->min_hold || gl->names_changed) && now < hold_end && now < idle_at)
 		until = hold_end < idle_at ? hold_end : idle_at;
-	if (gl->keep_until_ns > now && gl->keep_until_ns > until)
-		until = gl->keep_until_ns;
+	/* A write's rest: looked for again every REST_LOOK_NS while its thread still writes. */
+	if (gl->keep_until_ns > now && cfs_iglock_rest_due(gl)) {
+		uint64_t look = now + REST_LOOK_NS;
+		look = look < gl->keep_until_ns ? look : gl->keep_until_ns;
+		until = look > until ? look : until;
+	}
 	/* Names the kernel keeps must expire before another node changes the directory. */
 	if (__atomic_load_n(&gl->wanted, __ATOMIC_ACQUIRE) == CFSLOCK_EX &&
 	    gl->names_lease_ns > now && gl->names_lease_ns > until)
@@ -185,7 +190,10 @@ void cfs_glock_wait(struct cfs_fs *fs)
 
 static void lost_quorum(struct cfs_fs *fs)
 {
-	cfs_fence(fs, "this node lost quorum");
+	if (cfslock_evicted(fs->locks)) /* the lock calls fail then too */
+		cfs_fence_evicted(fs, "its view of the cluster was stale");
+	else
+		cfs_fence(fs, "this node lost quorum");
 }
 
 /* cfslock_request_sync for the glock, with fs->lock released if release (see the top of this
@@ -404,7 +412,7 @@ static void *dispatcher(void *arg)
 		struct pollfd p = {.fd = fd, .events = POLLIN};
 		if (poll(&p, 1, FENCE_CHECK_MS) > 0)
 			cfslock_dispatch(fs->locks);
-		if (!cfslock_quorate(fs->locks)) /* in case the event went by */
+		if (!cfslock_quorate(fs->locks) || cfslock_evicted(fs->locks)) /* missed events */
 			lost_quorum(fs);
 	}
 	return NULL;
@@ -432,6 +440,11 @@ static void quorum_changed(void *arg, bool quorate)
 		lost_quorum(arg);
 }
 
+static void evicted(void *arg, const char *why)
+{
+	cfs_fence_evicted(arg, why);
+}
+
 int cfs_glock_init(struct cfs_fs *fs, const char *proto)
 {
 	if (cfs_iglock_init(fs))
@@ -439,7 +452,8 @@ int cfs_glock_init(struct cfs_fs *fs, const char *proto)
 	char space[64];
 	lockspace_name(fs, space, sizeof space);
 	fs->lock_events = (struct cfslock_events){
-		.membership = membership_changed, .quorum = quorum_changed, .arg = fs};
+		.membership = membership_changed, .quorum = quorum_changed, .evicted = evicted,
+		.arg = fs};
 	int rc = cfslock_client_open(proto, &fs->lock_events, &fs->locks);
 	if (rc) {
 		cfs_set_error("lock manager '%s': %s%s", proto, strerror(-rc),

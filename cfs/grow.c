@@ -80,6 +80,7 @@ int cfs_grow(struct cfs_fs *fs, struct cvm_volume *grown, uint64_t *added_blocks
 	sb.nags = (uint32_t)nags;
 	sb.mtime = (uint64_t)time(NULL);
 	sb.generation++;
+	cfs_fence_guard(fs, grown);
 	/* Data I/O is stopped while the volume handle changes. */
 	pthread_rwlock_wrlock(&fs->vol_lock);
 	rc = cfs_journal_commit(fs);
@@ -145,6 +146,7 @@ int cfs_growth_take_in(struct cfs_fs *fs)
 			"take it in: %s", (unsigned long long)sb.total_blocks, why);
 		return -EIO;
 	}
+	cfs_fence_guard(fs, vol);
 	pthread_rwlock_wrlock(&fs->vol_lock);
 	fs->vol = vol;
 	fs->sb = sb;

@@ -31,11 +31,13 @@
  * mount's lock_cache limit, so a walk of a big tree leaves a bounded number behind. */
 #include "cfs/internal.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 
 #define IGLOCK_BUCKETS 16384u
 static uint64_t span_of(uint64_t blk)
@@ -378,11 +380,14 @@ void cfs_iglock_unhold(struct cfs_fs *fs, uint64_t blk)
 		unhold(fs, gl);
 }
 
-/* A few milliseconds: the rest of a write(2) follows the answer to its first part at once,
- * unless its process lost the CPU in between. */
-#define KEEP_FOR_REST_NS 5000000ull
+/* The rest of a write(2) follows the answer to its first part as soon as its thread runs
+ * again, which on a loaded machine may be long after: so the glock waits for the rest, not
+ * for a time, while that thread is still in a write.  A write that really ended at the page
+ * boundary leaves it in user space or another call, which lets the glock go; this bound only
+ * covers a thread we cannot look at, or one computing without a call since. */
+#define KEEP_FOR_REST_NS 1000000000ull
 
-void cfs_iglock_unhold_write(struct cfs_fs *fs, uint64_t blk, bool more)
+void cfs_iglock_unhold_write(struct cfs_fs *fs, uint64_t blk, bool more, uint32_t tid)
 {
 	struct cfs_glock *gl = fs->cluster ? find(fs, span_of(blk)) : NULL;
 	if (!gl)
@@ -390,10 +395,39 @@ void cfs_iglock_unhold_write(struct cfs_fs *fs, uint64_t blk, bool more)
 	if (more) {
 		gl->keep_until_ns = cfs_now_ns() + KEEP_FOR_REST_NS;
 		gl->keep_for = blk;
+		gl->keep_tid = tid;
 	} else if (gl->keep_for == blk) {
 		gl->keep_until_ns = 0; /* the rest came */
 	}
 	unhold(fs, gl);
+}
+
+static bool writing_call(long nr)
+{
+	static const long calls[] = {SYS_write,	  SYS_pwrite64, SYS_writev,	    SYS_pwritev,
+				     SYS_pwritev2, SYS_sendfile, SYS_splice, SYS_copy_file_range};
+	for (size_t i = 0; i < sizeof calls / sizeof calls[0]; i++)
+		if (nr == calls[i])
+			return true;
+	return false;
+}
+
+/* /proc/TID/syscall says "running" for a thread on a CPU or waiting for one (on its way
+ * from the first part to the rest, or not), else the call it is blocked in, -1 for none. */
+bool cfs_iglock_rest_due(const struct cfs_glock *gl)
+{
+	if (!gl->keep_tid)
+		return true; /* cannot tell: the bound decides */
+	char path[48], text[32] = "";
+	snprintf(path, sizeof path, "/proc/%u/syscall", gl->keep_tid);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return errno != ENOENT; /* gone: nothing more comes */
+	bool known = fgets(text, sizeof text, f) != NULL;
+	fclose(f);
+	if (!known || strncmp(text, "running", 7) == 0)
+		return true;
+	return writing_call(strtol(text, NULL, 10));
 }
 
 void cfs_iglock_names_changed(struct cfs_fs *fs, uint64_t blk)

@@ -468,6 +468,7 @@ struct cfs_glock {
 	uint64_t last_use_ns; /* when a holder last let go */
 	uint64_t keep_until_ns; /* not given up before, for the rest of a write (CFS_W_MORE) */
 	uint64_t keep_for;      /* the inode whose write that is */
+	uint32_t keep_tid;      /* the thread writing it, 0 unknown */
 	bool names_changed; /* a directory's names changed under this grant: min_hold's rules */
 	uint64_t names_lease_ns; /* names in a directory under it the kernel keeps expire then */
 	uint64_t contested_ns;   /* when this node last gave it up, or set out to: 0 never */
@@ -596,6 +597,8 @@ struct cfs_fs {
 	uint32_t lock_cache_limit; /* the most lock grants kept cached (cluster) */
 	uint32_t failure_detection_ms; /* the lock manager's, asked once at mount (fence.c) */
 	struct cfslock_events lock_events;
+	struct cfs_lease_page *lease_page; /* shared with libodm's processes (fence.c) */
+	int lease_memfd;
 	int lockfd; /* holds the OFD locks saying this node uses the filesystem */
 	struct cfs_stats stats;
 };
@@ -636,6 +639,15 @@ int cfs_fence_node(struct cfs_fs *fs, uint32_t node, uint32_t slot);
 /* How long survivors wait after a node left before they replay its journal. */
 uint32_t cfs_fence_interval_ms(const struct cfs_fs *fs);
 void cfs_fence_log_interval(const struct cfs_fs *fs);
+/* The membership lease (fence.c): true on one node, or while the lock manager confirms it. */
+bool cfs_lease_fresh(const struct cfs_fs *fs);
+/* Make every write of vol wait for a fresh lease, or fence (a cluster mount's volumes). */
+void cfs_fence_guard(struct cfs_fs *fs, struct cvm_volume *vol);
+/* The lock manager removed this node while it stalled. */
+void cfs_fence_evicted(struct cfs_fs *fs, const char *why);
+/* The page libodm's processes read the lease from (cluster mounts; cfs_lease_fd). */
+int cfs_lease_page_init(struct cfs_fs *fs);
+void cfs_lease_page_free(struct cfs_fs *fs);
 /* The lock manager, its lockspace and the metadata glock (glock.c).  Modes are CFSLOCK_*. */
 int cfs_glock_init(struct cfs_fs *fs, const char *proto);
 /* CLOCK_MONOTONIC in nanoseconds. */
@@ -756,7 +768,9 @@ uint64_t cfs_iglock_grant_seq(struct cfs_fs *fs, uint64_t blk);
 int cfs_iglock_hold(struct cfs_fs *fs, uint64_t blk);
 void cfs_iglock_unhold(struct cfs_fs *fs, uint64_t blk);
 /* cfs_iglock_unhold after a write of inode blk; more: its rest comes next (CFS_W_MORE). */
-void cfs_iglock_unhold_write(struct cfs_fs *fs, uint64_t blk, bool more);
+void cfs_iglock_unhold_write(struct cfs_fs *fs, uint64_t blk, bool more, uint32_t tid);
+/* Is the rest of the write that keep_for's glock waits for still to come? (iglock.c) */
+bool cfs_iglock_rest_due(const struct cfs_glock *gl);
 /* A name of directory blk was added, removed or replaced, under its glock EX. */
 void cfs_iglock_names_changed(struct cfs_fs *fs, uint64_t blk);
 /* How long the kernel may keep a name read or made in directory blk by a call begun at

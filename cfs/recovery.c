@@ -129,6 +129,15 @@ static void recover_lock_name(uint32_t slot, char *buf, size_t len)
 	snprintf(buf, len, "recover-%" PRIu32, slot);
 }
 
+/* Only a member that was quorate and fresh without a break may recover anybody: one that
+ * stalled may be the node the others think dead (cfslock.h, the lease).  Looked at before
+ * each step; the write gate (fence.c) stops a replay the moment the lease goes. */
+static bool may_recover(const struct cfs_fs *fs)
+{
+	return !cfs_fenced(fs) && !cfslock_evicted(fs->locks) && cfslock_quorate(fs->locks) &&
+	       cfs_lease_fresh(fs);
+}
+
 /* Recover one dead node: the number of its slots this node replayed (0: somebody else did, or
  * it held none), -EAGAIN another node is at it. */
 static int recover_node(struct cfs_fs *fs, const struct dead_node *dn, uint32_t *replayed)
@@ -146,6 +155,10 @@ static int recover_node(struct cfs_fs *fs, const struct dead_node *dn, uint32_t 
 	}
 	uint32_t done = 0;
 	for (uint32_t i = 0; i < dn->nslots && !rc; i++) {
+		if (!may_recover(fs)) {
+			rc = -EAGAIN;
+			break;
+		}
 		if (!slot_still_recovering(fs, dn->slots[i], dn->node))
 			continue; /* somebody recovered it before we got here */
 		if (fs->fence_program && (rc = cfs_fence_node(fs, dn->node, dn->slots[i])))
@@ -154,6 +167,8 @@ static int recover_node(struct cfs_fs *fs, const struct dead_node *dn, uint32_t 
 			replayed[done++] = dn->slots[i];
 	}
 	/* Still under "recover-N": nobody replays the journal again once its locks go. */
+	if (!rc && !may_recover(fs))
+		rc = -EAGAIN;
 	if (!rc && (rc = cfslock_recovery_done(fs->space, dn->node)) == -ENOENT)
 		rc = 0; /* recovered already */
 	if (!rc && done)
@@ -230,6 +245,8 @@ static bool recovery_pass(struct cfs_fs *fs, struct dead_set *waited)
 	uint32_t replayed[CFS_STATUS_MAX_NODES * 4] = {0}, nreplayed = 0;
 	while (progress && !finished) {
 		struct dead_set d = {.n = 0};
+		if (!may_recover(fs))
+			return cfs_fenced(fs); /* fenced: nothing more to do, ever */
 		if (cfslock_dump(fs->space, add_recovering, &d) || !fence_wait(fs, &d, waited))
 			return false;
 		progress = false;

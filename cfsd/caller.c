@@ -59,5 +59,5 @@ struct cfs_cred caller_cred(fuse_req_t req, struct caller *who)
 {
 	const struct fuse_ctx *c = fuse_req_ctx(req);
 	*who = (struct caller){.req = req};
-	return (struct cfs_cred){c->uid, c->gid, c->umask, privileges, who};
+	return (struct cfs_cred){c->uid, c->gid, c->umask, privileges, who, (uint32_t)c->pid};
 }

@@ -102,6 +102,10 @@ static void fill_status(struct cfsd *d, ControlStatus *s, struct cfs_status *st,
 	s->lock_messages = st->lock_messages;
 	s->fenced = st->fenced;
 	s->fence_interval_ms = st->fence_interval_ms;
+	s->has_lease_ms = s->has_evict_ms = s->has_evicted = true;
+	s->lease_ms = st->lease_ms;
+	s->evict_ms = st->evict_ms;
+	s->evicted = st->evicted;
 	s->has_locks_cached = s->has_lock_cache_limit = s->has_locks_given_back = true;
 	s->locks_cached = st->locks_cached;
 	s->lock_cache_limit = st->lock_cache_limit;
@@ -249,9 +253,9 @@ static int fill_locks(struct cfsd *d, ControlReply *reply, struct lock_list *l)
 	return rc;
 }
 
-static void send_reply(struct conn *c, const ControlReply *reply)
+static void send_reply(struct conn *c, const ControlReply *reply, int pass)
 {
-	cfs_control_send_message(c->fd, &c->send_lock, &reply->base);
+	cfs_control_send_message_fd(c->fd, &c->send_lock, &reply->base, pass);
 }
 
 static void serve(struct conn *c, const ControlRequest *req)
@@ -263,6 +267,7 @@ static void serve(struct conn *c, const ControlRequest *req)
 	MountedNode nodes[2 * CFS_STATUS_MAX_NODES], *node_ptrs[2 * CFS_STATUS_MAX_NODES];
 	struct odm_reply_mem mem = {0};
 	struct lock_list locks = {0};
+	int pass = -1;
 	if (!odm_is_request(req) && req->op != CONTROL_REQUEST__OP__STATUS &&
 	    odm_client_uid(c->odm) != 0) {
 		reply.error = EPERM;
@@ -320,6 +325,9 @@ static void serve(struct conn *c, const ControlRequest *req)
 					 locks.left_out);
 			reply.message = mem.message;
 		}
+	} else if (req->op == CONTROL_REQUEST__OP__ODM_LEASE) {
+		pass = cfs_lease_fd(d->fs); /* none (-ENOENT) on one node: no lease to wait for */
+		reply.error = pass < 0 && pass != -ENOENT ? -pass : 0;
 	} else if (odm_is_request(req)) {
 		odm_handle(c->odm, req, &reply, &mem);
 	}
@@ -329,7 +337,9 @@ static void serve(struct conn *c, const ControlRequest *req)
 		fill_status(d, &status, &st, nodes, node_ptrs);
 		reply.status = &status;
 	}
-	send_reply(c, &reply);
+	send_reply(c, &reply, pass);
+	if (pass >= 0)
+		close(pass);
 	odm_reply_mem_free(&mem);
 	lock_list_free(&locks);
 }
@@ -391,7 +401,7 @@ static void *reader_thread(void *arg)
 			ControlReply bad = CONTROL_REPLY__INIT;
 			bad.error = EBADMSG;
 			bad.message = "not a control request";
-			send_reply(c, &bad);
+			send_reply(c, &bad, -1);
 			break;
 		}
 		if (req->op == CONTROL_REQUEST__OP__ODM_REVOKED) {

@@ -209,6 +209,12 @@ static void submit(struct dev_direct_slot *s)
 		list[i] = &s->iocbs[i];
 	}
 	unsigned sent = 0;
+	int rc = cfs_direct_io_may_submit(&s->io);
+	if (rc) {
+		record(s, rc);
+		release(s, s->io.n + 1);
+		return;
+	}
 	while (sent < s->io.n) {
 		int n = io_submit(s->dd->aio, (long)(s->io.n - sent), list + sent);
 		if (n == -EINTR || n == -EAGAIN)

@@ -652,10 +652,16 @@ static void take_request(struct ring_thread *t, struct ring_entry *e)
 	if ((in.opcode == FUSE_READ || in.opcode == FUSE_WRITE) &&
 	    !u->data.begin(u->data.arg, &in, e->header->op_in, e->payload, u->payload_size,
 			   t->lun_inflight == 0, &e->io)) {
-		if (e->io.flush)
+		int rc = e->io.flush ? 0 : cfs_direct_io_may_submit(&e->io);
+		if (rc) {
+			e->io_error = rc;
+			e->io_bytes = 0;
+			finish_direct(t, e);
+		} else if (e->io.flush) {
 			write_through(t, e);
-		else
+		} else {
 			submit_lun_io(t, e);
+		}
 		return;
 	}
 	to_helper(e);

@@ -723,6 +723,7 @@ bool odm_is_request(const ControlRequest *req)
 	case CONTROL_REQUEST__OP__ODM_DELETE:
 	case CONTROL_REQUEST__OP__ODM_REVOKED:
 	case CONTROL_REQUEST__OP__ODM_STATS:
+	case CONTROL_REQUEST__OP__ODM_LEASE:
 		return true;
 	default:
 		return false;

@@ -115,8 +115,10 @@ static void piece_failed(struct cvm_aio *a, struct aio_req *r, int64_t err)
 
 static void submit_queue(struct cvm_aio *a)
 {
-	while (a->qlen && cvm_volume_fenced(a->vol)) { /* queued before the fence: not sent */
-		piece_failed(a, a->queue[a->qhead]->data, -EIO);
+	/* Queued before a fence, or now behind a write gate that says no: not sent. */
+	int gate = a->qlen ? cvm_volume_may_write(a->vol) : 0;
+	while (a->qlen && gate) {
+		piece_failed(a, a->queue[a->qhead]->data, gate);
 		a->qhead++;
 		a->qlen--;
 	}
@@ -150,7 +152,7 @@ int cvm_aio_submit(struct cvm_aio *aio, enum cvm_op op, void *buf, uint64_t len,
 	if ((offset | len | (uintptr_t)buf) % CVM_IO_ALIGN || len == 0)
 		return -EINVAL;
 	if (cvm_volume_fenced(v))
-		return -EIO;
+		return -EIO; /* a write gate is asked in submit_queue, just before the kernel */
 	struct cvm_map_iter it;
 	struct cvm_piece p;
 	if (cvm_map_begin(&it, cfg, offset, len))

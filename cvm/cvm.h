@@ -169,6 +169,13 @@ void cvm_volume_written(struct cvm_volume *vol, uint32_t lun);
  * already in the kernel still completes.  There is no way back: the volume is closed. */
 void cvm_volume_fence(struct cvm_volume *vol);
 bool cvm_volume_fenced(const struct cvm_volume *vol);
+/* A cluster node's writes wait for leave: gate(arg) runs before every write and every
+ * asynchronous submission reaches the LUNs, and a non-zero answer (-errno) fails it there.
+ * cfs uses it for its membership lease (cfs/fence.c). */
+typedef int (*cvm_write_gate_fn)(void *arg);
+void cvm_volume_set_write_gate(struct cvm_volume *vol, cvm_write_gate_fn gate, void *arg);
+/* The gate's answer now (0 without one), for callers that submit to LUN descriptors. */
+int cvm_volume_may_write(struct cvm_volume *vol);
 
 struct cvm_create_opts {
 	uint64_t stripe_width; /* 0: CVM_DEFAULT_STRIPE_WIDTH */

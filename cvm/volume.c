@@ -38,6 +38,8 @@ struct cvm_volume {
 	struct iocb flush_cbs[CVM_MAX_LUNS];
 	bool flush_serial;
 	bool fenced; /* atomic: no I/O reaches the LUNs any more */
+	cvm_write_gate_fn gate;
+	void *gate_arg;
 };
 
 static const struct cvm_stripe_set *set_of_lun(const struct cvm_config *cfg, uint32_t lun)
@@ -218,6 +220,20 @@ bool cvm_volume_fenced(const struct cvm_volume *vol)
 	return __atomic_load_n(&vol->fenced, __ATOMIC_ACQUIRE);
 }
 
+void cvm_volume_set_write_gate(struct cvm_volume *vol, cvm_write_gate_fn gate, void *arg)
+{
+	vol->gate_arg = arg;
+	__atomic_store_n(&vol->gate, gate, __ATOMIC_RELEASE);
+}
+
+int cvm_volume_may_write(struct cvm_volume *vol)
+{
+	if (cvm_volume_fenced(vol))
+		return -EIO;
+	cvm_write_gate_fn gate = __atomic_load_n(&vol->gate, __ATOMIC_ACQUIRE);
+	return gate ? gate(vol->gate_arg) : 0;
+}
+
 static int check_io(const struct cvm_volume *v, const void *buf, uint64_t len, uint64_t off)
 {
 	if (cvm_volume_fenced(v))
@@ -232,6 +248,8 @@ static int check_io(const struct cvm_volume *v, const void *buf, uint64_t len, u
 static int io_sync(struct cvm_volume *v, enum cvm_op op, void *buf, uint64_t len, uint64_t off)
 {
 	int rc = check_io(v, buf, len, off);
+	if (!rc && op == CVM_WRITE)
+		rc = cvm_volume_may_write(v);
 	if (rc)
 		return rc;
 	struct cvm_map_iter it;

@@ -36,6 +36,10 @@ struct cfslock;
 struct cfslock_events {
 	void (*membership)(void *arg, uint32_t node, bool joined);
 	void (*quorum)(void *arg, bool quorate);
+	/* The others removed this process from the cluster while it stalled (see the lease
+	 * below): its view of the locks is stale, and it must never write to shared storage
+	 * again.  Runs once; cfslock_evicted stays true. */
+	void (*evicted)(void *arg, const char *why);
 	void *arg;
 };
 
@@ -58,6 +62,27 @@ bool cfslock_quorate(const struct cfslock_client *c);
  * fence intervals; 0 if the backend does not say.  Asks the cluster manager at each call (it
  * runs a command): call it once and keep the answer. */
 uint32_t cfslock_failure_detection_ms(const struct cfslock_client *c);
+
+/* The membership lease (corosync backend; the others have none and are always fresh).
+ * Every member multicasts a beat every lease/4 from the library's own thread; its own beat
+ * coming back in the agreed order proves it was a member when it sent it, and makes the
+ * lease fresh until the send time + the lease time, measured on CLOCK_BOOTTIME (which runs
+ * on across a pause of the process or the machine).  The lease time is half the token
+ * timeout, so a node the others removed for silence finds its lease stale when it wakes:
+ * a stale lease means "stop writing until renewed", and a membership change in which
+ * members went while it was stale means this process was (or may have been) removed, and
+ * it is evicted.  A member that beats no more for cfslock_evict_ms (its process frozen, its
+ * corosync alive) is evicted by the others as if it had died. */
+bool cfslock_lease_fresh(const struct cfslock_client *c);
+/* Wait up to ms for a fresh lease: 0, -ESTALE (evicted), or -ETIMEDOUT. */
+int cfslock_lease_wait(struct cfslock_client *c, uint32_t ms);
+bool cfslock_evicted(const struct cfslock_client *c);
+/* Keep *until equal to the lease's end (CLOCK_BOOTTIME ns; UINT64_MAX: no lease; 0: out for
+ * good), written atomically: a page shared with processes that write to the same storage. */
+void cfslock_lease_mirror(struct cfslock_client *c, uint64_t *until);
+/* The lease time and the silence after which the others evict a member; 0 without a lease. */
+uint32_t cfslock_lease_ms(const struct cfslock_client *c);
+uint32_t cfslock_evict_ms(const struct cfslock_client *c);
 
 int cfslock_space_open(struct cfslock_client *c, const char *name, struct cfslock_space **out);
 void cfslock_space_close(struct cfslock_space *s);

@@ -12,7 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
-enum callback_kind { CB_LOCK, CB_MEMBERSHIP, CB_QUORUM, CB_PLOCK };
+enum callback_kind { CB_LOCK, CB_MEMBERSHIP, CB_QUORUM, CB_PLOCK, CB_EVICTED };
 
 struct callback {
 	struct callback *next;
@@ -24,6 +24,7 @@ struct callback {
 	cfslock_plock_done_fn plock_done;
 	void *plock_arg;
 	int status;
+	char why[160];
 };
 
 static const struct cfslock_backend_ops *find_backend(const char *name)
@@ -49,6 +50,13 @@ int cfslock_client_open(const char *backend, const struct cfslock_events *events
 	if (events)
 		c->events = *events;
 	c->quorate = true;
+	c->lease_until = UINT64_MAX;
+	pthread_mutex_init(&c->lease_lock, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&c->lease_changed, &ca);
+	pthread_condattr_destroy(&ca);
 	pthread_mutex_init(&c->qlock, NULL);
 	pthread_mutex_init(&c->cache_lock, NULL);
 	pthread_mutex_init(&c->dispatch_lock, NULL);
@@ -79,6 +87,8 @@ void cfslock_client_close(struct cfslock_client *c)
 	pthread_mutex_destroy(&c->cache_lock);
 	pthread_mutex_destroy(&c->dispatch_lock);
 	pthread_cond_destroy(&c->dispatched);
+	pthread_mutex_destroy(&c->lease_lock);
+	pthread_cond_destroy(&c->lease_changed);
 	free(c);
 }
 
@@ -148,6 +158,86 @@ void cfslock_deliver_quorum(struct cfslock_client *c, bool quorate)
 {
 	struct callback *cb = new_callback(CB_QUORUM);
 	cb->flag = quorate;
+	enqueue(c, cb);
+}
+
+/* ---- the membership lease (cfslock.h) ---- */
+uint64_t cfslock_boottime_ns(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_BOOTTIME, &t);
+	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+bool cfslock_lease_fresh(const struct cfslock_client *c)
+{
+	uint64_t until = __atomic_load_n(&c->lease_until, __ATOMIC_ACQUIRE);
+	return until == UINT64_MAX || cfslock_boottime_ns() < until;
+}
+
+bool cfslock_evicted(const struct cfslock_client *c)
+{
+	return __atomic_load_n(&c->evicted, __ATOMIC_ACQUIRE);
+}
+
+uint32_t cfslock_lease_ms(const struct cfslock_client *c) { return c->lease_ms; }
+uint32_t cfslock_evict_ms(const struct cfslock_client *c) { return c->evict_ms; }
+
+/* lease_lock held. */
+static void set_lease(struct cfslock_client *c, uint64_t until)
+{
+	__atomic_store_n(&c->lease_until, until, __ATOMIC_RELEASE);
+	if (c->lease_mirror)
+		__atomic_store_n(c->lease_mirror, until, __ATOMIC_RELEASE);
+	pthread_cond_broadcast(&c->lease_changed);
+}
+
+void cfslock_lease_mirror(struct cfslock_client *c, uint64_t *until)
+{
+	pthread_mutex_lock(&c->lease_lock);
+	c->lease_mirror = until;
+	set_lease(c, __atomic_load_n(&c->lease_until, __ATOMIC_ACQUIRE));
+	pthread_mutex_unlock(&c->lease_lock);
+}
+
+void cfslock_lease_renew(struct cfslock_client *c, uint64_t until)
+{
+	pthread_mutex_lock(&c->lease_lock);
+	if (!cfslock_evicted(c) && until > __atomic_load_n(&c->lease_until, __ATOMIC_ACQUIRE))
+		set_lease(c, until);
+	pthread_mutex_unlock(&c->lease_lock);
+}
+
+int cfslock_lease_wait(struct cfslock_client *c, uint32_t ms)
+{
+	struct timespec end;
+	clock_gettime(CLOCK_MONOTONIC, &end);
+	end.tv_sec += (time_t)(ms / 1000);
+	end.tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (end.tv_nsec >= 1000000000L) {
+		end.tv_sec++;
+		end.tv_nsec -= 1000000000L;
+	}
+	int rc = 0;
+	pthread_mutex_lock(&c->lease_lock);
+	while (!cfslock_evicted(c) && !cfslock_lease_fresh(c) && !rc)
+		if (pthread_cond_timedwait(&c->lease_changed, &c->lease_lock, &end) == ETIMEDOUT)
+			rc = cfslock_lease_fresh(c) ? 0 : -ETIMEDOUT;
+	pthread_mutex_unlock(&c->lease_lock);
+	return cfslock_evicted(c) ? -ESTALE : rc;
+}
+
+void cfslock_deliver_evicted(struct cfslock_client *c, const char *why)
+{
+	pthread_mutex_lock(&c->lease_lock);
+	bool first = !cfslock_evicted(c);
+	__atomic_store_n(&c->evicted, true, __ATOMIC_RELEASE);
+	set_lease(c, 0);
+	pthread_mutex_unlock(&c->lease_lock);
+	if (!first)
+		return;
+	struct callback *cb = new_callback(CB_EVICTED);
+	snprintf(cb->why, sizeof cb->why, "%s", why);
 	enqueue(c, cb);
 }
 
@@ -298,6 +388,10 @@ static int dispatch_locked(struct cfslock_client *c)
 				c->events.quorum(c->events.arg, cb->flag);
 			break;
 		case CB_PLOCK: cb->plock_done(cb->plock_arg, cb->status); break;
+		case CB_EVICTED:
+			if (c->events.evicted)
+				c->events.evicted(c->events.arg, cb->why);
+			break;
 		}
 		free(cb);
 	}

@@ -57,6 +57,14 @@ struct cfslock_client {
 	pthread_mutex_t dispatch_lock;
 	pthread_cond_t dispatched; /* broadcast after every dispatch, under dispatch_lock */
 	bool outside_dispatcher;   /* a caller's thread polls efd (atomic) */
+	/* The membership lease (cfslock.h), kept by the backend: fresh while CLOCK_BOOTTIME is
+	 * before lease_until (UINT64_MAX: no lease); evicted for good.  Atomic. */
+	uint64_t lease_until;
+	uint64_t *lease_mirror; /* cfslock_lease_mirror */
+	bool evicted;
+	uint32_t lease_ms, evict_ms;
+	pthread_mutex_t lease_lock;
+	pthread_cond_t lease_changed; /* the lease renewed, or evicted */
 };
 
 struct cfslock_space {
@@ -94,6 +102,11 @@ struct cfslock {
 void cfslock_deliver(struct cfslock_client *c, struct cfslock *lk, const struct lt_event *ev);
 void cfslock_deliver_membership(struct cfslock_client *c, uint32_t node, bool joined);
 void cfslock_deliver_quorum(struct cfslock_client *c, bool quorate);
+/* The lease: renewed until `until` (CLOCK_BOOTTIME ns), or this process evicted (sticky,
+ * the evicted event follows). */
+uint64_t cfslock_boottime_ns(void);
+void cfslock_lease_renew(struct cfslock_client *c, uint64_t until);
+void cfslock_deliver_evicted(struct cfslock_client *c, const char *why);
 /* A record lock request ended: done(arg, status) runs in the next cfslock_dispatch. */
 void cfslock_deliver_plock(struct cfslock_client *c, cfslock_plock_done_fn done, void *arg,
 			   int status);

@@ -36,6 +36,8 @@ struct member {
 	uint64_t owner;
 	bool synced;
 	uint32_t hello_seq; /* its latest Hello; only the snapshot answering it syncs it */
+	uint64_t last_beat_ns;  /* CLOCK_BOOTTIME when its latest beat came (0: none seen) */
+	uint64_t evict_sent_ns; /* when we last asked for it to be evicted */
 };
 
 struct replica {
@@ -70,6 +72,20 @@ struct message {
 	uint8_t data[];
 };
 
+/* Members whose node went (CPG_REASON_NODEDOWN) since the last stateful merge, and the
+ * nodes we had before the first of them went and have kept since (see stateful_merge). */
+struct split {
+	bool open;
+	uint32_t prev[MAX_MEMBERS], kept[MAX_MEMBERS];
+	size_t nprev, nkept;
+	struct gone {
+		uint32_t nodeid, pid;
+		uint64_t owner;
+		bool back; /* joined again, stale */
+	} gone[MAX_MEMBERS];
+	size_t ngone;
+};
+
 struct cs {
 	struct cfslock_client *c;
 	cpg_handle_t cpg;
@@ -82,6 +98,17 @@ struct cs {
 	bool stop, connected, quorate, lost_quorum, synced, hello_seen;
 	uint32_t nodeid, pid, hello_seq;
 	uint64_t owner, want_seq;
+	bool evicted;           /* removed while we stalled: we rejoin as a new owner */
+	uint64_t beat_sent_ns;  /* our last beat (CLOCK_BOOTTIME) */
+	uint64_t continuous_ns; /* our lease fresh without a break since then */
+	uint32_t beat_ms, token_ms;
+	uint64_t hello_ns; /* when our latest Hello was queued */
+	uint64_t unconfirmed_ns; /* our latest beat delivered, no other node's message since */
+	uint64_t alive_ns; /* a thread of ours last ran then (atomic; see tick) */
+	bool stalled;      /* this process stood still a token timeout since its lease renewed */
+	bool ticking;      /* the ticker runs (atomic) */
+	uint64_t ring_seq, quorum_seq; /* corosync's ring now, and the one quorum was told for */
+	struct split split;
 	struct member members[MAX_MEMBERS];
 	size_t nmembers;
 	uint64_t failed[MAX_MEMBERS];
@@ -100,6 +127,29 @@ static void log_msg(struct cs *cs, int prio, const char *fmt, const char *arg)
 	syslog(prio, "cfslock node %u: %s", cs->nodeid, line);
 }
 
+/* A thread of ours runs: if none did for a token timeout, the whole process stood still (a
+ * pause, SIGSTOP), which decides a stateful merge against us (stateful_merge). */
+static void tick(struct cs *cs)
+{
+	uint64_t now = cfslock_boottime_ns();
+	uint64_t before = __atomic_exchange_n(&cs->alive_ns, now, __ATOMIC_ACQ_REL);
+	if (before && now - before >= (uint64_t)cs->token_ms * 1000000ull)
+		__atomic_store_n(&cs->stalled, true, __ATOMIC_RELEASE);
+}
+
+/* Ticks every 50 ms: a gap in them means the process stood still, not that one thread was
+ * busy (answering a Hello with a large snapshot, say). */
+static void *ticker(void *arg)
+{
+	struct cs *cs = arg;
+	const struct timespec period = {.tv_nsec = 50000000};
+	while (__atomic_load_n(&cs->ticking, __ATOMIC_ACQUIRE)) {
+		tick(cs);
+		nanosleep(&period, NULL);
+	}
+	return NULL;
+}
+
 /* ---- sending: agreed order, flow control retried, never dropped ---- */
 static int mcast(struct cs *cs, void *data, size_t len)
 {
@@ -112,8 +162,6 @@ static int mcast(struct cs *cs, void *data, size_t len)
 	       cs->connected)
 		usleep(1000);
 	pthread_mutex_unlock(&cs->send_lock);
-	if (err == CS_OK)
-		__atomic_add_fetch(&cs->c->messages_sent, 1, __ATOMIC_RELAXED);
 	return err == CS_OK ? 0 : -ENOTCONN;
 }
 
@@ -126,6 +174,9 @@ static int multicast(struct cs *cs, const Envelope *env)
 	envelope__pack(env, buf);
 	int rc = mcast(cs, buf, len);
 	free(buf);
+	/* Lock traffic, what caching saves: beats and evictions are not. */
+	if (!rc && !env->beat && !env->evict)
+		__atomic_add_fetch(&cs->c->messages_sent, 1, __ATOMIC_RELAXED);
 	return rc;
 }
 
@@ -154,7 +205,8 @@ static void send_outbox(struct cs *cs)
 	pthread_mutex_unlock(&cs->lock);
 	while (m) {
 		struct message *next = m->next;
-		mcast(cs, m->data, m->len);
+		if (!mcast(cs, m->data, m->len))
+			__atomic_add_fetch(&cs->c->messages_sent, 1, __ATOMIC_RELAXED);
 		free(m);
 		m = next;
 	}
@@ -169,6 +221,7 @@ static void queue_hello(struct cs *cs)
 	h.needs_sync = !cs->synced;
 	h.seq = ++cs->hello_seq;
 	env.hello = &h;
+	cs->hello_ns = cfslock_boottime_ns();
 	cs->hello_seen = false;
 	queue_out(cs, &env);
 }
@@ -515,6 +568,16 @@ static void answer_hello(struct cs *cs, const Hello *h)
 
 static void apply(struct cs *cs, uint32_t nodeid, uint32_t pid, const Envelope *env);
 static void member_joined(struct cs *cs, uint32_t nodeid, uint32_t pid);
+static void member_left(struct cs *cs, uint32_t nodeid, uint32_t pid);
+
+/* In sync: our Hello's delivery proved we were a member when we sent it. */
+static bool ring_quorate(const struct cs *cs);
+static void lease_from_sync(struct cs *cs)
+{
+	cs->continuous_ns = cfslock_boottime_ns();
+	if (ring_quorate(cs))
+		cfslock_lease_renew(cs->c, cs->hello_ns + (uint64_t)cs->c->lease_ms * 1000000ull);
+}
 
 /* A held range or waiter as a snapshot or a STATE carries it, into r's copy. */
 static void restore_plock(struct replica *r, const SnapshotPlock *p)
@@ -591,11 +654,13 @@ static void take_snapshot(struct cs *cs, const Snapshot *s)
 	for (size_t i = 0; i < s->n_failed_owners && i < MAX_MEMBERS; i++)
 		cs->failed[cs->nfailed++] = s->failed_owners[i];
 	cs->synced = true;
+	lease_from_sync(cs);
 	struct member *me = member(cs, cs->nodeid, cs->pid);
 	if (!me && cs->nmembers < MAX_MEMBERS)
 		me = &cs->members[cs->nmembers++];
 	if (me)
-		*me = (struct member){cs->nodeid, cs->pid, cs->owner, true, cs->hello_seq};
+		*me = (struct member){.nodeid = cs->nodeid, .pid = cs->pid, .owner = cs->owner,
+				       .synced = true, .hello_seq = cs->hello_seq};
 	/* Then everything delivered after our Hello, in order. */
 	struct message *m = cs->buffered;
 	cs->buffered = cs->buffered_tail = NULL;
@@ -888,8 +953,141 @@ static void apply_hello(struct cs *cs, uint32_t nodeid, const Hello *h)
 		answer_hello(cs, h);
 }
 
+/* ---- beats, the lease, evictions (cfslock.h) ---- */
+
+/* Removed from the cluster: nothing of our view may be acted on.  Our calls fail, the
+ * caller hears it (and fences), and the thread rejoins as a new owner, as after a lost
+ * quorum, so that the process can still let go of everything and leave. */
+static void evict_self(struct cs *cs, const char *why)
+{
+	if (cs->evicted)
+		return;
+	cs->evicted = true;
+	cs->lost_quorum = true;
+	log_msg(cs, LOG_ERR, "evicted: %s", why);
+	cfslock_deliver_evicted(cs->c, why);
+	fail_all_local(cs, -CFSLOCK_ENOQUORUM);
+}
+
+/* Our beat sent at sent_ns was delivered in a ring with the others: the lease runs from
+ * then.  A lease that had run out and is renewed without a membership change in between
+ * starts a new continuous stretch. */
+static void confirm_beat(struct cs *cs, uint64_t sent_ns)
+{
+	uint64_t now = cfslock_boottime_ns();
+	uint64_t until = sent_ns + (uint64_t)cs->c->lease_ms * 1000000ull;
+	if (cs->evicted || until <= now || !ring_quorate(cs))
+		return;
+	if (!cfslock_lease_fresh(cs->c))
+		cs->continuous_ns = now;
+	__atomic_store_n(&cs->stalled, false, __ATOMIC_RELEASE); /* nobody removed us meanwhile */
+	cfslock_lease_renew(cs->c, until);
+}
+
+static void apply_beat(struct cs *cs, uint32_t nodeid, uint32_t pid, const Beat *b)
+{
+	uint64_t now = cfslock_boottime_ns();
+	if (b->owner != cs->owner) {
+		struct member *m = member(cs, nodeid, pid);
+		if (m && m->owner == b->owner)
+			m->last_beat_ns = now;
+		return;
+	}
+	/* Ours.  A corosync that stood still and wakes still holding the ring's token orders
+	 * what we sent meanwhile in the old ring, which the others have left, and delivers it
+	 * to us alone before it notices: our beat proves something once a message of another
+	 * node follows it in the same ring (confirm_beat), at once only if no other node is a
+	 * member. */
+	bool alone = true;
+	for (size_t i = 0; i < cs->nmembers && alone; i++)
+		alone = cs->members[i].nodeid == cs->nodeid;
+	if (alone)
+		confirm_beat(cs, b->sent_ns);
+	else if (b->sent_ns > cs->unconfirmed_ns)
+		cs->unconfirmed_ns = b->sent_ns;
+}
+
+static void apply_evict(struct cs *cs, const Evict *e)
+{
+	if (e->owner == cs->owner) {
+		char why[128];
+		snprintf(why, sizeof why, "the other members had no beat from this process for "
+			 "%u ms (it was stopped or hung)", cs->c->evict_ms);
+		evict_self(cs, why);
+		return;
+	}
+	struct member *m = member(cs, e->nodeid, e->pid);
+	if (m && m->owner == e->owner) {
+		char who[64];
+		snprintf(who, sizeof who, "%u (pid %u)", e->nodeid, e->pid);
+		log_msg(cs, LOG_WARNING, "member on node %s evicted: no beat from it", who);
+		member_left(cs, e->nodeid, e->pid); /* its later messages come from nobody */
+	}
+}
+
+static void send_beat(struct cs *cs, uint64_t now)
+{
+	Beat b = BEAT__INIT;
+	b.owner = cs->owner;
+	b.sent_ns = now;
+	Envelope env = ENVELOPE__INIT;
+	env.beat = &b;
+	if (!multicast(cs, &env))
+		cs->beat_sent_ns = now;
+}
+
+static void send_evict(struct cs *cs, const struct member *m)
+{
+	Evict e = EVICT__INIT;
+	e.owner = m->owner;
+	e.nodeid = m->nodeid;
+	e.pid = m->pid;
+	Envelope env = ENVELOPE__INIT;
+	env.evict = &e;
+	(void)multicast(cs, &env);
+}
+
+/* From the thread, every round: our beat when due, and the eviction of a member silent past
+ * evict_ms, counted from when we could last hear everyone (our lease fresh since then): a
+ * member that itself stalled must not take the others' silence for theirs. */
+static void beat_round(struct cs *cs)
+{
+	uint64_t now = cfslock_boottime_ns();
+	pthread_mutex_lock(&cs->lock);
+	bool beat = cs->synced && !cs->evicted && !cs->lost_quorum &&
+		    now - cs->beat_sent_ns >= (uint64_t)cs->beat_ms * 1000000ull;
+	struct member silent[8];
+	size_t nsilent = 0;
+	if (cs->synced && !cs->evicted && !cs->lost_quorum && cs->quorate &&
+	    cfslock_lease_fresh(cs->c)) {
+		uint64_t limit = (uint64_t)cs->c->evict_ms * 1000000ull;
+		for (size_t i = 0; i < cs->nmembers; i++) {
+			struct member *m = &cs->members[i];
+			if (m->owner == cs->owner || !m->synced || !m->owner)
+				continue;
+			if (!m->last_beat_ns)
+				m->last_beat_ns = now; /* counted from when we first look */
+			uint64_t since = m->last_beat_ns > cs->continuous_ns ? m->last_beat_ns
+									     : cs->continuous_ns;
+			if (now - since > limit && now - m->evict_sent_ns > limit && nsilent < 8) {
+				m->evict_sent_ns = now;
+				silent[nsilent++] = *m;
+			}
+		}
+	}
+	pthread_mutex_unlock(&cs->lock);
+	if (beat)
+		send_beat(cs, now);
+	for (size_t i = 0; i < nsilent; i++)
+		send_evict(cs, &silent[i]);
+}
+
 static void apply(struct cs *cs, uint32_t nodeid, uint32_t pid, const Envelope *env)
 {
+	if (nodeid != cs->nodeid && cs->unconfirmed_ns) {
+		confirm_beat(cs, cs->unconfirmed_ns);
+		cs->unconfirmed_ns = 0;
+	}
 	if (env->hello)
 		apply_hello(cs, nodeid, env->hello);
 	else if (env->snapshot) {
@@ -901,7 +1099,10 @@ static void apply(struct cs *cs, uint32_t nodeid, uint32_t pid, const Envelope *
 		apply_op(cs, env->op);
 	else if (env->plock)
 		apply_plock(cs, env->plock, false);
-	(void)pid;
+	else if (env->beat)
+		apply_beat(cs, nodeid, pid, env->beat);
+	else if (env->evict)
+		apply_evict(cs, env->evict);
 }
 
 static void buffer_message(struct cs *cs, uint32_t nodeid, uint32_t pid, const void *msg,
@@ -1008,7 +1209,111 @@ static void member_joined(struct cs *cs, uint32_t nodeid, uint32_t pid)
 	if (members_on_node(cs, nodeid) == 0)
 		cfslock_deliver_membership(cs->c, nodeid, true);
 	/* Owner unknown until its Hello; until then it may not lock anything. */
-	cs->members[cs->nmembers++] = (struct member){nodeid, pid, 0, false, 0};
+	cs->members[cs->nmembers++] = (struct member){.nodeid = nodeid, .pid = pid};
+}
+
+/* ---- splits and stateful merges ----
+ * A member that the others removed (its node paused, frozen or cut off past the token
+ * timeout) and that comes back with the same process merges back with a stale view: it saw
+ * the others leave and come back, they saw it do so, and each side has recovered the
+ * other's locks.  Both sides see a stateful merge (dlm_controld's term) when a process they
+ * saw leave with its node joins again, and decide the same way which side goes on: not one
+ * that stood still (tick) since its lease was last renewed; else the side that kept a
+ * majority of the nodes there were before the split, or half of them with the lowest node
+ * id.  The other side is evicted. */
+static size_t member_nodes(const struct cs *cs, uint32_t *nodes)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < cs->nmembers; i++) {
+		size_t j = 0;
+		while (j < n && nodes[j] != cs->members[i].nodeid)
+			j++;
+		if (j == n)
+			nodes[n++] = cs->members[i].nodeid;
+	}
+	return n;
+}
+
+static bool in_nodes(const uint32_t *nodes, size_t n, uint32_t node)
+{
+	for (size_t i = 0; i < n; i++)
+		if (nodes[i] == node)
+			return true;
+	return false;
+}
+
+static void split_before_left(struct cs *cs, const struct cpg_address *left, size_t nleft)
+{
+	struct split *s = &cs->split;
+	for (size_t i = 0; i < nleft; i++) {
+		const struct member *m = member(cs, left[i].nodeid, left[i].pid);
+		if (left[i].reason != CPG_REASON_NODEDOWN || !m)
+			continue;
+		if (!s->open) {
+			s->nprev = member_nodes(cs, s->prev);
+			s->ngone = 0;
+			s->open = true;
+		}
+		if (s->ngone < MAX_MEMBERS)
+			s->gone[s->ngone++] = (struct gone){m->nodeid, m->pid, m->owner, false};
+	}
+}
+
+static void split_after_left(struct cs *cs)
+{
+	if (cs->split.open)
+		cs->split.nkept = member_nodes(cs, cs->split.kept);
+}
+
+static bool kept_majority(const struct split *s)
+{
+	if (2 * s->nkept != s->nprev)
+		return 2 * s->nkept > s->nprev;
+	uint32_t lowest = UINT32_MAX;
+	for (size_t i = 0; i < s->nprev; i++)
+		lowest = s->prev[i] < lowest ? s->prev[i] : lowest;
+	return in_nodes(s->kept, s->nkept, lowest);
+}
+
+/* True if it evicted us. */
+static bool stateful_merge(struct cs *cs, const struct cpg_address *joined, size_t njoined)
+{
+	struct split *s = &cs->split;
+	uint32_t back = 0;
+	for (size_t i = 0; i < njoined && s->open; i++)
+		for (size_t j = 0; j < s->ngone; j++)
+			if (s->gone[j].nodeid == joined[i].nodeid && s->gone[j].pid == joined[i].pid) {
+				back = joined[i].nodeid;
+				s->gone[j].back = true;
+			}
+	if (!back)
+		return false;
+	bool stood_still = __atomic_load_n(&cs->stalled, __ATOMIC_ACQUIRE);
+	bool lose = stood_still || !kept_majority(s);
+	char why[200];
+	snprintf(why, sizeof why, "node %u came back with the view it had before the membership "
+		 "split, and this side %s", back,
+		 stood_still ? "stood still meanwhile (a pause or a freeze)"
+		 : lose ? "kept no majority of the nodes" : "kept the majority");
+	s->open = false;
+	if (lose) {
+		evict_self(cs, why);
+		return true;
+	}
+	log_msg(cs, LOG_WARNING, "stateful merge: %s; the other side is evicted", why);
+	/* It decides so itself; told all the same, in case its view of the split differs. */
+	for (size_t j = 0; j < s->ngone; j++) {
+		if (!s->gone[j].back || !s->gone[j].owner)
+			continue;
+		Evict e = EVICT__INIT;
+		e.owner = s->gone[j].owner;
+		e.nodeid = s->gone[j].nodeid;
+		e.pid = s->gone[j].pid;
+		Envelope env = ENVELOPE__INIT;
+		env.evict = &e;
+		queue_out(cs, &env);
+	}
+	return false;
 }
 
 static void on_confchg(cpg_handle_t h, const struct cpg_name *group,
@@ -1027,7 +1332,9 @@ static void on_confchg(cpg_handle_t h, const struct cpg_name *group,
 			cs->synced = true;
 			cs->nmembers = 1;
 			cs->members[0] =
-				(struct member){cs->nodeid, cs->pid, cs->owner, true, cs->hello_seq};
+				(struct member){.nodeid = cs->nodeid, .pid = cs->pid, .owner = cs->owner,
+				       .synced = true, .hello_seq = cs->hello_seq};
+			lease_from_sync(cs);
 			pthread_cond_broadcast(&cs->changed);
 		} else if (nleft == 0 && cs->hello_seen) {
 			for (size_t i = 0; i < njoined; i++)
@@ -1046,23 +1353,74 @@ static void on_confchg(cpg_handle_t h, const struct cpg_name *group,
 		pthread_mutex_unlock(&cs->lock);
 		return;
 	}
+	if (cs->evicted) { /* our view is worth nothing until we rejoin */
+		pthread_mutex_unlock(&cs->lock);
+		return;
+	}
+	cs->unconfirmed_ns = 0; /* a beat is confirmed within its ring */
+	/* Nodes went while this process stood still: it may be the one the others removed, and
+	 * its lease, renewed in whatever membership its corosync forms now, proves nothing. */
+	for (size_t i = 0; i < nleft; i++)
+		if (left[i].reason == CPG_REASON_NODEDOWN &&
+		    __atomic_load_n(&cs->stalled, __ATOMIC_ACQUIRE)) {
+			evict_self(cs, "nodes left the membership while this process stood still "
+				       "(a pause or a freeze): the others may have removed it");
+			pthread_mutex_unlock(&cs->lock);
+			return;
+		}
+	split_before_left(cs, left, nleft);
 	for (size_t i = 0; i < nleft; i++)
 		member_left(cs, left[i].nodeid, left[i].pid);
+	split_after_left(cs);
+	if (stateful_merge(cs, joined, njoined)) {
+		pthread_mutex_unlock(&cs->lock);
+		return;
+	}
 	for (size_t i = 0; i < njoined; i++)
 		member_joined(cs, joined[i].nodeid, joined[i].pid);
 	pthread_mutex_unlock(&cs->lock);
 }
 
+/* Each ring corosync forms: a lease is renewed only in a ring corosync's quorum has called
+ * quorate (ring_quorate), so a node that stood still and wakes in a ring of its own, or of
+ * a minority, writes nothing before quorum says no. */
+static void on_ring(cpg_handle_t h, struct cpg_ring_id ring, uint32_t n, const uint32_t *nodes)
+{
+	(void)n;
+	(void)nodes;
+	struct cs *cs;
+	if (cpg_context_get(h, (void **)&cs) != CS_OK)
+		return;
+	pthread_mutex_lock(&cs->lock);
+	cs->ring_seq = ring.seq;
+	pthread_mutex_unlock(&cs->lock);
+}
+
+static bool ring_quorate(const struct cs *cs)
+{
+	return cs->quorate && cs->quorum_seq == cs->ring_seq;
+}
+
+static cs_error_t open_cpg(struct cs *cs)
+{
+	cpg_model_v1_data_t model = {.model = CPG_MODEL_V1,
+				     .cpg_deliver_fn = on_deliver,
+				     .cpg_confchg_fn = on_confchg,
+				     .cpg_totem_confchg_fn = on_ring,
+				     .flags = CPG_MODEL_V1_DELIVER_INITIAL_TOTEM_CONF};
+	return cpg_model_initialize(&cs->cpg, CPG_MODEL_V1, (cpg_model_data_t *)&model, cs);
+}
+
 static void on_quorum(quorum_handle_t h, uint32_t quorate, uint64_t ring, uint32_t n,
 		      uint32_t *view)
 {
-	(void)ring;
 	(void)n;
 	(void)view;
 	struct cs *cs;
 	if (quorum_context_get(h, (const void **)&cs) != CS_OK)
 		return;
 	pthread_mutex_lock(&cs->lock);
+	cs->quorum_seq = ring;
 	bool was = cs->quorate;
 	cs->quorate = quorate != 0;
 	if (was && !cs->quorate) {
@@ -1104,21 +1462,19 @@ static uint64_t new_owner(uint32_t nodeid)
 static void rejoin(struct cs *cs)
 {
 	/* A new CPG connection: leaving and joining on the old one races with our own leave. */
-	cpg_callbacks_t cb = {.cpg_deliver_fn = on_deliver, .cpg_confchg_fn = on_confchg};
 	cpg_finalize(cs->cpg);
-	if (cpg_initialize(&cs->cpg, &cb) != CS_OK) {
+	if (open_cpg(cs) != CS_OK) {
 		pthread_mutex_lock(&cs->lock);
 		cs->connected = false;
 		pthread_mutex_unlock(&cs->lock);
 		return;
 	}
-	cpg_context_set(cs->cpg, cs);
 	pthread_mutex_lock(&cs->lock);
 	fail_all_local(cs, -CFSLOCK_ENOQUORUM);
 	drop_replicas(cs);
 	cs->nmembers = cs->nfailed = 0;
 	cs->synced = cs->hello_seen = false;
-	cs->lost_quorum = false;
+	cs->lost_quorum = cs->evicted = false;
 	cs->owner = new_owner(cs->nodeid);
 	pthread_mutex_unlock(&cs->lock);
 	log_msg(cs, LOG_NOTICE, "quorum is back; %s", "rejoining the lock group");
@@ -1130,13 +1486,19 @@ static void *cs_thread(void *arg)
 	struct cs *cs = arg;
 	int cpg_fd = -1, q_fd = -1;
 	quorum_fd_get(cs->quorum, &q_fd);
+	pthread_t tk;
+	__atomic_store_n(&cs->ticking, true, __ATOMIC_RELEASE);
+	bool ticker_runs = pthread_create(&tk, NULL, ticker, cs) == 0;
 	while (!cs->stop && cs->connected) {
 		cpg_fd_get(cs->cpg, &cpg_fd); /* a rejoin opens a new connection */
 		send_outbox(cs);
 		struct pollfd p[3] = {{.fd = cpg_fd, .events = POLLIN},
 				      {.fd = q_fd, .events = POLLIN},
 				      {.fd = cs->wake[0], .events = POLLIN}};
-		if (poll(p, 3, 200) < 0)
+		int wait_ms = cs->beat_ms < 200 ? (int)cs->beat_ms : 200;
+		int ready = poll(p, 3, wait_ms);
+		tick(cs); /* before anything delivered after a pause is looked at */
+		if (ready < 0)
 			continue;
 		if (p[2].revents) {
 			char b[16];
@@ -1158,12 +1520,16 @@ static void *cs_thread(void *arg)
 				cfslock_deliver_quorum(cs->c, false);
 			break;
 		}
+		beat_round(cs);
 		pthread_mutex_lock(&cs->lock);
 		bool again = cs->lost_quorum && cs->quorate;
 		pthread_mutex_unlock(&cs->lock);
 		if (again)
 			rejoin(cs);
 	}
+	__atomic_store_n(&cs->ticking, false, __ATOMIC_RELEASE);
+	if (ticker_runs)
+		pthread_join(tk, NULL);
 	return NULL;
 }
 
@@ -1186,6 +1552,20 @@ static uint32_t token_timeout_ms(void)
 	return ms;
 }
 
+/* The lease is half the token timeout: a member the others remove for silence (a token
+ * timeout at least) finds its lease out when it wakes.  Beats four per lease.  A member
+ * silent for four token timeouts (at least 5 s) is evicted: far beyond a busy process's
+ * scheduling delays, since the beats come from this library's own thread. */
+static void set_lease_times(struct cs *cs, uint32_t token_ms)
+{
+	uint32_t token = token_ms ? token_ms : 1000; /* unknown: the shortest a site uses */
+	cs->token_ms = token;
+	cs->c->lease_ms = token / 2;
+	cs->beat_ms = cs->c->lease_ms / 4 > 50 ? cs->c->lease_ms / 4 : 50;
+	cs->c->evict_ms = 4 * token > 5000 ? 4 * token : 5000;
+	__atomic_store_n(&cs->c->lease_until, 0, __ATOMIC_RELEASE); /* fresh once in sync */
+}
+
 static int cs_open(struct cfslock_client *c)
 {
 	struct cs *cs = calloc(1, sizeof *cs);
@@ -1195,25 +1575,25 @@ static int cs_open(struct cfslock_client *c)
 	pthread_mutex_init(&cs->lock, NULL);
 	pthread_mutex_init(&cs->send_lock, NULL);
 	pthread_cond_init(&cs->changed, NULL);
-	cpg_callbacks_t cb = {.cpg_deliver_fn = on_deliver, .cpg_confchg_fn = on_confchg};
 	quorum_callbacks_t qcb = {.quorum_notify_fn = on_quorum};
 	uint32_t qtype = 0;
 	int quorate = 0;
 	int rc = -ENOTCONN;
-	if (cpg_initialize(&cs->cpg, &cb) != CS_OK)
+	if (open_cpg(cs) != CS_OK)
 		goto fail;
-	cpg_context_set(cs->cpg, cs);
 	if (cpg_local_get(cs->cpg, &cs->nodeid) != CS_OK ||
 	    quorum_initialize(&cs->quorum, &qcb, &qtype) != CS_OK)
 		goto fail_cpg;
 	quorum_context_set(cs->quorum, cs);
 	if (quorum_getquorate(cs->quorum, &quorate) != CS_OK ||
-	    quorum_trackstart(cs->quorum, CS_TRACK_CHANGES) != CS_OK || pipe(cs->wake) < 0)
+	    quorum_trackstart(cs->quorum, CS_TRACK_CHANGES | CS_TRACK_CURRENT) != CS_OK ||
+	    pipe(cs->wake) < 0)
 		goto fail_quorum;
 	cs->quorate = quorate != 0;
 	cs->connected = true;
 	cs->pid = (uint32_t)getpid();
 	cs->owner = new_owner(cs->nodeid);
+	set_lease_times(cs, token_timeout_ms());
 	c->node = cs->nodeid;
 	c->quorate = cs->quorate;
 	c->backend = cs;

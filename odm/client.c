@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -172,21 +174,90 @@ int odm_rpc(struct odm_mount *m, ControlRequest *req, ControlReply **reply)
 	return rc;
 }
 
-static int connect_cfsd(struct odm_mount *m)
+static int connect_cfsd(const char *root, int *sock)
 {
 	char path[108];
-	int rc = cfs_control_path(m->root, path, sizeof path);
+	int rc = cfs_control_path(root, path, sizeof path);
 	if (rc)
 		return rc;
 	struct sockaddr_un a = {.sun_family = AF_UNIX};
 	snprintf(a.sun_path, sizeof a.sun_path, "%s", path);
-	m->sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (m->sock < 0 || connect(m->sock, (struct sockaddr *)&a, sizeof a)) {
+	*sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (*sock < 0 || connect(*sock, (struct sockaddr *)&a, sizeof a)) {
 		rc = -errno;
-		fprintf(stderr, "libodm: cannot reach cfsd of %s at %s: %s\n", m->root, path,
+		fprintf(stderr, "libodm: cannot reach cfsd of %s at %s: %s\n", root, path,
 			strerror(-rc));
 	}
 	return rc;
+}
+
+/* cfsd's membership lease page (ODM_LEASE), asked on a connection of its own so that the
+ * descriptor that comes with the answer is not read by the reader thread, which drops
+ * it.  None on a mount without a cluster. */
+static int attach_lease(struct odm_mount *m)
+{
+	int sock = -1, fd = -1;
+	int rc = connect_cfsd(m->root, &sock);
+	ControlRequest req = CONTROL_REQUEST__INIT;
+	req.op = CONTROL_REQUEST__OP__ODM_LEASE;
+	if (!rc)
+		rc = cfs_control_send_message(sock, NULL, &req.base);
+	uint8_t *msg = NULL;
+	uint32_t len;
+	if (!rc)
+		rc = cfs_control_recv_fd(sock, &msg, &len, &fd);
+	ControlReply *r = rc ? NULL : control_reply__unpack(NULL, len, msg);
+	free(msg);
+	if (!rc && !r)
+		rc = -EPROTO;
+	if (r && r->error)
+		rc = -(int)r->error;
+	if (r)
+		control_reply__free_unpacked(r, NULL);
+	if (!rc && fd >= 0) {
+		void *p = mmap(NULL, sizeof *m->lease, PROT_READ, MAP_SHARED, fd, 0);
+		rc = p == MAP_FAILED ? -errno : 0;
+		m->lease = rc ? NULL : p;
+	}
+	if (rc)
+		fprintf(stderr, "libodm: the membership lease of %s: %s\n", m->root, strerror(-rc));
+	if (fd >= 0)
+		close(fd);
+	if (sock >= 0)
+		close(sock);
+	return rc;
+}
+
+static bool lease_fresh(const struct cfs_lease_page *l)
+{
+	uint64_t until = __atomic_load_n(&l->until, __ATOMIC_ACQUIRE);
+	if (until == UINT64_MAX)
+		return true;
+	struct timespec t;
+	clock_gettime(CLOCK_BOOTTIME, &t);
+	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec < until;
+}
+
+/* Before every write reaches the LUNs (cvm's write gate): cfsd's lease fresh, else wait
+ * for it as cfsd's own writes do; fenced, or cfsd gone: the write fails. */
+static int lease_gate(void *arg)
+{
+	struct odm_mount *m = arg;
+	const struct timespec pause = {.tv_nsec = 1000000};
+	bool told = false;
+	for (unsigned waited = 0;; waited++) {
+		if (__atomic_load_n(&m->lease->fenced, __ATOMIC_ACQUIRE) ||
+		    __atomic_load_n(&m->closed, __ATOMIC_ACQUIRE))
+			return -EIO;
+		if (lease_fresh(m->lease))
+			return 0;
+		if (waited == 5000 && !told) {
+			fprintf(stderr, "libodm: writes to %s wait: cfsd's membership lease has not "
+				"been renewed for 5 s\n", m->root);
+			told = true;
+		}
+		nanosleep(&pause, NULL);
+	}
 }
 
 int odm_mount_get(const char *root, struct odm_mount **out)
@@ -204,7 +275,7 @@ int odm_mount_get(const char *root, struct odm_mount **out)
 	pthread_mutex_init(&m->send_lock, NULL);
 	pthread_mutex_init(&m->reply_lock, NULL);
 	pthread_cond_init(&m->reply_ready, NULL);
-	int rc = connect_cfsd(m);
+	int rc = connect_cfsd(m->root, &m->sock);
 	if (!rc)
 		rc = -pthread_create(&m->reader, NULL, reader, m);
 	if (rc) {
@@ -219,6 +290,8 @@ int odm_mount_get(const char *root, struct odm_mount **out)
 	req.owner = odm_proc.owner;
 	if ((rc = odm_rpc(m, &req, &reply)) == 0)
 		control_reply__free_unpacked(reply, NULL);
+	if (!rc)
+		rc = attach_lease(m);
 	m->next = odm_proc.mounts;
 	odm_proc.mounts = m;
 	*out = m;
@@ -234,6 +307,8 @@ void odm_mount_close(struct odm_mount *m)
 		control_reply__free_unpacked(m->reply, NULL);
 	cvm_aio_destroy(m->aio);
 	cvm_volume_close(m->vol);
+	if (m->lease)
+		munmap((void *)m->lease, sizeof *m->lease);
 	free(m);
 }
 
@@ -259,6 +334,8 @@ int odm_mount_layout(struct odm_mount *m, const OdmLayout *layout)
 	}
 	if (!rc && cvm_volume_size(vol) < layout->size)
 		rc = -ESTALE;
+	if (!rc && m->lease)
+		cvm_volume_set_write_gate(vol, lease_gate, m);
 	struct cvm_aio *aio = NULL;
 	if (!rc)
 		rc = cvm_aio_create(vol, ODM_AIO_DEPTH, &aio);

@@ -2,6 +2,7 @@
 #ifndef ODM_INTERNAL_H
 #define ODM_INTERNAL_H
 
+#include "cfs/cfs.h"
 #include "cvm/cvm.h"
 #include "odm/odm.h"
 #include "odm/stats.h"
@@ -29,6 +30,7 @@ struct odm_mount {
 	struct cvm_volume *vol;    /* opened from cfsd's layout; NULL until the first map */
 	uint64_t layout_generation;
 	struct cvm_aio *aio;
+	const struct cfs_lease_page *lease; /* cfsd's membership lease; NULL on one node */
 	struct odm_mount *next;
 };
 

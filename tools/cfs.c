@@ -217,7 +217,8 @@ static void print_status(const char *dir, const ControlReply *r, bool json)
 		       "\"lock_cache_limit\": %u, \"locks_given_back\": %llu, "
 		       "\"journal_anchors\": %llu, \"checkpoint_blocks\": %llu, \"flushes\": %llu, "
 		       "\"writeback\": %s, \"kernel_names\": %s, \"fuse_transport\": \"%s\", "
-		       "\"uring_requests\": %llu, \"uring_direct\": %llu, \"dev_direct\": %llu}\n",
+		       "\"uring_requests\": %llu, \"uring_direct\": %llu, \"dev_direct\": %llu, "
+		       "\"lease_ms\": %u, \"evict_ms\": %u, \"evicted\": %s}\n",
 		       s->fenced ? "true" : "false", s->fence_interval_ms,
 		       (unsigned long long)s->locks_cached, s->lock_cache_limit,
 		       (unsigned long long)s->locks_given_back,
@@ -226,7 +227,8 @@ static void print_status(const char *dir, const ControlReply *r, bool json)
 		       s->writeback ? "true" : "false",
 		       s->kernel_names ? "true" : "false", s->has_uring_requests ? "io_uring" : "dev",
 		       (unsigned long long)s->uring_requests, (unsigned long long)s->uring_direct,
-		       (unsigned long long)s->dev_direct);
+		       (unsigned long long)s->dev_direct, s->lease_ms, s->evict_ms,
+		       s->evicted ? "true" : "false");
 		return;
 	}
 	char total[32], avail[32];
@@ -280,9 +282,14 @@ static void print_status(const char *dir, const ControlReply *r, bool json)
 		printf("  node %u (slot %u) died: its journal is replayed after the fence interval "
 		       "(%u ms)\n", s->recovering[i]->node_id, s->recovering[i]->slot,
 		       s->fence_interval_ms);
+	if (s->lease_ms)
+		printf("  membership lease %u ms; a member silent for %u ms is evicted\n",
+		       s->lease_ms, s->evict_ms);
 	if (s->fenced)
-		printf("  FENCED: this node lost quorum; every call fails with EIO until the "
-		       "filesystem is unmounted and mounted again\n");
+		printf("  FENCED: %s; every call fails with EIO until the filesystem is "
+		       "unmounted and mounted again\n",
+		       s->evicted ? "the cluster evicted this node while it stalled"
+				  : "this node lost quorum");
 }
 
 /* Show or change the lock protocol recorded in the superblock. */

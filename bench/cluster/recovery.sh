@@ -6,7 +6,8 @@
 # corosync token settings.  Every round also checks the dead node's fsync'd changes and fsck.
 # Then database failover: an ODM instance's node killed, the instance started at once on
 # another node (tests/cluster/test_cfs_odm_failover.sh): kill to its first write, over
-# BENCH_FAILOVERS (default 10) rounds (target <= 10 s).
+# BENCH_FAILOVERS (default 10) rounds (target <= 10 s).  Then stalls: a frozen node, a frozen
+# cfsd, a frozen corosync (tests/cluster/test_cfs_stall.sh), freeze to a survivor's call.
 # Usage: recovery.sh [BUILD]
 set -euo pipefail
 build=${1:-build}
@@ -40,7 +41,8 @@ PY
 failovers=${BENCH_FAILOVERS:-10}
 BIN=$(cd "$build/bin" && pwd) FAILOVER_ROUNDS=$failovers \
 	bash "$here/../../tests/cluster/test_cfs_odm_failover.sh" | tee "$out" | grep -v "^ok" || true
-python3 - "$out" <<'PY'
+failed=0
+python3 - "$out" <<'PY' || failed=1
 import re, statistics, sys
 text = open(sys.argv[1]).read()
 v = [int(t) for t in re.findall(r"resumed on node \d+ (\d+) ms after", text)]
@@ -51,3 +53,27 @@ fails = len(re.findall(r"^not ok", text, re.M))
 print(f"checks failed: {fails}")
 sys.exit(1 if fails else 0)
 PY
+# Stalls: a node frozen (SIGSTOP) with its corosync, its cfsd alone, or its corosync alone;
+# freeze to a survivor's call on what the frozen node held completing, over BENCH_STALLS
+# (default 3) runs of tests/cluster/test_cfs_stall.sh.
+: >"$out"
+for _ in $(seq "${BENCH_STALLS:-3}"); do
+	BIN=$(cd "$build/bin" && pwd) bash "$here/../../tests/cluster/test_cfs_stall.sh" >>"$out" || true
+done
+grep "^not ok" "$out" || true
+python3 - "$out" <<'PY'
+import re, statistics, sys
+text = open(sys.argv[1]).read()
+times = {}
+for t, kind in re.findall(r"completed (\d+) ms after the freeze \((\w+)\)", text):
+    times.setdefault(kind, []).append(int(t))
+names = {"all": "node frozen with its corosync", "cfsd": "cfsd frozen, its corosync running",
+         "corosync": "corosync frozen, its cfsd running"}
+for kind, v in times.items():
+    print(f"{names.get(kind, kind)}: {len(v)} freezes, a survivor's call completed after p50 "
+          f"{statistics.median(v):.0f} ms, max {max(v)} ms")
+fails = len(re.findall(r"^not ok", text, re.M))
+print(f"checks failed: {fails}")
+sys.exit(1 if fails else 0)
+PY
+[ "$failed" -eq 0 ]

@@ -4,6 +4,8 @@
  *   pingpong N   two processes, on two nodes, take turns with one EX lock N times each; the
  *                turn is kept in the lock value block
  *   ops      SEC request/unlock of this process's own lock for SEC seconds
+ *   lease    N   N looks at the membership lease (cfslock_lease_fresh), what every write of
+ *                cfsd asks before it is submitted, after waiting for the lease to be fresh
  *   cache    N   take N new locks PR and keep them cached (the limit set with -l), print
  *                how many the table holds and this process's resident growth, then hold
  *                them for -w SEC seconds (other members' memory can be read meanwhile)
@@ -119,7 +121,7 @@ int main(int argc, char **argv)
 	}
 	if (argc - optind != 2) {
 		fprintf(stderr, "usage: lockbench [-b BACKEND] [-s SPACE] [-l LIMIT] [-w SEC] "
-				"cached|first|pingpong|ops|cache N\n");
+				"cached|first|pingpong|ops|cache|lease N\n");
 		return 2;
 	}
 	const char *mode = argv[optind];
@@ -195,6 +197,16 @@ int main(int argc, char **argv)
 		rc = cache_many(c, s, n, hold_s);
 		if (rc)
 			return die("cache", rc);
+	} else if (!strcmp(mode, "lease")) {
+		if ((rc = cfslock_lease_wait(c, 10000)))
+			return die("lease", rc);
+		long fresh = 0;
+		uint64_t t0 = now_ns();
+		for (long i = 0; i < n; i++)
+			fresh += cfslock_lease_fresh(c);
+		uint64_t total = now_ns() - t0;
+		printf("{\"bench\":\"lease\",\"n\":%ld,\"fresh\":%ld,\"lease_ms\":%u,\"mean_ns\":%.1f}\n",
+		       n, fresh, cfslock_lease_ms(c), (double)total / (double)n);
 	} else if (!strcmp(mode, "ops")) {
 		snprintf(name, sizeof name, "ops-%u-%d", cfslock_node_id(c), (int)getpid());
 		struct cfslock *lk = cfslock_new(s, name, NULL, NULL, NULL);

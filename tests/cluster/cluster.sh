@@ -5,6 +5,7 @@
 #   cluster.sh up N            start nodes 1..N, wait until all are members and quorate
 #   cluster.sh down            stop everything and remove namespaces, links and state
 #   cluster.sh kill NODE       kill -9 the node's corosync
+#   cluster.sh pid NODE        the node's corosync process (a test freezes it with SIGSTOP)
 #   cluster.sh abort NODE      end the FUSE connections of mounts made in the node (after a
 #                              test kills a daemon there: see abort_fuse)
 #   cluster.sh start NODE      start a killed node's corosync again
@@ -184,6 +185,7 @@ __up) cmd_up "$@" ;;
 down) cmd_down ;;
 kill) [ $# -eq 1 ] || die "kill NODE"; alive "$1" && kill -9 "$(pid_of "$1")"; true ;;
 abort) [ $# -eq 1 ] || die "abort NODE"; abort_fuse "$1" ;;
+pid) [ $# -eq 1 ] || die "pid NODE"; alive "$1" && pid_of "$1" ;;
 start) [ $# -eq 1 ] || die "start NODE"; alive "$1" && die "node $1 is running"; start_node "$1" ;;
 partition) cmd_partition "$@" ;;
 heal) cmd_heal ;;

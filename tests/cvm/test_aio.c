@@ -114,3 +114,44 @@ Test(aio, timeout_returns_with_nothing_done)
 	cvm_aio_destroy(aio);
 	cvm_volume_close(v);
 }
+
+/* A write gate (a cluster node's membership lease) that says no: writes fail with its answer
+ * before they reach a LUN, synchronous or not, and reads still go. */
+static int gate_answer;
+static unsigned gate_asked;
+static int gate(void *arg)
+{
+	(void)arg;
+	gate_asked++;
+	return gate_answer;
+}
+
+Test(aio, a_write_gate_that_says_no_keeps_writes_off_the_luns)
+{
+	struct cvm_volume *v = make_volume(256 << 10);
+	struct cvm_aio *aio;
+	cr_assert_eq(cvm_aio_create(v, 4, &aio), 0);
+	uint8_t *buf = cvm_alloc_aligned(8192), *back = cvm_alloc_aligned(8192);
+	memset(buf, 'a', 8192);
+	cr_assert_eq(cvm_volume_write(v, buf, 8192, 0), 0);
+	cvm_volume_set_write_gate(v, gate, NULL);
+	gate_answer = 0;
+	memset(buf, 'b', 8192);
+	cr_assert_eq(cvm_volume_write(v, buf, 4096, 0), 0, "a gate that says yes lets it go");
+	cr_assert_gt(gate_asked, 0);
+	gate_answer = -EIO;
+	memset(buf, 'c', 8192);
+	cr_assert_eq(cvm_volume_write(v, buf, 8192, 0), -EIO);
+	struct done d = {0};
+	cr_assert_eq(cvm_aio_submit(aio, CVM_WRITE, buf, 8192, 0, on_done, &d), 0);
+	while (!d.calls)
+		cr_assert_geq(cvm_aio_poll(aio, 1, NULL), 0);
+	cr_assert_eq(d.last, -EIO, "an asynchronous write fails with the gate's answer");
+	cr_assert_eq(cvm_volume_read(v, back, 8192, 0), 0, "reads do not ask the gate");
+	for (int i = 0; i < 8192; i++)
+		cr_assert_eq(back[i], i < 4096 ? 'b' : 'a', "byte %d reached the LUN past the gate", i);
+	cvm_aio_destroy(aio);
+	cvm_volume_close(v);
+	free(buf);
+	free(back);
+}

@@ -503,3 +503,19 @@ Test(local, sync_calls_with_an_outside_dispatcher, .timeout = 60)
 	cfslock_free(theirs);
 	close_pair(&p);
 }
+
+/* One node has no membership to lose: its lease is always fresh, and a page mirroring it
+ * (libodm's) says so. */
+Test(local, the_lease_of_one_node_is_always_fresh)
+{
+	struct cfslock_client *c;
+	cr_assert_eq(cfslock_client_open("local", NULL, &c), 0);
+	cr_assert(cfslock_lease_fresh(c));
+	cr_assert_eq(cfslock_lease_wait(c, 0), 0);
+	cr_assert_not(cfslock_evicted(c));
+	cr_assert_eq(cfslock_lease_ms(c), 0);
+	uint64_t mirror = 0;
+	cfslock_lease_mirror(c, &mirror);
+	cr_assert_eq(mirror, UINT64_MAX);
+	cfslock_client_close(c);
+}
