@@ -175,7 +175,7 @@ bench:
 	$(MAKE) bench-odm
 	$(MAKE) bench-cluster
 
-bench-cluster: all $(BUILD)/tests/odm/odm_crash # recovery.sh runs test_cfs_odm_failover.sh
+bench-cluster: all $(BUILD)/tests/odm/odm_crash $(BUILD)/tests/odm/odm_race # recovery.sh runs test_cfs_odm_failover.sh and test_cfs_stall.sh
 	bench/cluster/run.sh $(BUILD)
 	bench/cluster/recovery.sh $(BUILD)
 	bench/cluster/walk.sh $(BUILD)

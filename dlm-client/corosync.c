@@ -100,7 +100,8 @@ struct cs {
 	uint64_t owner, want_seq;
 	bool evicted;           /* removed while we stalled: we rejoin as a new owner */
 	uint64_t beat_sent_ns;  /* our last beat (CLOCK_BOOTTIME) */
-	uint64_t continuous_ns; /* our lease fresh without a break since then */
+	uint64_t own_beat_ns;   /* our latest beat came back then */
+	uint64_t stretch_ns;    /* our beats have come back without a gap since, in one ring */
 	uint32_t beat_ms, token_ms;
 	uint64_t hello_ns; /* when our latest Hello was queued */
 	uint64_t unconfirmed_ns; /* our latest beat delivered, no other node's message since */
@@ -574,7 +575,7 @@ static void member_left(struct cs *cs, uint32_t nodeid, uint32_t pid);
 static bool ring_quorate(const struct cs *cs);
 static void lease_from_sync(struct cs *cs)
 {
-	cs->continuous_ns = cfslock_boottime_ns();
+	cs->stretch_ns = cs->own_beat_ns = cfslock_boottime_ns();
 	if (ring_quorate(cs))
 		cfslock_lease_renew(cs->c, cs->hello_ns + (uint64_t)cs->c->lease_ms * 1000000ull);
 }
@@ -970,16 +971,13 @@ static void evict_self(struct cs *cs, const char *why)
 }
 
 /* Our beat sent at sent_ns was delivered in a ring with the others: the lease runs from
- * then.  A lease that had run out and is renewed without a membership change in between
- * starts a new continuous stretch. */
+ * then. */
 static void confirm_beat(struct cs *cs, uint64_t sent_ns)
 {
 	uint64_t now = cfslock_boottime_ns();
 	uint64_t until = sent_ns + (uint64_t)cs->c->lease_ms * 1000000ull;
 	if (cs->evicted || until <= now || !ring_quorate(cs))
 		return;
-	if (!cfslock_lease_fresh(cs->c))
-		cs->continuous_ns = now;
 	__atomic_store_n(&cs->stalled, false, __ATOMIC_RELEASE); /* nobody removed us meanwhile */
 	cfslock_lease_renew(cs->c, until);
 }
@@ -993,7 +991,12 @@ static void apply_beat(struct cs *cs, uint32_t nodeid, uint32_t pid, const Beat 
 			m->last_beat_ns = now;
 		return;
 	}
-	/* Ours.  A corosync that stood still and wakes still holding the ring's token orders
+	/* Ours: a gap in their coming back (our corosync stood still, or the ring re-formed)
+	 * starts a new stretch, from which others' silence is counted (beat_round). */
+	if (now - cs->own_beat_ns > (uint64_t)cs->c->lease_ms * 1000000ull)
+		cs->stretch_ns = now;
+	cs->own_beat_ns = now;
+	/* A corosync that stood still and wakes still holding the ring's token orders
 	 * what we sent meanwhile in the old ring, which the others have left, and delivers it
 	 * to us alone before it notices: our beat proves something once a message of another
 	 * node follows it in the same ring (confirm_beat), at once only if no other node is a
@@ -1048,8 +1051,10 @@ static void send_evict(struct cs *cs, const struct member *m)
 }
 
 /* From the thread, every round: our beat when due, and the eviction of a member silent past
- * evict_ms, counted from when we could last hear everyone (our lease fresh since then): a
- * member that itself stalled must not take the others' silence for theirs. */
+ * evict_ms, counted from the start of the stretch in which our own beats have come back
+ * without a gap: a member whose corosync or process stood still must not take the others'
+ * silence for theirs.  Not our lease: with one other member, frozen, it runs out (nothing
+ * of another node confirms our beats) until we evict that member. */
 static void beat_round(struct cs *cs)
 {
 	uint64_t now = cfslock_boottime_ns();
@@ -1058,8 +1063,9 @@ static void beat_round(struct cs *cs)
 		    now - cs->beat_sent_ns >= (uint64_t)cs->beat_ms * 1000000ull;
 	struct member silent[8];
 	size_t nsilent = 0;
-	if (cs->synced && !cs->evicted && !cs->lost_quorum && cs->quorate &&
-	    cfslock_lease_fresh(cs->c)) {
+	bool hearing = now - cs->own_beat_ns < (uint64_t)cs->c->lease_ms * 1000000ull;
+	if (cs->synced && !cs->evicted && !cs->lost_quorum && ring_quorate(cs) && hearing &&
+	    !__atomic_load_n(&cs->stalled, __ATOMIC_ACQUIRE)) {
 		uint64_t limit = (uint64_t)cs->c->evict_ms * 1000000ull;
 		for (size_t i = 0; i < cs->nmembers; i++) {
 			struct member *m = &cs->members[i];
@@ -1067,8 +1073,8 @@ static void beat_round(struct cs *cs)
 				continue;
 			if (!m->last_beat_ns)
 				m->last_beat_ns = now; /* counted from when we first look */
-			uint64_t since = m->last_beat_ns > cs->continuous_ns ? m->last_beat_ns
-									     : cs->continuous_ns;
+			uint64_t since = m->last_beat_ns > cs->stretch_ns ? m->last_beat_ns
+									  : cs->stretch_ns;
 			if (now - since > limit && now - m->evict_sent_ns > limit && nsilent < 8) {
 				m->evict_sent_ns = now;
 				silent[nsilent++] = *m;
@@ -1358,6 +1364,7 @@ static void on_confchg(cpg_handle_t h, const struct cpg_name *group,
 		return;
 	}
 	cs->unconfirmed_ns = 0; /* a beat is confirmed within its ring */
+	cs->stretch_ns = cfslock_boottime_ns();
 	/* Nodes went while this process stood still: it may be the one the others removed, and
 	 * its lease, renewed in whatever membership its corosync forms now, proves nothing. */
 	for (size_t i = 0; i < nleft; i++)

@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
 # A node that stalls and comes back never writes again (the membership lease, cfslock.h).
-# Three rounds on a 3-node cluster, each a freeze (SIGSTOP) long enough for the others to
+# Five rounds on a 3-node cluster, each a freeze (SIGSTOP) long enough for the others to
 # remove the frozen node and recover it, and a thaw after the survivors changed what it had:
 #   1. node 2's corosync, cfsd and writer together (a VM pause): the others see it leave;
 #   2. node 3's cfsd and writer, its corosync running (a hung daemon): the others evict it
 #      when its beats stop;
 #   3. node 2's corosync alone: its cfsd, still running, stops writing when its lease runs
 #      out and is evicted when it sees the membership change;
-#   4. the same on dboptimized mounts with a libodm process on node 2 writing all over a
+#   4. the same as 3 on dboptimized mounts with a libodm process on node 2 writing all over a
 #      datafile: its writes wait for the lease (a page cfsd shares) and fail once its node is
-#      evicted; the datafile as the survivors rewrote it stays so.
+#      evicted; the datafile as the survivors rewrote it stays so;
+#   5. node 2's cfsd again, with only nodes 1 and 2 mounted (nothing confirms node 1's lease
+#      meanwhile: it evicts node 2 all the same).
 # Every freeze lasts until the survivors logged the recovery (no timer raced): then they
 # remove what the frozen node made, write a manifest and fsync it; after the thaw the frozen
 # node fences itself (FENCED in its log, `cfs status` says evicted), never logs a recovery
@@ -31,7 +33,7 @@ check "the lease is shorter than the fence interval" test "$lease" -lt "$interva
 # round ROUND NODE KIND: the freeze of NODE (KIND: all, cfsd, corosync), the checks after it.
 round() {
 	local r=$1 n=$2 kind=$3 slot cfsd coro before others
-	others=$(for o in 1 2 3; do [ "$o" != "$n" ] && echo "$o"; done)
+	others=$(for o in $nodes; do [ "$o" != "$n" ] && echo "$o"; done)
 	slot=$(status_of "$n" slot)
 	cfsd=$(status_of "$n" pid)
 	coro=$(C pid "$n")
@@ -74,11 +76,12 @@ round() {
 	C wait-quorum "$n" yes 60 >/dev/null 2>&1
 	check "round $r: node $n mounts again" mount_on "$n"
 	check "round $r: the manifest reads back on node $n" reads_back "$r" "$n"
-	for o in 1 2 3; do check "round $r: node $o unmounts" umount_on "$o"; done
+	for o in $nodes; do check "round $r: node $o unmounts" umount_on "$o"; done
 	fsck_clean "round $r"
-	for o in 1 2 3; do check "round $r: node $o mounts again" mount_on "$o"; done
+	for o in $nodes; do check "round $r: node $o mounts again" mount_on "$o"; done
 }
 
+nodes="1 2 3" # mounted
 round 1 2 all
 round 2 3 cfsd
 round 3 2 corosync
@@ -111,7 +114,11 @@ check "round 4: the datafile is as node 1 rewrote it, on node 1" dbf_as_rewritte
 check "round 4: and on node 3" dbf_as_rewritten 3
 for n in 1 2 3; do check "round 4: node $n unmounts" umount_on $n; done
 fsck_clean "round 4"
-for n in 1 2 3; do mount_on $n; done
-for n in 1 2 3; do check "node $n unmounts" umount_on $n; done
+# Round 5: node 2's cfsd frozen while only nodes 1 and 2 mount: nothing of another node
+# confirms node 1's beats, so its lease runs out; it must evict node 2 all the same.
+nodes="1 2"
+for n in $nodes; do mount_on $n; done
+round 5 2 cfsd
+for n in $nodes; do check "node $n unmounts" umount_on $n; done
 no_damage_logged
 finish
