@@ -125,6 +125,7 @@ struct cfs_status {
 	bool fenced;                /* this node lost quorum: every call fails with EIO */
 	uint32_t fence_interval_ms; /* survivors wait this long after a death before a replay */
 	uint32_t lease_ms, evict_ms; /* the membership lease; a silent member evicted after */
+	uint32_t beat_gap_max_ms;    /* the longest wait for one of its beats (cfslock.h) */
 	bool evicted;                /* fenced since the cluster removed it while it stalled */
 	char label[64];
 	char fs_uuid[37];

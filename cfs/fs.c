@@ -580,6 +580,7 @@ void cfs_status(struct cfs_fs *fs, struct cfs_status *st)
 		st->fence_interval_ms = cfs_fence_interval_ms(fs);
 		st->lease_ms = cfslock_lease_ms(fs->locks);
 		st->evict_ms = cfslock_evict_ms(fs->locks);
+		st->beat_gap_max_ms = cfslock_beat_gap_max_ms(fs->locks);
 		st->evicted = cfslock_evicted(fs->locks);
 	}
 	cvm_uuid u;

@@ -102,7 +102,8 @@ static void fill_status(struct cfsd *d, ControlStatus *s, struct cfs_status *st,
 	s->lock_messages = st->lock_messages;
 	s->fenced = st->fenced;
 	s->fence_interval_ms = st->fence_interval_ms;
-	s->has_lease_ms = s->has_evict_ms = s->has_evicted = true;
+	s->has_lease_ms = s->has_evict_ms = s->has_evicted = s->has_beat_gap_max_ms = true;
+	s->beat_gap_max_ms = st->beat_gap_max_ms;
 	s->lease_ms = st->lease_ms;
 	s->evict_ms = st->evict_ms;
 	s->evicted = st->evicted;

@@ -83,6 +83,9 @@ void cfslock_lease_mirror(struct cfslock_client *c, uint64_t *until);
 /* The lease time and the silence after which the others evict a member; 0 without a lease. */
 uint32_t cfslock_lease_ms(const struct cfslock_client *c);
 uint32_t cfslock_evict_ms(const struct cfslock_client *c);
+/* The longest time between two of this process's beats coming back in one ring, since it
+ * joined: how close a busy node came to its lease running out (lease_ms / 4 when idle). */
+uint32_t cfslock_beat_gap_max_ms(const struct cfslock_client *c);
 
 int cfslock_space_open(struct cfslock_client *c, const char *name, struct cfslock_space **out);
 void cfslock_space_close(struct cfslock_space *s);

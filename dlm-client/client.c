@@ -182,6 +182,10 @@ bool cfslock_evicted(const struct cfslock_client *c)
 
 uint32_t cfslock_lease_ms(const struct cfslock_client *c) { return c->lease_ms; }
 uint32_t cfslock_evict_ms(const struct cfslock_client *c) { return c->evict_ms; }
+uint32_t cfslock_beat_gap_max_ms(const struct cfslock_client *c)
+{
+	return __atomic_load_n(&c->beat_gap_max_ms, __ATOMIC_RELAXED);
+}
 
 /* lease_lock held. */
 static void set_lease(struct cfslock_client *c, uint64_t until)

@@ -63,6 +63,7 @@ struct cfslock_client {
 	uint64_t *lease_mirror; /* cfslock_lease_mirror */
 	bool evicted;
 	uint32_t lease_ms, evict_ms;
+	uint32_t beat_gap_max_ms; /* atomic */
 	pthread_mutex_t lease_lock;
 	pthread_cond_t lease_changed; /* the lease renewed, or evicted */
 };

@@ -102,6 +102,7 @@ struct cs {
 	uint64_t beat_sent_ns;  /* our last beat (CLOCK_BOOTTIME) */
 	uint64_t own_beat_ns;   /* our latest beat came back then */
 	uint64_t stretch_ns;    /* our beats have come back without a gap since, in one ring */
+	uint64_t ring_start_ns; /* the latest membership change */
 	uint32_t beat_ms, token_ms;
 	uint64_t hello_ns; /* when our latest Hello was queued */
 	uint64_t unconfirmed_ns; /* our latest beat delivered, no other node's message since */
@@ -995,6 +996,9 @@ static void apply_beat(struct cs *cs, uint32_t nodeid, uint32_t pid, const Beat 
 	 * starts a new stretch, from which others' silence is counted (beat_round). */
 	if (now - cs->own_beat_ns > (uint64_t)cs->c->lease_ms * 1000000ull)
 		cs->stretch_ns = now;
+	uint32_t gap = (uint32_t)((now - cs->own_beat_ns) / 1000000u);
+	if (cs->own_beat_ns > cs->ring_start_ns && gap > cs->c->beat_gap_max_ms)
+		__atomic_store_n(&cs->c->beat_gap_max_ms, gap, __ATOMIC_RELAXED);
 	cs->own_beat_ns = now;
 	/* A corosync that stood still and wakes still holding the ring's token orders
 	 * what we sent meanwhile in the old ring, which the others have left, and delivers it
@@ -1364,7 +1368,7 @@ static void on_confchg(cpg_handle_t h, const struct cpg_name *group,
 		return;
 	}
 	cs->unconfirmed_ns = 0; /* a beat is confirmed within its ring */
-	cs->stretch_ns = cfslock_boottime_ns();
+	cs->stretch_ns = cs->ring_start_ns = cfslock_boottime_ns();
 	/* Nodes went while this process stood still: it may be the one the others removed, and
 	 * its lease, renewed in whatever membership its corosync forms now, proves nothing. */
 	for (size_t i = 0; i < nleft; i++)

@@ -218,7 +218,7 @@ static void print_status(const char *dir, const ControlReply *r, bool json)
 		       "\"journal_anchors\": %llu, \"checkpoint_blocks\": %llu, \"flushes\": %llu, "
 		       "\"writeback\": %s, \"kernel_names\": %s, \"fuse_transport\": \"%s\", "
 		       "\"uring_requests\": %llu, \"uring_direct\": %llu, \"dev_direct\": %llu, "
-		       "\"lease_ms\": %u, \"evict_ms\": %u, \"evicted\": %s}\n",
+		       "\"lease_ms\": %u, \"evict_ms\": %u, \"evicted\": %s, \"beat_gap_max_ms\": %u}\n",
 		       s->fenced ? "true" : "false", s->fence_interval_ms,
 		       (unsigned long long)s->locks_cached, s->lock_cache_limit,
 		       (unsigned long long)s->locks_given_back,
@@ -228,7 +228,7 @@ static void print_status(const char *dir, const ControlReply *r, bool json)
 		       s->kernel_names ? "true" : "false", s->has_uring_requests ? "io_uring" : "dev",
 		       (unsigned long long)s->uring_requests, (unsigned long long)s->uring_direct,
 		       (unsigned long long)s->dev_direct, s->lease_ms, s->evict_ms,
-		       s->evicted ? "true" : "false");
+		       s->evicted ? "true" : "false", s->beat_gap_max_ms);
 		return;
 	}
 	char total[32], avail[32];
@@ -283,8 +283,9 @@ static void print_status(const char *dir, const ControlReply *r, bool json)
 		       "(%u ms)\n", s->recovering[i]->node_id, s->recovering[i]->slot,
 		       s->fence_interval_ms);
 	if (s->lease_ms)
-		printf("  membership lease %u ms; a member silent for %u ms is evicted\n",
-		       s->lease_ms, s->evict_ms);
+		printf("  membership lease %u ms (its longest wait for a beat so far %u ms); a "
+		       "member silent for %u ms is evicted\n", s->lease_ms, s->beat_gap_max_ms,
+		       s->evict_ms);
 	if (s->fenced)
 		printf("  FENCED: %s; every call fails with EIO until the filesystem is "
 		       "unmounted and mounted again\n",

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A node that stalls and comes back never writes again (the membership lease, cfslock.h).
-# Five rounds on a 3-node cluster, each a freeze (SIGSTOP) long enough for the others to
+# Rounds on a 3-node cluster, each a freeze (SIGSTOP) long enough for the others to
 # remove the frozen node and recover it, and a thaw after the survivors changed what it had:
 #   1. node 2's corosync, cfsd and writer together (a VM pause): the others see it leave;
 #   2. node 3's cfsd and writer, its corosync running (a hung daemon): the others evict it
@@ -10,7 +10,9 @@
 #   4. the same as 3 on dboptimized mounts with a libodm process on node 2 writing all over a
 #      datafile: its writes wait for the lease (a page cfsd shares) and fail once its node is
 #      evicted; the datafile as the survivors rewrote it stays so;
-#   5. node 2's cfsd again, with only nodes 1 and 2 mounted (nothing confirms node 1's lease
+#   5. a libodm process alone, holding its map while node 1 shrinks the file and reuses
+#      the space: the shrink waits for it, and none of its writes lands in that space;
+#   6. node 2's cfsd again, with only nodes 1 and 2 mounted (nothing confirms node 1's lease
 #      meanwhile: it evicts node 2 all the same).
 # Every freeze lasts until the survivors logged the recovery (no timer raced): then they
 # remove what the frozen node made, write a manifest and fsync it; after the thaw the frozen
@@ -114,11 +116,45 @@ check "round 4: the datafile is as node 1 rewrote it, on node 1" dbf_as_rewritte
 check "round 4: and on node 3" dbf_as_rewritten 3
 for n in 1 2 3; do check "round 4: node $n unmounts" umount_on $n; done
 fsck_clean "round 4"
-# Round 5: node 2's cfsd frozen while only nodes 1 and 2 mount: nothing of another node
+
+# Round 5: a libodm process frozen alone, with its map, while node 1 shrinks the file and
+# reuses the space: the shrink waits for the frozen process (cfs locks shows node 2 holding
+# the file's ODM maps, node 2's log names the process); thawed, it lets go, and none of its
+# writes reaches the freed space (odm_race shrink reads it back).
+for n in 1 2 3; do mount_on $n dboptimized; done
+check "round 5: node 2 creates a datafile" on 2 "$ODM/odm_race" create "$(M 2)/f.dbf" 16
+on 2 "$ODM/odm_race" writer "$(M 2)/f.dbf" >"$T/writer6.out" 2>&1 &
+writer=$!
+wait_until 120 grep -q writing "$T/writer6.out" ||
+	{ not_ok "round 5: the libodm writer did not start: $(cat "$T/writer6.out")"; finish; }
+freeze $(pgrep -f "odm_race writer $(M 2)/f.dbf")
+on 1 mkdir "$(M 1)/reuse"
+on 1 "$ODM/odm_race" shrink "$(M 1)/f.dbf" "$(M 1)/reuse" 1 >"$T/shrink.out" 2>&1 &
+shrink=$!
+node2=$(status_of 2 node_id)
+maps_held_by_node2() {
+	on 1 "$BIN/cfs" locks --json "$(M 1)" | python3 -c "
+import json, sys
+locks = json.load(sys.stdin)['locks']
+assert any(l['object'].startswith('ODM maps') and l['node_id'] == $node2 and
+           l['state'] == 'granted' for l in locks), locks
+assert any(l['object'].startswith('ODM maps') and l['state'] != 'granted' for l in locks), locks"
+}
+check_soon 120 "round 5: cfs locks shows node 2 holding the file's ODM maps and the shrink waiting" maps_held_by_node2
+check_soon 120 "round 5: node 2's log names the frozen process" grep -q "did not release inode" "$T/cfsd2.log"
+check "round 5: the shrink still waits for it" kill -0 "$shrink"
+thaw
+check_soon 120 "round 5: the shrink completes once the process is thawed" gone "$shrink"
+check "round 5: no write of the thawed process reached the freed space" wait "$shrink"
+pkill -9 -f "odm_race writer $(M 2)/f.dbf"
+wait "$writer" 2>/dev/null
+for n in 1 2 3; do check "round 5: node $n unmounts" umount_on $n; done
+fsck_clean "round 5"
+# Round 6: node 2's cfsd frozen while only nodes 1 and 2 mount: nothing of another node
 # confirms node 1's beats, so its lease runs out; it must evict node 2 all the same.
 nodes="1 2"
 for n in $nodes; do mount_on $n; done
-round 5 2 cfsd
+round 6 2 cfsd
 for n in $nodes; do check "node $n unmounts" umount_on $n; done
 no_damage_logged
 finish

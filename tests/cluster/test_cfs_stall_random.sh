@@ -63,6 +63,8 @@ for r in $(seq "$rounds"); do
 	check "$what: node $n mounts again" mount_on "$n"
 	check "$what: the manifest reads back on node $n" reads_back "$r" "$n"
 done
+# How close the busy nodes came to their lease running out (half the token timeout).
+for n in 1 2 3; do ok "node $n's longest wait for one of its beats: $(status_of $n beat_gap_max_ms) ms (lease $(status_of $n lease_ms) ms)"; done
 for n in 1 2 3; do check "node $n unmounts" umount_on $n; done
 fsck_clean "after $rounds stalls"
 no_damage_logged
