@@ -132,7 +132,7 @@ int cfs_lease_fd(struct cfs_fs *fs)
 
 void cfs_fence_guard(struct cfs_fs *fs, struct cvm_volume *vol)
 {
-	if (fs->cluster)
+	if (fs->cluster && vol)
 		cvm_volume_set_write_gate(vol, lease_gate, fs);
 }
 

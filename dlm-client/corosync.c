@@ -1414,11 +1414,13 @@ static bool ring_quorate(const struct cs *cs)
 
 static cs_error_t open_cpg(struct cs *cs)
 {
-	cpg_model_v1_data_t model = {.model = CPG_MODEL_V1,
-				     .cpg_deliver_fn = on_deliver,
-				     .cpg_confchg_fn = on_confchg,
-				     .cpg_totem_confchg_fn = on_ring,
-				     .flags = CPG_MODEL_V1_DELIVER_INITIAL_TOTEM_CONF};
+	cpg_model_v1_data_t model;
+	memset(&model, 0, sizeof model);
+	model.model = CPG_MODEL_V1;
+	model.cpg_deliver_fn = on_deliver;
+	model.cpg_confchg_fn = on_confchg;
+	model.cpg_totem_confchg_fn = on_ring;
+	model.flags = CPG_MODEL_V1_DELIVER_INITIAL_TOTEM_CONF;
 	return cpg_model_initialize(&cs->cpg, CPG_MODEL_V1, (cpg_model_data_t *)&model, cs);
 }
 

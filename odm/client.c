@@ -334,7 +334,7 @@ int odm_mount_layout(struct odm_mount *m, const OdmLayout *layout)
 	}
 	if (!rc && cvm_volume_size(vol) < layout->size)
 		rc = -ESTALE;
-	if (!rc && m->lease)
+	if (!rc && vol && m->lease)
 		cvm_volume_set_write_gate(vol, lease_gate, m);
 	struct cvm_aio *aio = NULL;
 	if (!rc)
