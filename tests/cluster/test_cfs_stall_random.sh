@@ -3,6 +3,8 @@
 # repeats a run), each freezing node 2 or 3 (SIGSTOP) while it creates, renames and removes
 # files under fsync and rewrites a file with direct I/O: its corosync, cfsd and workload
 # together, its cfsd and workload, or its corosync alone, after a random part of a second.
+# The second half of the rounds runs on dboptimized mounts: the direct rewrites go to the
+# LUNs from cfsd's libaio completion path (/dev/fuse; cluster mounts do not use io_uring).
 # The freeze lasts until the survivors logged the node's slot recovered.  Then node 1 finds
 # every change the frozen node's fsync acknowledged, empties its directory and writes a
 # manifest; after the thaw the frozen node fences itself, logs no recovery, its daemon exits
@@ -22,7 +24,12 @@ fenced_count() { grep -c "FENCED:" "$T/cfsd$1.log"; }
 more_fenced() { [ "$(fenced_count "$1")" -gt "$2" ]; }
 
 kinds=(all cfsd corosync)
+opts=
 for r in $(seq "$rounds"); do
+	if [ "$r" -eq $((rounds / 2 + 1)) ]; then
+		opts=dboptimized
+		for n in 1 2 3; do umount_on $n; check "round $r: node $n mounts dboptimized" mount_on $n $opts; done
+	fi
 	n=$((2 + RANDOM % 2))
 	kind=${kinds[RANDOM % 3]}
 	delay=0.$((RANDOM % 10))
@@ -46,7 +53,7 @@ for r in $(seq "$rounds"); do
 	cfsd) freeze "$cfsd" $work ;;
 	corosync) freeze "$coro" ;;
 	esac
-	what="round $r ($kind of node $n frozen after ${delay}s)"
+	what="round $r ($kind of node $n frozen after ${delay}s${opts:+, $opts})"
 	wait_until 180 more_recoveries "$slot" 1 "$other" || not_ok "$what: not recovered within 180 s"
 	check "$what: node 1 sees everything the frozen node's fsync acknowledged" \
 		on 1 python3 "$HERE/fsync_log.py" check "$(M 1)/d$r" "$T/log$r"
@@ -60,7 +67,7 @@ for r in $(seq "$rounds"); do
 	check "$what: node $n unmounts" umount_on "$n"
 	check_soon 60 "$what: node $n's cfsd exited" gone "$cfsd"
 	C wait-quorum "$n" yes 60 >/dev/null 2>&1
-	check "$what: node $n mounts again" mount_on "$n"
+	check "$what: node $n mounts again" mount_on "$n" $opts
 	check "$what: the manifest reads back on node $n" reads_back "$r" "$n"
 done
 # How close the busy nodes came to their lease running out (half the token timeout).
