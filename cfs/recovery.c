@@ -131,9 +131,13 @@ static void recover_lock_name(uint32_t slot, char *buf, size_t len)
 
 /* Only a member that was quorate and fresh without a break may recover anybody: one that
  * stalled may be the node the others think dead (cfslock.h, the lease).  Looked at before
- * each step; the write gate (fence.c) stops a replay the moment the lease goes. */
-static bool may_recover(const struct cfs_fs *fs)
+ * each step; the write gate (fence.c) stops a replay the moment the lease goes.  A lease out
+ * because corosync is re-forming the ring after the death is waited for (up to a fence
+ * interval), not left to the next pass a second later. */
+static bool may_recover(struct cfs_fs *fs)
 {
+	if (!cfs_lease_fresh(fs) && !cfs_fenced(fs))
+		(void)cfslock_lease_wait(fs->locks, cfs_fence_interval_ms(fs));
 	return !cfs_fenced(fs) && !cfslock_evicted(fs->locks) && cfslock_quorate(fs->locks) &&
 	       cfs_lease_fresh(fs);
 }
