@@ -23,6 +23,7 @@
 #include <string.h>
 #include <sys/random.h>
 #include <syslog.h>
+#include <sched.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -109,7 +110,6 @@ struct cs {
 	uint64_t alive_ns; /* a thread of ours last ran then (atomic; see tick) */
 	bool stalled;      /* this process stood still a token timeout since its lease renewed */
 	bool ticking;      /* the ticker runs (atomic) */
-	uint64_t ring_seq, quorum_seq; /* corosync's ring now, and the one quorum was told for */
 	struct split split;
 	struct member members[MAX_MEMBERS];
 	size_t nmembers;
@@ -139,14 +139,22 @@ static void tick(struct cs *cs)
 		__atomic_store_n(&cs->stalled, true, __ATOMIC_RELEASE);
 }
 
-/* Ticks every 50 ms: a gap in them means the process stood still, not that one thread was
- * busy (answering a Hello with a large snapshot, say). */
+static void try_beat(struct cs *cs);
+
+/* Ticks every 50 ms and sends our beats: a gap in the ticks means the process stood still,
+ * not that one thread was busy (answering a Hello with a large snapshot, say).  It runs at
+ * the lowest real-time priority where it may (cfsd runs as root): corosync itself runs
+ * real-time, and on a machine whose cores its busy instances kept to themselves, a cfsd's
+ * ordinary threads went 5 s without a beat and the others evicted it. */
 static void *ticker(void *arg)
 {
 	struct cs *cs = arg;
 	const struct timespec period = {.tv_nsec = 50000000};
+	struct sched_param rt = {.sched_priority = sched_get_priority_min(SCHED_RR)};
+	(void)pthread_setschedparam(pthread_self(), SCHED_RR, &rt); /* else as it was */
 	while (__atomic_load_n(&cs->ticking, __ATOMIC_ACQUIRE)) {
 		tick(cs);
+		try_beat(cs);
 		nanosleep(&period, NULL);
 	}
 	return NULL;
@@ -993,7 +1001,7 @@ static void apply_beat(struct cs *cs, uint32_t nodeid, uint32_t pid, const Beat 
 		return;
 	}
 	/* Ours: a gap in their coming back (our corosync stood still, or the ring re-formed)
-	 * starts a new stretch, from which others' silence is counted (beat_round). */
+	 * starts a new stretch, from which others' silence is counted (evict_silent). */
 	if (now - cs->own_beat_ns > (uint64_t)cs->c->lease_ms * 1000000ull)
 		cs->stretch_ns = now;
 	uint32_t gap = (uint32_t)((now - cs->own_beat_ns) / 1000000u);
@@ -1032,15 +1040,32 @@ static void apply_evict(struct cs *cs, const Evict *e)
 	}
 }
 
-static void send_beat(struct cs *cs, uint64_t now)
+/* From the ticker: our beat when due.  It never waits: with another thread sending (it
+ * holds send_lock while corosync's flow control makes it try again) or corosync asking to
+ * try again, this beat is skipped, and the next tick tries. */
+static void try_beat(struct cs *cs)
 {
+	uint64_t now = cfslock_boottime_ns();
+	pthread_mutex_lock(&cs->lock);
+	bool due = cs->synced && !cs->evicted && !cs->lost_quorum && cs->connected &&
+		   now - cs->beat_sent_ns >= (uint64_t)cs->beat_ms * 1000000ull;
 	Beat b = BEAT__INIT;
 	b.owner = cs->owner;
 	b.sent_ns = now;
+	pthread_mutex_unlock(&cs->lock);
+	if (!due || pthread_mutex_trylock(&cs->send_lock))
+		return;
 	Envelope env = ENVELOPE__INIT;
 	env.beat = &b;
-	if (!multicast(cs, &env))
-		cs->beat_sent_ns = now;
+	uint8_t buf[64];
+	size_t len = envelope__get_packed_size(&env);
+	struct iovec iov = {.iov_base = buf, .iov_len = len};
+	if (len <= sizeof buf) {
+		envelope__pack(&env, buf);
+		if (cpg_mcast_joined(cs->cpg, CPG_TYPE_AGREED, &iov, 1) == CS_OK)
+			cs->beat_sent_ns = now;
+	}
+	pthread_mutex_unlock(&cs->send_lock);
 }
 
 static void send_evict(struct cs *cs, const struct member *m)
@@ -1054,17 +1079,14 @@ static void send_evict(struct cs *cs, const struct member *m)
 	(void)multicast(cs, &env);
 }
 
-/* From the thread, every round: our beat when due, and the eviction of a member silent past
- * evict_ms, counted from the start of the stretch in which our own beats have come back
+/* From the thread, every round: the eviction of a member silent past evict_ms, counted from the start of the stretch in which our own beats have come back
  * without a gap: a member whose corosync or process stood still must not take the others'
  * silence for theirs.  Not our lease: with one other member, frozen, it runs out (nothing
  * of another node confirms our beats) until we evict that member. */
-static void beat_round(struct cs *cs)
+static void evict_silent(struct cs *cs)
 {
 	uint64_t now = cfslock_boottime_ns();
 	pthread_mutex_lock(&cs->lock);
-	bool beat = cs->synced && !cs->evicted && !cs->lost_quorum &&
-		    now - cs->beat_sent_ns >= (uint64_t)cs->beat_ms * 1000000ull;
 	struct member silent[8];
 	size_t nsilent = 0;
 	bool hearing = now - cs->own_beat_ns < (uint64_t)cs->c->lease_ms * 1000000ull;
@@ -1086,14 +1108,17 @@ static void beat_round(struct cs *cs)
 		}
 	}
 	pthread_mutex_unlock(&cs->lock);
-	if (beat)
-		send_beat(cs, now);
 	for (size_t i = 0; i < nsilent; i++)
 		send_evict(cs, &silent[i]);
 }
 
 static void apply(struct cs *cs, uint32_t nodeid, uint32_t pid, const Envelope *env)
 {
+	/* Any message shows its sender alive: a member busy sending (its beats wait behind
+	 * corosync's flow control) is not silent. */
+	struct member *from = member(cs, nodeid, pid);
+	if (from)
+		from->last_beat_ns = cfslock_boottime_ns();
 	if (nodeid != cs->nodeid && cs->unconfirmed_ns) {
 		confirm_beat(cs, cs->unconfirmed_ns);
 		cs->unconfirmed_ns = 0;
@@ -1392,48 +1417,35 @@ static void on_confchg(cpg_handle_t h, const struct cpg_name *group,
 	pthread_mutex_unlock(&cs->lock);
 }
 
-/* Each ring corosync forms: a lease is renewed only in a ring corosync's quorum has called
- * quorate (ring_quorate), so a node that stood still and wakes in a ring of its own, or of
- * a minority, writes nothing before quorum says no. */
-static void on_ring(cpg_handle_t h, struct cpg_ring_id ring, uint32_t n, const uint32_t *nodes)
-{
-	(void)n;
-	(void)nodes;
-	struct cs *cs;
-	if (cpg_context_get(h, (void **)&cs) != CS_OK)
-		return;
-	pthread_mutex_lock(&cs->lock);
-	cs->ring_seq = ring.seq;
-	pthread_mutex_unlock(&cs->lock);
-}
 
+/* Asked of corosync at the moment: a quorum notification does not come for every ring (one
+ * re-formed with the same members after a lost token brings none), so waiting for the one of
+ * the current ring left leases out for good on a loaded machine. */
 static bool ring_quorate(const struct cs *cs)
 {
-	return cs->quorate && cs->quorum_seq == cs->ring_seq;
+	int quorate = 0;
+	return cs->quorate && quorum_getquorate(cs->quorum, &quorate) == CS_OK && quorate;
 }
 
 static cs_error_t open_cpg(struct cs *cs)
 {
-	cpg_model_v1_data_t model;
-	memset(&model, 0, sizeof model);
-	model.model = CPG_MODEL_V1;
-	model.cpg_deliver_fn = on_deliver;
-	model.cpg_confchg_fn = on_confchg;
-	model.cpg_totem_confchg_fn = on_ring;
-	model.flags = CPG_MODEL_V1_DELIVER_INITIAL_TOTEM_CONF;
-	return cpg_model_initialize(&cs->cpg, CPG_MODEL_V1, (cpg_model_data_t *)&model, cs);
+	cpg_callbacks_t cb = {.cpg_deliver_fn = on_deliver, .cpg_confchg_fn = on_confchg};
+	cs_error_t err = cpg_initialize(&cs->cpg, &cb);
+	if (err == CS_OK)
+		cpg_context_set(cs->cpg, cs);
+	return err;
 }
 
 static void on_quorum(quorum_handle_t h, uint32_t quorate, uint64_t ring, uint32_t n,
 		      uint32_t *view)
 {
+	(void)ring;
 	(void)n;
 	(void)view;
 	struct cs *cs;
 	if (quorum_context_get(h, (const void **)&cs) != CS_OK)
 		return;
 	pthread_mutex_lock(&cs->lock);
-	cs->quorum_seq = ring;
 	bool was = cs->quorate;
 	cs->quorate = quorate != 0;
 	if (was && !cs->quorate) {
@@ -1474,9 +1486,13 @@ static uint64_t new_owner(uint32_t nodeid)
  * owner; the majority holds our old locks as recovering until recovery is declared done. */
 static void rejoin(struct cs *cs)
 {
-	/* A new CPG connection: leaving and joining on the old one races with our own leave. */
+	/* A new CPG connection: leaving and joining on the old one races with our own leave.
+	 * Under send_lock: the ticker sends beats on it. */
+	pthread_mutex_lock(&cs->send_lock);
 	cpg_finalize(cs->cpg);
-	if (open_cpg(cs) != CS_OK) {
+	cs_error_t err = open_cpg(cs);
+	pthread_mutex_unlock(&cs->send_lock);
+	if (err != CS_OK) {
 		pthread_mutex_lock(&cs->lock);
 		cs->connected = false;
 		pthread_mutex_unlock(&cs->lock);
@@ -1533,7 +1549,7 @@ static void *cs_thread(void *arg)
 				cfslock_deliver_quorum(cs->c, false);
 			break;
 		}
-		beat_round(cs);
+		evict_silent(cs);
 		pthread_mutex_lock(&cs->lock);
 		bool again = cs->lost_quorum && cs->quorate;
 		pthread_mutex_unlock(&cs->lock);
@@ -1567,15 +1583,16 @@ static uint32_t token_timeout_ms(void)
 
 /* The lease is half the token timeout: a member the others remove for silence (a token
  * timeout at least) finds its lease out when it wakes.  Beats four per lease.  A member
- * silent for four token timeouts (at least 5 s) is evicted: far beyond a busy process's
- * scheduling delays, since the beats come from this library's own thread. */
+ * silent for four token timeouts, at least 10 s, is evicted: at 5 s, members were evicted
+ * on a machine whose one core ran the test suite, busy loops and five corosyncs, which run
+ * real-time. */
 static void set_lease_times(struct cs *cs, uint32_t token_ms)
 {
 	uint32_t token = token_ms ? token_ms : 1000; /* unknown: the shortest a site uses */
 	cs->token_ms = token;
 	cs->c->lease_ms = token / 2;
 	cs->beat_ms = cs->c->lease_ms / 4 > 50 ? cs->c->lease_ms / 4 : 50;
-	cs->c->evict_ms = 4 * token > 5000 ? 4 * token : 5000;
+	cs->c->evict_ms = 4 * token > 10000 ? 4 * token : 10000;
 	__atomic_store_n(&cs->c->lease_until, 0, __ATOMIC_RELEASE); /* fresh once in sync */
 }
 

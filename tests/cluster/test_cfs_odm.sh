@@ -87,7 +87,7 @@ for n in 1 2 3; do
 done
 for n in 1 2 3; do
 	if wait "${lpid[n]}"; then ok "odmload ran on node $n"
-	else not_ok "odmload ran on node $n: $(tail -5 "$T/load$n.out" | tr '\n' ' ')"; fi
+	else not_ok "odmload ran on node $n: $(grep -h "odmload\|libodm" "$T/load$n.out" | head -5 | tr '\n' ' ')"; fi
 done
 # Each node sends its counts to the others once a second: node 1's sum of them matches what
 # each node counts itself once those of the end of the loads have come (asked until then).
