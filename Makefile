@@ -66,9 +66,13 @@ $(BUILD)/dlm-client/corosync.o: $(BUILD)/proto/cfslock.pb-c.h
 $(CFSD_SRC:%.c=$(BUILD)/%.o) $(BUILD)/tools/cfs.o: \
 	$(BUILD)/proto/control.pb-c.h
 
-$(ODM_SRC:%.c=$(BUILD)/%.o): $(BUILD)/proto/control.pb-c.h
+$(ODM_SRC:%.c=$(BUILD)/%.o) $(patsubst %.c,$(BUILD)/%.o,$(wildcard tools/*.c)): \
+	$(BUILD)/proto/control.pb-c.h
 
-$(BUILD)/%.o: %.c $(wildcard cvm/*.h tools/*.h dlm-client/*.h cfs/*.h cfsd/*.h odm/*.h) | deps
+# Every object after the generated headers (order-only): under make -j a tool that includes
+# one through tools/ask.h was compiled before protoc-c had written it.
+$(BUILD)/%.o: %.c $(wildcard cvm/*.h tools/*.h dlm-client/*.h cfs/*.h cfsd/*.h odm/*.h) | deps \
+	$(BUILD)/proto/control.pb-c.h $(BUILD)/proto/cfslock.pb-c.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -c $< -o $@
 

@@ -110,6 +110,8 @@ struct cs {
 	uint64_t alive_ns; /* a thread of ours last ran then (atomic; see tick) */
 	bool stalled;      /* this process stood still a token timeout since its lease renewed */
 	bool ticking;      /* the ticker runs (atomic) */
+	bool quorum_asked; /* corosync said quorate since the latest membership change */
+	uint64_t sent_ns;  /* we last multicast something then (atomic): a beat is not due */
 	struct split split;
 	struct member members[MAX_MEMBERS];
 	size_t nmembers;
@@ -172,6 +174,8 @@ static int mcast(struct cs *cs, void *data, size_t len)
 	       cs->connected)
 		usleep(1000);
 	pthread_mutex_unlock(&cs->send_lock);
+	if (err == CS_OK)
+		__atomic_store_n(&cs->sent_ns, cfslock_boottime_ns(), __ATOMIC_RELAXED);
 	return err == CS_OK ? 0 : -ENOTCONN;
 }
 
@@ -581,7 +585,7 @@ static void member_joined(struct cs *cs, uint32_t nodeid, uint32_t pid);
 static void member_left(struct cs *cs, uint32_t nodeid, uint32_t pid);
 
 /* In sync: our Hello's delivery proved we were a member when we sent it. */
-static bool ring_quorate(const struct cs *cs);
+static bool ring_quorate(struct cs *cs);
 static void lease_from_sync(struct cs *cs)
 {
 	cs->stretch_ns = cs->own_beat_ns = cfslock_boottime_ns();
@@ -1047,8 +1051,13 @@ static void try_beat(struct cs *cs)
 {
 	uint64_t now = cfslock_boottime_ns();
 	pthread_mutex_lock(&cs->lock);
+	/* Another message of ours sent meanwhile serves as well for the others (any message
+	 * counts), though not for our lease: a beat at least every lease/2. */
+	uint64_t beat_ns = (uint64_t)cs->beat_ms * 1000000ull;
+	uint64_t sent = __atomic_load_n(&cs->sent_ns, __ATOMIC_RELAXED);
 	bool due = cs->synced && !cs->evicted && !cs->lost_quorum && cs->connected &&
-		   now - cs->beat_sent_ns >= (uint64_t)cs->beat_ms * 1000000ull;
+		   now - cs->beat_sent_ns >= beat_ns &&
+		   (now - sent >= beat_ns || now - cs->beat_sent_ns >= 2 * beat_ns);
 	Beat b = BEAT__INIT;
 	b.owner = cs->owner;
 	b.sent_ns = now;
@@ -1393,6 +1402,7 @@ static void on_confchg(cpg_handle_t h, const struct cpg_name *group,
 		return;
 	}
 	cs->unconfirmed_ns = 0; /* a beat is confirmed within its ring */
+	cs->quorum_asked = false;
 	cs->stretch_ns = cs->ring_start_ns = cfslock_boottime_ns();
 	/* Nodes went while this process stood still: it may be the one the others removed, and
 	 * its lease, renewed in whatever membership its corosync forms now, proves nothing. */
@@ -1418,13 +1428,16 @@ static void on_confchg(cpg_handle_t h, const struct cpg_name *group,
 }
 
 
-/* Asked of corosync at the moment: a quorum notification does not come for every ring (one
- * re-formed with the same members after a lost token brings none), so waiting for the one of
- * the current ring left leases out for good on a loaded machine. */
-static bool ring_quorate(const struct cs *cs)
+/* Asked of corosync once after each membership change (a quorum notification does not come
+ * for every ring: one re-formed with the same members after a lost token brings none, and
+ * waiting for it left leases out for good on a loaded machine); a loss of quorum after that
+ * comes as a notification. */
+static bool ring_quorate(struct cs *cs)
 {
 	int quorate = 0;
-	return cs->quorate && quorum_getquorate(cs->quorum, &quorate) == CS_OK && quorate;
+	if (!cs->quorum_asked)
+		cs->quorum_asked = quorum_getquorate(cs->quorum, &quorate) == CS_OK && quorate;
+	return cs->quorate && cs->quorum_asked;
 }
 
 static cs_error_t open_cpg(struct cs *cs)
