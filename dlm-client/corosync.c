@@ -131,6 +131,8 @@ static void log_msg(struct cs *cs, int prio, const char *fmt, const char *arg)
 	syslog(prio, "cfslock node %u: %s", cs->nodeid, line);
 }
 
+static uint64_t lease_ns(const struct cs *cs) { return (uint64_t)cs->c->lease_ms * 1000000ull; }
+
 /* A thread of ours runs: if none did for a token timeout, the whole process stood still (a
  * pause, SIGSTOP), which decides a stateful merge against us (stateful_merge). */
 static void tick(struct cs *cs)
@@ -590,7 +592,7 @@ static void lease_from_sync(struct cs *cs)
 {
 	cs->stretch_ns = cs->own_beat_ns = cfslock_boottime_ns();
 	if (ring_quorate(cs))
-		cfslock_lease_renew(cs->c, cs->hello_ns + (uint64_t)cs->c->lease_ms * 1000000ull);
+		cfslock_lease_renew(cs->c, cs->hello_ns + lease_ns(cs));
 }
 
 /* A held range or waiter as a snapshot or a STATE carries it, into r's copy. */
@@ -969,6 +971,16 @@ static void apply_hello(struct cs *cs, uint32_t nodeid, const Hello *h)
 
 /* ---- beats, the lease, evictions (cfslock.h) ---- */
 
+static Envelope *evict_envelope(Envelope *env, Evict *e, uint64_t owner, uint32_t nodeid,
+				uint32_t pid)
+{
+	e->owner = owner;
+	e->nodeid = nodeid;
+	e->pid = pid;
+	env->evict = e;
+	return env;
+}
+
 /* Removed from the cluster: nothing of our view may be acted on.  Our calls fail, the
  * caller hears it (and fences), and the thread rejoins as a new owner, as after a lost
  * quorum, so that the process can still let go of everything and leave. */
@@ -988,25 +1000,21 @@ static void evict_self(struct cs *cs, const char *why)
 static void confirm_beat(struct cs *cs, uint64_t sent_ns)
 {
 	uint64_t now = cfslock_boottime_ns();
-	uint64_t until = sent_ns + (uint64_t)cs->c->lease_ms * 1000000ull;
+	uint64_t until = sent_ns + lease_ns(cs);
 	if (cs->evicted || until <= now || !ring_quorate(cs))
 		return;
 	__atomic_store_n(&cs->stalled, false, __ATOMIC_RELEASE); /* nobody removed us meanwhile */
 	cfslock_lease_renew(cs->c, until);
 }
 
-static void apply_beat(struct cs *cs, uint32_t nodeid, uint32_t pid, const Beat *b)
+static void apply_beat(struct cs *cs, const Beat *b)
 {
+	if (b->owner != cs->owner)
+		return; /* counted in apply(), as any message of its sender */
 	uint64_t now = cfslock_boottime_ns();
-	if (b->owner != cs->owner) {
-		struct member *m = member(cs, nodeid, pid);
-		if (m && m->owner == b->owner)
-			m->last_beat_ns = now;
-		return;
-	}
 	/* Ours: a gap in their coming back (our corosync stood still, or the ring re-formed)
 	 * starts a new stretch, from which others' silence is counted (evict_silent). */
-	if (now - cs->own_beat_ns > (uint64_t)cs->c->lease_ms * 1000000ull)
+	if (now - cs->own_beat_ns > lease_ns(cs))
 		cs->stretch_ns = now;
 	uint32_t gap = (uint32_t)((now - cs->own_beat_ns) / 1000000u);
 	if (cs->own_beat_ns > cs->ring_start_ns && gap > cs->c->beat_gap_max_ms)
@@ -1080,12 +1088,8 @@ static void try_beat(struct cs *cs)
 static void send_evict(struct cs *cs, const struct member *m)
 {
 	Evict e = EVICT__INIT;
-	e.owner = m->owner;
-	e.nodeid = m->nodeid;
-	e.pid = m->pid;
 	Envelope env = ENVELOPE__INIT;
-	env.evict = &e;
-	(void)multicast(cs, &env);
+	(void)multicast(cs, evict_envelope(&env, &e, m->owner, m->nodeid, m->pid));
 }
 
 /* From the thread, every round: the eviction of a member silent past evict_ms, counted from the start of the stretch in which our own beats have come back
@@ -1098,7 +1102,7 @@ static void evict_silent(struct cs *cs)
 	pthread_mutex_lock(&cs->lock);
 	struct member silent[8];
 	size_t nsilent = 0;
-	bool hearing = now - cs->own_beat_ns < (uint64_t)cs->c->lease_ms * 1000000ull;
+	bool hearing = now - cs->own_beat_ns < lease_ns(cs);
 	if (cs->synced && !cs->evicted && !cs->lost_quorum && ring_quorate(cs) && hearing &&
 	    !__atomic_load_n(&cs->stalled, __ATOMIC_ACQUIRE)) {
 		uint64_t limit = (uint64_t)cs->c->evict_ms * 1000000ull;
@@ -1144,7 +1148,7 @@ static void apply(struct cs *cs, uint32_t nodeid, uint32_t pid, const Envelope *
 	else if (env->plock)
 		apply_plock(cs, env->plock, false);
 	else if (env->beat)
-		apply_beat(cs, nodeid, pid, env->beat);
+		apply_beat(cs, env->beat);
 	else if (env->evict)
 		apply_evict(cs, env->evict);
 }
@@ -1350,12 +1354,9 @@ static bool stateful_merge(struct cs *cs, const struct cpg_address *joined, size
 		if (!s->gone[j].back || !s->gone[j].owner)
 			continue;
 		Evict e = EVICT__INIT;
-		e.owner = s->gone[j].owner;
-		e.nodeid = s->gone[j].nodeid;
-		e.pid = s->gone[j].pid;
 		Envelope env = ENVELOPE__INIT;
-		env.evict = &e;
-		queue_out(cs, &env);
+		queue_out(cs, evict_envelope(&env, &e, s->gone[j].owner, s->gone[j].nodeid,
+					     s->gone[j].pid));
 	}
 	return false;
 }
