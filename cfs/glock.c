@@ -445,6 +445,12 @@ static void evicted(void *arg, const char *why)
 	cfs_fence_evicted(arg, why);
 }
 
+static void lock_manager_log(void *arg, int prio, const char *line)
+{
+	(void)prio;
+	cfs_log(arg, "lock manager: %s", line);
+}
+
 int cfs_glock_init(struct cfs_fs *fs, const char *proto)
 {
 	if (cfs_iglock_init(fs))
@@ -453,7 +459,7 @@ int cfs_glock_init(struct cfs_fs *fs, const char *proto)
 	lockspace_name(fs, space, sizeof space);
 	fs->lock_events = (struct cfslock_events){
 		.membership = membership_changed, .quorum = quorum_changed, .evicted = evicted,
-		.arg = fs};
+		.log = lock_manager_log, .arg = fs};
 	int rc = cfslock_client_open(proto, &fs->lock_events, &fs->locks);
 	if (rc) {
 		cfs_set_error("lock manager '%s': %s%s", proto, strerror(-rc),

@@ -1,7 +1,14 @@
 /* Asynchronous volume I/O with libaio.  A request is mapped to LUN pieces; each piece is one
  * iocb; the request completes (its callback runs, from cvm_aio_poll) when its last piece does.
- * Pieces the kernel cannot take yet (io_submit EAGAIN) wait in a queue that every poll
- * resubmits, so one large request never needs more iocb slots than the context has. */
+ * Pieces the kernel cannot take yet (io_submit EAGAIN, or the context full) wait in a queue
+ * that every poll resubmits, so one large request never needs more iocb slots than the
+ * context has.
+ *
+ * Every io_setup counts against the machine's fs.aio-max-nr (65,536 by default), shared by
+ * every process: a database node runs hundreds of processes, each with a context.  So a
+ * context starts small and grows, doubling, while pieces queue for want of room in it; the
+ * old one drains and goes.  A growth the limit refuses leaves the process with the context
+ * it has (its pieces queue a little longer); only the first, smallest one must be had. */
 #include "internal.h"
 
 #include <errno.h>
@@ -11,6 +18,8 @@
 
 #define INLINE_IOCBS 4
 #define EVENTS_PER_REQUEST 4
+#define FIRST_EVENTS 16u
+#define GROW_RETRY 256u /* fills of a context between growths the limit refused */
 
 struct aio_req {
 	cvm_aio_done_fn done;
@@ -21,19 +30,33 @@ struct aio_req {
 	struct iocb inline_cbs[INLINE_IOCBS];
 	struct iocb *cbs;
 	struct aio_req *next; /* free list, or list of requests failed at submit */
+	struct aio_req *all;  /* every request made, to free them */
+};
+
+/* One kernel context and the pieces submitted to it and not yet reaped. */
+struct kernel_ctx {
+	io_context_t ctx;
+	unsigned nevents, pieces;
 };
 
 struct cvm_aio {
 	struct cvm_volume *vol;
-	io_context_t ctx;
-	unsigned depth, inflight;  /* requests */
-	unsigned kernel_pieces;    /* iocbs submitted and not yet reaped */
-	unsigned nevents;
-	struct io_event *events;
-	struct aio_req *reqs, *free, *failed;
-	struct iocb **queue;       /* pieces waiting for io_submit */
+	struct kernel_ctx cur, old; /* old: a smaller one draining after a growth */
+	unsigned depth, inflight;   /* requests */
+	unsigned max_events, refused_fills;
+	struct io_event *events;    /* room for cur.nevents */
+	struct aio_req *free, *failed, *all;
+	unsigned made;              /* requests allocated, at most depth */
+	struct iocb **queue;        /* pieces waiting for io_submit */
 	size_t qhead, qlen, qcap;
 };
+
+static int kernel_ctx_open(struct kernel_ctx *k, unsigned nevents)
+{
+	*k = (struct kernel_ctx){.nevents = nevents};
+	int rc = io_setup((int)nevents, &k->ctx);
+	return rc < 0 ? rc : 0;
+}
 
 int cvm_aio_create(struct cvm_volume *vol, unsigned depth, struct cvm_aio **out)
 {
@@ -44,22 +67,23 @@ int cvm_aio_create(struct cvm_volume *vol, unsigned depth, struct cvm_aio **out)
 		return -ENOMEM;
 	a->vol = vol;
 	a->depth = depth;
-	a->nevents = depth * EVENTS_PER_REQUEST;
-	a->events = calloc(a->nevents, sizeof *a->events);
-	a->reqs = calloc(depth, sizeof *a->reqs);
-	a->qcap = a->nevents;
+	a->max_events = depth * EVENTS_PER_REQUEST;
+	unsigned first = a->max_events < FIRST_EVENTS ? a->max_events : FIRST_EVENTS;
+	a->events = calloc(first, sizeof *a->events);
+	a->qcap = first;
 	a->queue = calloc(a->qcap, sizeof *a->queue);
-	int rc = (a->events && a->reqs && a->queue) ? io_setup((int)a->nevents, &a->ctx) : -ENOMEM;
+	int rc = (a->events && a->queue) ? kernel_ctx_open(&a->cur, first) : -ENOMEM;
 	if (rc < 0) {
+		if (rc == -EAGAIN)
+			cvm_set_error("no asynchronous I/O context of %u events is left: the "
+				      "machine's limit fs.aio-max-nr is used up (see fs.aio-nr); "
+				      "raise it, e.g. sysctl -w fs.aio-max-nr=1048576", first);
+		else
+			cvm_set_error("io_setup of %u events: %s", first, strerror(-rc));
 		free(a->events);
-		free(a->reqs);
 		free(a->queue);
 		free(a);
 		return rc;
-	}
-	for (unsigned i = 0; i < depth; i++) {
-		a->reqs[i].next = a->free;
-		a->free = &a->reqs[i];
 	}
 	*out = a;
 	return 0;
@@ -73,9 +97,15 @@ void cvm_aio_destroy(struct cvm_aio *aio)
 	while (aio->inflight)
 		if (cvm_aio_poll(aio, 1, NULL) < 0)
 			break;
-	io_destroy(aio->ctx);
+	io_destroy(aio->cur.ctx);
+	if (aio->old.ctx)
+		io_destroy(aio->old.ctx);
+	while (aio->all) {
+		struct aio_req *r = aio->all;
+		aio->all = r->all;
+		free(r);
+	}
 	free(aio->events);
-	free(aio->reqs);
 	free(aio->queue);
 	free(aio);
 }
@@ -83,6 +113,38 @@ void cvm_aio_destroy(struct cvm_aio *aio)
 unsigned cvm_aio_inflight(const struct cvm_aio *aio)
 {
 	return aio->inflight;
+}
+
+unsigned cvm_aio_context_events(const struct cvm_aio *aio)
+{
+	return aio->cur.nevents;
+}
+
+/* The context is full and pieces wait: a context twice as big takes the next ones, the
+ * current one drains into the events of the next polls.  Never two draining at once. */
+static void grow(struct cvm_aio *a)
+{
+	if (a->old.ctx || a->cur.nevents >= a->max_events)
+		return;
+	if (a->refused_fills && ++a->refused_fills % GROW_RETRY)
+		return;
+	unsigned n = a->cur.nevents * 2 < a->max_events ? a->cur.nevents * 2 : a->max_events;
+	struct io_event *ev = realloc(a->events, n * sizeof *ev);
+	if (!ev)
+		return;
+	a->events = ev;
+	struct kernel_ctx k;
+	if (kernel_ctx_open(&k, n)) {
+		a->refused_fills = 1; /* fs.aio-max-nr: go on with what we have */
+		return;
+	}
+	a->refused_fills = 0;
+	a->old = a->cur;
+	a->cur = k;
+	if (!a->old.pieces) {
+		io_destroy(a->old.ctx);
+		a->old = (struct kernel_ctx){0};
+	}
 }
 
 static int queue_push(struct cvm_aio *a, struct iocb *cb)
@@ -123,11 +185,14 @@ static void submit_queue(struct cvm_aio *a)
 		a->qlen--;
 	}
 	while (a->qlen) {
-		unsigned room = a->nevents - a->kernel_pieces;
+		unsigned room = a->cur.nevents - a->cur.pieces;
+		if (room == 0)
+			grow(a);
+		room = a->cur.nevents - a->cur.pieces;
 		if (room == 0)
 			return;
 		long batch = (long)(a->qlen < room ? a->qlen : room);
-		int n = io_submit(a->ctx, batch, a->queue + a->qhead);
+		int n = io_submit(a->cur.ctx, batch, a->queue + a->qhead);
 		if (n == -EAGAIN || n == -EINTR || n == 0)
 			return;
 		if (n < 0) { /* the first iocb was refused: fail it alone and go on */
@@ -137,11 +202,27 @@ static void submit_queue(struct cvm_aio *a)
 			piece_failed(a, cb->data, n);
 			continue;
 		}
-		a->kernel_pieces += (unsigned)n;
+		a->cur.pieces += (unsigned)n;
 		a->qhead += (size_t)n;
 		a->qlen -= (size_t)n;
 	}
 	a->qhead = 0;
+}
+
+/* Requests are made as the depth in use needs them, not all at once: memory follows use. */
+static int alloc_req(struct cvm_aio *a)
+{
+	if (a->made == a->depth)
+		return -EAGAIN;
+	struct aio_req *r = calloc(1, sizeof *r);
+	if (!r)
+		return -ENOMEM;
+	r->all = a->all;
+	a->all = r;
+	r->next = a->free;
+	a->free = r;
+	a->made++;
+	return 0;
 }
 
 int cvm_aio_submit(struct cvm_aio *aio, enum cvm_op op, void *buf, uint64_t len,
@@ -157,8 +238,8 @@ int cvm_aio_submit(struct cvm_aio *aio, enum cvm_op op, void *buf, uint64_t len,
 	struct cvm_piece p;
 	if (cvm_map_begin(&it, cfg, offset, len))
 		return -ERANGE;
-	if (!aio->free)
-		return -EAGAIN;
+	if (!aio->free && alloc_req(aio))
+		return aio->made == aio->depth ? -EAGAIN : -ENOMEM;
 
 	uint32_t npieces = 0;
 	for (struct cvm_map_iter count = it; cvm_map_next(&count, &p);)
@@ -169,7 +250,7 @@ int cvm_aio_submit(struct cvm_aio *aio, enum cvm_op op, void *buf, uint64_t len,
 		return -ENOMEM;
 	aio->free = r->next;
 	*r = (struct aio_req){.done = done, .arg = arg, .len = len, .pending = npieces,
-			      .cbs = r->cbs};
+			      .cbs = r->cbs, .all = r->all};
 	aio->inflight++;
 	for (uint32_t i = 0; cvm_map_next(&it, &p); i++) {
 		struct iocb *cb = &r->cbs[i];
@@ -201,6 +282,39 @@ static void complete(struct cvm_aio *a, struct aio_req *r)
 	done(arg, result);
 }
 
+/* Reap what k has done (waiting for one piece if want), up to its size. */
+static int reap(struct cvm_aio *a, struct kernel_ctx *k, long want,
+		const struct timespec *timeout, int *completed)
+{
+	struct timespec ts = timeout ? *timeout : (struct timespec){0};
+	int n;
+	do
+		n = io_getevents(k->ctx, want, (long)k->nevents, a->events,
+				 want && !timeout ? NULL : &ts);
+	while (n == -EINTR);
+	if (n < 0)
+		return n;
+	for (int i = 0; i < n; i++) {
+		struct io_event *ev = &a->events[i];
+		struct aio_req *r = ev->data;
+		k->pieces--;
+		long long res = (long long)ev->res;
+		if (res != (long long)ev->obj->u.c.nbytes && r->error == 0)
+			r->error = res < 0 ? res : -EIO;
+		if (ev->obj->aio_lio_opcode == IO_CMD_PWRITE)
+			cvm_volume_written_fd(a->vol, ev->obj->aio_fildes);
+		if (--r->pending == 0) {
+			complete(a, r);
+			(*completed)++;
+		}
+	}
+	if (k == &a->old && !k->pieces) {
+		io_destroy(k->ctx);
+		*k = (struct kernel_ctx){0};
+	}
+	return n;
+}
+
 int cvm_aio_poll(struct cvm_aio *aio, unsigned min, const struct timespec *timeout)
 {
 	int completed = 0;
@@ -210,32 +324,20 @@ int cvm_aio_poll(struct cvm_aio *aio, unsigned min, const struct timespec *timeo
 		complete(aio, r);
 		completed++;
 	}
-	while (aio->kernel_pieces > 0) {
-		/* Wait for pieces until `min` whole requests are done, or the timeout passes. */
-		long want = (completed < (int)min) ? 1 : 0;
-		struct timespec ts = timeout ? *timeout : (struct timespec){0};
-		int n = io_getevents(aio->ctx, want, (long)aio->nevents, aio->events,
-				     want && !timeout ? NULL : &ts);
-		if (n == -EINTR)
-			continue;
-		if (n < 0)
-			return n;
-		for (int i = 0; i < n; i++) {
-			struct io_event *ev = &aio->events[i];
-			struct aio_req *r = ev->data;
-			aio->kernel_pieces--;
-			long long res = (long long)ev->res;
-			if (res != (long long)ev->obj->u.c.nbytes && r->error == 0)
-				r->error = res < 0 ? res : -EIO;
-			if (ev->obj->aio_lio_opcode == IO_CMD_PWRITE)
-				cvm_volume_written_fd(aio->vol, ev->obj->aio_fildes);
-			if (--r->pending == 0) {
-				complete(aio, r);
-				completed++;
-			}
-		}
+	while (aio->cur.pieces + aio->old.pieces > 0) {
+		/* What is done already, in both; then wait, on the draining one first (all its
+		 * pieces are in the kernel and finish soon), until min whole requests are done or
+		 * the timeout passes. */
+		int rc = aio->old.pieces ? reap(aio, &aio->old, 0, NULL, &completed) : 0;
+		if (rc >= 0 && aio->cur.pieces)
+			rc = reap(aio, &aio->cur, 0, NULL, &completed);
+		if (rc >= 0 && completed < (int)min && aio->cur.pieces + aio->old.pieces > 0)
+			rc = reap(aio, aio->old.pieces ? &aio->old : &aio->cur, 1, timeout,
+				  &completed);
+		if (rc < 0)
+			return rc;
 		submit_queue(aio);
-		if (n == 0 || completed >= (int)min)
+		if (rc == 0 || completed >= (int)min)
 			break;
 	}
 	return completed;

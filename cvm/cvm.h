@@ -209,6 +209,8 @@ struct cvm_aio;
 /* result: len on success, -errno on failure (the first failed piece's error). */
 typedef void (*cvm_aio_done_fn)(void *arg, int64_t result);
 
+/* depth: requests in flight at most.  -EAGAIN with cvm_last_error() naming fs.aio-max-nr
+ * when the machine has no asynchronous I/O context left. */
 int cvm_aio_create(struct cvm_volume *vol, unsigned depth, struct cvm_aio **out);
 void cvm_aio_destroy(struct cvm_aio *aio);
 /* Queue one request; -EAGAIN when depth requests are in flight (reap some first). */
@@ -218,5 +220,8 @@ int cvm_aio_submit(struct cvm_aio *aio, enum cvm_op op, void *buf, uint64_t len,
  * return how many requests completed. */
 int cvm_aio_poll(struct cvm_aio *aio, unsigned min, const struct timespec *timeout);
 unsigned cvm_aio_inflight(const struct cvm_aio *aio);
+/* The size of the kernel context now taking new pieces: it starts small and doubles, up to
+ * depth x the pieces of a request, while pieces wait for room. */
+unsigned cvm_aio_context_events(const struct cvm_aio *aio);
 
 #endif

@@ -40,6 +40,10 @@ struct cfslock_events {
 	 * below): its view of the locks is stale, and it must never write to shared storage
 	 * again.  Runs once; cfslock_evicted stays true. */
 	void (*evicted)(void *arg, const char *why);
+	/* Where the library's log lines go (syslog if NULL): the caller's own log, so that a
+	 * line saying why this process lost quorum or was evicted sits beside its own.  Called
+	 * at once from the library's threads, not from cfslock_dispatch: it must only log. */
+	void (*log)(void *arg, int prio, const char *line);
 	void *arg;
 };
 

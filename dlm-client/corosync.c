@@ -126,9 +126,13 @@ struct cs {
 
 static void log_msg(struct cs *cs, int prio, const char *fmt, const char *arg)
 {
-	char line[256];
-	snprintf(line, sizeof line, fmt, arg);
-	syslog(prio, "cfslock node %u: %s", cs->nodeid, line);
+	char what[224], line[256];
+	snprintf(what, sizeof what, fmt, arg);
+	snprintf(line, sizeof line, "node %u: %s", cs->nodeid, what);
+	if (cs->c->events.log)
+		cs->c->events.log(cs->c->events.arg, prio, line);
+	else
+		syslog(prio, "cfslock %s", line);
 }
 
 static uint64_t lease_ns(const struct cs *cs) { return (uint64_t)cs->c->lease_ms * 1000000ull; }

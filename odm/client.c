@@ -340,8 +340,9 @@ int odm_mount_layout(struct odm_mount *m, const OdmLayout *layout)
 	if (!rc)
 		rc = cvm_aio_create(vol, ODM_AIO_DEPTH, &aio);
 	if (rc) {
+		const char *why = cvm_last_error();
 		fprintf(stderr, "libodm: volume %s of %s: %s\n", layout->vol_uuid, m->root,
-			rc == -ESTALE ? "smaller than cfsd says" : cvm_last_error());
+			rc == -ESTALE ? "smaller than cfsd says" : why[0] ? why : strerror(-rc));
 		cvm_volume_close(vol);
 		return rc;
 	}

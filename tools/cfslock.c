@@ -247,6 +247,13 @@ static void on_quorum(void *arg, bool quorate)
 	fflush(stdout);
 }
 
+static void on_log(void *arg, int prio, const char *line)
+{
+	(void)arg;
+	(void)prio;
+	fprintf(stderr, "cfslock: %s\n", line);
+}
+
 static struct cfslock *named(struct cfslock_client *c, struct cfslock_space *s, const char *n)
 {
 	for (struct named *x = named_locks; x; x = x->next)
@@ -388,9 +395,13 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	struct cfslock_client *c;
 	struct cfslock_space *s;
-	/* The shell reports membership and quorum changes as they reach the client. */
-	struct cfslock_events events = {.membership = on_membership, .quorum = on_quorum};
-	int rc = cfslock_client_open(o.backend, strcmp(cmd, "shell") ? NULL : &events, &c);
+	/* The shell reports membership and quorum changes as they reach the client; every
+	 * command says why it lost quorum or was evicted. */
+	struct cfslock_events events = {.log = on_log};
+	if (!strcmp(cmd, "shell"))
+		events = (struct cfslock_events){
+			.membership = on_membership, .quorum = on_quorum, .log = on_log};
+	int rc = cfslock_client_open(o.backend, &events, &c);
 	if (rc == -EPROTONOSUPPORT)
 		return fprintf(stderr, "cfslock: backend '%s': use local, corosync or dlm\n",
 			       o.backend), EXIT_USAGE;

@@ -85,6 +85,38 @@ Test(aio, writes_then_reads_match_sync_path)
 	free(r);
 }
 
+/* A context starts small (fs.aio-max-nr is shared by every process of the machine) and
+ * doubles while pieces wait for room; requests in the old one complete from it. */
+Test(aio, the_context_grows_with_what_is_in_flight)
+{
+	struct cvm_volume *v = make_volume(16 << 10);
+	struct cvm_aio *aio;
+	enum { N = 64, LEN = 40 << 10 };
+	cr_assert_eq(cvm_aio_create(v, N, &aio), 0);
+	unsigned first = cvm_aio_context_events(aio);
+	cr_assert_leq(first, 16u, "a new context takes %u events", first);
+	uint8_t *w = cvm_alloc_aligned((size_t)N * LEN), *r = cvm_alloc_aligned((size_t)N * LEN);
+	for (size_t i = 0; i < (size_t)N * LEN; i++)
+		w[i] = (uint8_t)(i * 13 + i / 4096);
+	struct done d[N] = {0};
+	for (int i = 0; i < N; i++) /* 3 to 4 pieces each: far more than 16 at once */
+		cr_assert_eq(cvm_aio_submit(aio, CVM_WRITE, w + (size_t)i * LEN, LEN,
+					    (uint64_t)i * LEN, on_done, &d[i]), 0);
+	unsigned grown = cvm_aio_context_events(aio);
+	cr_assert_gt(grown, first, "the context stayed at %u events", grown);
+	while (cvm_aio_inflight(aio))
+		cr_assert_geq(cvm_aio_poll(aio, 1, NULL), 0);
+	for (int i = 0; i < N; i++)
+		cr_assert_eq(d[i].last, LEN, "request %d: %lld", i, (long long)d[i].last);
+	cr_assert_leq(cvm_aio_context_events(aio), (unsigned)N * 4);
+	cr_assert_eq(cvm_volume_read(v, r, (size_t)N * LEN, 0), 0);
+	cr_assert_eq(memcmp(w, r, (size_t)N * LEN), 0, "writes through a growing context differ");
+	cvm_aio_destroy(aio);
+	cvm_volume_close(v);
+	free(w);
+	free(r);
+}
+
 Test(aio, bad_requests_are_refused)
 {
 	struct cvm_volume *v = make_volume(256 << 10);
