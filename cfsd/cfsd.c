@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 struct opts {
@@ -354,6 +355,17 @@ static void redirect_log(const char *log)
 	}
 }
 
+/* Every process of every database instance on the node holds a connection to us: the soft
+ * limit on descriptors (often 1,024) goes up to the hard one. */
+static void raise_fd_limit(void)
+{
+	struct rlimit r;
+	if (getrlimit(RLIMIT_NOFILE, &r) == 0 && r.rlim_cur < r.rlim_max) {
+		r.rlim_cur = r.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &r);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	struct opts o = {.m.slot = CFS_SLOT_ANY, .odm_gid = (gid_t)-1};
@@ -362,6 +374,7 @@ int main(int argc, char **argv)
 		return rc;
 	if (check_mountpoint(o.mountpoint) || !realpath(o.mountpoint, o.mount_abs))
 		return EXIT_FAILED;
+	raise_fd_limit();
 	int status_fd = -1;
 	if (!o.foreground) {
 		int p[2];

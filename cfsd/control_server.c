@@ -1,4 +1,10 @@
-/* cfsd's side of the control socket: status, grow, and the ODM clients' requests. */
+/* cfsd's side of the control socket: status, grow, and the ODM clients' requests.
+ *
+ * A database node has hundreds to thousands of ODM clients (every process of every instance
+ * connects), so no thread is a client's: one thread reads every connection (epoll), answers
+ * revoke acknowledgements at once (a revoke in a worker waits for them), and queues the other
+ * requests; a pool of workers serves them, one request per connection at a time, in order.
+ * Workers are started as requests wait for one, up to MAX_WORKERS, and stay. */
 #include "cfs/control.h"
 #include "cfs/internal.h"
 #include "cfsd/dev_direct.h"
@@ -15,20 +21,29 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
+#define MAX_WORKERS 64
+#define MAX_QUEUED 16 /* a client sends one request at a time: this only bounds a rogue */
+
 struct conn;
 struct cfs_control {
 	struct cfsd *d;
-	int fd, wake[2];
+	int fd, wake[2], epoll;
 	char path[108];
 	pthread_t thread;
 	pthread_mutex_t lock;
-	pthread_cond_t conns_changed;
-	struct conn *conns;
+	pthread_cond_t conns_changed, work;
+	struct conn *conns;         /* open; closed ones may still be served, counted in nalive */
+	unsigned nalive;
+	struct conn *run_head, *run_tail; /* connections with a request and no worker */
+	pthread_t workers[MAX_WORKERS];
+	unsigned nworkers, idle;
+	bool stopping;
 };
 
 /* The volume again, as its config is now (grown by `cvm grow`). */
@@ -160,17 +175,25 @@ static void fill_status(struct cfsd *d, ControlStatus *s, struct cfs_status *st,
 /* One connection: a reader (this thread) and a worker.  The reader answers nothing itself;
  * it hands requests to the worker and takes ODM_REVOKED acknowledgements at once, so an
  * acknowledgement gets through while the worker waits for one (a resize waiting on a revoke). */
+struct request {
+	ControlRequest *req;
+	struct request *next;
+};
+
+/* A client.  Its reads happen in the control thread alone (the partial message lives here
+ * between them); everything else under ctl->lock. */
 struct conn {
 	struct cfs_control *ctl;
 	int fd;
-	pthread_t reader, worker;
-	pthread_mutex_t send_lock, lock;
-	pthread_cond_t cond;
-	ControlRequest *queue[4];
-	unsigned qhead, qlen;
-	bool closing;
+	pthread_mutex_t send_lock;
+	uint8_t hdr[4];
+	uint32_t got, len; /* of the header, then of the body */
+	uint8_t *body;
+	struct request *queue, *queue_tail;
+	unsigned queued;
+	bool serving, in_run, closing;
 	struct odm_client *odm;
-	struct conn *next;
+	struct conn *next, *run_next;
 };
 
 /* ---- the lock table (cfs locks) ---- */
@@ -345,86 +368,202 @@ static void serve(struct conn *c, const ControlRequest *req)
 	lock_list_free(&locks);
 }
 
-static void *worker_thread(void *arg)
+static void conn_free(struct conn *c)
 {
-	struct conn *c = arg;
-	pthread_mutex_lock(&c->lock);
-	for (;;) {
-		while (!c->qlen && !c->closing)
-			pthread_cond_wait(&c->cond, &c->lock);
-		if (!c->qlen)
-			break;
-		ControlRequest *req = c->queue[c->qhead];
-		c->qhead = (c->qhead + 1) % 4;
-		c->qlen--;
-		pthread_cond_broadcast(&c->cond);
-		pthread_mutex_unlock(&c->lock);
-		serve(c, req);
-		control_request__free_unpacked(req, NULL);
-		pthread_mutex_lock(&c->lock);
+	odm_client_gone(c->odm);
+	close(c->fd);
+	while (c->queue) {
+		struct request *r = c->queue;
+		c->queue = r->next;
+		control_request__free_unpacked(r->req, NULL);
+		free(r);
 	}
-	pthread_mutex_unlock(&c->lock);
-	return NULL;
-}
-
-static void queue_request(struct conn *c, ControlRequest *req)
-{
-	pthread_mutex_lock(&c->lock);
-	while (c->qlen == 4) /* a client sends one request at a time; this only bounds a rogue */
-		pthread_cond_wait(&c->cond, &c->lock);
-	c->queue[(c->qhead + c->qlen++) % 4] = req;
-	pthread_cond_broadcast(&c->cond);
-	pthread_mutex_unlock(&c->lock);
-}
-
-static void conn_unlink(struct conn *c)
-{
+	free(c->body);
+	pthread_mutex_destroy(&c->send_lock);
 	struct cfs_control *ctl = c->ctl;
+	free(c);
 	pthread_mutex_lock(&ctl->lock);
-	for (struct conn **p = &ctl->conns; *p; p = &(*p)->next)
-		if (*p == c) {
-			*p = c->next;
-			break;
-		}
+	ctl->nalive--;
 	pthread_cond_broadcast(&ctl->conns_changed);
 	pthread_mutex_unlock(&ctl->lock);
 }
 
-static void *reader_thread(void *arg)
+/* Off the list; freed now, or by the worker serving it when it is done (ctl->lock held).
+ * True if the caller is to free it. */
+static bool conn_close_locked(struct conn *c)
 {
-	struct conn *c = arg;
-	uint8_t *msg;
-	uint32_t len;
-	while (cfs_control_recv(c->fd, &msg, &len) == 0) {
-		ControlRequest *req = control_request__unpack(NULL, len, msg);
-		free(msg);
-		if (!req) {
-			ControlReply bad = CONTROL_REPLY__INIT;
-			bad.error = EBADMSG;
-			bad.message = "not a control request";
-			send_reply(c, &bad, -1);
+	struct cfs_control *ctl = c->ctl;
+	if (!c->closing) {
+		c->closing = true;
+		for (struct conn **p = &ctl->conns; *p; p = &(*p)->next)
+			if (*p == c) {
+				*p = c->next;
+				break;
+			}
+	}
+	return !c->serving && !c->in_run;
+}
+
+static struct conn *run_pop(struct cfs_control *ctl)
+{
+	struct conn *c = ctl->run_head;
+	ctl->run_head = c->run_next;
+	if (!ctl->run_head)
+		ctl->run_tail = NULL;
+	c->in_run = false;
+	return c;
+}
+
+static void run_push(struct cfs_control *ctl, struct conn *c)
+{
+	c->run_next = NULL;
+	c->in_run = true;
+	if (ctl->run_tail)
+		ctl->run_tail->run_next = c;
+	else
+		ctl->run_head = c;
+	ctl->run_tail = c;
+}
+
+static void *worker_thread(void *arg)
+{
+	struct cfs_control *ctl = arg;
+	pthread_mutex_lock(&ctl->lock);
+	for (;;) {
+		ctl->idle++;
+		while (!ctl->run_head && !ctl->stopping)
+			pthread_cond_wait(&ctl->work, &ctl->lock);
+		ctl->idle--;
+		if (!ctl->run_head)
 			break;
+		struct conn *c = run_pop(ctl);
+		if (c->closing) {
+			pthread_mutex_unlock(&ctl->lock);
+			conn_free(c);
+			pthread_mutex_lock(&ctl->lock);
+			continue;
 		}
-		if (req->op == CONTROL_REQUEST__OP__ODM_REVOKED) {
-			odm_revoked(c->odm, req->ino);
-			control_request__free_unpacked(req, NULL);
-		} else {
-			queue_request(c, req);
+		struct request *r = c->queue;
+		c->queue = r->next;
+		if (!c->queue)
+			c->queue_tail = NULL;
+		c->queued--;
+		c->serving = true;
+		pthread_mutex_unlock(&ctl->lock);
+		serve(c, r->req);
+		control_request__free_unpacked(r->req, NULL);
+		free(r);
+		pthread_mutex_lock(&ctl->lock);
+		c->serving = false;
+		if (c->closing) {
+			pthread_mutex_unlock(&ctl->lock);
+			conn_free(c);
+			pthread_mutex_lock(&ctl->lock);
+		} else if (c->queue) {
+			run_push(ctl, c); /* behind the others: one request per turn */
 		}
 	}
-	pthread_mutex_lock(&c->lock);
-	c->closing = true;
-	pthread_cond_broadcast(&c->cond);
-	pthread_mutex_unlock(&c->lock);
-	pthread_join(c->worker, NULL);
-	odm_client_gone(c->odm);
-	close(c->fd);
-	conn_unlink(c);
-	pthread_mutex_destroy(&c->send_lock);
-	pthread_mutex_destroy(&c->lock);
-	pthread_cond_destroy(&c->cond);
-	free(c);
+	pthread_mutex_unlock(&ctl->lock);
 	return NULL;
+}
+
+/* A request for the workers (ctl->lock held); a worker more if none is idle. */
+static int queue_request(struct conn *c, ControlRequest *req)
+{
+	struct cfs_control *ctl = c->ctl;
+	struct request *r = malloc(sizeof *r);
+	if (!r || c->queued == MAX_QUEUED) {
+		free(r);
+		return -ENOBUFS;
+	}
+	*r = (struct request){.req = req};
+	if (c->queue_tail)
+		c->queue_tail->next = r;
+	else
+		c->queue = r;
+	c->queue_tail = r;
+	c->queued++;
+	if (!c->serving && !c->in_run)
+		run_push(ctl, c);
+	if (!ctl->idle && ctl->nworkers < MAX_WORKERS &&
+	    !pthread_create(&ctl->workers[ctl->nworkers], NULL, worker_thread, ctl))
+		ctl->nworkers++;
+	pthread_cond_signal(&ctl->work);
+	return 0;
+}
+
+/* A whole message from the client.  False: the connection is to be closed. */
+static bool take_message(struct conn *c, uint8_t *msg, uint32_t len)
+{
+	ControlRequest *req = control_request__unpack(NULL, len, msg);
+	if (!req) {
+		ControlReply bad = CONTROL_REPLY__INIT;
+		bad.error = EBADMSG;
+		bad.message = "not a control request";
+		send_reply(c, &bad, -1);
+		return false;
+	}
+	if (req->op == CONTROL_REQUEST__OP__ODM_REVOKED) {
+		odm_revoked(c->odm, req->ino); /* a worker's revoke may be waiting for it */
+		control_request__free_unpacked(req, NULL);
+		return true;
+	}
+	pthread_mutex_lock(&c->ctl->lock);
+	int rc = queue_request(c, req);
+	pthread_mutex_unlock(&c->ctl->lock);
+	if (rc) {
+		cfs_log(c->ctl->d->fs, "control: %s sent more than %u requests without waiting for "
+			"the replies: disconnected", odm_client_owner(c->odm), MAX_QUEUED);
+		control_request__free_unpacked(req, NULL);
+	}
+	return !rc;
+}
+
+/* What the client sent, as far as it is there: length-prefixed messages, read without
+ * waiting.  False: the connection ended or broke. */
+static bool read_conn(struct conn *c)
+{
+	for (;;) {
+		bool in_body = c->body != NULL;
+		uint8_t *to = in_body ? c->body + c->got : c->hdr + c->got;
+		size_t want = (in_body ? c->len : sizeof c->hdr) - c->got;
+		ssize_t n = want ? recv(c->fd, to, want, MSG_DONTWAIT) : 0;
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			return true;
+		if (want && n <= 0)
+			return false;
+		c->got += (uint32_t)n;
+		if (c->got < (in_body ? c->len : sizeof c->hdr))
+			continue;
+		if (!in_body) {
+			c->len = c->hdr[0] | (uint32_t)c->hdr[1] << 8 | (uint32_t)c->hdr[2] << 16 |
+				 (uint32_t)c->hdr[3] << 24;
+			if (c->len > CFS_CONTROL_MAX || !(c->body = malloc(c->len ? c->len : 1)))
+				return false;
+			c->got = 0;
+			continue;
+		}
+		uint8_t *msg = c->body;
+		uint32_t len = c->len;
+		c->body = NULL;
+		c->got = c->len = 0;
+		bool ok = take_message(c, msg, len);
+		free(msg);
+		if (!ok)
+			return false;
+	}
+}
+
+static void close_conn(struct conn *c)
+{
+	epoll_ctl(c->ctl->epoll, EPOLL_CTL_DEL, c->fd, NULL);
+	pthread_mutex_lock(&c->ctl->lock);
+	bool free_now = conn_close_locked(c);
+	pthread_mutex_unlock(&c->ctl->lock);
+	if (free_now)
+		conn_free(c);
 }
 
 static void start_conn(struct cfs_control *ctl, int fd)
@@ -437,46 +576,42 @@ static void start_conn(struct cfs_control *ctl, int fd)
 	c->ctl = ctl;
 	c->fd = fd;
 	pthread_mutex_init(&c->send_lock, NULL);
-	pthread_mutex_init(&c->lock, NULL);
-	pthread_cond_init(&c->cond, NULL);
 	c->odm = odm_client_new(ctl->d->odm, fd, &c->send_lock);
-	pthread_attr_t detached;
-	pthread_attr_init(&detached);
-	pthread_attr_setdetachstate(&detached, PTHREAD_CREATE_DETACHED);
-	pthread_mutex_lock(&ctl->lock);
-	bool ok = c->odm && pthread_create(&c->worker, NULL, worker_thread, c) == 0;
-	if (ok && pthread_create(&c->reader, &detached, reader_thread, c)) {
-		c->closing = true;
-		pthread_cond_broadcast(&c->cond);
-		pthread_join(c->worker, NULL);
-		ok = false;
-	}
-	if (ok) {
-		c->next = ctl->conns;
-		ctl->conns = c;
-	}
-	pthread_mutex_unlock(&ctl->lock);
-	pthread_attr_destroy(&detached);
-	if (!ok) {
+	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = c};
+	if (!c->odm || epoll_ctl(ctl->epoll, EPOLL_CTL_ADD, fd, &ev)) {
 		if (c->odm)
 			odm_client_gone(c->odm);
 		close(fd);
+		pthread_mutex_destroy(&c->send_lock);
 		free(c);
+		return;
 	}
+	pthread_mutex_lock(&ctl->lock);
+	c->next = ctl->conns;
+	ctl->conns = c;
+	ctl->nalive++;
+	pthread_mutex_unlock(&ctl->lock);
 }
 
 static void *control_thread(void *arg)
 {
-	struct cfs_control *c = arg;
+	struct cfs_control *ctl = arg;
+	struct epoll_event ev[64];
 	for (;;) {
-		struct pollfd p[2] = {{.fd = c->fd, .events = POLLIN}, {.fd = c->wake[0], .events = POLLIN}};
-		if (poll(p, 2, -1) < 0)
-			continue;
-		if (p[1].revents)
-			return NULL;
-		int fd = accept4(c->fd, NULL, NULL, SOCK_CLOEXEC);
-		if (fd >= 0)
-			start_conn(c, fd);
+		int n = epoll_wait(ctl->epoll, ev, 64, -1);
+		for (int i = 0; i < n; i++) {
+			if (ev[i].data.ptr == &ctl->wake)
+				return NULL;
+			if (ev[i].data.ptr == ctl) {
+				int fd = accept4(ctl->fd, NULL, NULL, SOCK_CLOEXEC);
+				if (fd >= 0)
+					start_conn(ctl, fd);
+				continue;
+			}
+			struct conn *c = ev[i].data.ptr;
+			if (!read_conn(c))
+				close_conn(c);
+		}
 	}
 }
 
@@ -486,9 +621,10 @@ int cfs_control_start(struct cfsd *d, const char *mountpoint, struct cfs_control
 	if (!c)
 		return -ENOMEM;
 	c->d = d;
-	c->fd = -1;
+	c->fd = c->epoll = c->wake[0] = c->wake[1] = -1;
 	pthread_mutex_init(&c->lock, NULL);
 	pthread_cond_init(&c->conns_changed, NULL);
+	pthread_cond_init(&c->work, NULL);
 	int rc = odm_server_create(d, &d->odm);
 	if (!rc)
 		rc = cfs_control_path(mountpoint, c->path, sizeof c->path);
@@ -501,18 +637,27 @@ int cfs_control_start(struct cfsd *d, const char *mountpoint, struct cfs_control
 		c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 		/* A database's group reaches the ODM requests, and only those (serve). */
 		bool group = d->odm_gid != (gid_t)-1;
-		if (c->fd < 0 || bind(c->fd, (struct sockaddr *)&a, sizeof a) || listen(c->fd, 8) ||
-		    (group && chown(c->path, 0, d->odm_gid)) || chmod(c->path, group ? 0660 : 0600) ||
-		    pipe(c->wake))
+		if (c->fd < 0 || bind(c->fd, (struct sockaddr *)&a, sizeof a) ||
+		    listen(c->fd, SOMAXCONN) || (group && chown(c->path, 0, d->odm_gid)) ||
+		    chmod(c->path, group ? 0660 : 0600) || pipe(c->wake))
 			rc = -errno;
 	}
+	if (!rc && (c->epoll = epoll_create1(EPOLL_CLOEXEC)) < 0)
+		rc = -errno;
+	struct epoll_event listen_ev = {.events = EPOLLIN, .data.ptr = c};
+	struct epoll_event wake_ev = {.events = EPOLLIN, .data.ptr = &c->wake};
+	if (!rc && (epoll_ctl(c->epoll, EPOLL_CTL_ADD, c->fd, &listen_ev) ||
+		    epoll_ctl(c->epoll, EPOLL_CTL_ADD, c->wake[0], &wake_ev)))
+		rc = -errno;
 	if (!rc && (rc = -pthread_create(&c->thread, NULL, control_thread, c)) == 0) {
 		*out = c;
 		return 0;
 	}
 	cfs_set_error("%s: %s", c->path, strerror(-rc));
-	if (c->fd >= 0)
-		close(c->fd);
+	int fds[] = {c->fd, c->epoll, c->wake[0], c->wake[1]};
+	for (size_t i = 0; i < sizeof fds / sizeof fds[0]; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
 	odm_server_destroy(d->odm);
 	d->odm = NULL;
 	free(c);
@@ -527,16 +672,29 @@ void cfs_control_stop(struct cfs_control *c)
 		/* the thread is gone already */
 	}
 	pthread_join(c->thread, NULL);
-	/* Clients see the end of their connection; what they held is dropped before unmount. */
+	/* Clients see the end of their connection; what they held is dropped before unmount.
+	 * Requests being served finish first. */
 	pthread_mutex_lock(&c->lock);
-	for (struct conn *k = c->conns; k; k = k->next)
+	while (c->conns) {
+		struct conn *k = c->conns;
 		shutdown(k->fd, SHUT_RDWR);
-	while (c->conns)
+		if (conn_close_locked(k)) {
+			pthread_mutex_unlock(&c->lock);
+			conn_free(k);
+			pthread_mutex_lock(&c->lock);
+		}
+	}
+	while (c->nalive)
 		pthread_cond_wait(&c->conns_changed, &c->lock);
+	c->stopping = true;
+	pthread_cond_broadcast(&c->work);
 	pthread_mutex_unlock(&c->lock);
+	for (unsigned i = 0; i < c->nworkers; i++)
+		pthread_join(c->workers[i], NULL);
 	odm_server_destroy(c->d->odm);
 	c->d->odm = NULL;
 	close(c->fd);
+	close(c->epoll);
 	close(c->wake[0]);
 	close(c->wake[1]);
 	unlink(c->path);

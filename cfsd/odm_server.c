@@ -97,6 +97,7 @@ static unsigned peer_privileges(const struct cfs_cred *cr, uint32_t gid)
 }
 
 uint32_t odm_client_uid(const struct odm_client *c) { return c->cred.uid; }
+const char *odm_client_owner(const struct odm_client *c) { return c->owner; }
 
 struct odm_client *odm_client_new(struct odm_server *s, int fd, pthread_mutex_t *send_lock)
 {

@@ -30,6 +30,8 @@ void odm_server_destroy(struct odm_server *s);
 struct odm_client *odm_client_new(struct odm_server *s, int fd, pthread_mutex_t *send_lock);
 /* The client's uid (SO_PEERCRED; UINT32_MAX if unknown). */
 uint32_t odm_client_uid(const struct odm_client *c);
+/* Who it is, for log lines: "pid N", then the instance and process once it said hello. */
+const char *odm_client_owner(const struct odm_client *c);
 /* The connection closed: drop its maps, free its uncommitted files, free it. */
 void odm_client_gone(struct odm_client *c);
 

@@ -7,7 +7,9 @@
  *         sync writes;
  *   scan: parallel query slaves (ora_pNNN_SID) doing large async reads, a database writer
  *         writing async bursts every two seconds.
- * Offsets come from --seed, so a run can be repeated. */
+ * Offsets come from --seed, so a run can be repeated.  --instances N starts N instances at
+ * once (databases DB1..DBN, instances INSTANCE1..INSTANCEN), as a node of a consolidated
+ * cluster runs them. */
 #include "odm/odm.h"
 
 #include <dlfcn.h>
@@ -36,17 +38,20 @@ static struct {
 		  struct odm_ioc **, unsigned, unsigned *, int64_t);
 } odm;
 
+#define MAX_PROCS 4000 /* of an instance; its processes get an Oracle-like name each */
+#define MAX_INSTANCES 1000
+
 struct opts {
-	const char *dir, *db, *instance, *lib, *profile;
+	const char *dir, *db, *instance, *lib, *profile, *until;
 	double seconds;
-	long seed, files, fgs, pqs;
-	uint64_t file_mib;
+	long seed, files, fgs, pqs, instances, think_ms;
+	uint64_t file_mib, redo_mib;
 	uint32_t block;
 };
 
 static struct opts o = {.db = "ORCL", .instance = "ORCL1", .lib = "libodm.so",
 			.profile = "oltp", .seconds = 10, .seed = 1, .files = 2, .fgs = 2,
-			.pqs = 2, .file_mib = 64, .block = 8192};
+			.pqs = 2, .file_mib = 64, .redo_mib = 64, .block = 8192, .instances = 1};
 static odm_fid data[MAX_FILES], redo;
 
 static void die(const char *what, int rc)
@@ -96,6 +101,20 @@ static double now(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Whether to go on: until the end, or with --until FILE until that file exists (looked for
+ * every 0.2 s), so that a test holds every process running for as long as it needs. */
+static bool running(double end)
+{
+	static double looked;
+	double t = now();
+	if (!o.until)
+		return t < end;
+	if (t - looked < 0.2)
+		return true;
+	looked = t;
+	return access(o.until, F_OK) != 0;
 }
 
 static void *buffer(size_t size)
@@ -158,36 +177,39 @@ static void pause_s(double s)
 static void foreground(unsigned short seed[3], double end)
 {
 	void *buf = buffer(o.block);
-	while (now() < end)
+	do {
 		sync_io(ODM_READ, data[nrand48(seed) % o.files], random_block(seed, o.block), buf,
 			o.block);
+		if (o.think_ms)
+			pause_s((double)o.think_ms / 1000);
+	} while (running(end));
 }
 
 static void dbwr(unsigned short seed[3], double end, bool bursts)
 {
 	void *buf = buffer((size_t)MAX_DEPTH * o.block);
-	while (now() < end) {
+	do {
 		if (bursts) {
 			for (int i = 0; i < 4; i++)
 				async_batch(ODM_WRITE, MAX_DEPTH, o.block, seed, buf);
 			pause_s(2);
 		} else {
 			async_batch(ODM_WRITE, 16, o.block, seed, buf);
-			pause_s(0.02);
+			pause_s(o.think_ms ? (double)o.think_ms / 1000 : 0.02);
 		}
-	}
+	} while (running(end));
 }
 
 static void lgwr(double end)
 {
 	const uint32_t size = 16384;
 	void *buf = buffer(size);
-	uint64_t blocks = 64ull * 1048576 / o.block, per = size / o.block, b = 0;
-	while (now() < end) {
+	uint64_t blocks = o.redo_mib * 1048576 / o.block, per = size / o.block, b = 0;
+	do {
 		sync_io(ODM_WRITE, redo, b, buf, size);
 		b = b + 2 * per > blocks ? 0 : b + per;
-		pause_s(0.002);
-	}
+		pause_s(o.think_ms ? (double)o.think_ms / 1000 : 0.002);
+	} while (running(end));
 }
 
 /* Large async reads, four in flight, each replaced as it completes. */
@@ -204,12 +226,13 @@ static void pq_slave(unsigned short seed[3], double end)
 	unsigned ntodo = depth, inflight = 0;
 	for (unsigned i = 0; i < depth; i++)
 		todo[i] = &ioc[i];
-	while (now() < end || inflight) {
+	bool go = true;
+	while (go || inflight) {
 		for (unsigned i = 0; i < ntodo; i++) {
 			todo[i]->fid = data[nrand48(seed) % o.files];
 			todo[i]->block = random_block(seed, size) / (size / o.block) * (size / o.block);
 		}
-		unsigned n = 0, submit = now() < end ? ntodo : 0; /* once: the end may pass meanwhile */
+		unsigned n = 0, submit = go ? ntodo : 0;
 		int rc = odm.io(todo, submit, NULL, 0, done, depth, &n, -1);
 		if (rc < 0)
 			die("odm_io", rc);
@@ -218,6 +241,7 @@ static void pq_slave(unsigned short seed[3], double end)
 			check(done[i]);
 		memcpy(todo, done, n * sizeof *done);
 		ntodo = n;
+		go = go && running(end);
 	}
 }
 
@@ -257,12 +281,19 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: odmload --dir DIR [--db NAME] [--instance NAME] [--profile oltp|scan]\n"
 		   "               [--seconds N] [--seed N] [--files N] [--file-mib N] [--procs N]\n"
+		   "               [--redo-mib N] [--instances N] [--think-ms N] [--until FILE]\n"
 		   "               [--lib PATH]\n"
 		   "An Oracle-like load through libodm on a CFS directory (see odmload(1)).\n"
 		   "  --profile oltp  sync 8 KiB random reads (foregrounds), async write batches\n"
 		   "                  (dbw0), sequential sync redo writes (lgwr)   [default]\n"
 		   "  --profile scan  1 MiB async reads (pNNN), async write bursts (dbw0)\n"
 		   "  --procs N       foregrounds (oltp) or query slaves (scan), default 2\n"
+		   "  --instances N   N instances at once: databases NAME1..NAMEN with\n"
+		   "                  instances NAME1..NAMEN, each with its own files\n"
+		   "  --until FILE    run until FILE exists instead of --seconds (every process\n"
+		   "                  does at least one I/O first)\n"
+		   "  --think-ms N    the pause of a foreground between reads, of dbw0\n"
+		   "                  between batches, of lgwr between writes (default 0, 20, 2)\n"
 		   "  --lib PATH      libodm.so to dlopen (default: the loader's search path)\n");
 }
 
@@ -272,7 +303,9 @@ static void parse(int argc, char **argv)
 		{"dir", 1, NULL, 'd'},   {"db", 1, NULL, 'D'},      {"instance", 1, NULL, 'I'},
 		{"profile", 1, NULL, 'p'}, {"seconds", 1, NULL, 's'}, {"seed", 1, NULL, 'S'},
 		{"files", 1, NULL, 'f'}, {"file-mib", 1, NULL, 'm'}, {"procs", 1, NULL, 'n'},
-		{"lib", 1, NULL, 'l'},   {"help", 0, NULL, 'h'},    {NULL, 0, NULL, 0}};
+		{"lib", 1, NULL, 'l'},   {"redo-mib", 1, NULL, 'r'}, {"instances", 1, NULL, 'i'},
+		{"think-ms", 1, NULL, 't'}, {"until", 1, NULL, 'u'}, {"help", 0, NULL, 'h'},
+		{NULL, 0, NULL, 0}};
 	int c;
 	char *end = NULL;
 	while ((c = getopt_long(argc, argv, "h", longs, NULL)) != -1) {
@@ -289,12 +322,18 @@ static void parse(int argc, char **argv)
 		case 'f': o.files = v; break;
 		case 'm': o.file_mib = (uint64_t)v; break;
 		case 'n': o.fgs = o.pqs = v; break;
+		case 'r': o.redo_mib = (uint64_t)v; break;
+		case 'i': o.instances = v; break;
+		case 't': o.think_ms = v; break;
+		case 'u': o.until = optarg; break;
 		case 'h': usage(stdout); exit(0);
 		default: usage(stderr); exit(2);
 		}
-		if (strchr("sSfmn", c) && !number) {
-			fprintf(stderr, "odmload: --%s '%s': give a whole number above 0\n",
-				longs[c == 's' ? 4 : c == 'S' ? 5 : c == 'f' ? 6 : c == 'm' ? 7 : 8].name,
+		if (strchr("sSfmnrit", c) && !number) {
+			const struct option *l = longs;
+			while (l->val != c)
+				l++;
+			fprintf(stderr, "odmload: --%s '%s': give a whole number above 0\n", l->name,
 				optarg);
 			exit(2);
 		}
@@ -308,11 +347,50 @@ static void parse(int argc, char **argv)
 		fprintf(stderr, "odmload: --profile '%s': oltp or scan\n", o.profile);
 		exit(2);
 	}
-	if (o.files > MAX_FILES || o.fgs > 16 || o.file_mib < 2) {
-		fprintf(stderr, "odmload: at most %d files of at least 2 MiB, at most 16 procs\n",
-			MAX_FILES);
+	if (o.files > MAX_FILES || o.fgs > MAX_PROCS - 3 || o.file_mib < 2 || o.redo_mib < 2 ||
+	    o.instances > MAX_INSTANCES) {
+		fprintf(stderr, "odmload: at most %d files of at least 2 MiB, a redo log of at least "
+			"2 MiB, at most %d procs, at most %d instances\n", MAX_FILES, MAX_PROCS - 3,
+			MAX_INSTANCES);
 		exit(2);
 	}
+}
+
+/* One instance: its files, its processes; the exit status says whether all of them ran. */
+static int run_instance(void)
+{
+	int rc = odm.init(o.db, o.instance);
+	if (rc)
+		die("odm_init (database and instance: 1-31 of A-Z a-z 0-9 _ $ # -)", rc);
+	char name[64];
+	for (long i = 0; i < o.files; i++) {
+		snprintf(name, sizeof name, "%s_data%02ld.dbf", o.instance, i + 1);
+		data[i] = open_file(name, o.file_mib << 20, ODM_FT_DATA);
+	}
+	snprintf(name, sizeof name, "%s_redo01.log", o.instance);
+	redo = open_file(name, o.redo_mib << 20, ODM_FT_REDO);
+	pid_t pids[MAX_PROCS];
+	int n = 0;
+	if (!strcmp(o.profile, "oltp")) {
+		pids[n++] = spawn("dbw0", 0); /* the background processes first, as Oracle does */
+		pids[n++] = spawn("lgwr", 0);
+		for (long i = 0; i < o.fgs; i++)
+			pids[n++] = spawn("fg", (int)i);
+	} else {
+		pids[n++] = spawn("dbw0", 0);
+		for (long i = 0; i < o.pqs; i++)
+			pids[n++] = spawn("pq", (int)i);
+	}
+	int failed = 0;
+	for (int i = 0; i < n; i++) {
+		int st;
+		if (waitpid(pids[i], &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st))
+			failed++;
+	}
+	odm.fini();
+	printf("odmload: %s/%s %s for %.0f s: %d processes, %d failed (odmstat --instance %s)\n",
+	       o.db, o.instance, o.profile, o.seconds, n, failed, o.instance);
+	return failed ? 1 : 0;
 }
 
 int main(int argc, char **argv)
@@ -325,34 +403,30 @@ int main(int argc, char **argv)
 			rc == 0 ? "not on a CFS mount (mount one with `cfs mount`)" : strerror(-rc));
 		return 1;
 	}
-	if ((rc = odm.init(o.db, o.instance)))
-		die("odm_init (database and instance: 1-31 of A-Z a-z 0-9 _ $ # -)", rc);
-	char name[64];
-	for (long i = 0; i < o.files; i++) {
-		snprintf(name, sizeof name, "%s_data%02ld.dbf", o.instance, i + 1);
-		data[i] = open_file(name, o.file_mib << 20, ODM_FT_DATA);
+	if (o.instances == 1)
+		return run_instance();
+	static pid_t pids[MAX_INSTANCES];
+	static char dbs[MAX_INSTANCES][48], instances[MAX_INSTANCES][48];
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	for (long i = 0; i < o.instances; i++) {
+		snprintf(dbs[i], sizeof dbs[i], "%.24s%ld", o.db, i + 1);
+		snprintf(instances[i], sizeof instances[i], "%.24s%ld", o.instance, i + 1);
+		if ((pids[i] = fork()) < 0)
+			die("fork", errno);
+		if (pids[i] == 0) {
+			o.db = dbs[i];
+			o.instance = instances[i];
+			o.seed += i;
+			fflush(stdout);
+			_exit(run_instance());
+		}
 	}
-	snprintf(name, sizeof name, "%s_redo01.log", o.instance);
-	redo = open_file(name, 64ull << 20, ODM_FT_REDO);
-	pid_t pids[24];
-	int n = 0;
-	if (!strcmp(o.profile, "oltp")) {
-		for (long i = 0; i < o.fgs; i++)
-			pids[n++] = spawn("fg", (int)i);
-		pids[n++] = spawn("lgwr", 0);
-	} else {
-		for (long i = 0; i < o.pqs; i++)
-			pids[n++] = spawn("pq", (int)i);
-	}
-	pids[n++] = spawn("dbw0", 0);
 	int failed = 0;
-	for (int i = 0; i < n; i++) {
+	for (long i = 0; i < o.instances; i++) {
 		int st;
 		if (waitpid(pids[i], &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st))
 			failed++;
 	}
-	odm.fini();
-	printf("odmload: %s/%s %s for %.0f s: %d processes, %d failed (odmstat --instance %s)\n",
-	       o.db, o.instance, o.profile, o.seconds, n, failed, o.instance);
+	printf("odmload: %ld instances, %d failed\n", o.instances, failed);
 	return failed ? 1 : 0;
 }
