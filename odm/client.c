@@ -82,8 +82,8 @@ int odm_find_mount(const char *path, bool may_not_exist, char *root, size_t root
 static void revoke_map(struct odm_mount *m, uint64_t ino)
 {
 	bool ack = true;
-	for (unsigned i = 0; i < ODM_MAX_FILES; i++) {
-		struct odm_file *f = &odm_proc.files[i];
+	struct odm_file *f;
+	for (unsigned i = 0; (f = odm_file_next(&i)); i++) {
 		if (f->m != m || f->ino != ino)
 			continue;
 		pthread_mutex_lock(&f->lock);
@@ -126,8 +126,8 @@ static void *reader(void *arg)
 	m->closed = true; /* cfsd went away: every map of this mount is void */
 	pthread_cond_broadcast(&m->reply_ready);
 	pthread_mutex_unlock(&m->reply_lock);
-	for (unsigned i = 0; i < ODM_MAX_FILES; i++) {
-		struct odm_file *f = &odm_proc.files[i];
+	struct odm_file *f;
+	for (unsigned i = 0; (f = odm_file_next(&i)); i++) {
 		if (f->m == m) {
 			pthread_mutex_lock(&f->lock);
 			f->mapped = false;

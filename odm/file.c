@@ -14,6 +14,42 @@ static odm_fid make_fid(unsigned index, uint32_t gen)
 	return (uint64_t)gen << 32 | (index + 1);
 }
 
+struct odm_file *odm_file_at(unsigned i, bool make)
+{
+	struct odm_file **chunk = &odm_proc.file_chunk[i / ODM_FILE_CHUNK];
+	struct odm_file *c = __atomic_load_n(chunk, __ATOMIC_ACQUIRE);
+	if (!c && make && (c = calloc(ODM_FILE_CHUNK, sizeof *c))) {
+		for (unsigned j = 0; j < ODM_FILE_CHUNK; j++)
+			pthread_mutex_init(&c[j].lock, NULL);
+		/* the reader thread walks the chunks (revokes) while this one adds them */
+		__atomic_store_n(chunk, c, __ATOMIC_RELEASE);
+	}
+	return c ? &c[i % ODM_FILE_CHUNK] : NULL;
+}
+
+struct odm_file *odm_file_next(unsigned *i)
+{
+	for (; *i < ODM_MAX_FILES; *i = (*i / ODM_FILE_CHUNK + 1) * ODM_FILE_CHUNK) {
+		struct odm_file *f = odm_file_at(*i, false);
+		if (f)
+			return f;
+	}
+	return NULL;
+}
+
+void odm_files_free(void)
+{
+	for (unsigned c = 0; c < ODM_MAX_FILES / ODM_FILE_CHUNK; c++) {
+		struct odm_file *chunk = odm_proc.file_chunk[c];
+		for (unsigned j = 0; chunk && j < ODM_FILE_CHUNK; j++) {
+			free(chunk[j].ext);
+			pthread_mutex_destroy(&chunk[j].lock);
+		}
+		free(chunk);
+		odm_proc.file_chunk[c] = NULL;
+	}
+}
+
 int odm_file_of(odm_fid fid, struct odm_file **out, unsigned *index)
 {
 	uint32_t i = (uint32_t)fid - 1, gen = (uint32_t)(fid >> 32);
@@ -24,7 +60,8 @@ int odm_file_of(odm_fid fid, struct odm_file **out, unsigned *index)
 	if (t->gen != gen || state == ODM_FILE_FREE ||
 	    (state == ODM_FILE_CREATING && t->creator != odm_proc.pid))
 		return -EBADF;
-	*out = &odm_proc.files[i];
+	if (!(*out = odm_file_at(i, true)))
+		return -ENOMEM;
 	*index = i;
 	return 0;
 }
@@ -140,35 +177,15 @@ int odm_file_remap(struct odm_file *f, unsigned index)
 	return rc;
 }
 
-/* The table entry for path, or a free one made CREATING/USED for it (segment locked). */
+/* The table entry for path, or a new one made CREATING/USED for it. */
 static int table_slot(const char *path, uint32_t state, unsigned *index)
 {
 	int rc = odm_segment_lock(odm_proc.seg);
 	if (rc)
 		return rc;
-	struct odm_file_slot *t = odm_proc.seg->files;
-	int free_i = -1;
-	rc = -ENFILE;
-	for (unsigned i = 0; i < ODM_MAX_FILES; i++) {
-		if (t[i].state == ODM_FILE_USED && state == ODM_FILE_USED && !strcmp(t[i].path, path)) {
-			*index = i;
-			rc = 0;
-			break;
-		}
-		if (t[i].state == ODM_FILE_FREE && free_i < 0)
-			free_i = (int)i;
-	}
-	if (rc && free_i >= 0) {
-		struct odm_file_slot *s = &t[free_i];
-		s->gen++;
-		s->gen += s->gen == 0;
-		snprintf(s->path, sizeof s->path, "%s", path);
-		s->creator = (int32_t)odm_proc.pid;
-		s->key = s->ino = 0;
-		__atomic_store_n(&s->state, state, __ATOMIC_RELEASE);
-		*index = (unsigned)free_i;
-		rc = 0;
-	}
+	rc = state == ODM_FILE_USED ? odm_table_find(odm_proc.seg, path, index) : -ENOENT;
+	if (rc == -ENOENT)
+		rc = odm_table_add(odm_proc.seg, path, state, odm_proc.pid, index);
 	odm_segment_unlock(odm_proc.seg);
 	return rc;
 }
@@ -177,8 +194,7 @@ static void table_free(unsigned index)
 {
 	if (odm_segment_lock(odm_proc.seg))
 		return;
-	odm_proc.seg->files[index].state = ODM_FILE_FREE;
-	odm_proc.seg->files[index].gen++;
+	odm_table_free(odm_proc.seg, index);
 	odm_segment_unlock(odm_proc.seg);
 }
 
@@ -218,7 +234,12 @@ int odm_identify(const char *path, odm_fid *fid, uint64_t *key)
 	unsigned i;
 	if ((rc = table_slot(abs, ODM_FILE_USED, &i)))
 		return end(rc);
-	struct odm_file *f = &odm_proc.files[i];
+	struct odm_file *f = odm_file_at(i, true);
+	if (!f) {
+		if (!odm_proc.seg->files[i].ino)
+			table_free(i);
+		return end(-ENOMEM);
+	}
 	uint32_t gen = odm_proc.seg->files[i].gen;
 	if (f->gen != gen) {
 		odm_file_drop(f);
@@ -333,7 +354,11 @@ int odm_create(const char *path, uint64_t size, uint32_t block_size, enum odm_ft
 	unsigned i = 0;
 	if (rc || (rc = table_slot(abs, ODM_FILE_CREATING, &i)))
 		return end(rc);
-	struct odm_file *f = &odm_proc.files[i];
+	struct odm_file *f = odm_file_at(i, true);
+	if (!f) {
+		table_free(i);
+		return end(-ENOMEM);
+	}
 	odm_file_drop(f);
 	f->gen = odm_proc.seg->files[i].gen;
 	f->uncommitted = true;
@@ -417,12 +442,11 @@ int odm_delete(const char *path)
 		rc = odm_mount_get(root, &m);
 	if (rc || (rc = join_path(root, rel, abs)))
 		return end(rc);
-	for (unsigned i = 0; i < ODM_MAX_FILES; i++) { /* our own I/O on it ends first */
-		struct odm_file *f = &odm_proc.files[i];
+	struct odm_file *f;
+	for (unsigned i = 0; (f = odm_file_next(&i)); i++) /* our own I/O on it ends first */
 		if (f->gen && f->m == m && !strcmp(odm_proc.seg->files[i].path, abs) &&
 		    (rc = odm_file_drain(f)))
 			return end(rc);
-	}
 	ControlRequest req = CONTROL_REQUEST__INIT;
 	ControlReply *r;
 	req.op = CONTROL_REQUEST__OP__ODM_DELETE;
@@ -430,12 +454,17 @@ int odm_delete(const char *path)
 	if ((rc = odm_rpc(m, &req, &r)))
 		return end(rc);
 	control_reply__free_unpacked(r, NULL);
-	for (unsigned i = 0; i < ODM_MAX_FILES; i++)
-		if (odm_proc.seg->files[i].state == ODM_FILE_USED &&
-		    !strcmp(odm_proc.seg->files[i].path, abs)) {
-			odm_file_drop(&odm_proc.files[i]);
-			table_free(i);
-		}
+	unsigned i;
+	while (odm_segment_lock(odm_proc.seg) == 0) {
+		rc = odm_table_find(odm_proc.seg, abs, &i);
+		if (!rc)
+			odm_table_free(odm_proc.seg, i);
+		odm_segment_unlock(odm_proc.seg);
+		if (rc)
+			break;
+		if ((f = odm_file_at(i, false)))
+			odm_file_drop(f);
+	}
 	return end(0);
 }
 
@@ -459,8 +488,8 @@ int odm_getfileinfo(odm_fid fid, struct odm_fileinfo *info)
 
 void odm_files_abort_uncommitted(void)
 {
-	for (unsigned i = 0; i < ODM_MAX_FILES; i++) {
-		struct odm_file *f = &odm_proc.files[i];
+	struct odm_file *f;
+	for (unsigned i = 0; (f = odm_file_next(&i)); i++) {
 		if (!f->gen || !f->uncommitted || !f->m)
 			continue;
 		simple_request(f, CONTROL_REQUEST__OP__ODM_ABORT);

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #define ODM_AIO_DEPTH 1024u
+#define ODM_FILE_CHUNK 256u
 
 /* One CFS mount this process talks to: cfsd's socket and the volume under it. */
 struct odm_mount {
@@ -54,7 +55,9 @@ struct odm_proc {
 	struct odm_proc_slot *slot;
 	pthread_mutex_t lock;     /* every call: one at a time per process */
 	struct odm_mount *mounts;
-	struct odm_file files[ODM_MAX_FILES];
+	/* This process's files, by table index, made a chunk at a time as indexes are used:
+	 * memory follows the files this process touches, not ODM_MAX_FILES. */
+	struct odm_file *file_chunk[ODM_MAX_FILES / ODM_FILE_CHUNK];
 	struct odm_ioc *done_head, *done_tail; /* completed, not yet waited for or reaped */
 	unsigned inflight;
 	char owner[2 * ODM_NAME_MAX + 2];
@@ -81,6 +84,13 @@ void odm_send_revoked(struct odm_mount *m, uint64_t ino);
 int odm_mount_layout(struct odm_mount *m, const OdmLayout *layout);
 
 /* ---- files (file.c) ---- */
+/* This process's file of table index i; with make, its chunk is made if new (NULL without
+ * memory), else NULL if it has none. */
+struct odm_file *odm_file_at(unsigned i, bool make);
+/* The first file of this process at index *i or above (*i set to its index), or NULL. */
+struct odm_file *odm_file_next(unsigned *i);
+/* Free every chunk (after a fork, or at odm_fini, with no I/O in flight). */
+void odm_files_free(void);
 int odm_file_of(odm_fid fid, struct odm_file **out, unsigned *index);
 /* Take a new map from a reply (the file's lock is not held). */
 int odm_file_install(struct odm_file *f, const ControlReply *reply);

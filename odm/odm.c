@@ -39,8 +39,7 @@ static void forget_inherited(void)
 		cvm_volume_close(m->vol);
 		free(m); /* the libaio context is the parent's: the kernel does not copy it */
 	}
-	for (unsigned i = 0; i < ODM_MAX_FILES; i++)
-		free(odm_proc.files[i].ext);
+	odm_files_free();
 	odm_segment_close(odm_proc.seg);
 	memset(&odm_proc, 0, sizeof odm_proc);
 	pthread_mutex_init(&odm_proc.lock, NULL);
@@ -50,15 +49,12 @@ static void teardown(void)
 {
 	odm_io_drain_all();
 	odm_files_abort_uncommitted();
-	for (unsigned i = 0; i < ODM_MAX_FILES; i++) {
-		free(odm_proc.files[i].ext);
-		odm_proc.files[i].ext = NULL;
-	}
 	while (odm_proc.mounts) { /* closing the connection drops cfsd's holds */
 		struct odm_mount *m = odm_proc.mounts;
 		odm_proc.mounts = m->next;
 		odm_mount_close(m);
 	}
+	odm_files_free(); /* after the reader threads, which walk them */
 	odm_slot_retire(odm_proc.seg, odm_proc.slot);
 	odm_segment_close(odm_proc.seg);
 	odm_proc.seg = NULL;
@@ -87,8 +83,6 @@ int odm_init(const char *database, const char *instance)
 		return rc;
 	}
 	pthread_mutex_lock(&odm_proc.lock);
-	for (unsigned i = 0; i < ODM_MAX_FILES; i++)
-		pthread_mutex_init(&odm_proc.files[i].lock, NULL);
 	odm_proc.seg = seg;
 	odm_proc.slot = slot;
 	odm_proc.pid = getpid();

@@ -16,6 +16,7 @@
  *   -EBUSY      delete of a file another process holds; resize while a holder did not let go
  *   -EEXIST     create of a path that exists; -ENOENT identify of one that does not
  *   -ENFILE     the instance's file table (ODM_MAX_FILES) is full
+ *   -EUSERS     odm_init: the instance has ODM_MAX_PROCS (4,096) processes already
  * The same codes land in odm_ioc.status for a request that fails. */
 #ifndef ODM_H
 #define ODM_H
@@ -24,7 +25,7 @@
 
 #define ODM_API_VERSION 1
 #define ODM_ALIGN 512u     /* buffers, sizes and file offsets of odm_io */
-#define ODM_MAX_FILES 512u /* files an instance can identify */
+#define ODM_MAX_FILES 65536u /* files an instance can identify */
 
 typedef uint64_t odm_fid;  /* valid in every process of the instance; 0 is never one */
 

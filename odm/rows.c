@@ -11,23 +11,66 @@
 const char *const odm_by_names[ODM_BY_ALL + 1] = {"instance", "database", "node", "ptype",
 						  "file", "all"};
 
+static size_t key_hash(const char *key)
+{
+	size_t h = 14695981039346656037ull; /* FNV-1a */
+	for (const unsigned char *p = (const unsigned char *)key; *p; p++)
+		h = (h ^ *p) * 1099511628211ull;
+	return h;
+}
+
+/* The index slot of key: its row's, or the empty one where it would go. */
+static size_t *index_slot(const struct odm_rows *s, const char *key)
+{
+	size_t mask = 2 * s->cap - 1;
+	for (size_t i = key_hash(key) & mask;; i = (i + 1) & mask)
+		if (!s->index[i] || !strcmp(s->rows[s->index[i] - 1].key, key))
+			return &s->index[i];
+}
+
+static const struct odm_row *find_row(const struct odm_rows *s, const char *key)
+{
+	if (!s->n)
+		return NULL;
+	size_t *slot = index_slot(s, key);
+	return *slot ? &s->rows[*slot - 1] : NULL;
+}
+
+/* Room for one row more: twice the rows and a new index when full (cap a power of two). */
+static int make_room(struct odm_rows *s)
+{
+	if (s->n < s->cap)
+		return 0;
+	size_t cap = s->cap ? s->cap * 2 : 16;
+	struct odm_row *v = realloc(s->rows, cap * sizeof *v);
+	size_t *index = calloc(2 * cap, sizeof *index);
+	if (!v || !index) {
+		if (v)
+			s->rows = v;
+		free(index);
+		return -ENOMEM;
+	}
+	free(s->index);
+	s->rows = v;
+	s->cap = cap;
+	s->index = index;
+	for (size_t i = 0; i < s->n; i++)
+		*index_slot(s, s->rows[i].key) = i + 1;
+	return 0;
+}
+
 struct odm_row *odm_rows_row(struct odm_rows *s, const char *key, uint32_t block_size)
 {
-	for (size_t i = 0; i < s->n; i++)
-		if (!strcmp(s->rows[i].key, key))
-			return &s->rows[i];
-	if (s->n == s->cap) {
-		size_t cap = s->cap ? s->cap * 2 : 16;
-		struct odm_row *v = realloc(s->rows, cap * sizeof *v);
-		if (!v)
-			return NULL;
-		s->rows = v;
-		s->cap = cap;
-	}
-	struct odm_row *r = &s->rows[s->n++];
+	struct odm_row *r = (struct odm_row *)find_row(s, key);
+	if (r)
+		return r;
+	if (make_room(s))
+		return NULL;
+	r = &s->rows[s->n++];
 	memset(r, 0, sizeof *r);
 	snprintf(r->key, sizeof r->key, "%s", key);
 	r->block_size = block_size;
+	*index_slot(s, r->key) = s->n;
 	return r;
 }
 
@@ -53,23 +96,26 @@ int odm_rows_add(struct odm_rows *s, const char *key, const struct odm_row *src)
 	return 0;
 }
 
+/* A row per file, with what every process of the instance did on it. */
+static int add_files(struct odm_rows *s, const struct odm_segment *seg)
+{
+	for (unsigned f = 0; f < seg->nfiles; f++) {
+		const struct odm_file_slot *fs = &seg->files[f];
+		if (fs->state == ODM_FILE_FREE)
+			continue;
+		struct odm_row *r = odm_rows_row(s, fs->path, fs->block_size ? fs->block_size : ODM_ALIGN);
+		if (!r)
+			return -ENOMEM;
+		add_counts(r, fs->count);
+	}
+	return 0;
+}
+
 static int add_slot(struct odm_rows *s, const struct odm_segment *seg, const struct odm_proc_slot *p,
 		    enum odm_by by, const char *node)
 {
 	char key[ODM_KEY_MAX];
 	struct odm_row *r;
-	if (by == ODM_BY_FILE) {
-		for (unsigned f = 0; f < ODM_MAX_FILES; f++) {
-			const struct odm_file_slot *fs = &seg->files[f];
-			if (fs->state == ODM_FILE_FREE)
-				continue;
-			snprintf(key, sizeof key, "%s", fs->path);
-			if (!(r = odm_rows_row(s, key, fs->block_size ? fs->block_size : ODM_ALIGN)))
-				return -ENOMEM;
-			add_counts(r, p->file[f]);
-		}
-		return 0;
-	}
 	const char *ptype = odm_ptype_names[p->ptype < ODM_PT_COUNT ? p->ptype : 0];
 	node = node ? node : seg->node;
 	if (by == ODM_BY_INSTANCE)
@@ -151,9 +197,13 @@ static void take_one(void *arg, struct odm_segment *seg)
 	double age = difftime(time(NULL), (time_t)seg->created);
 	if (age > a->s->since)
 		a->s->since = age;
+	if (a->by == ODM_BY_FILE) {
+		a->rc = add_files(a->s, seg);
+		return;
+	}
 	for (unsigned t = 0; t < ODM_PT_COUNT && !a->rc; t++)
 		a->rc = add_slot(a->s, seg, &seg->retired[t], a->by, a->node);
-	for (unsigned i = 0; i < ODM_MAX_PROCS && !a->rc; i++)
+	for (unsigned i = 0; i < seg->nprocs && !a->rc; i++)
 		if (seg->procs[i].state == ODM_SLOT_LIVE)
 			a->rc = add_slot(a->s, seg, &seg->procs[i], a->by, a->node);
 }
@@ -161,7 +211,7 @@ static void take_one(void *arg, struct odm_segment *seg)
 int odm_rows_take(struct odm_rows *s, enum odm_by by, const char *instance, const char *node,
 		  bool report)
 {
-	s->n = 0;
+	odm_rows_clear(s);
 	s->since = 1;
 	struct take_arg a = {s, by, node, 0};
 	int found = odm_each_segment(instance, report, take_one, &a);
@@ -172,10 +222,7 @@ void odm_rows_subtract(struct odm_rows *now, const struct odm_rows *before)
 {
 	for (size_t i = 0; i < now->n; i++) {
 		struct odm_row *r = &now->rows[i];
-		const struct odm_row *b = NULL;
-		for (size_t j = 0; j < before->n && !b; j++)
-			if (!strcmp(before->rows[j].key, r->key))
-				b = &before->rows[j];
+		const struct odm_row *b = find_row(before, r->key);
 		if (!b)
 			continue;
 		for (int d = 0; d < 2; d++)
@@ -195,9 +242,17 @@ bool odm_row_empty(const struct odm_row *r)
 	return !(r->c[0][0].ops | r->c[0][1].ops | r->c[1][0].ops | r->c[1][1].ops);
 }
 
+void odm_rows_clear(struct odm_rows *s)
+{
+	s->n = 0;
+	if (s->index)
+		memset(s->index, 0, 2 * s->cap * sizeof *s->index);
+}
+
 void odm_rows_free(struct odm_rows *s)
 {
 	free(s->rows);
+	free(s->index);
 	*s = (struct odm_rows){0};
 }
 

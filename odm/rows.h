@@ -25,6 +25,7 @@ struct odm_row {
 struct odm_rows {
 	struct odm_row *rows;
 	size_t n, cap;
+	size_t *index;  /* open addressing by key: row number + 1, 0 empty; 2 x cap slots */
 	double since; /* seconds covered by the counts (the oldest instance's age) */
 };
 
@@ -40,6 +41,8 @@ int odm_rows_take(struct odm_rows *s, enum odm_by by, const char *instance, cons
 /* now - before, row by row (a row new since then counts whole). */
 void odm_rows_subtract(struct odm_rows *now, const struct odm_rows *before);
 bool odm_row_empty(const struct odm_row *r);
+/* No rows (the memory stays for the next ones). */
+void odm_rows_clear(struct odm_rows *s);
 void odm_rows_free(struct odm_rows *s);
 
 /* A row as it travels between nodes (OdmStatsRow): w's arrays point into buf. */

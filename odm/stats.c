@@ -101,7 +101,7 @@ static int init_segment(struct odm_segment *seg, const char *database, const cha
 	seg->node[nlen] = 0;
 	seg->created = (int64_t)time(NULL);
 	seg->version = ODM_SEG_VERSION;
-	seg->size = (uint32_t)sizeof *seg;
+	seg->size = (uint32_t)offsetof(struct odm_segment, bucket); /* the header */
 	for (unsigned i = 0; i < ODM_PT_COUNT; i++)
 		seg->retired[i].ptype = i;
 	__atomic_store_n(&seg->magic, ODM_SEG_MAGIC, __ATOMIC_RELEASE); /* ready */
@@ -224,26 +224,108 @@ static void retire_locked(struct odm_segment *seg, struct odm_proc_slot *slot)
 	memset(slot, 0, sizeof *slot);
 }
 
-int odm_slot_take(struct odm_segment *seg, enum odm_ptype ptype, struct odm_proc_slot **out)
+static uint32_t path_bucket(const char *path)
 {
-	int rc = odm_segment_lock(seg);
-	if (rc)
-		return rc;
+	uint32_t h = 2166136261u; /* FNV-1a */
+	for (const unsigned char *p = (const unsigned char *)path; *p; p++)
+		h = (h ^ *p) * 16777619u;
+	return h % ODM_FILE_BUCKETS;
+}
+
+int odm_table_find(struct odm_segment *seg, const char *path, unsigned *index)
+{
+	for (uint32_t i = seg->bucket[path_bucket(path)]; i; i = seg->files[i - 1].next)
+		if (seg->files[i - 1].state == ODM_FILE_USED && !strcmp(seg->files[i - 1].path, path)) {
+			*index = i - 1;
+			return 0;
+		}
+	return -ENOENT;
+}
+
+int odm_table_add(struct odm_segment *seg, const char *path, uint32_t state, pid_t creator,
+		  unsigned *index)
+{
+	uint32_t i;
+	if (seg->free_files) {
+		i = seg->free_files - 1;
+		seg->free_files = seg->files[i].next;
+	} else if (seg->nfiles < ODM_MAX_FILES) {
+		i = seg->nfiles++;
+	} else {
+		return -ENFILE;
+	}
+	struct odm_file_slot *f = &seg->files[i];
+	uint32_t gen = f->gen + 1;
+	*f = (struct odm_file_slot){.gen = gen + (gen == 0), .creator = (int32_t)creator};
+	snprintf(f->path, sizeof f->path, "%s", path);
+	uint32_t *head = &seg->bucket[path_bucket(path)];
+	f->next = *head;
+	*head = i + 1;
+	seg->creating += state == ODM_FILE_CREATING;
+	__atomic_store_n(&f->state, state, __ATOMIC_RELEASE);
+	*index = i;
+	return 0;
+}
+
+void odm_table_free(struct odm_segment *seg, unsigned index)
+{
+	struct odm_file_slot *f = &seg->files[index];
+	if (f->state == ODM_FILE_FREE)
+		return;
+	for (uint32_t *p = &seg->bucket[path_bucket(f->path)]; *p; p = &seg->files[*p - 1].next)
+		if (*p == index + 1) {
+			*p = f->next;
+			break;
+		}
+	seg->creating -= f->state == ODM_FILE_CREATING;
+	__atomic_store_n(&f->state, ODM_FILE_FREE, __ATOMIC_RELEASE);
+	f->gen++;
+	f->next = seg->free_files;
+	seg->free_files = index + 1;
+}
+
+/* A free slot: one given back below the high-water mark, else a new one above it.  Every
+ * SWEEP_EVERY new ones, and when every slot is taken, the slots of processes that died
+ * without giving theirs back are retired first (segment locked): slots in use follow the
+ * live processes, not every process the instance ever had. */
+#define SWEEP_EVERY 64u
+static struct odm_proc_slot *free_slot(struct odm_segment *seg)
+{
+	for (unsigned i = 0; i < seg->nprocs; i++)
+		if (seg->procs[i].state == ODM_SLOT_FREE)
+			return &seg->procs[i];
+	if (seg->nprocs < ODM_MAX_PROCS && seg->nprocs % SWEEP_EVERY)
+		return &seg->procs[seg->nprocs++];
 	struct odm_proc_slot *mine = NULL;
-	for (unsigned i = 0; i < ODM_MAX_PROCS; i++) {
+	for (unsigned i = 0; i < seg->nprocs; i++) {
 		struct odm_proc_slot *s = &seg->procs[i];
 		if (s->state == ODM_SLOT_LIVE && !odm_slot_alive(s))
 			retire_locked(seg, s);
 		if (s->state == ODM_SLOT_FREE && !mine)
 			mine = s;
 	}
-	for (unsigned i = 0; i < ODM_MAX_FILES; i++) { /* files a dead process was creating */
+	if (!mine && seg->nprocs < ODM_MAX_PROCS)
+		mine = &seg->procs[seg->nprocs++];
+	return mine;
+}
+
+/* Files a dead process was creating go (segment locked). */
+static void free_dead_creations(struct odm_segment *seg)
+{
+	for (unsigned i = 0; i < seg->nfiles && seg->creating; i++) {
 		struct odm_file_slot *f = &seg->files[i];
-		if (f->state == ODM_FILE_CREATING && kill(f->creator, 0) && errno == ESRCH) {
-			f->state = ODM_FILE_FREE;
-			f->gen++;
-		}
+		if (f->state == ODM_FILE_CREATING && kill(f->creator, 0) && errno == ESRCH)
+			odm_table_free(seg, i);
 	}
+}
+
+int odm_slot_take(struct odm_segment *seg, enum odm_ptype ptype, struct odm_proc_slot **out)
+{
+	int rc = odm_segment_lock(seg);
+	if (rc)
+		return rc;
+	free_dead_creations(seg);
+	struct odm_proc_slot *mine = free_slot(seg);
 	if (mine) {
 		mine->pid = getpid();
 		mine->starttime = starttime_of(mine->pid);

@@ -4,7 +4,12 @@
  * Each process counts into its own slot, so counting takes no lock: one writer per slot,
  * readers may see a count a few I/Os old.  The lock guards only the file table and handing
  * out and retiring slots; a retiring process (or a dead one found later) adds its counts to
- * the retired totals of its process type, so sums stay whole. */
+ * the retired totals of its process type, so sums stay whole.  A file's counts live in its
+ * table entry, added to atomically by every process that does I/O on it.
+ *
+ * The segment is laid out for ODM_MAX_PROCS processes and ODM_MAX_FILES files (tens of MiB)
+ * but is a sparse file in tmpfs: only the pages of slots in use take memory, and every scan
+ * stops at the high-water marks nprocs and nfiles. */
 #ifndef ODM_STATS_H
 #define ODM_STATS_H
 
@@ -16,10 +21,11 @@
 #include <sys/types.h>
 
 #define ODM_SEG_MAGIC 0x3154534d444f4443ull
-#define ODM_SEG_VERSION 1u
+#define ODM_SEG_VERSION 2u
 #define ODM_SEG_DIR "/dev/shm"
 #define ODM_SEG_PREFIX "odm."
-#define ODM_MAX_PROCS 128u
+#define ODM_MAX_PROCS 4096u
+#define ODM_FILE_BUCKETS 65536u /* the file table's index by path */
 #define ODM_NAME_MAX 31u
 #define ODM_HIST_SUB 4u                      /* buckets per power of two */
 #define ODM_HIST_BINS (32u * ODM_HIST_SUB)   /* microseconds, up to ~2^32 */
@@ -37,7 +43,9 @@ struct odm_file_slot {
 	uint32_t gen, state;
 	int32_t creator;  /* pid, while CREATING */
 	uint32_t block_size, type;
+	uint32_t next;    /* index + 1 of the next entry of its bucket, or of the free list */
 	uint64_t ino, key;
+	struct odm_count count[2][2]; /* [dir][mode], of every process */
 	char path[512];
 };
 
@@ -48,7 +56,6 @@ struct odm_proc_slot {
 	char name[16];
 	struct odm_count total[2][2];              /* [dir][mode] */
 	uint64_t hist[2][2][ODM_HIST_BINS];        /* [dir][mode] latency, microseconds */
-	struct odm_count file[ODM_MAX_FILES][2][2];
 };
 
 struct odm_segment {
@@ -57,8 +64,12 @@ struct odm_segment {
 	char database[ODM_NAME_MAX + 1], instance[ODM_NAME_MAX + 1], node[64];
 	int64_t created; /* seconds since the epoch */
 	pthread_mutex_t lock; /* robust, process-shared */
-	struct odm_file_slot files[ODM_MAX_FILES];
+	uint32_t nfiles, nprocs;  /* slots ever used: the rest is untouched */
+	uint32_t free_files;      /* index + 1 of the first free file entry below nfiles */
+	uint32_t creating;        /* file entries CREATING (a dead creator's are freed) */
 	struct odm_proc_slot retired[ODM_PT_COUNT];
+	uint32_t bucket[ODM_FILE_BUCKETS]; /* index + 1 of the first entry, by path hash */
+	struct odm_file_slot files[ODM_MAX_FILES];
 	struct odm_proc_slot procs[ODM_MAX_PROCS];
 };
 
@@ -73,7 +84,13 @@ int odm_segment_open_path(const char *path, bool writable, struct odm_segment **
 void odm_segment_close(struct odm_segment *seg);
 int odm_segment_lock(struct odm_segment *seg);
 void odm_segment_unlock(struct odm_segment *seg);
-/* Take a slot for this process (retiring dead processes' slots on the way). */
+/* The file table (segment locked): the USED entry of path (index), or -ENOENT; a new entry
+ * for path in the given state (-ENFILE when full); an entry freed. */
+int odm_table_find(struct odm_segment *seg, const char *path, unsigned *index);
+int odm_table_add(struct odm_segment *seg, const char *path, uint32_t state, pid_t creator,
+		  unsigned *index);
+void odm_table_free(struct odm_segment *seg, unsigned index);
+/* Take a slot for this process (retiring dead processes' slots when none is free). */
 int odm_slot_take(struct odm_segment *seg, enum odm_ptype ptype, struct odm_proc_slot **out);
 void odm_slot_retire(struct odm_segment *seg, struct odm_proc_slot *slot);
 bool odm_slot_alive(const struct odm_proc_slot *slot);
@@ -96,17 +113,19 @@ static inline void odm_count_add(uint64_t *c, uint64_t v)
 {
 	__atomic_store_n(c, __atomic_load_n(c, __ATOMIC_RELAXED) + v, __ATOMIC_RELAXED);
 }
-static inline void odm_stats_count(struct odm_proc_slot *s, unsigned file, int dir, int mode,
+static inline void odm_stats_count(struct odm_proc_slot *s, struct odm_file_slot *file,
+				   int dir, int mode,
 				   uint64_t bytes, uint64_t usec)
 {
-	struct odm_count *t = &s->total[dir][mode], *f = &s->file[file][dir][mode];
+	struct odm_count *t = &s->total[dir][mode], *f = &file->count[dir][mode];
 	odm_count_add(&t->ops, 1);
 	odm_count_add(&t->bytes, bytes);
 	odm_count_add(&t->usec, usec);
-	odm_count_add(&f->ops, 1);
-	odm_count_add(&f->bytes, bytes);
-	odm_count_add(&f->usec, usec);
 	odm_count_add(&s->hist[dir][mode][odm_hist_bin(usec)], 1);
+	/* Shared with the instance's other processes: one atomic add each. */
+	__atomic_fetch_add(&f->ops, 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&f->bytes, bytes, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&f->usec, usec, __ATOMIC_RELAXED);
 }
 
 #endif

@@ -403,7 +403,7 @@ struct list_arg {
 static void list_one(void *arg, struct odm_segment *seg)
 {
 	struct list_arg *a = arg;
-	for (unsigned i = 0; i < ODM_MAX_PROCS; i++) {
+	for (unsigned i = 0; i < seg->nprocs; i++) {
 		const struct odm_proc_slot *p = &seg->procs[i];
 		if (p->state != ODM_SLOT_LIVE || !odm_slot_alive(p))
 			continue;
@@ -620,7 +620,7 @@ static int take_cluster(const struct opts *o, struct odm_rows *s)
 	int rc = tool_ask("odmstat", o->cluster, &req, &r);
 	if (rc)
 		return rc;
-	s->n = 0;
+	odm_rows_clear(s);
 	s->since = 1;
 	free(nodes.v);
 	nodes.n = 0;
@@ -689,7 +689,7 @@ int main(int argc, char **argv)
 	for (long n = 1;; n++) {
 		bool cumulative = n == 1;
 		double secs = cumulative ? cur.since : o.interval;
-		view.n = 0;
+		odm_rows_clear(&view);
 		for (size_t i = 0; i < cur.n; i++) /* rows in the order they were found */
 			*row_for(&view, cur.rows[i].key, cur.rows[i].block_size) = cur.rows[i];
 		if (!cumulative && !o.prometheus) /* Prometheus' counters only ever grow */
@@ -719,9 +719,9 @@ int main(int argc, char **argv)
 	if (o.plot && !rc)
 		rc = plot_write(&o, &curves);
 	curves_free(&curves);
-	free(view.rows);
-	free(prev.rows);
-	free(cur.rows);
+	odm_rows_free(&view);
+	odm_rows_free(&prev);
+	odm_rows_free(&cur);
 	free(nodes.v);
 	return rc;
 }

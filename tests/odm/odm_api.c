@@ -411,7 +411,7 @@ Test(odm, statistics_are_exact)
 	struct odm_segment *seg;
 	cr_assert_eq(odm_segment_open(db(), inst, false, &seg), 0);
 	const struct odm_proc_slot *me = NULL;
-	for (unsigned i = 0; i < ODM_MAX_PROCS; i++)
+	for (unsigned i = 0; i < seg->nprocs; i++)
 		if (seg->procs[i].state == ODM_SLOT_LIVE && seg->procs[i].pid == getpid())
 			me = &seg->procs[i];
 	cr_assert(me);
@@ -423,10 +423,10 @@ Test(odm, statistics_are_exact)
 	cr_assert_eq(me->total[ODM_DIR_READ][ODM_MODE_ASYNC].ops, 1);
 	cr_assert_eq(me->total[ODM_DIR_WRITE][ODM_MODE_ASYNC].ops, 1);
 	uint32_t ia = (uint32_t)a - 1, ib = (uint32_t)b - 1;
-	cr_assert_eq(me->file[ia][ODM_DIR_WRITE][ODM_MODE_SYNC].ops, 5);
-	cr_assert_eq(me->file[ib][ODM_DIR_WRITE][ODM_MODE_SYNC].ops, 0);
-	cr_assert_eq(me->file[ib][ODM_DIR_READ][ODM_MODE_SYNC].ops, 3);
-	cr_assert_eq(me->file[ib][ODM_DIR_WRITE][ODM_MODE_ASYNC].bytes, BS);
+	cr_assert_eq(seg->files[ia].count[ODM_DIR_WRITE][ODM_MODE_SYNC].ops, 5);
+	cr_assert_eq(seg->files[ib].count[ODM_DIR_WRITE][ODM_MODE_SYNC].ops, 0);
+	cr_assert_eq(seg->files[ib].count[ODM_DIR_READ][ODM_MODE_SYNC].ops, 3);
+	cr_assert_eq(seg->files[ib].count[ODM_DIR_WRITE][ODM_MODE_ASYNC].bytes, BS);
 	uint64_t h = 0;
 	for (unsigned k = 0; k < ODM_HIST_BINS; k++)
 		h += me->hist[ODM_DIR_WRITE][ODM_MODE_SYNC][k];
@@ -460,4 +460,35 @@ Test(odm, another_process_of_the_instance_uses_the_fid)
 	int st;
 	waitpid(child, &st, 0);
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child: %d", WEXITSTATUS(st));
+}
+
+/* More files than an instance could once identify (512), each one its own: what is written
+ * through one fid reads back through it alone, also after the files are identified again. */
+Test(odm, an_instance_identifies_more_than_512_files, .timeout = 300)
+{
+	init();
+	enum { N = 600 };
+	static odm_fid fid[N];
+	char name[32];
+	void *b = buf_of(BS, 0);
+	for (unsigned i = 0; i < N; i++) {
+		snprintf(name, sizeof name, "many%u.dbf", i);
+		fid[i] = make_file(name, BS);
+		memset(b, (int)(i % 251), BS);
+		cr_assert_eq(sync_io(ODM_WRITE, fid[i], 0, b, BS), 0, "%s", name);
+	}
+	for (unsigned i = 0; i < N; i += 7) {
+		snprintf(name, sizeof name, "many%u.dbf", i);
+		odm_fid again;
+		cr_assert_eq(odm_identify(path_of(name), &again, NULL), 0, "%s", name);
+		cr_assert_eq(again, fid[i], "%s: identified as another file", name);
+		cr_assert_eq(sync_io(ODM_READ, again, 0, b, BS), 0);
+		cr_assert_eq(((unsigned char *)b)[BS - 1], i % 251, "%s reads another's data", name);
+	}
+	for (unsigned i = 0; i < N; i++) {
+		snprintf(name, sizeof name, "many%u.dbf", i);
+		cr_assert_eq(odm_delete(path_of(name)), 0, "%s", name);
+	}
+	free(b);
+	cr_assert_eq(odm_fini(), 0);
 }
