@@ -75,19 +75,33 @@ done
 # The writers were killed: their uncommitted files went with their processes.
 check "no uncommitted file was left behind" bash -c "! '$HERE/cluster.sh' exec 1 ls '$(M 1)' | grep -q scratch"
 
-# odmstat --cluster: an odmload instance on each node; node 1's view of the cluster sums
-# exactly what each node shows of itself, once the loads are over (a node's counts reach the
-# others within a second).
+# odmstat --cluster: 10 instances of 20 processes on each node (instances I11..I310; the
+# race test's CRn came before) (odmload --instances), all
+# running at once until the test has seen every one of them; node 1's view of the cluster
+# then sums exactly what each node shows of itself (a node's counts reach the others within
+# a second), and every node's lists all 30 instances.
 LIB=$(dirname "$BIN")/lib/libodm.so
 for n in 1 2 3; do
 	on $n mkdir -p "$(M $n)/load$n"
 	on $n "$BIN/odmload" --lib "$LIB" --dir "$(M $n)/load$n" --db "$ODM_TEST_DB" --instance "I$n" \
-		--profile oltp --seconds 3 --file-mib 16 --seed $n >"$T/load$n.out" 2>&1 &
+		--instances 10 --procs 17 --files 1 --file-mib 2 --redo-mib 2 --think-ms 200 \
+		--until "$T/loads.gate" --seed $n >"$T/load$n.out" 2>&1 &
 	lpid[n]=$!
 done
+all_running() {
+	for n in 1 2 3; do
+		on $n "$BIN/odmstat" -l --json >"$T/list$n.json" || return 1
+		python3 -c "
+import json, sys
+procs = json.load(open(sys.argv[1]))
+assert len(procs) == 200, len(procs)" "$T/list$n.json" || return 1
+	done
+}
+check_soon 600 "200 libodm processes (10 instances of 20) running on each of the 3 nodes" all_running
+touch "$T/loads.gate"
 for n in 1 2 3; do
-	if wait "${lpid[n]}"; then ok "odmload ran on node $n"
-	else not_ok "odmload ran on node $n: $(grep -h "odmload\|libodm" "$T/load$n.out" | head -5 | tr '\n' ' ')"; fi
+	if wait "${lpid[n]}"; then ok "odmload's 10 instances ran on node $n"
+	else not_ok "odmload ran on node $n: $(grep -h "odmload\|libodm" "$T/load$n.out" | grep -v " 0 failed" | head -5 | tr '\n' ' ')"; fi
 done
 # Each node sends its counts to the others once a second: node 1's sum of them matches what
 # each node counts itself once those of the end of the loads have come (asked until then).
@@ -111,6 +125,16 @@ assert got == own and own[0] + own[2] > 0, (got, own)
 print(got)" "$T/cluster.json" "$T"/own[123].json
 }
 check_soon 60 "odmstat --cluster on node 1 sums each node's own view exactly" cluster_sums_own
+lists_30() {
+	for n in 1 2 3; do
+		on $n "$BIN/odmstat" --cluster="$(M $n)" --by instance --json >"$T/inst$n.json" || return 1
+		python3 -c "
+import json, sys
+keys = {r['key'] for r in json.load(open(sys.argv[1]))['rows'] if '/I' in r['key']}
+assert len(keys) == 30, (len(keys), sorted(keys))" "$T/inst$n.json" || return 1
+	done
+}
+check_soon 60 "odmstat --cluster on every node lists the 30 instances" lists_30
 on 1 "$BIN/odmstat" --cluster="$(M 1)" --by node --json >"$T/bynode.json"
 on 1 "$BIN/odmstat" --cluster --by node >"$T/bynode.txt"
 check "odmstat --cluster --by node shows 3 nodes, all up" python3 -c "
