@@ -312,6 +312,24 @@ void odm_mount_close(struct odm_mount *m)
 	free(m);
 }
 
+/* The mount's AIO context, made at the first asynchronous request: a process that only does
+ * synchronous I/O (most of a database's, its foregrounds) never takes one out of the
+ * machine's fs.aio-max-nr. */
+int odm_mount_aio(struct odm_mount *m)
+{
+	if (m->aio)
+		return 0;
+	int rc = cvm_aio_create(m->vol, ODM_AIO_DEPTH, &m->aio);
+	if (rc && !m->aio_refused_said) {
+		const char *why = cvm_last_error();
+		fprintf(stderr, "libodm: volume of %s: %s\n", m->root, why[0] ? why : strerror(-rc));
+		m->aio_refused_said = true;
+	}
+	if (rc)
+		m->aio = NULL;
+	return rc;
+}
+
 /* The LUNs are found where cfsd found them; each one's label must carry the volume's uuid. */
 int odm_mount_layout(struct odm_mount *m, const OdmLayout *layout)
 {
@@ -336,9 +354,6 @@ int odm_mount_layout(struct odm_mount *m, const OdmLayout *layout)
 		rc = -ESTALE;
 	if (!rc && vol && m->lease)
 		cvm_volume_set_write_gate(vol, lease_gate, m);
-	struct cvm_aio *aio = NULL;
-	if (!rc)
-		rc = cvm_aio_create(vol, ODM_AIO_DEPTH, &aio);
 	if (rc) {
 		const char *why = cvm_last_error();
 		fprintf(stderr, "libodm: volume %s of %s: %s\n", layout->vol_uuid, m->root,
@@ -349,7 +364,7 @@ int odm_mount_layout(struct odm_mount *m, const OdmLayout *layout)
 	cvm_aio_destroy(m->aio);
 	cvm_volume_close(m->vol);
 	m->vol = vol;
-	m->aio = aio;
+	m->aio = NULL; /* made on the new volume by the first asynchronous request */
 	m->layout_generation = layout->generation;
 	return 0;
 }

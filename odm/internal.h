@@ -30,7 +30,8 @@ struct odm_mount {
 	bool closed;
 	struct cvm_volume *vol;    /* opened from cfsd's layout; NULL until the first map */
 	uint64_t layout_generation;
-	struct cvm_aio *aio;
+	struct cvm_aio *aio;       /* made at the first asynchronous request */
+	bool aio_refused_said;     /* the line about fs.aio-max-nr, once */
 	const struct cfs_lease_page *lease; /* cfsd's membership lease; NULL on one node */
 	struct odm_mount *next;
 };
@@ -82,6 +83,8 @@ int odm_rpc(struct odm_mount *m, ControlRequest *req, ControlReply **reply);
 void odm_send_revoked(struct odm_mount *m, uint64_t ino);
 /* Open (again) the volume a reply's layout names. */
 int odm_mount_layout(struct odm_mount *m, const OdmLayout *layout);
+/* Make the mount's AIO context if it has none yet (a line on stderr says why not). */
+int odm_mount_aio(struct odm_mount *m);
 
 /* ---- files (file.c) ---- */
 /* This process's file of table index i; with make, its chunk is made if new (NULL without

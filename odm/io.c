@@ -1,5 +1,8 @@
 /* odm_io: requests split at extent boundaries, each piece a libaio request on the volume
  * (libcvm splits it again at stripe boundaries), completions counted in the statistics.
+ * A call that submits one request and waits for it (a foreground's single-block read, the
+ * log writer's write) does it with pread/pwrite instead: one system call, as a database's
+ * own synchronous I/O would be, and no AIO context needed.
  *
  * A request's life: submitted (in flight) -> completed (on the done list) -> handed back by
  * a wait or a reap (idle again).  The file's inflight count is what a revoke waits for. */
@@ -141,30 +144,52 @@ static int pin_file(struct odm_ioc *ioc, struct odm_file **out)
 	return -EAGAIN; /* revoked again and again: resizes storm on this file */
 }
 
-static int submit_pieces(struct odm_file *f, struct odm_ioc *ioc, uint64_t off)
+/* The piece of a request at file offset pos (left bytes to go) that extent *e holds: its
+ * length and volume offset; *e moves on to the next extent. */
+static uint64_t next_piece(const struct odm_file *f, size_t *e, uint64_t pos, uint64_t left,
+			   uint64_t *vol_off)
 {
-	uint64_t done = 0;
-	enum cvm_op op = ioc->op == ODM_WRITE ? CVM_WRITE : CVM_READ;
-	for (size_t e = find_extent(f, off); done < ioc->size; e++) {
-		const OdmExtent *x = &f->ext[e];
-		uint64_t pos = off + done, in = pos - x->file_off;
-		uint64_t len = x->len - in < ioc->size - done ? x->len - in : ioc->size - done;
-		int rc;
-		ioc->_pieces++;
-		while ((rc = cvm_aio_submit(f->m->aio, op, (uint8_t *)ioc->buf + done, len,
-					    x->vol_off + in, piece_done, ioc)) == -EAGAIN)
-			if ((rc = odm_io_poll(f->m, true, -1)) < 0)
-				break;
-		if (rc < 0) {
-			ioc->_pieces--;
-			return rc;
-		}
-		done += len;
-	}
-	return 0;
+	const OdmExtent *x = &f->ext[(*e)++];
+	uint64_t in = pos - x->file_off;
+	*vol_off = x->vol_off + in;
+	return x->len - in < left ? x->len - in : left;
 }
 
-static void submit_one(struct odm_ioc *ioc)
+static int submit_pieces(struct odm_file *f, struct odm_ioc *ioc, uint64_t off)
+{
+	int rc = odm_mount_aio(f->m);
+	enum cvm_op op = ioc->op == ODM_WRITE ? CVM_WRITE : CVM_READ;
+	size_t e = find_extent(f, off);
+	for (uint64_t done = 0, at, len; !rc && done < ioc->size; done += len) {
+		len = next_piece(f, &e, off + done, ioc->size - done, &at);
+		ioc->_pieces++;
+		while ((rc = cvm_aio_submit(f->m->aio, op, (uint8_t *)ioc->buf + done, len, at,
+					    piece_done, ioc)) == -EAGAIN)
+			if ((rc = odm_io_poll(f->m, true, -1)) < 0)
+				break;
+		if (rc < 0)
+			ioc->_pieces--;
+	}
+	return rc < 0 ? rc : 0;
+}
+
+/* The pieces one pread or pwrite each, done when this returns (the write gate is asked
+ * before every write, as for an asynchronous one). */
+static int sync_pieces(struct odm_file *f, struct odm_ioc *ioc, uint64_t off)
+{
+	int rc = 0;
+	size_t e = find_extent(f, off);
+	for (uint64_t done = 0, at, len; !rc && done < ioc->size; done += len) {
+		len = next_piece(f, &e, off + done, ioc->size - done, &at);
+		uint8_t *b = (uint8_t *)ioc->buf + done;
+		rc = ioc->op == ODM_WRITE ? cvm_volume_write(f->m->vol, b, len, at)
+					  : cvm_volume_read(f->m->vol, b, len, at);
+	}
+	return rc;
+}
+
+/* Start a request: asynchronously, or (now) done before this returns. */
+static void submit_one(struct odm_ioc *ioc, bool now)
 {
 	ioc->_sync = ioc->_sync == IOC_SYNC_MARK;
 	ioc->_error = 0;
@@ -191,7 +216,7 @@ static void submit_one(struct odm_ioc *ioc)
 	ioc->_start_ns = now_ns();
 	odm_proc.inflight++;
 	ioc->_pieces = 1; /* held until every piece is submitted */
-	if ((rc = submit_pieces(f, ioc, off)))
+	if ((rc = now ? sync_pieces(f, ioc, off) : submit_pieces(f, ioc, off)))
 		ioc->_error = rc;
 	piece_done(ioc, 0);
 }
@@ -273,8 +298,10 @@ int odm_io(struct odm_ioc *const *submit, unsigned nsubmit, struct odm_ioc *cons
 	for (unsigned i = 0; i < nwait; i++)
 		if (wait[i]->_state != IOC_INFLIGHT)
 			wait[i]->_sync = IOC_SYNC_MARK;
+	/* One request, waited for in the same call: done with one system call. */
+	bool now = nsubmit == 1 && nwait == 1 && submit[0] == wait[0];
 	for (unsigned i = 0; i < nsubmit; i++)
-		submit_one(submit[i]);
+		submit_one(submit[i], now);
 	for (unsigned i = 0; i < nwait; i++)
 		if (wait[i]->_sync == IOC_SYNC_MARK)
 			wait[i]->_sync = 0;

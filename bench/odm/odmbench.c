@@ -1,7 +1,9 @@
 /* odmbench: random I/O through libodm at a fixed queue depth, for bench/odm/run.sh.
  *   odmbench FILE SIZE_MIB BS DEPTH READ_PCT SECONDS   -> "IOPS MB/s"
+ *   odmbench --procs N FILE BS SECONDS                  -> "IOPS MB/s" of N processes, each
+ *                                                          doing synchronous random reads
  *   odmbench --count-cost N                             -> nanoseconds per counted I/O
- * FILE is created (zeroed) if it does not exist. */
+ * FILE is created (zeroed) if it does not exist (--procs: it must exist). */
 #include "odm/odm.h"
 #include "odm/stats.h"
 
@@ -9,7 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 static double now(void)
 {
@@ -22,17 +26,92 @@ static double now(void)
 static int count_cost(long n)
 {
 	struct odm_proc_slot *slot = calloc(1, sizeof *slot);
-	if (!slot)
+	struct odm_file_slot *files = calloc(64, sizeof *files);
+	if (!slot || !files)
 		return 1;
 	double t0 = now();
 	for (long i = 0; i < n; i++)
-		odm_stats_count(slot, (unsigned)i % ODM_MAX_FILES, (int)(i & 1), (int)(i >> 1 & 1),
-				8192, (uint64_t)i % 5000);
+		odm_stats_count(slot, &files[i % 64], (int)(i & 1), (int)(i >> 1 & 1), 8192,
+				(uint64_t)i % 5000);
 	double ns = (now() - t0) * 1e9 / (double)n;
 	if (slot->total[0][0].ops + slot->total[1][1].ops == 0) /* keep the loop */
 		return 1;
 	printf("%.1f\n", ns);
 	free(slot);
+	free(files);
+	return 0;
+}
+
+/* One process of --procs: synchronous random reads of bs until end; how many. */
+static long reader(const char *path, uint32_t bs, double end, unsigned short seed[3])
+{
+	odm_fid fid;
+	struct odm_fileinfo fi;
+	char *buf;
+	int rc = odm_init("BENCH", "BENCHP");
+	if (!rc)
+		rc = odm_identify(path, &fid, NULL);
+	if (!rc)
+		rc = odm_getfileinfo(fid, &fi);
+	if (rc || posix_memalign((void **)&buf, 4096, bs)) {
+		fprintf(stderr, "odmbench: %s: %s\n", path, rc ? strerror(-rc) : "no memory");
+		return -1;
+	}
+	uint64_t blocks = (fi.size - bs) / fi.block_size + 1;
+	long ops = 0;
+	while (now() < end) {
+		struct odm_ioc ioc = {.op = ODM_READ, .fid = fid, .buf = buf, .size = bs,
+				      .block = (uint64_t)nrand48(seed) % blocks};
+		struct odm_ioc *p = &ioc;
+		if ((rc = odm_io(&p, 1, &p, 1, NULL, 0, NULL, -1)) < 0 || ioc.status) {
+			fprintf(stderr, "odmbench: read: %s\n", strerror(rc < 0 ? -rc : -ioc.status));
+			return -1;
+		}
+		ops++;
+	}
+	odm_fini();
+	return ops;
+}
+
+/* N processes at once, started together (a pipe holds them until all are there). */
+static int procs(int n, const char *path, uint32_t bs, double secs)
+{
+	int go[2], counts[2];
+	if (n < 1 || bs < 512 || bs % 512 || secs <= 0 || pipe(go) || pipe(counts))
+		return 2;
+	for (int i = 0; i < n; i++) {
+		pid_t pid = fork();
+		if (pid < 0)
+			return 1;
+		if (pid == 0) {
+			close(go[1]);
+			char c;
+			if (read(go[0], &c, 1) != 0) /* closed by the parent: go */
+				_exit(1);
+			unsigned short seed[3] = {(unsigned short)i, 7, (unsigned short)(i >> 16)};
+			long ops = reader(path, bs, now() + secs, seed);
+			_exit(write(counts[1], &ops, sizeof ops) == sizeof ops && ops >= 0 ? 0 : 1);
+		}
+	}
+	close(go[0]);
+	close(counts[1]);
+	double start = now();
+	close(go[1]);
+	long total = 0, ops;
+	int failed = 0;
+	while (read(counts[0], &ops, sizeof ops) == sizeof ops)
+		total += ops > 0 ? ops : 0;
+	for (int i = 0; i < n; i++) {
+		int st;
+		if (wait(&st) < 0 || !WIFEXITED(st) || WEXITSTATUS(st))
+			failed++;
+	}
+	double t = now() - start;
+	if (failed) {
+		fprintf(stderr, "odmbench: %d of %d processes failed\n", failed, n);
+		return 1;
+	}
+	printf("%.0f %.1f\n", total / t, total * (double)bs / t / 1e6);
 	return 0;
 }
 
@@ -40,9 +119,11 @@ int main(int argc, char **argv)
 {
 	if (argc == 3 && !strcmp(argv[1], "--count-cost"))
 		return count_cost(atol(argv[2]));
+	if (argc == 6 && !strcmp(argv[1], "--procs"))
+		return procs(atoi(argv[2]), argv[3], (uint32_t)atoi(argv[4]), atof(argv[5]));
 	if (argc != 7) {
 		fprintf(stderr, "usage: odmbench FILE SIZE_MIB BS DEPTH READ_PCT SECONDS | "
-				"odmbench --count-cost N\n");
+				"odmbench --procs N FILE BS SECONDS | odmbench --count-cost N\n");
 		return 2;
 	}
 	uint64_t size = strtoull(argv[2], NULL, 10) << 20;

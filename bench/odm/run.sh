@@ -3,8 +3,10 @@
 #   raw   fio (libaio, O_DIRECT) on 4 raw LUN files of the same total size
 #   odm   odmbench: libodm over CFS, one datafile striped over a CVM volume of 4 LUN files
 #   fuse  fio (libaio, O_DIRECT) on 4 files of CFS mounted dboptimized (every I/O through cfsd)
-# Workloads: 4 KiB random read at queue depth 32; 8 KiB random 75:25 read/write at depth 32.
-# Targets: odm/raw >= 0.95, odm/fuse >= 1.8.  Also prints what counting one I/O in the
+# Workloads: 4 KiB random read at queue depth 32; 8 KiB random 75:25 read/write at depth 32;
+# 8 KiB synchronous random reads by 1, 10, 100 and 1,000 processes (BENCH_PROCS), as a
+# database's foregrounds do them, against fio with as many jobs (psync) on the raw files.
+# Targets: odm/raw >= 0.95 (every row), odm/fuse >= 1.8.  Also prints what counting one I/O in the
 # statistics costs (target <= 100 ns).
 # Usage: run.sh [BUILD]; env BENCH_DIR (default /var/tmp), BENCH_TIME (s per run, default 10),
 # BENCH_GB (data size, default 2).
@@ -18,7 +20,7 @@ export CVM_SCAN=$dir/luns
 cleanup() {
 	mountpoint -q "$dir/cfs" 2>/dev/null && { "$bin/cfs" umount "$dir/cfs" || umount -l "$dir/cfs"; }
 	rm -rf "$dir"
-	rm -f /dev/shm/odm.BENCH.BENCH1
+	rm -f /dev/shm/odm.BENCH.BENCH1 /dev/shm/odm.BENCH.BENCHP
 }
 trap cleanup EXIT
 trap 'exit 1' INT TERM
@@ -56,5 +58,18 @@ PY
 }
 row "4k random read, qd32" 4096 randread 100
 row "8k random 75:25 read/write, qd32" 8192 randrw 75
+
+# Synchronous 8 KiB reads by many processes: fio's jobs each read the 4 raw files; odmbench's
+# processes each identify the datafile (libodm, one AIO context each).
+printf '\n%-34s %10s %10s %8s\n' "8k sync random read, processes" "raw IOPS" "odm IOPS" odm/raw
+for n in ${BENCH_PROCS:-1 10 100 1000}; do
+	raw=$(fio --name=b --filename="$dir/raw/f0:$dir/raw/f1:$dir/raw/f2:$dir/raw/f3" \
+		--size=$((gb * 1024))M --ioengine=psync --direct=1 --rw=randread --bs=8k \
+		--numjobs="$n" --group_reporting --time_based --runtime="$secs" --output-format=json |
+		python3 -c 'import json,sys; print("%.0f" % json.load(sys.stdin)["jobs"][0]["read"]["iops"])')
+	odm=$(LD_LIBRARY_PATH=$build/lib "$build/bench/odmbench" --procs "$n" "$dir/cfs/odm.dbf" 8192 "$secs")
+	python3 -c "import sys; r, o = float(sys.argv[2]), float(sys.argv[3]); print('%-34s %10.0f %10.0f %8.2f' % (sys.argv[1], r, o, o / r))" \
+		"$n" "$raw" "${odm%% *}"
+done
 echo
 echo "counting one I/O in the statistics: $("$build/bench/odmbench" --count-cost 50000000) ns (target <= 100)"

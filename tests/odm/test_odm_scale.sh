@@ -4,6 +4,8 @@
 # and writing its instance's files, all listed by odmstat; cfsd serves them without a thread
 # per client.  Then fs.aio-max-nr set low on purpose: a process that cannot get an AIO context
 # says so in one line naming the setting, writes nothing, and the setting is put back.
+# (Only asynchronous I/O takes an AIO context: the foregrounds' and lgwr's synchronous calls
+# are preads and pwrites.)
 # Changes a machine setting, so tests/run.sh runs it alone.
 . "$(dirname "${BASH_SOURCE[0]}")/../cfs/lib.sh"
 LIB=$(dirname "$BIN")/lib/libodm.so
@@ -63,12 +65,13 @@ for i in range(1, n + 1):
     assert lg["sync"]["writes"] >= 1, (i, lg)
 PY
 
-# No AIO context left: the machine's limit just above what is in use now.
+# No AIO context left: the machine's limit just above what is in use now; the scan profile's
+# processes (query slaves, dbw0) do only asynchronous I/O.
 sum_files() { cat "$T"/mnt/db/S1_* | sha256sum; }
 before=$(sum_files)
 echo $(($(cat /proc/sys/fs/aio-nr) + 4)) >/proc/sys/fs/aio-max-nr
 "$BIN/odmload" --lib "$LIB" --dir "$T/mnt/db" --db "${DB}1" --instance S1 --procs 1 --files 2 \
-	--file-mib 2 --redo-mib 2 --seconds 1 >"$T/low.out" 2>&1
+	--file-mib 2 --redo-mib 2 --seconds 1 --profile scan >"$T/low.out" 2>&1
 rc=$?
 echo "$AIO_MAX" >/proc/sys/fs/aio-max-nr
 what="fs.aio-max-nr used up: the load fails (exit $rc)"
