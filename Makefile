@@ -46,7 +46,7 @@ ODM_OBJ := $(ODM_SRC:%.c=$(BUILD)/%.o) $(BUILD)/cfs/control.o $(BUILD)/proto/con
 LDLIBS_ODM := -lprotobuf-c -laio -lpthread
 
 .SECONDARY:
-.PHONY: all deps check check-build stress demo soak bench bench-cvm bench-locks bench-cfs bench-odm bench-cluster install clean lint
+.PHONY: all deps check check-build stress poc demo soak bench bench-cvm bench-locks bench-cfs bench-odm bench-cluster install clean lint
 all: deps $(LIBS) $(BUILD)/lib/libcvm.so $(BUILD)/lib/libodm.so $(TOOLS)
 
 # Installs what is missing (apt-get, as root); a no-op once everything is there.  Compiling
@@ -156,6 +156,12 @@ stress: check-build
 	@for m in $(STRESS_MODES); do for r in $$(seq $(STRESS_ROUNDS)); do \
 		echo "== stress: $$m, round $$r of $(STRESS_ROUNDS)"; \
 		tests/stress.sh $$m build/asan || exit 1; done; done
+
+# The seed's proof of concept at its full size (not part of check, which runs it with 5 nodes
+# and 10 instances): 14 nodes, 60 instances of 10 libodm processes, one node dies.
+poc: check-build
+	POC_NODES=14 POC_INSTANCES=60 POC_PROCS=10 TEST_SCRIPTS=tests/cluster/test_cfs_odm_poc.sh \
+		SCRIPT_LIMIT=3600 tests/run.sh build/asan
 
 check-build: deps
 	$(MAKE) --no-print-directory SANITIZE=1 BUILD=build/asan build/asan/bin/cvm build/asan/bin/randio build/asan/bin/cfslock \

@@ -68,11 +68,12 @@ bool cfslock_quorate(const struct cfslock_client *c);
 uint32_t cfslock_failure_detection_ms(const struct cfslock_client *c);
 
 /* The membership lease (corosync backend; the others have none and are always fresh).
- * Every member multicasts a beat every lease/4 from the library's own thread; its own beat
+ * Every member multicasts a beat every lease/4 (lease/2 with four members or more) from the
+ * library's own thread; its own beat
  * coming back in the agreed order proves it was a member when it sent it, and makes the
  * lease fresh until the send time + the lease time, measured on CLOCK_BOOTTIME (which runs
- * on across a pause of the process or the machine).  The lease time is half the token
- * timeout, so a node the others removed for silence finds its lease stale when it wakes:
+ * on across a pause of the process or the machine).  The lease time is the token timeout,
+ * so a node the others removed for silence finds its lease stale when it wakes:
  * a stale lease means "stop writing until renewed", and a membership change in which
  * members went while it was stale means this process was (or may have been) removed, and
  * it is evicted.  A member that beats no more for cfslock_evict_ms (its process frozen, its

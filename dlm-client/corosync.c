@@ -111,7 +111,6 @@ struct cs {
 	bool stalled;      /* this process stood still a token timeout since its lease renewed */
 	bool ticking;      /* the ticker runs (atomic) */
 	bool quorum_asked; /* corosync said quorate since the latest membership change */
-	uint64_t sent_ns;  /* we last multicast something then (atomic): a beat is not due */
 	struct split split;
 	struct member members[MAX_MEMBERS];
 	size_t nmembers;
@@ -180,8 +179,6 @@ static int mcast(struct cs *cs, void *data, size_t len)
 	       cs->connected)
 		usleep(1000);
 	pthread_mutex_unlock(&cs->send_lock);
-	if (err == CS_OK)
-		__atomic_store_n(&cs->sent_ns, cfslock_boottime_ns(), __ATOMIC_RELAXED);
 	return err == CS_OK ? 0 : -ENOTCONN;
 }
 
@@ -1063,13 +1060,14 @@ static void try_beat(struct cs *cs)
 {
 	uint64_t now = cfslock_boottime_ns();
 	pthread_mutex_lock(&cs->lock);
-	/* Another message of ours sent meanwhile serves as well for the others (any message
-	 * counts), though not for our lease: a beat at least every lease/2. */
-	uint64_t beat_ns = (uint64_t)cs->beat_ms * 1000000ull;
-	uint64_t sent = __atomic_load_n(&cs->sent_ns, __ATOMIC_RELAXED);
+	/* A beat a quarter of a lease apart: the next message of another node, which confirms
+	 * it, may come a quarter later.  With four members or more, half a lease apart: the
+	 * others' beats then follow ours within a sixth of a lease.  Every beat costs each
+	 * member's corosync a delivery: on 14 nodes sharing two cores, beats four times a lease
+	 * doubled corosync's CPU time (bench/cluster/randio_nodes.sh). */
+	uint64_t beat_ns = (uint64_t)cs->beat_ms * 1000000ull * (cs->nmembers > 3 ? 2 : 1);
 	bool due = cs->synced && !cs->evicted && !cs->lost_quorum && cs->connected &&
-		   now - cs->beat_sent_ns >= beat_ns &&
-		   (now - sent >= beat_ns || now - cs->beat_sent_ns >= 2 * beat_ns);
+		   now - cs->beat_sent_ns >= beat_ns;
 	Beat b = BEAT__INIT;
 	b.owner = cs->owner;
 	b.sent_ns = now;
@@ -1599,8 +1597,11 @@ static uint32_t token_timeout_ms(void)
 	return ms;
 }
 
-/* The lease is half the token timeout: a member the others remove for silence (a token
- * timeout at least) finds its lease out when it wakes.  Beats four per lease.  A member
+/* The lease is the token timeout: a member the others remove for silence (a token timeout
+ * at least, counted from after its last beat was sent) finds its lease out when it wakes,
+ * and a member cut off or stood still writes nothing after the lease, which with the 500 ms
+ * for I/O in the kernel is over before the survivors' fence interval (token + 900 ms) ends.
+ * Beats four per lease (two with four members or more: try_beat).  A member
  * silent for four token timeouts, at least 10 s, is evicted: at 5 s, members were evicted
  * on a machine whose one core ran the test suite, busy loops and five corosyncs, which run
  * real-time. */
@@ -1608,7 +1609,7 @@ static void set_lease_times(struct cs *cs, uint32_t token_ms)
 {
 	uint32_t token = token_ms ? token_ms : 1000; /* unknown: the shortest a site uses */
 	cs->token_ms = token;
-	cs->c->lease_ms = token / 2;
+	cs->c->lease_ms = token;
 	cs->beat_ms = cs->c->lease_ms / 4 > 50 ? cs->c->lease_ms / 4 : 50;
 	cs->c->evict_ms = 4 * token > 10000 ? 4 * token : 10000;
 	__atomic_store_n(&cs->c->lease_until, 0, __ATOMIC_RELEASE); /* fresh once in sync */

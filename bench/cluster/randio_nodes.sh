@@ -23,13 +23,13 @@ luns 512
 "$bin/mkfs.cfs" -p corosync -J "$max" --force rn >/dev/null 2>&1
 for n in $(seq "$max"); do
 	mkdir -p "$(M $n)"
-	on $n "$bin/cfs" mount rn "$(M $n)" -o "dboptimized,log=$dir/cfsd$n.log"
+	on $n "$bin/cfs" mount rn "$(M $n)" -o "dboptimized${BENCH_MOUNT_OPTS:+,$BENCH_MOUNT_OPTS},log=$dir/cfsd$n.log"
 done
 on 1 dd if=/dev/urandom of="$(M 1)/file" bs=1M count="$mib" oflag=direct status=none
 
 printf '\n%6s %12s %10s %10s %10s %9s\n' nodes "aggregate/s" "min/s" "mean/s" "max/s" min/mean
 prev=0
-[ -n "${BENCH_KEEP:-}" ] && trap 'cp "$dir"/r*.json "$BENCH_KEEP"/; cleanup' EXIT
+[ -n "${BENCH_KEEP:-}" ] && trap 'cp "$dir"/r*.json "$dir"/*.log "$BENCH_KEEP"/ 2>/dev/null; cleanup' EXIT
 for c in $counts; do
 	for n in $(seq "$c"); do
 		on $n "$bin/randio" -r 100 -q 1 -b 4k -t "$secs" -S "${mib}M" --seed "$n" --quiet --json \
