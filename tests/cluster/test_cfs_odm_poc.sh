@@ -14,7 +14,8 @@ LIB=$(dirname "$BIN")/lib/libodm.so
 C up "$NODES" >/dev/null && ok "cluster of $NODES nodes up" || { not_ok "cluster up"; finish; }
 make_data 1024
 "$BIN/mkfs.cfs" -p corosync -J "$NODES" data >/dev/null 2>&1
-for n in $(seq "$NODES"); do mount_on "$n" dboptimized || not_ok "node $n mounts"; done
+# The test's fence agent holds a dead node's recovery while it looks at the survivors.
+for n in $(seq "$NODES"); do mount_on "$n" "dboptimized,fence=$(held_fence)" || not_ok "node $n mounts"; done
 
 # Round robin: instance i on node (i - 1) % NODES + 1, each node's started by one odmload.
 per=() i=0
@@ -58,17 +59,25 @@ for n in $(seq "$NODES"); do
 		"corosync $(awk '/VmRSS/ {print $2}' /proc/"$(C pid "$n")"/status) KiB"
 done
 
-# The last node dies with its instances; the others' go on through its recovery.
+# The last node dies with its instances; the others' go on while its recovery is pending and
+# after it.
 dead=$NODES
 dpid=$(status_of "$dead" pid)
+touch "$T/fence.hold"
 C kill "$dead"
 kill -9 "$dpid"
 pkill -9 -f "odmload .*$(M "$dead")/" || true
 C abort "$dead"
 wait "${load[dead]}" 2>/dev/null
-recovered() { on 1 "$BIN/cfs" status --json "$(M 1)" | python3 -c "import json,sys; assert not json.load(sys.stdin)['recovering']"; }
-check_soon 120 "node $dead's recovery done on the survivors" recovered
-sleep 2 # the instances do I/O after the recovery too
+check_soon 120 "node 1 sees node $dead's recovery pending" recovering
+reads_now() { # node: its instances' reads so far
+	on "$1" "$BIN/odmstat" --json | python3 -c "import json,sys; print(sum(r['sync']['reads'] for r in json.load(sys.stdin)['rows']))"
+}
+reads_grew() { [ "$(reads_now 1)" -gt "$1" ]; }
+check_soon 60 "node 1's instances read on while node $dead's recovery is pending" reads_grew "$(reads_now 1)"
+rm -f "$T/fence.hold"
+check_soon 120 "node $dead's recovery done on the survivors" recovery_done
+check_soon 60 "node 1's instances read on after it" reads_grew "$(reads_now 1)"
 touch "$T/gate"
 for n in $(seq $((NODES - 1))); do
 	[ -n "${load[n]:-}" ] || continue
