@@ -64,7 +64,7 @@ struct odm_row *odm_rows_row(struct odm_rows *s, const char *key, uint32_t block
 	struct odm_row *r = (struct odm_row *)find_row(s, key);
 	if (r)
 		return r;
-	if (make_room(s))
+	if (make_room(s) || !s->rows)
 		return NULL;
 	r = &s->rows[s->n++];
 	memset(r, 0, sizeof *r);

@@ -27,8 +27,11 @@ static int count_cost(long n)
 {
 	struct odm_proc_slot *slot = calloc(1, sizeof *slot);
 	struct odm_file_slot *files = calloc(64, sizeof *files);
-	if (!slot || !files)
+	if (!slot || !files) {
+		free(slot);
+		free(files);
 		return 1;
+	}
 	double t0 = now();
 	for (long i = 0; i < n; i++)
 		odm_stats_count(slot, &files[i % 64], (int)(i & 1), (int)(i >> 1 & 1), 8192,
