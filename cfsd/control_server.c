@@ -172,9 +172,7 @@ static void fill_status(struct cfsd *d, ControlStatus *s, struct cfs_status *st,
 	odm_counts(d->odm, &s->odm_clients, &s->odm_files);
 }
 
-/* One connection: a reader (this thread) and a worker.  The reader answers nothing itself;
- * it hands requests to the worker and takes ODM_REVOKED acknowledgements at once, so an
- * acknowledgement gets through while the worker waits for one (a resize waiting on a revoke). */
+/* A request waiting for a worker. */
 struct request {
 	ControlRequest *req;
 	struct request *next;

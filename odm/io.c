@@ -75,8 +75,8 @@ static void complete(struct odm_ioc *ioc)
 	ioc->elapsed_us = (now_ns() - ioc->_start_ns) / 1000;
 	ioc->status = ioc->_error;
 	if (!ioc->_error)
-		odm_stats_count(odm_proc.slot, &odm_proc.seg->files[ioc->_file], ioc->op == ODM_WRITE ? ODM_DIR_WRITE
-									 : ODM_DIR_READ,
+		odm_stats_count(odm_proc.slot, &odm_proc.seg->files[ioc->_file],
+				ioc->op == ODM_WRITE ? ODM_DIR_WRITE : ODM_DIR_READ,
 				ioc->_sync ? ODM_MODE_SYNC : ODM_MODE_ASYNC, ioc->size,
 				ioc->elapsed_us);
 	unpin_file(odm_file_at(ioc->_file, false)); /* pinned: it has one */
