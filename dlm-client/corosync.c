@@ -146,13 +146,15 @@ static void tick(struct cs *cs)
 		__atomic_store_n(&cs->stalled, true, __ATOMIC_RELEASE);
 }
 
-static void try_beat(struct cs *cs);
-
-/* Ticks every 50 ms and sends our beats: a gap in the ticks means the process stood still,
- * not that one thread was busy (answering a Hello with a large snapshot, say).  It runs at
- * the lowest real-time priority where it may (cfsd runs as root): corosync itself runs
- * real-time, and on a machine whose cores its busy instances kept to themselves, a cfsd's
- * ordinary threads went 5 s without a beat and the others evicted it. */
+/* Ticks every 50 ms and, when a beat may be due, wakes the thread that sends it: a gap in
+ * the ticks means the process stood still, not that one thread was busy (answering a Hello
+ * with a large snapshot, say).  It never calls corosync: cpg_mcast_joined waits for
+ * corosync's answer, which a corosync busy re-forming the ring after a death gives late, and
+ * a ticker that waited there (with the sending thread waiting for it) made the process look
+ * stood still, and the death evicted it.  It runs at the lowest real-time priority where it
+ * may (cfsd runs as root): corosync itself runs real-time, and on a machine whose cores its
+ * busy instances kept to themselves, a cfsd's ordinary threads went 5 s without a beat and
+ * the others evicted it. */
 static void *ticker(void *arg)
 {
 	struct cs *cs = arg;
@@ -161,7 +163,11 @@ static void *ticker(void *arg)
 	(void)pthread_setschedparam(pthread_self(), SCHED_RR, &rt); /* else as it was */
 	while (__atomic_load_n(&cs->ticking, __ATOMIC_ACQUIRE)) {
 		tick(cs);
-		try_beat(cs);
+		uint64_t last = __atomic_load_n(&cs->beat_sent_ns, __ATOMIC_RELAXED);
+		if (cfslock_boottime_ns() - last >= (uint64_t)cs->beat_ms * 1000000ull &&
+		    write(cs->wake[1], "b", 1) < 0) {
+			/* full: the thread has wakeups enough */
+		}
 		nanosleep(&period, NULL);
 	}
 	return NULL;
@@ -1053,9 +1059,9 @@ static void apply_evict(struct cs *cs, const Evict *e)
 	}
 }
 
-/* From the ticker: our beat when due.  It never waits: with another thread sending (it
+/* From the thread, woken by the ticker: our beat when due.  With another thread sending (it
  * holds send_lock while corosync's flow control makes it try again) or corosync asking to
- * try again, this beat is skipped, and the next tick tries. */
+ * try again, this beat is skipped, and the next wakeup tries. */
 static void try_beat(struct cs *cs)
 {
 	uint64_t now = cfslock_boottime_ns();
@@ -1067,7 +1073,7 @@ static void try_beat(struct cs *cs)
 	 * doubled corosync's CPU time (bench/cluster/randio_nodes.sh). */
 	uint64_t beat_ns = (uint64_t)cs->beat_ms * 1000000ull * (cs->nmembers > 3 ? 2 : 1);
 	bool due = cs->synced && !cs->evicted && !cs->lost_quorum && cs->connected &&
-		   now - cs->beat_sent_ns >= beat_ns;
+		   now - __atomic_load_n(&cs->beat_sent_ns, __ATOMIC_RELAXED) >= beat_ns;
 	Beat b = BEAT__INIT;
 	b.owner = cs->owner;
 	b.sent_ns = now;
@@ -1082,7 +1088,7 @@ static void try_beat(struct cs *cs)
 	if (len <= sizeof buf) {
 		envelope__pack(&env, buf);
 		if (cpg_mcast_joined(cs->cpg, CPG_TYPE_AGREED, &iov, 1) == CS_OK)
-			cs->beat_sent_ns = now;
+			__atomic_store_n(&cs->beat_sent_ns, now, __ATOMIC_RELAXED);
 	}
 	pthread_mutex_unlock(&cs->send_lock);
 }
@@ -1551,6 +1557,7 @@ static void *cs_thread(void *arg)
 				/* nothing: the wakeup did its job */
 			}
 		}
+		try_beat(cs);
 		if (p[1].revents && quorum_dispatch(cs->quorum, CS_DISPATCH_ALL) != CS_OK)
 			p[0].revents |= POLLHUP;
 		if (p[0].revents && cpg_dispatch(cs->cpg, CS_DISPATCH_ALL) != CS_OK) {
@@ -1636,7 +1643,7 @@ static int cs_open(struct cfslock_client *c)
 	quorum_context_set(cs->quorum, cs);
 	if (quorum_getquorate(cs->quorum, &quorate) != CS_OK ||
 	    quorum_trackstart(cs->quorum, CS_TRACK_CHANGES | CS_TRACK_CURRENT) != CS_OK ||
-	    pipe(cs->wake) < 0)
+	    pipe2(cs->wake, O_NONBLOCK | O_CLOEXEC) < 0)
 		goto fail_quorum;
 	cs->quorate = quorate != 0;
 	cs->connected = true;
