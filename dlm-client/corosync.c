@@ -141,8 +141,15 @@ static uint64_t lease_ns(const struct cs *cs) { return (uint64_t)cs->c->lease_ms
 static void tick(struct cs *cs)
 {
 	uint64_t now = cfslock_boottime_ns();
-	uint64_t before = __atomic_exchange_n(&cs->alive_ns, now, __ATOMIC_ACQ_REL);
-	if (before && now - before >= (uint64_t)cs->token_ms * 1000000ull)
+	/* Two threads tick (the ticker, and the thread it wakes at once to send a beat): the
+	 * time only moves on.  A plain exchange let the thread whose clock reading was the older
+	 * one store it over the newer, and the next difference wrapped round to a "stood still"
+	 * (survivors were evicted when a node died). */
+	uint64_t before = __atomic_load_n(&cs->alive_ns, __ATOMIC_ACQUIRE);
+	while (now > before && !__atomic_compare_exchange_n(&cs->alive_ns, &before, now, false,
+							    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		;
+	if (before && now > before && now - before >= (uint64_t)cs->token_ms * 1000000ull)
 		__atomic_store_n(&cs->stalled, true, __ATOMIC_RELEASE);
 }
 
