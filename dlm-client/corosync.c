@@ -157,8 +157,8 @@ static void tick(struct cs *cs)
  * the ticks means the process stood still, not that one thread was busy (answering a Hello
  * with a large snapshot, say).  It never calls corosync: cpg_mcast_joined waits for
  * corosync's answer, which a corosync busy re-forming the ring after a death gives late, and
- * a ticker that waited there (with the sending thread waiting for it) made the process look
- * stood still, and the death evicted it.  It runs at the lowest real-time priority where it
+ * a ticker waiting there (with the sending thread waiting for it) would make the process look
+ * stood still just when that death is delivered.  It runs at the lowest real-time priority where it
  * may (cfsd runs as root): corosync itself runs real-time, and on a machine whose cores its
  * busy instances kept to themselves, a cfsd's ordinary threads went 5 s without a beat and
  * the others evicted it. */
