@@ -435,24 +435,20 @@ static void *worker_thread(void *arg)
 		if (!ctl->run_head)
 			break;
 		struct conn *c = run_pop(ctl);
-		if (c->closing) {
+		if (!c->closing) {
+			struct request *r = c->queue;
+			c->queue = r->next;
+			if (!c->queue)
+				c->queue_tail = NULL;
+			c->queued--;
+			c->serving = true;
 			pthread_mutex_unlock(&ctl->lock);
-			conn_free(c);
+			serve(c, r->req);
+			control_request__free_unpacked(r->req, NULL);
+			free(r);
 			pthread_mutex_lock(&ctl->lock);
-			continue;
+			c->serving = false;
 		}
-		struct request *r = c->queue;
-		c->queue = r->next;
-		if (!c->queue)
-			c->queue_tail = NULL;
-		c->queued--;
-		c->serving = true;
-		pthread_mutex_unlock(&ctl->lock);
-		serve(c, r->req);
-		control_request__free_unpacked(r->req, NULL);
-		free(r);
-		pthread_mutex_lock(&ctl->lock);
-		c->serving = false;
 		if (c->closing) {
 			pthread_mutex_unlock(&ctl->lock);
 			conn_free(c);

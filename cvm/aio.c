@@ -238,8 +238,9 @@ int cvm_aio_submit(struct cvm_aio *aio, enum cvm_op op, void *buf, uint64_t len,
 	struct cvm_piece p;
 	if (cvm_map_begin(&it, cfg, offset, len))
 		return -ERANGE;
-	if (!aio->free && alloc_req(aio))
-		return aio->made == aio->depth ? -EAGAIN : -ENOMEM;
+	int rc = aio->free ? 0 : alloc_req(aio);
+	if (rc)
+		return rc;
 
 	uint32_t npieces = 0;
 	for (struct cvm_map_iter count = it; cvm_map_next(&count, &p);)
@@ -325,15 +326,11 @@ int cvm_aio_poll(struct cvm_aio *aio, unsigned min, const struct timespec *timeo
 		completed++;
 	}
 	while (aio->cur.pieces + aio->old.pieces > 0) {
-		/* What is done already, in both; then wait, on the draining one first (all its
-		 * pieces are in the kernel and finish soon), until min whole requests are done or
-		 * the timeout passes. */
-		int rc = aio->old.pieces ? reap(aio, &aio->old, 0, NULL, &completed) : 0;
-		if (rc >= 0 && aio->cur.pieces)
-			rc = reap(aio, &aio->cur, 0, NULL, &completed);
-		if (rc >= 0 && completed < (int)min && aio->cur.pieces + aio->old.pieces > 0)
-			rc = reap(aio, aio->old.pieces ? &aio->old : &aio->cur, 1, timeout,
-				  &completed);
+		/* Wait for pieces until `min` whole requests are done, or the timeout passes: on
+		 * a context draining after a growth first (its pieces are all in the kernel and
+		 * finish soon), on the current one once that is gone. */
+		struct kernel_ctx *k = aio->old.pieces ? &aio->old : &aio->cur;
+		int rc = reap(aio, k, completed < (int)min ? 1 : 0, timeout, &completed);
 		if (rc < 0)
 			return rc;
 		submit_queue(aio);

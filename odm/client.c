@@ -315,18 +315,22 @@ void odm_mount_close(struct odm_mount *m)
 /* The mount's AIO context, made at the first asynchronous request: a process that only does
  * synchronous I/O (most of a database's, its foregrounds) never takes one out of the
  * machine's fs.aio-max-nr. */
+/* What libcvm said went wrong, else the error's name: a line never ends in a colon. */
+static const char *cvm_why(int rc)
+{
+	const char *why = cvm_last_error();
+	return why[0] ? why : strerror(-rc);
+}
+
 int odm_mount_aio(struct odm_mount *m)
 {
 	if (m->aio)
 		return 0;
 	int rc = cvm_aio_create(m->vol, ODM_AIO_DEPTH, &m->aio);
 	if (rc && !m->aio_refused_said) {
-		const char *why = cvm_last_error();
-		fprintf(stderr, "libodm: volume of %s: %s\n", m->root, why[0] ? why : strerror(-rc));
+		fprintf(stderr, "libodm: volume of %s: %s\n", m->root, cvm_why(rc));
 		m->aio_refused_said = true;
 	}
-	if (rc)
-		m->aio = NULL;
 	return rc;
 }
 
@@ -355,9 +359,8 @@ int odm_mount_layout(struct odm_mount *m, const OdmLayout *layout)
 	if (!rc && vol && m->lease)
 		cvm_volume_set_write_gate(vol, lease_gate, m);
 	if (rc) {
-		const char *why = cvm_last_error();
 		fprintf(stderr, "libodm: volume %s of %s: %s\n", layout->vol_uuid, m->root,
-			rc == -ESTALE ? "smaller than cfsd says" : why[0] ? why : strerror(-rc));
+			rc == -ESTALE ? "smaller than cfsd says" : cvm_why(rc));
 		cvm_volume_close(vol);
 		return rc;
 	}

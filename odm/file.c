@@ -198,6 +198,16 @@ static void table_free(unsigned index)
 	odm_segment_unlock(odm_proc.seg);
 }
 
+/* Under the lock: the count of entries being created (which each new process looks through
+ * for dead creators') must drop with it. */
+static void table_commit(unsigned index)
+{
+	if (odm_segment_lock(odm_proc.seg))
+		return;
+	odm_table_commit(odm_proc.seg, index);
+	odm_segment_unlock(odm_proc.seg);
+}
+
 static void table_record(unsigned index, const struct odm_file *f)
 {
 	struct odm_file_slot *t = &odm_proc.seg->files[index];
@@ -398,7 +408,7 @@ static int finish_create(odm_fid fid, bool keep)
 					    : CONTROL_REQUEST__OP__ODM_ABORT);
 	if (keep && !rc) {
 		f->uncommitted = false;
-		__atomic_store_n(&odm_proc.seg->files[i].state, ODM_FILE_USED, __ATOMIC_RELEASE);
+		table_commit(i);
 	} else if (!keep) {
 		f->uncommitted = false;
 		odm_file_drop(f);

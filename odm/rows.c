@@ -11,19 +11,11 @@
 const char *const odm_by_names[ODM_BY_ALL + 1] = {"instance", "database", "node", "ptype",
 						  "file", "all"};
 
-static size_t key_hash(const char *key)
-{
-	size_t h = 14695981039346656037ull; /* FNV-1a */
-	for (const unsigned char *p = (const unsigned char *)key; *p; p++)
-		h = (h ^ *p) * 1099511628211ull;
-	return h;
-}
-
 /* The index slot of key: its row's, or the empty one where it would go. */
 static size_t *index_slot(const struct odm_rows *s, const char *key)
 {
 	size_t mask = 2 * s->cap - 1;
-	for (size_t i = key_hash(key) & mask;; i = (i + 1) & mask)
+	for (size_t i = (size_t)odm_string_hash(key) & mask;; i = (i + 1) & mask)
 		if (!s->index[i] || !strcmp(s->rows[s->index[i] - 1].key, key))
 			return &s->index[i];
 }

@@ -224,12 +224,17 @@ static void retire_locked(struct odm_segment *seg, struct odm_proc_slot *slot)
 	memset(slot, 0, sizeof *slot);
 }
 
+uint64_t odm_string_hash(const char *s)
+{
+	uint64_t h = 14695981039346656037ull;
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+		h = (h ^ *p) * 1099511628211ull;
+	return h;
+}
+
 static uint32_t path_bucket(const char *path)
 {
-	uint32_t h = 2166136261u; /* FNV-1a */
-	for (const unsigned char *p = (const unsigned char *)path; *p; p++)
-		h = (h ^ *p) * 16777619u;
-	return h % ODM_FILE_BUCKETS;
+	return (uint32_t)(odm_string_hash(path) % ODM_FILE_BUCKETS);
 }
 
 int odm_table_find(struct odm_segment *seg, const char *path, unsigned *index)
@@ -282,6 +287,15 @@ void odm_table_free(struct odm_segment *seg, unsigned index)
 	f->gen++;
 	f->next = seg->free_files;
 	seg->free_files = index + 1;
+}
+
+void odm_table_commit(struct odm_segment *seg, unsigned index)
+{
+	struct odm_file_slot *f = &seg->files[index];
+	if (f->state != ODM_FILE_CREATING)
+		return;
+	seg->creating--;
+	__atomic_store_n(&f->state, ODM_FILE_USED, __ATOMIC_RELEASE);
 }
 
 /* A free slot: one given back below the high-water mark, else a new one above it.  Every

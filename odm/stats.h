@@ -84,12 +84,16 @@ int odm_segment_open_path(const char *path, bool writable, struct odm_segment **
 void odm_segment_close(struct odm_segment *seg);
 int odm_segment_lock(struct odm_segment *seg);
 void odm_segment_unlock(struct odm_segment *seg);
+/* FNV-1a of a string: the file table's buckets, odmstat's index of rows. */
+uint64_t odm_string_hash(const char *s);
 /* The file table (segment locked): the USED entry of path (index), or -ENOENT; a new entry
  * for path in the given state (-ENFILE when full); an entry freed. */
 int odm_table_find(struct odm_segment *seg, const char *path, unsigned *index);
 int odm_table_add(struct odm_segment *seg, const char *path, uint32_t state, pid_t creator,
 		  unsigned *index);
 void odm_table_free(struct odm_segment *seg, unsigned index);
+/* A CREATING entry becomes USED (its file was committed). */
+void odm_table_commit(struct odm_segment *seg, unsigned index);
 /* Take a slot for this process (retiring dead processes' slots when none is free). */
 int odm_slot_take(struct odm_segment *seg, enum odm_ptype ptype, struct odm_proc_slot **out);
 void odm_slot_retire(struct odm_segment *seg, struct odm_proc_slot *slot);

@@ -356,6 +356,18 @@ static void parse(int argc, char **argv)
 	}
 }
 
+/* How many of the children did not exit 0. */
+static int wait_all(const pid_t *pids, long n)
+{
+	int failed = 0;
+	for (long i = 0; i < n; i++) {
+		int st;
+		if (waitpid(pids[i], &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st))
+			failed++;
+	}
+	return failed;
+}
+
 /* One instance: its files, its processes; the exit status says whether all of them ran. */
 static int run_instance(void)
 {
@@ -381,12 +393,7 @@ static int run_instance(void)
 		for (long i = 0; i < o.pqs; i++)
 			pids[n++] = spawn("pq", (int)i);
 	}
-	int failed = 0;
-	for (int i = 0; i < n; i++) {
-		int st;
-		if (waitpid(pids[i], &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st))
-			failed++;
-	}
+	int failed = wait_all(pids, n);
 	odm.fini();
 	printf("odmload: %s/%s %s for %.0f s: %d processes, %d failed (odmstat --instance %s)\n",
 	       o.db, o.instance, o.profile, o.seconds, n, failed, o.instance);
@@ -406,27 +413,21 @@ int main(int argc, char **argv)
 	if (o.instances == 1)
 		return run_instance();
 	static pid_t pids[MAX_INSTANCES];
-	static char dbs[MAX_INSTANCES][48], instances[MAX_INSTANCES][48];
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	for (long i = 0; i < o.instances; i++) {
-		snprintf(dbs[i], sizeof dbs[i], "%.24s%ld", o.db, i + 1);
-		snprintf(instances[i], sizeof instances[i], "%.24s%ld", o.instance, i + 1);
 		if ((pids[i] = fork()) < 0)
 			die("fork", errno);
-		if (pids[i] == 0) {
-			o.db = dbs[i];
-			o.instance = instances[i];
+		if (pids[i] == 0) { /* instance i + 1: NAME1, NAME2... */
+			static char db[48], instance[48];
+			snprintf(db, sizeof db, "%.24s%ld", o.db, i + 1);
+			snprintf(instance, sizeof instance, "%.24s%ld", o.instance, i + 1);
+			o.db = db;
+			o.instance = instance;
 			o.seed += i;
-			fflush(stdout);
 			_exit(run_instance());
 		}
 	}
-	int failed = 0;
-	for (long i = 0; i < o.instances; i++) {
-		int st;
-		if (waitpid(pids[i], &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st))
-			failed++;
-	}
+	int failed = wait_all(pids, o.instances);
 	printf("odmload: %ld instances, %d failed\n", o.instances, failed);
 	return failed ? 1 : 0;
 }
