@@ -34,7 +34,7 @@ LDLIBS_LOCK := -lcpg -lquorum -ldlm -lprotobuf-c -lpthread
 CFSD_SRC := $(wildcard cfsd/*.c)
 CFS_SRC := $(wildcard cfs/*.c)
 CFS_OBJ := $(CFS_SRC:%.c=$(BUILD)/%.o)
-TOOLS_COMMON_OBJ := $(BUILD)/tools/common.o
+TOOLS_COMMON_OBJ := $(BUILD)/tools/common.o $(BUILD)/tools/version.o
 CFS_TOOLS := $(BUILD)/bin/mkfs.cfs $(BUILD)/bin/fsck.cfs $(BUILD)/bin/cfs $(BUILD)/bin/cfsd
 ODM_TOOLS := $(BUILD)/bin/odmstat $(BUILD)/bin/odmload
 TOOLS := $(BUILD)/bin/cvm $(BUILD)/bin/randio $(BUILD)/bin/cfslock $(CFS_TOOLS) $(ODM_TOOLS)
@@ -46,13 +46,21 @@ ODM_OBJ := $(ODM_SRC:%.c=$(BUILD)/%.o) $(BUILD)/cfs/control.o $(BUILD)/proto/con
 LDLIBS_ODM := -lprotobuf-c -laio -lpthread
 
 .SECONDARY:
-.PHONY: all deps check check-build stress poc demo soak bench bench-cvm bench-locks bench-cfs bench-odm bench-cluster install clean lint
+.PHONY: FORCE all deps check check-build compat-builds stress poc demo soak bench bench-cvm bench-locks bench-cfs bench-odm bench-cluster install clean lint
 all: deps $(LIBS) $(BUILD)/lib/libcvm.so $(BUILD)/lib/libodm.so $(TOOLS)
 
 # Installs what is missing (apt-get, as root); a no-op once everything is there.  Compiling
 # waits for it (order-only), so `make -j` on a fresh machine does not run protoc-c first.
 deps:
 	@scripts/deps.sh
+
+# The commit a build comes from, for --version; rewritten only when it changes.
+$(BUILD)/build_id.h: FORCE
+	@mkdir -p $(BUILD)
+	@id=$$(git describe --tags --always --dirty 2>/dev/null || echo "a tree outside git"); \
+	echo "#define CFS_BUILD_ID \"$$id\"" >$@.tmp; \
+	if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; fi
+$(BUILD)/tools/version.o: $(BUILD)/build_id.h
 
 # Wire messages: generated from proto/*.proto into BUILD/proto/.
 $(BUILD)/proto/%.pb-c.c $(BUILD)/proto/%.pb-c.h: proto/%.proto | deps
@@ -71,7 +79,7 @@ $(ODM_SRC:%.c=$(BUILD)/%.o) $(patsubst %.c,$(BUILD)/%.o,$(wildcard tools/*.c)): 
 
 # Every object after the generated headers (order-only): under make -j a tool that includes
 # one through tools/ask.h was compiled before protoc-c had written it.
-$(BUILD)/%.o: %.c $(wildcard cvm/*.h tools/*.h dlm-client/*.h cfs/*.h cfsd/*.h odm/*.h) | deps \
+$(BUILD)/%.o: %.c release.h $(wildcard cvm/*.h tools/*.h dlm-client/*.h cfs/*.h cfsd/*.h odm/*.h) | deps \
 	$(BUILD)/proto/control.pb-c.h $(BUILD)/proto/cfslock.pb-c.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -c $< -o $@
@@ -115,7 +123,7 @@ $(BUILD)/bin/odmstat: $(BUILD)/tools/odmstat.o $(BUILD)/tools/svgplot.o $(BUILD)
 	$(CC) $(LDFLAGS_SAN) $(LDFLAGS) -o $@ $^ $(LDLIBS_CVM) $(LDLIBS_LOCK) -lm
 
 # odmload loads libodm.so at run time, as a database does.
-$(BUILD)/bin/odmload: $(BUILD)/tools/odmload.o
+$(BUILD)/bin/odmload: $(BUILD)/tools/odmload.o $(BUILD)/tools/version.o
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS_SAN) $(LDFLAGS) -o $@ $^ -ldl -lm
 
@@ -163,11 +171,17 @@ poc: check-build
 	POC_NODES=14 POC_INSTANCES=60 POC_PROCS=10 TEST_SCRIPTS=tests/cluster/test_cfs_odm_poc.sh \
 		SCRIPT_LIMIT=3600 tests/run.sh build/asan
 
-check-build: deps
+check-build: deps compat-builds
 	$(MAKE) --no-print-directory SANITIZE=1 BUILD=build/asan build/asan/bin/cvm build/asan/bin/randio build/asan/bin/cfslock \
 		$(CFS_TOOLS:$(BUILD)/%=build/asan/%) $(ODM_TOOLS:$(BUILD)/%=build/asan/%) \
 		build/asan/lib/libodm.so build/asan/tests/odm/odm_api build/asan/tests/odm/odm_crash build/asan/tests/odm/odm_race \
 		$(patsubst tests/%.c,build/asan/tests/%,$(wildcard tests/*/test_*.c))
+
+# What the upgrade tests run beside this build (tests/upgrade/build.sh): the previous release,
+# from git, and this tree speaking lock protocol major version 2.
+compat-builds: deps
+	tests/upgrade/build.sh previous build/asan/compat/previous
+	tests/upgrade/build.sh major2 build/asan/compat/major2
 
 demo: all
 	scripts/tour.sh $(BUILD)

@@ -28,12 +28,33 @@ struct cfs_mkfs_opts {
 	const char *label;
 	const char *lockproto;   /* NULL: "local" */
 	bool force;              /* overwrite an existing filesystem */
+	/* Features (cfs(5)): those of feature_level (max-compat: none, readable by every
+	 * release; default; max-features; NULL: default), then the changes of features
+	 * ("a,^b": a on, b off) */
+	const char *feature_level, *features;
 };
 typedef void (*cfs_progress_fn)(void *arg, const char *what, unsigned long long done,
 				unsigned long long total);
 /* Everything is checked before the first write. */
 int cfs_mkfs(struct cvm_volume *vol, const struct cfs_mkfs_opts *o, cfs_progress_fn progress,
 	     void *arg);
+
+/* ---- format and features (cfs(5)) ---- */
+/* What the superblock says, for 'cfs show': read only, also while mounted. */
+struct cfs_info {
+	char label[64], fs_uuid[37], lockproto[16];
+	uint32_t format, block_size, nslots, journal_blocks, nags;
+	uint64_t total_blocks, generation, ctime, mtime;
+	uint32_t features[3];   /* compat, ro_compat, incompat */
+	char feature_list[512]; /* their names, comma-separated (unknown ones say so) */
+	/* what this release may do with it: "read-write", "read-only: ..." or "none: ..." */
+	char usable[512];
+};
+int cfs_info(struct cvm_volume *vol, struct cfs_info *out);
+/* Turn features on or off ("a,^b") on a filesystem unmounted everywhere, crash-safely: an
+ * in-progress bit stops every mount until the same tune is run again (or fsck.cfs -y rolls
+ * it back).  Refused, with the error set, where this release cannot. */
+int cfs_tune(struct cvm_volume *vol, const char *features);
 
 /* ---- fsck ---- */
 struct cfs_fsck_report {
@@ -129,6 +150,7 @@ struct cfs_status {
 	bool evicted;                /* fenced since the cluster removed it while it stalled */
 	char label[64];
 	char fs_uuid[37];
+	char features[256]; /* as cfs_info's feature_list */
 	struct cfs_stats stats;
 };
 void cfs_status(struct cfs_fs *fs, struct cfs_status *st);

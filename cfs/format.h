@@ -28,13 +28,20 @@
 #endif
 
 #define CFS_MAGIC 0x42534643u /* "CFSB" */
-#define CFS_VERSION 1
+#define CFS_VERSION 1 /* of every block header; journal blocks say their journal format */
 #define CFS_MIN_BLOCK 4096u
 #define CFS_MAX_BLOCK 65536u
 #define CFS_MAX_SLOTS 64u
 #define CFS_LABEL_MAX 63u
 #define CFS_NAME_MAX 255u
 #define CFS_MAX_FILE_BYTES (1ull << 50) /* 1 PiB of logical size */
+#define CFS_FORMAT 2 /* the superblock's format this release writes; 0 and 1 read as 2 */
+enum cfs_feature_word { CFS_COMPAT, CFS_RO_COMPAT, CFS_INCOMPAT, CFS_FEATURE_WORDS };
+#define CFS_FEATURE_NAMES 48u
+/* incompat: journals are written in journal format 3 (struct cfs_djcommit) */
+#define CFS_FEAT_JOURNAL_V3 (1u << 0)
+/* incompat: a 'cfs tune' was interrupted; its name entry names the feature it was turning on */
+#define CFS_FEAT_TUNING (1u << 31)
 
 enum cfs_block_type {
 	CFS_B_SUPER = 1,
@@ -84,8 +91,23 @@ struct cfs_dsuper {
 	 * from an allocation group); 0 for the slots mkfs made, whose journals lie in a row
 	 * from journal_start up to ag_start. */
 	uint64_t slot_journal[CFS_MAX_SLOTS];
+	/* From release 0.2 on: the format, and what of it this filesystem uses (cfs(5),
+	 * "Format and features").  A release mounts a filesystem only if it knows every
+	 * incompat feature set, and mounts it read-only if it does not know a ro_compat one.
+	 * Filesystems made before 0.2 have zeros here, the same as format 2 without features:
+	 * so has a superblock that a 0.1 node rewrote (it writes only the fields above). */
+	uint32_t format;
+	uint32_t features[CFS_FEATURE_WORDS];
+	/* Every feature bit set is named here, with the release that knows it first, so that a
+	 * release that does not can say which feature and which release to run instead. */
+	struct cfs_dfeature {
+		uint8_t word, bit;
+		char name[22];
+		char release[8];
+	} feature_names[CFS_FEATURE_NAMES];
 };
 #define CFS_LOCKPROTO_LEN 16u
+static_assert(sizeof(struct cfs_dsuper) <= CFS_MIN_BLOCK, "superblock fits a block");
 
 /* Allocation group header; the bitmap (bit set = used) follows at CFS_AGH_BITMAP_OFF and covers
  * the group's blocks, the header block included. */
@@ -181,13 +203,19 @@ struct cfs_djdesc {
 static_assert(sizeof(struct cfs_djdesc) <= CFS_JDESC_OFF, "journal descriptor header fits");
 #define CFS_JDESC_MAX(bs) (((bs) - CFS_JDESC_OFF) / 8u)
 
+/* The journal format of a transaction is its blocks' header version: CFS_VERSION (format 2,
+ * the one above) or CFS_JOURNAL_V3, written while the feature journal_v3 is on.  Format 3's
+ * commit proves its descriptor too (the targets and revokes it names), and says which node
+ * committed it and when, for the log lines of a replay. */
+#define CFS_JOURNAL_V3 3
 struct cfs_djcommit {
 	struct cfs_bhdr h;
 	uint64_t seq;
 	uint32_t count;
-	uint32_t images_crc; /* crc32c of the images in order */
+	uint32_t images_crc; /* crc32c of the images in order; format 3: of descriptor, images */
 	uint32_t log_id;
-	uint32_t reserved;
+	uint32_t node;       /* format 3: the committing node's cluster id (0: local locks) */
+	uint64_t time_ns;    /* format 3: CLOCK_REALTIME at the commit */
 };
 
 #endif

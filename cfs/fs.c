@@ -395,7 +395,7 @@ static int start_fs(struct cfs_fs *fs)
 	bool held = !rc;
 	if (rc)
 		cfs_set_error("metadata lock: %s", strerror(-rc));
-	if (!rc && (rc = cfs_journal_replay(fs)))
+	if (!rc && (rc = cfs_journal_replay(fs)) && rc != -EPROTONOSUPPORT)
 		cfs_set_error("journal of slot %u: replay failed: %s", fs->slot, strerror(-rc));
 	if (!rc)
 		rc = super_after_replay(fs);
@@ -433,6 +433,13 @@ int cfs_mount(struct cvm_volume *vol, const struct cfs_mount_opts *o, struct cfs
 	cfs_recovery_init(fs);
 	const char *proto = "local";
 	int rc = cfs_super_read(vol, &fs->sb, NULL);
+	bool read_only = false;
+	if (!rc)
+		rc = cfs_features_check(&fs->sb, cvm_volume_config(vol)->name, false, &read_only);
+	if (!rc && read_only && !fs->ro) {
+		cfs_log(fs, "mounted read-only: %s", cfs_last_error());
+		fs->ro = true;
+	}
 	if (!rc)
 		rc = check_identity(fs, o, &proto);
 	fs->cluster = strcmp(proto, "local") != 0;
@@ -567,6 +574,7 @@ void cfs_status(struct cfs_fs *fs, struct cfs_status *st)
 	st->nslots = fs->sb.nslots;
 	memcpy(st->label, fs->sb.label, sizeof st->label);
 	snprintf(st->lockproto, sizeof st->lockproto, "%s", cfs_super_lockproto(&fs->sb));
+	cfs_features_describe(&fs->sb, st->features, sizeof st->features);
 	st->node_id = fs->cluster ? cfslock_node_id(fs->locks) : 0;
 	st->lock_messages = cfslock_messages_sent(fs->locks);
 	if (fs->cluster) {

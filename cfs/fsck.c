@@ -558,6 +558,39 @@ static int check_group(struct fsck *k, uint32_t g)
 }
 
 /* ---- setup ---- */
+/* May this release check (or repair) it?  An interrupted tune is no reason not to: it is one
+ * of the things fsck puts right. */
+static int check_format(struct fsck *k, struct cvm_volume *vol, const struct cfs_dsuper *sb)
+{
+	struct cfs_dsuper untuned = *sb;
+	cfs_feature_tuning(&untuned, NULL, false);
+	bool read_only;
+	int rc = cfs_features_check(&untuned, cvm_volume_config(vol)->name, k->repair, &read_only);
+	if (rc) {
+		say(k, true, "%s", cfs_last_error());
+		return rc;
+	}
+	char list[256];
+	cfs_features_describe(sb, list, sizeof list);
+	say(k, false, "format %u, features: %s", sb->format ? sb->format : CFS_FORMAT,
+	    list[0] ? list : "none");
+	return 0;
+}
+
+/* A tune changes nothing but the superblock before its in-progress bit goes: the bit goes. */
+static int roll_back_tune(struct fsck *k, struct cvm_volume *vol, struct cfs_dsuper *sb)
+{
+	if (!(sb->features[CFS_INCOMPAT] & CFS_FEAT_TUNING))
+		return 0;
+	say(k, true, "an interrupted 'cfs tune': %s", k->repair ? "rolled back (run it again)"
+							: "rolled back if repaired, or run it again");
+	cfs_feature_tuning(sb, NULL, false);
+	int rc = k->repair ? cfs_super_write(vol, sb) : 0;
+	if (!rc && k->repair)
+		k->r->repaired++;
+	return rc;
+}
+
 static int check_super(struct fsck *k, struct cvm_volume *vol, struct cfs_dsuper *sb)
 {
 	bool backup;
@@ -566,6 +599,8 @@ static int check_super(struct fsck *k, struct cvm_volume *vol, struct cfs_dsuper
 		say(k, true, "%s", cfs_last_error());
 		return rc;
 	}
+	if ((rc = check_format(k, vol, sb)))
+		return rc;
 	uint8_t *b;
 	if (posix_memalign((void **)&b, 4096, sb->block_size))
 		return -ENOMEM;
@@ -583,7 +618,7 @@ static int check_super(struct fsck *k, struct cvm_volume *vol, struct cfs_dsuper
 		if (k->repair && (rc = cfs_super_write(vol, sb)))
 			return rc;
 	}
-	return 0;
+	return roll_back_tune(k, vol, sb);
 }
 
 static int check_journals(struct fsck *k)
@@ -596,8 +631,11 @@ static int check_journals(struct fsck *k)
 	uint64_t max_seq = 0;
 	for (uint32_t s = 0; s < fs->sb.nslots && !rc; s++) {
 		struct cfs_jlog log;
-		if ((rc = cfs_journal_read(fs->vol, &fs->sb, s, &log)))
+		if ((rc = cfs_journal_read(fs->vol, &fs->sb, s, &log))) {
+			if (rc == -EPROTONOSUPPORT)
+				say(k, true, "%s", cfs_last_error());
 			break;
+		}
 		max_seq = log.next_seq > max_seq ? log.next_seq : max_seq;
 		uint32_t n = log.count;
 		const uint8_t *img = log.images;

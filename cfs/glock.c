@@ -461,6 +461,10 @@ int cfs_glock_init(struct cfs_fs *fs, const char *proto)
 		.membership = membership_changed, .quorum = quorum_changed, .evicted = evicted,
 		.log = lock_manager_log, .arg = fs};
 	int rc = cfslock_client_open(proto, &fs->lock_events, &fs->locks);
+	if (rc == -EPROTO) {
+		cfs_set_error("lock manager '%s': %s", proto, cfslock_last_error());
+		return rc;
+	}
 	if (rc) {
 		cfs_set_error("lock manager '%s': %s%s", proto, strerror(-rc),
 			      strcmp(proto, "local") ? " (is corosync running on this node?)" : "");

@@ -122,6 +122,11 @@ int cfs_growth_take_in(struct cfs_fs *fs)
 	}
 	if (sb.generation == fs->sb.generation)
 		return 0;
+	bool read_only;
+	if (cfs_features_check(&sb, cvm_volume_config(fs->vol)->name, !fs->ro, &read_only)) {
+		cfs_log(fs, "the superblock another node wrote: %s", cfs_last_error());
+		return -EIO;
+	}
 	if (sb.total_blocks == fs->sb.total_blocks) { /* node slots added (slots.c) */
 		const char *why;
 		if (cfs_super_check(&sb, cvm_volume_size(fs->vol), &why)) {

@@ -100,13 +100,18 @@ struct cfs_jlog {
 	uint32_t ntxn, count;       /* transactions; blocks (targets, images of count * bs) */
 	uint64_t first_seq, last_seq; /* of those transactions, if any */
 	uint64_t next_seq;          /* the sequence the slot's next transaction takes */
+	uint64_t first_ns, last_ns; /* journal format 3: when the first and last were committed */
+	uint32_t node;              /* journal format 3: by which node (the last's) */
 	uint64_t *targets;
 	uint8_t *images;
 };
-/* Read a slot's log; -EIO only if the volume cannot be read. */
+/* Read a slot's log; -EIO if the volume cannot be read, -EPROTONOSUPPORT (error set) if the
+ * log holds transactions in a journal format this release does not know. */
 int cfs_journal_read(struct cvm_volume *vol, const struct cfs_dsuper *sb, uint32_t slot,
 		     struct cfs_jlog *log);
 void cfs_jlog_free(struct cfs_jlog *log);
+/* ", committed by node N from T1 to T2" for a log in journal format 3, else "": in buf. */
+const char *cfs_jlog_when(const struct cfs_jlog *log, char *buf, size_t len);
 /* Write a slot's log in place and flush (replay is idempotent); log says what it held, its
  * images already freed. */
 int cfs_journal_apply(struct cvm_volume *vol, const struct cfs_dsuper *sb, uint32_t slot,
@@ -157,8 +162,34 @@ int cfs_super_check(const struct cfs_dsuper *sb, uint64_t volume_bytes, const ch
 /* The lock protocol a superblock records, in static storage ("local" for filesystems made
  * before it was recorded), or NULL if it names none we know. */
 const char *cfs_super_lockproto(const struct cfs_dsuper *sb);
+/* Is the filesystem unmounted everywhere, with every journal empty?  Then it is claimed for
+ * this process alone (*claim: the fd to close after; -1 if not claimed).  -EBUSY, error set,
+ * if not. */
+int cfs_super_offline(struct cvm_volume *vol, const struct cfs_dsuper *sb, int *claim);
 /* 0 if name is a lock protocol, else -EINVAL with the error set. */
 int cfs_lockproto_check(const char *name);
+
+/* ---- format and features (feature.c) ---- */
+/* May this release use the filesystem sb describes (writing: change it, as a read-write
+ * mount, fsck's repairs, a grow do)?  0, or -errno with the error set: -EPROTONOSUPPORT for a
+ * format or incompat feature it does not know, -EUCLEAN for an interrupted tune, -EROFS for
+ * writing with an unknown ro_compat feature.  *read_only: only read-only use is allowed. */
+int cfs_features_check(const struct cfs_dsuper *sb, const char *volume, bool writing,
+		       bool *read_only);
+/* Turn a feature this release knows on or off, with its name entry; -ENOENT if unknown. */
+int cfs_feature_set(struct cfs_dsuper *sb, const char *name, bool on);
+bool cfs_feature_known(const char *name);
+/* The in-progress bit of a tune, naming the feature being turned on. */
+void cfs_feature_tuning(struct cfs_dsuper *sb, const char *name, bool on);
+/* mkfs: the features of a level (max-compat, default, max-features; NULL: default), then
+ * list's changes ("a,^b").  -EINVAL with the error set for a name or level it does not know. */
+int cfs_features_choose(struct cfs_dsuper *sb, const char *level, const char *list);
+/* The features set, comma-separated, unknown ones as word:bit(unknown name). */
+void cfs_features_describe(const struct cfs_dsuper *sb, char *out, size_t len);
+static inline bool cfs_journal_v3(const struct cfs_dsuper *sb)
+{
+	return sb->features[CFS_INCOMPAT] & CFS_FEAT_JOURNAL_V3;
+}
 uint64_t cfs_ag_first(const struct cfs_dsuper *sb, uint32_t ag);
 uint32_t cfs_ag_size(const struct cfs_dsuper *sb, uint32_t ag);
 

@@ -22,8 +22,10 @@
  * change the blocks next), and when the log has named many blocks (their set is kept to
  * tell frees of them). */
 #include "cfs/internal.h"
+#include "release.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
@@ -92,18 +94,34 @@ struct log_reader {
 	uint64_t at;           /* its first block on the volume */
 	const uint8_t *jr;     /* the whole journal, as read */
 	uint32_t log_id;
+	uint16_t unknown_format; /* a whole-looking block of this log in a format we do not know */
 };
+
+/* Does the commit c prove the descriptor d and its n images, by c's journal format? */
+static bool commit_proves(const struct cfs_djcommit *c, const uint8_t *d, uint32_t n,
+			  uint32_t bs)
+{
+	if (c->h.version == CFS_JOURNAL_V3)
+		return c->images_crc == cvm_crc32c(0, d, (size_t)(n + 1) * bs);
+	return c->images_crc == cvm_crc32c(0, d + bs, (size_t)n * bs);
+}
 
 /* The blocks of the whole transaction of the log whose descriptor is at `pos`, or 0 (not a
  * descriptor, of another log, or torn). */
-static uint32_t txn_at(const struct log_reader *r, uint32_t pos)
+static uint32_t txn_at(struct log_reader *r, uint32_t pos)
 {
 	uint32_t bs = r->sb->block_size;
 	const char *why;
 	const uint8_t *d = r->jr + (size_t)pos * bs;
 	const struct cfs_djdesc *desc = (const void *)d;
 	if (cfs_block_verify(d, bs, r->at + pos, CFS_B_JDESC, r->slot, &why) ||
-	    desc->log_id != r->log_id || desc->count == 0 ||
+	    desc->log_id != r->log_id)
+		return 0;
+	if (desc->h.version != CFS_VERSION && desc->h.version != CFS_JOURNAL_V3) {
+		r->unknown_format = desc->h.version;
+		return 0;
+	}
+	if (desc->count == 0 ||
 	    desc->count > cfs_journal_limit(r->sb) || pos + desc->count + 2 > r->blocks ||
 	    desc->revokes > CFS_JDESC_MAX(bs) - desc->count)
 		return 0;
@@ -112,7 +130,7 @@ static uint32_t txn_at(const struct log_reader *r, uint32_t pos)
 	const struct cfs_djcommit *c = (const void *)(img + (size_t)n * bs);
 	if (cfs_block_verify(c, bs, r->at + pos + 1 + n, CFS_B_JCOMMIT, r->slot, &why) ||
 	    c->seq != desc->seq || c->count != n || c->log_id != r->log_id ||
-	    c->images_crc != cvm_crc32c(0, img, (size_t)n * bs))
+	    c->h.version != desc->h.version || !commit_proves(c, d, n, bs))
 		return 0;
 	const uint64_t *t = (const uint64_t *)(d + CFS_JDESC_OFF);
 	for (uint32_t i = 0; i < n; i++) {
@@ -160,6 +178,13 @@ static int collect_txn(const struct log_reader *r, uint32_t pos, struct cfs_jlog
 		}
 		memcpy(log->images + (size_t)k * bs, d + (size_t)(1 + i) * bs, bs);
 	}
+	const struct cfs_djcommit *c = (const void *)(d + (size_t)(n + 1) * bs);
+	if (c->h.version == CFS_JOURNAL_V3) {
+		if (!log->first_ns)
+			log->first_ns = c->time_ns;
+		log->last_ns = c->time_ns;
+		log->node = c->node;
+	}
 	/* Freed by this transaction: no image of it so far goes home (later ones may). */
 	const uint64_t *revoked = t + n;
 	for (uint32_t i = 0; i < ((const struct cfs_djdesc *)d)->revokes; i++)
@@ -184,7 +209,7 @@ static int find_seq(const struct log_reader *r, const uint32_t *found, uint32_t 
 }
 
 /* Every whole transaction of the anchor's log, then the run that ends at the newest. */
-static int read_log(const struct log_reader *r, uint64_t from_seq, struct cfs_jlog *log)
+static int read_log(struct log_reader *r, uint64_t from_seq, struct cfs_jlog *log)
 {
 	uint32_t *found = malloc(r->blocks * sizeof *found), n = 0, cap = 0;
 	if (!found)
@@ -245,9 +270,33 @@ int cfs_journal_read(struct cvm_volume *vol, const struct cfs_dsuper *sb, uint32
 		}
 	}
 	free(jr);
+	if (!rc && r.unknown_format) {
+		cfs_set_error("the journal of slot %u holds transactions in journal format %u, "
+			      "which this release (%s) cannot replay: replay it with the release "
+			      "that wrote it (mount there, or its fsck.cfs)", slot, r.unknown_format,
+			      CFS_RELEASE);
+		rc = -EPROTONOSUPPORT;
+	}
 	if (rc)
 		cfs_jlog_free(log);
 	return rc;
+}
+
+const char *cfs_jlog_when(const struct cfs_jlog *log, char *buf, size_t len)
+{
+	buf[0] = 0;
+	if (!log->first_ns)
+		return buf;
+	char from[32], to[32];
+	struct tm tm;
+	time_t t = (time_t)(log->first_ns / 1000000000u);
+	strftime(from, sizeof from, "%F %T", localtime_r(&t, &tm));
+	t = (time_t)(log->last_ns / 1000000000u);
+	strftime(to, sizeof to, "%T", localtime_r(&t, &tm));
+	snprintf(buf, len, ", committed by node %u from %s.%03u to %s.%03u", log->node, from,
+		 (unsigned)(log->first_ns / 1000000u % 1000u), to,
+		 (unsigned)(log->last_ns / 1000000u % 1000u));
+	return buf;
 }
 
 void cfs_jlog_free(struct cfs_jlog *log)
@@ -560,10 +609,11 @@ int cfs_journal_replay(struct cfs_fs *fs)
 	fs->jseq = log.next_seq;
 	fs->jdurable = fs->jseq - 1;
 	fs->txn.limit = cfs_journal_limit(&fs->sb);
+	char when[96];
 	if (log.ntxn)
-		cfs_log(fs, "journal: replayed transactions %llu to %llu (%u blocks)",
+		cfs_log(fs, "journal: replayed transactions %llu to %llu (%u blocks%s)",
 			(unsigned long long)log.first_seq, (unsigned long long)log.last_seq,
-			log.count);
+			log.count, cfs_jlog_when(&log, when, sizeof when));
 	/* A log of this mount's own: the old one stays replayable only until it begins. */
 	return fs->ro ? 0 : cfs_journal_empty(fs);
 }
@@ -579,8 +629,11 @@ static uint8_t *log_record(struct cfs_fs *fs, uint32_t pos, bool *void_log)
 	if (posix_memalign((void **)&j, 4096, (size_t)(n + 2) * bs))
 		return NULL;
 	uint64_t at = journal_first(&fs->sb, fs->slot) + pos;
+	bool v3 = cfs_journal_v3(&fs->sb);
 	cfs_block_init(j, bs, at, CFS_B_JDESC, fs->slot);
 	struct cfs_djdesc *desc = (void *)j;
+	if (v3)
+		desc->h.version = CFS_JOURNAL_V3;
 	desc->seq = fs->jseq;
 	desc->count = n;
 	desc->log_id = fs->jlog_id;
@@ -601,7 +654,15 @@ static uint8_t *log_record(struct cfs_fs *fs, uint32_t pos, bool *void_log)
 	c->seq = fs->jseq;
 	c->count = n;
 	c->log_id = fs->jlog_id;
-	c->images_crc = cvm_crc32c(0, j + bs, (size_t)n * bs);
+	if (v3) {
+		struct timespec now;
+		clock_gettime(CLOCK_REALTIME, &now);
+		c->h.version = CFS_JOURNAL_V3;
+		c->node = fs->cluster ? cfslock_node_id(fs->locks) : 0;
+		c->time_ns = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
+	}
+	c->images_crc = v3 ? cvm_crc32c(0, j, (size_t)(n + 1) * bs)
+			   : cvm_crc32c(0, j + bs, (size_t)n * bs);
 	cfs_block_seal(cb, bs);
 	return j;
 }

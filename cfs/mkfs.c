@@ -55,6 +55,9 @@ static int geometry(struct cvm_volume *vol, const struct cfs_mkfs_opts *o, struc
 	if (jb < MIN_JOURNAL_BLOCKS)
 		jb = MIN_JOURNAL_BLOCKS;
 	memset(sb, 0, sizeof *sb);
+	sb->format = CFS_FORMAT;
+	if (cfs_features_choose(sb, o->feature_level, o->features))
+		return -EINVAL;
 	sb->block_size = bs;
 	sb->nslots = slots;
 	sb->journal_start = 2;

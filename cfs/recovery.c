@@ -114,11 +114,14 @@ static int replay_slot(struct cfs_fs *fs, uint32_t slot)
 	if (!rc && log.ntxn && !(rc = cfs_journal_clear(fs->vol, &sb, slot, log.next_seq)))
 		rc = cvm_volume_flush(fs->vol);
 	pthread_rwlock_unlock(&fs->vol_lock);
+	char when[96];
 	if (rc)
-		cfs_log(fs, "recovery: journal of slot %u: %s", slot, strerror(-rc));
+		cfs_log(fs, "recovery: journal of slot %u: %s", slot,
+			rc == -EPROTONOSUPPORT ? cfs_last_error() : strerror(-rc));
 	else if (log.ntxn)
 		cfs_log(fs, "recovery: journal of slot %u: replayed transactions %" PRIu64
-			" to %" PRIu64 " (%u blocks)", slot, log.first_seq, log.last_seq, log.count);
+			" to %" PRIu64 " (%u blocks%s)", slot, log.first_seq, log.last_seq,
+			log.count, cfs_jlog_when(&log, when, sizeof when));
 	else
 		cfs_log(fs, "recovery: journal of slot %u: nothing to replay", slot);
 	return rc;

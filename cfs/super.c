@@ -226,6 +226,21 @@ static int check_journals_empty(struct cvm_volume *vol, const struct cfs_dsuper 
 	return 0;
 }
 
+int cfs_super_offline(struct cvm_volume *vol, const struct cfs_dsuper *sb, int *claim)
+{
+	const char *proto = cfs_super_lockproto(sb);
+	int rc = 0;
+	*claim = -1;
+	/* A cluster filesystem: ask the lock manager whether any node has it mounted. */
+	if (proto && strcmp(proto, "local"))
+		rc = cfs_cluster_idle(vol, sb, proto);
+	if (!rc)
+		rc = check_journals_empty(vol, sb);
+	if (!rc)
+		rc = cfs_volume_claim(vol, true, claim);
+	return rc;
+}
+
 int cfs_get_lockproto(struct cvm_volume *vol, char *out, size_t len)
 {
 	struct cfs_dsuper sb;
@@ -243,14 +258,11 @@ int cfs_set_lockproto(struct cvm_volume *vol, const char *proto)
 	struct cfs_dsuper sb;
 	int claim = -1;
 	int rc = cfs_super_read(vol, &sb, NULL);
-	const char *now = rc ? NULL : cfs_super_lockproto(&sb);
-	/* A cluster filesystem: ask the lock manager whether any node has it mounted. */
-	if (now && strcmp(now, "local"))
-		rc = cfs_cluster_idle(vol, &sb, now);
+	bool read_only;
 	if (!rc)
-		rc = check_journals_empty(vol, &sb);
+		rc = cfs_features_check(&sb, cvm_volume_config(vol)->name, true, &read_only);
 	if (!rc)
-		rc = cfs_volume_claim(vol, true, &claim);
+		rc = cfs_super_offline(vol, &sb, &claim);
 	if (!rc) {
 		memset(sb.lockproto, 0, sizeof sb.lockproto);
 		snprintf(sb.lockproto, sizeof sb.lockproto, "%s", proto);

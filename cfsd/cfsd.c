@@ -8,6 +8,7 @@
  * status and message. */
 #define FUSE_USE_VERSION 312
 #include "cfsd/dev_direct.h"
+#include "tools/version.h"
 #include "cfsd/fuse_ops.h"
 #include "cfsd/fuse_uring.h"
 #include "cfs/control.h"
@@ -195,9 +196,9 @@ static int parse_opts(struct opts *o, char *list)
 
 static int parse_args(int argc, char **argv, struct opts *o)
 {
-	static const struct option longs[] = {{"help", no_argument, NULL, 'h'}, {0}};
+	static const struct option longs[] = {{"version", no_argument, NULL, 'V'}, {"help", no_argument, NULL, 'h'}, {0}};
 	int c;
-	while ((c = getopt_long(argc, argv, "+fho:", longs, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+fho:V", longs, NULL)) != -1) {
 		switch (c) {
 		case 'f': o->foreground = true; break;
 		case 'o': {
@@ -209,6 +210,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 				return EXIT_USAGE;
 			break;
 		}
+		case 'V': print_version("cfsd"); exit(0);
 		case 'h': usage(stdout); exit(EXIT_OK);
 		default: usage(stderr); return EXIT_USAGE;
 		}

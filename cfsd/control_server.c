@@ -5,6 +5,7 @@
  * revoke acknowledgements at once (a revoke in a worker waits for them), and queues the other
  * requests; a pool of workers serves them, one request per connection at a time, in order.
  * Workers are started as requests wait for one, up to MAX_WORKERS, and stay. */
+#include "release.h"
 #include "cfs/control.h"
 #include "cfs/internal.h"
 #include "cfsd/dev_direct.h"
@@ -112,6 +113,8 @@ static void fill_status(struct cfsd *d, ControlStatus *s, struct cfs_status *st,
 {
 	cfs_status(d->fs, st);
 	s->lockproto = st->lockproto;
+	s->features = st->features;
+	s->release = (char *)CFS_RELEASE;
 	s->has_node_id = s->has_lock_messages = s->has_fenced = s->has_fence_interval_ms = true;
 	s->node_id = st->node_id;
 	s->lock_messages = st->lock_messages;

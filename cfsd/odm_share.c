@@ -15,10 +15,14 @@
 #include <unistd.h>
 
 #define PERIOD_MS 1000
+/* The version of the rows this node shares (OdmNodeStats in proto/control.proto). */
+#define SHARE_MAJOR 1
+#define SHARE_MINOR 1
 
 struct node_rows {
 	uint32_t node;
 	bool alive;        /* a member, as corosync says (a goodbye in blob says it unmounted) */
+	bool foreign;      /* its rows are of another major version: told once, not kept */
 	uint64_t heard_ns; /* when these rows came */
 	uint8_t *blob;     /* a packed OdmNodeStats */
 	size_t len;
@@ -53,6 +57,9 @@ static int pack_own(struct odm_share *sh, bool goodbye, uint8_t **blob, size_t *
 			wp[i] = &w[i];
 		}
 		st.node_id = sh->node;
+		st.has_proto_major = st.has_proto_minor = true;
+		st.proto_major = SHARE_MAJOR;
+		st.proto_minor = SHARE_MINOR;
 		st.has_unmounted = st.unmounted = goodbye;
 		st.has_since = true;
 		st.since = rows.since;
@@ -95,9 +102,23 @@ static void delivered(cpg_handle_t h, const struct cpg_name *group, uint32_t nod
 		return;
 	}
 	memcpy(copy, msg, len);
+	OdmNodeStats *st = odm_node_stats__unpack(NULL, len, msg);
+	uint32_t major = !st ? 0 : st->has_proto_major ? st->proto_major : 1;
+	uint32_t minor = !st ? 0 : st->has_proto_major ? st->proto_minor : 0;
+	bool readable = st != NULL;
+	if (st)
+		odm_node_stats__free_unpacked(st, NULL);
 	pthread_mutex_lock(&sh->lock);
 	struct node_rows *n = node_rows(sh, nodeid);
-	if (n) {
+	if (n && major != SHARE_MAJOR) {
+		if (!n->foreign)
+			cfs_log(sh->fs, "ODM statistics of node %u are %s%u.%u, this node's %u.%u: "
+				"not shown", nodeid, readable ? "of version " : "unreadable, ", major, minor,
+				SHARE_MAJOR, SHARE_MINOR);
+		n->foreign = true;
+		free(copy);
+	} else if (n) {
+		n->foreign = false;
 		free(n->blob);
 		n->blob = copy;
 		n->len = len;

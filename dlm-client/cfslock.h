@@ -47,10 +47,22 @@ struct cfslock_events {
 	void *arg;
 };
 
-/* backend: "local", "corosync" or "dlm".  events may be NULL. */
+/* The corosync backend's lock protocol (docs/upgrading.md).  Processes of one major version
+ * work together whatever their minor; one of another major is refused when it joins, before
+ * it sees the lock table, and its cfslock_client_open fails with -EPROTO (a build for a test
+ * may set another major with -DCFSLOCK_PROTO_MAJOR=N). */
+#ifndef CFSLOCK_PROTO_MAJOR
+#define CFSLOCK_PROTO_MAJOR 1
+#endif
+#define CFSLOCK_PROTO_MINOR 1 /* 1.0: release 0.1, whose Hello carries no version */
+
+/* backend: "local", "corosync" or "dlm".  events may be NULL.  A failure that a person must
+ * act on (a refused protocol version) also leaves a message in cfslock_last_error(). */
 int cfslock_client_open(const char *backend, const struct cfslock_events *events,
 			struct cfslock_client **out);
 void cfslock_client_close(struct cfslock_client *c);
+/* Why this thread's last cfslock_client_open failed, if it says ("" if not). */
+const char *cfslock_last_error(void);
 int cfslock_client_fd(const struct cfslock_client *c);
 /* Run the callbacks that are due; returns how many ran, or -errno. */
 int cfslock_dispatch(struct cfslock_client *c);

@@ -4,6 +4,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,9 +38,25 @@ static const struct cfslock_backend_ops *find_backend(const char *name)
 	return NULL;
 }
 
+static __thread char last_error[320];
+
+void cfslock_set_error(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(last_error, sizeof last_error, fmt, ap);
+	va_end(ap);
+}
+
+const char *cfslock_last_error(void)
+{
+	return last_error;
+}
+
 int cfslock_client_open(const char *backend, const struct cfslock_events *events,
 			struct cfslock_client **out)
 {
+	last_error[0] = '\0';
 	const struct cfslock_backend_ops *ops = find_backend(backend ? backend : "local");
 	if (!ops)
 		return -EPROTONOSUPPORT;

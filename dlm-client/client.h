@@ -38,6 +38,9 @@ extern const struct cfslock_backend_ops cfslock_dlm_ops;
 
 struct callback; /* a queued event, see client.c */
 
+/* The message of cfslock_last_error, for this thread. */
+void cfslock_set_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 struct cfslock_client {
 	const struct cfslock_backend_ops *ops;
 	void *backend;

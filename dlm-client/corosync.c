@@ -12,6 +12,7 @@
 #include "plock.h"
 #include "plock_own.h"
 #include "proto/cfslock.pb-c.h"
+#include "release.h"
 
 #include <corosync/cpg.h>
 #include <corosync/quorum.h>
@@ -39,6 +40,8 @@ struct member {
 	uint32_t hello_seq; /* its latest Hello; only the snapshot answering it syncs it */
 	uint64_t last_beat_ns;  /* CLOCK_BOOTTIME when its latest beat came (0: none seen) */
 	uint64_t evict_sent_ns; /* when we last asked for it to be evicted */
+	bool refused; /* of another major version: nothing it sends is applied */
+	uint32_t minor; /* of its lock protocol, as its Hello said */
 };
 
 struct replica {
@@ -97,6 +100,8 @@ struct cs {
 	pthread_mutex_t send_lock; /* one cpg_mcast_joined at a time (see mcast) */
 	pthread_cond_t changed;
 	bool stop, connected, quorate, lost_quorum, synced, hello_seen;
+	bool refused; /* our Hello was refused: the cluster speaks another major version */
+	char refusal[320];
 	uint32_t nodeid, pid, hello_seq;
 	uint64_t owner, want_seq;
 	bool evicted;           /* removed while we stalled: we rejoin as a new owner */
@@ -250,6 +255,10 @@ static void queue_hello(struct cs *cs)
 	h.pid = cs->pid;
 	h.needs_sync = !cs->synced;
 	h.seq = ++cs->hello_seq;
+	h.has_proto_major = h.has_proto_minor = true;
+	h.proto_major = CFSLOCK_PROTO_MAJOR;
+	h.proto_minor = CFSLOCK_PROTO_MINOR;
+	h.release = (char *)CFS_RELEASE;
 	env.hello = &h;
 	cs->hello_ns = cfslock_boottime_ns();
 	cs->hello_seen = false;
@@ -585,6 +594,10 @@ static void answer_hello(struct cs *cs, const Hello *h)
 	snap.members = mv;
 	snap.n_failed_owners = cs->nfailed;
 	snap.failed_owners = cs->failed;
+	snap.has_proto_major = snap.has_proto_minor = true;
+	snap.proto_major = CFSLOCK_PROTO_MAJOR;
+	snap.proto_minor = CFSLOCK_PROTO_MINOR;
+	snap.release = (char *)CFS_RELEASE;
 	Envelope env = ENVELOPE__INIT;
 	env.snapshot = &snap;
 	queue_out(cs, &env);
@@ -958,11 +971,80 @@ static void apply_plock(struct cs *cs, const PlockOp *op, bool replayed)
 		answer_sender(cs, op->owner, op->reqid, rc);
 }
 
+/* ---- versions (docs/upgrading.md) ---- */
+static void version_text(char *out, size_t len, uint32_t major, uint32_t minor,
+			 const char *release)
+{
+	snprintf(out, len, "lock protocol %u.%u (release %s)", major, minor,
+		 release ? release : major == 1 && minor == 0 ? "0.1" : "unknown");
+}
+
+/* A Hello of a major version we do not speak: the process is never admitted, and the member
+ * that would have answered it tells it so. */
+static void refuse_hello(struct cs *cs, struct member *m, const Hello *h)
+{
+	if (!m->refused) {
+		char theirs[96], line[224];
+		version_text(theirs, sizeof theirs, h->proto_major, h->proto_minor, h->release);
+		snprintf(line, sizeof line, "node %u (pid %u) speaks %s, this node %u.%u: it is "
+			 "not admitted", m->nodeid, m->pid, theirs, CFSLOCK_PROTO_MAJOR,
+			 CFSLOCK_PROTO_MINOR);
+		log_msg(cs, LOG_WARNING, "%s", line);
+	}
+	m->refused = true;
+	if (!i_answer(cs) || !cs->quorate || cs->lost_quorum)
+		return;
+	Refusal r = REFUSAL__INIT;
+	r.for_owner = h->owner;
+	r.for_seq = h->seq;
+	r.proto_major = CFSLOCK_PROTO_MAJOR;
+	r.proto_minor = CFSLOCK_PROTO_MINOR;
+	r.release = (char *)CFS_RELEASE;
+	Envelope env = ENVELOPE__INIT;
+	env.refusal = &r;
+	queue_out(cs, &env);
+}
+
+/* Our own Hello refused: we speak another major version than the cluster. */
+static void take_refusal(struct cs *cs, const Refusal *r)
+{
+	char theirs[96];
+	version_text(theirs, sizeof theirs, r->proto_major, r->proto_minor, r->release);
+	snprintf(cs->refusal, sizeof cs->refusal, "the cluster speaks %s; this node speaks lock "
+		 "protocol %u.%u (release %s): run a release of the cluster's major version here, "
+		 "or upgrade every node (docs/upgrading.md)", theirs, CFSLOCK_PROTO_MAJOR,
+		 CFSLOCK_PROTO_MINOR, CFS_RELEASE);
+	log_msg(cs, LOG_ERR, "refused: %s", cs->refusal);
+	cs->refused = true;
+	pthread_cond_broadcast(&cs->changed);
+}
+
+/* A process of our major version and another minor: said once, as they work together. */
+static void note_minor(struct cs *cs, uint32_t nodeid, uint32_t pid, uint32_t minor,
+		       const char *release)
+{
+	char theirs[96], line[224];
+	version_text(theirs, sizeof theirs, CFSLOCK_PROTO_MAJOR, minor, release);
+	snprintf(line, sizeof line, "node %u (pid %u) speaks %s, this node %u.%u: they work "
+		 "together", nodeid, pid, theirs, CFSLOCK_PROTO_MAJOR, CFSLOCK_PROTO_MINOR);
+	log_msg(cs, LOG_INFO, "%s", line);
+}
+
 static void apply_hello(struct cs *cs, uint32_t nodeid, const Hello *h)
 {
 	struct member *m = member(cs, nodeid, h->pid);
 	if (!m) /* it left again before its hello was delivered */
 		return;
+	Hello v = *h; /* without versions, as from release 0.1: 1.0 */
+	if (!v.has_proto_major)
+		v.proto_major = 1, v.proto_minor = 0;
+	if (v.proto_major != CFSLOCK_PROTO_MAJOR) {
+		refuse_hello(cs, m, &v);
+		return;
+	}
+	if (v.proto_minor != CFSLOCK_PROTO_MINOR && (m->minor != v.proto_minor || !m->owner))
+		note_minor(cs, nodeid, h->pid, v.proto_minor, v.release);
+	m->minor = v.proto_minor;
 	m->owner = h->owner;
 	if (!h->needs_sync) {
 		m->synced = true;
@@ -1145,6 +1227,8 @@ static void apply(struct cs *cs, uint32_t nodeid, uint32_t pid, const Envelope *
 	/* Any message shows its sender alive: a member busy sending (its beats wait behind
 	 * corosync's flow control) is not silent. */
 	struct member *from = member(cs, nodeid, pid);
+	if (from && from->refused && !env->hello)
+		return;
 	if (from)
 		from->last_beat_ns = cfslock_boottime_ns();
 	if (nodeid != cs->nodeid && cs->unconfirmed_ns) {
@@ -1204,7 +1288,21 @@ static void on_deliver(cpg_handle_t h, const struct cpg_name *group, uint32_t no
 			cs->hello_seen = true;
 	} else if (env->snapshot && env->snapshot->for_owner == cs->owner &&
 		   env->snapshot->for_seq == cs->hello_seq) {
-		take_snapshot(cs, env->snapshot);
+		const Snapshot *sn = env->snapshot;
+		uint32_t minor = sn->has_proto_major ? sn->proto_minor : 0;
+		if (sn->has_proto_major && sn->proto_major != CFSLOCK_PROTO_MAJOR) {
+			/* The rule is to refuse, not answer: go by what it says all the same. */
+			Refusal r = {.proto_major = sn->proto_major, .proto_minor = minor,
+				     .release = sn->release};
+			take_refusal(cs, &r);
+		} else {
+			if (minor != CFSLOCK_PROTO_MINOR)
+				note_minor(cs, nodeid, pid, minor, sn->release);
+			take_snapshot(cs, sn);
+		}
+	} else if (env->refusal && env->refusal->for_owner == cs->owner &&
+		   env->refusal->for_seq == cs->hello_seq) {
+		take_refusal(cs, env->refusal);
 	} else {
 		buffer_message(cs, nodeid, pid, msg, len);
 	}
@@ -1678,8 +1776,12 @@ static int cs_open(struct cfslock_client *c)
 	clock_gettime(CLOCK_REALTIME, &until);
 	until.tv_sec += SYNC_TIMEOUT_S;
 	pthread_mutex_lock(&cs->lock);
-	while (!cs->synced && cs->connected && !rc)
+	while (!cs->synced && cs->connected && !cs->refused && !rc)
 		rc = pthread_cond_timedwait(&cs->changed, &cs->lock, &until) ? -ETIMEDOUT : 0;
+	if (cs->refused) {
+		cfslock_set_error("%s", cs->refusal);
+		rc = -EPROTO;
+	}
 	pthread_mutex_unlock(&cs->lock);
 	if (!rc && cs->connected)
 		return 0;

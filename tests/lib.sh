@@ -52,7 +52,13 @@ check_soon() {
 	else "$@" >"$T/check.out" 2>&1; not_ok "$what (still not after $secs s): $(head -c 600 "$T/check.out")"; fi
 }
 
-fingerprint() { sha256sum "$T"/lun* 2>/dev/null | sha256sum; }
+# fingerprint: a hash of every LUN file in $T (lunN, or VOLUME.lunN of make_volume); with none
+# there, a different word each time, so that a comparison of two cannot pass by accident.
+fingerprint() {
+	local luns=("$T"/*lun[0-9]*)
+	[ -e "${luns[0]}" ] || { echo "fingerprint: no LUN files in $T" >&2; echo "none-$RANDOM$RANDOM"; return 1; }
+	sha256sum "${luns[@]}" | sha256sum
+}
 
 # finish: fails the script if a daemon's log ($T/*.log: a daemon's stderr is its log) holds a
 # sanitizer report, which an ASan build's memory error or leak leaves there and nothing else

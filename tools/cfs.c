@@ -2,6 +2,8 @@
  * unmount helpers (installed as mount.cfs and umount.cfs, so `mount -t cfs VOLUME DIR -o ...`
  * works and a plain umount(8) waits for the daemon).  See man/cfs.8. */
 #include "cfs/cfs.h"
+#include "tools/version.h"
+#include "release.h"
 #include "cfs/control.h"
 #include "cvm/cvm.h"
 #include "proto/control.pb-c.h"
@@ -37,6 +39,11 @@ static void usage(FILE *out)
 		"       cfs addslots DIR COUNT [--json]         (more node slots, while mounted)\n"
 		"       cfs locks DIR [--json]                  (the lock table, who holds and waits)\n"
 		"       cfs lockproto VOLUME [local|corosync|dlm] [-s|--scan PATH]...\n"
+		"       cfs show VOLUME [--json] [-s|--scan PATH]...  (its superblock: format,\n"
+		"                                               features; read only)\n"
+		"       cfs tune VOLUME -O FEATURES [-s|--scan PATH]... (FEATURES: a,^b turns a\n"
+		"                                               on, b off; unmounted everywhere)\n"
+		"       cfs --version\n"
 		"       mount.cfs VOLUME DIR [-o OPTIONS]       (as called by mount -t cfs)\n"
 		"       umount.cfs DIR [-l] [-f]                (as called by umount DIR)\n"
 
@@ -218,7 +225,8 @@ static void print_status(const char *dir, const ControlReply *r, bool json)
 		       "\"journal_anchors\": %llu, \"checkpoint_blocks\": %llu, \"flushes\": %llu, "
 		       "\"writeback\": %s, \"kernel_names\": %s, \"fuse_transport\": \"%s\", "
 		       "\"uring_requests\": %llu, \"uring_direct\": %llu, \"dev_direct\": %llu, "
-		       "\"lease_ms\": %u, \"evict_ms\": %u, \"evicted\": %s, \"beat_gap_max_ms\": %u}\n",
+		       "\"lease_ms\": %u, \"evict_ms\": %u, \"evicted\": %s, \"beat_gap_max_ms\": %u, "
+		       "\"release\": \"%s\", \"features\": ",
 		       s->fenced ? "true" : "false", s->fence_interval_ms,
 		       (unsigned long long)s->locks_cached, s->lock_cache_limit,
 		       (unsigned long long)s->locks_given_back,
@@ -228,7 +236,10 @@ static void print_status(const char *dir, const ControlReply *r, bool json)
 		       s->kernel_names ? "true" : "false", s->has_uring_requests ? "io_uring" : "dev",
 		       (unsigned long long)s->uring_requests, (unsigned long long)s->uring_direct,
 		       (unsigned long long)s->dev_direct, s->lease_ms, s->evict_ms,
-		       s->evicted ? "true" : "false", s->beat_gap_max_ms);
+		       s->evicted ? "true" : "false", s->beat_gap_max_ms,
+		       s->release ? s->release : "");
+		json_string(stdout, s->features ? s->features : "");
+		printf("}\n");
 		return;
 	}
 	char total[32], avail[32];
@@ -237,9 +248,10 @@ static void print_status(const char *dir, const ControlReply *r, bool json)
 	printf("%s: volume %s, label '%s', uuid %s\n", dir, s->volume, s->label, s->fs_uuid);
 	printf("  size %s (%llu blocks of %u bytes in %u groups), %s free\n", total,
 	       (unsigned long long)s->total_blocks, s->block_size, s->groups, avail);
-	printf("  node slot %u of %u%s%s, daemon pid %d\n", s->slot, s->slots,
+	printf("  node slot %u of %u%s%s, daemon pid %d (release %s)\n", s->slot, s->slots,
 	       s->dboptimized ? ", dboptimized" : "", s->writeback ? ", write-back cache" : "",
-	       s->pid);
+	       s->pid, s->release ? s->release : "before 0.2");
+	printf("  features: %s\n", s->features && s->features[0] ? s->features : "none");
 	printf("  %llu reads (%llu bytes), %llu writes (%llu bytes), %llu journal commits "
 	       "(%llu blocks; %llu checkpoints wrote %llu in place), %llu flushes\n",
 	       (unsigned long long)s->reads, (unsigned long long)s->read_bytes,
@@ -313,6 +325,76 @@ static int do_lockproto(const char *volume, const char *proto, struct scan_paths
 		printf("%s\n", now);
 	cvm_volume_close(vol);
 	return rc ? EXIT_FAILED : EXIT_OK;
+}
+
+/* The superblock as this release reads it: what a mount would meet. */
+static int do_show(const char *volume, bool json, struct scan_paths *scan)
+{
+	struct cvm_volume *vol;
+	if (open_volume("cfs", scan, volume, CVM_OPEN_RDONLY, &vol))
+		return EXIT_FAILED;
+	struct cfs_info in;
+	int rc = cfs_info(vol, &in);
+	cvm_volume_close(vol);
+	if (rc) {
+		fprintf(stderr, "cfs: %s\n", cfs_last_error()[0] ? cfs_last_error() : strerror(-rc));
+		return EXIT_FAILED;
+	}
+	if (json) {
+		printf("{\"volume\": ");
+		json_string(stdout, volume);
+		printf(", \"label\": ");
+		json_string(stdout, in.label);
+		printf(", \"uuid\": \"%s\", \"lockproto\": \"%s\", \"format\": %u, "
+		       "\"compat\": %u, \"ro_compat\": %u, \"incompat\": %u, \"features\": ",
+		       in.fs_uuid, in.lockproto, in.format, in.features[0], in.features[1],
+		       in.features[2]);
+		json_string(stdout, in.feature_list);
+		printf(", \"block_size\": %u, \"total_blocks\": %llu, \"groups\": %u, "
+		       "\"slots\": %u, \"journal_blocks\": %u, \"generation\": %llu, "
+		       "\"ctime\": %llu, \"mtime\": %llu, \"usable\": ", in.block_size,
+		       (unsigned long long)in.total_blocks, in.nags, in.nslots, in.journal_blocks,
+		       (unsigned long long)in.generation, (unsigned long long)in.ctime,
+		       (unsigned long long)in.mtime);
+		json_string(stdout, in.usable);
+		printf(", \"release\": \"%s\"}\n", CFS_RELEASE);
+		return EXIT_OK;
+	}
+	char size[32], made[32];
+	cvm_format_size(in.total_blocks * in.block_size, size, sizeof size);
+	time_t t = (time_t)in.ctime;
+	strftime(made, sizeof made, "%F %T", localtime(&t));
+	printf("%s: CFS filesystem, label '%s', uuid %s, made %s\n", volume, in.label, in.fs_uuid,
+	       made);
+	printf("  format %u, features: %s\n", in.format, in.feature_list[0] ? in.feature_list : "none");
+	printf("  %s in %llu blocks of %u bytes (%u groups), %u node slots with %u-block "
+	       "journals, lock protocol %s\n", size, (unsigned long long)in.total_blocks,
+	       in.block_size, in.nags, in.nslots, in.journal_blocks, in.lockproto);
+	printf("  this release (%s) can use it %s\n", CFS_RELEASE, in.usable);
+	return EXIT_OK;
+}
+
+static int do_tune(const char *volume, const char *features, struct scan_paths *scan)
+{
+	if (!features) {
+		fprintf(stderr, "cfs: tune: give the features to change with -O (see cfs(5))\n");
+		return EXIT_USAGE;
+	}
+	struct cvm_volume *vol;
+	if (open_volume("cfs", scan, volume, CVM_OPEN_RDWR, &vol))
+		return EXIT_FAILED;
+	int rc = cfs_tune(vol, features);
+	struct cfs_info in;
+	if (!rc)
+		rc = cfs_info(vol, &in);
+	cvm_volume_close(vol);
+	if (rc) {
+		fprintf(stderr, "cfs: %s\n", cfs_last_error()[0] ? cfs_last_error() : strerror(-rc));
+		return rc == -EINVAL ? EXIT_USAGE : EXIT_FAILED;
+	}
+	printf("cfs: the filesystem on %s now has features: %s\n", volume,
+	       in.feature_list[0] ? in.feature_list : "none");
+	return EXIT_OK;
 }
 
 static int do_query(const char *dir, ControlRequest__Op op, bool json)
@@ -548,16 +630,18 @@ int main(int argc, char **argv)
 		return umount_helper(argc, argv);
 	static const struct option longs[] = {{"json", no_argument, NULL, 'j'},
 					      {"scan", required_argument, NULL, 's'},
-					      {"help", no_argument, NULL, 'h'}, {0}};
+					      {"version", no_argument, NULL, 'V'}, {"help", no_argument, NULL, 'h'}, {0}};
 	struct scan_paths scan = {0};
-	const char *opts = NULL;
+	const char *opts = NULL, *features = NULL;
 	bool json = false;
 	int c;
-	while ((c = getopt_long(argc, argv, "+o:s:jh", longs, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+o:O:s:jhV", longs, NULL)) != -1) {
 		switch (c) {
 		case 'o': opts = optarg; break;
+		case 'O': features = optarg; break;
 		case 's': scan_paths_add(&scan, optarg); break;
 		case 'j': json = true; break;
+		case 'V': print_version("cfs"); exit(0);
 		case 'h': usage(stdout); return EXIT_OK;
 		default: usage(stderr); return EXIT_USAGE;
 		}
@@ -571,9 +655,10 @@ int main(int argc, char **argv)
 	int nargs = 0;
 	char *args[2];
 	while (optind < argc) {
-		if ((c = getopt_long(argc, argv, "+o:s:jh", longs, NULL)) != -1) {
+		if ((c = getopt_long(argc, argv, "+o:O:s:jhV", longs, NULL)) != -1) {
 			switch (c) {
 			case 'o': opts = optarg; break;
+			case 'O': features = optarg; break;
 			case 's': scan_paths_add(&scan, optarg); break;
 			case 'j': json = true; break;
 			default: usage(stderr); return EXIT_USAGE;
@@ -594,6 +679,12 @@ int main(int argc, char **argv)
 		return do_query(args[0], CONTROL_REQUEST__OP__STATUS, json);
 	if (!strcmp(cmd, "lockproto") && (nargs == 1 || nargs == 2)) {
 		int rc = do_lockproto(args[0], nargs == 2 ? args[1] : NULL, &scan);
+		scan_paths_free(&scan);
+		return rc;
+	}
+	if ((!strcmp(cmd, "show") || !strcmp(cmd, "tune")) && nargs == 1) {
+		int rc = cmd[0] == 's' ? do_show(args[0], json, &scan)
+				       : do_tune(args[0], features, &scan);
 		scan_paths_free(&scan);
 		return rc;
 	}

@@ -1,6 +1,7 @@
 /* cfslock: take, convert and release cluster locks from the shell, dump a lockspace's table,
  * and the workloads of the cluster tests.  See man/cfslock.8. */
 #include "../dlm-client/cfslock.h"
+#include "tools/version.h"
 #include "common.h"
 
 #include <fcntl.h>
@@ -357,12 +358,12 @@ int main(int argc, char **argv)
 		{"backend", required_argument, NULL, 'b'}, {"space", required_argument, NULL, 's'},
 		{"hold", required_argument, NULL, 't'},	   {"noqueue", no_argument, NULL, 'n'},
 		{"log", required_argument, NULL, 'l'},	   {"json", no_argument, NULL, 'j'},
-		{"help", no_argument, NULL, 'h'},	   {NULL, 0, NULL, 0}};
+		{"version", no_argument, NULL, 'V'}, {"help", no_argument, NULL, 'h'},	   {NULL, 0, NULL, 0}};
 	struct opts o = {.backend = getenv("CFSLOCK_BACKEND"), .space = "cfs"};
 	if (!o.backend)
 		o.backend = "corosync";
 	int opt;
-	while ((opt = getopt_long(argc, argv, "b:s:t:nl:jh", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "b:s:t:nl:jhV", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'b': o.backend = optarg; break;
 		case 's': o.space = optarg; break;
@@ -370,6 +371,7 @@ int main(int argc, char **argv)
 		case 'n': o.noqueue = true; break;
 		case 'l': o.log_path = optarg; break;
 		case 'j': o.json = true; break;
+		case 'V': print_version("cfslock"); exit(0);
 		case 'h': usage(stdout); return EXIT_OK;
 		default: fprintf(stderr, "Try 'cfslock --help'.\n"); return EXIT_USAGE;
 		}

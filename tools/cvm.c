@@ -1,5 +1,6 @@
 /* cvm: the volume manager's command.  See man/cvm.8. */
 #include "../cvm/cvm.h"
+#include "tools/version.h"
 #include "../dlm-client/cfslock.h"
 #include "common.h"
 
@@ -438,11 +439,11 @@ static int parse(int argc, char **argv, struct opts *o)
 	static const struct option longopts[] = {
 		{"scan", required_argument, NULL, 's'}, {"stripe-width", required_argument, NULL, 'w'},
 		{"json", no_argument, NULL, 'j'},	{"force", no_argument, NULL, 'f'},
-		{"repair", no_argument, NULL, 'r'},	{"help", no_argument, NULL, 'h'},
+		{"repair", no_argument, NULL, 'r'},	{"version", no_argument, NULL, 'V'}, {"help", no_argument, NULL, 'h'},
 		{"locks", required_argument, NULL, 'L'}, {NULL, 0, NULL, 0}};
 	int c;
 	o->locks = getenv("CFSLOCK_BACKEND") ? getenv("CFSLOCK_BACKEND") : "local";
-	while ((c = getopt_long(argc, argv, "s:w:jfrhL:", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "s:w:jfrhL:V", longopts, NULL)) != -1) {
 		switch (c) {
 		case 's': scan_paths_add(&o->scan, optarg); break;
 		case 'w':
@@ -457,6 +458,7 @@ static int parse(int argc, char **argv, struct opts *o)
 		case 'f': o->force = true; break;
 		case 'r': o->repair = true; break;
 		case 'L': o->locks = optarg; break;
+		case 'V': print_version("cvm"); exit(0);
 		case 'h': usage(stdout); exit(EXIT_OK);
 		default: fprintf(stderr, "Try 'cvm --help'.\n"); return EXIT_USAGE;
 		}

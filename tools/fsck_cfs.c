@@ -1,5 +1,6 @@
 /* fsck.cfs: check and repair a CFS filesystem.  See man/fsck.cfs.8. */
 #include "cfs/cfs.h"
+#include "tools/version.h"
 #include "tools/common.h"
 
 #include <errno.h>
@@ -40,17 +41,18 @@ int main(int argc, char **argv)
 {
 	static const struct option longs[] = {{"json", no_argument, NULL, 'j'},
 					      {"scan", required_argument, NULL, 's'},
-					      {"help", no_argument, NULL, 'h'}, {0}};
+					      {"version", no_argument, NULL, 'V'}, {"help", no_argument, NULL, 'h'}, {0}};
 	struct scan_paths scan = {0};
 	bool repair = false, check = false, json = false;
 	int c;
-	while ((c = getopt_long(argc, argv, "nyfps:h", longs, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "nyfps:hV", longs, NULL)) != -1) {
 		switch (c) {
 		case 'n': check = true; break;
 		case 'y': case 'p': repair = true; break;
 		case 'f': break; /* always a full check */
 		case 'j': json = true; break;
 		case 's': scan_paths_add(&scan, optarg); break;
+		case 'V': print_version("fsck.cfs"); exit(0);
 		case 'h': usage(stdout); return FSCK_OK;
 		default: usage(stderr); return FSCK_USAGE;
 		}
@@ -78,7 +80,8 @@ int main(int argc, char **argv)
 	scan_paths_free(&scan);
 	int code = rc ? FSCK_ERROR : r.problems == 0 ? FSCK_OK
 				   : r.repaired >= r.problems ? FSCK_FIXED : FSCK_LEFT;
-	if (rc && rc != -EUCLEAN && rc != -ENODATA && rc != -EBUSY)
+	if (rc && rc != -EUCLEAN && rc != -ENODATA && rc != -EBUSY && rc != -EPROTONOSUPPORT &&
+	    rc != -EROFS)
 		fprintf(stderr, "fsck.cfs: volume %s: check stopped: %s\n", name, strerror(-rc));
 	if (json) {
 		printf("{\"volume\": ");

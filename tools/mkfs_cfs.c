@@ -1,5 +1,6 @@
 /* mkfs.cfs: make a CFS filesystem on a CVM volume.  See man/mkfs.cfs.8. */
 #include "cfs/cfs.h"
+#include "tools/version.h"
 #include "tools/common.h"
 
 #include <getopt.h>
@@ -11,7 +12,8 @@ static void usage(FILE *out)
 {
 	fprintf(out,
 		"usage: mkfs.cfs [-b BLOCKSIZE] [-J SLOTS] [-L LABEL] [-p PROTOCOL]\n"
-		"                [--journal-size SIZE] [--force] [-s|--scan PATH]... VOLUME\n"
+		"                [--journal-size SIZE] [-O FEATURES] [--feature-level LEVEL]\n"
+		"                [--force] [-s|--scan PATH]... VOLUME\n"
 		"Make a CFS filesystem on CVM volume VOLUME.\n"
 		"  -b SIZE          block size: 4k (default), 8k, 16k, 32k or 64k\n"
 		"  -J SLOTS         node slots, one journal each (default 4, at most 64)\n"
@@ -19,6 +21,10 @@ static void usage(FILE *out)
 		"  -p PROTOCOL      lock protocol every mount uses: local (default, one node),\n"
 		"                   corosync or dlm (mounted on every node of a cluster)\n"
 		"  --journal-size S journal size per slot (default 4M)\n"
+		"  -O FEATURES      features to turn on, or off with '^' (a,^b), over those of\n"
+		"                   the level (cfs(5) lists them)\n"
+		"  --feature-level L max-compat (none: every release reads it), default or\n"
+		"                   max-features\n"
 		"  --force          overwrite a filesystem already on the volume\n"
 		"  -s, --scan PATH  where to look for LUNs (default $CVM_SCAN)\n"
 		"Exit status: 0 made, 1 failed, 2 bad usage.  See mkfs.cfs(8).\n");
@@ -45,14 +51,15 @@ int main(int argc, char **argv)
 {
 	static const struct option longs[] = {
 		{"force", no_argument, NULL, 'f'}, {"scan", required_argument, NULL, 's'},
-		{"journal-size", required_argument, NULL, 'j'}, {"help", no_argument, NULL, 'h'},
+		{"journal-size", required_argument, NULL, 'j'}, {"version", no_argument, NULL, 'V'}, {"help", no_argument, NULL, 'h'},
 		{"lockproto", required_argument, NULL, 'p'},
+		{"feature-level", required_argument, NULL, 'F'},
 		{0}};
 	struct cfs_mkfs_opts o = {0};
 	struct scan_paths scan = {0};
 	uint32_t journal_bytes = 0;
 	int c;
-	while ((c = getopt_long(argc, argv, "b:J:L:p:s:h", longs, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "b:J:L:p:s:O:hV", longs, NULL)) != -1) {
 		switch (c) {
 		case 'b':
 			if (parse_u32("block size", optarg, 65536, &o.block_size, true))
@@ -76,7 +83,10 @@ int main(int argc, char **argv)
 			o.lockproto = optarg;
 			break;
 		case 'f': o.force = true; break;
+		case 'O': o.features = optarg; break;
+		case 'F': o.feature_level = optarg; break;
 		case 's': scan_paths_add(&scan, optarg); break;
+		case 'V': print_version("mkfs.cfs"); exit(0);
 		case 'h': usage(stdout); return EXIT_OK;
 		default: usage(stderr); return EXIT_USAGE;
 		}
@@ -105,6 +115,10 @@ int main(int argc, char **argv)
 		       "slots, lock protocol %s%s%s\n", name, size, bs, o.slots ? o.slots : 4,
 		       o.lockproto ? o.lockproto : "local", o.label ? ", label " : "",
 		       o.label ? o.label : "");
+		struct cfs_info in;
+		if (!cfs_info(vol, &in))
+			printf("mkfs.cfs: format %u, features: %s\n", in.format,
+			       in.feature_list[0] ? in.feature_list : "none");
 	}
 	cvm_volume_close(vol);
 	scan_paths_free(&scan);

@@ -11,6 +11,7 @@
  * once (databases DB1..DBN, instances INSTANCE1..INSTANCEN), as a node of a consolidated
  * cluster runs them. */
 #include "odm/odm.h"
+#include "tools/version.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -304,11 +305,11 @@ static void parse(int argc, char **argv)
 		{"profile", 1, NULL, 'p'}, {"seconds", 1, NULL, 's'}, {"seed", 1, NULL, 'S'},
 		{"files", 1, NULL, 'f'}, {"file-mib", 1, NULL, 'm'}, {"procs", 1, NULL, 'n'},
 		{"lib", 1, NULL, 'l'},   {"redo-mib", 1, NULL, 'r'}, {"instances", 1, NULL, 'i'},
-		{"think-ms", 1, NULL, 't'}, {"until", 1, NULL, 'u'}, {"help", 0, NULL, 'h'},
+		{"think-ms", 1, NULL, 't'}, {"until", 1, NULL, 'u'}, {"version", 0, NULL, 'V'}, {"help", 0, NULL, 'h'},
 		{NULL, 0, NULL, 0}};
 	int c;
 	char *end = NULL;
-	while ((c = getopt_long(argc, argv, "h", longs, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "hV", longs, NULL)) != -1) {
 		long v = optarg ? strtol(optarg, &end, 10) : 0;
 		bool number = optarg && *optarg && !*end && v > 0;
 		switch (c) {
@@ -326,6 +327,7 @@ static void parse(int argc, char **argv)
 		case 'i': o.instances = v; break;
 		case 't': o.think_ms = v; break;
 		case 'u': o.until = optarg; break;
+		case 'V': print_version("odmload"); exit(0);
 		case 'h': usage(stdout); exit(0);
 		default: usage(stderr); exit(2);
 		}

@@ -3,6 +3,7 @@
  * instance began, then one per interval.  With --cluster, of every node that mounts a CFS
  * filesystem, as the daemon of one mount last heard them (cfsd/odm_share.c). */
 #include "cfs/control.h"
+#include "tools/version.h"
 #include "odm/rows.h"
 #include "tools/ask.h"
 #include "tools/common.h"
@@ -455,11 +456,11 @@ static int parse(int argc, char **argv, struct opts *o)
 		{"json", no_argument, NULL, 'j'},           {"list", no_argument, NULL, 'l'},
 		{"prometheus", optional_argument, NULL, 'P'}, {"plot", required_argument, NULL, 'G'},
 		{"cluster", optional_argument, NULL, 'C'},
-		{"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0}};
+		{"version", no_argument, NULL, 'V'}, {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0}};
 	*o = (struct opts){.count = -1};
 	int c;
 	char *end;
-	while ((c = getopt_long(argc, argv, "i:c:lh", longs, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "i:c:lhV", longs, NULL)) != -1) {
 		/* NULL only for --prometheus without =FILE */
 		const char *arg = optarg ? optarg : "";
 		switch (c) {
@@ -512,6 +513,7 @@ static int parse(int argc, char **argv, struct opts *o)
 		case 'l':
 			o->list = true;
 			break;
+		case 'V': print_version("odmstat"); exit(0);
 		case 'h':
 			usage(stdout);
 			exit(0);

@@ -3,6 +3,7 @@
  * random block-aligned offsets over the whole target, synchronously or with an async queue.
  * Targets: a file or block device (O_DIRECT), or a CVM volume through libcvm.  See randio(1). */
 #include "../cvm/cvm.h"
+#include "tools/version.h"
 #include "common.h"
 
 #include <errno.h>
@@ -481,14 +482,14 @@ static int parse_args(int argc, char **argv, struct config *c)
 		{"pattern", required_argument, NULL, 'p'}, {"size", required_argument, NULL, 'S'},
 		{"scan", required_argument, NULL, 's'},	   {"seed", required_argument, NULL, OPT_SEED},
 		{"json", no_argument, NULL, 'j'},	   {"quiet", no_argument, NULL, OPT_QUIET},
-		{"force", no_argument, NULL, 'f'},	   {"help", no_argument, NULL, 'h'},
+		{"force", no_argument, NULL, 'f'},	   {"version", no_argument, NULL, 'V'}, {"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0}};
 	*c = (struct config){.streams = 1, .depth = 1, .read_pct = 75, .bs = 4096, .seconds = 10,
 			     .seed = 1};
 	uint64_t v;
 	char *end;
 	int o;
-	while ((o = getopt_long(argc, argv, "n:q:r:b:t:N:p:S:s:jfh", longopts, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, "n:q:r:b:t:N:p:S:s:jfhV", longopts, NULL)) != -1) {
 		switch (o) {
 		case 'n':
 			if (parse_uint(optarg, MAX_STREAMS, &v) || v == 0)
@@ -536,6 +537,7 @@ static int parse_args(int argc, char **argv, struct config *c)
 		case 'j': c->json = true; break;
 		case OPT_QUIET: c->quiet = true; break;
 		case 'f': c->force = true; break;
+		case 'V': print_version("randio"); exit(0);
 		case 'h': usage(stdout); exit(EXIT_OK);
 		default: fprintf(stderr, "Try 'randio --help'.\n"); return EXIT_USAGE;
 		}

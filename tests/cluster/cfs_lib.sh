@@ -41,12 +41,15 @@ hung() {
 	exit 1
 }
 M() { echo "$T/m$1"; }
+# node_bin NODE: the build node NODE runs, $BIN_<NODE> if set (a mixed-release cluster), else
+# $BIN.
+node_bin() { local v="BIN_$1"; echo "${!v:-$BIN}"; }
 mount_on() { # node [options]
 	mkdir -p "$(M "$1")"
-	on "$1" "$BIN/cfs" mount data "$(M "$1")" -o "log=$T/cfsd$1.log${2:+,$2}"
+	on "$1" "$(node_bin "$1")/cfs" mount data "$(M "$1")" -o "log=$T/cfsd$1.log${2:+,$2}"
 }
 # status_of NODE FIELD: a field of `cfs status --json` of node NODE's mount.
-status_of() { on "$1" "$BIN/cfs" status --json "$(M "$1")" | python3 -c "import json,sys; print(json.load(sys.stdin)['$2'])"; }
+status_of() { on "$1" "$(node_bin "$1")/cfs" status --json "$(M "$1")" | python3 -c "import json,sys; print(json.load(sys.stdin)['$2'])"; }
 ms() { date +%s%3N; } # now, in milliseconds
 messages() { echo $(( $(status_of 1 lock_messages) + $(status_of "$1" lock_messages) )); }
 # sent NODE CMD...: the lock messages nodes 1 and NODE send while CMD runs.
@@ -124,7 +127,7 @@ come_back() {
 	C wait-quorum "$1" yes 30 >/dev/null 2>&1
 	check "node $1 mounts again" mount_on "$1" "fence=$(held_fence)"
 }
-umount_on() { on "$1" timeout 240 "$BIN/cfs" umount "$(M "$1")"; } # as long as the LUNs are slow
+umount_on() { on "$1" timeout 240 "$(node_bin "$1")/cfs" umount "$(M "$1")"; } # as long as the LUNs are slow
 check() { local what=$1; shift; if "$@" >"$T/check.out" 2>&1; then ok "$what"; else not_ok "$what: $(head -c 600 "$T/check.out")"; fi; }
 fsck_clean() { # what
 	if "$BIN/fsck.cfs" -n data >"$T/fsck.out" 2>&1; then ok "$1: fsck.cfs -n clean"; else not_ok "$1: fsck.cfs: $(cat "$T/fsck.out")"; fi

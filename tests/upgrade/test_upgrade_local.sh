@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# From the previous release to this one on one node (docs/upgrading.md): a filesystem made and
+# filled by the previous release (tests/upgrade/build.sh previous), its tree read back whole by
+# this release, also from a journal the previous release left behind when killed; this
+# release's files read back by the previous release (the filesystem still has no feature it
+# does not know); then journal_v3 turned on, and a max-compat filesystem of this release
+# mounted by the previous one.
+. "$(dirname "$0")/../cfs/lib.sh"
+PREV=$BIN/../compat/previous/build/bin
+[ -x "$PREV/cfsd" ] || { not_ok "no build of the previous release in $PREV: run make check-build"; finish; }
+M=$T/mnt
+mkdir -p "$M"
+for i in 0 1; do truncate -s 128M "$T/v.lun$i"; done
+"$PREV/cvm" create v "$T/v.lun0" "$T/v.lun1" >/dev/null
+"$PREV/mkfs.cfs" -L old v >/dev/null 2>&1
+
+# manifest DIR: every name under DIR with its type, mode, owner, size, content hash, link
+# target and user xattrs, sorted.
+manifest() {
+	python3 - "$1" <<'PY'
+import hashlib, os, sys
+top = sys.argv[1]
+for dirpath, dirs, files in os.walk(top):
+    for name in sorted(dirs + files):
+        p = os.path.join(dirpath, name)
+        st = os.lstat(p)
+        line = [os.path.relpath(p, top), oct(st.st_mode), str(st.st_uid), str(st.st_gid), str(st.st_nlink)]
+        if os.path.islink(p):
+            line.append("-> " + os.readlink(p))
+        elif os.path.isfile(p):
+            line += [str(st.st_size), hashlib.sha256(open(p, "rb").read()).hexdigest()]
+            line += sorted(f"{k}={os.getxattr(p, k).hex()}" for k in os.listxattr(p))
+        print(" ".join(line))
+PY
+}
+# a tree of what a shared Oracle home holds: directories, files small and large (one sparse),
+# a symlink, a hard link, modes, owners, xattrs
+write_tree() {
+	python3 - "$1" <<'PY'
+import os, sys
+top = sys.argv[1]
+os.makedirs(f"{top}/bin/sub", exist_ok=True)
+for i in range(60):
+    with open(f"{top}/bin/f{i}", "wb") as f:
+        f.write(os.urandom(100 + i * 997))
+with open(f"{top}/big", "wb") as f:
+    f.write(os.urandom(3 << 20))
+with open(f"{top}/sparse", "wb") as f:
+    f.seek(40 << 20)
+    f.write(b"end")
+os.symlink("bin/f1", f"{top}/link")
+os.link(f"{top}/bin/f2", f"{top}/bin/sub/hard")
+os.chmod(f"{top}/bin/f3", 0o4750)
+os.chown(f"{top}/bin/f4", 54321, 54322)
+os.setxattr(f"{top}/bin/f5", "user.owner", b"oracle")
+os.sync()
+PY
+}
+
+mount_with() { # BUILD: mount v at $M with that build's cfs
+	"$1/cfs" mount v "$M" -o "log=$T/v.log"
+}
+check() { local what=$1; shift; if "$@" >"$T/check.out" 2>&1; then ok "$what"; else not_ok "$what: $(head -c 600 "$T/check.out")"; fi; }
+check "the previous release mounts the filesystem it made" mount_with "$PREV"
+write_tree "$M/home"
+manifest "$M" >"$T/manifest.prev"
+check "the previous release unmounts" "$PREV/cfs" umount "$M"
+check "this release mounts it" mount_with "$BIN"
+check "this release reads the tree the previous one wrote, whole" diff "$T/manifest.prev" <(manifest "$M")
+write_tree "$M/new"
+manifest "$M" >"$T/manifest.new"
+check "this release unmounts" "$BIN/cfs" umount "$M"
+check "this release's fsck.cfs finds it clean" "$BIN/fsck.cfs" -n v
+
+# What the previous release left in its journal when killed, replayed by this one.
+check "the previous release mounts it again" mount_with "$PREV"
+check "the previous release reads what this release wrote" diff "$T/manifest.new" <(manifest "$M")
+python3 - "$M/crash" <<'PY'
+import os, sys
+with open(sys.argv[1], "wb") as f:
+    f.write(b"fsync'd before the kill\n" * 1000)
+    os.fsync(f.fileno())
+os.rename(sys.argv[1], sys.argv[1] + ".renamed")
+fd = os.open(os.path.dirname(sys.argv[1]), os.O_RDONLY)
+os.fsync(fd)
+PY
+kill -9 "$(daemon_pid "$M")"
+umount -l "$M" 2>/dev/null
+check "this release mounts what the killed previous release left" mount_with "$BIN"
+check "its journal was replayed" grep -q "journal: replayed transactions" "$T/v.log"
+check "the file it fsync'd and renamed before the kill is there, whole" \
+	cmp "$M/crash.renamed" <(python3 -c "import sys; sys.stdout.buffer.write(b\"fsync'd before the kill\\n\" * 1000)")
+check "this release unmounts" "$BIN/cfs" umount "$M"
+check "fsck.cfs of the previous release finds it clean" "$PREV/fsck.cfs" -n v
+
+# journal_v3 on: only this release from now on.
+check "cfs tune -O journal_v3" "$BIN/cfs" tune v -O journal_v3
+check "cfs show says so" bash -c "'$BIN/cfs' show v | grep -q 'features: journal_v3'"
+check "this release mounts it" mount_with "$BIN"
+echo more >"$M/after-tune"
+sync "$M/after-tune"
+kill -9 "$(daemon_pid "$M")"
+umount -l "$M" 2>/dev/null
+check "a journal of format 3 replays" mount_with "$BIN"
+check "... with when and by whom it was committed" grep -q "committed by node 0 from" "$T/v.log"
+check "what was written before the kill is there" grep -qx more "$M/after-tune"
+check "this release unmounts" "$BIN/cfs" umount "$M"
+check "cfs tune -O ^journal_v3 (for the previous release again)" "$BIN/cfs" tune v -O ^journal_v3
+check "the previous release mounts it again" mount_with "$PREV"
+check "and reads everything" grep -qx more "$M/after-tune"
+check "the previous release unmounts" "$PREV/cfs" umount "$M"
+
+# A max-compat filesystem of this release, for a cluster that still runs the previous one.
+for i in 0; do truncate -s 64M "$T/w.lun$i"; done
+"$BIN/cvm" create w "$T/w.lun0" >/dev/null
+check "mkfs.cfs --feature-level max-compat" "$BIN/mkfs.cfs" --feature-level max-compat w
+check "the previous release mounts it" "$PREV/cfs" mount w "$M" -o "log=$T/w.log"
+echo from-prev >"$M/x"
+check "the previous release unmounts it" "$PREV/cfs" umount "$M"
+check "this release reads what the previous one wrote on it" bash -c "'$BIN/cfs' mount w '$M' -o log=$T/w.log && grep -qx from-prev '$M/x' && '$BIN/cfs' umount '$M'"
+finish
