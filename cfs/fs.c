@@ -484,15 +484,19 @@ int cfs_unmount(struct cfs_fs *fs)
 {
 	cfs_recovery_stop(fs); /* it takes the glock for dead slots' orphans */
 	pthread_mutex_lock(&fs->lock);
+	/* The kernel's references are gone with the mount: unlinked inodes go now (on a cluster
+	 * under the glock EX, read again: another node may have changed or freed them).  It is
+	 * asked for before the committer and the lock dispatcher stop: while this waits, they
+	 * still give up what other nodes ask for.  (A node holding the glock PR may be waiting
+	 * for an inode glock cached here; with nobody left here to let it go, each waited for
+	 * the other for ever.) */
+	int rc = fs->ro ? 0 : cfs_meta_hold(fs, CFSLOCK_EX, CFSLOCK_EX);
+	bool held = !fs->ro && !rc;
 	fs->stopping = true;
 	cfs_committer_wake(fs);
 	pthread_mutex_unlock(&fs->lock);
 	pthread_join(fs->committer, NULL);
 	pthread_mutex_lock(&fs->lock);
-	/* The kernel's references are gone with the mount: unlinked inodes go now (on a cluster
-	 * under the glock EX, read again: another node may have changed or freed them). */
-	int rc = fs->ro ? 0 : cfs_meta_hold(fs, CFSLOCK_EX, CFSLOCK_EX);
-	bool held = !fs->ro && !rc;
 	for (size_t i = 0; i < CFS_ICACHE_BUCKETS && !rc; i++)
 		for (struct cfs_inode *ip = fs->ihash[i], *n; ip && !rc; ip = n) {
 			n = ip->hnext;
