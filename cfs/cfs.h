@@ -18,6 +18,10 @@
 struct cfs_fs;
 
 const char *cfs_last_error(void);
+/* Every log line also to fd (-1: no more), as well as to stderr: a daemon's log file while it
+ * mounts, when its stderr is still the terminal of whoever mounts (a journal replayed then
+ * belongs in the log too). */
+void cfs_log_copy(int fd);
 void cfs_set_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* ---- mkfs ---- */

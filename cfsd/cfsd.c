@@ -348,9 +348,14 @@ static int serve(struct opts *o, struct cfsd *d, int status_fd)
 	return rc;
 }
 
+static int open_log(const char *log)
+{
+	return open(log ? log : "/dev/null", O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+}
+
 static void redirect_log(const char *log)
 {
-	int fd = open(log ? log : "/dev/null", O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+	int fd = open_log(log);
 	if (fd >= 0) {
 		dup2(fd, STDERR_FILENO);
 		close(fd);
@@ -405,7 +410,13 @@ int main(int argc, char **argv)
 		report(status_fd, EXIT_FAILED);
 		return EXIT_FAILED;
 	}
-	if ((rc = cfs_mount(d.vol, &o.m, &d.fs))) {
+	int log_copy = o.foreground ? -1 : open_log(o.log);
+	cfs_log_copy(log_copy);
+	rc = cfs_mount(d.vol, &o.m, &d.fs);
+	cfs_log_copy(-1);
+	if (log_copy >= 0)
+		close(log_copy);
+	if (rc) {
 		fprintf(stderr, "cfsd: %s\n", cfs_last_error()[0] ? cfs_last_error() : strerror(-rc));
 		report(status_fd, EXIT_FAILED);
 		cvm_volume_close(d.vol);
