@@ -38,7 +38,7 @@ static const struct cfslock_backend_ops *find_backend(const char *name)
 	return NULL;
 }
 
-static __thread char last_error[320];
+static __thread char last_error[400];
 
 void cfslock_set_error(const char *fmt, ...)
 {

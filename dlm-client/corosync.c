@@ -12,7 +12,7 @@
 #include "plock.h"
 #include "plock_own.h"
 #include "proto/cfslock.pb-c.h"
-#include "release.h"
+#include "version.h"
 
 #include <corosync/cpg.h>
 #include <corosync/quorum.h>
@@ -101,7 +101,7 @@ struct cs {
 	pthread_cond_t changed;
 	bool stop, connected, quorate, lost_quorum, synced, hello_seen;
 	bool refused; /* our Hello was refused: the cluster speaks another major version */
-	char refusal[320];
+	char refusal[400];
 	uint32_t nodeid, pid, hello_seq;
 	uint64_t owner, want_seq;
 	bool evicted;           /* removed while we stalled: we rejoin as a new owner */
@@ -255,10 +255,11 @@ static void queue_hello(struct cs *cs)
 	h.pid = cs->pid;
 	h.needs_sync = !cs->synced;
 	h.seq = ++cs->hello_seq;
+	struct lock_version own = lock_version_own();
 	h.has_proto_major = h.has_proto_minor = true;
-	h.proto_major = CFSLOCK_PROTO_MAJOR;
-	h.proto_minor = CFSLOCK_PROTO_MINOR;
-	h.release = (char *)CFS_RELEASE;
+	h.proto_major = own.major;
+	h.proto_minor = own.minor;
+	h.release = (char *)own.release;
 	env.hello = &h;
 	cs->hello_ns = cfslock_boottime_ns();
 	cs->hello_seen = false;
@@ -594,10 +595,11 @@ static void answer_hello(struct cs *cs, const Hello *h)
 	snap.members = mv;
 	snap.n_failed_owners = cs->nfailed;
 	snap.failed_owners = cs->failed;
+	struct lock_version own = lock_version_own();
 	snap.has_proto_major = snap.has_proto_minor = true;
-	snap.proto_major = CFSLOCK_PROTO_MAJOR;
-	snap.proto_minor = CFSLOCK_PROTO_MINOR;
-	snap.release = (char *)CFS_RELEASE;
+	snap.proto_major = own.major;
+	snap.proto_minor = own.minor;
+	snap.release = (char *)own.release;
 	Envelope env = ENVELOPE__INIT;
 	env.snapshot = &snap;
 	queue_out(cs, &env);
@@ -971,63 +973,53 @@ static void apply_plock(struct cs *cs, const PlockOp *op, bool replayed)
 		answer_sender(cs, op->owner, op->reqid, rc);
 }
 
-/* ---- versions (docs/upgrading.md) ---- */
-static void version_text(char *out, size_t len, uint32_t major, uint32_t minor,
-			 const char *release)
+/* ---- versions (version.h, docs/upgrading.md) ---- */
+/* "node N (pid P) speaks VERSION, this node M.m: HOW" to the log. */
+static void log_meeting(struct cs *cs, int prio, uint32_t nodeid, uint32_t pid,
+			struct lock_version theirs, const char *how)
 {
-	snprintf(out, len, "lock protocol %u.%u (release %s)", major, minor,
-		 release ? release : major == 1 && minor == 0 ? "0.1" : "unknown");
+	char text[96], line[224];
+	struct lock_version ours = lock_version_own();
+	lock_version_text(theirs, text, sizeof text);
+	snprintf(line, sizeof line, "node %u (pid %u) speaks %s, this node %u.%u: %s", nodeid, pid,
+		 text, ours.major, ours.minor, how);
+	log_msg(cs, prio, "%s", line);
 }
 
 /* A Hello of a major version we do not speak: the process is never admitted, and the member
  * that would have answered it tells it so. */
-static void refuse_hello(struct cs *cs, struct member *m, const Hello *h)
+static void refuse_hello(struct cs *cs, struct member *m, const Hello *h,
+			 struct lock_version theirs)
 {
-	if (!m->refused) {
-		char theirs[96], line[224];
-		version_text(theirs, sizeof theirs, h->proto_major, h->proto_minor, h->release);
-		snprintf(line, sizeof line, "node %u (pid %u) speaks %s, this node %u.%u: it is "
-			 "not admitted", m->nodeid, m->pid, theirs, CFSLOCK_PROTO_MAJOR,
-			 CFSLOCK_PROTO_MINOR);
-		log_msg(cs, LOG_WARNING, "%s", line);
-	}
+	if (!m->refused)
+		log_meeting(cs, LOG_WARNING, m->nodeid, m->pid, theirs, "it is not admitted");
 	m->refused = true;
 	if (!i_answer(cs) || !cs->quorate || cs->lost_quorum)
 		return;
+	struct lock_version ours = lock_version_own();
 	Refusal r = REFUSAL__INIT;
 	r.for_owner = h->owner;
 	r.for_seq = h->seq;
-	r.proto_major = CFSLOCK_PROTO_MAJOR;
-	r.proto_minor = CFSLOCK_PROTO_MINOR;
-	r.release = (char *)CFS_RELEASE;
+	r.proto_major = ours.major;
+	r.proto_minor = ours.minor;
+	r.release = (char *)ours.release;
 	Envelope env = ENVELOPE__INIT;
 	env.refusal = &r;
 	queue_out(cs, &env);
 }
 
 /* Our own Hello refused: we speak another major version than the cluster. */
-static void take_refusal(struct cs *cs, const Refusal *r)
+static void take_refusal(struct cs *cs, struct lock_version theirs)
 {
-	char theirs[96];
-	version_text(theirs, sizeof theirs, r->proto_major, r->proto_minor, r->release);
-	snprintf(cs->refusal, sizeof cs->refusal, "the cluster speaks %s; this node speaks lock "
-		 "protocol %u.%u (release %s): run a release of the cluster's major version here, "
-		 "or upgrade every node (docs/upgrading.md)", theirs, CFSLOCK_PROTO_MAJOR,
-		 CFSLOCK_PROTO_MINOR, CFS_RELEASE);
+	char text[96], own[96];
+	lock_version_text(theirs, text, sizeof text);
+	lock_version_text(lock_version_own(), own, sizeof own);
+	snprintf(cs->refusal, sizeof cs->refusal, "the cluster speaks %s; this node speaks %s: "
+		 "run a release of the cluster's major version here, or upgrade every node "
+		 "(docs/upgrading.md)", text, own);
 	log_msg(cs, LOG_ERR, "refused: %s", cs->refusal);
 	cs->refused = true;
 	pthread_cond_broadcast(&cs->changed);
-}
-
-/* A process of our major version and another minor: said once, as they work together. */
-static void note_minor(struct cs *cs, uint32_t nodeid, uint32_t pid, uint32_t minor,
-		       const char *release)
-{
-	char theirs[96], line[224];
-	version_text(theirs, sizeof theirs, CFSLOCK_PROTO_MAJOR, minor, release);
-	snprintf(line, sizeof line, "node %u (pid %u) speaks %s, this node %u.%u: they work "
-		 "together", nodeid, pid, theirs, CFSLOCK_PROTO_MAJOR, CFSLOCK_PROTO_MINOR);
-	log_msg(cs, LOG_INFO, "%s", line);
 }
 
 static void apply_hello(struct cs *cs, uint32_t nodeid, const Hello *h)
@@ -1035,16 +1027,16 @@ static void apply_hello(struct cs *cs, uint32_t nodeid, const Hello *h)
 	struct member *m = member(cs, nodeid, h->pid);
 	if (!m) /* it left again before its hello was delivered */
 		return;
-	Hello v = *h; /* without versions, as from release 0.1: 1.0 */
-	if (!v.has_proto_major)
-		v.proto_major = 1, v.proto_minor = 0;
-	if (v.proto_major != CFSLOCK_PROTO_MAJOR) {
-		refuse_hello(cs, m, &v);
+	struct lock_version theirs = lock_version_said(h->has_proto_major, h->proto_major,
+						       h->proto_minor, h->release);
+	enum lock_meeting meeting = lock_version_meet(lock_version_own(), theirs);
+	if (meeting == LOCK_REFUSED) {
+		refuse_hello(cs, m, h, theirs);
 		return;
 	}
-	if (v.proto_minor != CFSLOCK_PROTO_MINOR && (m->minor != v.proto_minor || !m->owner))
-		note_minor(cs, nodeid, h->pid, v.proto_minor, v.release);
-	m->minor = v.proto_minor;
+	if (meeting == LOCK_OTHER_MINOR && (m->minor != theirs.minor || !m->owner))
+		log_meeting(cs, LOG_INFO, nodeid, h->pid, theirs, "they work together");
+	m->minor = theirs.minor;
 	m->owner = h->owner;
 	if (!h->needs_sync) {
 		m->synced = true;
@@ -1289,20 +1281,20 @@ static void on_deliver(cpg_handle_t h, const struct cpg_name *group, uint32_t no
 	} else if (env->snapshot && env->snapshot->for_owner == cs->owner &&
 		   env->snapshot->for_seq == cs->hello_seq) {
 		const Snapshot *sn = env->snapshot;
-		uint32_t minor = sn->has_proto_major ? sn->proto_minor : 0;
-		if (sn->has_proto_major && sn->proto_major != CFSLOCK_PROTO_MAJOR) {
-			/* The rule is to refuse, not answer: go by what it says all the same. */
-			Refusal r = {.proto_major = sn->proto_major, .proto_minor = minor,
-				     .release = sn->release};
-			take_refusal(cs, &r);
+		struct lock_version theirs = lock_version_said(sn->has_proto_major, sn->proto_major,
+							       sn->proto_minor, sn->release);
+		enum lock_meeting meeting = lock_version_meet(lock_version_own(), theirs);
+		if (meeting == LOCK_REFUSED) { /* the rule is to refuse, not answer: all the same */
+			take_refusal(cs, theirs);
 		} else {
-			if (minor != CFSLOCK_PROTO_MINOR)
-				note_minor(cs, nodeid, pid, minor, sn->release);
+			if (meeting == LOCK_OTHER_MINOR)
+				log_meeting(cs, LOG_INFO, nodeid, pid, theirs, "they work together");
 			take_snapshot(cs, sn);
 		}
 	} else if (env->refusal && env->refusal->for_owner == cs->owner &&
 		   env->refusal->for_seq == cs->hello_seq) {
-		take_refusal(cs, env->refusal);
+		const Refusal *r = env->refusal;
+		take_refusal(cs, lock_version_said(true, r->proto_major, r->proto_minor, r->release));
 	} else {
 		buffer_message(cs, nodeid, pid, msg, len);
 	}
