@@ -407,6 +407,9 @@ int main(int argc, char **argv)
 	if (rc == -EPROTONOSUPPORT)
 		return fprintf(stderr, "cfslock: backend '%s': use local, corosync or dlm\n",
 			       o.backend), EXIT_USAGE;
+	if (rc && cfslock_last_error()[0])
+		return fprintf(stderr, "cfslock: the %s lock manager refused this process: %s\n",
+			       o.backend, cfslock_last_error()), EXIT_FAILED;
 	if (rc)
 		return fprintf(stderr, "cfslock: cannot reach the %s lock manager: %s%s\n",
 			       o.backend, strerror(-rc), backend_hint(o.backend)),

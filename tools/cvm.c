@@ -286,6 +286,9 @@ static int change_lock_take(const struct opts *o, const char *volume, struct cha
 				"is done\n", volume);
 	else if (rc == -CFSLOCK_ENOQUORUM)
 		fprintf(stderr, "cvm: this node has no quorum: volume %s cannot be changed\n", volume);
+	else if (cfslock_last_error()[0])
+		fprintf(stderr, "cvm: the %s lock manager refused this node: %s\n", o->locks,
+			cfslock_last_error());
 	else
 		fprintf(stderr, "cvm: cannot take the cluster lock of volume %s through the %s lock "
 				"manager: %s (see --locks)\n", volume, o->locks, strerror(-rc));
