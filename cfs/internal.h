@@ -163,8 +163,8 @@ int cfs_super_check(const struct cfs_dsuper *sb, uint64_t volume_bytes, const ch
  * before it was recorded), or NULL if it names none we know. */
 const char *cfs_super_lockproto(const struct cfs_dsuper *sb);
 /* Is the filesystem unmounted everywhere, with every journal empty?  Then it is claimed for
- * this process alone (*claim: the fd to close after; -1 if not claimed).  -EBUSY, error set,
- * if not. */
+ * this process alone (*claim: the fd to close after, also after a failure; -1 if not
+ * claimed).  -EBUSY, error set, if not. */
 int cfs_super_offline(struct cvm_volume *vol, const struct cfs_dsuper *sb, int *claim);
 /* 0 if name is a lock protocol, else -EINVAL with the error set. */
 int cfs_lockproto_check(const char *name);

@@ -234,10 +234,12 @@ int cfs_super_offline(struct cvm_volume *vol, const struct cfs_dsuper *sb, int *
 	/* A cluster filesystem: ask the lock manager whether any node has it mounted. */
 	if (proto && strcmp(proto, "local"))
 		rc = cfs_cluster_idle(vol, sb, proto);
-	if (!rc)
-		rc = check_journals_empty(vol, sb);
+	/* Claimed before the journals are read: mounted here, it says so whatever the journal
+	 * holds at the moment. */
 	if (!rc)
 		rc = cfs_volume_claim(vol, true, claim);
+	if (!rc)
+		rc = check_journals_empty(vol, sb);
 	return rc;
 }
 
