@@ -181,11 +181,13 @@ come_back 3
 # create of node 1 there would wait for node 2's writes, and theirs for its creates.
 on 1 mkdir "$(M 1)/spans"
 on 1 sh -c ": >'$(M 1)/spans/busy'"
+# It writes until node 1 is done (a gate, not a time: on a slow disk node 1's 30 creates took
+# longer than the 4 s the writer once ran, and the last ones went into the span it had left).
+rm -f "$T/spans.done"
 on 2 python3 -c "
 import os, time
 fd = os.open('$(M 2)/spans/busy', os.O_WRONLY)
-end = time.monotonic() + 4
-while time.monotonic() < end:
+while not os.path.exists('$T/spans.done'):
     os.pwrite(fd, b'w' * 512, 0)
     time.sleep(0.005)" &
 writer=$!
@@ -199,6 +201,7 @@ for i in range(30):
     os.close(os.open(p, os.O_CREAT | os.O_WRONLY, 0o644))
     print(os.stat(p).st_ino)
     time.sleep(0.03)" >"$T/spans.ino"
+touch "$T/spans.done"
 wait $writer
 busy=$(on 1 stat -c %i "$(M 1)/spans/busy")
 in_busy=$(awk -v s=$((busy / 64)) 'int($1 / 64) == s' "$T/spans.ino" | wc -l)
