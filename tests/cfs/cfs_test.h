@@ -5,6 +5,8 @@
 #include "cfs/internal.h"
 #include "../helpers.h"
 
+#include <pthread.h>
+
 static struct cvm_volume *test_vol;
 
 /* A volume of nluns LUNs of mib MiB each, striped 256k, opened read-write. */
@@ -99,6 +101,23 @@ static inline void fs_crash(struct cfs_fs *fs)
 }
 
 static const struct cfs_cred root_cred = {.uid = 0};
+
+/* Commit a change to one new inode, then put the old content of its block back in place, as
+ * if the crash came between the journal write and the in-place write. */
+static inline uint64_t committed_but_not_home(struct cfs_fs *fs, uint8_t *old)
+{
+	pthread_mutex_lock(&fs->lock);
+	struct cfs_inode *ip;
+	cr_assert_eq(cfs_ialloc(fs, 0, S_IFREG | 0640, 7, 8, &ip), 0);
+	ip->d.nlink = 1;
+	uint64_t ino = ip->ino;
+	cr_assert_eq(cvm_volume_read(fs->vol, old, 4096, ino * 4096), 0);
+	cr_assert_eq(cfs_iwrite(fs, ip), 0);
+	cr_assert_eq(cfs_journal_commit(fs), 0);
+	cr_assert_eq(cvm_volume_write(fs->vol, old, 4096, ino * 4096), 0);
+	pthread_mutex_unlock(&fs->lock);
+	return ino;
+}
 
 /* Fill the filesystem with a file "big" of all the space users can have but leave blocks. */
 static inline void fs_fill(struct cfs_fs *fs, uint64_t leave)

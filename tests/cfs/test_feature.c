@@ -34,6 +34,14 @@ static void set_foreign(enum cfs_feature_word w, int bit, const char *name)
 	cr_assert_eq(cfs_super_write(test_vol, &sb), 0);
 }
 
+/* What a 'cfs tune -O journal_v3' killed after its first write leaves. */
+static void interrupt_tune(void)
+{
+	struct cfs_dsuper sb = super_get();
+	cfs_feature_tuning(&sb, "journal_v3", true);
+	cr_assert_eq(cfs_super_write(test_vol, &sb), 0);
+}
+
 static int try_mount(bool ro, struct cfs_fs **fs)
 {
 	struct cfs_mount_opts o = {.ro = ro};
@@ -171,10 +179,8 @@ Test(feature, unknown_compat_is_ignored)
 Test(feature, interrupted_tune_stops_mounts_until_run_again)
 {
 	fresh_volume("max-compat");
-	/* What a tune killed after its first write leaves. */
-	struct cfs_dsuper sb = super_get();
-	cfs_feature_tuning(&sb, "journal_v3", true);
-	cr_assert_eq(cfs_super_write(test_vol, &sb), 0);
+	interrupt_tune();
+	struct cfs_dsuper sb;
 	struct cfs_fs *fs;
 	cr_expect_eq(try_mount(false, &fs), -EUCLEAN);
 	cr_expect(strstr(cfs_last_error(), "cfs tune -O journal_v3") &&
@@ -189,9 +195,7 @@ Test(feature, interrupted_tune_stops_mounts_until_run_again)
 Test(feature, fsck_rolls_back_an_interrupted_tune)
 {
 	fresh_volume("max-compat");
-	struct cfs_dsuper sb = super_get();
-	cfs_feature_tuning(&sb, "journal_v3", true);
-	cr_assert_eq(cfs_super_write(test_vol, &sb), 0);
+	interrupt_tune();
 	struct cfs_fsck_report r;
 	cr_assert_eq(fsck(false, &r), 0);
 	cr_expect_eq(r.problems, 1, "reported");
@@ -230,17 +234,8 @@ static uint16_t crash_and_replay(void)
 	struct cfs_fs *fs = fs_mount();
 	uint8_t *old;
 	cr_assert_eq(posix_memalign((void **)&old, 4096, 4096), 0);
-	pthread_mutex_lock(&fs->lock);
-	struct cfs_inode *ip;
-	cr_assert_eq(cfs_ialloc(fs, 0, S_IFREG | 0640, 7, 8, &ip), 0);
-	ip->d.nlink = 1;
-	uint64_t ino = ip->ino;
-	cr_assert_eq(cvm_volume_read(fs->vol, old, 4096, ino * 4096), 0);
-	cr_assert_eq(cfs_iwrite(fs, ip), 0);
-	cr_assert_eq(cfs_journal_commit(fs), 0);
-	cr_assert_eq(cvm_volume_write(fs->vol, old, 4096, ino * 4096), 0);
+	uint64_t ino = committed_but_not_home(fs, old);
 	uint64_t commit = fs->sb.journal_start + fs->jlast_pos + fs->jlast_len - 1;
-	pthread_mutex_unlock(&fs->lock);
 	cr_assert_eq(cvm_volume_read(fs->vol, old, 4096, commit * 4096), 0);
 	uint16_t format = ((struct cfs_djcommit *)old)->h.version;
 	free(old);
@@ -254,6 +249,7 @@ static uint16_t crash_and_replay(void)
 	cfs_jlog_free(&log);
 	fs = fs_mount();
 	pthread_mutex_lock(&fs->lock);
+	struct cfs_inode *ip;
 	cr_assert_eq(cfs_iget(fs, ino, &ip), 0);
 	cr_expect_eq(ip->d.uid, 7, "replayed");
 	pthread_mutex_unlock(&fs->lock);

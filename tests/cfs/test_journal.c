@@ -9,23 +9,6 @@
 
 #include <pthread.h>
 
-/* Commit a change to one new inode, then put the old content of its block back in place, as
- * if the crash came between the journal write and the in-place write. */
-static uint64_t committed_but_not_home(struct cfs_fs *fs, uint8_t *old)
-{
-	pthread_mutex_lock(&fs->lock);
-	struct cfs_inode *ip;
-	cr_assert_eq(cfs_ialloc(fs, 0, S_IFREG | 0640, 7, 8, &ip), 0);
-	ip->d.nlink = 1;
-	uint64_t ino = ip->ino;
-	cr_assert_eq(cvm_volume_read(fs->vol, old, 4096, ino * 4096), 0);
-	cr_assert_eq(cfs_iwrite(fs, ip), 0);
-	cr_assert_eq(cfs_journal_commit(fs), 0);
-	cr_assert_eq(cvm_volume_write(fs->vol, old, 4096, ino * 4096), 0);
-	pthread_mutex_unlock(&fs->lock);
-	return ino;
-}
-
 /* Damage the newest transaction's commit block, as if the crash came before all of it was
  * written.  fs->lock not held. */
 static void tear_newest(struct cfs_fs *fs)
