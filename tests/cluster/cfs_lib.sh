@@ -41,6 +41,17 @@ hung() {
 	exit 1
 }
 M() { echo "$T/m$1"; }
+# stop_job PID PATTERN: ends the background `on` PID and the processes matching PATTERN (the
+# command it runs on a node) with kill -9, and reaps PID.  One pkill is not enough: a job
+# started a moment ago may not have exec'ed its command yet, and would then run on unkilled.
+stop_job() {
+	while ! gone "$1" || pgrep -f "$2" >/dev/null; do
+		pkill -9 -f "$2"
+		sleep 0.1
+	done
+	wait "$1" 2>/dev/null
+	return 0
+}
 # node_bin NODE: the build node NODE runs, $BIN_<NODE> if set (a mixed-release cluster), else
 # $BIN.
 node_bin() { local v="BIN_$1"; echo "${!v:-$BIN}"; }

@@ -49,8 +49,7 @@ check "an ODM instance on node 3 creates a 32 MiB file in the new space" \
 	on 3 "$ODM/odm_race" create "$(M 3)/new.dbf" 32
 kill -0 $writer 2>/dev/null && ok "node 2's ODM instance kept writing through the growth" ||
 	not_ok "node 2's ODM writer: $(cat "$T/writer.out")"
-pkill -9 -f "odm_race writer $(M 2)/" || true
-wait $writer 2>/dev/null
+stop_job "$writer" "odm_race writer $(M 2)/"
 
 # Node slots while mounted everywhere.
 if mount_on 4 dboptimized >"$T/m4.out" 2>&1; then

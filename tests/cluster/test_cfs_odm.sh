@@ -62,8 +62,7 @@ check "$((w1 - w0)) ODM writes from 3 nodes in $((SECONDS - s0)) s sent $((m1 - 
 check "node 2 does not see node 1's uncommitted scratch file" \
 	bash -c "! '$HERE/cluster.sh' exec 2 ls '$(M 2)' | grep -q scratch"
 for n in 1 2 3; do
-	pkill -9 -f "odm_crash write $(M $n) " || true
-	wait "${wpid[n]}" 2>/dev/null
+	stop_job "${wpid[n]}" "odm_crash write $(M $n) "
 	[ "$(wc -l <"$T/log$n")" -gt 100 ] && ok "node $n wrote data.dbf: $(wc -l <"$T/log$n") writes completed" ||
 		not_ok "node $n's writer: $(cat "$T/writer$n.out")"
 done
@@ -176,7 +175,7 @@ else
 	check "odm_delete of a file another node holds is refused, naming the node" \
 		grep -q "in use by ODM on node" "$T/delete.out"
 fi
-for n in 2 3; do pkill -9 -f "odm_race writer $(M $n)/" || true; wait "${rpid[n]}" 2>/dev/null; done
+for n in 2 3; do stop_job "${rpid[n]}" "odm_race writer $(M $n)/"; done
 check "odm_delete once nobody holds it" on 1 "$ODM/odm_race" delete "$(M 1)/v.dbf"
 check "node 2 no longer sees v.dbf" bash -c "! '$HERE/cluster.sh' exec 2 test -e '$(M 2)/v.dbf'"
 
@@ -220,8 +219,7 @@ fi
 pid2=$(status_of 2 pid)
 id2=$(status_of 2 node_id)
 C kill 2; kill -9 "$pid2"; C abort 2
-pkill -9 -f "odm_race uncommitted $(M 2)/" || true
-wait $upid 2>/dev/null
+stop_job "$upid" "odm_race uncommitted $(M 2)/"
 check "node 1 works on after node 2 died" on 1 timeout 60 mkdir "$(M 1)/after"
 shown_down() {
 	on 1 "$BIN/odmstat" --cluster="$(M 1)" --by node --json >"$T/dead.json" && python3 -c "

@@ -21,10 +21,7 @@ write() {
 	on "$1" "$ODM/odm_crash" write "$(M "$1")" "$T/log$g" "$g" >"$T/writer$g.out" 2>&1 &
 	writer=$!
 }
-stop_writer() { # NODE
-	pkill -9 -f "odm_crash write $(M "$1") " || true
-	wait "$writer" 2>/dev/null
-}
+stop_writer() { stop_job "$writer" "odm_crash write $(M "$1") "; } # NODE
 # The node after n in the ring 2 -> 1 -> 3 -> 2.
 next_of() { case $1 in 2) echo 1 ;; 1) echo 3 ;; *) echo 2 ;; esac; }
 

@@ -146,8 +146,7 @@ check "round 5: the shrink still waits for it" kill -0 "$shrink"
 thaw
 check_soon 120 "round 5: the shrink completes once the process is thawed" gone "$shrink"
 check "round 5: no write of the thawed process reached the freed space" wait "$shrink"
-pkill -9 -f "odm_race writer $(M 2)/f.dbf"
-wait "$writer" 2>/dev/null
+stop_job "$writer" "odm_race writer $(M 2)/f.dbf"
 for n in 1 2 3; do check "round 5: node $n unmounts" umount_on $n; done
 fsck_clean "round 5"
 # Round 6: node 2's cfsd frozen while only nodes 1 and 2 mount: nothing of another node
