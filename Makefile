@@ -47,7 +47,7 @@ LDLIBS_ODM := -lprotobuf-c -laio -lpthread
 
 .SECONDARY:
 .PHONY: FORCE all deps check check-build compat-builds stress poc demo soak bench bench-cvm bench-locks bench-cfs bench-odm bench-cluster install clean lint
-all: deps $(LIBS) $(BUILD)/lib/libcvm.so $(BUILD)/lib/libodm.so $(TOOLS)
+all: deps $(LIBS) $(BUILD)/lib/libcvm.so $(BUILD)/lib/libodm.so $(TOOLS) $(BUILD)/bin/cfs-fence
 
 # Installs what is missing (apt-get, as root); a no-op once everything is there.  Compiling
 # waits for it (order-only), so `make -j` on a fresh machine does not run protoc-c first.
@@ -61,6 +61,12 @@ $(BUILD)/build_id.h: FORCE
 	echo "#define CFS_BUILD_ID \"$$id\"" >$@.tmp; \
 	if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; fi
 $(BUILD)/tools/version.o: $(BUILD)/build_id.h
+
+# The fence agent is a shell script; its --version is the release's.
+$(BUILD)/bin/cfs-fence: tools/cfs-fence release.h
+	@mkdir -p $(@D)
+	sed "s/@RELEASE@/$$(sed -n 's/.*CFS_RELEASE "\(.*\)"/\1/p' release.h)/" $< >$@
+	chmod 755 $@
 
 # Wire messages: generated from proto/*.proto into BUILD/proto/.
 $(BUILD)/proto/%.pb-c.c $(BUILD)/proto/%.pb-c.h: proto/%.proto | deps
@@ -172,7 +178,7 @@ poc: check-build
 		SCRIPT_LIMIT=3600 tests/run.sh build/asan
 
 check-build: deps compat-builds
-	$(MAKE) --no-print-directory SANITIZE=1 BUILD=build/asan build/asan/bin/cvm build/asan/bin/randio build/asan/bin/cfslock \
+	$(MAKE) --no-print-directory SANITIZE=1 BUILD=build/asan build/asan/bin/cvm build/asan/bin/randio build/asan/bin/cfslock build/asan/bin/cfs-fence \
 		$(CFS_TOOLS:$(BUILD)/%=build/asan/%) $(ODM_TOOLS:$(BUILD)/%=build/asan/%) \
 		build/asan/lib/libodm.so build/asan/tests/odm/odm_api build/asan/tests/odm/odm_crash build/asan/tests/odm/odm_race \
 		$(patsubst tests/%.c,build/asan/tests/%,$(wildcard tests/*/test_*.c))
@@ -252,15 +258,17 @@ install: all
 	install -m 755 $(BUILD)/lib/libodm.so $(DESTDIR)$(PREFIX)/lib/libodm.so
 	install -d $(DESTDIR)$(PREFIX)/share/man/man3
 	install -m 644 man/libodm.3 $(DESTDIR)$(PREFIX)/share/man/man3/
-	install -m 644 man/cvm.8 man/cfslock.8 man/cfs.8 man/mkfs.cfs.8 man/fsck.cfs.8 \
+	install -m 644 man/cvm.8 man/cfslock.8 man/cfs.8 man/cfs-fence.8 man/mkfs.cfs.8 man/fsck.cfs.8 \
 		$(DESTDIR)$(PREFIX)/share/man/man8/
 	install -m 644 man/randio.1 man/odmstat.1 man/odmload.1 $(DESTDIR)$(PREFIX)/share/man/man1/
 	install -d $(DESTDIR)$(PREFIX)/share/man/man5 $(DESTDIR)$(SBINDIR)
 	install -m 644 man/cfs.5 $(DESTDIR)$(PREFIX)/share/man/man5/
 	ln -sf $(PREFIX)/bin/cfs $(DESTDIR)$(SBINDIR)/mount.cfs
+	install -d $(DESTDIR)$(PREFIX)/sbin
+	install -m 755 $(BUILD)/bin/cfs-fence $(DESTDIR)$(PREFIX)/sbin/
 	ln -sf $(PREFIX)/bin/cfs $(DESTDIR)$(SBINDIR)/umount.cfs
 	install -d $(DESTDIR)$(PREFIX)/lib/systemd/system
-	sed 's|@BINDIR@|$(PREFIX)/bin|' scripts/systemd/cfs@.service \
+	sed 's|@BINDIR@|$(PREFIX)/bin|; s|@SBINDIR@|$(PREFIX)/sbin|' scripts/systemd/cfs@.service \
 		>$(DESTDIR)$(PREFIX)/lib/systemd/system/cfs@.service
 
 clean:

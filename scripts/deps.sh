@@ -15,6 +15,7 @@ PACKAGES=(
   libfuse3-dev fuse3  # cfs: the FUSE daemon and its mounts
   acl attr dbench     # cfs tests: ACLs, xattrs, a file server load
   gdb                 # tests/cluster: what a hung cfsd's threads were doing
+  sbd fence-agents    # tests/cluster: cfs-fence with fence_sbd for real, the agents' options
 )
 
 missing=()
