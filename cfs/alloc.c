@@ -75,15 +75,20 @@ void cfs_agh_take(uint8_t *block, uint64_t blk, uint32_t n)
 	g->nfree -= n;
 }
 
-/* The group's header; without its glock (agglock.c) only as a hint, which keeps it fresh. */
+/* The group's header; without its glock (agglock.c) only as a hint, which keeps it fresh.
+ * Such a hint may meet a header that another node's grow has just made longer (the last
+ * group grows first) before this node took the grow in: -EAGAIN, not damage. */
 static int read_agh(struct cfs_fs *fs, uint32_t ag, struct cfs_buf **b)
 {
-	unsigned flags = cfs_group_is_ours(fs, ag) ? 0 : CFS_BREAD_RACY;
-	int rc = cfs_bread_flags(fs, fs->ags[ag].start, CFS_B_AGH, ag, flags, b);
+	bool hint = !cfs_group_is_ours(fs, ag);
+	int rc = cfs_bread_flags(fs, fs->ags[ag].start, CFS_B_AGH, ag, hint ? CFS_BREAD_RACY : 0, b);
 	if (rc)
 		return rc;
 	const struct cfs_dagh *g = (const void *)(*b)->data;
 	if (g->start != fs->ags[ag].start || g->nblocks != fs->ags[ag].nblocks) {
+		if (hint && g->start == fs->ags[ag].start && g->nblocks > fs->ags[ag].nblocks &&
+		    ag == fs->sb.nags - 1)
+			return -EAGAIN;
 		cfs_log(fs, "block %llu (group %u header): geometry differs from the superblock: EIO",
 			(unsigned long long)fs->ags[ag].start, ag);
 		return -EIO;
@@ -100,7 +105,10 @@ static void load_hint(struct cfs_fs *fs, uint32_t ag)
 		fs->ags[ag].hint_seq = fs->grants;
 	}
 	struct cfs_buf *b;
-	if (read_agh(fs, ag, &b))
+	int rc = read_agh(fs, ag, &b);
+	if (rc == -EAGAIN) /* grown elsewhere: the count stays until the grow is taken in */
+		cfs_bcache_drop_block(fs, fs->ags[ag].start);
+	else if (rc)
 		fs->ags[ag].nfree = 0; /* a damaged group hands out nothing; fsck.cfs rebuilds it */
 	cfs_bcache_trim(fs);
 }

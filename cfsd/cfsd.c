@@ -408,6 +408,7 @@ int main(int argc, char **argv)
 	if (open_volume("cfsd", &o.scan, o.volume, o.m.ro ? CVM_OPEN_RDONLY : CVM_OPEN_RDWR,
 			&d.vol)) {
 		report(status_fd, EXIT_FAILED);
+		scan_paths_free(&o.scan);
 		return EXIT_FAILED;
 	}
 	int log_copy = o.foreground ? -1 : open_log(o.log);
@@ -420,6 +421,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "cfsd: %s\n", cfs_last_error()[0] ? cfs_last_error() : strerror(-rc));
 		report(status_fd, EXIT_FAILED);
 		cvm_volume_close(d.vol);
+		scan_paths_free(&o.scan);
 		return EXIT_FAILED;
 	}
 	if (!o.foreground)

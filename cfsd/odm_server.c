@@ -5,6 +5,7 @@
 #include "cfs/control.h"
 #include "cfsd/fuse_ops.h"
 #include "cfs/internal.h"
+#include "tools/common.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -494,6 +495,8 @@ static int fill_layout(struct cfsd *d, struct odm_reply_mem *m)
 	pthread_rwlock_unlock(&d->fs->vol_lock);
 	m->layout.vol_uuid = m->vol_uuid;
 	m->layout.lun_paths = m->lun_paths;
+	m->layout.n_scan_paths = d->scan->n; /* they live as long as the mount */
+	m->layout.scan_paths = (char **)d->scan->paths;
 	return m->lun_paths ? rc : -ENOMEM;
 }
 

@@ -334,6 +334,29 @@ int odm_mount_aio(struct odm_mount *m)
 	return rc;
 }
 
+/* The volume of the layout, found on the LUNs cfsd named, or (also_scan) also where cfsd
+ * looks for LUNs.  Each LUN's label must carry the volume's uuid; the volume opened is the
+ * one the labels describe now, which a cvm grow may have made longer than cfsd's. */
+static int open_layout_volume(const OdmLayout *layout, bool also_scan, struct cvm_volume **vol)
+{
+	size_t n = layout->n_lun_paths + (also_scan ? layout->n_scan_paths : 0);
+	const char **paths = calloc(n ? n : 1, sizeof *paths);
+	if (!paths)
+		return -ENOMEM;
+	for (size_t i = 0; i < layout->n_lun_paths; i++)
+		paths[i] = layout->lun_paths[i];
+	for (size_t i = 0; also_scan && i < layout->n_scan_paths; i++)
+		paths[layout->n_lun_paths + i] = layout->scan_paths[i];
+	struct cvm_scan scan;
+	int rc = cvm_scan_paths(paths, n, &scan);
+	free(paths);
+	if (!rc) {
+		rc = cvm_volume_open(&scan, layout->vol_uuid, CVM_OPEN_DATA, vol);
+		cvm_scan_free(&scan);
+	}
+	return rc;
+}
+
 /* The LUNs are found where cfsd found them; each one's label must carry the volume's uuid. */
 int odm_mount_layout(struct odm_mount *m, const OdmLayout *layout)
 {
@@ -347,13 +370,10 @@ int odm_mount_layout(struct odm_mount *m, const OdmLayout *layout)
 		if (rc < 0)
 			return rc;
 	}
-	struct cvm_scan scan;
 	struct cvm_volume *vol = NULL;
-	int rc = cvm_scan_paths((const char *const *)layout->lun_paths, layout->n_lun_paths, &scan);
-	if (!rc) {
-		rc = cvm_volume_open(&scan, layout->vol_uuid, CVM_OPEN_DATA, &vol);
-		cvm_scan_free(&scan);
-	}
+	int rc = open_layout_volume(layout, false, &vol);
+	if (rc == -ENODEV) /* a cvm grow added LUNs that cfsd has not taken in yet */
+		rc = open_layout_volume(layout, true, &vol);
 	if (!rc && cvm_volume_size(vol) < layout->size)
 		rc = -ESTALE;
 	if (!rc && vol && m->lease)

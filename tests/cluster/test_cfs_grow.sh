@@ -4,7 +4,8 @@
 # without a remount (each opens the volume again when it next takes the metadata lock), a
 # file written there by node 3 reads back whole on node 2, an ODM instance on node 2 keeps
 # writing through it all, and one on node 3 creates a file in the new space.  Node 3's
-# unmount shows in odmstat --cluster as such (not as a death).  Then slots: made with 3,
+# unmount shows in odmstat --cluster as such (not as a death).  An ODM process started between
+# `cvm grow` and `cfs grow` finds the new LUN.  Then slots: made with 3,
 # all in use, a fourth node is refused until `cfs addslots` on node 1 adds one while three
 # nodes have it mounted; the fourth node mounts, reads and writes.  fsck.cfs -n clean.
 . "$(dirname "$0")/cfs_lib.sh" "cfs growth on a cluster"
@@ -18,6 +19,7 @@ blocks() { on "$1" stat -f -c %b "$(M "$1")"; }
 free_mib() { on "$1" stat -f -c '%a %S' "$(M "$1")" | awk '{print int($1 * $2 / 1048576)}'; }
 
 on 2 "$ODM/odm_race" create "$(M 2)/w.dbf" 8 || not_ok "node 2 creates w.dbf"
+on 3 "$ODM/odm_race" create "$(M 3)/between.dbf" 2 || not_ok "node 3 creates between.dbf"
 on 2 "$ODM/odm_race" writer "$(M 2)/w.dbf" >"$T/writer.out" 2>&1 &
 writer=$!
 # Nearly full: what is left is less than node 3 writes later.
@@ -35,6 +37,13 @@ on 3 rm -f "$(M 3)/big"
 
 truncate -s 128M "$T/lun4"
 check "cvm grow adds a LUN while three nodes have it mounted" "$BIN/cvm" grow data "$T/lun4"
+# The LUNs' labels now describe a volume with a LUN the daemons have not opened: a libodm
+# process that opens the volume now finds it where its cfsd looks for LUNs.
+on 3 "$ODM/odm_race" writer "$(M 3)/between.dbf" >"$T/between.out" 2>&1 &
+between=$!
+check_soon 120 "an ODM process started between cvm grow and cfs grow writes its file" \
+	grep -q writing "$T/between.out"
+stop_job "$between" "odm_race writer $(M 3)/between.dbf"
 check "cfs grow on node 1" on 1 "$BIN/cfs" grow "$(M 1)"
 for n in 2 3; do
 	after=$(blocks $n)
