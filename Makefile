@@ -7,10 +7,13 @@
 #   make bench      benchmarks (long; not part of check)
 #   make install    PREFIX=/usr/local DESTDIR= (the mount helpers go in SBINDIR=/sbin, where
 #                   mount(8) and umount(8) look for them)
+#   make deb        Debian packages (cfs-utils, libodm, libodm-dev) into build/deb/
 #   make clean
 
 PREFIX ?= /usr/local
 SBINDIR ?= /sbin
+LIBDIR ?= $(PREFIX)/lib
+SYSTEMDDIR ?= $(PREFIX)/lib/systemd/system
 DESTDIR ?=
 BUILD ?= build
 CC ?= gcc
@@ -46,18 +49,20 @@ ODM_OBJ := $(ODM_SRC:%.c=$(BUILD)/%.o) $(BUILD)/cfs/control.o $(BUILD)/proto/con
 LDLIBS_ODM := -lprotobuf-c -laio -lpthread
 
 .SECONDARY:
-.PHONY: FORCE all deps check check-build compat-builds stress poc demo soak bench bench-cvm bench-locks bench-cfs bench-odm bench-cluster install clean lint
+.PHONY: FORCE all deps deb check check-build compat-builds stress poc demo soak bench bench-cvm bench-locks bench-cfs bench-odm bench-cluster install clean lint
 all: deps $(LIBS) $(BUILD)/lib/libcvm.so $(BUILD)/lib/libodm.so $(TOOLS) $(BUILD)/bin/cfs-fence
 
 # Installs what is missing (apt-get, as root); a no-op once everything is there.  Compiling
 # waits for it (order-only), so `make -j` on a fresh machine does not run protoc-c first.
 deps:
+ifneq ($(SKIP_DEPS),1)
 	@scripts/deps.sh
+endif
 
 # The commit a build comes from, for --version; rewritten only when it changes.
 $(BUILD)/build_id.h: FORCE
 	@mkdir -p $(BUILD)
-	@id=$$(git describe --tags --always --dirty 2>/dev/null || echo "a tree outside git"); \
+	@id=$${CFS_BUILD_ID:-$$(git describe --tags --always --dirty 2>/dev/null || echo "a tree outside git")}; \
 	echo "#define CFS_BUILD_ID \"$$id\"" >$@.tmp; \
 	if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; fi
 $(BUILD)/tools/version.o: $(BUILD)/build_id.h
@@ -248,14 +253,14 @@ lint:
 	clang-tidy --quiet $(CVM_SRC) $(LOCK_SRC) $(CFS_SRC) $(CFSD_SRC) $(ODM_SRC) tools/*.c -- $(CFLAGS_COMMON)
 
 install: all
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include \
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(LIBDIR) $(DESTDIR)$(PREFIX)/include \
 		$(DESTDIR)$(PREFIX)/share/man/man8 $(DESTDIR)$(PREFIX)/share/man/man1
 	install -m 755 $(TOOLS) $(DESTDIR)$(PREFIX)/bin/
-	install -m 644 $(BUILD)/lib/libcvm.a $(BUILD)/lib/libcfslock.a $(DESTDIR)$(PREFIX)/lib/
-	install -m 755 $(BUILD)/lib/libcvm.so $(DESTDIR)$(PREFIX)/lib/libcvm.so.0
-	ln -sf libcvm.so.0 $(DESTDIR)$(PREFIX)/lib/libcvm.so
+	install -m 644 $(BUILD)/lib/libcvm.a $(BUILD)/lib/libcfslock.a $(DESTDIR)$(LIBDIR)/
+	install -m 755 $(BUILD)/lib/libcvm.so $(DESTDIR)$(LIBDIR)/libcvm.so.0
+	ln -sf libcvm.so.0 $(DESTDIR)$(LIBDIR)/libcvm.so
 	install -m 644 cvm/cvm.h dlm-client/cfslock.h odm/odm.h $(DESTDIR)$(PREFIX)/include/
-	install -m 755 $(BUILD)/lib/libodm.so $(DESTDIR)$(PREFIX)/lib/libodm.so
+	install -m 755 $(BUILD)/lib/libodm.so $(DESTDIR)$(LIBDIR)/libodm.so
 	install -d $(DESTDIR)$(PREFIX)/share/man/man3
 	install -m 644 man/libodm.3 $(DESTDIR)$(PREFIX)/share/man/man3/
 	install -m 644 man/cvm.8 man/cfslock.8 man/cfs.8 man/cfs-fence.8 man/mkfs.cfs.8 man/fsck.cfs.8 \
@@ -264,12 +269,23 @@ install: all
 	install -d $(DESTDIR)$(PREFIX)/share/man/man5 $(DESTDIR)$(SBINDIR)
 	install -m 644 man/cfs.5 $(DESTDIR)$(PREFIX)/share/man/man5/
 	ln -sf $(PREFIX)/bin/cfs $(DESTDIR)$(SBINDIR)/mount.cfs
+	ln -sf $(PREFIX)/bin/cfs $(DESTDIR)$(SBINDIR)/umount.cfs
 	install -d $(DESTDIR)$(PREFIX)/sbin
 	install -m 755 $(BUILD)/bin/cfs-fence $(DESTDIR)$(PREFIX)/sbin/
-	ln -sf $(PREFIX)/bin/cfs $(DESTDIR)$(SBINDIR)/umount.cfs
-	install -d $(DESTDIR)$(PREFIX)/lib/systemd/system
+	install -d $(DESTDIR)$(SYSTEMDDIR)
 	sed 's|@BINDIR@|$(PREFIX)/bin|; s|@SBINDIR@|$(PREFIX)/sbin|' scripts/systemd/cfs@.service \
-		>$(DESTDIR)$(PREFIX)/lib/systemd/system/cfs@.service
+		>$(DESTDIR)$(SYSTEMDDIR)/cfs@.service
+
+# Debian packages of the tree as git knows it (committed, and changes to tracked files: what a
+# clone would have), built with dpkg-buildpackage in build/deb/src; the .deb files land in
+# DEB_DIR (build/deb).  See debian/.
+DEB_DIR ?= build/deb
+deb: deps
+	rm -rf $(DEB_DIR) && mkdir -p $(DEB_DIR)/src
+	tree=$$(git stash create); git archive --format=tar $${tree:-HEAD} | tar -x -C $(DEB_DIR)/src
+	id=$$(git describe --tags --always --dirty); cd $(DEB_DIR)/src && CFS_BUILD_ID=$$id \
+		dpkg-buildpackage -b -us -uc -j2
+	ls $(DEB_DIR)/*.deb
 
 clean:
 	rm -rf build

@@ -16,6 +16,7 @@ PACKAGES=(
   acl attr dbench     # cfs tests: ACLs, xattrs, a file server load
   gdb                 # tests/cluster: what a hung cfsd's threads were doing
   sbd fence-agents    # tests/cluster: cfs-fence with fence_sbd for real, the agents' options
+  debhelper           # make deb: the Debian packages
 )
 
 missing=()

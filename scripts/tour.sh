@@ -3,10 +3,17 @@
 # temporary directory, a striped volume over them, randio on it, a CFS filesystem made and
 # mounted, used as a shared Oracle home would be, remounted dboptimized for database files,
 # grown online, two database instances run through libodm and shown by odmstat, unmounted,
-# checked, and everything cleaned up.  Usage: tour.sh [BUILD]
+# checked, and everything cleaned up.  Usage: tour.sh [BUILD | --installed]
+# (--installed: the tools on PATH and libodm.so where the loader finds it, as the Debian
+# packages install them).
 set -euo pipefail
 build=${1:-build}
-bin=$(cd "$build/bin" && pwd)
+if [ "$build" = --installed ]; then
+	command -v cvm >/dev/null || { echo "tour: cvm is not installed (apt-get install cfs-utils)" >&2; exit 1; }
+	bin=$(dirname "$(command -v cvm)") lib=libodm.so
+else
+	bin=$(cd "$build/bin" && pwd) lib=$(cd "$build/lib" && pwd)/libodm.so
+fi
 dir=$(mktemp -d "${TMPDIR:-/var/tmp}/cfs-demo.XXXXXX")
 cleanup() {
 	for m in "$dir/home" "$dir/oradata"; do
@@ -54,14 +61,13 @@ step df -h "$dir/oradata"
 step "$bin/cfs" status "$dir/oradata" --json
 echo
 echo "demo: two database instances through libodm (kernel bypass: libaio straight to the LUNs)"
-lib=$(cd "$build/lib" && pwd)/libodm.so
 step "$bin/odmload" --lib "$lib" --dir "$dir/oradata" --db DEMO --instance DEMO1 --profile oltp \
 	--seconds 4 --file-mib 64 &
 oltp=$!
 step "$bin/odmload" --lib "$lib" --dir "$dir/oradata" --db DEMO --instance DEMO2 --profile scan \
 	--seconds 4 --file-mib 64 &
 scan=$!
-sleep 2
+for _ in $(seq 100); do "$bin/odmstat" -l >/dev/null 2>&1 && break; sleep 0.2; done # started
 step "$bin/odmstat" -l
 wait $oltp $scan
 step "$bin/odmstat" --by instance

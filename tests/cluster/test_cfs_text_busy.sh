@@ -27,15 +27,21 @@ on 1 cp /bin/sleep "$(M 1)/prog"
 want=$(sha256sum </bin/sleep | cut -d' ' -f1)
 on 2 "$(M 2)/prog" 600 &
 runner=$!
-check_soon 120 "node 2 runs the program" pgrep -f "$(M 2)/prog 600"
+# The program itself (-x: the whole command line), not the wrappers that start it on node 2,
+# whose command lines hold it too: once it runs, its exec took the program's lock.
+check_soon 120 "node 2 runs the program" pgrep -fx "$(M 2)/prog 600"
 node_id() { on "$1" "$BIN/cfs" status --json "$(M "$1")" | python3 -c 'import json,sys; print(json.load(sys.stdin)["node_id"])'; }
-check "cfs locks on node 1 names /prog as a program node 2 runs (PR)" \
-	python3 - "$(on 1 "$BIN/cfs" locks --json "$(M 1)")" "$(node_id 2)" <<'PY'
+runner_id=$(node_id 2)
+program_lock_listed() {
+	python3 - "$(on 1 "$BIN/cfs" locks --json "$(M 1)")" "$runner_id" <<'PY'
 import json, sys
 locks, runner = json.loads(sys.argv[1])['locks'], int(sys.argv[2])
 assert any(l.get('path') == '/prog' and l['object'].startswith('program') and
            l['node_id'] == runner and l['granted'] == 'PR' for l in locks), locks
 PY
+}
+# Node 1 applies the grant when corosync delivers it there, a moment after node 2 did.
+check_soon 120 "cfs locks on node 1 names /prog as a program node 2 runs (PR)" program_lock_listed
 busy "node 1 cannot open node 2's running program for writing" 1 bash -c "exec 3>>'$(M 1)/prog'"
 busy "node 1's cp over it fails" 1 cp /bin/true "$(M 1)/prog"
 busy "node 3 cannot truncate it" 3 truncate -s 0 "$(M 3)/prog"
