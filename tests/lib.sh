@@ -45,6 +45,12 @@ wait_until() {
 gone() { ! kill -0 "$1" 2>/dev/null; }
 # check_soon SECONDS WHAT CMD...: ok once CMD succeeds, not_ok with its output if it still
 # fails after SECONDS.
+# check DESCRIPTION CMD...: ok if CMD succeeds, not_ok with the start of its output if not.
+check() {
+	local what=$1
+	shift
+	if "$@" >"$T/check.out" 2>&1; then ok "$what"; else not_ok "$what: $(head -c 600 "$T/check.out")"; fi
+}
 check_soon() {
 	local secs=$1 what=$2
 	shift 2

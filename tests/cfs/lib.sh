@@ -74,9 +74,3 @@ daemon_pid() {
 	"$BIN/cfs" status --json "$1" | python3 -c 'import json, sys; print(json.load(sys.stdin)["pid"])'
 }
 
-# check DESCRIPTION CMD...: ok if CMD succeeds.
-check() {
-	local what=$1
-	shift
-	if "$@" >"$T/check.out" 2>&1; then ok "$what"; else not_ok "$what: $(head -c 600 "$T/check.out")"; fi
-}

@@ -139,7 +139,6 @@ come_back() {
 	check "node $1 mounts again" mount_on "$1" "fence=$(held_fence)"
 }
 umount_on() { on "$1" timeout 240 "$(node_bin "$1")/cfs" umount "$(M "$1")"; } # as long as the LUNs are slow
-check() { local what=$1; shift; if "$@" >"$T/check.out" 2>&1; then ok "$what"; else not_ok "$what: $(head -c 600 "$T/check.out")"; fi; }
 fsck_clean() { # what
 	if "$BIN/fsck.cfs" -n data >"$T/fsck.out" 2>&1; then ok "$1: fsck.cfs -n clean"; else not_ok "$1: fsck.cfs: $(cat "$T/fsck.out")"; fi
 }

@@ -15,13 +15,19 @@ export CLUSTER_STATE=${CLUSTER_STATE:-${TMPDIR:-/tmp}/cfs-cluster-$CLUSTER_ID}
 # stop the script (see hung in cfs_lib.sh), and one TERM more cut the cleanup short.
 # KEEP_LOGS=DIR keeps the daemons' logs there (the temporary directory goes).
 # Processes a test froze (SIGSTOP) are listed in $T/frozen: they are let go first, or they
-# would outlive their cluster.  Loop devices a test made are listed in $T/loops, commands that
-# put back what it changed on the machine in $T/on_exit.
+# would outlive their cluster.  $T/on_exit holds commands that undo what the script changed on
+# the machine (loop devices, settings).
 trap 'trap "" INT TERM; [ -s "$T/frozen" ] && kill -CONT $(cat "$T/frozen") 2>/dev/null
       "$HERE/cluster.sh" down >/dev/null 2>&1
-      [ -s "$T/loops" ] && for l in $(cat "$T/loops"); do losetup -d "$l"; done 2>/dev/null
-      [ -s "$T/on_exit" ] && bash "$T/on_exit"
+      [ -s "$T/on_exit" ] && bash "$T/on_exit" 2>/dev/null
       [ -n "${KEEP_LOGS:-}" ] && mkdir -p "$KEEP_LOGS" && cp "$T"/*.log "$KEEP_LOGS"/ 2>/dev/null
       rm -rf "$T"' EXIT
 trap 'exit 1' INT TERM # a test stopped from outside still takes its cluster down
 C() { "$HERE/cluster.sh" "$@"; }
+# loop_device FILE: a loop device on FILE, detached when the script ends.
+loop_device() {
+	local l
+	l=$(losetup --find --show "$1") || return 1
+	echo "losetup -d $l" >>"$T/on_exit"
+	echo "$l"
+}

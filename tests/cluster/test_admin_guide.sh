@@ -20,8 +20,7 @@ mkdir -p "$T/dev" "$T/etc/corosync"
 for l in a b c d e f; do truncate -s 96M "$T/dev/mpath$l"; done
 truncate -s 160M "$T/dev/mpathg"
 truncate -s 8M "$T/sbd.img"
-sbd_dev=$(losetup --find --show "$T/sbd.img") || { not_ok "losetup for the SBD disk"; finish; }
-echo "$sbd_dev" >>"$T/loops"
+sbd_dev=$(loop_device "$T/sbd.img") || { not_ok "losetup for the SBD disk"; finish; }
 ln -s "$sbd_dev" "$T/dev/sbd"
 echo "sysctl -qw fs.aio-max-nr=$(sysctl -n fs.aio-max-nr)" >>"$T/on_exit"
 C up $NODES >/dev/null && ok "cluster of $NODES nodes up" || { not_ok "cluster up"; finish; }
@@ -84,10 +83,10 @@ done < <(grep -v '^#' "$T/n1/etc/fstab")
 
 check "fsck.cfs -n orahome clean" "$BIN/fsck.cfs" -n orahome
 check "fsck.cfs -n oradata clean" "$BIN/fsck.cfs" -n oradata
-# The nodes' logs where the harness looks (KEEP_LOGS, sanitizer reports).
+# The daemons' logs where the harness looks (no_damage_logged, finish's sanitizer reports,
+# KEEP_LOGS).
 for n in $(seq $NODES); do
-	for f in "$T/n$n/log"/*.log; do cp "$f" "$T/node$n-$(basename "$f")"; done
+	for f in "$T/n$n/log"/u0*.log; do cp "$f" "$T/cfsd$n-$(basename "$f")"; done
 done
-grep -h "EIO\|damaged\|ERROR: AddressSanitizer\|ERROR: LeakSanitizer\|runtime error:" "$T"/n*/log/u0*.log >"$T/bad.log"
-[ ! -s "$T/bad.log" ] && ok "no daemon logged damage or a sanitizer error" || not_ok "daemons logged: $(head -5 "$T/bad.log")"
+no_damage_logged
 finish

@@ -38,8 +38,7 @@ C up 3 >/dev/null && ok "cluster of 3 nodes up" || { not_ok "cluster up"; finish
 
 # ---- the SBD disk: a loop device on a file, slots for the harness's node names ----
 truncate -s 8M "$T/sbd.img"
-sbd_dev=$(losetup --find --show "$T/sbd.img") || { not_ok "losetup for the SBD disk"; finish; }
-echo "$sbd_dev" >>"$T/loops"
+sbd_dev=$(loop_device "$T/sbd.img") || { not_ok "losetup for the SBD disk"; finish; }
 # Watchdog 2 s, msgwait 4 s: fence_sbd waits msgwait after its message.
 sbd -d "$sbd_dev" -1 2 -4 4 create >/dev/null 2>&1 && ok "an SBD disk made on $sbd_dev" || not_ok "sbd create"
 for n in 1 2 3; do sbd -d "$sbd_dev" allocate "n$n" >/dev/null 2>&1; done
@@ -65,7 +64,7 @@ for a in sbd scsi ipmilan; do
 	"fence_$a" -o metadata 2>/dev/null | grep -o 'getopt mixed="[^"]*"' >"$T/meta.$a"
 	missing=
 	for opt in $(grep -o -- ' --[a-z-]*' "$T/check.$a" | sort -u); do
-		grep -q -- "$opt[=\"]" "$T/meta.$a" || missing="$missing $opt"
+		grep -q -- "${opt}[=\"]" "$T/meta.$a" || missing="$missing $opt"
 	done
 	[ -s "$T/meta.$a" ] && [ -z "$missing" ] && grep -q "fence_$a " "$T/check.$a" &&
 		ok "fence_$a knows every option cfs-fence gives it: $(grep -o -- ' --[a-z-]*' "$T/check.$a" | sort -u | tr -d '\n')" ||

@@ -18,7 +18,6 @@ for p in "${PKGS[@]}"; do
 		exit 0
 	fi
 done
-check() { local what=$1; shift; if "$@" >"$T/check.out" 2>&1; then ok "$what"; else not_ok "$what: $(head -c 600 "$T/check.out")"; fi; }
 installed=
 # Whatever happens, the machine is left without the packages.
 trap '[ -n "$installed" ] && dpkg --purge "${PKGS[@]}" >/dev/null 2>&1; rm -rf "$T"' EXIT

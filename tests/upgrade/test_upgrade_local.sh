@@ -71,7 +71,6 @@ mount_with() { # BUILD: mount v at $M with that build's cfs; what it said in $T/
 	cat "$T/mount.out"
 	return $rc
 }
-check() { local what=$1; shift; if "$@" >"$T/check.out" 2>&1; then ok "$what"; else not_ok "$what: $(head -c 600 "$T/check.out")"; fi; }
 check "the previous release mounts the filesystem it made" mount_with "$PREV"
 write_tree "$M/home"
 manifest "$M" >"$T/manifest.prev"
