@@ -51,7 +51,7 @@ struct odm_file {
 };
 
 struct odm_proc {
-	pid_t pid;                /* odm_init's: after a fork the child starts over */
+	pid_t pid;                /* odm_init's: the creator of the files this process creates */
 	struct odm_segment *seg;
 	struct odm_proc_slot *slot;
 	pthread_mutex_t lock;     /* every call: one at a time per process */
@@ -66,10 +66,11 @@ struct odm_proc {
 
 extern struct odm_proc odm_proc;
 
-/* odm_init ran in this process (not only in a parent before a fork). */
+/* odm_init ran in this process (not only in a parent before a fork: the fork handler odm_init
+ * registers clears odm_proc in the child).  Not getpid(): that is a system call per I/O. */
 static inline bool odm_ready(void)
 {
-	return odm_proc.seg && odm_proc.pid == getpid();
+	return odm_proc.seg != NULL;
 }
 
 /* ---- mounts and cfsd (client.c) ---- */

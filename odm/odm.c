@@ -73,6 +73,11 @@ int odm_init(const char *database, const char *instance)
 		return -EINVAL;
 	if (odm_ready())
 		return -EALREADY;
+	if (!registered) { /* before anything a fork could copy */
+		if (pthread_atfork(NULL, NULL, forget_inherited) || atexit(at_exit))
+			return -ENOMEM;
+		registered = true;
+	}
 	struct odm_segment *seg;
 	int rc = odm_segment_open(database, instance, true, &seg);
 	if (rc)
@@ -88,9 +93,6 @@ int odm_init(const char *database, const char *instance)
 	odm_proc.pid = getpid();
 	snprintf(odm_proc.owner, sizeof odm_proc.owner, "%s/%s", database, instance);
 	pthread_mutex_unlock(&odm_proc.lock);
-	if (!registered && atexit(at_exit) == 0 &&
-	    pthread_atfork(NULL, NULL, forget_inherited) == 0)
-		registered = true;
 	return 0;
 }
 

@@ -1,7 +1,8 @@
 /* odmbench: random I/O through libodm at a fixed queue depth, for bench/odm/run.sh.
  *   odmbench FILE SIZE_MIB BS DEPTH READ_PCT SECONDS   -> "IOPS MB/s"
- *   odmbench --procs N FILE BS SECONDS                  -> "IOPS MB/s" of N processes, each
- *                                                          doing synchronous random reads
+ *   odmbench --procs N FILE BS SECONDS                  -> "IOPS MB/s SETUP_S" of N processes,
+ *                                                          each doing synchronous random reads
+ *                                                          once all have identified the file
  *   odmbench --count-cost N                             -> nanoseconds per counted I/O
  * FILE is created (zeroed) if it does not exist (--procs: it must exist). */
 #include "odm/odm.h"
@@ -45,12 +46,14 @@ static int count_cost(long n)
 	return 0;
 }
 
-/* One process of --procs: synchronous random reads of bs until end; how many. */
-static long reader(const char *path, uint32_t bs, double end, unsigned short seed[3])
+/* One process of --procs: identify the file, say so on ready, wait for go to close, then
+ * synchronous random reads of bs for secs; how many (-1: failed). */
+static long reader(const char *path, uint32_t bs, double secs, int ready, int go,
+		   unsigned short seed[3])
 {
 	odm_fid fid;
 	struct odm_fileinfo fi;
-	char *buf;
+	char *buf, c = 1;
 	int rc = odm_init("BENCH", "BENCHP");
 	if (!rc)
 		rc = odm_identify(path, &fid, NULL);
@@ -60,9 +63,11 @@ static long reader(const char *path, uint32_t bs, double end, unsigned short see
 		fprintf(stderr, "odmbench: %s: %s\n", path, rc ? strerror(-rc) : "no memory");
 		return -1;
 	}
+	if (write(ready, &c, 1) != 1 || read(go, &c, 1) != 0) /* go: closed by the parent */
+		return -1;
 	uint64_t blocks = (fi.size - bs) / fi.block_size + 1;
 	long ops = 0;
-	while (now() < end) {
+	for (double end = now() + secs; now() < end; ops++) {
 		struct odm_ioc ioc = {.op = ODM_READ, .fid = fid, .buf = buf, .size = bs,
 				      .block = (uint64_t)nrand48(seed) % blocks};
 		struct odm_ioc *p = &ioc;
@@ -70,35 +75,39 @@ static long reader(const char *path, uint32_t bs, double end, unsigned short see
 			fprintf(stderr, "odmbench: read: %s\n", strerror(rc < 0 ? -rc : -ioc.status));
 			return -1;
 		}
-		ops++;
 	}
 	odm_fini();
 	return ops;
 }
 
-/* N processes at once, started together (a pipe holds them until all are there). */
+/* N processes, timed from when all have identified the file (as fio times its jobs from
+ * when their files are open); how long that setup took is printed too. */
 static int procs(int n, const char *path, uint32_t bs, double secs)
 {
-	int go[2], counts[2];
-	if (n < 1 || bs < 512 || bs % 512 || secs <= 0 || pipe(go) || pipe(counts))
+	int go[2], ready[2], counts[2];
+	if (n < 1 || bs < 512 || bs % 512 || secs <= 0 || pipe(go) || pipe(ready) || pipe(counts))
 		return 2;
+	double t0 = now();
 	for (int i = 0; i < n; i++) {
 		pid_t pid = fork();
 		if (pid < 0)
 			return 1;
 		if (pid == 0) {
 			close(go[1]);
-			char c;
-			if (read(go[0], &c, 1) != 0) /* closed by the parent: go */
-				_exit(1);
+			close(ready[0]);
 			unsigned short seed[3] = {(unsigned short)i, 7, (unsigned short)(i >> 16)};
-			long ops = reader(path, bs, now() + secs, seed);
+			long ops = reader(path, bs, secs, ready[1], go[0], seed);
 			_exit(write(counts[1], &ops, sizeof ops) == sizeof ops && ops >= 0 ? 0 : 1);
 		}
 	}
 	close(go[0]);
+	close(ready[1]);
 	close(counts[1]);
-	double start = now();
+	char c;
+	int up = 0;
+	while (up < n && read(ready[0], &c, 1) == 1) /* EOF: every child has set up or died */
+		up++;
+	double start = now(), setup = start - t0;
 	close(go[1]);
 	long total = 0, ops;
 	int failed = 0;
@@ -114,7 +123,7 @@ static int procs(int n, const char *path, uint32_t bs, double secs)
 		fprintf(stderr, "odmbench: %d of %d processes failed\n", failed, n);
 		return 1;
 	}
-	printf("%.0f %.1f\n", total / t, total * (double)bs / t / 1e6);
+	printf("%.0f %.1f %.2f\n", total / t, total * (double)bs / t / 1e6, setup);
 	return 0;
 }
 

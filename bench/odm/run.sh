@@ -60,16 +60,35 @@ row "4k random read, qd32" 4096 randread 100
 row "8k random 75:25 read/write, qd32" 8192 randrw 75
 
 # Synchronous 8 KiB reads by many processes: fio's jobs each read the 4 raw files; odmbench's
-# processes each identify the datafile (libodm, one AIO context each).
-printf '\n%-34s %10s %10s %8s\n' "8k sync random read, processes" "raw IOPS" "odm IOPS" odm/raw
-for n in ${BENCH_PROCS:-1 10 100 1000}; do
-	raw=$(fio --name=b --filename="$dir/raw/f0:$dir/raw/f1:$dir/raw/f2:$dir/raw/f3" \
+# processes each identify the datafile (libodm), then all read at once: both are timed from when
+# every job has its files open; "odm setup" is how long the processes took to get there.
+# Runs of one count differ by 5% from each other here, as much as the gap being measured, so
+# each count runs BENCH_ROUNDS times (default 3), fio and libodm taking turns, and the row gives
+# the median of each and the lowest and highest ratio of a round.
+sync_raw() { # processes -> IOPS
+	fio --name=b --filename="$dir/raw/f0:$dir/raw/f1:$dir/raw/f2:$dir/raw/f3" \
 		--size=$((gb * 1024))M --ioengine=psync --direct=1 --rw=randread --bs=8k \
-		--numjobs="$n" --group_reporting --time_based --runtime="$secs" --output-format=json |
-		python3 -c 'import json,sys; print("%.0f" % json.load(sys.stdin)["jobs"][0]["read"]["iops"])')
-	odm=$(LD_LIBRARY_PATH=$build/lib "$build/bench/odmbench" --procs "$n" "$dir/cfs/odm.dbf" 8192 "$secs")
-	python3 -c "import sys; r, o = float(sys.argv[2]), float(sys.argv[3]); print('%-34s %10.0f %10.0f %8.2f' % (sys.argv[1], r, o, o / r))" \
-		"$n" "$raw" "${odm%% *}"
+		--numjobs="$1" --group_reporting --time_based --runtime="$secs" --output-format=json |
+		python3 -c 'import json,sys; print("%.0f" % json.load(sys.stdin)["jobs"][0]["read"]["iops"])'
+}
+printf '\n%-30s %10s %10s %8s %12s %10s\n' "8k sync random read, processes" "raw IOPS" "odm IOPS" \
+	odm/raw "round range" "odm setup"
+for n in ${BENCH_PROCS:-1 10 100 1000}; do
+	rounds=()
+	for ((r = 0; r < ${BENCH_ROUNDS:-3}; r++)); do
+		raw=$(sync_raw "$n")
+		odm=$(LD_LIBRARY_PATH=$build/lib "$build/bench/odmbench" --procs "$n" "$dir/cfs/odm.dbf" 8192 "$secs")
+		rounds+=("$raw ${odm%% *} ${odm##* }")
+	done
+	python3 - "$n" "${rounds[@]}" <<'PY'
+import statistics, sys
+rounds = [tuple(map(float, r.split())) for r in sys.argv[2:]]
+raw = statistics.median(r[0] for r in rounds)
+odm = statistics.median(r[1] for r in rounds)
+ratios = [r[1] / r[0] for r in rounds]
+print("%-30s %10.0f %10.0f %8.2f %5.2f-%-6.2f %9.2fs" % (sys.argv[1], raw, odm, odm / raw,
+      min(ratios), max(ratios), max(r[2] for r in rounds)))
+PY
 done
 echo
 echo "counting one I/O in the statistics: $("$build/bench/odmbench" --count-cost 50000000) ns (target <= 100)"
