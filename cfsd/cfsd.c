@@ -11,6 +11,7 @@
 #include "tools/version.h"
 #include "cfsd/fuse_ops.h"
 #include "cfsd/fuse_uring.h"
+#include "cfsd/syslog_pipe.h"
 #include "cfs/control.h"
 #include "tools/common.h"
 
@@ -66,7 +67,7 @@ static void usage(FILE *out)
 		"                   kernel offers FUSE over io_uring (default: through io_uring\n"
 		"                   when offered: Linux 6.14+, fuse module's enable_uring set)\n"
 		"     scan=PATHS    where to look for the LUNs, colon-separated (default $CVM_SCAN)\n"
-		"     log=FILE      where the daemon logs once in the background\n"
+		"     log=FILE      where the daemon logs once in the background (default: syslog)\n"
 		"     odm_group=G   members of group G (name or number) may use libodm here,\n"
 		"                   within their file permissions (default: root only)\n"
 		"     other options go to FUSE (allow_other, fsname=..., ...)\n"
@@ -348,14 +349,19 @@ static int serve(struct opts *o, struct cfsd *d, int status_fd)
 	return rc;
 }
 
+/* Where the daemon logs once in the background: log=FILE, else syslog. */
 static int open_log(const char *log)
 {
-	return open(log ? log : "/dev/null", O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+	if (!log)
+		return syslog_pipe_open();
+	int fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+	return fd >= 0 ? fd : -errno;
 }
 
-static void redirect_log(const char *log)
+/* stderr (the parent's until the mount is made) becomes the log, or nowhere. */
+static void redirect_log(int log_fd)
 {
-	int fd = open_log(log);
+	int fd = log_fd >= 0 ? log_fd : open("/dev/null", O_WRONLY | O_CLOEXEC);
 	if (fd >= 0) {
 		dup2(fd, STDERR_FILENO);
 		close(fd);
@@ -402,6 +408,15 @@ int main(int argc, char **argv)
 		dup2(devnull, STDIN_FILENO);
 		close(devnull);
 	}
+	int log_fd = o.foreground ? -1 : open_log(o.log);
+	if (log_fd < 0 && !o.foreground) {
+		fprintf(stderr, "cfsd: log=%s: %s: give a file that can be written (its directory "
+				"must exist), or leave log= out to log to syslog\n",
+			o.log ? o.log : "(syslog)", strerror(-log_fd));
+		report(status_fd, EXIT_FAILED);
+		scan_paths_free(&o.scan);
+		return EXIT_FAILED;
+	}
 	struct cfsd d = {.fs_dboptimized = o.m.dboptimized, .scan = &o.scan, .volume = o.volume,
 			 .odm_gid = o.odm_gid, .nowriteback = o.nowriteback, .mount_abs = o.mount_abs,
 			 .namecache = o.namecache, .nouring = o.nouring};
@@ -409,23 +424,26 @@ int main(int argc, char **argv)
 			&d.vol)) {
 		report(status_fd, EXIT_FAILED);
 		scan_paths_free(&o.scan);
+		if (log_fd >= 0)
+			close(log_fd);
+		syslog_pipe_close();
 		return EXIT_FAILED;
 	}
-	int log_copy = o.foreground ? -1 : open_log(o.log);
-	cfs_log_copy(log_copy);
+	cfs_log_copy(log_fd); /* the mount's own lines go to the parent's stderr and the log */
 	rc = cfs_mount(d.vol, &o.m, &d.fs);
 	cfs_log_copy(-1);
-	if (log_copy >= 0)
-		close(log_copy);
 	if (rc) {
 		fprintf(stderr, "cfsd: %s\n", cfs_last_error()[0] ? cfs_last_error() : strerror(-rc));
 		report(status_fd, EXIT_FAILED);
 		cvm_volume_close(d.vol);
 		scan_paths_free(&o.scan);
+		if (log_fd >= 0)
+			close(log_fd);
+		syslog_pipe_close();
 		return EXIT_FAILED;
 	}
 	if (!o.foreground)
-		redirect_log(o.log);
+		redirect_log(log_fd);
 	cfs_set_reopen(d.fs, cfsd_reopen_volume, &d);
 	struct cfs_status st;
 	cfs_status(d.fs, &st);
@@ -455,5 +473,6 @@ int main(int argc, char **argv)
 		cvm_volume_close(d.reopened[i]);
 	free(d.reopened);
 	scan_paths_free(&o.scan);
+	syslog_pipe_close();
 	return rc ? rc : urc ? EXIT_FAILED : EXIT_OK;
 }

@@ -232,4 +232,22 @@ if [ -n "${MOUNT_HELPER:-}" ]; then
 else
 	echo "skip - mount -t cfs: /sbin/mount.cfs or umount.cfs exists already or /sbin is read-only"
 fi
+
+# Without log=, the daemon logs to syslog (CFS_SYSLOG_SOCKET stands in for /dev/log).
+export CFS_SYSLOG_SOCKET=$T/log.sock
+python3 "$HERE/syslog_listener.py" "$CFS_SYSLOG_SOCKET" "$T/syslog" "$T" &
+wait_until 60 test -S "$CFS_SYSLOG_SOCKET" || not_ok "the syslog listener did not start"
+expect 1 "log=$T/no/such/dir/x.log: No such file or directory: give a file" \
+	"mount: a log= file that cannot be made is refused" -- "$BIN/cfs" mount v "$M" -o "log=$T/no/such/dir/x.log"
+check "the refused mount left nothing mounted" bash -c "! mountpoint -q '$M'"
+expect 0 "" "mount without log=" -- "$BIN/cfs" mount v "$M"
+check_soon 60 "its log lines reach syslog, tagged cfsd[PID], facility daemon" \
+	grep -qE "^<29>cfsd\[[0-9]+\]: mounted volume v slot 0 at " "$T/syslog"
+expect 0 "" "cfs umount" -- "$BIN/cfs" umount "$M"
+check_soon 60 "the daemon's last line reaches syslog as it exits" grep -q "unmounted volume v" "$T/syslog"
+rm -f "$CFS_SYSLOG_SOCKET" # syslog gone: the daemon logs nowhere and works on
+expect 0 "" "mount without log= and without syslog" -- "$BIN/cfs" mount v "$M"
+check "it works without syslog" bash -c "echo x >'$M/no-syslog' && cat '$M/no-syslog' >/dev/null"
+expect 0 "" "cfs umount" -- "$BIN/cfs" umount "$M"
+unset CFS_SYSLOG_SOCKET
 finish
