@@ -1,0 +1,54 @@
+/* Restripe internals of libcvm (docs/restripe.md); not installed. */
+#ifndef CVM_RESTRIPE_H
+#define CVM_RESTRIPE_H
+
+#include "internal.h"
+
+#define CVM_RESTRIPE_MAX_CHUNK (64u << 10)
+#define CVM_NO_CHUNK UINT64_MAX
+
+/* A chunk-sized piece of a LUN: its index in the config and its device offset (data cells
+ * start at CVM_META_BYTES; scratch cells lie in the metadata area). */
+struct cvm_cell {
+	uint32_t lun;
+	uint64_t off;
+};
+
+enum cvm_move_kind {
+	CVM_MOVE,        /* src -> dst, its final place */
+	CVM_MOVE_PARK,   /* the first chunk of a cycle, to the park cell */
+	CVM_MOVE_UNPARK, /* that chunk from the park cell to its final place, closing the cycle */
+};
+
+struct cvm_move {
+	uint64_t chunk;
+	struct cvm_cell src, dst;
+	enum cvm_move_kind kind;
+};
+
+struct cvm_restripe_plan {
+	const struct cvm_config *from, *to;
+	struct cvm_cell park;
+	uint64_t chunk_bytes, nchunks;
+	uint64_t *visited; /* a bit per chunk: its move is planned, or it stays */
+	uint64_t done;     /* moves generated */
+	int phase;         /* 0 chains, 1 cycles, 2 no more */
+	uint64_t scan;     /* next chunk the phase looks at */
+	bool walking, parked;
+	struct cvm_cell free_cell; /* the cell the walk fills next */
+	uint64_t parked_chunk;
+};
+
+/* The chunk size of a restripe from one layout to the other. */
+uint64_t cvm_restripe_chunk_bytes(const struct cvm_config *from, const struct cvm_config *to);
+/* The target of a restripe of from: one stripe set of the given width over all its LUNs, each
+ * giving what the smallest can.  -ENOSPC (with a message) if that holds less than from. */
+int cvm_restripe_target(const struct cvm_config *from, uint64_t width, struct cvm_config *to);
+/* The moves from one layout to the other, one at a time, in their canonical order; park is
+ * the scratch cell a cycle's first chunk waits in.  from and to must outlive the plan. */
+int cvm_restripe_plan_init(struct cvm_restripe_plan *p, const struct cvm_config *from,
+			   const struct cvm_config *to, struct cvm_cell park);
+bool cvm_restripe_plan_next(struct cvm_restripe_plan *p, struct cvm_move *m);
+void cvm_restripe_plan_free(struct cvm_restripe_plan *p);
+
+#endif

@@ -1,0 +1,209 @@
+/* The moves of a restripe: which chunk goes from which cell to which, in an order that never
+ * writes a cell whose chunk has not left yet.  See docs/restripe.md.
+ *
+ * A chunk is chunk_bytes of the volume (the smallest stripe width of both layouts, so one
+ * contiguous piece of one LUN in each); a cell is a chunk-sized piece of a LUN, named by its
+ * device offset.  Each cell has at most one chunk leaving it and one arriving, so the moves
+ * form chains, which end at a cell the old layout leaves empty and are done from that end
+ * backwards, and cycles, whose first chunk is parked in a scratch cell first. */
+#include "restripe.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+static uint64_t set_bytes(const struct cvm_stripe_set *s)
+{
+	return s->lun_bytes * s->nluns;
+}
+
+/* The cell holding chunk c in layout cfg (c inside the layout). */
+static struct cvm_cell cell_of(const struct cvm_config *cfg, uint64_t chunk_bytes, uint64_t c)
+{
+	struct cvm_map_iter it;
+	struct cvm_piece piece = {0};
+	if (cvm_map_begin(&it, cfg, c * chunk_bytes, chunk_bytes) == 0)
+		cvm_map_next(&it, &piece); /* one piece: the chunk divides every stripe width */
+	return (struct cvm_cell){piece.lun, CVM_META_BYTES + piece.lun_offset};
+}
+
+/* The chunk layout cfg keeps in cell, or CVM_NO_CHUNK if it keeps none there. */
+static uint64_t chunk_at(const struct cvm_config *cfg, uint64_t chunk_bytes, struct cvm_cell cell)
+{
+	if (cell.off < CVM_META_BYTES)
+		return CVM_NO_CHUNK;
+	uint64_t off = cell.off - CVM_META_BYTES, set_start = 0;
+	for (uint32_t i = 0; i < cfg->nsets; set_start += set_bytes(&cfg->sets[i]), i++) {
+		const struct cvm_stripe_set *s = &cfg->sets[i];
+		if (cell.lun < s->first_lun || cell.lun >= s->first_lun + s->nluns)
+			continue;
+		if (off >= s->lun_bytes)
+			return CVM_NO_CHUNK;
+		uint64_t row = off / s->stripe_width, within = off % s->stripe_width;
+		uint64_t stripe = row * s->nluns + (cell.lun - s->first_lun);
+		return (set_start + stripe * s->stripe_width + within) / chunk_bytes;
+	}
+	return CVM_NO_CHUNK;
+}
+
+static bool cells_equal(struct cvm_cell a, struct cvm_cell b)
+{
+	return a.lun == b.lun && a.off == b.off;
+}
+
+static uint64_t smallest_width(const struct cvm_config *cfg, uint64_t w)
+{
+	for (uint32_t i = 0; i < cfg->nsets; i++)
+		if (cfg->sets[i].stripe_width < w)
+			w = cfg->sets[i].stripe_width;
+	return w;
+}
+
+uint64_t cvm_restripe_chunk_bytes(const struct cvm_config *from, const struct cvm_config *to)
+{
+	return smallest_width(to, smallest_width(from, CVM_RESTRIPE_MAX_CHUNK));
+}
+
+int cvm_restripe_target(const struct cvm_config *from, uint64_t width, struct cvm_config *to)
+{
+	if (cvm_check_stripe_width(width))
+		return -EINVAL;
+	uint64_t per_lun = UINT64_MAX;
+	for (uint32_t i = 0; i < from->nluns; i++) {
+		uint64_t data = from->luns[i].size_bytes - CVM_META_BYTES;
+		if (data < per_lun)
+			per_lun = data;
+	}
+	per_lun -= per_lun % width;
+	uint64_t need = cvm_config_size(from), have = per_lun * from->nluns;
+	if (per_lun == 0 || have < need) {
+		char h[32], n[32];
+		cvm_format_size(have, h, sizeof h);
+		cvm_format_size(need, n, sizeof n);
+		cvm_set_error("volume %s: one stripe set over its %u LUNs holds %s (each LUN giving "
+			      "as much as the smallest), less than the %s it holds now; add LUNs "
+			      "as large as the others first", from->name, from->nluns, h, n);
+		return -ENOSPC;
+	}
+	*to = *from;
+	to->nsets = 1;
+	to->sets[0] = (struct cvm_stripe_set){.stripe_width = width, .lun_bytes = per_lun,
+					      .first_lun = 0, .nluns = from->nluns};
+	return 0;
+}
+
+int cvm_restripe_plan_init(struct cvm_restripe_plan *p, const struct cvm_config *from,
+			   const struct cvm_config *to, struct cvm_cell park)
+{
+	memset(p, 0, sizeof *p);
+	if (from->nluns != to->nluns || to->nsets != 1 || cvm_config_size(to) < cvm_config_size(from))
+		return -EINVAL;
+	p->from = from;
+	p->to = to;
+	p->park = park;
+	p->chunk_bytes = cvm_restripe_chunk_bytes(from, to);
+	p->nchunks = cvm_config_size(from) / p->chunk_bytes;
+	p->visited = calloc(p->nchunks / 64 + 1, sizeof *p->visited);
+	return p->visited ? 0 : -ENOMEM;
+}
+
+void cvm_restripe_plan_free(struct cvm_restripe_plan *p)
+{
+	free(p->visited);
+	p->visited = NULL;
+}
+
+static bool visited(const struct cvm_restripe_plan *p, uint64_t c)
+{
+	return p->visited[c / 64] >> (c % 64) & 1;
+}
+
+static void visit(struct cvm_restripe_plan *p, uint64_t c)
+{
+	p->visited[c / 64] |= 1ull << (c % 64);
+}
+
+/* The walk's next move: the chunk whose target is the free cell comes into it. */
+static bool walk_step(struct cvm_restripe_plan *p, struct cvm_move *m)
+{
+	uint64_t c = chunk_at(p->to, p->chunk_bytes, p->free_cell);
+	if (p->parked && c == p->parked_chunk) {
+		*m = (struct cvm_move){.chunk = c, .src = p->park, .dst = p->free_cell,
+				       .kind = CVM_MOVE_UNPARK};
+		p->parked = false;
+		p->walking = false;
+		return true;
+	}
+	if (c == CVM_NO_CHUNK || c >= p->nchunks || visited(p, c)) {
+		p->walking = false; /* the cell stays empty: the chain began here */
+		return false;
+	}
+	visit(p, c);
+	struct cvm_cell src = cell_of(p->from, p->chunk_bytes, c);
+	*m = (struct cvm_move){.chunk = c, .src = src, .dst = p->free_cell, .kind = CVM_MOVE};
+	p->free_cell = src;
+	return true;
+}
+
+/* Chains: a chunk whose target cell the old layout leaves empty ends one. */
+static bool next_chain(struct cvm_restripe_plan *p)
+{
+	while (p->scan < p->nchunks) {
+		uint64_t c = p->scan++;
+		if (visited(p, c))
+			continue;
+		struct cvm_cell dst = cell_of(p->to, p->chunk_bytes, c);
+		if (chunk_at(p->from, p->chunk_bytes, dst) == CVM_NO_CHUNK) {
+			p->free_cell = dst;
+			p->walking = true;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* Cycles: what is left unvisited either stays where it is or is on one. */
+static bool next_cycle(struct cvm_restripe_plan *p, struct cvm_move *m)
+{
+	while (p->scan < p->nchunks) {
+		uint64_t c = p->scan++;
+		if (visited(p, c))
+			continue;
+		visit(p, c);
+		struct cvm_cell src = cell_of(p->from, p->chunk_bytes, c);
+		if (cells_equal(src, cell_of(p->to, p->chunk_bytes, c)))
+			continue;
+		*m = (struct cvm_move){.chunk = c, .src = src, .dst = p->park,
+				       .kind = CVM_MOVE_PARK};
+		p->parked = true;
+		p->parked_chunk = c;
+		p->free_cell = src;
+		p->walking = true;
+		return true;
+	}
+	return false;
+}
+
+bool cvm_restripe_plan_next(struct cvm_restripe_plan *p, struct cvm_move *m)
+{
+	for (;;) {
+		if (p->walking) {
+			if (walk_step(p, m))
+				break;
+			continue;
+		}
+		if (p->phase == 0) {
+			if (next_chain(p))
+				continue;
+			p->phase = 1;
+			p->scan = 0;
+		}
+		if (p->phase == 1 && next_cycle(p, m))
+			break;
+		p->phase = 2;
+		return false;
+	}
+	p->done++;
+	return true;
+}
