@@ -164,9 +164,8 @@ static int label_new_luns(const struct cvm_config *cfg, uint32_t first,
 	return 0;
 }
 
-/* Phase 2: the new generation's config on every LUN, given as descriptors in config order.
- * Any order is safe: all LUNs the new config names are labelled by now. */
-static int write_config_everywhere(const struct cvm_config *cfg, const int *fds)
+/* Phase 2: any order is safe, as all LUNs the new config names are labelled by now. */
+int cvm_config_commit(const struct cvm_config *cfg, const int *fds)
 {
 	int slot = (int)(cfg->generation % 2);
 	for (uint32_t i = 0; i < cfg->nluns; i++) {
@@ -191,7 +190,7 @@ static int label_and_commit(const struct cvm_config *cfg, uint32_t first_new,
 	int fds[CVM_MAX_LUNS] = {0};
 	for (uint32_t i = 0; i < cfg->nluns; i++)
 		fds[i] = i >= first_new ? luns[i - first_new].fd : v ? cvm_volume_lun_fd(v, i) : -EBADF;
-	return write_config_everywhere(cfg, fds);
+	return cvm_config_commit(cfg, fds);
 }
 
 static bool name_in_use(const struct cvm_scan *scan, const char *name)
@@ -254,6 +253,11 @@ int cvm_volume_grow(const struct cvm_scan *scan, const char *name_or_uuid,
 	struct cvm_volume *v = NULL;
 	struct new_lun *luns = calloc(npaths, sizeof *luns);
 	int rc = luns ? cvm_scan_find_volume(scan, name_or_uuid, cfg) : -ENOMEM;
+	if (rc == 0 && cfg->restripe.target_width) {
+		cvm_set_error("volume %s is being restriped; let 'cvm restripe %s' finish, then grow "
+			      "it", cfg->name, cfg->name);
+		rc = -EBUSY;
+	}
 	if (rc == 0)
 		rc = cvm_volume_open_config(scan, cfg, CVM_OPEN_RDWR, CVM_LOCK_CHANGE, &v);
 	if (rc)

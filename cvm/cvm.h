@@ -47,6 +47,17 @@ struct cvm_lun_ref {
 	char path[CVM_PATH_KEEP];     /* last known path, for messages only */
 };
 
+/* A restripe under way (docs/restripe.md): the volume moves to one stripe set of
+ * target_width over all its LUNs, each giving target_lun_bytes.  Until it is done, the sets
+ * above still describe where the chunks not yet moved are. */
+struct cvm_restripe {
+	uint64_t target_width; /* 0: no restripe under way */
+	uint64_t target_lun_bytes;
+	uint64_t moves_done;   /* the planner's moves whose destinations are durable */
+	uint32_t staged;       /* the moves after those whose sources are staged in scratch */
+	uint32_t half;         /* the scratch half holding them */
+};
+
 struct cvm_config {
 	uint64_t generation;
 	cvm_uuid vol_uuid;
@@ -55,6 +66,7 @@ struct cvm_config {
 	uint32_t nsets, nluns;
 	struct cvm_stripe_set sets[CVM_MAX_SETS];
 	struct cvm_lun_ref luns[CVM_MAX_LUNS];
+	struct cvm_restripe restripe;
 };
 
 /* ---- messages, uuids, sizes, checksums ---- */
@@ -193,6 +205,32 @@ int cvm_volume_grow(const struct cvm_scan *scan, const char *name_or_uuid,
 /* Wipe labels and config copies.  Without force, a volume that is incomplete, in use, or whose
  * first block holds data is refused. */
 int cvm_volume_remove(const struct cvm_scan *scan, const char *name_or_uuid, bool force);
+
+/* ---- restripe (docs/restripe.md) ---- */
+struct cvm_restripe_progress {
+	uint64_t moves_done, moves_total; /* of the whole restripe */
+	uint64_t chunk_bytes;             /* each move moves one chunk */
+	uint64_t moved_bytes;             /* by this run */
+	double seconds;                   /* of this run */
+};
+
+struct cvm_restripe_opts {
+	uint64_t stripe_width;     /* 0: the width of the restripe under way, else the first set's */
+	uint64_t rate_bytes;       /* at most this many bytes moved a second; 0: no limit */
+	const volatile int *stop;  /* set (by a signal handler) to pause after the batch in hand */
+	void (*progress)(void *arg, const struct cvm_restripe_progress *p); /* after each batch */
+	void *arg;
+};
+
+/* Turn the volume into one stripe set over all its LUNs, or go on with the restripe under
+ * way.  Offline: no process may use the volume meanwhile (on this node that is checked).
+ * Crash-safe at every write: run it again to go on.  -EINTR when stop paused it (it is
+ * resumable the same way); -EALREADY if the volume is one such set already; -ENOSPC if the
+ * LUNs cannot hold it as one set.  *out: the config as it ends. */
+int cvm_volume_restripe(const struct cvm_scan *scan, const char *name_or_uuid,
+			const struct cvm_restripe_opts *opts, struct cvm_config *out);
+/* How many moves the restripe under way in cfg takes in all, and of how many bytes each. */
+int cvm_restripe_count(const struct cvm_config *cfg, uint64_t *moves, uint64_t *chunk_bytes);
 
 /* ---- check ---- */
 struct cvm_check_report {

@@ -10,6 +10,9 @@
 #define CVM_LABEL_BYTES 4096u
 #define CVM_SLOT_OFFSET(i) ((256u << 10) * (1u + (unsigned)(i))) /* 256 KiB and 512 KiB */
 #define CVM_SLOT_BYTES (256u << 10)
+/* The rest of the metadata area, unused but by a restripe under way: its scratch cells. */
+#define CVM_SCRATCH_OFFSET CVM_SLOT_OFFSET(2)
+#define CVM_SCRATCH_BYTES (CVM_META_BYTES - CVM_SCRATCH_OFFSET)
 
 /* An asynchronous write to the LUN open as fd completed: the next flush must cover it. */
 void cvm_volume_written_fd(struct cvm_volume *v, int fd);
@@ -74,10 +77,18 @@ void *cvm_alloc_aligned(size_t len);
  * CVM_FAULT_CRASH_AFTER for tests of the cvm command. */
 #define CVM_FAULT_EXIT 86
 void cvm_fault_crash_after(long n);
+/* Counts one write against that budget (metadata writes count themselves): the restripe's
+ * data writes, so that its crash tests stop it between any two writes. */
+void cvm_fault_point(void);
 
 /* ---- volume.c, for change.c ---- */
 /* Assemble the volume cfg describes, taking `lock` on every LUN. */
 int cvm_volume_open_config(const struct cvm_scan *scan, const struct cvm_config *cfg, int flags,
 			   enum cvm_lun_lock lock, struct cvm_volume **out);
+
+/* ---- change.c, for restripe.c ---- */
+/* Write cfg (its generation already the next) to every LUN, given as descriptors in config
+ * order: the second phase of every config change. */
+int cvm_config_commit(const struct cvm_config *cfg, const int *fds);
 
 #endif

@@ -24,6 +24,7 @@
 #define SET_BYTES 32u
 #define LUN_BYTES 288u
 #define CONFIG_HEADER 144u
+#define RESTRIPE_BYTES 32u /* after the LUNs, only while a restripe is under way */
 
 static void put32(uint8_t *p, uint32_t v) { v = htole32(v); memcpy(p, &v, 4); }
 static void put64(uint8_t *p, uint64_t v) { v = htole64(v); memcpy(p, &v, 8); }
@@ -84,7 +85,8 @@ enum cvm_decode cvm_label_decode(const uint8_t buf[CVM_LABEL_BYTES], struct cvm_
 size_t cvm_config_encode(const struct cvm_config *c, const cvm_uuid *copy_on,
 			 uint8_t buf[CVM_SLOT_BYTES])
 {
-	size_t body = CONFIG_HEADER + c->nsets * SET_BYTES + c->nluns * LUN_BYTES;
+	size_t body = CONFIG_HEADER + c->nsets * SET_BYTES + c->nluns * LUN_BYTES +
+		      (c->restripe.target_width ? RESTRIPE_BYTES : 0);
 	size_t total = (body + 4 + 4095) & ~(size_t)4095;
 	memset(buf, 0, total);
 	memcpy(buf, CONFIG_MAGIC, 8); /* NOLINT(bugprone-not-null-terminated-result): a magic */
@@ -110,6 +112,14 @@ size_t cvm_config_encode(const struct cvm_config *c, const cvm_uuid *copy_on,
 		put64(p + 16, c->luns[i].size_bytes);
 		put_string(p + 32, c->luns[i].path, CVM_PATH_KEEP);
 	}
+	if (c->restripe.target_width) {
+		put64(p, c->restripe.target_width);
+		put64(p + 8, c->restripe.target_lun_bytes);
+		put64(p + 16, c->restripe.moves_done);
+		put32(p + 24, c->restripe.staged);
+		put32(p + 28, c->restripe.half);
+		p += RESTRIPE_BYTES;
+	}
 	put32(p, cvm_crc32c(0, buf, body));
 	return total;
 }
@@ -133,8 +143,12 @@ enum cvm_decode cvm_config_decode(const uint8_t buf[CVM_SLOT_BYTES], struct cvm_
 	memcpy(copy_on->b, buf + 120, 16);
 	c->nsets = get32(buf + 136);
 	c->nluns = get32(buf + 140);
-	if (c->nsets > CVM_MAX_SETS || c->nluns > CVM_MAX_LUNS ||
-	    CONFIG_HEADER + c->nsets * SET_BYTES + c->nluns * LUN_BYTES + 4 != bytes)
+	if (c->nsets > CVM_MAX_SETS || c->nluns > CVM_MAX_LUNS)
+		return CVM_DECODE_DAMAGED;
+	/* Release 0.1 knows only the first length: it takes a config with a restripe section
+	 * for damaged, and so never uses a volume in mid-restripe. */
+	size_t fixed = CONFIG_HEADER + c->nsets * SET_BYTES + c->nluns * LUN_BYTES + 4;
+	if (bytes != fixed && bytes != fixed + RESTRIPE_BYTES)
 		return CVM_DECODE_DAMAGED;
 	const uint8_t *p = buf + CONFIG_HEADER;
 	for (uint32_t i = 0; i < c->nsets; i++, p += SET_BYTES) {
@@ -147,6 +161,15 @@ enum cvm_decode cvm_config_decode(const uint8_t buf[CVM_SLOT_BYTES], struct cvm_
 		memcpy(c->luns[i].uuid.b, p, 16);
 		c->luns[i].size_bytes = get64(p + 16);
 		get_string(c->luns[i].path, p + 32, CVM_PATH_KEEP);
+	}
+	if (bytes == fixed + RESTRIPE_BYTES) {
+		c->restripe.target_width = get64(p);
+		c->restripe.target_lun_bytes = get64(p + 8);
+		c->restripe.moves_done = get64(p + 16);
+		c->restripe.staged = get32(p + 24);
+		c->restripe.half = get32(p + 28);
+		if (!c->restripe.target_width)
+			return CVM_DECODE_DAMAGED;
 	}
 	/* A checksummed config that does not describe a sane layout is still damaged. */
 	if (cvm_config_validate(c))

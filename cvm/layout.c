@@ -53,6 +53,21 @@ int cvm_check_name(const char *name)
 	return 0;
 }
 
+/* The target of a restripe under way holds the volume on the LUNs it has. */
+static int validate_restripe(const struct cvm_config *cfg)
+{
+	const struct cvm_restripe *r = &cfg->restripe;
+	bool fits = r->target_lun_bytes && r->target_lun_bytes % r->target_width == 0 &&
+		    r->half <= 1 && r->target_lun_bytes * cfg->nluns >= cvm_config_size(cfg);
+	for (uint32_t i = 0; fits && i < cfg->nluns; i++)
+		fits = cfg->luns[i].size_bytes >= CVM_META_BYTES + r->target_lun_bytes;
+	if (cvm_check_stripe_width(r->target_width) || !fits) {
+		cvm_set_error("the restripe record of the config is inconsistent");
+		return -EINVAL;
+	}
+	return 0;
+}
+
 /* Checks everything the mapping relies on, so a damaged-but-checksummed or hand-built config
  * can never make cvm_map_next divide by zero or index past the LUN table. */
 int cvm_config_validate(const struct cvm_config *cfg)
@@ -81,6 +96,8 @@ int cvm_config_validate(const struct cvm_config *cfg)
 			      next_lun);
 		return -EINVAL;
 	}
+	if (cfg->restripe.target_width && validate_restripe(cfg))
+		return -EINVAL;
 	for (uint32_t i = 0; i < cfg->nluns; i++)
 		for (uint32_t j = i + 1; j < cfg->nluns; j++)
 			if (cvm_uuid_equal(&cfg->luns[i].uuid, &cfg->luns[j].uuid)) {

@@ -109,7 +109,7 @@ void cvm_fault_crash_after(long n)
 	fault_writes_left = n;
 }
 
-static void fault_point(void)
+void cvm_fault_point(void)
 {
 	if (fault_writes_left == -2) {
 		const char *env = getenv("CVM_FAULT_CRASH_AFTER");
@@ -124,7 +124,7 @@ static void fault_point(void)
 
 int cvm_lun_write_meta(int fd, const void *buf, size_t len, uint64_t offset)
 {
-	fault_point();
+	cvm_fault_point();
 	size_t done = 0;
 	while (done < len) {
 		ssize_t n = pwrite(fd, (const uint8_t *)buf + done, len - done, (off_t)(offset + done));

@@ -187,6 +187,11 @@ int cvm_volume_open(const struct cvm_scan *scan, const char *name_or_uuid, int f
 	if (!cfg)
 		return -ENOMEM;
 	int rc = cvm_scan_find_volume(scan, name_or_uuid, cfg);
+	if (rc == 0 && cfg->restripe.target_width) { /* its chunks are in two layouts */
+		cvm_set_error("volume %s is being restriped and cannot be used until it is done; "
+			      "run 'cvm restripe %s' to finish it", cfg->name, cfg->name);
+		rc = -EBUSY;
+	}
 	if (rc == 0)
 		rc = cvm_volume_open_config(scan, cfg, flags, CVM_LOCK_USE, out);
 	free(cfg);

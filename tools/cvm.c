@@ -7,17 +7,20 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
-enum { EXIT_CHECK_REPAIRED = 1, EXIT_CHECK_PROBLEMS = 4 };
+enum { EXIT_CHECK_REPAIRED = 1, EXIT_RESTRIPE_PAUSED = 3, EXIT_CHECK_PROBLEMS = 4 };
 
 struct opts {
 	struct scan_paths scan;
 	const char *locks; /* lock manager backend for config changes */
 	bool json, force, repair;
 	uint64_t stripe_width;
+	double rate_mb;    /* restripe: MB/s at most, 0 no limit */
+	const char *luns;  /* restripe: which LUNs */
 	const char *command;
 	char **args;
 	int nargs;
@@ -35,6 +38,10 @@ static void usage(FILE *out)
 		"  show [NAME] [--json]                        show one volume, or all found\n"
 		"  discover PATH... [--json]                   list volumes and LUNs under paths\n"
 		"  grow NAME [--stripe-width SIZE] LUN...      append a stripe set of new LUNs\n"
+		"  restripe NAME [--stripe-width SIZE] [--rate MB/s]\n"
+		"                                              make it one stripe set over all its\n"
+		"                                              LUNs (unmounted everywhere; Ctrl-C\n"
+		"                                              pauses, running it again goes on)\n"
 		"  check NAME [--repair]                       verify labels and config copies\n"
 		"  remove NAME [--force]                       wipe a volume's labels and config\n"
 		"\n"
@@ -42,7 +49,10 @@ static void usage(FILE *out)
 		"  -s, --scan PATH          where to look for LUNs: a directory, a glob, a device or\n"
 		"                           file; repeatable (default: $CVM_SCAN, colon-separated,\n"
 		"                           else /dev/disk/by-id)\n"
-		"  -w, --stripe-width SIZE  stripe width: a power of two multiple of 4k (default 256k)\n"
+		"  -w, --stripe-width SIZE  stripe width: a power of two multiple of 4k (default 256k;\n"
+		"                           restripe: the first stripe set's)\n"
+		"  -R, --rate MB/s          restripe: move at most this many megabytes a second\n"
+		"      --luns all           restripe: over which LUNs (only all, for now)\n"
 		"  -j, --json               machine-readable output (show, discover)\n"
 		"  -f, --force              remove a volume that is incomplete or holds data\n"
 		"  -r, --repair             let check rewrite damaged labels and stale config copies\n"
@@ -53,7 +63,7 @@ static void usage(FILE *out)
 		"\n"
 		"SIZE takes a suffix k, M, G or T (powers of 1024).\n"
 		"Exit status: 0 done; 1 failed (the message says why); 2 bad usage; check: 1 problems\n"
-		"repaired, 4 problems left.\n");
+		"repaired, 4 problems left; restripe: 3 paused.\n");
 }
 
 static int fail(const char *what, int rc)
@@ -105,6 +115,16 @@ static void print_volume_text(const struct cvm_scan *scan, const struct cvm_conf
 	       "  generation  %" PRIu64 "\n  state       %s\n",
 	       cfg->name, uuid, size, cvm_config_size(cfg), cfg->generation,
 	       volume_complete(scan, cfg) ? "complete" : "INCOMPLETE (see the LUNs below)");
+	uint64_t moves, chunk;
+	if (cfg->restripe.target_width && cvm_restripe_count(cfg, &moves, &chunk) == 0) {
+		char width[32], per[32];
+		cvm_format_size(cfg->restripe.target_width, width, sizeof width);
+		cvm_format_size(cfg->restripe.target_lun_bytes, per, sizeof per);
+		printf("  restripe    %.0f%% done (%" PRIu64 " of %" PRIu64 " moves) to one stripe set "
+		       "of width %s, %u LUNs x %s; unusable until done: run 'cvm restripe %s'\n",
+		       moves ? 100.0 * (double)cfg->restripe.moves_done / (double)moves : 100.0,
+		       cfg->restripe.moves_done, moves, width, cfg->nluns, per, cfg->name);
+	}
 	for (uint32_t s = 0; s < cfg->nsets; s++) {
 		const struct cvm_stripe_set *set = &cfg->sets[s];
 		char width[32], per[32];
@@ -121,6 +141,20 @@ static void print_volume_text(const struct cvm_scan *scan, const struct cvm_conf
 	}
 }
 
+/* Inside the volume's object, before its stripe sets: "restripe":{...} or null, then ','. */
+static void print_restripe_json(const struct cvm_config *cfg)
+{
+	uint64_t moves, chunk;
+	if (!cfg->restripe.target_width || cvm_restripe_count(cfg, &moves, &chunk)) {
+		printf("\"restripe\":null,");
+		return;
+	}
+	printf("\"restripe\":{\"target_stripe_width\":%" PRIu64 ",\"target_lun_bytes\":%" PRIu64
+	       ",\"moves_done\":%" PRIu64 ",\"moves_total\":%" PRIu64 ",\"chunk_bytes\":%" PRIu64
+	       "},", cfg->restripe.target_width, cfg->restripe.target_lun_bytes,
+	       cfg->restripe.moves_done, moves, chunk);
+}
+
 static void print_volume_json(const struct cvm_scan *scan, const struct cvm_config *cfg)
 {
 	char uuid[CVM_UUID_STR];
@@ -128,9 +162,11 @@ static void print_volume_json(const struct cvm_scan *scan, const struct cvm_conf
 	printf("{\"name\":");
 	json_string(stdout, cfg->name);
 	printf(",\"uuid\":\"%s\",\"size_bytes\":%" PRIu64 ",\"generation\":%" PRIu64
-	       ",\"complete\":%s,\"stripe_sets\":[",
+	       ",\"complete\":%s,",
 	       uuid, cvm_config_size(cfg), cfg->generation,
 	       volume_complete(scan, cfg) ? "true" : "false");
+	print_restripe_json(cfg);
+	printf("\"stripe_sets\":[");
 	for (uint32_t s = 0; s < cfg->nsets; s++) {
 		const struct cvm_stripe_set *set = &cfg->sets[s];
 		printf("%s{\"stripe_width\":%" PRIu64 ",\"lun_bytes\":%" PRIu64 ",\"luns\":[",
@@ -437,16 +473,92 @@ static int cmd_remove(struct opts *o)
 	return EXIT_OK;
 }
 
+static volatile int restripe_stop;
+
+static void stop_restripe(int sig)
+{
+	(void)sig;
+	restripe_stop = 1;
+}
+
+/* On standard error, at most once a second and at the end: done, rate, time left. */
+static void restripe_progress(void *arg, const struct cvm_restripe_progress *p)
+{
+	static double last = -1;
+	const char *name = arg;
+	bool end = p->moves_done == p->moves_total;
+	if (!end && last >= 0 && p->seconds - last < 1)
+		return;
+	last = p->seconds;
+	char done[32], total[32];
+	cvm_format_size(p->moves_done * p->chunk_bytes, done, sizeof done);
+	cvm_format_size(p->moves_total * p->chunk_bytes, total, sizeof total);
+	double rate = p->seconds > 0 ? (double)p->moved_bytes / p->seconds : 0;
+	double left = rate > 0 ? (double)(p->moves_total - p->moves_done) * (double)p->chunk_bytes / rate
+			       : 0;
+	fprintf(stderr, "cvm restripe: %s: %.0f%% (%s of %s), %.1f MB/s, %.0f s left\n", name,
+		p->moves_total ? 100.0 * (double)p->moves_done / (double)p->moves_total : 100.0, done,
+		total, rate / 1e6, left);
+}
+
+static int cmd_restripe(struct opts *o)
+{
+	if (o->nargs != 1)
+		return usage_error("%s needs exactly one volume name", "restripe");
+	if (o->luns && strcmp(o->luns, "all")) {
+		fprintf(stderr, "cvm restripe: --luns %s: not yet; a restripe spreads the volume "
+				"over all its LUNs (--luns all)\n", o->luns);
+		return EXIT_USAGE;
+	}
+	struct change_lock cl;
+	struct cvm_scan scan;
+	int ex = change_lock_take(o, o->args[0], &cl);
+	if (ex)
+		return ex;
+	if ((ex = scan_or_fail(o, &scan, "restripe"))) {
+		change_lock_drop(&cl);
+		return ex;
+	}
+	struct sigaction sa = {.sa_handler = stop_restripe};
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	struct cvm_restripe_opts ropts = {.stripe_width = o->stripe_width,
+					  .rate_bytes = (uint64_t)(o->rate_mb * 1e6),
+					  .stop = &restripe_stop, .progress = restripe_progress,
+					  .arg = o->args[0]};
+	struct cvm_config *cfg = malloc(sizeof *cfg);
+	int rc = cfg ? cvm_volume_restripe(&scan, o->args[0], &ropts, cfg) : -ENOMEM;
+	cvm_scan_free(&scan);
+	change_lock_drop(&cl);
+	if (rc == 0) {
+		char size[32], width[32];
+		cvm_format_size(cvm_config_size(cfg), size, sizeof size);
+		cvm_format_size(cfg->sets[0].stripe_width, width, sizeof width);
+		printf("volume %s restriped: one stripe set of width %s over %u LUNs, %s, "
+		       "generation %" PRIu64 "\n", cfg->name, width, cfg->nluns, size, cfg->generation);
+	} else if (rc == -EINTR) {
+		printf("volume %s: restripe paused; it cannot be used until 'cvm restripe %s' "
+		       "finishes it\n", cfg->name, cfg->name);
+	} else if (rc == -EALREADY) {
+		printf("volume %s: nothing to do: %s\n", o->args[0], cvm_last_error());
+	}
+	free(cfg);
+	return rc == 0 || rc == -EALREADY ? EXIT_OK
+	       : rc == -EINTR		  ? EXIT_RESTRIPE_PAUSED
+					  : fail("restripe", rc);
+}
+
 static int parse(int argc, char **argv, struct opts *o)
 {
 	static const struct option longopts[] = {
 		{"scan", required_argument, NULL, 's'}, {"stripe-width", required_argument, NULL, 'w'},
 		{"json", no_argument, NULL, 'j'},	{"force", no_argument, NULL, 'f'},
 		{"repair", no_argument, NULL, 'r'},	{"version", no_argument, NULL, 'V'}, {"help", no_argument, NULL, 'h'},
-		{"locks", required_argument, NULL, 'L'}, {NULL, 0, NULL, 0}};
+		{"locks", required_argument, NULL, 'L'}, {"rate", required_argument, NULL, 'R'},
+		{"luns", required_argument, NULL, 'l'}, {NULL, 0, NULL, 0}};
 	int c;
 	o->locks = getenv("CFSLOCK_BACKEND") ? getenv("CFSLOCK_BACKEND") : "local";
-	while ((c = getopt_long(argc, argv, "s:w:jfrhL:V", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "s:w:jfrhL:VR:", longopts, NULL)) != -1) {
 		switch (c) {
 		case 's': scan_paths_add(&o->scan, optarg); break;
 		case 'w':
@@ -461,6 +573,17 @@ static int parse(int argc, char **argv, struct opts *o)
 		case 'f': o->force = true; break;
 		case 'r': o->repair = true; break;
 		case 'L': o->locks = optarg; break;
+		case 'l': o->luns = optarg; break;
+		case 'R': {
+			char *end;
+			o->rate_mb = strtod(optarg, &end);
+			if (end == optarg || *end || !(o->rate_mb > 0)) {
+				fprintf(stderr, "cvm: --rate %s: give megabytes a second, more than 0 "
+						"(e.g. 50)\n", optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		}
 		case 'V': print_version("cvm"); exit(0);
 		case 'h': usage(stdout); exit(EXIT_OK);
 		default: fprintf(stderr, "Try 'cvm --help'.\n"); return EXIT_USAGE;
@@ -478,7 +601,9 @@ static int parse(int argc, char **argv, struct opts *o)
 static int check_option_fits(const struct opts *o)
 {
 	const char *c = o->command;
-	bool sizes = !strcmp(c, "create") || !strcmp(c, "grow");
+	bool sizes = !strcmp(c, "create") || !strcmp(c, "grow") || !strcmp(c, "restripe");
+	if ((o->rate_mb > 0 || o->luns) && strcmp(c, "restripe"))
+		return usage_error("--rate and --luns apply to 'restripe' only, not to '%s'", c);
 	if (o->stripe_width && !sizes)
 		return usage_error("--stripe-width does not apply to '%s'", c);
 	if (o->json && strcmp(c, "show") && strcmp(c, "discover"))
@@ -509,6 +634,8 @@ int main(int argc, char **argv)
 		ex = cmd_check(&o);
 	else if (!strcmp(c, "remove"))
 		ex = cmd_remove(&o);
+	else if (!strcmp(c, "restripe"))
+		ex = cmd_restripe(&o);
 	else
 		ex = usage_error("unknown command '%s'", c);
 	scan_paths_free(&o.scan);

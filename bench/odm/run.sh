@@ -28,7 +28,12 @@ mkdir -p "$dir/luns" "$dir/raw" "$dir/cfs"
 mb_each=$((gb * 1024 / 4))
 
 echo "bench/odm: $(nproc) cores; files in $dir on $(df --output=source "$dir" | tail -1); ${gb} GiB of data; $secs s per run"
-for i in 0 1 2 3; do truncate -s "$((2 * mb_each + 256))M" "$dir/luns/lun$i"; done # fio files + the datafile
+# LUN files allocated in one piece, as a LUN is, not grown hole by hole between the raw files'
+# writes: a scattered layout on the host disk cost libodm some 5% against the raw files.
+for i in 0 1 2 3; do # room for the fuse row's files and the datafile
+	fallocate -l "$((2 * mb_each + 256))M" "$dir/luns/lun$i" 2>/dev/null ||
+		truncate -s "$((2 * mb_each + 256))M" "$dir/luns/lun$i"
+done
 "$bin/cvm" create bench "$dir"/luns/lun{0,1,2,3} >/dev/null
 "$bin/mkfs.cfs" -L bench bench >/dev/null 2>&1
 "$bin/cfs" mount bench "$dir/cfs" -o "dboptimized,log=$dir/cfsd.log"

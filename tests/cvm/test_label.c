@@ -93,3 +93,25 @@ Test(label, config_with_sane_crc_but_bad_layout_is_damaged)
 	free(back);
 	free(buf);
 }
+
+Test(label, restripe_record_round_trip_and_sanity)
+{
+	struct cvm_config *c = sample_config(), *back = malloc(sizeof *back);
+	uint8_t *buf = calloc(1, CVM_SLOT_BYTES);
+	cvm_uuid on;
+	c->restripe = (struct cvm_restripe){.target_width = 64 << 10, .target_lun_bytes = 16 << 20,
+					    .moves_done = 1234, .staged = 7, .half = 1};
+	cvm_config_encode(c, &c->luns[0].uuid, buf);
+	cr_assert_eq(cvm_config_decode(buf, back, &on), CVM_DECODE_OK, "%s", cvm_last_error());
+	cr_assert(!memcmp(&back->restripe, &c->restripe, sizeof c->restripe));
+	c->restripe.target_lun_bytes = 18 << 20; /* more than the smallest LUN gives */
+	cvm_config_encode(c, &c->luns[0].uuid, buf);
+	cr_assert_eq(cvm_config_decode(buf, back, &on), CVM_DECODE_DAMAGED);
+	c->restripe = (struct cvm_restripe){0}; /* none: the length release 0.1 knows */
+	cvm_config_encode(c, &c->luns[0].uuid, buf);
+	cr_assert_eq(cvm_config_decode(buf, back, &on), CVM_DECODE_OK);
+	cr_assert_eq(back->restripe.target_width, 0);
+	free(c);
+	free(back);
+	free(buf);
+}

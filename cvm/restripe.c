@@ -1,0 +1,308 @@
+/* cvm restripe: the planner's moves done in batches staged in scratch, each batch recorded in
+ * the config before its destinations are written (docs/restripe.md):
+ *
+ *   1. the batch's sources are read and written to a scratch half, which is flushed;
+ *   2. the config records "moves_done, then `staged` moves staged in half H";
+ *   3. the destinations are written from that copy, flushed and read back.
+ *
+ * A crash before 2 leaves the previous record, whose batch (in the other half) is written
+ * again; a crash after it writes this batch again from its half.  Halves alternate, so
+ * staging a batch never overwrites the copy the newest record points at. */
+#include "restripe.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+struct run {
+	struct cvm_volume *v;
+	struct cvm_config cfg, to; /* as last committed; the target */
+	struct cvm_restripe_plan plan;
+	const struct cvm_restripe_opts *opts;
+	uint64_t h, total;       /* chunk bytes; moves in all */
+	uint32_t half_cells;     /* scratch cells in each half */
+	struct cvm_move *moves;  /* the batch in hand */
+	uint8_t *buf, *check;    /* its chunks; one read back */
+	double start;
+	uint64_t moved;          /* bytes moved by this run */
+};
+
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Scratch cell i: the park cell is 0, half k holds cells 1 + k * half_cells onwards. */
+static struct cvm_cell scratch_cell(uint64_t h, uint32_t i)
+{
+	uint32_t per_lun = (uint32_t)(CVM_SCRATCH_BYTES / h);
+	return (struct cvm_cell){i / per_lun, CVM_SCRATCH_OFFSET + (i % per_lun) * h};
+}
+
+static struct cvm_cell staging_cell(const struct run *r, uint32_t half, uint32_t i)
+{
+	return scratch_cell(r->h, 1 + half * r->half_cells + i);
+}
+
+static int cell_io(struct run *r, bool write, struct cvm_cell c, void *buf)
+{
+	int fd = cvm_volume_lun_fd(r->v, c.lun);
+	if (write)
+		cvm_fault_point();
+	ssize_t n = write ? pwrite(fd, buf, r->h, (off_t)c.off) : pread(fd, buf, r->h, (off_t)c.off);
+	if (n == (ssize_t)r->h) {
+		if (write)
+			cvm_volume_written(r->v, c.lun);
+		return 0;
+	}
+	int rc = n < 0 ? -errno : -EIO;
+	cvm_set_error("volume %s: LUN %s: cannot %s %" PRIu64 " bytes at %" PRIu64 ": %s",
+		      r->cfg.name, cvm_volume_lun_path(r->v, c.lun), write ? "write" : "read", r->h,
+		      c.off, strerror(-rc));
+	return rc;
+}
+
+static int flush(struct run *r)
+{
+	int rc = cvm_volume_flush(r->v);
+	if (rc)
+		cvm_set_error("volume %s: cannot flush the LUNs: %s", r->cfg.name, strerror(-rc));
+	return rc;
+}
+
+static int commit(struct run *r)
+{
+	int fds[CVM_MAX_LUNS];
+	for (uint32_t i = 0; i < r->cfg.nluns; i++)
+		fds[i] = cvm_volume_lun_fd(r->v, i);
+	r->cfg.generation++;
+	r->cfg.mtime = (uint64_t)time(NULL);
+	return cvm_config_commit(&r->cfg, fds);
+}
+
+/* The next moves, at most a half's worth; a batch ends after a park (its unpark reads the
+ * park cell, which must be written first). */
+static uint32_t next_batch(struct run *r)
+{
+	uint32_t n = 0;
+	while (n < r->half_cells && cvm_restripe_plan_next(&r->plan, &r->moves[n]))
+		if (r->moves[n++].kind == CVM_MOVE_PARK)
+			break;
+	return n;
+}
+
+static int stage(struct run *r, uint32_t n, uint32_t half)
+{
+	int rc = 0;
+	for (uint32_t i = 0; i < n && !rc; i++)
+		rc = cell_io(r, false, r->moves[i].src, r->buf + i * r->h);
+	for (uint32_t i = 0; i < n && !rc; i++)
+		rc = cell_io(r, true, staging_cell(r, half, i), r->buf + i * r->h);
+	return rc ? rc : flush(r);
+}
+
+/* Write the batch's destinations from buf, make them durable, and read each back. */
+static int place(struct run *r, uint32_t n)
+{
+	int rc = 0;
+	for (uint32_t i = 0; i < n && !rc; i++)
+		rc = cell_io(r, true, r->moves[i].dst, r->buf + i * r->h);
+	if (rc || (rc = flush(r)))
+		return rc;
+	for (uint32_t i = 0; i < n && !rc; i++) {
+		if ((rc = cell_io(r, false, r->moves[i].dst, r->check)))
+			break;
+		if (memcmp(r->check, r->buf + i * r->h, r->h)) {
+			cvm_set_error("volume %s: LUN %s: what was written at %" PRIu64 " reads back "
+				      "different; check the LUN, then run the restripe again",
+				      r->cfg.name, cvm_volume_lun_path(r->v, r->moves[i].dst.lun),
+				      r->moves[i].dst.off);
+			rc = -EIO;
+		}
+	}
+	return rc;
+}
+
+/* A crash left a batch staged: write it again from its scratch half. */
+static int finish_staged(struct run *r)
+{
+	uint32_t want = r->cfg.restripe.staged, n = next_batch(r);
+	if (n != want) {
+		cvm_set_error("volume %s: the restripe record says %u moves are staged where the "
+			      "plan has %u; the config is damaged", r->cfg.name, want, n);
+		return -EBADMSG;
+	}
+	int rc = 0;
+	for (uint32_t i = 0; i < n && !rc; i++)
+		rc = cell_io(r, false, staging_cell(r, r->cfg.restripe.half, i), r->buf + i * r->h);
+	if (rc || (rc = place(r, n)))
+		return rc;
+	r->cfg.restripe.moves_done += n;
+	r->moved += n * r->h;
+	return 0;
+}
+
+static void report(struct run *r)
+{
+	if (!r->opts->progress)
+		return;
+	struct cvm_restripe_progress p = {.moves_done = r->cfg.restripe.moves_done,
+					  .moves_total = r->total, .chunk_bytes = r->h,
+					  .moved_bytes = r->moved, .seconds = now() - r->start};
+	r->opts->progress(r->opts->arg, &p);
+}
+
+static void throttle(struct run *r)
+{
+	if (!r->opts->rate_bytes)
+		return;
+	double due = (double)r->moved / (double)r->opts->rate_bytes - (now() - r->start);
+	if (due > 0)
+		nanosleep(&(struct timespec){(time_t)due, (long)((due - (double)(time_t)due) * 1e9)},
+			  NULL);
+}
+
+static int move_all(struct run *r)
+{
+	uint32_t half = r->cfg.restripe.staged ? 1 - r->cfg.restripe.half : 0;
+	int rc = r->cfg.restripe.staged ? finish_staged(r) : 0;
+	if (!rc)
+		report(r);
+	for (uint32_t n; !rc && (n = next_batch(r)) > 0; half ^= 1) {
+		if ((rc = stage(r, n, half)))
+			break;
+		r->cfg.restripe.staged = n;
+		r->cfg.restripe.half = half;
+		if ((rc = commit(r)) || (rc = place(r, n)))
+			break;
+		r->cfg.restripe.moves_done += n;
+		r->cfg.restripe.staged = 0;
+		r->moved += n * r->h;
+		report(r);
+		if (r->opts->stop && *r->opts->stop)
+			return commit(r) ? -EIO : -EINTR; /* nothing staged: resumable anywhere */
+		throttle(r);
+	}
+	return rc;
+}
+
+/* The config that starts a restripe, or why not. */
+static int begin(struct run *r)
+{
+	uint64_t width = r->opts->stripe_width ? r->opts->stripe_width
+					       : r->cfg.sets[0].stripe_width;
+	int rc = cvm_restripe_target(&r->cfg, width, &r->to);
+	if (rc)
+		return rc;
+	if (r->cfg.nsets == 1 && r->cfg.sets[0].stripe_width == width) {
+		cvm_set_error("volume %s is one stripe set of width %" PRIu64 " over all its LUNs "
+			      "already", r->cfg.name, width);
+		return -EALREADY;
+	}
+	r->cfg.restripe = (struct cvm_restripe){.target_width = width,
+						.target_lun_bytes = r->to.sets[0].lun_bytes};
+	return commit(r);
+}
+
+static void target_of(const struct cvm_config *cfg, struct cvm_config *to)
+{
+	*to = *cfg;
+	to->restripe = (struct cvm_restripe){0};
+	to->nsets = 1;
+	to->sets[0] = (struct cvm_stripe_set){.stripe_width = cfg->restripe.target_width,
+					      .lun_bytes = cfg->restripe.target_lun_bytes,
+					      .nluns = cfg->nluns};
+}
+
+static int plan_start(struct run *r)
+{
+	struct cvm_cell park = scratch_cell(cvm_restripe_chunk_bytes(&r->cfg, &r->to), 0);
+	int rc = cvm_restripe_plan_init(&r->plan, &r->cfg, &r->to, park);
+	struct cvm_move m;
+	while (!rc && r->plan.done < r->cfg.restripe.moves_done)
+		if (!cvm_restripe_plan_next(&r->plan, &m)) {
+			cvm_set_error("volume %s: the restripe record says %" PRIu64 " moves are "
+				      "done, more than the plan has; the config is damaged",
+				      r->cfg.name, r->cfg.restripe.moves_done);
+			rc = -EBADMSG;
+		}
+	return rc;
+}
+
+int cvm_restripe_count(const struct cvm_config *cfg, uint64_t *moves, uint64_t *chunk_bytes)
+{
+	struct cvm_config *to = malloc(sizeof *to);
+	if (!to)
+		return -ENOMEM;
+	target_of(cfg, to);
+	struct cvm_restripe_plan p;
+	struct cvm_move m;
+	int rc = cvm_restripe_plan_init(&p, cfg, to, scratch_cell(cvm_restripe_chunk_bytes(cfg, to), 0));
+	while (!rc && cvm_restripe_plan_next(&p, &m))
+		;
+	*moves = p.done;
+	*chunk_bytes = p.chunk_bytes;
+	cvm_restripe_plan_free(&p);
+	free(to);
+	return rc;
+}
+
+static int run_restripe(struct run *r)
+{
+	uint64_t asked = r->opts->stripe_width;
+	int rc;
+	if (!r->cfg.restripe.target_width) {
+		if ((rc = begin(r)))
+			return rc;
+	} else if (asked && asked != r->cfg.restripe.target_width) {
+		cvm_set_error("volume %s is being restriped to stripe width %" PRIu64 "; run the "
+			      "restripe again without --stripe-width to finish that first",
+			      r->cfg.name, r->cfg.restripe.target_width);
+		return -EBUSY;
+	}
+	target_of(&r->cfg, &r->to);
+	if ((rc = cvm_restripe_count(&r->cfg, &r->total, &r->h)) || (rc = plan_start(r)))
+		return rc;
+	r->half_cells = (uint32_t)((CVM_SCRATCH_BYTES / r->h * r->cfg.nluns - 1) / 2);
+	r->moves = calloc(r->half_cells, sizeof *r->moves);
+	r->buf = cvm_alloc_aligned(r->half_cells * r->h);
+	r->check = cvm_alloc_aligned(r->h);
+	if (!r->moves || !r->buf || !r->check)
+		return -ENOMEM;
+	if ((rc = move_all(r)))
+		return rc;
+	struct cvm_config done = r->to; /* the target, with what the config learnt meanwhile */
+	done.generation = r->cfg.generation;
+	r->cfg = done;
+	return commit(r);
+}
+
+int cvm_volume_restripe(const struct cvm_scan *scan, const char *name_or_uuid,
+			const struct cvm_restripe_opts *opts, struct cvm_config *out)
+{
+	struct run *r = calloc(1, sizeof *r);
+	if (!r)
+		return -ENOMEM;
+	r->opts = opts;
+	r->start = now();
+	int rc = cvm_scan_find_volume(scan, name_or_uuid, &r->cfg);
+	if (rc == 0)
+		rc = cvm_volume_open_config(scan, &r->cfg, CVM_OPEN_RDWR, CVM_LOCK_ALONE, &r->v);
+	if (rc == 0)
+		rc = run_restripe(r);
+	if (out && (rc == 0 || rc == -EINTR))
+		*out = r->cfg;
+	cvm_restripe_plan_free(&r->plan);
+	free(r->moves);
+	free(r->buf);
+	free(r->check);
+	cvm_volume_close(r->v);
+	free(r);
+	return rc;
+}

@@ -1,0 +1,237 @@
+/* cvm_volume_restripe on real LUN files: a volume of 2 LUNs grown by 2 more, every 4 KiB
+ * block stamped with its volume offset, restriped into one set over the 4; interrupted
+ * ("power lost") after every so many writes and run again, paused and resumed, refused when
+ * it cannot be done; every block reads back as written afterwards. */
+#include "cvm_test.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <sys/wait.h>
+
+static void setup(void) { test_dir_make(); }
+static void teardown(void) { test_dir_remove(); }
+TestSuite(restripe, .init = setup, .fini = teardown, .timeout = 600);
+
+#define LUN_BYTES (CVM_MIN_LUN_BYTES + (64u << 10))
+#define BLOCK 4096u
+
+static struct cvm_scan scan;
+
+static void rescan(void)
+{
+	cvm_scan_free(&scan);
+	scan = scan_dir();
+}
+
+static void stamp(uint8_t *b, uint64_t off, uint64_t seed)
+{
+	for (unsigned i = 0; i < BLOCK; i += 16) {
+		memcpy(b + i, &off, 8);
+		memcpy(b + i + 8, &seed, 8);
+	}
+}
+
+/* Every block of the volume from `from` on gets its stamp. */
+static void fill(uint64_t from, uint64_t seed)
+{
+	struct cvm_volume *v;
+	rescan();
+	cr_assert_eq(cvm_volume_open(&scan, "v", CVM_OPEN_RDWR, &v), 0, "%s", cvm_last_error());
+	uint8_t *b = cvm_alloc_aligned(BLOCK);
+	for (uint64_t off = from; off < cvm_volume_size(v); off += BLOCK) {
+		stamp(b, off, seed);
+		cr_assert_eq(cvm_volume_write(v, b, BLOCK, off), 0);
+	}
+	cr_assert_eq(cvm_volume_flush(v), 0);
+	free(b);
+	cvm_volume_close(v);
+}
+
+static void verify(uint64_t grown_at)
+{
+	struct cvm_volume *v;
+	rescan();
+	cr_assert_eq(cvm_volume_open(&scan, "v", CVM_OPEN_RDONLY, &v), 0, "%s", cvm_last_error());
+	const struct cvm_config *c = cvm_volume_config(v);
+	cr_assert_eq(c->nsets, 1, "one stripe set after the restripe");
+	cr_assert_eq(c->sets[0].nluns, 4);
+	uint8_t *b = cvm_alloc_aligned(BLOCK), *want = cvm_alloc_aligned(BLOCK);
+	for (uint64_t off = 0; off < 2 * grown_at; off += BLOCK) {
+		cr_assert_eq(cvm_volume_read(v, b, BLOCK, off), 0);
+		stamp(want, off, off < grown_at ? 1 : 2);
+		cr_assert(!memcmp(b, want, BLOCK), "block at %" PRIu64 " is not as written", off);
+	}
+	free(b);
+	free(want);
+	cvm_volume_close(v);
+}
+
+/* Two LUNs, stamped, grown by two, the new half stamped: the size of the first half. */
+static uint64_t grown_volume(uint64_t width)
+{
+	const char *luns[4];
+	for (int i = 0; i < 4; i++) {
+		char name[16];
+		snprintf(name, sizeof name, "lun%d", i);
+		luns[i] = make_lun(name, LUN_BYTES);
+	}
+	struct cvm_create_opts o = {.stripe_width = width};
+	rescan();
+	cr_assert_eq(cvm_volume_create(&scan, "v", luns, 2, &o, NULL), 0, "%s", cvm_last_error());
+	fill(0, 1);
+	rescan();
+	struct cvm_config c;
+	cr_assert_eq(cvm_volume_grow(&scan, "v", luns + 2, 2, NULL, &c), 0, "%s", cvm_last_error());
+	uint64_t half = c.sets[0].lun_bytes * 2;
+	fill(half, 2);
+	return half;
+}
+
+static int restripe(const struct cvm_restripe_opts *o)
+{
+	rescan();
+	return cvm_volume_restripe(&scan, "v", o, NULL);
+}
+
+static struct cvm_restripe_opts plain;
+
+/* Restripe in a child that loses power after k writes; true if it did. */
+static bool crash_after(long k)
+{
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		cvm_fault_crash_after(k);
+		_exit(restripe(&plain) == 0 ? 0 : 1);
+	}
+	int status;
+	waitpid(pid, &status, 0);
+	cr_assert(WIFEXITED(status), "the child died of a signal");
+	cr_assert(WEXITSTATUS(status) == 0 || WEXITSTATUS(status) == CVM_FAULT_EXIT,
+		  "the child failed: exit %d", WEXITSTATUS(status));
+	return WEXITSTATUS(status) == CVM_FAULT_EXIT;
+}
+
+Test(restripe, spreads_a_grown_volume_and_keeps_every_block)
+{
+	uint64_t half = grown_volume(256 << 10);
+	cr_assert_eq(restripe(&plain), 0, "%s", cvm_last_error());
+	verify(half);
+	cr_assert_eq(restripe(&plain), -EALREADY, "a second restripe has nothing to do");
+}
+
+static char saved[300];
+
+static void save_luns(void)
+{
+	char cmd[700];
+	snprintf(saved, sizeof saved, "%s.orig", test_dir);
+	snprintf(cmd, sizeof cmd, "cp -a '%s' '%s'", test_dir, saved);
+	cr_assert_eq(system(cmd), 0);
+}
+
+static void restore_luns(void)
+{
+	char cmd[1000];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s' && cp -a '%s' '%s'", test_dir, saved, test_dir);
+	cr_assert_eq(system(cmd), 0);
+}
+
+/* Power lost after k writes (metadata and data, staging and placing), then run again: the
+ * points spread over the whole run, and the first few, where the record is young. */
+Test(restripe, every_crash_point_resumes_to_the_same_data)
+{
+	uint64_t half = grown_volume(256 << 10);
+	save_luns();
+	long total = 0; /* how many writes a whole run makes, to a thousand */
+	do {
+		total += 1000;
+		restore_luns();
+	} while (crash_after(total));
+	long points[] = {0, 1, 2, 3, 5, 8, 13, 21, 34, total / 7, total / 3, total / 2,
+			 total * 2 / 3, total - 1500, total - 1000};
+	for (size_t i = 0; i < sizeof points / sizeof *points; i++) {
+		restore_luns();
+		crash_after(points[i]);
+		cr_assert_eq(restripe(&plain), 0, "after a crash at write %ld: %s", points[i],
+			     cvm_last_error());
+		verify(half);
+	}
+	char cmd[400];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", saved);
+	cr_assert_eq(system(cmd), 0);
+}
+
+static volatile int stop_now;
+
+static void stop_after_first(void *arg, const struct cvm_restripe_progress *p)
+{
+	(void)arg;
+	if (p->moves_done > 0)
+		stop_now = 1;
+}
+
+Test(restripe, pauses_and_goes_on)
+{
+	uint64_t half = grown_volume(64 << 10);
+	struct cvm_restripe_opts o = {.stop = &stop_now, .progress = stop_after_first};
+	cr_assert_eq(restripe(&o), -EINTR);
+	rescan();
+	struct cvm_volume *v;
+	cr_assert_eq(cvm_volume_open(&scan, "v", CVM_OPEN_RDONLY, &v), -EBUSY);
+	cr_assert(strstr(cvm_last_error(), "volume v is being restriped and cannot be used until "
+					   "it is done; run 'cvm restripe v'"), "%s", cvm_last_error());
+	struct cvm_config c;
+	cr_assert_eq(cvm_scan_find_volume(&scan, "v", &c), 0);
+	cr_assert_gt(c.restripe.moves_done, 0);
+	const char *extra[] = {make_lun("lun9", LUN_BYTES)};
+	rescan();
+	cr_assert_eq(cvm_volume_grow(&scan, "v", extra, 1, NULL, NULL), -EBUSY);
+	cr_assert(strstr(cvm_last_error(), "is being restriped"), "%s", cvm_last_error());
+	struct cvm_restripe_opts other = {.stripe_width = 1 << 20};
+	cr_assert_eq(restripe(&other), -EBUSY, "another width while one is under way");
+	cr_assert_eq(restripe(&plain), 0, "%s", cvm_last_error());
+	verify(half);
+}
+
+Test(restripe, a_volume_that_would_not_fit_is_refused_unchanged)
+{
+	const char *luns[] = {make_lun("a", LUN_BYTES * 2), make_lun("b", LUN_BYTES * 2),
+			      make_lun("c", LUN_BYTES)};
+	rescan();
+	cr_assert_eq(cvm_volume_create(&scan, "v", luns, 2, NULL, NULL), 0);
+	rescan();
+	cr_assert_eq(cvm_volume_grow(&scan, "v", luns + 2, 1, NULL, NULL), 0);
+	rescan();
+	struct cvm_config before, after;
+	cr_assert_eq(cvm_scan_find_volume(&scan, "v", &before), 0);
+	cr_assert_eq(restripe(&plain), -ENOSPC);
+	cr_assert(strstr(cvm_last_error(), "volume v: one stripe set over its 3 LUNs holds"),
+		  "%s", cvm_last_error());
+	rescan();
+	cr_assert_eq(cvm_scan_find_volume(&scan, "v", &after), 0);
+	cr_assert_eq(after.generation, before.generation, "a refused restripe wrote a config");
+}
+
+Test(restripe, a_missing_lun_is_refused)
+{
+	grown_volume(256 << 10);
+	char *gone;
+	cr_assert(asprintf(&gone, "%s/lun3", test_dir) > 0);
+	cr_assert_eq(unlink(gone), 0);
+	cr_assert_eq(restripe(&plain), -ENODEV);
+	cr_assert(strstr(cvm_last_error(), "is missing"), "%s", cvm_last_error());
+	free(gone);
+}
+
+Test(restripe, a_volume_in_use_is_refused)
+{
+	grown_volume(256 << 10);
+	rescan();
+	struct cvm_volume *v;
+	cr_assert_eq(cvm_volume_open(&scan, "v", CVM_OPEN_RDWR, &v), 0);
+	cr_assert_eq(restripe(&plain), -EBUSY);
+	cr_assert(strstr(cvm_last_error(), "another process on this node uses it"), "%s",
+		  cvm_last_error());
+	cvm_volume_close(v);
+}
