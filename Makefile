@@ -246,6 +246,7 @@ bench-locks: all $(BUILD)/bench/lockbench
 
 bench-cvm: all
 	bench/cvm/run.sh $(BUILD)
+	bench/cvm/restripe.sh $(BUILD)
 
 lint:
 	cppcheck --quiet --error-exitcode=1 --enable=warning,portability --inline-suppr \

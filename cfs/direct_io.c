@@ -37,18 +37,18 @@ static bool lock_fs(struct cfs_fs *fs, bool may_wait)
 static int add_lun_pieces(struct cfs_fs *fs, uint64_t at, uint64_t len, uint64_t buf_offset,
 			  struct cfs_direct_io *d)
 {
-	struct cvm_map_iter it;
-	int rc = cvm_map_begin(&it, cvm_volume_config(fs->vol), at, len);
+	struct cvm_volume_map_iter it;
+	int rc = cvm_volume_map_begin(&it, fs->vol, at, len);
 	if (rc)
 		return rc;
 	struct cvm_piece pc;
-	while (cvm_map_next(&it, &pc)) {
+	while (cvm_volume_map_next(&it, &pc)) {
 		if (d->n == CFS_DIRECT_IO_PIECES)
 			return -EAGAIN;
 		d->io[d->n++] = (struct cfs_lun_io){
 			.lun = pc.lun,
 			.fd = cvm_volume_lun_fd(fs->vol, pc.lun),
-			.offset = pc.lun_offset + CVM_META_BYTES,
+			.offset = pc.dev_offset,
 			.len = pc.len,
 			.buf_offset = buf_offset + pc.buf_offset,
 		};

@@ -229,21 +229,20 @@ int cvm_aio_submit(struct cvm_aio *aio, enum cvm_op op, void *buf, uint64_t len,
 		   uint64_t offset, cvm_aio_done_fn done, void *arg)
 {
 	struct cvm_volume *v = aio->vol;
-	const struct cvm_config *cfg = cvm_volume_config(v);
 	if ((offset | len | (uintptr_t)buf) % CVM_IO_ALIGN || len == 0)
 		return -EINVAL;
 	if (cvm_volume_fenced(v))
 		return -EIO; /* a write gate is asked in submit_queue, just before the kernel */
-	struct cvm_map_iter it;
+	struct cvm_volume_map_iter it;
 	struct cvm_piece p;
-	if (cvm_map_begin(&it, cfg, offset, len))
+	if (cvm_volume_map_begin(&it, v, offset, len))
 		return -ERANGE;
 	int rc = aio->free ? 0 : alloc_req(aio);
 	if (rc)
 		return rc;
 
 	uint32_t npieces = 0;
-	for (struct cvm_map_iter count = it; cvm_map_next(&count, &p);)
+	for (struct cvm_volume_map_iter count = it; cvm_volume_map_next(&count, &p);)
 		npieces++;
 	struct aio_req *r = aio->free;
 	r->cbs = npieces <= INLINE_IOCBS ? r->inline_cbs : calloc(npieces, sizeof *r->cbs);
@@ -253,11 +252,11 @@ int cvm_aio_submit(struct cvm_aio *aio, enum cvm_op op, void *buf, uint64_t len,
 	*r = (struct aio_req){.done = done, .arg = arg, .len = len, .pending = npieces,
 			      .cbs = r->cbs, .all = r->all};
 	aio->inflight++;
-	for (uint32_t i = 0; cvm_map_next(&it, &p); i++) {
+	for (uint32_t i = 0; cvm_volume_map_next(&it, &p); i++) {
 		struct iocb *cb = &r->cbs[i];
 		int fd = cvm_volume_lun_fd(v, p.lun);
 		void *b = (uint8_t *)buf + p.buf_offset;
-		long long at = (long long)(CVM_META_BYTES + p.lun_offset);
+		long long at = (long long)p.dev_offset;
 		if (op == CVM_READ)
 			io_prep_pread(cb, fd, b, p.len, at);
 		else

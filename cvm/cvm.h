@@ -92,6 +92,7 @@ int cvm_check_name(const char *name);
 struct cvm_piece {
 	uint32_t lun;        /* index into cvm_config.luns */
 	uint64_t lun_offset; /* byte offset in the LUN's data area (add CVM_META_BYTES for the device) */
+	uint64_t dev_offset; /* byte offset on the LUN device: where to read or write it */
 	uint64_t len;
 	uint64_t buf_offset; /* where the piece starts in the caller's buffer */
 };
@@ -160,6 +161,18 @@ int cvm_volume_open(const struct cvm_scan *scan, const char *name_or_uuid, int f
 		    struct cvm_volume **out);
 void cvm_volume_close(struct cvm_volume *vol);
 const struct cvm_config *cvm_volume_config(const struct cvm_volume *vol);
+
+/* The LUN pieces of a volume range as the volume lies now: by its layout, or, while a
+ * restripe is paused, each chunk where the restripe has left it (moved, parked, not yet
+ * moved).  Every user of a volume maps through this. */
+struct cvm_volume_map_iter {
+	const struct cvm_volume *vol;
+	struct cvm_map_iter layout; /* without a restripe */
+	uint64_t pos, end, start;
+};
+int cvm_volume_map_begin(struct cvm_volume_map_iter *it, const struct cvm_volume *vol,
+			 uint64_t offset, uint64_t len);
+bool cvm_volume_map_next(struct cvm_volume_map_iter *it, struct cvm_piece *piece);
 uint64_t cvm_volume_size(const struct cvm_volume *vol);
 const char *cvm_volume_lun_path(const struct cvm_volume *vol, uint32_t lun);
 /* The O_DIRECT descriptor of a LUN, for callers that submit mapped pieces themselves. */

@@ -140,6 +140,7 @@ bool cvm_map_next(struct cvm_map_iter *it, struct cvm_piece *piece)
 
 	piece->lun = s->first_lun + (uint32_t)(stripe % s->nluns);
 	piece->lun_offset = row * s->stripe_width + within;
+	piece->dev_offset = CVM_META_BYTES + piece->lun_offset;
 	piece->len = len;
 	piece->buf_offset = it->pos - it->start;
 

@@ -306,3 +306,52 @@ int cvm_volume_restripe(const struct cvm_scan *scan, const char *name_or_uuid,
 	free(r);
 	return rc;
 }
+
+void cvm_restripe_view_free(struct cvm_restripe_view *v)
+{
+	if (v)
+		free(v->moved);
+	free(v);
+}
+
+int cvm_restripe_view_new(const struct cvm_config *cfg, struct cvm_restripe_view **out)
+{
+	struct cvm_restripe_view *v = calloc(1, sizeof *v);
+	if (!v)
+		return -ENOMEM;
+	target_of(cfg, &v->to);
+	v->chunk_bytes = cvm_restripe_chunk_bytes(cfg, &v->to);
+	v->park = scratch_cell(v->chunk_bytes, 0);
+	v->parked = CVM_NO_CHUNK;
+	struct cvm_restripe_plan p;
+	struct cvm_move m;
+	int rc = cvm_restripe_plan_init(&p, cfg, &v->to, v->park);
+	if (!rc && !(v->moved = calloc(p.nchunks / 64 + 1, sizeof *v->moved)))
+		rc = -ENOMEM;
+	while (!rc && p.done < cfg->restripe.moves_done && cvm_restripe_plan_next(&p, &m)) {
+		if (m.kind == CVM_MOVE_PARK) {
+			v->parked = m.chunk;
+			continue;
+		}
+		v->moved[m.chunk / 64] |= 1ull << (m.chunk % 64);
+		if (m.kind == CVM_MOVE_UNPARK)
+			v->parked = CVM_NO_CHUNK;
+	}
+	cvm_restripe_plan_free(&p);
+	if (rc) {
+		cvm_restripe_view_free(v);
+		return rc;
+	}
+	*out = v;
+	return 0;
+}
+
+struct cvm_cell cvm_restripe_view_cell(const struct cvm_config *from,
+				       const struct cvm_restripe_view *v, uint64_t c)
+{
+	if (v->moved[c / 64] >> (c % 64) & 1)
+		return cvm_restripe_cell_of(&v->to, v->chunk_bytes, c);
+	if (c == v->parked)
+		return v->park;
+	return cvm_restripe_cell_of(from, v->chunk_bytes, c);
+}

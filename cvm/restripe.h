@@ -39,6 +39,23 @@ struct cvm_restripe_plan {
 	uint64_t parked_chunk;
 };
 
+/* The cell holding chunk c in layout cfg (c inside the layout). */
+struct cvm_cell cvm_restripe_cell_of(const struct cvm_config *cfg, uint64_t chunk_bytes, uint64_t c);
+
+/* Where a paused restripe has left each chunk, for the volume's users (volume.c). */
+struct cvm_restripe_view {
+	struct cvm_config to;
+	uint64_t chunk_bytes;
+	uint64_t *moved;       /* a bit per chunk: in its place in `to` */
+	uint64_t parked;       /* the chunk in the park cell, or CVM_NO_CHUNK */
+	struct cvm_cell park;
+};
+/* The view of cfg's restripe, which must have nothing staged.  NULL and -errno on failure. */
+int cvm_restripe_view_new(const struct cvm_config *cfg, struct cvm_restripe_view **out);
+void cvm_restripe_view_free(struct cvm_restripe_view *v);
+struct cvm_cell cvm_restripe_view_cell(const struct cvm_config *from,
+				       const struct cvm_restripe_view *v, uint64_t c);
+
 /* The chunk size of a restripe from one layout to the other. */
 uint64_t cvm_restripe_chunk_bytes(const struct cvm_config *from, const struct cvm_config *to);
 /* The target of a restripe of from: one stripe set of the given width over all its LUNs, each

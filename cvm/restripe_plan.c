@@ -18,14 +18,13 @@ static uint64_t set_bytes(const struct cvm_stripe_set *s)
 	return s->lun_bytes * s->nluns;
 }
 
-/* The cell holding chunk c in layout cfg (c inside the layout). */
-static struct cvm_cell cell_of(const struct cvm_config *cfg, uint64_t chunk_bytes, uint64_t c)
+struct cvm_cell cvm_restripe_cell_of(const struct cvm_config *cfg, uint64_t chunk_bytes, uint64_t c)
 {
 	struct cvm_map_iter it;
 	struct cvm_piece piece = {0};
 	if (cvm_map_begin(&it, cfg, c * chunk_bytes, chunk_bytes) == 0)
 		cvm_map_next(&it, &piece); /* one piece: the chunk divides every stripe width */
-	return (struct cvm_cell){piece.lun, CVM_META_BYTES + piece.lun_offset};
+	return (struct cvm_cell){piece.lun, piece.dev_offset};
 }
 
 /* The chunk layout cfg keeps in cell, or CVM_NO_CHUNK if it keeps none there. */
@@ -140,7 +139,7 @@ static bool walk_step(struct cvm_restripe_plan *p, struct cvm_move *m)
 		return false;
 	}
 	visit(p, c);
-	struct cvm_cell src = cell_of(p->from, p->chunk_bytes, c);
+	struct cvm_cell src = cvm_restripe_cell_of(p->from, p->chunk_bytes, c);
 	*m = (struct cvm_move){.chunk = c, .src = src, .dst = p->free_cell, .kind = CVM_MOVE};
 	p->free_cell = src;
 	return true;
@@ -153,7 +152,7 @@ static bool next_chain(struct cvm_restripe_plan *p)
 		uint64_t c = p->scan++;
 		if (visited(p, c))
 			continue;
-		struct cvm_cell dst = cell_of(p->to, p->chunk_bytes, c);
+		struct cvm_cell dst = cvm_restripe_cell_of(p->to, p->chunk_bytes, c);
 		if (chunk_at(p->from, p->chunk_bytes, dst) == CVM_NO_CHUNK) {
 			p->free_cell = dst;
 			p->walking = true;
@@ -171,8 +170,8 @@ static bool next_cycle(struct cvm_restripe_plan *p, struct cvm_move *m)
 		if (visited(p, c))
 			continue;
 		visit(p, c);
-		struct cvm_cell src = cell_of(p->from, p->chunk_bytes, c);
-		if (cells_equal(src, cell_of(p->to, p->chunk_bytes, c)))
+		struct cvm_cell src = cvm_restripe_cell_of(p->from, p->chunk_bytes, c);
+		if (cells_equal(src, cvm_restripe_cell_of(p->to, p->chunk_bytes, c)))
 			continue;
 		*m = (struct cvm_move){.chunk = c, .src = src, .dst = p->park,
 				       .kind = CVM_MOVE_PARK};

@@ -1,6 +1,6 @@
 /* Volumes: assemble a volume from scanned LUNs, and its synchronous I/O.  Config changes
  * (create, grow, remove) live in change.c. */
-#include "internal.h"
+#include "restripe.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -40,6 +40,7 @@ struct cvm_volume {
 	bool fenced; /* atomic: no I/O reaches the LUNs any more */
 	cvm_write_gate_fn gate;
 	void *gate_arg;
+	struct cvm_restripe_view *view; /* a paused restripe: where each chunk is */
 };
 
 static const struct cvm_stripe_set *set_of_lun(const struct cvm_config *cfg, uint32_t lun)
@@ -52,6 +53,7 @@ static const struct cvm_stripe_set *set_of_lun(const struct cvm_config *cfg, uin
 
 static void vol_free(struct cvm_volume *v)
 {
+	cvm_restripe_view_free(v->view);
 	pthread_mutex_destroy(&v->flush_lock);
 	pthread_cond_destroy(&v->flush_ended);
 	if (v->flush_ctx)
@@ -187,13 +189,19 @@ int cvm_volume_open(const struct cvm_scan *scan, const char *name_or_uuid, int f
 	if (!cfg)
 		return -ENOMEM;
 	int rc = cvm_scan_find_volume(scan, name_or_uuid, cfg);
-	if (rc == 0 && cfg->restripe.target_width) { /* its chunks are in two layouts */
-		cvm_set_error("volume %s is being restriped and cannot be used until it is done; "
-			      "run 'cvm restripe %s' to finish it", cfg->name, cfg->name);
+	if (rc == 0 && cfg->restripe.staged) { /* some chunks are only in scratch */
+		cvm_set_error("volume %s: a restripe was interrupted in the middle of a batch; run "
+			      "'cvm restripe %s' (Ctrl-C pauses it again) before using the volume",
+			      cfg->name, cfg->name);
 		rc = -EBUSY;
 	}
 	if (rc == 0)
 		rc = cvm_volume_open_config(scan, cfg, flags, CVM_LOCK_USE, out);
+	if (rc == 0 && cfg->restripe.target_width &&
+	    (rc = cvm_restripe_view_new(cfg, &(*out)->view))) {
+		vol_free(*out);
+		*out = NULL;
+	}
 	free(cfg);
 	return rc;
 }
@@ -239,6 +247,44 @@ int cvm_volume_may_write(struct cvm_volume *vol)
 	return gate ? gate(vol->gate_arg) : 0;
 }
 
+int cvm_volume_map_begin(struct cvm_volume_map_iter *it, const struct cvm_volume *vol,
+			 uint64_t offset, uint64_t len)
+{
+	*it = (struct cvm_volume_map_iter){.vol = vol, .pos = offset, .end = offset + len,
+					   .start = offset};
+	if (!vol->view)
+		return cvm_map_begin(&it->layout, &vol->cfg, offset, len);
+	return offset > vol->size || len > vol->size - offset ? -ERANGE : 0;
+}
+
+/* With a paused restripe: chunk by chunk, runs contiguous on one LUN joined into a piece. */
+bool cvm_volume_map_next(struct cvm_volume_map_iter *it, struct cvm_piece *p)
+{
+	const struct cvm_restripe_view *rv = it->vol->view;
+	if (!rv)
+		return cvm_map_next(&it->layout, p);
+	if (it->pos >= it->end)
+		return false;
+	*p = (struct cvm_piece){.buf_offset = it->pos - it->start};
+	while (it->pos < it->end) {
+		uint64_t c = it->pos / rv->chunk_bytes, within = it->pos % rv->chunk_bytes;
+		uint64_t len = rv->chunk_bytes - within;
+		if (len > it->end - it->pos)
+			len = it->end - it->pos;
+		struct cvm_cell cell = cvm_restripe_view_cell(&it->vol->cfg, rv, c);
+		if (p->len && (cell.lun != p->lun || cell.off + within != p->dev_offset + p->len))
+			break;
+		if (!p->len) {
+			p->lun = cell.lun;
+			p->dev_offset = cell.off + within;
+			p->lun_offset = p->dev_offset - CVM_META_BYTES; /* the park cell: below 0 */
+		}
+		p->len += len;
+		it->pos += len;
+	}
+	return true;
+}
+
 static int check_io(const struct cvm_volume *v, const void *buf, uint64_t len, uint64_t off)
 {
 	if (cvm_volume_fenced(v))
@@ -257,12 +303,12 @@ static int io_sync(struct cvm_volume *v, enum cvm_op op, void *buf, uint64_t len
 		rc = cvm_volume_may_write(v);
 	if (rc)
 		return rc;
-	struct cvm_map_iter it;
+	struct cvm_volume_map_iter it;
 	struct cvm_piece p;
-	cvm_map_begin(&it, &v->cfg, off, len);
-	while (cvm_map_next(&it, &p)) {
+	cvm_volume_map_begin(&it, v, off, len);
+	while (cvm_volume_map_next(&it, &p)) {
 		uint8_t *b = (uint8_t *)buf + p.buf_offset;
-		off_t at = (off_t)(CVM_META_BYTES + p.lun_offset);
+		off_t at = (off_t)p.dev_offset;
 		for (uint64_t done = 0; done < p.len;) {
 			ssize_t n = op == CVM_READ
 					    ? pread(v->fd[p.lun], b + done, p.len - done, at + (off_t)done)

@@ -53,9 +53,14 @@ code=$?
 [ $code -eq 3 ] && grep -q "restripe paused" "$T/paused.out" && ok "Ctrl-C pauses it (exit 3)" ||
 	not_ok "Ctrl-C: exit $code, $(cat "$T/paused.out")"
 
-# What a volume in mid-restripe refuses, and what it says.
-expect 1 "volume v is being restriped and cannot be used until it is done" \
-	"a volume in mid-restripe is not mounted" -- "$BIN/cfs" mount v "$M" -o "log=$T/v.log"
+# A paused volume is used as it lies: mounted, its files read, a file written.
+expect 0 "" "a volume in mid-restripe mounts" -- "$BIN/cfs" mount v "$M" -o "log=$T/v.log"
+check "its files read back as written" bash -c "cd '$M' && sha256sum -- * | cmp -s - '$T/sums'"
+head -c 8M /dev/urandom >"$M/during"
+sums >"$T/sums"
+expect 1 "another process on this node uses it" "restripe of the mounted paused volume is refused" -- cvm restripe v
+umount_cfs "$M"
+# What it refuses meanwhile, and what it says.
 expect 0 "% done" "cvm show says where the restripe stands" -- cvm show v
 check "cvm show --json gives the progress" progress_in_json
 truncate -s 48M "$T/lun9"
