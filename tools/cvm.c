@@ -350,6 +350,17 @@ static void print_line(void *arg, const char *line)
 	printf("%s\n", line);
 }
 
+/* The change lock of the volume o->args[0], then a scan made under it (what another node
+ * changed before is seen). */
+static int begin_change(struct opts *o, const char *what, struct change_lock *cl,
+			struct cvm_scan *scan)
+{
+	int ex = change_lock_take(o, o->args[0], cl);
+	if (ex == EXIT_OK && (ex = scan_or_fail(o, scan, what)))
+		change_lock_drop(cl);
+	return ex;
+}
+
 static int cmd_create_or_grow(struct opts *o, bool grow)
 {
 	const char *what = grow ? "grow" : "create";
@@ -374,14 +385,9 @@ static int cmd_create_or_grow(struct opts *o, bool grow)
 	}
 	struct change_lock cl;
 	struct cvm_scan scan;
-	int ex = change_lock_take(o, o->args[0], &cl);
+	int ex = begin_change(o, what, &cl, &scan);
 	if (ex)
 		return ex;
-	/* Scanned under the lock: what another node changed before is seen. */
-	if ((ex = scan_or_fail(o, &scan, what))) {
-		change_lock_drop(&cl);
-		return ex;
-	}
 	struct cvm_config *cfg = malloc(sizeof *cfg);
 	struct cvm_create_opts copts = {.stripe_width = o->stripe_width};
 	const char *const *luns = (const char *const *)o->args + 1;
@@ -457,13 +463,9 @@ static int cmd_remove(struct opts *o)
 		return usage_error("%s needs exactly one volume name", "remove");
 	struct change_lock cl;
 	struct cvm_scan scan;
-	int ex = change_lock_take(o, o->args[0], &cl);
+	int ex = begin_change(o, "remove", &cl, &scan);
 	if (ex)
 		return ex;
-	if ((ex = scan_or_fail(o, &scan, "remove"))) {
-		change_lock_drop(&cl);
-		return ex;
-	}
 	int rc = cvm_volume_remove(&scan, o->args[0], o->force);
 	cvm_scan_free(&scan);
 	change_lock_drop(&cl);
@@ -512,13 +514,9 @@ static int cmd_restripe(struct opts *o)
 	}
 	struct change_lock cl;
 	struct cvm_scan scan;
-	int ex = change_lock_take(o, o->args[0], &cl);
+	int ex = begin_change(o, "restripe", &cl, &scan);
 	if (ex)
 		return ex;
-	if ((ex = scan_or_fail(o, &scan, "restripe"))) {
-		change_lock_drop(&cl);
-		return ex;
-	}
 	struct sigaction sa = {.sa_handler = stop_restripe};
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
