@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <libaio.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,7 +27,11 @@ struct run {
 	uint64_t h, total;       /* chunk bytes; moves in all */
 	uint32_t half_cells;     /* scratch cells in each half */
 	struct cvm_move *moves;  /* the batch in hand */
-	uint8_t *buf, *check;    /* its chunks; one read back */
+	struct cvm_cell *cells;  /* the cells it reads or writes next */
+	uint8_t *buf, *check;    /* its chunks; the same read back */
+	io_context_t ctx;        /* a batch's cells at once (NULL: one by one) */
+	struct iocb *cbs;
+	struct io_event *events;
 	double start;
 	uint64_t moved;          /* bytes moved by this run */
 };
@@ -68,6 +73,63 @@ static int cell_io(struct run *r, bool write, struct cvm_cell c, void *buf)
 	return rc;
 }
 
+/* Wait for the first `submitted` of n cells' I/O; the first failure is returned. */
+static int cells_wait(struct run *r, bool write, uint32_t submitted, int rc)
+{
+	for (uint32_t got = 0; got < submitted;) {
+		int k = io_getevents(r->ctx, 1, (long)(submitted - got), r->events, NULL);
+		if (k == -EINTR)
+			continue;
+		if (k < 0)
+			return k;
+		for (int i = 0; i < k; i++) {
+			uint32_t at = (uint32_t)(uintptr_t)r->events[i].data;
+			long res = (long)r->events[i].res;
+			if (res == (long)r->h && write)
+				cvm_volume_written(r->v, r->cells[at].lun);
+			if (res != (long)r->h && !rc) {
+				rc = res < 0 ? (int)res : -EIO;
+				cvm_set_error("volume %s: LUN %s: cannot %s %" PRIu64 " bytes at %" PRIu64
+					      ": %s", r->cfg.name, cvm_volume_lun_path(r->v, r->cells[at].lun),
+					      write ? "write" : "read", r->h, r->cells[at].off, strerror(-rc));
+			}
+		}
+		got += (uint32_t)k;
+	}
+	return rc;
+}
+
+/* r->cells[0..n) from or into buf (cell i at buf + i * h), all in flight together. */
+static int cells_io(struct run *r, bool write, uint32_t n, uint8_t *buf)
+{
+	int rc = 0;
+	if (!r->ctx) {
+		for (uint32_t i = 0; i < n && !rc; i++)
+			rc = cell_io(r, write, r->cells[i], buf + i * r->h);
+		return rc;
+	}
+	uint32_t submitted = 0;
+	for (; submitted < n; submitted++) {
+		struct iocb *cb = &r->cbs[submitted];
+		int fd = cvm_volume_lun_fd(r->v, r->cells[submitted].lun);
+		uint8_t *b = buf + submitted * r->h;
+		if (write) {
+			cvm_fault_point(); /* the writes submitted before it still land */
+			io_prep_pwrite(cb, fd, b, r->h, (long long)r->cells[submitted].off);
+		} else {
+			io_prep_pread(cb, fd, b, r->h, (long long)r->cells[submitted].off);
+		}
+		cb->data = (void *)(uintptr_t)submitted;
+		if ((rc = io_submit(r->ctx, 1, &cb)) != 1) {
+			rc = rc < 0 ? rc : -EIO;
+			cvm_set_error("volume %s: cannot submit I/O: %s", r->cfg.name, strerror(-rc));
+			break;
+		}
+		rc = 0;
+	}
+	return cells_wait(r, write, submitted, rc);
+}
+
 static int flush(struct run *r)
 {
 	int rc = cvm_volume_flush(r->v);
@@ -99,26 +161,26 @@ static uint32_t next_batch(struct run *r)
 
 static int stage(struct run *r, uint32_t n, uint32_t half)
 {
-	int rc = 0;
-	for (uint32_t i = 0; i < n && !rc; i++)
-		rc = cell_io(r, false, r->moves[i].src, r->buf + i * r->h);
-	for (uint32_t i = 0; i < n && !rc; i++)
-		rc = cell_io(r, true, staging_cell(r, half, i), r->buf + i * r->h);
+	for (uint32_t i = 0; i < n; i++)
+		r->cells[i] = r->moves[i].src;
+	int rc = cells_io(r, false, n, r->buf);
+	for (uint32_t i = 0; i < n; i++)
+		r->cells[i] = staging_cell(r, half, i);
+	if (!rc)
+		rc = cells_io(r, true, n, r->buf);
 	return rc ? rc : flush(r);
 }
 
 /* Write the batch's destinations from buf, make them durable, and read each back. */
 static int place(struct run *r, uint32_t n)
 {
-	int rc = 0;
-	for (uint32_t i = 0; i < n && !rc; i++)
-		rc = cell_io(r, true, r->moves[i].dst, r->buf + i * r->h);
-	if (rc || (rc = flush(r)))
+	for (uint32_t i = 0; i < n; i++)
+		r->cells[i] = r->moves[i].dst;
+	int rc = cells_io(r, true, n, r->buf);
+	if (rc || (rc = flush(r)) || (rc = cells_io(r, false, n, r->check)))
 		return rc;
 	for (uint32_t i = 0; i < n && !rc; i++) {
-		if ((rc = cell_io(r, false, r->moves[i].dst, r->check)))
-			break;
-		if (memcmp(r->check, r->buf + i * r->h, r->h)) {
+		if (memcmp(r->check + i * r->h, r->buf + i * r->h, r->h)) {
 			cvm_set_error("volume %s: LUN %s: what was written at %" PRIu64 " reads back "
 				      "different; check the LUN, then run the restripe again",
 				      r->cfg.name, cvm_volume_lun_path(r->v, r->moves[i].dst.lun),
@@ -138,9 +200,9 @@ static int finish_staged(struct run *r)
 			      "plan has %u; the config is damaged", r->cfg.name, want, n);
 		return -EBADMSG;
 	}
-	int rc = 0;
-	for (uint32_t i = 0; i < n && !rc; i++)
-		rc = cell_io(r, false, staging_cell(r, r->cfg.restripe.half, i), r->buf + i * r->h);
+	for (uint32_t i = 0; i < n; i++)
+		r->cells[i] = staging_cell(r, r->cfg.restripe.half, i);
+	int rc = cells_io(r, false, n, r->buf);
 	if (rc || (rc = place(r, n)))
 		return rc;
 	r->cfg.restripe.moves_done += n;
@@ -271,10 +333,15 @@ static int run_restripe(struct run *r)
 		return rc;
 	r->half_cells = (uint32_t)((CVM_SCRATCH_BYTES / r->h * r->cfg.nluns - 1) / 2);
 	r->moves = calloc(r->half_cells, sizeof *r->moves);
+	r->cells = calloc(r->half_cells, sizeof *r->cells);
+	r->cbs = calloc(r->half_cells, sizeof *r->cbs);
+	r->events = calloc(r->half_cells, sizeof *r->events);
 	r->buf = cvm_alloc_aligned(r->half_cells * r->h);
-	r->check = cvm_alloc_aligned(r->h);
-	if (!r->moves || !r->buf || !r->check)
+	r->check = cvm_alloc_aligned(r->half_cells * r->h);
+	if (!r->moves || !r->cells || !r->cbs || !r->events || !r->buf || !r->check)
 		return -ENOMEM;
+	if (io_setup((int)r->half_cells, &r->ctx) < 0)
+		r->ctx = NULL; /* no AIO context left on the machine: one cell at a time */
 	if ((rc = move_all(r)))
 		return rc;
 	struct cvm_config done = r->to; /* the target, with what the config learnt meanwhile */
@@ -299,7 +366,12 @@ int cvm_volume_restripe(const struct cvm_scan *scan, const char *name_or_uuid,
 	if (out && (rc == 0 || rc == -EINTR))
 		*out = r->cfg;
 	cvm_restripe_plan_free(&r->plan);
+	if (r->ctx)
+		io_destroy(r->ctx);
 	free(r->moves);
+	free(r->cells);
+	free(r->cbs);
+	free(r->events);
 	free(r->buf);
 	free(r->check);
 	cvm_volume_close(r->v);
