@@ -43,7 +43,7 @@ static double now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* Scratch cell i: the park cell is 0, half k holds cells 1 + k * half_cells onwards. */
+/* Scratch cell i: cell 0 is CVM_PARK_CELL, half k holds cells 1 + k * half_cells onwards. */
 static struct cvm_cell scratch_cell(uint64_t h, uint32_t i)
 {
 	uint32_t per_lun = (uint32_t)(CVM_SCRATCH_BYTES / h);
@@ -284,8 +284,7 @@ static void target_of(const struct cvm_config *cfg, struct cvm_config *to)
 
 static int plan_start(struct run *r)
 {
-	struct cvm_cell park = scratch_cell(cvm_restripe_chunk_bytes(&r->cfg, &r->to), 0);
-	int rc = cvm_restripe_plan_init(&r->plan, &r->cfg, &r->to, park);
+	int rc = cvm_restripe_plan_init(&r->plan, &r->cfg, &r->to);
 	struct cvm_move m;
 	while (!rc && r->plan.done < r->cfg.restripe.moves_done)
 		if (!cvm_restripe_plan_next(&r->plan, &m)) {
@@ -305,7 +304,7 @@ int cvm_restripe_count(const struct cvm_config *cfg, uint64_t *moves, uint64_t *
 	target_of(cfg, to);
 	struct cvm_restripe_plan p;
 	struct cvm_move m;
-	int rc = cvm_restripe_plan_init(&p, cfg, to, scratch_cell(cvm_restripe_chunk_bytes(cfg, to), 0));
+	int rc = cvm_restripe_plan_init(&p, cfg, to);
 	while (!rc && cvm_restripe_plan_next(&p, &m))
 		;
 	*moves = p.done;
@@ -393,11 +392,10 @@ int cvm_restripe_view_new(const struct cvm_config *cfg, struct cvm_restripe_view
 		return -ENOMEM;
 	target_of(cfg, &v->to);
 	v->chunk_bytes = cvm_restripe_chunk_bytes(cfg, &v->to);
-	v->park = scratch_cell(v->chunk_bytes, 0);
 	v->parked = CVM_NO_CHUNK;
 	struct cvm_restripe_plan p;
 	struct cvm_move m;
-	int rc = cvm_restripe_plan_init(&p, cfg, &v->to, v->park);
+	int rc = cvm_restripe_plan_init(&p, cfg, &v->to);
 	if (!rc && !(v->moved = calloc(p.nchunks / 64 + 1, sizeof *v->moved)))
 		rc = -ENOMEM;
 	while (!rc && p.done < cfg->restripe.moves_done && cvm_restripe_plan_next(&p, &m)) {
@@ -424,6 +422,6 @@ struct cvm_cell cvm_restripe_view_cell(const struct cvm_config *from,
 	if (v->moved[c / 64] >> (c % 64) & 1)
 		return cvm_restripe_cell_of(&v->to, v->chunk_bytes, c);
 	if (c == v->parked)
-		return v->park;
+		return CVM_PARK_CELL;
 	return cvm_restripe_cell_of(from, v->chunk_bytes, c);
 }

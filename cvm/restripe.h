@@ -28,7 +28,7 @@ struct cvm_move {
 
 struct cvm_restripe_plan {
 	const struct cvm_config *from, *to;
-	struct cvm_cell park;
+	struct cvm_cell park; /* CVM_PARK_CELL */
 	uint64_t chunk_bytes, nchunks;
 	uint64_t *visited; /* a bit per chunk: its move is planned, or it stays */
 	uint64_t done;     /* moves generated */
@@ -48,7 +48,6 @@ struct cvm_restripe_view {
 	uint64_t chunk_bytes;
 	uint64_t *moved;       /* a bit per chunk: in its place in `to` */
 	uint64_t parked;       /* the chunk in the park cell, or CVM_NO_CHUNK */
-	struct cvm_cell park;
 };
 /* The view of cfg's restripe, which must have nothing staged.  NULL and -errno on failure. */
 int cvm_restripe_view_new(const struct cvm_config *cfg, struct cvm_restripe_view **out);
@@ -61,10 +60,13 @@ uint64_t cvm_restripe_chunk_bytes(const struct cvm_config *from, const struct cv
 /* The target of a restripe of from: one stripe set of the given width over all its LUNs, each
  * giving what the smallest can.  -ENOSPC (with a message) if that holds less than from. */
 int cvm_restripe_target(const struct cvm_config *from, uint64_t width, struct cvm_config *to);
-/* The moves from one layout to the other, one at a time, in their canonical order; park is
- * the scratch cell a cycle's first chunk waits in.  from and to must outlive the plan. */
+/* Where a cycle's first chunk waits: the first scratch cell, whatever the chunk size. */
+#define CVM_PARK_CELL ((struct cvm_cell){0, CVM_SCRATCH_OFFSET})
+
+/* The moves from one layout to the other, one at a time, in their canonical order.  from and
+ * to must outlive the plan. */
 int cvm_restripe_plan_init(struct cvm_restripe_plan *p, const struct cvm_config *from,
-			   const struct cvm_config *to, struct cvm_cell park);
+			   const struct cvm_config *to);
 bool cvm_restripe_plan_next(struct cvm_restripe_plan *p, struct cvm_move *m);
 void cvm_restripe_plan_free(struct cvm_restripe_plan *p);
 

@@ -93,14 +93,14 @@ int cvm_restripe_target(const struct cvm_config *from, uint64_t width, struct cv
 }
 
 int cvm_restripe_plan_init(struct cvm_restripe_plan *p, const struct cvm_config *from,
-			   const struct cvm_config *to, struct cvm_cell park)
+			   const struct cvm_config *to)
 {
 	memset(p, 0, sizeof *p);
 	if (from->nluns != to->nluns || to->nsets != 1 || cvm_config_size(to) < cvm_config_size(from))
 		return -EINVAL;
 	p->from = from;
 	p->to = to;
-	p->park = park;
+	p->park = CVM_PARK_CELL;
 	p->chunk_bytes = cvm_restripe_chunk_bytes(from, to);
 	p->nchunks = cvm_config_size(from) / p->chunk_bytes;
 	p->visited = calloc(p->nchunks / 64 + 1, sizeof *p->visited);

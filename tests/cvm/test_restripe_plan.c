@@ -66,7 +66,7 @@ static struct cvm_cell cell_of(const struct cvm_config *cfg, uint64_t chunk, uin
 	cr_assert_eq(cvm_map_begin(&it, cfg, c * chunk, chunk), 0);
 	cr_assert(cvm_map_next(&it, &p));
 	cr_assert_eq(p.len, chunk, "a chunk is one piece");
-	return (struct cvm_cell){p.lun, CVM_META_BYTES + p.lun_offset};
+	return (struct cvm_cell){p.lun, p.dev_offset};
 }
 
 static void model_init(struct model *m, const struct cvm_config *from, uint64_t chunk)
@@ -96,13 +96,13 @@ static void check_final(struct model *m, const struct cvm_config *from, const st
 	}
 }
 
-static const struct cvm_cell PARK = {0, 768u << 10};
+static const struct cvm_cell PARK = CVM_PARK_CELL;
 
 /* Moves one at a time: each reads its chunk and writes a cell nobody needs any more. */
 static uint64_t run_sequential(const struct cvm_config *from, const struct cvm_config *to)
 {
 	struct cvm_restripe_plan p;
-	cr_assert_eq(cvm_restripe_plan_init(&p, from, to, PARK), 0);
+	cr_assert_eq(cvm_restripe_plan_init(&p, from, to), 0);
 	struct model m;
 	model_init(&m, from, p.chunk_bytes);
 	struct cvm_move mv;
@@ -128,7 +128,7 @@ static uint64_t run_sequential(const struct cvm_config *from, const struct cvm_c
 static void run_batched(const struct cvm_config *from, const struct cvm_config *to, unsigned most)
 {
 	struct cvm_restripe_plan p;
-	cr_assert_eq(cvm_restripe_plan_init(&p, from, to, PARK), 0);
+	cr_assert_eq(cvm_restripe_plan_init(&p, from, to), 0);
 	struct model m;
 	model_init(&m, from, p.chunk_bytes);
 	struct cvm_move *batch = malloc(most * sizeof *batch);
@@ -204,8 +204,8 @@ Test(restripe_plan, same_input_same_moves)
 		random_volume(&from, &seed);
 	} while (cvm_restripe_target(&from, 64 << 10, &to));
 	struct cvm_restripe_plan a, b;
-	cr_assert_eq(cvm_restripe_plan_init(&a, &from, &to, PARK), 0);
-	cr_assert_eq(cvm_restripe_plan_init(&b, &from, &to, PARK), 0);
+	cr_assert_eq(cvm_restripe_plan_init(&a, &from, &to), 0);
+	cr_assert_eq(cvm_restripe_plan_init(&b, &from, &to), 0);
 	struct cvm_move x, y;
 	bool more;
 	do {
