@@ -80,6 +80,12 @@ int cfs_grow(struct cfs_fs *fs, struct cvm_volume *grown, uint64_t *added_blocks
 	sb.nags = (uint32_t)nags;
 	sb.mtime = (uint64_t)time(NULL);
 	sb.generation++;
+	/* The last group's header is its glock's: another node holding that glock may have a
+	 * newer header in its log, not yet home, which a copy read without it would undo. */
+	if ((rc = cfs_group_ensure(fs, fs->sb.nags - 1))) {
+		cfs_op_end(fs);
+		return rc;
+	}
 	cfs_fence_guard(fs, grown);
 	/* Data I/O is stopped while the volume handle changes. */
 	pthread_rwlock_wrlock(&fs->vol_lock);
