@@ -171,15 +171,40 @@ static uint32_t cut_at_pending(const struct cfs_fs *fs, uint64_t blk, uint32_t n
 	return n;
 }
 
+/* Where a run may start: anywhere (align 1), or at a block that is phase modulo align, unless
+ * it is the goal itself (a file continued where it ends). */
+struct placement {
+	uint64_t goal;
+	uint32_t align, phase;
+};
+
+static const struct placement anywhere = {0, 1, 0};
+
+static uint32_t to_placement(const struct placement *pl, uint64_t blk)
+{
+	if (pl->align <= 1 || blk == pl->goal)
+		return 0;
+	return (uint32_t)((pl->phase + pl->align - blk % pl->align) % pl->align);
+}
+
 /* First run of usable blocks (free, and not freed by a transaction not yet committed) at or
- * after bit `from`, at most want long. */
+ * after bit `from`, at most want long, starting as pl says. */
 static uint32_t find_run(const struct cfs_fs *fs, const uint8_t *bm, uint64_t start,
-			 uint32_t nblocks, uint32_t from, uint32_t want, uint32_t *len)
+			 uint32_t nblocks, uint32_t from, uint32_t want, const struct placement *pl,
+			 uint32_t *len)
 {
 	for (uint32_t bit = from; bit < nblocks;) {
 		bit += cfs_bits_run(bm, bit, nblocks - bit, true);
 		if (bit >= nblocks)
 			break;
+		uint32_t skip = to_placement(pl, start + bit);
+		if (skip) { /* over the free blocks before the next placed one, if they reach it */
+			uint32_t free = cfs_bits_run(bm, bit, skip < nblocks - bit ? skip : nblocks - bit,
+						     false);
+			bit += free;
+			if (free < skip || bit >= nblocks)
+				continue;
+		}
 		uint32_t n = cfs_bits_run(bm, bit, want < nblocks - bit ? want : nblocks - bit, false);
 		uint64_t past = start + bit + 1;
 		if ((n = cut_at_pending(fs, start + bit, n, &past))) {
@@ -205,25 +230,25 @@ static uint64_t take_run(struct cfs_fs *fs, uint32_t ag, struct cfs_buf *b, uint
 
 /* Where alloc_in would take up to want blocks in group ag: header in *b, run at *bit. */
 static int find_in(struct cfs_fs *fs, uint32_t ag, uint32_t from, uint32_t want,
-		   struct cfs_buf **b, uint32_t *bit, uint32_t *len)
+		   const struct placement *pl, struct cfs_buf **b, uint32_t *bit, uint32_t *len)
 {
 	int rc = cfs_group_ensure(fs, ag);
 	if (rc || (rc = read_agh(fs, ag, b)))
 		return rc;
 	const struct cfs_dagh *g = (const void *)(*b)->data;
 	const uint8_t *bm = (*b)->data + CFS_AGH_BITMAP_OFF;
-	*bit = find_run(fs, bm, g->start, g->nblocks, from, want, len);
+	*bit = find_run(fs, bm, g->start, g->nblocks, from, want, pl, len);
 	if (*bit == UINT32_MAX && from)
-		*bit = find_run(fs, bm, g->start, g->nblocks, 0, want, len);
+		*bit = find_run(fs, bm, g->start, g->nblocks, 0, want, pl, len);
 	return *bit == UINT32_MAX ? -ENOSPC : 0;
 }
 
 static int alloc_in(struct cfs_fs *fs, uint32_t ag, uint32_t from, uint32_t want,
-		    uint64_t *pblk, uint32_t *got)
+		    const struct placement *pl, uint64_t *pblk, uint32_t *got)
 {
 	struct cfs_buf *b;
 	uint32_t bit;
-	int rc = find_in(fs, ag, from, want, &b, &bit, got);
+	int rc = find_in(fs, ag, from, want, pl, &b, &bit, got);
 	if (!rc)
 		*pblk = take_run(fs, ag, b, bit, *got);
 	return rc;
@@ -281,19 +306,19 @@ int cfs_alloc_peek(struct cfs_fs *fs, uint64_t goal, uint64_t *pblk)
 	uint32_t from, bit, len;
 	uint32_t ag = reserved_from(fs, goal, &from);
 	struct cfs_buf *b;
-	int rc = find_in(fs, ag, from, 1, &b, &bit, &len);
+	int rc = find_in(fs, ag, from, 1, &anywhere, &b, &bit, &len);
 	if (!rc)
 		*pblk = fs->ags[ag].start + bit;
 	return rc;
 }
 
-static int alloc_from(struct cfs_fs *fs, uint64_t goal, uint32_t want, uint64_t *pblk,
-		      uint32_t *got)
+static int alloc_from(struct cfs_fs *fs, uint64_t goal, uint32_t want,
+		      const struct placement *pl, uint64_t *pblk, uint32_t *got)
 {
 	uint32_t nags = fs->sb.nags;
 	if (!cfs_may_allocate(fs)) {
 		uint32_t from, ag = reserved_from(fs, goal, &from);
-		return alloc_in(fs, ag, from, want, pblk, got);
+		return alloc_in(fs, ag, from, want, pl, pblk, got);
 	}
 	uint32_t first = goal ? cfs_ag_of(fs, goal) : own_first_group(fs);
 	uint32_t from = goal ? (uint32_t)(goal - fs->ags[first].start) : 0;
@@ -303,7 +328,7 @@ static int alloc_from(struct cfs_fs *fs, uint64_t goal, uint32_t want, uint64_t 
 		uint32_t ag = (first + i) % nags;
 		if (fs->ags[ag].nfree == 0)
 			continue;
-		int rc = alloc_in(fs, ag, i == 0 ? from : 0, want, pblk, got);
+		int rc = alloc_in(fs, ag, i == 0 ? from : 0, want, pl, pblk, got);
 		if (rc != -ENOSPC)
 			return rc;
 	}
@@ -366,7 +391,8 @@ bool cfs_free_above(const struct cfs_fs *fs, uint64_t n)
 	return false;
 }
 
-int cfs_alloc(struct cfs_fs *fs, uint64_t goal, uint32_t want, uint64_t *pblk, uint32_t *got)
+static int alloc_placed(struct cfs_fs *fs, uint64_t goal, uint32_t want,
+			const struct placement *pl, uint64_t *pblk, uint32_t *got)
 {
 	if (!cfs_free_above(fs, CFS_META_RESERVE + (uint64_t)want)) { /* nearly full: count */
 		uint64_t free = cfs_free_blocks(fs);
@@ -374,7 +400,27 @@ int cfs_alloc(struct cfs_fs *fs, uint64_t goal, uint32_t want, uint64_t *pblk, u
 			return -ENOSPC;
 		want = (uint32_t)(free - CFS_META_RESERVE < want ? free - CFS_META_RESERVE : want);
 	}
-	return alloc_from(fs, goal, want, pblk, got);
+	int rc = alloc_from(fs, goal, want, pl, pblk, got);
+	if (rc == -ENOSPC && pl->align > 1) /* no placed run left: any will do */
+		rc = alloc_from(fs, goal, want, &anywhere, pblk, got);
+	return rc;
+}
+
+int cfs_alloc(struct cfs_fs *fs, uint64_t goal, uint32_t want, uint64_t *pblk, uint32_t *got)
+{
+	return alloc_placed(fs, goal, want, &anywhere, pblk, got);
+}
+
+int cfs_alloc_data(struct cfs_fs *fs, uint64_t goal, uint64_t lblk, uint32_t want,
+		   uint64_t *pblk, uint32_t *got)
+{
+	uint32_t align = CFS_DATA_ALIGN_BYTES / fs->bs;
+	struct placement pl = {goal, align, 0};
+	if (align <= 1 || want < align)
+		pl.align = 1;
+	else
+		pl.phase = (uint32_t)(lblk % align);
+	return alloc_placed(fs, goal, want, &pl, pblk, got);
 }
 
 int cfs_alloc_run(struct cfs_fs *fs, uint32_t want, uint64_t *pblk)
@@ -392,7 +438,8 @@ int cfs_alloc_run(struct cfs_fs *fs, uint32_t want, uint64_t *pblk)
 		uint8_t *bm = b->data + CFS_AGH_BITMAP_OFF;
 		uint32_t len = 0;
 		for (uint32_t bit = 0;
-		     (bit = find_run(fs, bm, g->start, g->nblocks, bit, want, &len)) != UINT32_MAX;
+		     (bit = find_run(fs, bm, g->start, g->nblocks, bit, want, &anywhere, &len)) !=
+		     UINT32_MAX;
 		     bit += len)
 			if (len == want) {
 				*pblk = take_run(fs, ag, b, bit, len);
@@ -405,7 +452,7 @@ int cfs_alloc_run(struct cfs_fs *fs, uint32_t want, uint64_t *pblk)
 int cfs_alloc_meta(struct cfs_fs *fs, uint64_t goal, uint64_t *pblk)
 {
 	uint32_t got;
-	return alloc_from(fs, goal, 1, pblk, &got);
+	return alloc_from(fs, goal, 1, &anywhere, pblk, &got);
 }
 
 static int add_pending(struct cfs_fs *fs, uint64_t pblk, uint32_t len)

@@ -219,8 +219,8 @@ int cfs_ext_fill(struct cfs_fs *fs, struct cfs_inode *ip, uint64_t lblk, uint64_
 		uint64_t want = hole_end - pos;
 		uint64_t pblk;
 		uint32_t got;
-		int rc = cfs_alloc(fs, goal, want > (1u << 20) ? 1u << 20 : (uint32_t)want, &pblk,
-				   &got);
+		int rc = cfs_alloc_data(fs, goal, pos, want > (1u << 20) ? 1u << 20 : (uint32_t)want,
+					&pblk, &got);
 		if (rc)
 			return rc;
 		struct cfs_dextent e = {pos, pblk, got, CFS_EXT_UNWRITTEN};

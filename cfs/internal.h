@@ -203,6 +203,13 @@ int cfs_alloc_load(struct cfs_fs *fs);
 /* Up to want contiguous blocks near goal (0: this node's groups), for something new (data,
  * an inode, an xattr block): -ENOSPC once only CFS_META_RESERVE blocks are free. */
 int cfs_alloc(struct cfs_fs *fs, uint64_t goal, uint32_t want, uint64_t *pblk, uint32_t *got);
+/* cfs_alloc for a file's data from logical block lblk on: a request of CFS_DATA_ALIGN_BYTES
+ * or more starts where the volume block and lblk agree modulo that (unless it continues the
+ * file at goal), so a database's 8 KiB blocks never straddle a 64 KiB boundary of the volume,
+ * nor a stripe's: one LUN I/O each, not two now and then. */
+#define CFS_DATA_ALIGN_BYTES 65536u
+int cfs_alloc_data(struct cfs_fs *fs, uint64_t goal, uint64_t lblk, uint32_t want,
+		   uint64_t *pblk, uint32_t *got);
 /* The same, for a block that makes what is allocated already reachable (an extent map or
  * directory block): it may take the reserve.  Without one a full filesystem could allocate
  * data whose map cannot be written: blocks in use that belong to nothing. */

@@ -176,3 +176,29 @@ Test(alloc, bits_past_2_to_the_32_are_their_own)
 	cr_assert_eq(cfs_bits_run(bm, 64, 500, false), 500, "the run landed 2^32 below");
 	free(bm);
 }
+
+/* Data of 64 KiB or more starts where volume block and file block agree modulo 64 KiB (a
+ * database's blocks never straddle one), unless it continues the file at its goal; smaller
+ * requests and metadata go anywhere. */
+Test(alloc, file_data_is_placed_as_its_file_offsets)
+{
+	struct cfs_fs *fs = fs_fresh(1, 64);
+	pthread_mutex_lock(&fs->lock);
+	uint32_t align = CFS_DATA_ALIGN_BYTES / fs->bs, got;
+	uint64_t one, p, q;
+	cr_assert_eq(cfs_alloc(fs, 0, 1, &one, &got), 0); /* so that the next free one is not placed */
+	cr_assert_eq(cfs_alloc_data(fs, 0, 0, 2 * align, &p, &got), 0);
+	cr_assert_eq(p % align, 0);
+	cr_assert_eq(cfs_alloc_data(fs, p + got, 7, 2 * align, &q, &got), 0);
+	cr_assert_eq(q, p + 2 * align, "continuing the file at its goal wins over placement");
+	for (uint64_t lblk = 1; lblk < 3 * align; lblk += align / 2 + 1) {
+		cr_assert_eq(cfs_alloc_data(fs, 0, lblk, 2 * align, &p, &got), 0);
+		cr_assert_eq(p % align, lblk % align, "file block %llu at volume block %llu",
+			     (unsigned long long)lblk, (unsigned long long)p);
+	}
+	cr_assert_eq(cfs_alloc_peek(fs, 0, &q), 0);
+	cr_assert_eq(cfs_alloc_data(fs, 0, 3, align - 1, &p, &got), 0);
+	cr_assert_eq(p, q, "a request under 64 KiB takes the first free block");
+	pthread_mutex_unlock(&fs->lock);
+	fs_done(fs);
+}
