@@ -374,6 +374,8 @@ struct cfs_direct_io {
 	uint64_t bytes; /* what the answer carries: a read stops at the end of the file */
 	unsigned n;
 	struct cfs_lun_io io[CFS_DIRECT_IO_PIECES];
+	unsigned nranges; /* the volume ranges counted in by a restripe's gate until the end */
+	struct cfs_vol_range { uint64_t at, len; } range[CFS_DIRECT_IO_PIECES];
 };
 /* An open file's direct read or write of [off, off+size), buf and both aligned to
  * CVM_IO_ALIGN, mapped to LUN pieces for the caller to submit (a read's holes zeroed in buf;

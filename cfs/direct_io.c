@@ -37,9 +37,15 @@ static bool lock_fs(struct cfs_fs *fs, bool may_wait)
 static int add_lun_pieces(struct cfs_fs *fs, uint64_t at, uint64_t len, uint64_t buf_offset,
 			  struct cfs_direct_io *d)
 {
-	struct cvm_volume_map_iter it;
-	int rc = cvm_volume_map_begin(&it, fs->vol, at, len);
+	if (d->nranges == CFS_DIRECT_IO_PIECES)
+		return -EAGAIN;
+	/* A restripe moving the range now: the ordinary path waits for it. */
+	int rc = cvm_volume_enter(fs->vol, at, len, false);
 	if (rc)
+		return rc == -EBUSY ? -EAGAIN : rc;
+	d->range[d->nranges++] = (struct cfs_vol_range){at, len};
+	struct cvm_volume_map_iter it;
+	if ((rc = cvm_volume_map_begin(&it, fs->vol, at, len)))
 		return rc;
 	struct cvm_piece pc;
 	while (cvm_volume_map_next(&it, &pc)) {
@@ -54,6 +60,14 @@ static int add_lun_pieces(struct cfs_fs *fs, uint64_t at, uint64_t len, uint64_t
 		};
 	}
 	return 0;
+}
+
+static void leave_ranges(struct cfs_fs *fs, struct cfs_direct_io *d)
+{
+	while (d->nranges) {
+		d->nranges--;
+		cvm_volume_leave(fs->vol, d->range[d->nranges].at, d->range[d->nranges].len);
+	}
 }
 
 /* Map [off, off+len) of ip (fs->lock and vol_lock held): written blocks to LUN pieces, a
@@ -167,6 +181,7 @@ int cfs_direct_io_begin(struct cfs_fs *fs, uint64_t ino, bool write, unsigned fl
 		uint64_t len = (d->bytes + CVM_IO_ALIGN - 1) / CVM_IO_ALIGN * CVM_IO_ALIGN;
 		rc = map_range(fs, ip, write, buf, off, len, d);
 		if (rc) {
+			leave_ranges(fs, d);
 			pthread_rwlock_unlock(&fs->vol_lock);
 			if (held)
 				cluster_unhold(fs, ip, write);
@@ -218,6 +233,7 @@ int64_t cfs_direct_io_end(struct cfs_direct_io *d, int result, uint64_t moved)
 		result = -EIO;
 	for (unsigned i = 0; d->write && i < d->n; i++) /* for the next fsync's flush */
 		cvm_volume_written(fs->vol, d->io[i].lun);
+	leave_ranges(fs, d);
 	pthread_rwlock_unlock(&fs->vol_lock); /* before fs->lock: a grow holds it for vol_lock */
 	if (fs->cluster) {
 		pthread_mutex_lock(&fs->lock);

@@ -24,7 +24,10 @@
 struct aio_req {
 	cvm_aio_done_fn done;
 	void *arg;
-	uint64_t len;
+	enum cvm_op op;
+	void *buf;
+	uint64_t len, offset;
+	bool entered; /* counted in by the restripe gate: left when it completes */
 	int64_t error;
 	uint32_t pending;
 	struct iocb inline_cbs[INLINE_IOCBS];
@@ -46,6 +49,7 @@ struct cvm_aio {
 	unsigned max_events, refused_fills;
 	struct io_event *events;    /* room for cur.nevents */
 	struct aio_req *free, *failed, *all;
+	struct aio_req *held, **held_tail; /* turned away by a restripe's batch in motion */
 	unsigned made;              /* requests allocated, at most depth */
 	struct iocb **queue;        /* pieces waiting for io_submit */
 	size_t qhead, qlen, qcap;
@@ -66,6 +70,7 @@ int cvm_aio_create(struct cvm_volume *vol, unsigned depth, struct cvm_aio **out)
 	if (!a)
 		return -ENOMEM;
 	a->vol = vol;
+	a->held_tail = &a->held;
 	a->depth = depth;
 	a->max_events = depth * EVENTS_PER_REQUEST;
 	unsigned first = a->max_events < FIRST_EVENTS ? a->max_events : FIRST_EVENTS;
@@ -225,6 +230,69 @@ static int alloc_req(struct cvm_aio *a)
 	return 0;
 }
 
+/* The request's LUN pieces, queued for the kernel. */
+static int queue_pieces(struct cvm_aio *aio, struct aio_req *r)
+{
+	struct cvm_volume *v = aio->vol;
+	struct cvm_volume_map_iter it;
+	struct cvm_piece p;
+	if (cvm_volume_map_begin(&it, v, r->offset, r->len))
+		return -ERANGE;
+	uint32_t npieces = 0;
+	for (struct cvm_volume_map_iter count = it; cvm_volume_map_next(&count, &p);)
+		npieces++;
+	r->cbs = npieces <= INLINE_IOCBS ? r->inline_cbs : calloc(npieces, sizeof *r->cbs);
+	if (!r->cbs)
+		return -ENOMEM;
+	r->pending = npieces;
+	for (uint32_t i = 0; cvm_volume_map_next(&it, &p); i++) {
+		struct iocb *cb = &r->cbs[i];
+		int fd = cvm_volume_lun_fd(v, p.lun);
+		void *b = (uint8_t *)r->buf + p.buf_offset;
+		long long at = (long long)p.dev_offset;
+		if (r->op == CVM_READ)
+			io_prep_pread(cb, fd, b, p.len, at);
+		else
+			io_prep_pwrite(cb, fd, b, p.len, at);
+		cb->data = r;
+		if (queue_push(aio, cb))
+			piece_failed(aio, r, -ENOMEM);
+	}
+	return 0;
+}
+
+/* Into the gate, then to the kernel; else held until the batch in its way has moved. */
+static void start(struct cvm_aio *aio, struct aio_req *r)
+{
+	int rc = cvm_volume_enter(aio->vol, r->offset, r->len, false);
+	if (rc == -EBUSY) {
+		r->next = NULL;
+		*aio->held_tail = r;
+		aio->held_tail = &r->next;
+		return;
+	}
+	r->entered = rc == 0;
+	if (!rc)
+		rc = queue_pieces(aio, r);
+	if (rc) { /* a failed request still completes, from the next poll */
+		r->error = rc;
+		r->pending = 1;
+		piece_failed(aio, r, rc);
+	}
+}
+
+static void start_held(struct cvm_aio *aio)
+{
+	struct aio_req *r = aio->held;
+	aio->held = NULL;
+	aio->held_tail = &aio->held;
+	while (r) {
+		struct aio_req *next = r->next;
+		start(aio, r);
+		r = next;
+	}
+}
+
 int cvm_aio_submit(struct cvm_aio *aio, enum cvm_op op, void *buf, uint64_t len,
 		   uint64_t offset, cvm_aio_done_fn done, void *arg)
 {
@@ -233,46 +301,27 @@ int cvm_aio_submit(struct cvm_aio *aio, enum cvm_op op, void *buf, uint64_t len,
 		return -EINVAL;
 	if (cvm_volume_fenced(v))
 		return -EIO; /* a write gate is asked in submit_queue, just before the kernel */
-	struct cvm_volume_map_iter it;
-	struct cvm_piece p;
-	if (cvm_volume_map_begin(&it, v, offset, len))
+	if (offset > cvm_volume_size(v) || len > cvm_volume_size(v) - offset)
 		return -ERANGE;
 	int rc = aio->free ? 0 : alloc_req(aio);
 	if (rc)
 		return rc;
-
-	uint32_t npieces = 0;
-	for (struct cvm_volume_map_iter count = it; cvm_volume_map_next(&count, &p);)
-		npieces++;
 	struct aio_req *r = aio->free;
-	r->cbs = npieces <= INLINE_IOCBS ? r->inline_cbs : calloc(npieces, sizeof *r->cbs);
-	if (!r->cbs)
-		return -ENOMEM;
 	aio->free = r->next;
-	*r = (struct aio_req){.done = done, .arg = arg, .len = len, .pending = npieces,
-			      .cbs = r->cbs, .all = r->all};
+	*r = (struct aio_req){.done = done, .arg = arg, .op = op, .buf = buf, .len = len,
+			      .offset = offset, .all = r->all};
 	aio->inflight++;
-	for (uint32_t i = 0; cvm_volume_map_next(&it, &p); i++) {
-		struct iocb *cb = &r->cbs[i];
-		int fd = cvm_volume_lun_fd(v, p.lun);
-		void *b = (uint8_t *)buf + p.buf_offset;
-		long long at = (long long)p.dev_offset;
-		if (op == CVM_READ)
-			io_prep_pread(cb, fd, b, p.len, at);
-		else
-			io_prep_pwrite(cb, fd, b, p.len, at);
-		cb->data = r;
-		if (queue_push(aio, cb))
-			piece_failed(aio, r, -ENOMEM);
-	}
+	start(aio, r);
 	submit_queue(aio);
 	return 0;
 }
 
 static void complete(struct cvm_aio *a, struct aio_req *r)
 {
-	if (r->cbs != r->inline_cbs)
+	if (r->cbs && r->cbs != r->inline_cbs)
 		free(r->cbs);
+	if (r->entered)
+		cvm_volume_leave(a->vol, r->offset, r->len);
 	cvm_aio_done_fn done = r->done;
 	void *arg = r->arg;
 	int64_t result = r->error ? r->error : (int64_t)r->len;
@@ -315,26 +364,50 @@ static int reap(struct cvm_aio *a, struct kernel_ctx *k, long want,
 	return n;
 }
 
-int cvm_aio_poll(struct cvm_aio *aio, unsigned min, const struct timespec *timeout)
+static void complete_failed(struct cvm_aio *aio, int *completed)
 {
-	int completed = 0;
 	while (aio->failed) {
 		struct aio_req *r = aio->failed;
 		aio->failed = r->next;
 		complete(aio, r);
-		completed++;
+		(*completed)++;
 	}
-	while (aio->cur.pieces + aio->old.pieces > 0) {
-		/* Wait for pieces until `min` whole requests are done, or the timeout passes: on
-		 * a context draining after a growth first (its pieces are all in the kernel and
-		 * finish soon), on the current one once that is gone. */
-		struct kernel_ctx *k = aio->old.pieces ? &aio->old : &aio->cur;
-		int rc = reap(aio, k, completed < (int)min ? 1 : 0, timeout, &completed);
-		if (rc < 0)
-			return rc;
-		submit_queue(aio);
-		if (rc == 0 || completed >= (int)min)
+}
+
+static unsigned timeout_ms(const struct timespec *t)
+{
+	return t ? (unsigned)(t->tv_sec * 1000 + t->tv_nsec / 1000000) : 50;
+}
+
+int cvm_aio_poll(struct cvm_aio *aio, unsigned min, const struct timespec *timeout)
+{
+	int completed = 0;
+	for (;;) {
+		uint32_t seq = cvm_volume_gate_seq(aio->vol);
+		if (aio->held) {
+			start_held(aio);
+			submit_queue(aio);
+		}
+		complete_failed(aio, &completed);
+		if (aio->cur.pieces + aio->old.pieces > 0) {
+			/* Wait for pieces until `min` whole requests are done, or the timeout
+			 * passes: on a context draining after a growth first (its pieces are all
+			 * in the kernel and finish soon), on the current one once that is gone. */
+			struct kernel_ctx *k = aio->old.pieces ? &aio->old : &aio->cur;
+			int rc = reap(aio, k, completed < (int)min ? 1 : 0, timeout, &completed);
+			if (rc < 0)
+				return rc;
+			submit_queue(aio);
+			if (rc == 0 || completed >= (int)min)
+				break;
+			continue;
+		}
+		if (!aio->held || completed >= (int)min || timeout_ms(timeout) == 0)
 			break;
+		/* Only requests a restripe's batch holds back: wait for it to move on. */
+		cvm_volume_gate_wait(aio->vol, seq, timeout_ms(timeout));
+		if (timeout)
+			timeout = &(struct timespec){0}; /* one more look, then back to the caller */
 	}
 	return completed;
 }

@@ -232,6 +232,9 @@ struct cvm_restripe_opts {
 	uint64_t rate_bytes;       /* at most this many bytes moved a second; 0: no limit */
 	const volatile int *stop;  /* set (by a signal handler) to pause after the batch in hand */
 	void (*progress)(void *arg, const struct cvm_restripe_progress *p); /* after each batch */
+	/* Online: hold (true) and let go again the caller's own I/O on the volume, while its
+	 * mapping switches to the restripe's; NULL if the caller has none in flight. */
+	void (*hold_io)(void *arg, bool hold);
 	void *arg;
 };
 
@@ -242,6 +245,18 @@ struct cvm_restripe_opts {
  * LUNs cannot hold it as one set.  *out: the config as it ends. */
 int cvm_volume_restripe(const struct cvm_scan *scan, const char *name_or_uuid,
 			const struct cvm_restripe_opts *opts, struct cvm_config *out);
+/* The same on vol, opened CVM_OPEN_RDWR, while this node's processes use the volume: those
+ * that open it from now on, and vol itself, keep out of the batch in motion (the restripe
+ * gate, docs/restripe.md).  Whoever holds vol must have no I/O of vol in flight when it is
+ * called (the first mapping changes).  On return vol maps as the volume lies then. */
+int cvm_volume_restripe_online(struct cvm_volume *vol, const struct cvm_restripe_opts *opts,
+			       struct cvm_config *out);
+/* I/O of volume bytes [offset, offset+len) that the caller maps and submits itself
+ * (cvm_volume_map_begin): enter before mapping, leave when the I/O is done.  Without a
+ * restripe running on this node both do nothing.  enter: 0; -EBUSY if a restripe is moving
+ * that range now (without wait; come back); -EIO if the restripe's process died meanwhile. */
+int cvm_volume_enter(struct cvm_volume *vol, uint64_t offset, uint64_t len, bool wait);
+void cvm_volume_leave(struct cvm_volume *vol, uint64_t offset, uint64_t len);
 /* How many moves the restripe under way in cfg takes in all, and of how many bytes each. */
 int cvm_restripe_count(const struct cvm_config *cfg, uint64_t *moves, uint64_t *chunk_bytes);
 

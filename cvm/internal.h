@@ -14,6 +14,10 @@
 #define CVM_SCRATCH_OFFSET CVM_SLOT_OFFSET(2)
 #define CVM_SCRATCH_BYTES (CVM_META_BYTES - CVM_SCRATCH_OFFSET)
 
+/* The restripe gate's sequence (0 without one), and a wait of at most ms for it to change. */
+uint32_t cvm_volume_gate_seq(const struct cvm_volume *v);
+void cvm_volume_gate_wait(struct cvm_volume *v, uint32_t seen, unsigned ms);
+
 /* An asynchronous write to the LUN open as fd completed: the next flush must cover it. */
 void cvm_volume_written_fd(struct cvm_volume *v, int fd);
 

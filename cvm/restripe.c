@@ -34,6 +34,7 @@ struct run {
 	struct io_event *events;
 	double start;
 	uint64_t moved;          /* bytes moved by this run */
+	struct cvm_gate *gate;   /* online: keeps this node's users out of the batch */
 };
 
 static double now(void)
@@ -153,7 +154,8 @@ static int commit(struct run *r)
 static uint32_t next_batch(struct run *r)
 {
 	uint32_t n = 0;
-	while (n < r->half_cells && cvm_restripe_plan_next(&r->plan, &r->moves[n]))
+	while (n < r->half_cells && n < CVM_GATE_BATCH_MAX &&
+	       cvm_restripe_plan_next(&r->plan, &r->moves[n]))
 		if (r->moves[n++].kind == CVM_MOVE_PARK)
 			break;
 	return n;
@@ -161,6 +163,8 @@ static uint32_t next_batch(struct run *r)
 
 static int stage(struct run *r, uint32_t n, uint32_t half)
 {
+	if (r->gate)
+		cvm_gate_batch_begin(r->gate, r->moves, n);
 	for (uint32_t i = 0; i < n; i++)
 		r->cells[i] = r->moves[i].src;
 	int rc = cells_io(r, false, n, r->buf);
@@ -191,6 +195,22 @@ static int place(struct run *r, uint32_t n)
 	return rc;
 }
 
+/* The batch is in place.  Online, users write its chunks in their new places as soon as the
+ * gate opens, so a redo from the staged copy must not be possible by then: the record says
+ * the batch is done first. */
+static int batch_done(struct run *r, uint32_t n)
+{
+	r->cfg.restripe.moves_done += n;
+	r->cfg.restripe.staged = 0;
+	r->moved += n * r->h;
+	if (!r->gate)
+		return 0;
+	int rc = commit(r);
+	if (!rc)
+		cvm_gate_batch_end(r->gate, r->moves, n);
+	return rc;
+}
+
 /* A crash left a batch staged: write it again from its scratch half. */
 static int finish_staged(struct run *r)
 {
@@ -202,12 +222,12 @@ static int finish_staged(struct run *r)
 	}
 	for (uint32_t i = 0; i < n; i++)
 		r->cells[i] = staging_cell(r, r->cfg.restripe.half, i);
+	if (r->gate)
+		cvm_gate_batch_begin(r->gate, r->moves, n);
 	int rc = cells_io(r, false, n, r->buf);
-	if (rc || (rc = place(r, n)))
-		return rc;
-	r->cfg.restripe.moves_done += n;
-	r->moved += n * r->h;
-	return 0;
+	if (!rc)
+		rc = place(r, n);
+	return rc ? rc : batch_done(r, n);
 }
 
 static void report(struct run *r)
@@ -241,14 +261,11 @@ static int move_all(struct run *r)
 			break;
 		r->cfg.restripe.staged = n;
 		r->cfg.restripe.half = half;
-		if ((rc = commit(r)) || (rc = place(r, n)))
+		if ((rc = commit(r)) || (rc = place(r, n)) || (rc = batch_done(r, n)))
 			break;
-		r->cfg.restripe.moves_done += n;
-		r->cfg.restripe.staged = 0;
-		r->moved += n * r->h;
 		report(r);
-		if (r->opts->stop && *r->opts->stop)
-			return commit(r) ? -EIO : -EINTR; /* nothing staged: resumable anywhere */
+		if (r->opts->stop && *r->opts->stop) /* nothing staged: resumable anywhere */
+			return !r->gate && commit(r) ? -EIO : -EINTR;
 		throttle(r);
 	}
 	return rc;
@@ -314,7 +331,8 @@ int cvm_restripe_count(const struct cvm_config *cfg, uint64_t *moves, uint64_t *
 	return rc;
 }
 
-static int run_restripe(struct run *r)
+/* The record of the restripe to do (made now, or found), its plan and its buffers. */
+static int prepare(struct run *r)
 {
 	uint64_t asked = r->opts->stripe_width;
 	int rc;
@@ -341,29 +359,30 @@ static int run_restripe(struct run *r)
 		return -ENOMEM;
 	if (io_setup((int)r->half_cells, &r->ctx) < 0)
 		r->ctx = NULL; /* no AIO context left on the machine: one cell at a time */
-	if ((rc = move_all(r)))
-		return rc;
-	struct cvm_config done = r->to; /* the target, with what the config learnt meanwhile */
+	return 0;
+}
+
+/* Every move done: the config becomes the target, with what it learnt meanwhile. */
+static int finish(struct run *r)
+{
+	struct cvm_config done = r->to;
 	done.generation = r->cfg.generation;
 	r->cfg = done;
 	return commit(r);
 }
 
-int cvm_volume_restripe(const struct cvm_scan *scan, const char *name_or_uuid,
-			const struct cvm_restripe_opts *opts, struct cvm_config *out)
+static struct run *run_new(const struct cvm_restripe_opts *opts)
 {
 	struct run *r = calloc(1, sizeof *r);
-	if (!r)
-		return -ENOMEM;
-	r->opts = opts;
-	r->start = now();
-	int rc = cvm_scan_find_volume(scan, name_or_uuid, &r->cfg);
-	if (rc == 0)
-		rc = cvm_volume_open_config(scan, &r->cfg, CVM_OPEN_RDWR, CVM_LOCK_ALONE, &r->v);
-	if (rc == 0)
-		rc = run_restripe(r);
-	if (out && (rc == 0 || rc == -EINTR))
-		*out = r->cfg;
+	if (r) {
+		r->opts = opts;
+		r->start = now();
+	}
+	return r;
+}
+
+static void run_free(struct run *r)
+{
 	cvm_restripe_plan_free(&r->plan);
 	if (r->ctx)
 		io_destroy(r->ctx);
@@ -373,19 +392,85 @@ int cvm_volume_restripe(const struct cvm_scan *scan, const char *name_or_uuid,
 	free(r->events);
 	free(r->buf);
 	free(r->check);
-	cvm_volume_close(r->v);
 	free(r);
+}
+
+/* Online: vol's users map through the gate made from the config's progress from now on. */
+static int open_gate(struct run *r)
+{
+	struct cvm_restripe_view *view;
+	int rc = cvm_restripe_view_new(&r->cfg, true, &view);
+	if (rc)
+		return rc;
+	if ((rc = cvm_gate_create(&r->cfg, view, &view->gate))) {
+		cvm_restripe_view_free(view);
+		return rc;
+	}
+	r->gate = view->gate;
+	if (r->opts->hold_io)
+		r->opts->hold_io(r->opts->arg, true);
+	cvm_volume_set_view(r->v, view);
+	if (r->opts->hold_io)
+		r->opts->hold_io(r->opts->arg, false);
+	return 0;
+}
+
+int cvm_volume_restripe_online(struct cvm_volume *vol, const struct cvm_restripe_opts *opts,
+			       struct cvm_config *out)
+{
+	struct run *r = run_new(opts);
+	if (!r)
+		return -ENOMEM;
+	r->v = vol;
+	r->cfg = *cvm_volume_config(vol);
+	int rc = prepare(r);
+	if (!rc)
+		rc = open_gate(r);
+	if (!rc)
+		rc = move_all(r);
+	if (!rc)
+		rc = finish(r);
+	if (r->gate)
+		cvm_gate_close(r->gate); /* vol keeps mapping through it */
+	if (out && (rc == 0 || rc == -EINTR))
+		*out = r->cfg;
+	run_free(r);
+	return rc;
+}
+
+int cvm_volume_restripe(const struct cvm_scan *scan, const char *name_or_uuid,
+			const struct cvm_restripe_opts *opts, struct cvm_config *out)
+{
+	struct run *r = run_new(opts);
+	if (!r)
+		return -ENOMEM;
+	int rc = cvm_scan_find_volume(scan, name_or_uuid, &r->cfg);
+	if (rc == 0)
+		rc = cvm_volume_open_config(scan, &r->cfg, CVM_OPEN_RDWR, CVM_LOCK_ALONE, &r->v);
+	if (rc == 0)
+		rc = prepare(r);
+	if (rc == 0)
+		rc = move_all(r);
+	if (rc == 0)
+		rc = finish(r);
+	if (out && (rc == 0 || rc == -EINTR))
+		*out = r->cfg;
+	cvm_volume_close(r->v);
+	run_free(r);
 	return rc;
 }
 
 void cvm_restripe_view_free(struct cvm_restripe_view *v)
 {
-	if (v)
+	if (v) {
 		free(v->moved);
+		cvm_gate_detach(v->gate);
+	}
 	free(v);
 }
 
-int cvm_restripe_view_new(const struct cvm_config *cfg, struct cvm_restripe_view **out)
+int cvm_restripe_view_new(const struct cvm_config *cfg, bool replay,
+			  struct cvm_restripe_view **out)
 {
 	struct cvm_restripe_view *v = calloc(1, sizeof *v);
 	if (!v)
@@ -396,9 +481,11 @@ int cvm_restripe_view_new(const struct cvm_config *cfg, struct cvm_restripe_view
 	struct cvm_restripe_plan p;
 	struct cvm_move m;
 	int rc = cvm_restripe_plan_init(&p, cfg, &v->to);
+	v->nchunks = p.nchunks;
 	if (!rc && !(v->moved = calloc(p.nchunks / 64 + 1, sizeof *v->moved)))
 		rc = -ENOMEM;
-	while (!rc && p.done < cfg->restripe.moves_done && cvm_restripe_plan_next(&p, &m)) {
+	while (!rc && replay && p.done < cfg->restripe.moves_done &&
+	       cvm_restripe_plan_next(&p, &m)) {
 		if (m.kind == CVM_MOVE_PARK) {
 			v->parked = m.chunk;
 			continue;
@@ -419,9 +506,10 @@ int cvm_restripe_view_new(const struct cvm_config *cfg, struct cvm_restripe_view
 struct cvm_cell cvm_restripe_view_cell(const struct cvm_config *from,
 				       const struct cvm_restripe_view *v, uint64_t c)
 {
-	if (v->moved[c / 64] >> (c % 64) & 1)
+	bool moved = v->gate ? cvm_gate_moved(v->gate, c) : v->moved[c / 64] >> (c % 64) & 1;
+	if (moved)
 		return cvm_restripe_cell_of(&v->to, v->chunk_bytes, c);
-	if (c == v->parked)
+	if (c == (v->gate ? cvm_gate_parked(v->gate) : v->parked))
 		return CVM_PARK_CELL;
 	return cvm_restripe_cell_of(from, v->chunk_bytes, c);
 }

@@ -42,16 +42,48 @@ struct cvm_restripe_plan {
 /* The cell holding chunk c in layout cfg (c inside the layout). */
 struct cvm_cell cvm_restripe_cell_of(const struct cvm_config *cfg, uint64_t chunk_bytes, uint64_t c);
 
-/* Where a paused restripe has left each chunk, for the volume's users (volume.c). */
+/* Where a restripe has left each chunk, for the volume's users (volume.c): from the config
+ * of a paused one, from the gate of one running on this node. */
 struct cvm_restripe_view {
 	struct cvm_config to;
-	uint64_t chunk_bytes;
+	uint64_t chunk_bytes, nchunks;
 	uint64_t *moved;       /* a bit per chunk: in its place in `to` */
 	uint64_t parked;       /* the chunk in the park cell, or CVM_NO_CHUNK */
+	struct cvm_gate *gate; /* running: moved and parked are the gate's */
 };
-/* The view of cfg's restripe, which must have nothing staged.  NULL and -errno on failure. */
-int cvm_restripe_view_new(const struct cvm_config *cfg, struct cvm_restripe_view **out);
+/* The view of cfg's restripe, the moves recorded done replayed unless a gate will say where
+ * things are.  NULL and -errno on failure. */
+int cvm_restripe_view_new(const struct cvm_config *cfg, bool replay,
+			  struct cvm_restripe_view **out);
 void cvm_restripe_view_free(struct cvm_restripe_view *v);
+
+/* ---- the gate of a restripe running on this node (restripe_gate.c) ---- */
+#define CVM_GATE_BATCH_MAX 64u /* moves in a batch, whoever runs it */
+struct cvm_gate;
+/* The owner (the process running the restripe) makes it from the view as the config says. */
+int cvm_gate_create(const struct cvm_config *cfg, const struct cvm_restripe_view *view,
+		    struct cvm_gate **out);
+/* Another process using the volume: -ENOENT if no live owner runs cfg's restripe. */
+int cvm_gate_attach(const struct cvm_config *cfg, struct cvm_gate **out);
+/* The owner, when the run ends: the gate goes (its waiters are let go; those of a batch cut
+ * short get -EIO), and the owner's mapping of it stays until it detaches. */
+void cvm_gate_close(struct cvm_gate *g);
+void cvm_gate_detach(struct cvm_gate *g);
+/* The view's users switch to this one: no I/O of theirs may be in flight (volume.c). */
+void cvm_volume_set_view(struct cvm_volume *v, struct cvm_restripe_view *view);
+/* Count an I/O of volume bytes [off, off+len) in, before it is mapped; waiting while the batch
+ * in motion touches it, or -EBUSY then without wait.  -EIO if the owner died mid-batch. */
+int cvm_gate_enter(struct cvm_gate *g, uint64_t off, uint64_t len, bool wait);
+void cvm_gate_leave(struct cvm_gate *g, uint64_t off, uint64_t len);
+/* What -EBUSY's caller waits on: the gate's sequence changes with every phase. */
+uint32_t cvm_gate_seq(const struct cvm_gate *g);
+void cvm_gate_wait_change(struct cvm_gate *g, uint32_t seen, int ms);
+bool cvm_gate_moved(const struct cvm_gate *g, uint64_t chunk);
+uint64_t cvm_gate_parked(const struct cvm_gate *g);
+/* The owner: keep everyone out of the batch's chunks (waits for their I/O there); then let
+ * them in again, the chunks where the batch put them. */
+void cvm_gate_batch_begin(struct cvm_gate *g, const struct cvm_move *moves, uint32_t n);
+void cvm_gate_batch_end(struct cvm_gate *g, const struct cvm_move *moves, uint32_t n);
 struct cvm_cell cvm_restripe_view_cell(const struct cvm_config *from,
 				       const struct cvm_restripe_view *v, uint64_t c);
 

@@ -189,7 +189,10 @@ int cvm_volume_open(const struct cvm_scan *scan, const char *name_or_uuid, int f
 	if (!cfg)
 		return -ENOMEM;
 	int rc = cvm_scan_find_volume(scan, name_or_uuid, cfg);
-	if (rc == 0 && cfg->restripe.staged) { /* some chunks are only in scratch */
+	struct cvm_gate *gate = NULL;
+	if (rc == 0 && cfg->restripe.target_width && cvm_gate_attach(cfg, &gate) == -ENOSPC)
+		rc = -ENOSPC;
+	if (rc == 0 && cfg->restripe.staged && !gate) { /* some chunks are only in scratch */
 		cvm_set_error("volume %s: a restripe was interrupted in the middle of a batch; run "
 			      "'cvm restripe %s' (Ctrl-C pauses it again) before using the volume",
 			      cfg->name, cfg->name);
@@ -197,13 +200,55 @@ int cvm_volume_open(const struct cvm_scan *scan, const char *name_or_uuid, int f
 	}
 	if (rc == 0)
 		rc = cvm_volume_open_config(scan, cfg, flags, CVM_LOCK_USE, out);
+	/* A restripe running on this node: where chunks are is the gate's (restripe_gate.c). */
 	if (rc == 0 && cfg->restripe.target_width &&
-	    (rc = cvm_restripe_view_new(cfg, &(*out)->view))) {
+	    (rc = cvm_restripe_view_new(cfg, !gate, &(*out)->view))) {
 		vol_free(*out);
 		*out = NULL;
 	}
+	if (rc == 0 && gate)
+		(*out)->view->gate = gate;
+	else
+		cvm_gate_detach(gate);
 	free(cfg);
 	return rc;
+}
+
+void cvm_volume_set_view(struct cvm_volume *v, struct cvm_restripe_view *view)
+{
+	cvm_restripe_view_free(v->view);
+	v->view = view;
+}
+
+static struct cvm_gate *gate_of(const struct cvm_volume *v)
+{
+	return v->view ? v->view->gate : NULL;
+}
+
+uint32_t cvm_volume_gate_seq(const struct cvm_volume *v)
+{
+	struct cvm_gate *g = gate_of(v);
+	return g ? cvm_gate_seq(g) : 0;
+}
+
+void cvm_volume_gate_wait(struct cvm_volume *v, uint32_t seen, unsigned ms)
+{
+	struct cvm_gate *g = gate_of(v);
+	if (g)
+		cvm_gate_wait_change(g, seen, (int)ms);
+}
+
+int cvm_volume_enter(struct cvm_volume *vol, uint64_t offset, uint64_t len, bool wait)
+{
+	struct cvm_gate *g = gate_of(vol);
+	return g ? cvm_gate_enter(g, offset, len, wait) : 0;
+}
+
+void cvm_volume_leave(struct cvm_volume *vol, uint64_t offset, uint64_t len)
+{
+	struct cvm_gate *g = gate_of(vol);
+	if (g)
+		cvm_gate_leave(g, offset, len);
 }
 
 void cvm_volume_close(struct cvm_volume *vol)
@@ -296,13 +341,8 @@ static int check_io(const struct cvm_volume *v, const void *buf, uint64_t len, u
 	return 0;
 }
 
-static int io_sync(struct cvm_volume *v, enum cvm_op op, void *buf, uint64_t len, uint64_t off)
+static int io_pieces(struct cvm_volume *v, enum cvm_op op, void *buf, uint64_t len, uint64_t off)
 {
-	int rc = check_io(v, buf, len, off);
-	if (!rc && op == CVM_WRITE)
-		rc = cvm_volume_may_write(v);
-	if (rc)
-		return rc;
 	struct cvm_volume_map_iter it;
 	struct cvm_piece p;
 	cvm_volume_map_begin(&it, v, off, len);
@@ -323,6 +363,20 @@ static int io_sync(struct cvm_volume *v, enum cvm_op op, void *buf, uint64_t len
 			cvm_volume_written(v, p.lun);
 	}
 	return 0;
+}
+
+static int io_sync(struct cvm_volume *v, enum cvm_op op, void *buf, uint64_t len, uint64_t off)
+{
+	int rc = check_io(v, buf, len, off);
+	if (!rc && op == CVM_WRITE)
+		rc = cvm_volume_may_write(v);
+	if (!rc)
+		rc = cvm_volume_enter(v, off, len, true);
+	if (rc)
+		return rc;
+	rc = io_pieces(v, op, buf, len, off);
+	cvm_volume_leave(v, off, len);
+	return rc;
 }
 
 void cvm_volume_written(struct cvm_volume *vol, uint32_t lun)

@@ -5,8 +5,11 @@
 #include "cvm_test.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 static void setup(void) { test_dir_make(); }
 static void teardown(void) { test_dir_remove(); }
@@ -302,4 +305,243 @@ Test(restripe, a_batch_cut_short_must_be_finished_before_use)
 		  "%s", cvm_last_error());
 	cr_assert_eq(restripe(&plain), 0, "%s", cvm_last_error());
 	verify(half);
+}
+
+/* ---- online: users on this node while the restripe runs (cvm/restripe_gate.c) ---- */
+
+#define USERS 3 /* processes; the restriper's own handle is user USERS */
+
+struct user {
+	struct cvm_volume *v;
+	unsigned index;
+	uint64_t size, half;
+	uint32_t *version; /* of each block this user owns (block % (USERS + 1) == index) */
+	unsigned ops;
+};
+
+static uint32_t first_version(const struct user *u, uint64_t off) { return off < u->half ? 1 : 2; }
+
+/* Users run in child processes and a thread, where criterion's asserts cannot report: a
+ * failure is printed, and ends the process (exit 2) or the thread (user_failed). */
+static _Thread_local enum { IN_TEST, IN_PROCESS, IN_THREAD } user_where;
+static volatile int user_failed;
+#define user_assert(cond, ...)                                                                  \
+	do {                                                                                    \
+		if (cond)                                                                       \
+			break;                                                                  \
+		if (user_where == IN_TEST)                                                      \
+			cr_assert(cond, __VA_ARGS__);                                           \
+		fprintf(stderr, __VA_ARGS__);                                                   \
+		fprintf(stderr, " (%s)\n", cvm_last_error());                                   \
+		if (user_where == IN_PROCESS)                                                   \
+			_exit(2);                                                               \
+		user_failed = 1;                                                                \
+		pthread_exit(NULL);                                                             \
+	} while (0)
+
+/* A block's stamp carries its version as the seed. */
+static void user_write(struct user *u, struct cvm_aio *aio, uint64_t blk, uint8_t *b)
+{
+	uint64_t off = blk * BLOCK;
+	uint32_t ver = ++u->version[blk / (USERS + 1)] + 2;
+	stamp(b, off, ver);
+	if (!aio) {
+		user_assert(cvm_volume_write(u->v, b, BLOCK, off) == 0, "user %u: write", u->index);
+		return;
+	}
+	int64_t result = 1;
+	user_assert(cvm_aio_submit(aio, CVM_WRITE, b, BLOCK, off, set_result, &result) == 0, "submit");
+	while (result == 1)
+		user_assert(cvm_aio_poll(aio, 1, NULL) >= 0, "poll");
+	user_assert(result == BLOCK, "user %u: aio result %" PRId64, u->index, result);
+}
+
+static void user_check(struct user *u, struct cvm_aio *aio, uint64_t blk, uint8_t *b,
+		       uint8_t *want)
+{
+	uint64_t off = blk * BLOCK;
+	uint32_t n = u->version[blk / (USERS + 1)];
+	stamp(want, off, n ? n + 2 : first_version(u, off));
+	if (!aio) {
+		user_assert(cvm_volume_read(u->v, b, BLOCK, off) == 0, "user %u: read", u->index);
+	} else {
+		int64_t result = 1;
+		user_assert(cvm_aio_submit(aio, CVM_READ, b, BLOCK, off, set_result, &result) == 0, "submit");
+		while (result == 1)
+			user_assert(cvm_aio_poll(aio, 1, NULL) >= 0, "poll");
+		user_assert(result == BLOCK, "user %u: aio result %" PRId64, u->index, result);
+	}
+	user_assert(!memcmp(b, want, BLOCK), "user %u: block at %" PRIu64 " is not as written",
+		    u->index, off);
+}
+
+/* Told to stop: *flag set, or the pipe's write end closed. */
+static bool stopped(const volatile int *flag, int fd)
+{
+	char c;
+	return (flag && *flag) || (fd >= 0 && read(fd, &c, 1) == 0);
+}
+
+/* Random reads and writes of the user's own blocks, half synchronous, half through libaio,
+ * until stopped (and at least 50); then every block checked. */
+static void user_run(struct user *u, const volatile int *stop, int stop_fd)
+{
+	struct cvm_aio *aio;
+	user_assert(cvm_aio_create(u->v, 4, &aio) == 0, "aio");
+	uint8_t *b = cvm_alloc_aligned(BLOCK), *want = cvm_alloc_aligned(BLOCK);
+	uint64_t nblocks = u->size / BLOCK, seed = 77 + u->index;
+	while (u->ops < 50 || !stopped(stop, stop_fd)) {
+		seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+		uint64_t blk = (seed >> 20) % (nblocks / (USERS + 1)) * (USERS + 1) + u->index;
+		struct cvm_aio *how = seed >> 60 & 1 ? aio : NULL;
+		if (seed >> 61 & 1)
+			user_write(u, how, blk, b);
+		else
+			user_check(u, how, blk, b, want);
+		u->ops++;
+	}
+	for (uint64_t blk = u->index; blk < nblocks; blk += USERS + 1)
+		user_check(u, NULL, blk, b, want);
+	free(b);
+	free(want);
+	cvm_aio_destroy(aio);
+}
+
+static void user_init(struct user *u, unsigned index, uint64_t half)
+{
+	*u = (struct user){.index = index, .size = 2 * half, .half = half};
+	u->version = calloc(u->size / BLOCK / (USERS + 1) + 1, sizeof *u->version);
+	cr_assert(u->version);
+}
+
+static void user_save(const struct user *u)
+{
+	char *path;
+	cr_assert(asprintf(&path, "%s/user%u", test_dir, u->index) > 0);
+	FILE *f = fopen(path, "w");
+	cr_assert(f);
+	cr_assert_eq(fwrite(u->version, sizeof *u->version, u->size / BLOCK / (USERS + 1) + 1, f),
+		     u->size / BLOCK / (USERS + 1) + 1);
+	fclose(f);
+	free(path);
+}
+
+static void user_load(struct user *u)
+{
+	char *path;
+	cr_assert(asprintf(&path, "%s/user%u", test_dir, u->index) > 0);
+	FILE *f = fopen(path, "r");
+	cr_assert(f, "user %u left no record", u->index);
+	cr_assert_eq(fread(u->version, sizeof *u->version, u->size / BLOCK / (USERS + 1) + 1, f),
+		     u->size / BLOCK / (USERS + 1) + 1);
+	fclose(f);
+	free(path);
+}
+
+struct online {
+	uint64_t half;
+	pid_t pid[USERS];
+	int stop_pipe[2]; /* the users stop when it closes */
+	volatile int stop_owner_user;
+	struct user owner_user;
+	pthread_t owner_thread;
+	bool started;
+};
+
+/* A user process: opens the volume (the gate exists by then), works until the pipe closes. */
+static void user_process(struct online *o, unsigned index)
+{
+	user_where = IN_PROCESS;
+	close(o->stop_pipe[1]);
+	fcntl(o->stop_pipe[0], F_SETFL, O_NONBLOCK);
+	struct user u;
+	user_init(&u, index, o->half);
+	rescan();
+	user_assert(cvm_volume_open(&scan, "v", CVM_OPEN_RDWR, &u.v) == 0, "user %u: open", index);
+	user_run(&u, NULL, o->stop_pipe[0]);
+	cvm_volume_close(u.v);
+	user_save(&u);
+	_exit(0);
+}
+
+static void *owner_user_thread(void *arg)
+{
+	struct online *o = arg;
+	user_where = IN_THREAD;
+	user_run(&o->owner_user, &o->stop_owner_user, -1);
+	return NULL;
+}
+
+/* At the restripe's first report the gate exists: the users start. */
+static void start_users(void *arg, const struct cvm_restripe_progress *p)
+{
+	(void)p;
+	struct online *o = arg;
+	if (o->started)
+		return;
+	o->started = true;
+	for (unsigned i = 0; i < USERS; i++) {
+		o->pid[i] = fork();
+		cr_assert_geq(o->pid[i], 0);
+		if (o->pid[i] == 0)
+			user_process(o, i);
+	}
+	close(o->stop_pipe[0]);
+	cr_assert_eq(pthread_create(&o->owner_thread, NULL, owner_user_thread, o), 0);
+}
+
+/* The users' blocks read back as each one last wrote them, through a handle opened after. */
+static void check_users(struct online *o)
+{
+	struct user u[USERS + 1];
+	struct cvm_volume *v;
+	rescan();
+	cr_assert_eq(cvm_volume_open(&scan, "v", CVM_OPEN_RDONLY, &v), 0, "%s", cvm_last_error());
+	for (unsigned i = 0; i <= USERS; i++) {
+		if (i < USERS) {
+			user_init(&u[i], i, o->half);
+			user_load(&u[i]);
+		} else {
+			u[i] = o->owner_user;
+		}
+		u[i].v = v;
+		uint8_t *b = cvm_alloc_aligned(BLOCK), *want = cvm_alloc_aligned(BLOCK);
+		for (uint64_t blk = i; blk < u[i].size / BLOCK; blk += USERS + 1)
+			user_check(&u[i], NULL, blk, b, want);
+		free(b);
+		free(want);
+		if (i < USERS)
+			free(u[i].version);
+	}
+	cvm_volume_close(v);
+}
+
+Test(restripe, online_users_on_this_node_keep_their_data)
+{
+	struct online o = {.half = grown_volume(64 << 10)};
+	cr_assert_eq(pipe(o.stop_pipe), 0);
+	user_init(&o.owner_user, USERS, o.half);
+	rescan();
+	cr_assert_eq(cvm_volume_open(&scan, "v", CVM_OPEN_RDWR, &o.owner_user.v), 0);
+	struct cvm_restripe_opts opts = {.progress = start_users, .arg = &o};
+	struct cvm_config out;
+	cr_assert_eq(cvm_volume_restripe_online(o.owner_user.v, &opts, &out), 0, "%s",
+		     cvm_last_error());
+	cr_assert_eq(out.nsets, 1);
+	close(o.stop_pipe[1]);
+	o.stop_owner_user = 1;
+	pthread_join(o.owner_thread, NULL);
+	cr_assert_not(user_failed, "the restriper's own handle read something else than written");
+	for (unsigned i = 0; i < USERS; i++) {
+		int status;
+		cr_assert_eq(waitpid(o.pid[i], &status, 0), o.pid[i]);
+		cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "user %u failed", i);
+	}
+	cvm_volume_close(o.owner_user.v);
+	check_users(&o);
+	free(o.owner_user.version);
+	char us[CVM_UUID_STR], gate[128];
+	cvm_uuid_format(&out.vol_uuid, us);
+	snprintf(gate, sizeof gate, "/dev/shm/cvm-restripe-%s", us);
+	cr_assert_neq(access(gate, F_OK), 0, "the restripe left its gate %s behind", gate);
 }
