@@ -126,6 +126,10 @@ $(BUILD)/bin/mkfs.cfs: $(BUILD)/tools/mkfs_cfs.o $(TOOLS_COMMON_OBJ) $(LIBS)
 $(BUILD)/bin/fsck.cfs: $(BUILD)/tools/fsck_cfs.o $(TOOLS_COMMON_OBJ) $(LIBS)
 	$(CC) $(LDFLAGS_SAN) $(LDFLAGS) -o $@ $^ $(LDLIBS_CVM) $(LDLIBS_LOCK)
 
+$(BUILD)/bin/cvm: $(BUILD)/tools/cvm.o $(BUILD)/tools/restripe_mounted.o $(BUILD)/tools/ask.o $(BUILD)/proto/control.pb-c.o $(TOOLS_COMMON_OBJ) $(LIBS)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS_SAN) $(LDFLAGS) -o $@ $^ $(LDLIBS_CVM) $(LDLIBS_LOCK)
+
 $(BUILD)/bin/cfs: $(BUILD)/tools/cfs.o $(BUILD)/tools/ask.o $(BUILD)/tools/utab.o $(BUILD)/proto/control.pb-c.o $(TOOLS_COMMON_OBJ) $(LIBS)
 	$(CC) $(LDFLAGS_SAN) $(LDFLAGS) -o $@ $^ $(LDLIBS_CVM) $(LDLIBS_LOCK)
 

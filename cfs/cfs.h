@@ -125,6 +125,10 @@ bool cfs_keep_cache(struct cfs_fs *fs, uint64_t ino);
 bool cfs_kernel_may_cache(struct cfs_fs *fs, uint64_t ino);
 /* Take in the space a grown volume added. */
 int cfs_grow(struct cfs_fs *fs, struct cvm_volume *grown, uint64_t *added_blocks);
+
+/* Stop the filesystem's I/O on its volume (hold) and let it go on again: nothing of it is in
+ * flight while a restripe running on this node switches how the volume maps. */
+void cfs_volume_hold(struct cfs_fs *fs, bool hold);
 /* Add count node slots (journals) while mounted; *nslots: how many there are now (also
  * after a failure part way, which cfs_last_error describes). */
 int cfs_add_slots(struct cfs_fs *fs, uint32_t count, uint32_t *nslots);

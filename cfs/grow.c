@@ -166,3 +166,17 @@ int cfs_growth_take_in(struct cfs_fs *fs)
 		(unsigned long long)sb.total_blocks, sb.nags);
 	return 0;
 }
+
+void cfs_volume_hold(struct cfs_fs *fs, bool hold)
+{
+	if (!hold) {
+		pthread_rwlock_unlock(&fs->vol_lock);
+		pthread_mutex_unlock(&fs->lock);
+		return;
+	}
+	/* Operations hold fs->lock, direct I/O vol_lock; the commit lands the log's write. */
+	pthread_mutex_lock(&fs->lock);
+	pthread_rwlock_wrlock(&fs->vol_lock);
+	if (!fs->ro)
+		cfs_journal_commit(fs);
+}

@@ -10,6 +10,7 @@
 #include "cfsd/dev_direct.h"
 #include "tools/version.h"
 #include "cfsd/fuse_ops.h"
+#include "cfsd/restripe.h"
 #include "cfsd/fuse_uring.h"
 #include "cfsd/syslog_pipe.h"
 #include "cfs/control.h"
@@ -333,6 +334,7 @@ static int serve(struct opts *o, struct cfsd *d, int status_fd)
 		}
 		struct dev_direct *direct = start_dev_direct(d, se);
 		rc = cfsd_serve_requests(se, direct) ? EXIT_FAILED : EXIT_OK;
+		cfsd_restripe_end(d); /* paused after its batch: it goes on at the next run */
 		dev_direct_stop(__atomic_exchange_n(&d->dev_direct, NULL, __ATOMIC_ACQ_REL));
 		/* Before the unmount: the rings' commands hold the device open (fuse_uring.c). */
 		fuse_uring_stop(__atomic_exchange_n(&d->uring, NULL, __ATOMIC_ACQ_REL));

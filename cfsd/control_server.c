@@ -12,6 +12,7 @@
 #include "cfsd/fuse_ops.h"
 #include "cfsd/fuse_uring.h"
 #include "cfsd/odm_server.h"
+#include "cfsd/restripe.h"
 #include "dlm-client/cfslock.h"
 #include "proto/control.pb-c.h"
 #include "tools/common.h"
@@ -297,6 +298,21 @@ static void serve(struct conn *c, const ControlRequest *req)
 	    odm_client_uid(c->odm) != 0) {
 		reply.error = EPERM;
 		reply.message = "only root may do this (members of odm_group may use libodm)";
+	} else if (req->op == CONTROL_REQUEST__OP__GROW && cfsd_restripe_running(d)) {
+		reply.error = EBUSY;
+		reply.message = "the volume is being restriped: grow after it is done";
+	} else if (req->op == CONTROL_REQUEST__OP__RESTRIPE) {
+		int rc = cfsd_restripe_start(d, req->has_size ? req->size : 0,
+					     req->has_rate ? req->rate : 0, mem.message,
+					     sizeof mem.message);
+		reply.error = -rc;
+		if (rc)
+			reply.message = mem.message;
+	} else if (req->op == CONTROL_REQUEST__OP__RESTRIPE_STOP) {
+		if (cfsd_restripe_stop(d)) {
+			reply.error = ENOENT;
+			reply.message = "no restripe runs here";
+		}
 	} else if (req->op == CONTROL_REQUEST__OP__GROW) {
 		uint64_t added = 0;
 		/* Maps handed out name the old layout: every one goes first. */
@@ -356,10 +372,14 @@ static void serve(struct conn *c, const ControlRequest *req)
 	} else if (odm_is_request(req)) {
 		odm_handle(c->odm, req, &reply, &mem);
 	}
+	RestripeStatus restripe;
+	char restripe_state[16], restripe_error[256];
 	if (!reply.error && (req->op == CONTROL_REQUEST__OP__STATUS ||
 			     req->op == CONTROL_REQUEST__OP__GROW || req->op == CONTROL_REQUEST__OP__SYNC ||
 			     req->op == CONTROL_REQUEST__OP__ADD_SLOTS)) {
 		fill_status(d, &status, &st, nodes, node_ptrs);
+		if (cfsd_restripe_status(d, &restripe, restripe_state, restripe_error))
+			status.restripe = &restripe;
 		reply.status = &status;
 	}
 	send_reply(c, &reply, pass);

@@ -245,12 +245,13 @@ struct cvm_restripe_opts {
  * LUNs cannot hold it as one set.  *out: the config as it ends. */
 int cvm_volume_restripe(const struct cvm_scan *scan, const char *name_or_uuid,
 			const struct cvm_restripe_opts *opts, struct cvm_config *out);
-/* The same on vol, opened CVM_OPEN_RDWR, while this node's processes use the volume: those
+/* The same on vol, opened CVM_OPEN_RDWR, whose config is now `now` (a scan's: a paused
+ * restripe's progress is not in vol's), while this node's processes use the volume: those
  * that open it from now on, and vol itself, keep out of the batch in motion (the restripe
  * gate, docs/restripe.md).  Whoever holds vol must have no I/O of vol in flight when it is
  * called (the first mapping changes).  On return vol maps as the volume lies then. */
-int cvm_volume_restripe_online(struct cvm_volume *vol, const struct cvm_restripe_opts *opts,
-			       struct cvm_config *out);
+int cvm_volume_restripe_online(struct cvm_volume *vol, const struct cvm_config *now,
+			       const struct cvm_restripe_opts *opts, struct cvm_config *out);
 /* I/O of volume bytes [offset, offset+len) that the caller maps and submits itself
  * (cvm_volume_map_begin): enter before mapping, leave when the I/O is done.  Without a
  * restripe running on this node both do nothing.  enter: 0; -EBUSY if a restripe is moving

@@ -409,21 +409,44 @@ static int open_gate(struct run *r)
 	r->gate = view->gate;
 	if (r->opts->hold_io)
 		r->opts->hold_io(r->opts->arg, true);
-	cvm_volume_set_view(r->v, view);
+	cvm_volume_set_view(r->v, &r->cfg, view);
 	if (r->opts->hold_io)
 		r->opts->hold_io(r->opts->arg, false);
 	return 0;
 }
 
-int cvm_volume_restripe_online(struct cvm_volume *vol, const struct cvm_restripe_opts *opts,
-			       struct cvm_config *out)
+/* now must be vol's volume, laid out as vol maps it. */
+static int same_layout(const struct cvm_config *vol_cfg, const struct cvm_config *now)
+{
+	bool same = !memcmp(&vol_cfg->vol_uuid, &now->vol_uuid, sizeof now->vol_uuid) &&
+		    vol_cfg->nluns == now->nluns && vol_cfg->nsets == now->nsets &&
+		    now->generation >= vol_cfg->generation;
+	for (uint32_t i = 0; same && i < now->nsets; i++)
+		same = !memcmp(&vol_cfg->sets[i], &now->sets[i], sizeof now->sets[i]);
+	if (same)
+		return 0;
+	cvm_set_error("volume %s changed since it was opened here; open it again first",
+		      now->name);
+	return -ESTALE;
+}
+
+int cvm_volume_restripe_online(struct cvm_volume *vol, const struct cvm_config *now,
+			       const struct cvm_restripe_opts *opts, struct cvm_config *out)
 {
 	struct run *r = run_new(opts);
 	if (!r)
 		return -ENOMEM;
 	r->v = vol;
-	r->cfg = *cvm_volume_config(vol);
-	int rc = prepare(r);
+	r->cfg = *now;
+	int rc = same_layout(cvm_volume_config(vol), now);
+	if (!rc && now->restripe.staged) {
+		cvm_set_error("volume %s: a restripe was interrupted in the middle of a batch; "
+			      "unmount, run 'cvm restripe %s' to finish the batch, then mount",
+			      now->name, now->name);
+		rc = -EBUSY;
+	}
+	if (!rc)
+		rc = prepare(r);
 	if (!rc)
 		rc = open_gate(r);
 	if (!rc)

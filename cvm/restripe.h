@@ -69,8 +69,10 @@ int cvm_gate_attach(const struct cvm_config *cfg, struct cvm_gate **out);
  * short get -EIO), and the owner's mapping of it stays until it detaches. */
 void cvm_gate_close(struct cvm_gate *g);
 void cvm_gate_detach(struct cvm_gate *g);
-/* The view's users switch to this one: no I/O of theirs may be in flight (volume.c). */
-void cvm_volume_set_view(struct cvm_volume *v, struct cvm_restripe_view *view);
+/* The volume's users map by cfg (its layout unchanged) and this view from now on: no I/O of
+ * theirs may be in flight (volume.c). */
+void cvm_volume_set_view(struct cvm_volume *v, const struct cvm_config *cfg,
+			 struct cvm_restripe_view *view);
 /* Count an I/O of volume bytes [off, off+len) in, before it is mapped; waiting while the batch
  * in motion touches it, or -EBUSY then without wait.  -EIO if the owner died mid-batch. */
 int cvm_gate_enter(struct cvm_gate *g, uint64_t off, uint64_t len, bool wait);

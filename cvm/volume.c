@@ -214,8 +214,10 @@ int cvm_volume_open(const struct cvm_scan *scan, const char *name_or_uuid, int f
 	return rc;
 }
 
-void cvm_volume_set_view(struct cvm_volume *v, struct cvm_restripe_view *view)
+void cvm_volume_set_view(struct cvm_volume *v, const struct cvm_config *cfg,
+			 struct cvm_restripe_view *view)
 {
+	v->cfg = *cfg;
 	cvm_restripe_view_free(v->view);
 	v->view = view;
 }

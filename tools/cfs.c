@@ -189,6 +189,22 @@ static void print_nodes_json(MountedNode *const *v, size_t n)
 		       v[i]->node_id);
 }
 
+/* The daemon's last restripe (cvm restripe of the mounted volume), as ", \"restripe\": {...}". */
+static void print_restripe_json(const RestripeStatus *rs)
+{
+	if (!rs)
+		return;
+	printf(", \"restripe\": {\"state\": \"%s\", \"moves_done\": %llu, \"moves_total\": %llu, "
+	       "\"chunk_bytes\": %llu, \"moved_bytes\": %llu, \"seconds\": %.1f, \"error\": ",
+	       rs->state, (unsigned long long)rs->moves_done, (unsigned long long)rs->moves_total,
+	       (unsigned long long)rs->chunk_bytes, (unsigned long long)rs->moved_bytes, rs->seconds);
+	if (rs->error)
+		json_string(stdout, rs->error);
+	else
+		printf("null");
+	printf("}");
+}
+
 static void print_status(const char *dir, const ControlReply *r, bool json)
 {
 	const ControlStatus *s = r->status;
@@ -239,6 +255,7 @@ static void print_status(const char *dir, const ControlReply *r, bool json)
 		       s->evicted ? "true" : "false", s->beat_gap_max_ms,
 		       s->release ? s->release : "");
 		json_string(stdout, s->features ? s->features : "");
+		print_restripe_json(s->restripe);
 		printf("}\n");
 		return;
 	}
@@ -261,6 +278,11 @@ static void print_status(const char *dir, const ControlReply *r, bool json)
 	       (unsigned long long)s->checkpoint_blocks, (unsigned long long)s->flushes);
 	if (r->has_added_blocks)
 		printf("  grown by %llu blocks\n", (unsigned long long)r->added_blocks);
+	const RestripeStatus *rs = s->restripe;
+	if (rs)
+		printf("  volume restripe %s: %llu of %llu moves%s%s\n", rs->state,
+		       (unsigned long long)rs->moves_done, (unsigned long long)rs->moves_total,
+		       rs->error ? ": " : "", rs->error ? rs->error : "");
 	if (s->has_uring_requests) {
 		printf("  FUSE requests through io_uring (%llu so far",
 		       (unsigned long long)s->uring_requests);

@@ -3,10 +3,12 @@
 #include "tools/version.h"
 #include "../dlm-client/cfslock.h"
 #include "common.h"
+#include "restripe_mounted.h"
 
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -121,7 +123,7 @@ static void print_volume_text(const struct cvm_scan *scan, const struct cvm_conf
 		cvm_format_size(cfg->restripe.target_width, width, sizeof width);
 		cvm_format_size(cfg->restripe.target_lun_bytes, per, sizeof per);
 		printf("  restripe    %.0f%% done (%" PRIu64 " of %" PRIu64 " moves) to one stripe set "
-		       "of width %s, %u LUNs x %s; unusable until done: run 'cvm restripe %s'\n",
+		       "of width %s, %u LUNs x %s; 'cvm restripe %s' goes on with it\n",
 		       moves ? 100.0 * (double)cfg->restripe.moves_done / (double)moves : 100.0,
 		       cfg->restripe.moves_done, moves, width, cfg->nluns, per, cfg->name);
 	}
@@ -525,7 +527,21 @@ static int cmd_restripe(struct opts *o)
 					  .stop = &restripe_stop, .progress = restripe_progress,
 					  .arg = o->args[0]};
 	struct cvm_config *cfg = malloc(sizeof *cfg);
-	int rc = cfg ? cvm_volume_restripe(&scan, o->args[0], &ropts, cfg) : -ENOMEM;
+	char dir[PATH_MAX];
+	int rc = cfg ? cvm_scan_find_volume(&scan, o->args[0], cfg) : -ENOMEM;
+	if (!rc && restripe_mount_of(cfg, dir, sizeof dir)) {
+		rc = restripe_mounted(dir, &ropts);
+		cvm_scan_free(&scan);
+		if (rc && rc != -EINTR) { /* said on stderr */
+			free(cfg);
+			change_lock_drop(&cl);
+			return EXIT_FAILED;
+		}
+		if (cvm_scan_paths(o->scan.paths, o->scan.n, &scan) == 0) /* the config it left */
+			cvm_scan_find_volume(&scan, o->args[0], cfg);
+	} else if (!rc) {
+		rc = cvm_volume_restripe(&scan, o->args[0], &ropts, cfg);
+	}
 	cvm_scan_free(&scan);
 	change_lock_drop(&cl);
 	if (rc == 0) {
@@ -535,8 +551,8 @@ static int cmd_restripe(struct opts *o)
 		printf("volume %s restriped: one stripe set of width %s over %u LUNs, %s, "
 		       "generation %" PRIu64 "\n", cfg->name, width, cfg->nluns, size, cfg->generation);
 	} else if (rc == -EINTR) {
-		printf("volume %s: restripe paused; it cannot be used until 'cvm restripe %s' "
-		       "finishes it\n", cfg->name, cfg->name);
+		printf("volume %s: restripe paused; the volume can be used meanwhile, and "
+		       "'cvm restripe %s' goes on with it\n", cfg->name, cfg->name);
 	} else if (rc == -EALREADY) {
 		printf("volume %s: nothing to do: %s\n", o->args[0], cvm_last_error());
 	}

@@ -524,8 +524,9 @@ Test(restripe, online_users_on_this_node_keep_their_data)
 	rescan();
 	cr_assert_eq(cvm_volume_open(&scan, "v", CVM_OPEN_RDWR, &o.owner_user.v), 0);
 	struct cvm_restripe_opts opts = {.progress = start_users, .arg = &o};
-	struct cvm_config out;
-	cr_assert_eq(cvm_volume_restripe_online(o.owner_user.v, &opts, &out), 0, "%s",
+	struct cvm_config out, now;
+	cr_assert_eq(cvm_scan_find_volume(&scan, "v", &now), 0);
+	cr_assert_eq(cvm_volume_restripe_online(o.owner_user.v, &now, &opts, &out), 0, "%s",
 		     cvm_last_error());
 	cr_assert_eq(out.nsets, 1);
 	close(o.stop_pipe[1]);

@@ -1,0 +1,221 @@
+/* cvm restripe on a mounted volume: the daemon runs it on its own volume handle, so that the
+ * filesystem's I/O and its ODM clients' go on meanwhile, each kept out of the batch in motion
+ * by the restripe gate (cvm/restripe_gate.c).
+ *
+ * Every map handed to an ODM client is revoked first: the clients ask again, are told of a
+ * new layout generation and open the volume again, which attaches them to the gate.  The
+ * filesystem's own I/O stops while its handle switches to the gate (cfs_volume_hold).
+ *
+ * One node only, for now: on a cluster the other nodes' I/O does not keep out of the batch,
+ * so a cluster mount refuses. */
+#include "cfsd/restripe.h"
+
+#include "cfs/internal.h"
+#include "cfsd/odm_server.h"
+#include "tools/common.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum job_state { JOB_RUNNING, JOB_PAUSED, JOB_DONE, JOB_FAILED };
+
+struct cfsd_restripe {
+	struct cfsd *d;
+	pthread_mutex_t lock;
+	pthread_t thread;
+	bool joinable;
+	enum job_state state;
+	volatile int stop;
+	bool revoking; /* the ODM clients' maps are held back until the gate exists */
+	struct cvm_restripe_opts opts;
+	struct cvm_restripe_progress last;
+	char error[256];
+};
+
+static pthread_mutex_t jobs_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct cfsd_restripe *job; /* a daemon serves one mount */
+
+static void end_revoke(struct cfsd_restripe *j)
+{
+	if (j->revoking) {
+		odm_revoke_end(j->d->odm, 0);
+		j->revoking = false;
+	}
+}
+
+/* The first report comes once the gate exists: the ODM clients may map again. */
+static void progress(void *arg, const struct cvm_restripe_progress *p)
+{
+	struct cfsd_restripe *j = arg;
+	end_revoke(j);
+	pthread_mutex_lock(&j->lock);
+	j->last = *p;
+	pthread_mutex_unlock(&j->lock);
+}
+
+static void hold_io(void *arg, bool hold)
+{
+	struct cfsd_restripe *j = arg;
+	cfs_volume_hold(j->d->fs, hold);
+}
+
+/* The volume's config as the LUNs hold it now (the handle's is as it was opened). */
+static int config_now(struct cfsd *d, struct cvm_config *cfg)
+{
+	struct cvm_scan scan;
+	int rc = cvm_scan_paths(d->scan->paths, d->scan->n, &scan);
+	if (!rc) {
+		rc = cvm_scan_find_volume(&scan, d->volume, cfg);
+		cvm_scan_free(&scan);
+	}
+	return rc;
+}
+
+static void *run(void *arg)
+{
+	struct cfsd_restripe *j = arg;
+	struct cfsd *d = j->d;
+	char msg[256] = "";
+	int rc = d->odm ? odm_revoke_begin(d->odm, 0, NULL, msg, sizeof msg) : 0;
+	j->revoking = d->odm && !rc;
+	struct cvm_config *now = malloc(sizeof *now), *cfg = malloc(sizeof *cfg);
+	if (!rc && (!now || !cfg))
+		rc = -ENOMEM;
+	if (!rc && !(rc = config_now(d, now)))
+		rc = cvm_volume_restripe_online(d->fs->vol, now, &j->opts, cfg);
+	if (rc && rc != -EINTR && !msg[0])
+		snprintf(msg, sizeof msg, "%s", rc == -ENOMEM ? strerror(ENOMEM) : cvm_last_error());
+	end_revoke(j);
+	pthread_mutex_lock(&j->lock);
+	j->state = rc == 0 ? JOB_DONE : rc == -EINTR ? JOB_PAUSED : JOB_FAILED;
+	snprintf(j->error, sizeof j->error, "%s", msg);
+	pthread_mutex_unlock(&j->lock);
+	if (rc == 0)
+		cfs_log(d->fs, "volume %s: restriped: one stripe set over %u LUNs, generation %llu",
+			d->volume, cfg->nluns, (unsigned long long)cfg->generation);
+	else if (rc == -EINTR)
+		cfs_log(d->fs, "volume %s: restripe paused at move %llu of %llu", d->volume,
+			(unsigned long long)j->last.moves_done, (unsigned long long)j->last.moves_total);
+	else
+		cfs_log(d->fs, "volume %s: restripe failed: %s", d->volume, msg);
+	free(now);
+	free(cfg);
+	return NULL;
+}
+
+static int refuse(char *msg, size_t msglen, int rc, const char *why, const char *volume)
+{
+	snprintf(msg, msglen, why, volume);
+	return rc;
+}
+
+int cfsd_restripe_start(struct cfsd *d, uint64_t stripe_width, uint64_t rate_bytes, char *msg,
+			size_t msglen)
+{
+	if (d->cluster)
+		return refuse(msg, msglen, -EOPNOTSUPP, "volume %s is mounted with cluster locks: a "
+			      "restripe while mounted works on one node only, for now; unmount it "
+			      "on every node and run cvm restripe then", d->volume);
+	if (d->fs->ro)
+		return refuse(msg, msglen, -EROFS, "volume %s is mounted read-only here", d->volume);
+	pthread_mutex_lock(&jobs_lock);
+	struct cfsd_restripe *j = job;
+	if (j && j->state == JOB_RUNNING) {
+		pthread_mutex_unlock(&jobs_lock);
+		return refuse(msg, msglen, -EBUSY, "volume %s is being restriped already; "
+			      "cvm show says how far it is", d->volume);
+	}
+	if (j && j->joinable)
+		pthread_join(j->thread, NULL);
+	if (!j && !(j = calloc(1, sizeof *j))) {
+		pthread_mutex_unlock(&jobs_lock);
+		return -ENOMEM;
+	}
+	if (!job)
+		pthread_mutex_init(&j->lock, NULL);
+	job = j;
+	j->d = d;
+	j->state = JOB_RUNNING;
+	j->stop = 0;
+	j->joinable = false;
+	j->last = (struct cvm_restripe_progress){0};
+	j->error[0] = 0;
+	j->opts = (struct cvm_restripe_opts){.stripe_width = stripe_width, .rate_bytes = rate_bytes,
+					     .stop = &j->stop, .progress = progress,
+					     .hold_io = hold_io, .arg = j};
+	int rc = -pthread_create(&j->thread, NULL, run, j);
+	if (rc)
+		j->state = JOB_FAILED;
+	else
+		j->joinable = true;
+	pthread_mutex_unlock(&jobs_lock);
+	if (rc)
+		return refuse(msg, msglen, rc, "volume %s: cannot start a thread", d->volume);
+	cfs_log(d->fs, "volume %s: restripe started%s", d->volume, rate_bytes ? " (throttled)" : "");
+	return 0;
+}
+
+int cfsd_restripe_stop(struct cfsd *d)
+{
+	(void)d;
+	pthread_mutex_lock(&jobs_lock);
+	int rc = job && job->state == JOB_RUNNING ? 0 : -ENOENT;
+	if (!rc)
+		job->stop = 1;
+	pthread_mutex_unlock(&jobs_lock);
+	return rc;
+}
+
+bool cfsd_restripe_running(struct cfsd *d)
+{
+	(void)d;
+	pthread_mutex_lock(&jobs_lock);
+	bool running = job && job->state == JOB_RUNNING;
+	pthread_mutex_unlock(&jobs_lock);
+	return running;
+}
+
+bool cfsd_restripe_status(struct cfsd *d, RestripeStatus *rs, char *state, char *error)
+{
+	(void)d;
+	static const char *const names[] = {"running", "paused", "done", "failed"};
+	pthread_mutex_lock(&jobs_lock);
+	struct cfsd_restripe *j = job;
+	if (j) {
+		pthread_mutex_lock(&j->lock);
+		restripe_status__init(rs);
+		snprintf(state, 16, "%s", j->state == JOB_RUNNING && j->stop ? "stopping"
+								     : names[j->state]);
+		rs->state = state;
+		rs->moves_done = j->last.moves_done;
+		rs->moves_total = j->last.moves_total;
+		rs->chunk_bytes = j->last.chunk_bytes;
+		rs->moved_bytes = j->last.moved_bytes;
+		rs->seconds = j->last.seconds;
+		if (j->error[0]) {
+			snprintf(error, 256, "%s", j->error);
+			rs->error = error;
+		}
+		pthread_mutex_unlock(&j->lock);
+	}
+	pthread_mutex_unlock(&jobs_lock);
+	return j != NULL;
+}
+
+void cfsd_restripe_end(struct cfsd *d)
+{
+	cfsd_restripe_stop(d);
+	pthread_mutex_lock(&jobs_lock);
+	struct cfsd_restripe *j = job;
+	job = NULL;
+	pthread_mutex_unlock(&jobs_lock);
+	if (!j)
+		return;
+	if (j->joinable)
+		pthread_join(j->thread, NULL);
+	pthread_mutex_destroy(&j->lock);
+	free(j);
+}

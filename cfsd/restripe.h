@@ -1,0 +1,24 @@
+/* cvm restripe on a mounted volume, run by the daemon (restripe.c). */
+#ifndef CFSD_RESTRIPE_H
+#define CFSD_RESTRIPE_H
+
+#include "cfsd/fuse_ops.h"
+#include "proto/control.pb-c.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Start it on a thread of its own: 0, or -errno with msg saying why not. */
+int cfsd_restripe_start(struct cfsd *d, uint64_t stripe_width, uint64_t rate_bytes, char *msg,
+			size_t msglen);
+/* Pause it after the batch in hand (returns at once); -ENOENT if none runs. */
+int cfsd_restripe_stop(struct cfsd *d);
+/* Whether one runs: cfs grow waits for none. */
+bool cfsd_restripe_running(struct cfsd *d);
+/* The last one's state into *rs (its strings in state, error: room for 16 and 256 bytes);
+ * false if this daemon has run none. */
+bool cfsd_restripe_status(struct cfsd *d, RestripeStatus *rs, char *state, char *error);
+/* At unmount: pause it and wait for its thread. */
+void cfsd_restripe_end(struct cfsd *d);
+
+#endif

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# cvm restripe while the filesystem is mounted and in use on this node (cfsd/restripe.c): a
+# filesystem made on 2 LUNs, grown onto 2 more, restriped while block verifiers write and
+# check files (one with O_DIRECT) and an ODM instance runs; paused with Ctrl-C and resumed,
+# still mounted; then every file as written and fsck clean.
+. "$(dirname "$0")/lib.sh"
+M=$T/mnt
+cvm() { "$BIN/cvm" "$@"; }
+sums() { (cd "$M" && sha256sum -- before*); }
+under_way() { cvm show v | grep -q '% done'; }
+
+make_volume v 2 48
+"$BIN/mkfs.cfs" v >/dev/null 2>&1
+mount_cfs v "$M" dboptimized
+for i in 1 2; do head -c 12M /dev/urandom >"$M/before$i"; done
+sums >"$T/sums"
+truncate -s 48M "$T/v.lun2" "$T/v.lun3"
+expect 0 "grown" "cvm grow by 2 LUNs while mounted" -- cvm grow v "$T/v.lun2" "$T/v.lun3"
+"$BIN/cfs" grow "$M" >/dev/null
+
+# The users: two block verifiers (direct, buffered) and an ODM instance, until $T/stop.
+python3 "$(dirname "$0")/block_verifier.py" "$M/direct" 8 "$T/stop" 1 direct >"$T/direct.out" 2>&1 &
+v1=$!
+python3 "$(dirname "$0")/block_verifier.py" "$M/buffered" 8 "$T/stop" 2 >"$T/buffered.out" 2>&1 &
+v2=$!
+mkdir "$M/db"
+LD_LIBRARY_PATH="$BIN/../lib" "$BIN/odmload" --dir "$M/db" --db rs --instance rs1 --files 2 \
+	--file-mib 8 --until "$T/stop" --lib "$BIN/../lib/libodm.so" >"$T/odm.out" 2>&1 &
+odm=$!
+
+# Under way while mounted, paused with Ctrl-C, then resumed to the end, still mounted.
+"$BIN/cvm" restripe v --rate 4 >"$T/paused.out" 2>&1 & # $! is the command
+job=$!
+check_soon 120 "a restripe of the mounted volume is under way" under_way
+expect 1 "being restriped already" "a second restripe at once is refused" -- cvm restripe v
+truncate -s 48M "$T/lun9"
+expect 1 "is being restriped" "cvm grow during the restripe is refused" -- cvm grow v "$T/lun9"
+kill -INT $job
+wait $job
+code=$?
+[ $code -eq 3 ] && grep -q "restripe paused; the volume can be used" "$T/paused.out" &&
+	ok "Ctrl-C pauses the daemon's restripe (exit 3)" || not_ok "Ctrl-C: exit $code, $(cat "$T/paused.out")"
+expect 0 '"restripe": {"state": "paused"' "cfs status --json says the restripe paused" -- "$BIN/cfs" status --json "$M"
+expect 0 "volume restripe paused" "cfs status says so" -- "$BIN/cfs" status "$M"
+expect 0 "restriped: one stripe set of width 256.0 KiB over 4 LUNs" \
+	"the restripe resumed while mounted finishes" -- cvm restripe v
+expect 0 "restriped: one stripe set" "the daemon logged it" -- cat "$T/v.log"
+
+touch "$T/stop"
+for p in $v1 $v2; do wait $p || not_ok "a block verifier: $(cat "$T/direct.out" "$T/buffered.out")"; done
+check "the O_DIRECT verifier read every block as written" grep -q "every read as written" "$T/direct.out"
+check "the buffered verifier read every block as written" grep -q "every read as written" "$T/buffered.out"
+wait $odm && ok "the ODM instance ran through the restripe without an error" ||
+	not_ok "odmload: $(tail -5 "$T/odm.out")"
+check "the files from before the grow read back as written" bash -c "cd '$M' && sha256sum -- before* | cmp -s - '$T/sums'"
+unmount_and_fsck v "$M" "after the online restripe" && ok "after the online restripe: fsck.cfs -n clean"
+check "one stripe set over the 4 LUNs" bash -c "'$BIN/cvm' show v --json | python3 -c 'import json,sys; v=json.load(sys.stdin)[\"volumes\"][0]; assert v[\"restripe\"] is None and len(v[\"stripe_sets\"])==1 and len(v[\"stripe_sets\"][0][\"luns\"])==4, v'"
+mount_cfs v "$M"
+check "after a new mount the files from before still read as written" bash -c "cd '$M' && sha256sum -- before* | cmp -s - '$T/sums'"
+umount_cfs "$M"
+uuid=$(cvm show v --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["volumes"][0]["uuid"])')
+[ ! -e "/dev/shm/cvm-restripe-$uuid" ] && ok "the restripe left no gate in /dev/shm" || not_ok "its gate was left in /dev/shm"
+finish
