@@ -195,6 +195,10 @@ bool cfsd_restripe_status(struct cfsd *d, RestripeStatus *rs, char *state, char 
 		rs->chunk_bytes = j->last.chunk_bytes;
 		rs->moved_bytes = j->last.moved_bytes;
 		rs->seconds = j->last.seconds;
+		rs->has_io_waits = rs->has_io_wait_max_us = rs->has_io_held = true;
+		rs->io_waits = j->last.io_waits;
+		rs->io_wait_max_us = j->last.io_wait_max_ns / 1000;
+		rs->io_held = j->last.io_held;
 		if (j->error[0]) {
 			snprintf(error, 256, "%s", j->error);
 			rs->error = error;

@@ -225,6 +225,9 @@ struct cvm_restripe_progress {
 	uint64_t chunk_bytes;             /* each move moves one chunk */
 	uint64_t moved_bytes;             /* by this run */
 	double seconds;                   /* of this run */
+	/* Online: this node's synchronous I/O that met a batch in motion and waited for it, the
+	 * longest such wait, and asynchronous requests held back until their batch moved. */
+	uint64_t io_waits, io_wait_max_ns, io_held;
 };
 
 struct cvm_restripe_opts {

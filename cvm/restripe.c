@@ -237,6 +237,8 @@ static void report(struct run *r)
 	struct cvm_restripe_progress p = {.moves_done = r->cfg.restripe.moves_done,
 					  .moves_total = r->total, .chunk_bytes = r->h,
 					  .moved_bytes = r->moved, .seconds = now() - r->start};
+	if (r->gate)
+		cvm_gate_waits(r->gate, &p.io_waits, &p.io_wait_max_ns, &p.io_held);
 	r->opts->progress(r->opts->arg, &p);
 }
 

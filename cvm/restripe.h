@@ -77,6 +77,10 @@ void cvm_volume_set_view(struct cvm_volume *v, const struct cvm_config *cfg,
  * in motion touches it, or -EBUSY then without wait.  -EIO if the owner died mid-batch. */
 int cvm_gate_enter(struct cvm_gate *g, uint64_t off, uint64_t len, bool wait);
 void cvm_gate_leave(struct cvm_gate *g, uint64_t off, uint64_t len);
+/* Synchronous I/O that waited for a batch, the longest wait, and asynchronous submissions
+ * held back, by every process so far. */
+void cvm_gate_waits(const struct cvm_gate *g, uint64_t *waits, uint64_t *wait_max_ns,
+		    uint64_t *held);
 /* What -EBUSY's caller waits on: the gate's sequence changes with every phase. */
 uint32_t cvm_gate_seq(const struct cvm_gate *g);
 void cvm_gate_wait_change(struct cvm_gate *g, uint32_t seen, int ms);

@@ -61,6 +61,8 @@ struct gate_header {
 	uint32_t phase;
 	uint32_t nbatch;
 	uint64_t parked;
+	uint64_t waits, wait_max_ns; /* synchronous I/O that met a batch in motion, and its wait */
+	uint64_t held;               /* asynchronous submissions told to come back */
 	uint64_t batch[CVM_GATE_BATCH_MAX];
 	uint64_t bitmap_off, slots_off, bytes;
 };
@@ -304,27 +306,54 @@ static bool own_inflight_there(const struct cvm_gate *g, uint64_t first, uint64_
 	return true;
 }
 
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* A wait that began at since (0: none) is over. */
+static void waited(struct gate_header *h, uint64_t since)
+{
+	if (!since)
+		return;
+	uint64_t ns = now_ns() - since, max = __atomic_load_n(&h->wait_max_ns, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&h->waits, 1, __ATOMIC_RELAXED);
+	while (ns > max && !__atomic_compare_exchange_n(&h->wait_max_ns, &max, ns, true,
+							  __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		;
+}
+
 int cvm_gate_enter(struct cvm_gate *g, uint64_t off, uint64_t len, bool wait)
 {
-	uint64_t first, last;
+	uint64_t first, last, since = 0;
 	chunks_of(g, off, len, &first, &last);
 	for (;;) {
 		count(g, first, last, 1);
 		uint32_t seq = __atomic_load_n(&g->h->seq, __ATOMIC_SEQ_CST);
 		uint32_t phase = __atomic_load_n(&g->h->phase, __ATOMIC_SEQ_CST);
-		if (phase == PHASE_OPEN || phase == PHASE_GONE || !in_batch(g->h, first, last))
+		if (phase == PHASE_OPEN || phase == PHASE_GONE || !in_batch(g->h, first, last)) {
+			waited(g->h, since);
 			return 0;
+		}
 		if (phase == PHASE_BROKEN) {
 			count(g, first, last, -1);
 			cvm_set_error("the volume's restripe stopped in the middle of a batch that "
 				      "holds this range; run 'cvm restripe' again");
 			return -EIO;
 		}
-		if (phase == PHASE_DRAINING && wait && own_inflight_there(g, first, last))
+		if (phase == PHASE_DRAINING && wait && own_inflight_there(g, first, last)) {
+			waited(g->h, since);
 			return 0;
+		}
 		count(g, first, last, -1);
-		if (!wait)
+		if (!wait) {
+			__atomic_add_fetch(&g->h->held, 1, __ATOMIC_RELAXED);
 			return -EBUSY;
+		}
+		if (!since)
+			since = now_ns();
 		futex_wait(&g->h->seq, seq, WAIT_CHECK_MS);
 		if (__atomic_load_n(&g->h->seq, __ATOMIC_SEQ_CST) == seq &&
 		    process_start_time(g->h->owner) == 0) {
@@ -341,6 +370,14 @@ void cvm_gate_leave(struct cvm_gate *g, uint64_t off, uint64_t len)
 	uint64_t first, last;
 	chunks_of(g, off, len, &first, &last);
 	count(g, first, last, -1);
+}
+
+void cvm_gate_waits(const struct cvm_gate *g, uint64_t *waits, uint64_t *wait_max_ns,
+		    uint64_t *held)
+{
+	*waits = __atomic_load_n(&g->h->waits, __ATOMIC_RELAXED);
+	*wait_max_ns = __atomic_load_n(&g->h->wait_max_ns, __ATOMIC_RELAXED);
+	*held = __atomic_load_n(&g->h->held, __ATOMIC_RELAXED);
 }
 
 uint32_t cvm_gate_seq(const struct cvm_gate *g)

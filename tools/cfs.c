@@ -195,9 +195,12 @@ static void print_restripe_json(const RestripeStatus *rs)
 	if (!rs)
 		return;
 	printf(", \"restripe\": {\"state\": \"%s\", \"moves_done\": %llu, \"moves_total\": %llu, "
-	       "\"chunk_bytes\": %llu, \"moved_bytes\": %llu, \"seconds\": %.1f, \"error\": ",
+	       "\"chunk_bytes\": %llu, \"moved_bytes\": %llu, \"seconds\": %.1f, "
+	       "\"io_waits\": %llu, \"io_wait_max_us\": %llu, \"io_held\": %llu, \"error\": ",
 	       rs->state, (unsigned long long)rs->moves_done, (unsigned long long)rs->moves_total,
-	       (unsigned long long)rs->chunk_bytes, (unsigned long long)rs->moved_bytes, rs->seconds);
+	       (unsigned long long)rs->chunk_bytes, (unsigned long long)rs->moved_bytes, rs->seconds,
+	       (unsigned long long)rs->io_waits, (unsigned long long)rs->io_wait_max_us,
+	       (unsigned long long)rs->io_held);
 	if (rs->error)
 		json_string(stdout, rs->error);
 	else
@@ -280,9 +283,11 @@ static void print_status(const char *dir, const ControlReply *r, bool json)
 		printf("  grown by %llu blocks\n", (unsigned long long)r->added_blocks);
 	const RestripeStatus *rs = s->restripe;
 	if (rs)
-		printf("  volume restripe %s: %llu of %llu moves%s%s\n", rs->state,
-		       (unsigned long long)rs->moves_done, (unsigned long long)rs->moves_total,
-		       rs->error ? ": " : "", rs->error ? rs->error : "");
+		printf("  volume restripe %s: %llu of %llu moves; %llu I/Os waited for a batch, at "
+		       "most %.1f ms%s%s\n", rs->state, (unsigned long long)rs->moves_done,
+		       (unsigned long long)rs->moves_total, (unsigned long long)rs->io_waits,
+		       (double)rs->io_wait_max_us / 1000, rs->error ? ": " : "",
+		       rs->error ? rs->error : "");
 	if (s->has_uring_requests) {
 		printf("  FUSE requests through io_uring (%llu so far",
 		       (unsigned long long)s->uring_requests);

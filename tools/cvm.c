@@ -500,9 +500,13 @@ static void restripe_progress(void *arg, const struct cvm_restripe_progress *p)
 	double rate = p->seconds > 0 ? (double)p->moved_bytes / p->seconds : 0;
 	double left = rate > 0 ? (double)(p->moves_total - p->moves_done) * (double)p->chunk_bytes / rate
 			       : 0;
-	fprintf(stderr, "cvm restripe: %s: %.0f%% (%s of %s), %.1f MB/s, %.0f s left\n", name,
+	fprintf(stderr, "cvm restripe: %s: %.0f%% (%s of %s), %.1f MB/s, %.0f s left", name,
 		p->moves_total ? 100.0 * (double)p->moves_done / (double)p->moves_total : 100.0, done,
 		total, rate / 1e6, left);
+	if (p->io_waits || p->io_held) /* online: what the volume's users waited */
+		fprintf(stderr, "; %" PRIu64 " I/Os waited for a batch, at most %.1f ms; %" PRIu64
+			" asynchronous held", p->io_waits, (double)p->io_wait_max_ns / 1e6, p->io_held);
+	fputc('\n', stderr);
 }
 
 static int cmd_restripe(struct opts *o)

@@ -66,7 +66,10 @@ static int poll_state(const char *dir, struct cvm_restripe_progress *p, char *st
 	*p = (struct cvm_restripe_progress){.moves_done = rs->moves_done,
 					    .moves_total = rs->moves_total,
 					    .chunk_bytes = rs->chunk_bytes,
-					    .moved_bytes = rs->moved_bytes, .seconds = rs->seconds};
+					    .moved_bytes = rs->moved_bytes, .seconds = rs->seconds,
+					    .io_waits = rs->io_waits,
+					    .io_wait_max_ns = rs->io_wait_max_us * 1000,
+					    .io_held = rs->io_held};
 	snprintf(state, len, "%s", rs->state);
 	if (!strcmp(rs->state, "failed"))
 		fprintf(stderr, "cvm restripe: %s\n", rs->error ? rs->error : "failed");

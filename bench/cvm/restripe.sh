@@ -7,9 +7,13 @@
 #   before   a volume on 2 LUNs, a filesystem, a datafile; randio 8 KiB random reads at
 #            depth 32 on the datafile
 #   grown    cvm grow by 2 LUNs + cfs grow: the same randio (the datafile is still on 2 LUNs)
-#   restriped  unmounted, cvm restripe (timed), mounted again: the same randio
+#   online   cvm restripe while mounted (the daemon runs it; timed), with randio 8 KiB
+#            synchronous reads of the datafile meanwhile: their latency against the same
+#            randio before, and how long reads that met a batch in motion waited for it
+#   restriped  the same randio as before
 #   raw copy   dd of as many bytes between two LUN devices, 1 MiB and 64 KiB blocks
-# Prints IOPS, restriped/grown (target >= 1.8) and the restripe's rate against the raw copy.
+# Prints IOPS, restriped/grown (target >= 1.8), the restripe's rate against the raw copy, and
+# the reads' latency during the restripe.
 # Usage: restripe.sh [BUILD]; env BENCH_DIR (default /var/tmp), BENCH_TIME (s per randio,
 # default 10), BENCH_IOPS, BENCH_LUN_MB (default 384), BENCH_FILE_MB (default 256).  Root.
 set -euo pipefail
@@ -65,6 +69,11 @@ read_iops() {
 	limited "$bin/randio" --quiet --json -r 100 -q 32 -b 8k -t "$secs" "$dir/m/data.dbf" |
 		python3 -c 'import json,sys; print("%.0f" % json.load(sys.stdin)["iops"])'
 }
+# 8 KiB synchronous reads: "p50 p99 max" latency in ms.
+read_latency() {
+	limited "$bin/randio" --quiet --json -r 100 -q 1 -b 8k -t "$secs" "$dir/m/data.dbf" |
+		python3 -c 'import json,sys; l=json.load(sys.stdin)["latency_us"]; print("%.2f %.2f %.2f" % (l["p50"]/1e3, l["p99"]/1e3, l["max"]/1e3))'
+}
 
 mkdir -p "$dir/m"
 for i in 0 1 2 3; do
@@ -85,12 +94,15 @@ limited "$bin/cvm" grow rs "${loops[2]}" "${loops[3]}" >/dev/null
 "$bin/cfs" grow "$dir/m" >/dev/null
 grown=$(read_iops)
 sum_before=$(sha256sum <"$dir/m/data.dbf")
-"$bin/cfs" umount "$dir/m"
+lat_idle=$(read_latency)
 start=$(date +%s.%N)
-limited "$bin/cvm" restripe rs 2>"$dir/restripe.out" >/dev/null
+limited "$bin/cvm" restripe rs 2>"$dir/restripe.out" >/dev/null &
+job=$!
+lat_online=$(read_latency)
+wait $job
 took=$(python3 -c "import sys; print(float(sys.argv[2]) - float(sys.argv[1]))" "$start" "$(date +%s.%N)")
 moved=$(tail -1 "$dir/restripe.out" | sed -n 's/.*(\(.*\) of \(.*\)),.*/\2/p')
-limited "$bin/cfs" mount rs "$dir/m" -o "dboptimized,log=$dir/cfsd.log"
+waits=$(tail -1 "$dir/restripe.out" | sed -n 's/.*; \(.*\) I\/Os waited for a batch, at most \(.*\) ms; \(.*\) asynchronous held/\1 \2 \3/p')
 [ "$(sha256sum <"$dir/m/data.dbf")" = "$sum_before" ] || { echo "bench: the datafile changed in the restripe" >&2; exit 1; }
 restriped=$(read_iops)
 "$bin/cfs" umount "$dir/m"
@@ -106,16 +118,21 @@ raw_copy() { # block size (bytes) -> MB/s
 }
 copy1m=$(raw_copy 1048576)
 copy64k=$(raw_copy 65536)
-python3 - "$before" "$grown" "$restriped" "$took" "$bytes" "$copy1m" "$copy64k" <<'PY'
+python3 - "$before" "$grown" "$restriped" "$took" "$bytes" "$copy1m" "$copy64k" $lat_idle $lat_online ${waits:-0 0 0} <<'PY'
 import sys
-before, grown, restriped, took, moved, c1m, c64k = map(float, sys.argv[1:])
+before, grown, restriped, took, moved, c1m, c64k = map(float, sys.argv[1:8])
+idle, online, waits = sys.argv[8:11], sys.argv[11:14], sys.argv[14:17]
 print("\n%-46s %10s" % ("8 KiB random reads, depth 32, on the datafile", "IOPS"))
 print("%-46s %10.0f" % ("2 LUNs", before))
 print("%-46s %10.0f" % ("grown to 4 LUNs (data still on 2)", grown))
 print("%-46s %10.0f" % ("restriped over 4 LUNs", restriped))
 print("restriped/grown: %.2f (target >= 1.8)" % (restriped / grown))
 rate = moved / 1e6 / took
-print("\nrestripe: %.0f MiB moved in %.1f s: %.1f MB/s; raw copy (dd, direct) %.1f MB/s with "
-      "1 MiB blocks, %.1f MB/s with 64 KiB: restripe/raw %.2f and %.2f"
+print("\nrestripe while mounted: %.0f MiB moved in %.1f s: %.1f MB/s; raw copy (dd, direct) "
+      "%.1f MB/s with 1 MiB blocks, %.1f MB/s with 64 KiB: restripe/raw %.2f and %.2f"
       % (moved / 2**20, took, rate, c1m, c64k, rate / c1m, rate / c64k))
+print("8 KiB synchronous reads, latency ms p50/p99/max: idle %s/%s/%s, during the restripe "
+      "%s/%s/%s" % (*idle, *online))
+print("reads that met a batch in motion: %s waited, at most %s ms; %s asynchronous held"
+      % tuple(waits))
 PY
