@@ -138,6 +138,9 @@ static void fill_status(struct cfsd *d, ControlStatus *s, struct cfs_status *st,
 	s->n_recovering = st->nrecovering;
 	s->recovering = node_ptrs + st->nmounted;
 	s->volume = (char *)d->volume;
+	static _Thread_local char vol_uuid[CVM_UUID_STR]; /* until this thread's reply is sent */
+	cvm_uuid_format(&cvm_volume_config(d->fs->vol)->vol_uuid, vol_uuid);
+	s->volume_uuid = vol_uuid;
 	s->label = st->label;
 	s->fs_uuid = st->fs_uuid;
 	s->block_size = (uint32_t)st->block_size;

@@ -18,6 +18,54 @@ truncate -s 48M "$T/v.lun2" "$T/v.lun3"
 expect 0 "grown" "cvm grow by 2 LUNs while mounted" -- cvm grow v "$T/v.lun2" "$T/v.lun3"
 "$BIN/cfs" grow "$M" >/dev/null
 
+# The daemon dies at a chosen write of its restripe (CVM_FAULT_CRASH_AFTER: config commits,
+# staging, placing), an O_DIRECT verifier writing meanwhile; the batch it cut short is
+# finished (cvm restripe unmounted, paused at once); then every write the verifier had
+# acknowledged, and every file from before, is there.
+crash_round() {
+	local k=$1 code
+	CVM_FAULT_CRASH_AFTER=$k "$BIN/cfs" mount v "$M" -o "log=$T/v.log,dboptimized"
+	rm -f "$T/crash.out" # the last round's "ready" is not this one's
+	python3 "$(dirname "$0")/block_verifier.py" "$M/crash" 4 "$T/crash-stop" 3 direct "$T/crash.state" \
+		>"$T/crash.out" 2>&1 &
+	local verifier=$! i
+	for ((i = 0; i < 600; i++)); do
+		grep -q ready "$T/crash.out" && break
+		kill -0 $verifier 2>/dev/null || break
+		sleep 0.1
+	done
+	"$BIN/cvm" restripe v >"$T/crash-restripe.out" 2>&1
+	touch "$T/crash-stop"
+	wait $verifier
+	code=$?
+	rm -f "$T/crash-stop"
+	# 0: the daemon lived; 3: it died under the verifier; 2: before the verifier began
+	[ $code -eq 0 ] || [ $code -eq 2 ] || [ $code -eq 3 ] || not_ok "crash at write $k: verifier: $(cat "$T/crash.out")"
+	if [ $code -ne 0 ]; then
+		umount -l "$M"
+		"$BIN/cvm" restripe v --rate 1 >/dev/null 2>&1 &
+		local job=$!
+		sleep 0.3
+		kill -INT $job
+		wait $job
+	else
+		umount_cfs "$M"
+	fi
+	mount_cfs v "$M" || { not_ok "crash at write $k: no mount after: $(tail -3 "$T/v.log")"; return; }
+	python3 "$(dirname "$0")/block_verifier.py" check "$M/crash" "$T/crash.state" >"$T/check.out" 2>&1 &&
+		(cd "$M" && sha256sum -- before* | cmp -s - "$T/sums") &&
+		ok "daemon killed at restripe write $k ($(case $code in 0) echo it lived ;; 2) echo before the writer began ;;
+			*) echo under the writer ;; esac)): every acknowledged write and file is there" ||
+		not_ok "daemon killed at restripe write $k: $(cat "$T/check.out")"
+	umount_cfs "$M"
+}
+umount_cfs "$M"
+for k in 1 2 3 5 8 13 $((20 + RANDOM % 40)) $((60 + RANDOM % 60)) $((120 + RANDOM % 120)) $((240 + RANDOM % 120)); do
+	crash_round $k
+done
+check "the kills left the restripe under way, not done" bash -c "'$BIN/cvm' show v --json | python3 -c 'import json,sys; r=json.load(sys.stdin)[\"volumes\"][0][\"restripe\"]; assert r and r[\"moves_done\"] < r[\"moves_total\"], r'"
+mount_cfs v "$M" dboptimized
+
 # The users: two block verifiers (direct, buffered) and an ODM instance, until $T/stop.
 python3 "$(dirname "$0")/block_verifier.py" "$M/direct" 8 "$T/stop" 1 direct >"$T/direct.out" 2>&1 &
 v1=$!
