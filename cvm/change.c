@@ -165,18 +165,35 @@ static int label_new_luns(const struct cvm_config *cfg, uint32_t first,
 }
 
 /* Phase 2: any order is safe, as all LUNs the new config names are labelled by now. */
-int cvm_config_commit(const struct cvm_config *cfg, const int *fds)
+static int write_copies(const struct cvm_config *cfg, const int *fds, struct cvm_volume *vol)
 {
 	int slot = (int)(cfg->generation % 2);
 	for (uint32_t i = 0; i < cfg->nluns; i++) {
-		int rc = cvm_lun_write_config(fds[i], cfg, &cfg->luns[i].uuid, slot);
+		int fd = vol ? cvm_volume_lun_fd(vol, i) : fds[i];
+		int rc = cvm_lun_write_config(fd, cfg, &cfg->luns[i].uuid, slot, !vol);
 		if (rc) {
 			cvm_set_error("volume %s: LUN %s: cannot write config generation %" PRIu64 ": %s",
 				      cfg->name, cfg->luns[i].path, cfg->generation, strerror(-rc));
 			return rc;
 		}
+		if (vol)
+			cvm_volume_written(vol, i);
 	}
 	return 0;
+}
+
+int cvm_config_commit(const struct cvm_config *cfg, const int *fds)
+{
+	return write_copies(cfg, fds, NULL);
+}
+
+int cvm_config_commit_on(const struct cvm_config *cfg, struct cvm_volume *vol)
+{
+	int rc = write_copies(cfg, NULL, vol);
+	if (!rc && (rc = cvm_volume_flush(vol)))
+		cvm_set_error("volume %s: cannot flush config generation %" PRIu64 " to its LUNs: %s",
+			      cfg->name, cfg->generation, strerror(-rc));
+	return rc;
 }
 
 /* Both phases of a change: label the LUNs cfg adds from index `first_new` (opened as luns[]),

@@ -61,7 +61,7 @@ static void repair_lun(struct checker *c, uint32_t i, const struct cvm_found_lun
 	}
 	if (rc == 0 && config_bad)
 		rc = cvm_lun_write_config(fd, c->cfg, &c->cfg->luns[i].uuid,
-					  (int)(c->cfg->generation % 2));
+					  (int)(c->cfg->generation % 2), true);
 	close(fd);
 	if (rc)
 		say(c, "LUN %s: repair failed: %s", f->path, strerror(-rc));

@@ -69,7 +69,9 @@ int cvm_lun_read_meta(int fd, uint8_t *meta);
  * crash tests (see cvm_fault_crash_after). */
 int cvm_lun_write_meta(int fd, const void *buf, size_t len, uint64_t offset);
 int cvm_lun_write_label(int fd, const struct cvm_label *l);
-int cvm_lun_write_config(int fd, const struct cvm_config *c, const cvm_uuid *copy_on, int slot);
+/* Unsynced, for a caller that flushes every LUN written at once after the last copy. */
+int cvm_lun_write_config(int fd, const struct cvm_config *c, const cvm_uuid *copy_on, int slot,
+			 bool sync);
 /* Removal wipes every LUN's config copies before any label, so that a crash in between leaves
  * labelled LUNs without config (PREPARED), never a config naming an unlabelled LUN. */
 int cvm_lun_wipe_configs(int fd);
@@ -94,5 +96,8 @@ int cvm_volume_open_config(const struct cvm_scan *scan, const struct cvm_config 
 /* Write cfg (its generation already the next) to every LUN, given as descriptors in config
  * order: the second phase of every config change. */
 int cvm_config_commit(const struct cvm_config *cfg, const int *fds);
+/* The same on the LUNs of vol, whose flushes of them go in parallel: one flush's time, not
+ * one per LUN (a restripe commits twice a batch). */
+int cvm_config_commit_on(const struct cvm_config *cfg, struct cvm_volume *vol);
 
 #endif

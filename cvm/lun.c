@@ -122,7 +122,7 @@ void cvm_fault_point(void)
 	fault_writes_left--;
 }
 
-int cvm_lun_write_meta(int fd, const void *buf, size_t len, uint64_t offset)
+static int write_meta(int fd, const void *buf, size_t len, uint64_t offset, bool sync)
 {
 	cvm_fault_point();
 	size_t done = 0;
@@ -136,9 +136,14 @@ int cvm_lun_write_meta(int fd, const void *buf, size_t len, uint64_t offset)
 	}
 	/* O_DIRECT skips the page cache but not a device's volatile cache, nor a sparse file's
 	 * block allocation: without this a label could vanish with the power. */
-	if (fdatasync(fd) < 0)
+	if (sync && fdatasync(fd) < 0)
 		return -errno;
 	return 0;
+}
+
+int cvm_lun_write_meta(int fd, const void *buf, size_t len, uint64_t offset)
+{
+	return write_meta(fd, buf, len, offset, true);
 }
 
 int cvm_lun_write_label(int fd, const struct cvm_label *l)
@@ -152,13 +157,14 @@ int cvm_lun_write_label(int fd, const struct cvm_label *l)
 	return rc;
 }
 
-int cvm_lun_write_config(int fd, const struct cvm_config *c, const cvm_uuid *copy_on, int slot)
+int cvm_lun_write_config(int fd, const struct cvm_config *c, const cvm_uuid *copy_on, int slot,
+			 bool sync)
 {
 	uint8_t *buf = cvm_alloc_aligned(CVM_SLOT_BYTES);
 	if (!buf)
 		return -ENOMEM;
 	size_t len = cvm_config_encode(c, copy_on, buf);
-	int rc = cvm_lun_write_meta(fd, buf, len, CVM_SLOT_OFFSET(slot));
+	int rc = write_meta(fd, buf, len, CVM_SLOT_OFFSET(slot), sync);
 	free(buf);
 	return rc;
 }

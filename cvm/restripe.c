@@ -141,12 +141,9 @@ static int flush(struct run *r)
 
 static int commit(struct run *r)
 {
-	int fds[CVM_MAX_LUNS];
-	for (uint32_t i = 0; i < r->cfg.nluns; i++)
-		fds[i] = cvm_volume_lun_fd(r->v, i);
 	r->cfg.generation++;
 	r->cfg.mtime = (uint64_t)time(NULL);
-	return cvm_config_commit(&r->cfg, fds);
+	return cvm_config_commit_on(&r->cfg, r->v);
 }
 
 /* The next moves, at most a half's worth; a batch ends after a park (its unpark reads the

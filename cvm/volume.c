@@ -130,7 +130,7 @@ static int repair_stale_copies(struct cvm_volume *v, const struct cvm_scan *scan
 		int slot = (int)(v->cfg.generation % 2);
 		if (f->slot_generation[slot] == v->cfg.generation)
 			continue;
-		rc = cvm_lun_write_config(v->fd[i], &v->cfg, &v->cfg.luns[i].uuid, slot);
+		rc = cvm_lun_write_config(v->fd[i], &v->cfg, &v->cfg.luns[i].uuid, slot, true);
 		if (rc)
 			cvm_set_error("volume %s: LUN %s: cannot write config: %s", v->cfg.name,
 				      v->path[i], strerror(-rc));
