@@ -30,7 +30,7 @@ crash_round() {
 		>"$T/crash.out" 2>&1 &
 	local verifier=$! i
 	for ((i = 0; i < 600; i++)); do
-		grep -q ready "$T/crash.out" && break
+		grep -qs ready "$T/crash.out" && break
 		kill -0 $verifier 2>/dev/null || break
 		sleep 0.1
 	done
@@ -63,6 +63,16 @@ umount_cfs "$M"
 for k in 1 2 3 5 8 13 $((20 + RANDOM % 40)) $((60 + RANDOM % 60)) $((120 + RANDOM % 120)) $((240 + RANDOM % 120)); do
 	crash_round $k
 done
+# Unmounted while its daemon restripes: the daemon pauses it after the batch in hand and exits.
+mount_cfs v "$M" dboptimized
+"$BIN/cvm" restripe v --rate 4 >"$T/umount.out" 2>&1 &
+job=$!
+check_soon 120 "the daemon's restripe runs" bash -c "'$BIN/cfs' status --json '$M' | grep -q '\"state\": \"running\"'"
+check "cfs umount while the daemon restripes" umount_cfs "$M"
+wait $job
+code=$?
+[ $code -ne 0 ] && ok "cvm restripe says the daemon went (exit $code)" || not_ok "cvm restripe: exit 0: $(cat "$T/umount.out")"
+check "the daemon logged the pause" grep -q "restripe paused at move" "$T/v.log"
 check "the kills left the restripe under way, not done" bash -c "'$BIN/cvm' show v --json | python3 -c 'import json,sys; r=json.load(sys.stdin)[\"volumes\"][0][\"restripe\"]; assert r and r[\"moves_done\"] < r[\"moves_total\"], r'"
 mount_cfs v "$M" dboptimized
 
