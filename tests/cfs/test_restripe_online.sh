@@ -10,6 +10,10 @@ sums() { (cd "$M" && sha256sum -- before*); }
 under_way() { cvm show v | grep -q '% done'; }
 
 make_volume v 2 48
+# What a killed daemon leaves in /dev/shm (its restripe's gate) and the ODM instance's
+# statistics go with the test.
+uuid=$(cvm show v --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["volumes"][0]["uuid"])')
+trap 'rm -f "/dev/shm/cvm-restripe-$uuid" /dev/shm/odm.rs$$.*; cfs_cleanup' EXIT
 "$BIN/mkfs.cfs" v >/dev/null 2>&1
 mount_cfs v "$M" dboptimized
 for i in 1 2; do head -c 12M /dev/urandom >"$M/before$i"; done
@@ -82,7 +86,7 @@ v1=$!
 python3 "$(dirname "$0")/block_verifier.py" "$M/buffered" 8 "$T/stop" 2 >"$T/buffered.out" 2>&1 &
 v2=$!
 mkdir "$M/db"
-LD_LIBRARY_PATH="$BIN/../lib" "$BIN/odmload" --dir "$M/db" --db rs --instance rs1 --files 2 \
+LD_LIBRARY_PATH="$BIN/../lib" "$BIN/odmload" --dir "$M/db" --db rs$$ --instance rs1 --files 2 \
 	--file-mib 8 --until "$T/stop" --lib "$BIN/../lib/libodm.so" >"$T/odm.out" 2>&1 &
 odm=$!
 
@@ -116,6 +120,5 @@ check "one stripe set over the 4 LUNs" bash -c "'$BIN/cvm' show v --json | pytho
 mount_cfs v "$M"
 check "after a new mount the files from before still read as written" bash -c "cd '$M' && sha256sum -- before* | cmp -s - '$T/sums'"
 umount_cfs "$M"
-uuid=$(cvm show v --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["volumes"][0]["uuid"])')
 [ ! -e "/dev/shm/cvm-restripe-$uuid" ] && ok "the restripe left no gate in /dev/shm" || not_ok "its gate was left in /dev/shm"
 finish
