@@ -58,11 +58,6 @@ bool restripe_mount_of(const struct cvm_config *cfg, char *dir, size_t len)
 	return cfs_mountinfo_each(match_mount, &s) == 0 && s.found;
 }
 
-static int ask_op(const char *dir, const ControlRequest *req, ControlReply **r)
-{
-	return tool_ask("cvm restripe", dir, req, r);
-}
-
 /* The daemon's restripe state, with its progress into *p. */
 static int poll_state(const char *dir, struct cvm_restripe_progress *p, char *state,
 		      size_t len)
@@ -70,7 +65,7 @@ static int poll_state(const char *dir, struct cvm_restripe_progress *p, char *st
 	ControlRequest req = CONTROL_REQUEST__INIT;
 	req.op = CONTROL_REQUEST__OP__STATUS;
 	ControlReply *r;
-	int rc = ask_op(dir, &req, &r);
+	int rc = tool_ask("cvm restripe", dir, &req, &r);
 	if (rc)
 		return rc;
 	const RestripeStatus *rs = r->status ? r->status->restripe : NULL;
@@ -102,7 +97,7 @@ int restripe_mounted(const char *dir, const struct cvm_restripe_opts *opts)
 	req.size = opts->stripe_width;
 	req.rate = opts->rate_bytes;
 	ControlReply *r;
-	int rc = ask_op(dir, &req, &r);
+	int rc = tool_ask("cvm restripe", dir, &req, &r);
 	if (rc)
 		return rc;
 	control_reply__free_unpacked(r, NULL);
@@ -125,7 +120,7 @@ int restripe_mounted(const char *dir, const struct cvm_restripe_opts *opts)
 			return -EIO;
 		if (opts->stop && *opts->stop && !stop_asked) {
 			req.op = CONTROL_REQUEST__OP__RESTRIPE_STOP;
-			if (ask_op(dir, &req, &r) == 0)
+			if (tool_ask("cvm restripe", dir, &req, &r) == 0)
 				control_reply__free_unpacked(r, NULL);
 			stop_asked = true;
 		}
