@@ -82,6 +82,13 @@ struct cfs_mount_opts {
 	/* cluster: most lock grants kept cached once unused (0: CFS_LOCK_CACHE_DEFAULT); past
 	 * it the oldest go back to the lock manager, whose tables every member keeps */
 	uint32_t lock_cache;
+	/* Called once the lock manager is up, before anything past the superblock is read: a
+	 * cluster node joins a restripe another node runs (cfsd/restripe_cluster.c).  An error
+	 * fails the mount. */
+	int (*locks_ready)(void *arg, struct cfs_fs *fs);
+	/* And once its I/O is over, before the lock manager goes (also when the mount fails). */
+	void (*locks_closing)(void *arg, struct cfs_fs *fs);
+	void *locks_arg;
 };
 #define CFS_LOCK_CACHE_DEFAULT 50000
 #define CFS_LOCK_CACHE_MIN 16

@@ -223,6 +223,8 @@ static void fs_free(struct cfs_fs *fs)
 	cfs_shared_write_free(fs);
 	cfs_bcache_destroy(fs);
 	cfs_lock_put(&fs->slot_lock);
+	if (fs->locks_closing)
+		fs->locks_closing(fs->locks_arg, fs);
 	cfs_glock_shutdown(fs);
 	cfs_lease_page_free(fs);
 	if (fs->lockfd >= 0)
@@ -421,6 +423,8 @@ int cfs_mount(struct cvm_volume *vol, const struct cfs_mount_opts *o, struct cfs
 	fs->ro = o->ro;
 	fs->dboptimized = o->dboptimized;
 	fs->fence_program = o->fence_program;
+	fs->locks_closing = o->locks_closing;
+	fs->locks_arg = o->locks_arg;
 	pthread_mutex_init(&fs->lock, NULL);
 	pthread_rwlock_init(&fs->vol_lock, NULL);
 	pthread_mutex_init(&fs->aio_lock, NULL);
@@ -450,6 +454,8 @@ int cfs_mount(struct cvm_volume *vol, const struct cfs_mount_opts *o, struct cfs
 		rc = cfs_glock_init(fs, proto);
 	if (!rc && (rc = cfs_lease_page_init(fs)) == 0)
 		cfs_fence_guard(fs, vol);
+	if (!rc && o->locks_ready)
+		rc = o->locks_ready(o->locks_arg, fs);
 	if (!rc) {
 		fs->lock_cache_limit = o->lock_cache ? o->lock_cache : CFS_LOCK_CACHE_DEFAULT;
 		cfslock_set_cache_limit(fs->locks, fs->lock_cache_limit);

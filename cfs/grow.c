@@ -170,13 +170,15 @@ int cfs_growth_take_in(struct cfs_fs *fs)
 void cfs_volume_hold(struct cfs_fs *fs, bool hold)
 {
 	if (!hold) {
-		pthread_rwlock_unlock(&fs->vol_lock);
 		pthread_mutex_unlock(&fs->lock);
+		pthread_rwlock_unlock(&fs->vol_lock);
 		return;
 	}
-	/* Operations hold fs->lock, direct I/O vol_lock; the commit lands the log's write. */
-	pthread_mutex_lock(&fs->lock);
+	/* Operations hold fs->lock, direct I/O vol_lock; the commit lands the log's write.
+	 * vol_lock first: on a cluster, direct I/O takes fs->lock as it ends, while the thread
+	 * that ends it has more in flight, holding vol_lock (cfs_direct_io_end). */
 	pthread_rwlock_wrlock(&fs->vol_lock);
+	pthread_mutex_lock(&fs->lock);
 	if (!fs->ro)
 		cfs_journal_commit(fs);
 }

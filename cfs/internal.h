@@ -632,6 +632,8 @@ struct cfs_fs {
 	bool recovery_kicked, recovery_retry;
 	bool recovery_stop; /* atomic */
 	const char *fence_program; /* the mount options': see fence.c */
+	void (*locks_closing)(void *arg, struct cfs_fs *fs); /* the mount options' */
+	void *locks_arg;
 	uint32_t lock_cache_limit; /* the most lock grants kept cached (cluster) */
 	uint32_t failure_detection_ms; /* the lock manager's, asked once at mount (fence.c) */
 	struct cfslock_events lock_events;

@@ -11,6 +11,7 @@
 #include "tools/version.h"
 #include "cfsd/fuse_ops.h"
 #include "cfsd/restripe.h"
+#include "cfsd/restripe_cluster.h"
 #include "cfsd/fuse_uring.h"
 #include "cfsd/syslog_pipe.h"
 #include "cfs/control.h"
@@ -422,7 +423,9 @@ int main(int argc, char **argv)
 	struct cfsd d = {.fs_dboptimized = o.m.dboptimized, .scan = &o.scan, .volume = o.volume,
 			 .odm_gid = o.odm_gid, .nowriteback = o.nowriteback, .mount_abs = o.mount_abs,
 			 .namecache = o.namecache, .nouring = o.nouring};
-	if (open_volume("cfsd", &o.scan, o.volume, o.m.ro ? CVM_OPEN_RDONLY : CVM_OPEN_RDWR,
+	/* A batch of a restripe running elsewhere may be staged: the mount joins it first. */
+	if (open_volume("cfsd", &o.scan, o.volume,
+			(o.m.ro ? CVM_OPEN_RDONLY : CVM_OPEN_RDWR) | CVM_OPEN_JOIN,
 			&d.vol)) {
 		report(status_fd, EXIT_FAILED);
 		scan_paths_free(&o.scan);
@@ -432,6 +435,9 @@ int main(int argc, char **argv)
 		return EXIT_FAILED;
 	}
 	cfs_log_copy(log_fd); /* the mount's own lines go to the parent's stderr and the log */
+	o.m.locks_ready = restripe_cluster_mount;
+	o.m.locks_closing = restripe_cluster_unmount;
+	o.m.locks_arg = &d;
 	rc = cfs_mount(d.vol, &o.m, &d.fs);
 	cfs_log_copy(-1);
 	if (rc) {

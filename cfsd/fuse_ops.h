@@ -46,6 +46,7 @@ struct cfsd {
 	/* Handles of the volume opened after other nodes grew it, closed after the unmount. */
 	struct cvm_volume **reopened;
 	unsigned nreopened;
+	struct restripe_cluster *restripe_cluster; /* cluster: restripes of other nodes followed */
 };
 /* control_server.c: a cfs_reopen_fn (cfs.h); arg is the cfsd. */
 int cfsd_reopen_volume(void *arg, struct cvm_volume **vol);

@@ -6,12 +6,13 @@
  * new layout generation and open the volume again, which attaches them to the gate.  The
  * filesystem's own I/O stops while its handle switches to the gate (cfs_volume_hold).
  *
- * One node only, for now: on a cluster the other nodes' I/O does not keep out of the batch,
- * so a cluster mount refuses. */
+ * On a cluster every other node's daemon keeps its node's I/O out of each batch
+ * (restripe_cluster.c). */
 #include "cfsd/restripe.h"
 
 #include "cfs/internal.h"
 #include "cfsd/odm_server.h"
+#include "cfsd/restripe_cluster.h"
 #include "tools/common.h"
 
 #include <errno.h>
@@ -33,6 +34,7 @@ struct cfsd_restripe {
 	struct cvm_restripe_opts opts;
 	struct cvm_restripe_progress last;
 	char error[256];
+	char lock_error[256]; /* why a batch's cluster lock failed */
 };
 
 static pthread_mutex_t jobs_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -62,8 +64,7 @@ static void hold_io(void *arg, bool hold)
 	cfs_volume_hold(j->d->fs, hold);
 }
 
-/* The volume's config as the LUNs hold it now (the handle's is as it was opened). */
-static int config_now(struct cfsd *d, struct cvm_config *cfg)
+int cfsd_config_now(struct cfsd *d, struct cvm_config *cfg)
 {
 	struct cvm_scan scan;
 	int rc = cvm_scan_paths(d->scan->paths, d->scan->n, &scan);
@@ -72,6 +73,19 @@ static int config_now(struct cfsd *d, struct cvm_config *cfg)
 		cvm_scan_free(&scan);
 	}
 	return rc;
+}
+
+static int batch_begin(void *arg, uint64_t first, uint32_t n)
+{
+	(void)n;
+	struct cfsd_restripe *j = arg;
+	return restripe_cluster_batch_begin(j->d, first, j->lock_error, sizeof j->lock_error);
+}
+
+static void batch_end(void *arg, uint64_t first, uint32_t n, int rc)
+{
+	struct cfsd_restripe *j = arg;
+	restripe_cluster_batch_end(j->d, first, n, rc);
 }
 
 static void *run(void *arg)
@@ -84,8 +98,11 @@ static void *run(void *arg)
 	struct cvm_config *now = malloc(sizeof *now), *cfg = malloc(sizeof *cfg);
 	if (!rc && (!now || !cfg))
 		rc = -ENOMEM;
-	if (!rc && !(rc = config_now(d, now)))
+	if (!rc && !(rc = cfsd_config_now(d, now)))
 		rc = cvm_volume_restripe_online(d->fs->vol, now, &j->opts, cfg);
+	restripe_cluster_disown(d);
+	if (rc && rc != -EINTR && !msg[0] && j->lock_error[0])
+		snprintf(msg, sizeof msg, "%s", j->lock_error);
 	if (rc && rc != -EINTR && !msg[0])
 		snprintf(msg, sizeof msg, "%s", rc == -ENOMEM ? strerror(ENOMEM) : cvm_last_error());
 	end_revoke(j);
@@ -115,10 +132,6 @@ static int refuse(char *msg, size_t msglen, int rc, const char *why, const char 
 int cfsd_restripe_start(struct cfsd *d, uint64_t stripe_width, uint64_t rate_bytes, char *msg,
 			size_t msglen)
 {
-	if (d->cluster)
-		return refuse(msg, msglen, -EOPNOTSUPP, "volume %s is mounted with cluster locks: a "
-			      "restripe while mounted works on one node only, for now; unmount it "
-			      "on every node and run cvm restripe then", d->volume);
 	if (d->fs->ro)
 		return refuse(msg, msglen, -EROFS, "volume %s is mounted read-only here", d->volume);
 	pthread_mutex_lock(&jobs_lock);
@@ -128,9 +141,15 @@ int cfsd_restripe_start(struct cfsd *d, uint64_t stripe_width, uint64_t rate_byt
 		return refuse(msg, msglen, -EBUSY, "volume %s is being restriped already; "
 			      "cvm show says how far it is", d->volume);
 	}
+	int rc = restripe_cluster_own(d, msg, msglen);
+	if (rc) {
+		pthread_mutex_unlock(&jobs_lock);
+		return rc;
+	}
 	if (j && j->joinable)
 		pthread_join(j->thread, NULL);
 	if (!j && !(j = calloc(1, sizeof *j))) {
+		restripe_cluster_disown(d);
 		pthread_mutex_unlock(&jobs_lock);
 		return -ENOMEM;
 	}
@@ -143,12 +162,19 @@ int cfsd_restripe_start(struct cfsd *d, uint64_t stripe_width, uint64_t rate_byt
 	j->joinable = false;
 	j->last = (struct cvm_restripe_progress){0};
 	j->error[0] = 0;
+	j->lock_error[0] = 0;
 	j->opts = (struct cvm_restripe_opts){.stripe_width = stripe_width, .rate_bytes = rate_bytes,
 					     .stop = &j->stop, .progress = progress,
 					     .hold_io = hold_io, .arg = j};
-	int rc = -pthread_create(&j->thread, NULL, run, j);
-	if (rc)
+	if (d->restripe_cluster) {
+		j->opts.batch_begin = batch_begin;
+		j->opts.batch_end = batch_end;
+	}
+	rc = -pthread_create(&j->thread, NULL, run, j);
+	if (rc) {
 		j->state = JOB_FAILED;
+		restripe_cluster_disown(d);
+	}
 	else
 		j->joinable = true;
 	pthread_mutex_unlock(&jobs_lock);
@@ -171,11 +197,10 @@ int cfsd_restripe_stop(struct cfsd *d)
 
 bool cfsd_restripe_running(struct cfsd *d)
 {
-	(void)d;
 	pthread_mutex_lock(&jobs_lock);
 	bool running = job && job->state == JOB_RUNNING;
 	pthread_mutex_unlock(&jobs_lock);
-	return running;
+	return running || restripe_cluster_owner(d);
 }
 
 bool cfsd_restripe_status(struct cfsd *d, RestripeStatus *rs, char *state, char *error)

@@ -13,11 +13,13 @@ int cfsd_restripe_start(struct cfsd *d, uint64_t stripe_width, uint64_t rate_byt
 			size_t msglen);
 /* Pause it after the batch in hand (returns at once); -ENOENT if none runs. */
 int cfsd_restripe_stop(struct cfsd *d);
-/* Whether one runs: cfs grow waits for none. */
+/* Whether one runs, here or (a cluster's) on another node: cfs grow waits for none. */
 bool cfsd_restripe_running(struct cfsd *d);
 /* The last one's state into *rs (its strings in state, error: room for 16 and 256 bytes);
  * false if this daemon has run none. */
 bool cfsd_restripe_status(struct cfsd *d, RestripeStatus *rs, char *state, char *error);
+/* The volume's config as the LUNs hold it now (the handle's is as it was opened). */
+int cfsd_config_now(struct cfsd *d, struct cvm_config *cfg);
 /* At unmount: pause it and wait for its thread. */
 void cfsd_restripe_end(struct cfsd *d);
 

@@ -154,6 +154,11 @@ struct cvm_volume;
 /* RDWR also brings config copies an interrupted change left stale up to date; DATA opens the
  * LUNs for reading and writing data only (ODM clients: volume metadata is not theirs). */
 enum { CVM_OPEN_RDONLY = 0, CVM_OPEN_RDWR = 1, CVM_OPEN_DATA = 2 };
+/* Or'ed in: another node may be running a restripe, in the middle of a batch: open the
+ * volume all the same.  The caller reads chunk 0 (which no restripe moves) at most, then
+ * follows that restripe (cvm_volume_restripe_follow) or, if none runs, checks that the
+ * config has no batch staged. */
+#define CVM_OPEN_JOIN 0x100
 
 /* Assemble a volume from scanned LUNs.  With CVM_OPEN_RDWR, config copies left stale by an
  * interrupted change are brought to the winning generation. */
@@ -238,6 +243,11 @@ struct cvm_restripe_opts {
 	/* Online: hold (true) and let go again the caller's own I/O on the volume, while its
 	 * mapping switches to the restripe's; NULL if the caller has none in flight. */
 	void (*hold_io)(void *arg, bool hold);
+	/* Online on a cluster: before a batch of moves [first, first + n) reads or writes
+	 * anything, keep every other node's I/O out of its chunks (an error ends the run); and
+	 * when it is over (rc: 0 done, else how it failed), let them in again. */
+	int (*batch_begin)(void *arg, uint64_t first, uint32_t n);
+	void (*batch_end)(void *arg, uint64_t first, uint32_t n, int rc);
 	void *arg;
 };
 
@@ -255,6 +265,25 @@ int cvm_volume_restripe(const struct cvm_scan *scan, const char *name_or_uuid,
  * called (the first mapping changes).  On return vol maps as the volume lies then. */
 int cvm_volume_restripe_online(struct cvm_volume *vol, const struct cvm_config *now,
 			       const struct cvm_restripe_opts *opts, struct cvm_config *out);
+/* A node where another node runs the restripe under way in `now` (vol's volume, opened
+ * CVM_OPEN_RDWR, as for cvm_volume_restripe_online): this node's processes that open the
+ * volume from now on, and vol, keep out of the batch it closes (a gate of this node's, made
+ * here).  -EBUSY if a batch is staged (its restriper died in it). */
+struct cvm_restripe_follower;
+int cvm_volume_restripe_follow(struct cvm_volume *vol, const struct cvm_config *now,
+			       const struct cvm_restripe_opts *opts,
+			       struct cvm_restripe_follower **out);
+/* The first move not yet done as this node knows. */
+uint64_t cvm_restripe_follow_position(const struct cvm_restripe_follower *f);
+/* The restriper's next batch starts at move first (this node's position, else -ESTALE):
+ * keep this node's I/O out of its chunks, waiting for what is in flight there; *next: the
+ * batch after it. */
+int cvm_restripe_follow_close(struct cvm_restripe_follower *f, uint64_t first, uint64_t *next);
+/* The closed batch is over: done (its chunks in their new places), or not (where they were). */
+int cvm_restripe_follow_open(struct cvm_restripe_follower *f, bool done);
+/* The restripe ended (or this node goes): vol keeps mapping as the volume lies now; a batch
+ * still closed stays closed (its I/O fails: EIO) until a new run here. */
+void cvm_restripe_follow_end(struct cvm_restripe_follower *f);
 /* I/O of volume bytes [offset, offset+len) that the caller maps and submits itself
  * (cvm_volume_map_begin): enter before mapping, leave when the I/O is done.  Without a
  * restripe running on this node both do nothing.  enter: 0; -EBUSY if a restripe is moving

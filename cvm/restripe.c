@@ -256,11 +256,18 @@ static int move_all(struct run *r)
 	if (!rc)
 		report(r);
 	for (uint32_t n; !rc && (n = next_batch(r)) > 0; half ^= 1) {
-		if ((rc = stage(r, n, half)))
+		uint64_t first = r->cfg.restripe.moves_done;
+		if (r->opts->batch_begin && (rc = r->opts->batch_begin(r->opts->arg, first, n)))
 			break;
-		r->cfg.restripe.staged = n;
-		r->cfg.restripe.half = half;
-		if ((rc = commit(r)) || (rc = place(r, n)) || (rc = batch_done(r, n)))
+		if (!(rc = stage(r, n, half))) {
+			r->cfg.restripe.staged = n;
+			r->cfg.restripe.half = half;
+			if (!(rc = commit(r)) && !(rc = place(r, n)))
+				rc = batch_done(r, n);
+		}
+		if (r->opts->batch_end)
+			r->opts->batch_end(r->opts->arg, first, n, rc);
+		if (rc)
 			break;
 		report(r);
 		if (r->opts->stop && *r->opts->stop) /* nothing staged: resumable anywhere */
@@ -330,6 +337,19 @@ int cvm_restripe_count(const struct cvm_config *cfg, uint64_t *moves, uint64_t *
 	return rc;
 }
 
+/* The plan from the record's progress on, and room for a batch's moves. */
+static int plan_setup(struct run *r)
+{
+	target_of(&r->cfg, &r->to);
+	int rc = cvm_restripe_count(&r->cfg, &r->total, &r->h);
+	if (rc || (rc = plan_start(r)))
+		return rc;
+	r->half_cells = (uint32_t)((CVM_SCRATCH_BYTES / r->h * r->cfg.nluns - 1) / 2);
+	r->moves = calloc(r->half_cells, sizeof *r->moves);
+	r->cells = calloc(r->half_cells, sizeof *r->cells);
+	return r->moves && r->cells ? 0 : -ENOMEM;
+}
+
 /* The record of the restripe to do (made now, or found), its plan and its buffers. */
 static int prepare(struct run *r)
 {
@@ -344,17 +364,13 @@ static int prepare(struct run *r)
 			      r->cfg.name, r->cfg.restripe.target_width);
 		return -EBUSY;
 	}
-	target_of(&r->cfg, &r->to);
-	if ((rc = cvm_restripe_count(&r->cfg, &r->total, &r->h)) || (rc = plan_start(r)))
+	if ((rc = plan_setup(r)))
 		return rc;
-	r->half_cells = (uint32_t)((CVM_SCRATCH_BYTES / r->h * r->cfg.nluns - 1) / 2);
-	r->moves = calloc(r->half_cells, sizeof *r->moves);
-	r->cells = calloc(r->half_cells, sizeof *r->cells);
 	r->cbs = calloc(r->half_cells, sizeof *r->cbs);
 	r->events = calloc(r->half_cells, sizeof *r->events);
 	r->buf = cvm_alloc_aligned(r->half_cells * r->h);
 	r->check = cvm_alloc_aligned(r->half_cells * r->h);
-	if (!r->moves || !r->cells || !r->cbs || !r->events || !r->buf || !r->check)
+	if (!r->cbs || !r->events || !r->buf || !r->check)
 		return -ENOMEM;
 	if (io_setup((int)r->half_cells, &r->ctx) < 0)
 		r->ctx = NULL; /* no AIO context left on the machine: one cell at a time */
@@ -458,6 +474,89 @@ int cvm_volume_restripe_online(struct cvm_volume *vol, const struct cvm_config *
 		*out = r->cfg;
 	run_free(r);
 	return rc;
+}
+
+/* ---- a restripe another node runs (docs/restripe.md, "On a cluster") ---- */
+
+struct cvm_restripe_follower {
+	struct run *r;
+	uint32_t closed; /* moves of the batch the gate keeps this node's users out of */
+};
+
+int cvm_volume_restripe_follow(struct cvm_volume *vol, const struct cvm_config *now,
+			       const struct cvm_restripe_opts *opts,
+			       struct cvm_restripe_follower **out)
+{
+	struct cvm_restripe_follower *f = calloc(1, sizeof *f);
+	struct run *r = f ? run_new(opts) : NULL;
+	if (!r) {
+		free(f);
+		return -ENOMEM;
+	}
+	f->r = r;
+	r->v = vol;
+	r->cfg = *now;
+	int rc = same_layout(cvm_volume_config(vol), now);
+	if (!rc && !now->restripe.target_width) {
+		cvm_set_error("volume %s: no restripe is under way", now->name);
+		rc = -ENOENT;
+	} else if (!rc && now->restripe.staged) {
+		cvm_set_error("volume %s: a restripe was interrupted in the middle of a batch; run "
+			      "'cvm restripe %s' to finish it", now->name, now->name);
+		rc = -EBUSY;
+	}
+	if (!rc && !(rc = plan_setup(r)))
+		rc = open_gate(r);
+	if (rc) {
+		cvm_restripe_follow_end(f);
+		return rc;
+	}
+	*out = f;
+	return 0;
+}
+
+uint64_t cvm_restripe_follow_position(const struct cvm_restripe_follower *f)
+{
+	return f->r->cfg.restripe.moves_done;
+}
+
+int cvm_restripe_follow_close(struct cvm_restripe_follower *f, uint64_t first, uint64_t *next)
+{
+	struct run *r = f->r;
+	if (f->closed || first != r->cfg.restripe.moves_done) {
+		cvm_set_error("volume %s: the restripe's next batch starts at move %" PRIu64
+			      ", this node is at move %" PRIu64 "%s", r->cfg.name, first,
+			      r->cfg.restripe.moves_done, f->closed ? " with a batch closed" : "");
+		return -ESTALE;
+	}
+	f->closed = next_batch(r);
+	cvm_gate_batch_begin(r->gate, r->moves, f->closed);
+	*next = first + f->closed;
+	return 0;
+}
+
+int cvm_restripe_follow_open(struct cvm_restripe_follower *f, bool done)
+{
+	struct run *r = f->r;
+	cvm_gate_batch_end(r->gate, r->moves, done ? f->closed : 0);
+	if (done)
+		r->cfg.restripe.moves_done += f->closed;
+	f->closed = 0;
+	if (done)
+		return 0;
+	/* The planner went past the batch: back to where the volume is. */
+	cvm_restripe_plan_free(&r->plan);
+	return plan_start(r);
+}
+
+void cvm_restripe_follow_end(struct cvm_restripe_follower *f)
+{
+	if (!f)
+		return;
+	if (f->r->gate)
+		cvm_gate_close(f->r->gate); /* the volume keeps mapping through it */
+	run_free(f->r);
+	free(f);
 }
 
 int cvm_volume_restripe(const struct cvm_scan *scan, const char *name_or_uuid,

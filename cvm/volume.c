@@ -190,9 +190,11 @@ int cvm_volume_open(const struct cvm_scan *scan, const char *name_or_uuid, int f
 		return -ENOMEM;
 	int rc = cvm_scan_find_volume(scan, name_or_uuid, cfg);
 	struct cvm_gate *gate = NULL;
+	bool join = flags & CVM_OPEN_JOIN;
+	flags &= ~CVM_OPEN_JOIN;
 	if (rc == 0 && cfg->restripe.target_width && cvm_gate_attach(cfg, &gate) == -ENOSPC)
 		rc = -ENOSPC;
-	if (rc == 0 && cfg->restripe.staged && !gate) { /* some chunks are only in scratch */
+	if (rc == 0 && cfg->restripe.staged && !gate && !join) { /* chunks only in scratch */
 		cvm_set_error("volume %s: a restripe was interrupted in the middle of a batch; run "
 			      "'cvm restripe %s' (Ctrl-C pauses it again) before using the volume",
 			      cfg->name, cfg->name);

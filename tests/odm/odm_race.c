@@ -13,6 +13,10 @@
  *   odm_race create FILE MIB      creates and commits FILE
  *   odm_race uncommitted FILE     creates FILE without committing it, says "created", then
  *                                 waits to be killed
+ *   odm_race stamp FILE STOP      writes blocks stamped with their number and a generation,
+ *                                 16 at a time, and reads 16 back, until STOP exists; every
+ *                                 read and at the end every block must be as last written
+ *                                 (exit 6 naming the first that is not); says "writing"
  *
  * Blocks are BS bytes; FILE is made by the caller with "create". */
 #include "odm/odm.h"
@@ -127,6 +131,104 @@ static int shrink(const char *path, const char *dir, int rounds)
 	return 0;
 }
 
+/* A block stamped with its number and generation, as stamp() writes and checks it. */
+static void stamp_fill(char *b, uint64_t block, uint64_t gen)
+{
+	for (size_t i = 0; i < BS; i += 16) {
+		memcpy(b + i, &block, 8);
+		memcpy(b + i + 8, &gen, 8);
+	}
+}
+
+static int stamp_check(const char *path, const char *b, uint64_t block, uint64_t gen)
+{
+	char want[BS];
+	stamp_fill(want, block, gen);
+	if (!memcmp(b, want, BS))
+		return 0;
+	uint64_t got[2];
+	memcpy(got, b, sizeof got);
+	fprintf(stderr, "odm_race: %s: block %llu reads block %llu generation %llu, written as "
+		"generation %llu\n", path, (unsigned long long)block, (unsigned long long)got[0],
+		(unsigned long long)got[1], (unsigned long long)gen);
+	return 6;
+}
+
+/* DEPTH distinct blocks of `blocks`, in p's iocs. */
+static void pick(struct odm_ioc *ioc, uint64_t blocks, unsigned *seed)
+{
+	uint64_t start = (uint64_t)rand_r(seed) % blocks, step = blocks / DEPTH;
+	for (int i = 0; i < DEPTH; i++)
+		ioc[i].block = (start + (uint64_t)i * step + (uint64_t)rand_r(seed) % step) % blocks;
+}
+
+static int stamp_batch(odm_fid f, int op, struct odm_ioc *ioc, char *b, uint64_t *gens)
+{
+	struct odm_ioc *p[DEPTH];
+	for (int i = 0; i < DEPTH; i++) {
+		ioc[i].op = op;
+		ioc[i].fid = f;
+		ioc[i].buf = b + (size_t)i * BS;
+		ioc[i].size = BS;
+		if (op == ODM_WRITE)
+			stamp_fill(ioc[i].buf, ioc[i].block, ++gens[ioc[i].block]);
+		p[i] = &ioc[i];
+	}
+	int rc = odm_io(p, DEPTH, p, DEPTH, NULL, 0, NULL, -1);
+	for (int i = 0; i < DEPTH && rc >= 0; i++)
+		rc = ioc[i].status;
+	return rc < 0 ? rc : 0;
+}
+
+static int stamp(const char *path, const char *stop)
+{
+	odm_fid f;
+	struct odm_fileinfo info;
+	int rc = init("V");
+	if (rc || (rc = odm_identify(path, &f, NULL)) || (rc = odm_getfileinfo(f, &info)))
+		return fail(path, rc, 3);
+	uint64_t blocks = info.size / BS, batches = 0;
+	uint64_t *gens = calloc(blocks, sizeof *gens);
+	char *b = buf_of((size_t)DEPTH * BS, 0);
+	struct odm_ioc ioc[DEPTH];
+	unsigned seed = (unsigned)getpid();
+	if (!gens || blocks < DEPTH)
+		return fail(path, ENOMEM, 2);
+	for (uint64_t i = 0; i < blocks; i += DEPTH) { /* every block written once first */
+		for (int k = 0; k < DEPTH; k++)
+			ioc[k].block = (i + (uint64_t)k) % blocks;
+		if ((rc = stamp_batch(f, ODM_WRITE, ioc, b, gens)))
+			return fail("write", rc, 4);
+	}
+	printf("writing\n");
+	fflush(stdout);
+	while (access(stop, F_OK) != 0) {
+		pick(ioc, blocks, &seed);
+		if ((rc = stamp_batch(f, ODM_WRITE, ioc, b, gens)))
+			return fail("write", rc, 4);
+		pick(ioc, blocks, &seed);
+		if ((rc = stamp_batch(f, ODM_READ, ioc, b, gens)))
+			return fail("read", rc, 4);
+		for (int i = 0; i < DEPTH; i++)
+			if ((rc = stamp_check(path, ioc[i].buf, ioc[i].block, gens[ioc[i].block])))
+				return rc;
+		batches++;
+	}
+	for (uint64_t i = 0; i < blocks; i += DEPTH) {
+		for (int k = 0; k < DEPTH; k++)
+			ioc[k].block = (i + (uint64_t)k) % blocks;
+		if ((rc = stamp_batch(f, ODM_READ, ioc, b, gens)))
+			return fail("read", rc, 4);
+		for (int k = 0; k < DEPTH; k++)
+			if ((rc = stamp_check(path, ioc[k].buf, ioc[k].block, gens[ioc[k].block])))
+				return rc;
+	}
+	free(gens);
+	free(b);
+	printf("%llu batches: every read as written\n", (unsigned long long)batches);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *cmd = argc > 2 ? argv[1] : "";
@@ -134,6 +236,8 @@ int main(int argc, char **argv)
 	odm_fid f;
 	if (!strcmp(cmd, "writer") && argc == 3)
 		return writer(argv[2]);
+	if (!strcmp(cmd, "stamp") && argc == 4)
+		return stamp(argv[2], argv[3]);
 	if (!strcmp(cmd, "shrink") && argc == 5)
 		return shrink(argv[2], argv[3], atoi(argv[4]));
 	if (!strcmp(cmd, "delete") && argc == 3) {
@@ -158,6 +262,6 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	fprintf(stderr, "usage: odm_race writer FILE | shrink FILE DIR N | delete FILE | "
-		"create FILE MIB | uncommitted FILE\n");
+		"create FILE MIB | uncommitted FILE | stamp FILE STOP\n");
 	return 2;
 }

@@ -1,0 +1,436 @@
+/* An online restripe on a cluster (docs/restripe.md, "On a cluster").  The node that runs it
+ * keeps its own processes out of the batch in motion with its gate, as on one node; every
+ * other node's daemon follows the run with a gate of its own (cvm_volume_restripe_follow),
+ * told of each batch by cluster locks in the filesystem's lockspace:
+ *
+ *   restripe-owner      EX by the node running a restripe, for the whole run.
+ *   restripe            PR by every node.  The restriper takes it EX (and lets it go) once the
+ *                       run's record is written, and again after the run: each node, told so,
+ *                       starts following the run (or stops) before it lets its PR go.
+ *   restripe-<first>    the batch starting at move `first`: every follower holds the next
+ *                       batch's PR, so the restriper's EX is granted only once every node has
+ *                       closed its gate for the batch (waiting for its I/O there), taken the
+ *                       batch after's PR and let this one go.  The follower asks for it again
+ *                       at once; granted after the restriper is through, the value block says
+ *                       how the batch ended, and the follower opens its gate.
+ *
+ * No message goes per I/O: a few per node per batch.  A node that mounts during a run joins
+ * it before its mount reads anything: it takes the batch lock of the progress the config
+ * shows and reads the config again, until the two agree. */
+#include "cfsd/restripe_cluster.h"
+
+#include "cfs/internal.h"
+#include "cfsd/odm_server.h"
+#include "cfsd/restripe.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define OWNER_LOCK "restripe-owner"
+#define STATE_LOCK "restripe"
+#define BATCH_LVB_MAGIC 0x3152545352534643ull /* "CFSRSTR1" */
+
+/* What the restriper leaves in a batch lock's value block. */
+struct batch_lvb {
+	uint64_t magic;
+	uint64_t first;
+	uint32_t n;
+	int32_t rc;
+};
+_Static_assert(sizeof(struct batch_lvb) <= CFSLOCK_LVB_LEN, "a batch's outcome fits a value block");
+
+struct restripe_cluster {
+	struct cfsd *d;
+	struct cfs_fs *fs;
+	pthread_mutex_t lock;
+	pthread_cond_t changed;
+	pthread_t thread;
+	bool stopping;
+	bool state_due;               /* the restriper wants "restripe" EX */
+	struct cfslock *batch_wanted; /* the batch lock the restriper wants EX */
+	bool leave_due;               /* this node is to run a restripe itself */
+	bool here;                    /* it does */
+	/* the follower thread's */
+	struct cfslock *state;        /* PR */
+	struct cfslock *batch;        /* the next batch's, PR while following */
+	struct cvm_restripe_follower *follower;
+	/* the restriper's */
+	struct cfslock *owner, *announce, *moving;
+	bool announced;
+};
+
+static struct restripe_cluster *of(struct cfsd *d)
+{
+	return d->restripe_cluster;
+}
+
+/* Lock callbacks run on the dispatcher: they only record the wish. */
+static void state_wanted(void *arg, struct cfslock *lk, int mode)
+{
+	(void)lk, (void)mode;
+	struct restripe_cluster *rc = arg;
+	pthread_mutex_lock(&rc->lock);
+	rc->state_due = true;
+	pthread_cond_broadcast(&rc->changed);
+	pthread_mutex_unlock(&rc->lock);
+}
+
+static void batch_wanted(void *arg, struct cfslock *lk, int mode)
+{
+	(void)mode;
+	struct restripe_cluster *rc = arg;
+	pthread_mutex_lock(&rc->lock);
+	rc->batch_wanted = lk;
+	pthread_cond_broadcast(&rc->changed);
+	pthread_mutex_unlock(&rc->lock);
+}
+
+static struct cfslock *batch_lock(struct restripe_cluster *rc, uint64_t first, bool follower)
+{
+	char name[CFSLOCK_NAME_MAX];
+	snprintf(name, sizeof name, "restripe-%" PRIx64, first);
+	return cfslock_new(rc->fs->space, name, NULL, follower ? batch_wanted : NULL, rc);
+}
+
+static const char *volume_name(const struct restripe_cluster *rc)
+{
+	return cvm_volume_config(rc->fs->vol)->name;
+}
+
+/* ---- following ---- */
+
+static void hold_io(void *arg, bool hold)
+{
+	cfs_volume_hold(arg, hold);
+}
+
+static void leave(struct restripe_cluster *rc)
+{
+	if (!rc->follower)
+		return;
+	cvm_restripe_follow_end(rc->follower);
+	rc->follower = NULL;
+	cfs_lock_put(&rc->batch);
+	cfs_log(rc->fs, "volume %s: no longer following a restripe", volume_name(rc));
+}
+
+/* The config and the batch lock of its progress, once the two agree: the restriper cannot
+ * start that batch before this node lets the lock go.  *lk NULL: no restripe under way. */
+static int agree(struct restripe_cluster *rc, struct cvm_config *cfg, struct cfslock **lk)
+{
+	*lk = NULL;
+	int e;
+	while (!(e = cfsd_config_now(rc->d, cfg)) && cfg->restripe.target_width) {
+		uint64_t first = cfg->restripe.moves_done;
+		if (!(*lk = batch_lock(rc, first, true)))
+			return -ENOMEM;
+		if ((e = cfs_lock_errno(cfslock_request_sync(*lk, CFSLOCK_PR, 0))) ||
+		    (e = cfsd_config_now(rc->d, cfg)))
+			break;
+		if (cfg->restripe.target_width && cfg->restripe.moves_done == first)
+			return 0;
+		cfs_lock_put(lk);
+	}
+	cfs_lock_put(lk);
+	return e;
+}
+
+/* Follow the run under way; at mount (running false) nothing of this node's is in flight. */
+static int join(struct restripe_cluster *rc, bool running)
+{
+	struct cvm_config *cfg = malloc(sizeof *cfg);
+	struct cfslock *lk = NULL;
+	int e = cfg ? agree(rc, cfg, &lk) : -ENOMEM;
+	if (e || !lk) {
+		free(cfg);
+		return e;
+	}
+	struct odm_server *odm = running ? rc->d->odm : NULL;
+	char msg[256] = "";
+	/* Maps handed out name the layout as it was: every one goes first. */
+	if (!(e = odm ? odm_revoke_begin(odm, 0, NULL, msg, sizeof msg) : 0)) {
+		struct cvm_restripe_opts opts = {.hold_io = running ? hold_io : NULL, .arg = rc->fs};
+		if ((e = cvm_volume_restripe_follow(rc->fs->vol, cfg, &opts, &rc->follower)))
+			snprintf(msg, sizeof msg, "%s", cvm_last_error());
+		if (odm)
+			odm_revoke_end(odm, 0);
+	}
+	if (e) {
+		cfs_lock_put(&lk);
+		cfs_set_error("volume %s: cannot follow the restripe under way: %s",
+			      volume_name(rc), msg[0] ? msg : strerror(-e));
+	} else {
+		rc->batch = lk;
+		cfs_log(rc->fs, "volume %s: following the restripe run by node %u, at move %" PRIu64,
+			volume_name(rc), cfs_lock_holder(rc->fs, OWNER_LOCK),
+			cfg->restripe.moves_done);
+	}
+	free(cfg);
+	return e;
+}
+
+/* Did the batch [first, next) end done?  The value block says so; if it does not (its
+ * restriper failed or died), the config. */
+static int batch_outcome(struct restripe_cluster *rc, uint64_t first, uint64_t next, bool *done)
+{
+	struct batch_lvb v;
+	memcpy(&v, cfslock_lvb(rc->batch), sizeof v);
+	if (cfslock_lvb_valid(rc->batch) && v.magic == BATCH_LVB_MAGIC && v.first == first &&
+	    v.first + v.n == next && v.rc == 0) {
+		*done = true;
+		return 0;
+	}
+	struct cvm_config *cfg = malloc(sizeof *cfg);
+	int e = cfg ? cfsd_config_now(rc->d, cfg) : -ENOMEM;
+	if (!e && cfg->restripe.target_width && cfg->restripe.moves_done == first &&
+	    cfg->restripe.staged)
+		e = -EIO; /* its chunks may lie half moved: closed until a run finishes it */
+	*done = !e && (!cfg->restripe.target_width || cfg->restripe.moves_done >= next);
+	free(cfg);
+	return e;
+}
+
+/* The restriper wants the next batch's lock: close the gate for it, and open it again with
+ * the chunks where the batch left them. */
+static void follow_batch(struct restripe_cluster *rc)
+{
+	uint64_t first = cvm_restripe_follow_position(rc->follower), next = 0;
+	bool done = false;
+	struct cfslock *after = NULL;
+	int e = cvm_restripe_follow_close(rc->follower, first, &next);
+	if (!e && !(after = batch_lock(rc, next, true)))
+		e = -ENOMEM;
+	if (!e)
+		e = cfs_lock_errno(cfslock_request_sync(after, CFSLOCK_PR, 0));
+	if (!e)
+		e = cfs_lock_errno(cfslock_unlock_sync(rc->batch));
+	if (!e)
+		e = cfs_lock_errno(cfslock_request_sync(rc->batch, CFSLOCK_PR, 0));
+	if (!e)
+		e = batch_outcome(rc, first, next, &done);
+	if (!e)
+		e = cvm_restripe_follow_open(rc->follower, done);
+	if (e) {
+		cfs_lock_put(&after);
+		cfs_log(rc->fs, "volume %s: the restripe's batch at move %" PRIu64 " failed (%s): "
+			"its chunks stay closed here until 'cvm restripe %s' finishes it",
+			volume_name(rc), first, strerror(-e), volume_name(rc));
+		leave(rc);
+		return;
+	}
+	cfs_lock_put(&rc->batch);
+	pthread_mutex_lock(&rc->lock);
+	rc->batch = after;
+	pthread_mutex_unlock(&rc->lock);
+}
+
+/* The restriper starts a run (its owner lock held) or ends one: follow it, or stop, before
+ * letting it have "restripe". */
+static void state_change(struct restripe_cluster *rc)
+{
+	pthread_mutex_lock(&rc->lock);
+	bool here = rc->here;
+	pthread_mutex_unlock(&rc->lock);
+	bool running = cfs_lock_holder(rc->fs, OWNER_LOCK) != 0;
+	if (rc->follower && (!running || here))
+		leave(rc);
+	int e = running && !here && !rc->follower ? join(rc, true) : 0;
+	if (e)
+		cfs_log(rc->fs, "%s", cfs_last_error());
+	cfslock_unlock_sync(rc->state);
+	if ((e = cfslock_request_sync(rc->state, CFSLOCK_PR, 0)))
+		cfs_log(rc->fs, "volume %s: lock %s: %s; restripes run elsewhere go unseen here",
+			volume_name(rc), STATE_LOCK, strerror(-e));
+}
+
+static void *follow(void *arg)
+{
+	struct restripe_cluster *rc = arg;
+	pthread_mutex_lock(&rc->lock);
+	while (!rc->stopping) {
+		if (rc->leave_due || rc->state_due) {
+			bool state = rc->state_due;
+			rc->state_due = false;
+			pthread_mutex_unlock(&rc->lock);
+			if (state)
+				state_change(rc);
+			else
+				leave(rc);
+			pthread_mutex_lock(&rc->lock);
+			rc->leave_due = false;
+			pthread_cond_broadcast(&rc->changed);
+		} else if (rc->batch && rc->batch_wanted == rc->batch && rc->follower) {
+			rc->batch_wanted = NULL;
+			pthread_mutex_unlock(&rc->lock);
+			follow_batch(rc);
+			pthread_mutex_lock(&rc->lock);
+		} else {
+			pthread_cond_wait(&rc->changed, &rc->lock);
+		}
+	}
+	pthread_mutex_unlock(&rc->lock);
+	return NULL;
+}
+
+static int staged_check(struct cfs_fs *fs)
+{
+	const struct cvm_config *cfg = cvm_volume_config(fs->vol);
+	if (!cfg->restripe.staged)
+		return 0;
+	cfs_set_error("volume %s: a restripe was interrupted in the middle of a batch; run "
+		      "'cvm restripe %s' (Ctrl-C pauses it again) before using the volume",
+		      cfg->name, cfg->name);
+	return -EBUSY;
+}
+
+static void cluster_free(struct restripe_cluster *rc)
+{
+	leave(rc);
+	cfs_lock_put(&rc->state);
+	cfs_lock_put(&rc->owner);
+	cfs_lock_put(&rc->announce);
+	cfs_lock_put(&rc->moving);
+	pthread_cond_destroy(&rc->changed);
+	pthread_mutex_destroy(&rc->lock);
+	free(rc);
+}
+
+int restripe_cluster_mount(void *d, struct cfs_fs *fs)
+{
+	if (!fs->cluster)
+		return staged_check(fs);
+	struct restripe_cluster *rc = calloc(1, sizeof *rc);
+	if (!rc)
+		return -ENOMEM;
+	*rc = (struct restripe_cluster){.d = d, .fs = fs};
+	pthread_mutex_init(&rc->lock, NULL);
+	pthread_cond_init(&rc->changed, NULL);
+	int e = (rc->state = cfslock_new(fs->space, STATE_LOCK, NULL, state_wanted, rc)) ? 0
+											  : -ENOMEM;
+	if (!e)
+		e = cfs_lock_errno(cfslock_request_sync(rc->state, CFSLOCK_PR, 0));
+	/* A run whose record is not written yet makes this node follow it when it is. */
+	if (!e && cfs_lock_holder(fs, OWNER_LOCK))
+		e = join(rc, false);
+	if (!e && !rc->follower)
+		e = staged_check(fs);
+	if (!e && (e = -pthread_create(&rc->thread, NULL, follow, rc)))
+		cfs_set_error("restripe follower: cannot start a thread");
+	if (e) {
+		cluster_free(rc);
+		return e;
+	}
+	((struct cfsd *)d)->restripe_cluster = rc;
+	return 0;
+}
+
+void restripe_cluster_unmount(void *d, struct cfs_fs *fs)
+{
+	(void)fs;
+	struct restripe_cluster *rc = of(d);
+	if (!rc)
+		return;
+	pthread_mutex_lock(&rc->lock);
+	rc->stopping = true;
+	pthread_cond_broadcast(&rc->changed);
+	pthread_mutex_unlock(&rc->lock);
+	pthread_join(rc->thread, NULL);
+	((struct cfsd *)d)->restripe_cluster = NULL;
+	cluster_free(rc);
+}
+
+/* ---- running it ---- */
+
+uint32_t restripe_cluster_owner(struct cfsd *d)
+{
+	struct restripe_cluster *rc = of(d);
+	return rc ? cfs_lock_holder(rc->fs, OWNER_LOCK) : 0;
+}
+
+int restripe_cluster_own(struct cfsd *d, char *msg, size_t msglen)
+{
+	struct restripe_cluster *rc = of(d);
+	if (!rc)
+		return 0;
+	int e = (rc->owner = cfslock_new(rc->fs->space, OWNER_LOCK, NULL, NULL, rc)) ? 0 : -ENOMEM;
+	if (!e && (e = cfslock_request_sync(rc->owner, CFSLOCK_EX, CFSLOCK_NOQUEUE)) == -EAGAIN) {
+		snprintf(msg, msglen, "volume %s is being restriped by node %u; 'cvm restripe %s' "
+			 "there shows it, or pauses it with Ctrl-C", volume_name(rc),
+			 cfs_lock_holder(rc->fs, OWNER_LOCK), volume_name(rc));
+		e = -EBUSY;
+	}
+	if (e) {
+		cfs_lock_put(&rc->owner);
+		return cfs_lock_errno(e);
+	}
+	pthread_mutex_lock(&rc->lock);
+	rc->here = true;
+	rc->announced = false;
+	rc->leave_due = rc->follower != NULL; /* a run that died: this one replaces it */
+	pthread_cond_broadcast(&rc->changed);
+	while (rc->leave_due)
+		pthread_cond_wait(&rc->changed, &rc->lock);
+	pthread_mutex_unlock(&rc->lock);
+	return 0;
+}
+
+/* Every node that holds "restripe" has followed (or left) the run when the EX comes. */
+static int announce(struct restripe_cluster *rc)
+{
+	if (!rc->announce &&
+	    !(rc->announce = cfslock_new(rc->fs->space, STATE_LOCK, NULL, NULL, rc)))
+		return -ENOMEM;
+	int e = cfslock_request_sync(rc->announce, CFSLOCK_EX, 0);
+	if (!e)
+		e = cfslock_unlock_sync(rc->announce);
+	return cfs_lock_errno(e);
+}
+
+void restripe_cluster_disown(struct cfsd *d)
+{
+	struct restripe_cluster *rc = of(d);
+	if (!rc)
+		return;
+	cfs_lock_put(&rc->owner);
+	int e = announce(rc);
+	if (e)
+		cfs_log(rc->fs, "volume %s: telling the other nodes the restripe ended: %s",
+			volume_name(rc), strerror(-e));
+	pthread_mutex_lock(&rc->lock);
+	rc->here = false;
+	pthread_mutex_unlock(&rc->lock);
+}
+
+int restripe_cluster_batch_begin(struct cfsd *d, uint64_t first, char *msg, size_t msglen)
+{
+	struct restripe_cluster *rc = of(d);
+	if (!rc)
+		return 0;
+	int e = 0;
+	if (!rc->announced && !(e = announce(rc)))
+		rc->announced = true;
+	if (!e && !(rc->moving = batch_lock(rc, first, false)))
+		e = -ENOMEM;
+	if (!e && (e = cfs_lock_errno(cfslock_request_sync(rc->moving, CFSLOCK_EX, 0))))
+		cfs_lock_put(&rc->moving);
+	if (e)
+		snprintf(msg, msglen, "volume %s: the other nodes' I/O cannot be kept out of the "
+			 "batch at move %" PRIu64 ": lock: %s", volume_name(rc), first, strerror(-e));
+	return e;
+}
+
+void restripe_cluster_batch_end(struct cfsd *d, uint64_t first, uint32_t n, int result)
+{
+	struct restripe_cluster *rc = of(d);
+	if (!rc || !rc->moving)
+		return;
+	struct batch_lvb v = {.magic = BATCH_LVB_MAGIC, .first = first, .n = n, .rc = result};
+	uint8_t lvb[CFSLOCK_LVB_LEN] = {0};
+	memcpy(lvb, &v, sizeof v);
+	cfslock_set_lvb(rc->moving, lvb);
+	cfs_lock_put(&rc->moving);
+}
