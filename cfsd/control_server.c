@@ -306,7 +306,7 @@ static void serve(struct conn *c, const ControlRequest *req)
 		reply.message = "the volume is being restriped: grow after it is done";
 	} else if (req->op == CONTROL_REQUEST__OP__RESTRIPE) {
 		int rc = cfsd_restripe_start(d, req->has_size ? req->size : 0,
-					     req->has_rate ? req->rate : 0, mem.message,
+					     req->has_rate ? req->rate : 0, false, mem.message,
 					     sizeof mem.message);
 		reply.error = -rc;
 		if (rc)

@@ -129,8 +129,8 @@ static int refuse(char *msg, size_t msglen, int rc, const char *why, const char 
 	return rc;
 }
 
-int cfsd_restripe_start(struct cfsd *d, uint64_t stripe_width, uint64_t rate_bytes, char *msg,
-			size_t msglen)
+int cfsd_restripe_start(struct cfsd *d, uint64_t stripe_width, uint64_t rate_bytes,
+			bool staged_only, char *msg, size_t msglen)
 {
 	if (d->fs->ro)
 		return refuse(msg, msglen, -EROFS, "volume %s is mounted read-only here", d->volume);
@@ -158,7 +158,7 @@ int cfsd_restripe_start(struct cfsd *d, uint64_t stripe_width, uint64_t rate_byt
 	job = j;
 	j->d = d;
 	j->state = JOB_RUNNING;
-	j->stop = 0;
+	j->stop = staged_only; /* paused before the first new batch */
 	j->joinable = false;
 	j->last = (struct cvm_restripe_progress){0};
 	j->error[0] = 0;
@@ -180,7 +180,8 @@ int cfsd_restripe_start(struct cfsd *d, uint64_t stripe_width, uint64_t rate_byt
 	pthread_mutex_unlock(&jobs_lock);
 	if (rc)
 		return refuse(msg, msglen, rc, "volume %s: cannot start a thread", d->volume);
-	cfs_log(d->fs, "volume %s: restripe started%s", d->volume, rate_bytes ? " (throttled)" : "");
+	cfs_log(d->fs, "volume %s: restripe started%s", d->volume,
+		staged_only ? " to finish a batch left staged" : rate_bytes ? " (throttled)" : "");
 	return 0;
 }
 

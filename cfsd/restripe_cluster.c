@@ -29,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define OWNER_LOCK "restripe-owner"
 #define STATE_LOCK "restripe"
@@ -52,12 +53,14 @@ struct restripe_cluster {
 	bool stopping;
 	bool state_due;               /* the restriper wants "restripe" EX */
 	struct cfslock *batch_wanted; /* the batch lock the restriper wants EX */
-	bool leave_due;               /* this node is to run a restripe itself */
+	bool hand_over_due;           /* this node is to run a restripe itself */
+	bool finish_due;              /* a batch its restriper left staged is closed here */
 	bool here;                    /* it does */
 	/* the follower thread's */
 	struct cfslock *state;        /* PR */
 	struct cfslock *batch;        /* the next batch's, PR while following */
 	struct cvm_restripe_follower *follower;
+	struct cfslock *stuck; /* a batch this node failed to follow: held, with rc->batch */
 	/* the restriper's */
 	struct cfslock *owner, *announce, *moving;
 	bool announced;
@@ -115,6 +118,7 @@ static void leave(struct restripe_cluster *rc)
 	cvm_restripe_follow_end(rc->follower);
 	rc->follower = NULL;
 	cfs_lock_put(&rc->batch);
+	cfs_lock_put(&rc->stuck);
 	cfs_log(rc->fs, "volume %s: no longer following a restripe", volume_name(rc));
 }
 
@@ -173,33 +177,34 @@ static int join(struct restripe_cluster *rc, bool running)
 	return e;
 }
 
-/* Did the batch [first, next) end done?  The value block says so; if it does not (its
- * restriper failed or died), the config. */
-static int batch_outcome(struct restripe_cluster *rc, uint64_t first, uint64_t next, bool *done)
+enum outcome { DONE, NOT_BEGUN, STAGED };
+
+/* How the batch [first, next) ended: the value block says done; if it does not (its
+ * restriper failed or died), the config says. */
+static int batch_outcome(struct restripe_cluster *rc, uint64_t first, uint64_t next,
+			 enum outcome *out)
 {
 	struct batch_lvb v;
 	memcpy(&v, cfslock_lvb(rc->batch), sizeof v);
+	*out = DONE;
 	if (cfslock_lvb_valid(rc->batch) && v.magic == BATCH_LVB_MAGIC && v.first == first &&
-	    v.first + v.n == next && v.rc == 0) {
-		*done = true;
+	    v.first + v.n == next && v.rc == 0)
 		return 0;
-	}
 	struct cvm_config *cfg = malloc(sizeof *cfg);
 	int e = cfg ? cfsd_config_now(rc->d, cfg) : -ENOMEM;
-	if (!e && cfg->restripe.target_width && cfg->restripe.moves_done == first &&
-	    cfg->restripe.staged)
-		e = -EIO; /* its chunks may lie half moved: closed until a run finishes it */
-	*done = !e && (!cfg->restripe.target_width || cfg->restripe.moves_done >= next);
+	if (!e && cfg->restripe.target_width && cfg->restripe.moves_done < next)
+		*out = cfg->restripe.staged ? STAGED : NOT_BEGUN;
 	free(cfg);
 	return e;
 }
 
 /* The restriper wants the next batch's lock: close the gate for it, and open it again with
- * the chunks where the batch left them. */
+ * the chunks where the batch left them.  A batch its restriper left staged stays closed,
+ * and this node finishes it (take_over). */
 static void follow_batch(struct restripe_cluster *rc)
 {
 	uint64_t first = cvm_restripe_follow_position(rc->follower), next = 0;
-	bool done = false;
+	enum outcome outcome = DONE;
 	struct cfslock *after = NULL;
 	int e = cvm_restripe_follow_close(rc->follower, first, &next);
 	if (!e && !(after = batch_lock(rc, next, true)))
@@ -211,21 +216,60 @@ static void follow_batch(struct restripe_cluster *rc)
 	if (!e)
 		e = cfs_lock_errno(cfslock_request_sync(rc->batch, CFSLOCK_PR, 0));
 	if (!e)
-		e = batch_outcome(rc, first, next, &done);
-	if (!e)
-		e = cvm_restripe_follow_open(rc->follower, done);
-	if (e) {
+		e = batch_outcome(rc, first, next, &outcome);
+	if (!e && outcome != STAGED)
+		e = cvm_restripe_follow_open(rc->follower, outcome == DONE);
+	if (e) { /* closed it stays, and the locks stay held: the restriper cannot go on */
+		rc->stuck = after;
+		cfs_log(rc->fs, "volume %s: following the restripe's batch at move %" PRIu64 ": %s; "
+			"this node keeps the restripe from going on until it unmounts",
+			volume_name(rc), first, strerror(-e));
+		return;
+	}
+	if (outcome == STAGED) {
 		cfs_lock_put(&after);
-		cfs_log(rc->fs, "volume %s: the restripe's batch at move %" PRIu64 " failed (%s): "
-			"its chunks stay closed here until 'cvm restripe %s' finishes it",
-			volume_name(rc), first, strerror(-e), volume_name(rc));
-		leave(rc);
+		cfs_log(rc->fs, "volume %s: the restripe's node died in the middle of the batch at "
+			"move %" PRIu64 "; finishing that batch here", volume_name(rc), first);
+		pthread_mutex_lock(&rc->lock);
+		rc->finish_due = true;
+		pthread_mutex_unlock(&rc->lock);
 		return;
 	}
 	cfs_lock_put(&rc->batch);
 	pthread_mutex_lock(&rc->lock);
 	rc->batch = after;
 	pthread_mutex_unlock(&rc->lock);
+}
+
+/* Stop following, the gate left as it is: a run of this daemon takes it over. */
+static void hand_over(struct restripe_cluster *rc)
+{
+	if (!rc->follower)
+		return;
+	cvm_restripe_follow_hand_over(rc->follower);
+	rc->follower = NULL;
+	cfs_lock_put(&rc->batch);
+	cfs_lock_put(&rc->stuck);
+}
+
+/* Finish the staged batch of a restriper that died, then pause: whichever node gets the
+ * owner lock does it; the others follow it. */
+static void take_over(struct restripe_cluster *rc)
+{
+	char msg[256] = "";
+	hand_over(rc);
+	int e = cfsd_restripe_start(rc->d, 0, 0, true, msg, sizeof msg);
+	if (e)
+		cfs_log(rc->fs, "volume %s: the batch left staged is not finished here: %s",
+			volume_name(rc), msg[0] ? msg : strerror(-e));
+}
+
+static bool stopping(struct restripe_cluster *rc)
+{
+	pthread_mutex_lock(&rc->lock);
+	bool stop = rc->stopping;
+	pthread_mutex_unlock(&rc->lock);
+	return stop;
 }
 
 /* The restriper starts a run (its owner lock held) or ends one: follow it, or stop, before
@@ -238,13 +282,26 @@ static void state_change(struct restripe_cluster *rc)
 	bool running = cfs_lock_holder(rc->fs, OWNER_LOCK) != 0;
 	if (rc->follower && (!running || here))
 		leave(rc);
-	int e = running && !here && !rc->follower ? join(rc, true) : 0;
-	if (e)
-		cfs_log(rc->fs, "%s", cfs_last_error());
+	/* This node's I/O must not go on unkept while the run moves chunks: "restripe" stays
+	 * held, which keeps the run from starting, until the node follows it. */
+	for (unsigned tries = 0; running && !here && !rc->follower && !stopping(rc); tries++) {
+		if (!join(rc, true))
+			break;
+		if (tries % 10 == 0)
+			cfs_log(rc->fs, "%s; the restripe waits for this node (trying again)",
+				cfs_last_error());
+		sleep(1);
+	}
 	cfslock_unlock_sync(rc->state);
-	if ((e = cfslock_request_sync(rc->state, CFSLOCK_PR, 0)))
-		cfs_log(rc->fs, "volume %s: lock %s: %s; restripes run elsewhere go unseen here",
-			volume_name(rc), STATE_LOCK, strerror(-e));
+	for (unsigned tries = 0; !stopping(rc); tries++) {
+		int e = cfslock_request_sync(rc->state, CFSLOCK_PR, 0);
+		if (!e)
+			break;
+		if (tries % 10 == 0)
+			cfs_log(rc->fs, "volume %s: lock %s: %s; trying again", volume_name(rc),
+				STATE_LOCK, strerror(-e));
+		sleep(1);
+	}
 }
 
 static void *follow(void *arg)
@@ -252,18 +309,20 @@ static void *follow(void *arg)
 	struct restripe_cluster *rc = arg;
 	pthread_mutex_lock(&rc->lock);
 	while (!rc->stopping) {
-		if (rc->leave_due || rc->state_due) {
-			bool state = rc->state_due;
-			rc->state_due = false;
+		if (rc->hand_over_due || rc->state_due || rc->finish_due) {
+			bool state = rc->state_due, finish = rc->finish_due;
+			rc->state_due = rc->finish_due = false;
 			pthread_mutex_unlock(&rc->lock);
-			if (state)
+			if (finish)
+				take_over(rc);
+			else if (state)
 				state_change(rc);
 			else
-				leave(rc);
+				hand_over(rc);
 			pthread_mutex_lock(&rc->lock);
-			rc->leave_due = false;
+			rc->hand_over_due = false;
 			pthread_cond_broadcast(&rc->changed);
-		} else if (rc->batch && rc->batch_wanted == rc->batch && rc->follower) {
+		} else if (rc->batch && rc->batch_wanted == rc->batch && rc->follower && !rc->stuck) {
 			rc->batch_wanted = NULL;
 			pthread_mutex_unlock(&rc->lock);
 			follow_batch(rc);
@@ -367,13 +426,17 @@ int restripe_cluster_own(struct cfsd *d, char *msg, size_t msglen)
 		cfs_lock_put(&rc->owner);
 		return cfs_lock_errno(e);
 	}
+	/* Following a run that died: this one takes over its gate (from the follower thread,
+	 * take_over, there is none left to hand over). */
 	pthread_mutex_lock(&rc->lock);
 	rc->here = true;
 	rc->announced = false;
-	rc->leave_due = rc->follower != NULL; /* a run that died: this one replaces it */
-	pthread_cond_broadcast(&rc->changed);
-	while (rc->leave_due)
-		pthread_cond_wait(&rc->changed, &rc->lock);
+	if (!pthread_equal(pthread_self(), rc->thread)) {
+		rc->hand_over_due = true;
+		pthread_cond_broadcast(&rc->changed);
+		while (rc->hand_over_due)
+			pthread_cond_wait(&rc->changed, &rc->lock);
+	}
 	pthread_mutex_unlock(&rc->lock);
 	return 0;
 }

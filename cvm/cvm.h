@@ -268,7 +268,7 @@ int cvm_volume_restripe_online(struct cvm_volume *vol, const struct cvm_config *
 /* A node where another node runs the restripe under way in `now` (vol's volume, opened
  * CVM_OPEN_RDWR, as for cvm_volume_restripe_online): this node's processes that open the
  * volume from now on, and vol, keep out of the batch it closes (a gate of this node's, made
- * here).  -EBUSY if a batch is staged (its restriper died in it). */
+ * here).  A batch staged (its restriper died in it) stays closed until a run finishes it. */
 struct cvm_restripe_follower;
 int cvm_volume_restripe_follow(struct cvm_volume *vol, const struct cvm_config *now,
 			       const struct cvm_restripe_opts *opts,
@@ -281,6 +281,9 @@ uint64_t cvm_restripe_follow_position(const struct cvm_restripe_follower *f);
 int cvm_restripe_follow_close(struct cvm_restripe_follower *f, uint64_t first, uint64_t *next);
 /* The closed batch is over: done (its chunks in their new places), or not (where they were). */
 int cvm_restripe_follow_open(struct cvm_restripe_follower *f, bool done);
+/* This process runs the restripe from now on (its restriper died): the follower goes, and
+ * cvm_volume_restripe_online on vol takes its gate over, a closed batch still closed. */
+void cvm_restripe_follow_hand_over(struct cvm_restripe_follower *f);
 /* The restripe ended (or this node goes): vol keeps mapping as the volume lies now; a batch
  * still closed stays closed (its I/O fails: EIO) until a new run here. */
 void cvm_restripe_follow_end(struct cvm_restripe_follower *f);

@@ -35,6 +35,7 @@ struct run {
 	double start;
 	uint64_t moved;          /* bytes moved by this run */
 	struct cvm_gate *gate;   /* online: keeps this node's users out of the batch */
+	uint32_t closed;         /* moves of the staged batch the gate was made closed for */
 };
 
 static double now(void)
@@ -208,20 +209,30 @@ static int batch_done(struct run *r, uint32_t n)
 	return rc;
 }
 
-/* A crash left a batch staged: write it again from its scratch half. */
+/* The batch a crash left staged, in r->moves: the record says how many moves it has. */
+static int staged_batch(struct run *r, uint32_t *n)
+{
+	uint32_t want = r->cfg.restripe.staged;
+	*n = next_batch(r);
+	if (*n == want)
+		return 0;
+	cvm_set_error("volume %s: the restripe record says %u moves are staged where the plan "
+		      "has %u; the config is damaged", r->cfg.name, want, *n);
+	return -EBADMSG;
+}
+
+/* A crash left a batch staged: write it again from its scratch half.  Online the gate keeps
+ * it closed since it was made (open_gate). */
 static int finish_staged(struct run *r)
 {
-	uint32_t want = r->cfg.restripe.staged, n = next_batch(r);
-	if (n != want) {
-		cvm_set_error("volume %s: the restripe record says %u moves are staged where the "
-			      "plan has %u; the config is damaged", r->cfg.name, want, n);
-		return -EBADMSG;
-	}
+	uint32_t n = r->closed;
+	int rc = n ? 0 : staged_batch(r, &n);
+	r->closed = 0;
+	if (rc)
+		return rc;
 	for (uint32_t i = 0; i < n; i++)
 		r->cells[i] = staging_cell(r, r->cfg.restripe.half, i);
-	if (r->gate)
-		cvm_gate_batch_begin(r->gate, r->moves, n);
-	int rc = cells_io(r, false, n, r->buf);
+	rc = cells_io(r, false, n, r->buf);
 	if (!rc)
 		rc = place(r, n);
 	return rc ? rc : batch_done(r, n);
@@ -249,31 +260,57 @@ static void throttle(struct run *r)
 			  NULL);
 }
 
+/* A batch of n moves from the progress on, the other nodes kept out of it meanwhile. */
+static int batch(struct run *r, uint32_t n, int (*moves)(struct run *r, uint32_t n, uint32_t half),
+		 uint32_t half)
+{
+	uint64_t first = r->cfg.restripe.moves_done;
+	int rc = r->opts->batch_begin ? r->opts->batch_begin(r->opts->arg, first, n) : 0;
+	if (rc)
+		return rc;
+	rc = moves(r, n, half);
+	if (r->opts->batch_end)
+		r->opts->batch_end(r->opts->arg, first, n, rc);
+	if (!rc)
+		report(r);
+	return rc;
+}
+
+static int staged_moves(struct run *r, uint32_t n, uint32_t half)
+{
+	(void)n, (void)half;
+	return finish_staged(r);
+}
+
+static int new_moves(struct run *r, uint32_t n, uint32_t half)
+{
+	int rc = stage(r, n, half);
+	if (rc)
+		return rc;
+	r->cfg.restripe.staged = n;
+	r->cfg.restripe.half = half;
+	if (!(rc = commit(r)) && !(rc = place(r, n)))
+		rc = batch_done(r, n);
+	return rc;
+}
+
+static bool paused(const struct run *r)
+{
+	return r->opts->stop && *r->opts->stop;
+}
+
 static int move_all(struct run *r)
 {
 	uint32_t half = r->cfg.restripe.staged ? 1 - r->cfg.restripe.half : 0;
-	int rc = r->cfg.restripe.staged ? finish_staged(r) : 0;
-	if (!rc)
+	int rc = r->cfg.restripe.staged ? batch(r, r->cfg.restripe.staged, staged_moves, 0) : 0;
+	if (!rc && !r->cfg.restripe.staged)
 		report(r);
-	for (uint32_t n; !rc && (n = next_batch(r)) > 0; half ^= 1) {
-		uint64_t first = r->cfg.restripe.moves_done;
-		if (r->opts->batch_begin && (rc = r->opts->batch_begin(r->opts->arg, first, n)))
-			break;
-		if (!(rc = stage(r, n, half))) {
-			r->cfg.restripe.staged = n;
-			r->cfg.restripe.half = half;
-			if (!(rc = commit(r)) && !(rc = place(r, n)))
-				rc = batch_done(r, n);
-		}
-		if (r->opts->batch_end)
-			r->opts->batch_end(r->opts->arg, first, n, rc);
-		if (rc)
-			break;
-		report(r);
-		if (r->opts->stop && *r->opts->stop) /* nothing staged: resumable anywhere */
-			return !r->gate && commit(r) ? -EIO : -EINTR;
-		throttle(r);
+	for (uint32_t n; !rc && !paused(r) && (n = next_batch(r)) > 0; half ^= 1) {
+		if (!(rc = batch(r, n, new_moves, half)))
+			throttle(r);
 	}
+	if (!rc && paused(r) && r->cfg.restripe.moves_done < r->total) /* nothing staged */
+		return !r->gate && commit(r) ? -EIO : -EINTR;
 	return rc;
 }
 
@@ -410,14 +447,34 @@ static void run_free(struct run *r)
 	free(r);
 }
 
-/* Online: vol's users map through the gate made from the config's progress from now on. */
+/* Online: vol's users map through the gate made from the config's progress from now on,
+ * or taken over from a follower of this process (cvm_restripe_follow_hand_over).  A staged
+ * batch stays closed until it is finished. */
 static int open_gate(struct run *r)
 {
-	struct cvm_restripe_view *view;
-	int rc = cvm_restripe_view_new(&r->cfg, true, &view);
+	uint32_t n = 0;
+	int rc = r->cfg.restripe.staged ? staged_batch(r, &n) : 0;
+	struct cvm_gate *mine = cvm_volume_gate(r->v);
 	if (rc)
 		return rc;
-	if ((rc = cvm_gate_create(&r->cfg, view, &view->gate))) {
+	r->closed = n;
+	struct cvm_restripe_view *view;
+	if ((rc = cvm_restripe_view_new(&r->cfg, true, &view)))
+		return rc;
+	/* This daemon's gate from its last run or follow: every process here that attached to
+	 * it keeps mapping through it.  A batch left staged is closed in it already if a
+	 * follower of this process closed it. */
+	if (cvm_gate_owned(mine) &&
+	    ((n && cvm_gate_closed(mine)) || cvm_gate_resume(mine, &r->cfg, view))) {
+		cvm_restripe_view_free(view);
+		r->gate = mine;
+		if (n && !cvm_gate_closed(mine))
+			cvm_gate_batch_begin(mine, r->moves, n);
+		return 0;
+	}
+	if (cvm_gate_owned(mine))
+		cvm_gate_close(mine); /* another restripe's: its users open the volume again */
+	if ((rc = cvm_gate_create(&r->cfg, view, r->moves, n, &view->gate))) {
 		cvm_restripe_view_free(view);
 		return rc;
 	}
@@ -454,12 +511,6 @@ int cvm_volume_restripe_online(struct cvm_volume *vol, const struct cvm_config *
 	r->v = vol;
 	r->cfg = *now;
 	int rc = same_layout(cvm_volume_config(vol), now);
-	if (!rc && now->restripe.staged) {
-		cvm_set_error("volume %s: a restripe was interrupted in the middle of a batch; "
-			      "unmount, run 'cvm restripe %s' to finish the batch, then mount",
-			      now->name, now->name);
-		rc = -EBUSY;
-	}
 	if (!rc)
 		rc = prepare(r);
 	if (!rc)
@@ -469,7 +520,7 @@ int cvm_volume_restripe_online(struct cvm_volume *vol, const struct cvm_config *
 	if (!rc)
 		rc = finish(r);
 	if (r->gate)
-		cvm_gate_close(r->gate); /* vol keeps mapping through it */
+		cvm_gate_idle(r->gate); /* vol keeps mapping through it */
 	if (out && (rc == 0 || rc == -EINTR))
 		*out = r->cfg;
 	run_free(r);
@@ -500,13 +551,10 @@ int cvm_volume_restripe_follow(struct cvm_volume *vol, const struct cvm_config *
 	if (!rc && !now->restripe.target_width) {
 		cvm_set_error("volume %s: no restripe is under way", now->name);
 		rc = -ENOENT;
-	} else if (!rc && now->restripe.staged) {
-		cvm_set_error("volume %s: a restripe was interrupted in the middle of a batch; run "
-			      "'cvm restripe %s' to finish it", now->name, now->name);
-		rc = -EBUSY;
 	}
 	if (!rc && !(rc = plan_setup(r)))
 		rc = open_gate(r);
+	f->closed = r->closed; /* a staged batch: closed until the restriper finishes it */
 	if (rc) {
 		cvm_restripe_follow_end(f);
 		return rc;
@@ -523,6 +571,10 @@ uint64_t cvm_restripe_follow_position(const struct cvm_restripe_follower *f)
 int cvm_restripe_follow_close(struct cvm_restripe_follower *f, uint64_t first, uint64_t *next)
 {
 	struct run *r = f->r;
+	if (f->closed && first == r->cfg.restripe.moves_done) { /* staged: closed already */
+		*next = first + f->closed;
+		return 0;
+	}
 	if (f->closed || first != r->cfg.restripe.moves_done) {
 		cvm_set_error("volume %s: the restripe's next batch starts at move %" PRIu64
 			      ", this node is at move %" PRIu64 "%s", r->cfg.name, first,
@@ -549,12 +601,18 @@ int cvm_restripe_follow_open(struct cvm_restripe_follower *f, bool done)
 	return plan_start(r);
 }
 
+void cvm_restripe_follow_hand_over(struct cvm_restripe_follower *f)
+{
+	run_free(f->r);
+	free(f);
+}
+
 void cvm_restripe_follow_end(struct cvm_restripe_follower *f)
 {
 	if (!f)
 		return;
 	if (f->r->gate)
-		cvm_gate_close(f->r->gate); /* the volume keeps mapping through it */
+		cvm_gate_idle(f->r->gate); /* the volume keeps mapping through it */
 	run_free(f->r);
 	free(f);
 }

@@ -60,9 +60,24 @@ void cvm_restripe_view_free(struct cvm_restripe_view *v);
 /* ---- the gate of a restripe running on this node (restripe_gate.c) ---- */
 #define CVM_GATE_BATCH_MAX 64u /* moves in a batch, whoever runs it */
 struct cvm_gate;
-/* The owner (the process running the restripe) makes it from the view as the config says. */
+/* The owner (the process running the restripe) makes it from the view as the config says,
+ * with the batch of moves closed[0..nclosed) (a staged one) kept closed from the start. */
 int cvm_gate_create(const struct cvm_config *cfg, const struct cvm_restripe_view *view,
-		    struct cvm_gate **out);
+		    const struct cvm_move *closed, uint32_t nclosed, struct cvm_gate **out);
+/* The run (or follow) ends: the gate stays, idle, while its owner has the volume open, so
+ * that this node's next run keeps every process that attached to it (a batch cut short
+ * closes it instead).  Detaching the owner's handle closes it. */
+void cvm_gate_idle(struct cvm_gate *g);
+/* A new run here takes the owner's gate over: where chunks are is view's (cfg's progress);
+ * false if the gate is of another restripe. */
+bool cvm_gate_resume(struct cvm_gate *g, const struct cvm_config *cfg,
+		     const struct cvm_restripe_view *view);
+/* Made by this process and not closed yet: a run here may take it over. */
+bool cvm_gate_owned(const struct cvm_gate *g);
+/* A batch is closed (draining or moving). */
+bool cvm_gate_closed(const struct cvm_gate *g);
+/* The gate vol maps through, or NULL. */
+struct cvm_gate *cvm_volume_gate(const struct cvm_volume *v);
 /* Another process using the volume: -ENOENT if no live owner runs cfg's restripe. */
 int cvm_gate_attach(const struct cvm_config *cfg, struct cvm_gate **out);
 /* The owner, when the run ends: the gate goes (its waiters are let go; those of a batch cut

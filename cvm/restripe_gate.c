@@ -37,12 +37,15 @@
 #include <unistd.h>
 
 #define GATE_MAGIC 0x43564d47u /* "CVMG" */
-#define GATE_VERSION 1u
+#define GATE_VERSION 2u
 #define GATE_SLOTS 4096u
 #define GATE_BUCKETS 256u
 #define WAIT_CHECK_MS 50 /* a waiter looks whether the owner still lives this often */
 
-enum { PHASE_OPEN, PHASE_DRAINING, PHASE_MOVING, PHASE_GONE, PHASE_BROKEN };
+/* idle: no run here now; the gate stays, for this node's next run or follow, as long as
+ * its owner (the daemon) has the volume open, so that every process that attached to it
+ * keeps mapping through it (gone: its owner closed the volume or died). */
+enum { PHASE_OPEN, PHASE_DRAINING, PHASE_MOVING, PHASE_IDLE, PHASE_GONE, PHASE_BROKEN };
 
 struct gate_slot {
 	int32_t pid;          /* 0: free */
@@ -168,7 +171,7 @@ static int claim_slot(struct cvm_gate *g)
 }
 
 int cvm_gate_create(const struct cvm_config *cfg, const struct cvm_restripe_view *view,
-		    struct cvm_gate **out)
+		    const struct cvm_move *closed, uint32_t nclosed, struct cvm_gate **out)
 {
 	struct cvm_gate *g = calloc(1, sizeof *g);
 	if (!g)
@@ -193,6 +196,10 @@ int cvm_gate_create(const struct cvm_config *cfg, const struct cvm_restripe_view
 					.owner = (int32_t)getpid(), .phase = PHASE_OPEN,
 					.parked = view->parked, .bitmap_off = 4096,
 					.slots_off = slots_off, .bytes = bytes};
+		for (uint32_t i = 0; i < nclosed && i < CVM_GATE_BATCH_MAX; i++)
+			h.batch[h.nbatch++] = closed[i].chunk;
+		if (h.nbatch)
+			h.phase = PHASE_MOVING;
 		if (pwrite(fd, &h, sizeof h, 0) != (ssize_t)sizeof h ||
 		    pwrite(fd, view->moved, bitmap_bytes, 4096) != (ssize_t)bitmap_bytes)
 			rc = -EIO;
@@ -248,6 +255,31 @@ int cvm_gate_attach(const struct cvm_config *cfg, struct cvm_gate **out)
 	return 0;
 }
 
+void cvm_gate_idle(struct cvm_gate *g)
+{
+	/* A batch cut short: its chunks stay where nobody may use them until a run finishes
+	 * it (their I/O fails). */
+	if (__atomic_load_n(&g->h->nbatch, __ATOMIC_SEQ_CST))
+		cvm_gate_close(g);
+	else
+		bump(g->h, PHASE_IDLE);
+}
+
+bool cvm_gate_resume(struct cvm_gate *g, const struct cvm_config *cfg,
+		     const struct cvm_restripe_view *view)
+{
+	struct gate_header *h = g->h;
+	if (h->target_width != cfg->restripe.target_width ||
+	    h->target_lun_bytes != cfg->restripe.target_lun_bytes || h->nchunks != view->nchunks)
+		return false;
+	for (uint64_t w = 0; w <= view->nchunks / 64; w++)
+		__atomic_store_n(&g->moved[w], view->moved[w], __ATOMIC_RELEASE);
+	__atomic_store_n(&h->parked, view->parked, __ATOMIC_RELEASE);
+	__atomic_store_n(&h->nbatch, 0, __ATOMIC_SEQ_CST);
+	bump(h, PHASE_OPEN);
+	return true;
+}
+
 void cvm_gate_close(struct cvm_gate *g)
 {
 	/* A batch cut short leaves its chunks where nobody may use them until a new run
@@ -257,10 +289,22 @@ void cvm_gate_close(struct cvm_gate *g)
 	shm_unlink(g->name);
 }
 
+bool cvm_gate_owned(const struct cvm_gate *g)
+{
+	return g && g->owner && __atomic_load_n(&g->h->phase, __ATOMIC_SEQ_CST) < PHASE_GONE;
+}
+
+bool cvm_gate_closed(const struct cvm_gate *g)
+{
+	return __atomic_load_n(&g->h->nbatch, __ATOMIC_SEQ_CST) != 0;
+}
+
 void cvm_gate_detach(struct cvm_gate *g)
 {
 	if (!g)
 		return;
+	if (g->owner && g->h->owner == (int32_t)getpid() && g->h->phase < PHASE_GONE)
+		cvm_gate_close(g); /* its owner's handle goes: nobody keeps it up to date now */
 	munmap(g->h, g->bytes);
 	free(g);
 }
@@ -272,13 +316,17 @@ static void chunks_of(const struct cvm_gate *g, uint64_t off, uint64_t len, uint
 {
 	*first = off / g->h->chunk_bytes;
 	*last = (off + (len ? len : 1) - 1) / g->h->chunk_bytes;
-	if (*last - *first >= GATE_BUCKETS) /* every bucket once */
-		*last = *first + GATE_BUCKETS - 1;
+}
+
+/* The buckets of chunks [first, last], each once. */
+static uint64_t last_bucket_chunk(uint64_t first, uint64_t last)
+{
+	return last - first >= GATE_BUCKETS ? first + GATE_BUCKETS - 1 : last;
 }
 
 static void count(struct cvm_gate *g, uint64_t first, uint64_t last, int by)
 {
-	for (uint64_t c = first; c <= last; c++)
+	for (uint64_t c = first, end = last_bucket_chunk(first, last); c <= end; c++)
 		__atomic_add_fetch(&g->mine->inflight[c % GATE_BUCKETS], (uint32_t)by,
 				   __ATOMIC_SEQ_CST);
 }
@@ -333,7 +381,8 @@ int cvm_gate_enter(struct cvm_gate *g, uint64_t off, uint64_t len, bool wait)
 		count(g, first, last, 1);
 		uint32_t seq = __atomic_load_n(&g->h->seq, __ATOMIC_SEQ_CST);
 		uint32_t phase = __atomic_load_n(&g->h->phase, __ATOMIC_SEQ_CST);
-		if (phase == PHASE_OPEN || phase == PHASE_GONE || !in_batch(g->h, first, last)) {
+		if (phase == PHASE_OPEN || phase == PHASE_IDLE || phase == PHASE_GONE ||
+		    !in_batch(g->h, first, last)) {
 			waited(g->h, since);
 			return 0;
 		}

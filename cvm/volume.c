@@ -155,6 +155,7 @@ int cvm_volume_open_config(const struct cvm_scan *scan, const struct cvm_config 
 	pthread_cond_init(&v->flush_ended, NULL);
 	for (uint32_t i = 0; i < cfg->nluns; i++)
 		v->fd[i] = -1;
+	bool rw = (flags & ~CVM_OPEN_JOIN) != CVM_OPEN_RDONLY;
 	for (uint32_t i = 0; i < cfg->nluns; i++) {
 		const struct cvm_found_lun *f = cvm_scan_lun(scan, &cfg->luns[i].uuid);
 		uint64_t size;
@@ -163,8 +164,7 @@ int cvm_volume_open_config(const struct cvm_scan *scan, const struct cvm_config 
 			rc = -ENOMEM;
 			break;
 		}
-		v->fd[i] = cvm_lun_open(f->path, flags != CVM_OPEN_RDONLY ? O_RDWR : O_RDONLY, &size,
-					&id);
+		v->fd[i] = cvm_lun_open(f->path, rw ? O_RDWR : O_RDONLY, &size, &id);
 		if (v->fd[i] < 0) {
 			rc = v->fd[i];
 			break;
@@ -172,6 +172,7 @@ int cvm_volume_open_config(const struct cvm_scan *scan, const struct cvm_config 
 		if ((rc = cvm_lun_lock(v->fd[i], f->path, lock)))
 			break;
 	}
+	/* Not while a restripe may be committing elsewhere (JOIN): its copies are not stale. */
 	if (rc == 0 && flags == CVM_OPEN_RDWR)
 		rc = repair_stale_copies(v, scan, lock);
 	if (rc) {
@@ -191,7 +192,6 @@ int cvm_volume_open(const struct cvm_scan *scan, const char *name_or_uuid, int f
 	int rc = cvm_scan_find_volume(scan, name_or_uuid, cfg);
 	struct cvm_gate *gate = NULL;
 	bool join = flags & CVM_OPEN_JOIN;
-	flags &= ~CVM_OPEN_JOIN;
 	if (rc == 0 && cfg->restripe.target_width && cvm_gate_attach(cfg, &gate) == -ENOSPC)
 		rc = -ENOSPC;
 	if (rc == 0 && cfg->restripe.staged && !gate && !join) { /* chunks only in scratch */
@@ -224,33 +224,33 @@ void cvm_volume_set_view(struct cvm_volume *v, const struct cvm_config *cfg,
 	v->view = view;
 }
 
-static struct cvm_gate *gate_of(const struct cvm_volume *v)
+struct cvm_gate *cvm_volume_gate(const struct cvm_volume *v)
 {
 	return v->view ? v->view->gate : NULL;
 }
 
 uint32_t cvm_volume_gate_seq(const struct cvm_volume *v)
 {
-	struct cvm_gate *g = gate_of(v);
+	struct cvm_gate *g = cvm_volume_gate(v);
 	return g ? cvm_gate_seq(g) : 0;
 }
 
 void cvm_volume_gate_wait(struct cvm_volume *v, uint32_t seen, unsigned ms)
 {
-	struct cvm_gate *g = gate_of(v);
+	struct cvm_gate *g = cvm_volume_gate(v);
 	if (g)
 		cvm_gate_wait_change(g, seen, (int)ms);
 }
 
 int cvm_volume_enter(struct cvm_volume *vol, uint64_t offset, uint64_t len, bool wait)
 {
-	struct cvm_gate *g = gate_of(vol);
+	struct cvm_gate *g = cvm_volume_gate(vol);
 	return g ? cvm_gate_enter(g, offset, len, wait) : 0;
 }
 
 void cvm_volume_leave(struct cvm_volume *vol, uint64_t offset, uint64_t len)
 {
-	struct cvm_gate *g = gate_of(vol);
+	struct cvm_gate *g = cvm_volume_gate(vol);
 	if (g)
 		cvm_gate_leave(g, offset, len);
 }

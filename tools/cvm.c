@@ -42,8 +42,10 @@ static void usage(FILE *out)
 		"  grow NAME [--stripe-width SIZE] LUN...      append a stripe set of new LUNs\n"
 		"  restripe NAME [--stripe-width SIZE] [--rate MB/s]\n"
 		"                                              make it one stripe set over all its\n"
-		"                                              LUNs (unmounted everywhere; Ctrl-C\n"
-		"                                              pauses, running it again goes on)\n"
+		"                                              LUNs, mounted (its daemon runs it,\n"
+		"                                              the other nodes follow) or not;\n"
+		"                                              Ctrl-C pauses, running it again\n"
+		"                                              (on any node) goes on\n"
 		"  check NAME [--repair]                       verify labels and config copies\n"
 		"  remove NAME [--force]                       wipe a volume's labels and config\n"
 		"\n"
@@ -153,8 +155,8 @@ static void print_restripe_json(const struct cvm_config *cfg)
 	}
 	printf("\"restripe\":{\"target_stripe_width\":%" PRIu64 ",\"target_lun_bytes\":%" PRIu64
 	       ",\"moves_done\":%" PRIu64 ",\"moves_total\":%" PRIu64 ",\"chunk_bytes\":%" PRIu64
-	       "},", cfg->restripe.target_width, cfg->restripe.target_lun_bytes,
-	       cfg->restripe.moves_done, moves, chunk);
+	       ",\"staged\":%u},", cfg->restripe.target_width, cfg->restripe.target_lun_bytes,
+	       cfg->restripe.moves_done, moves, chunk, cfg->restripe.staged);
 }
 
 static void print_volume_json(const struct cvm_scan *scan, const struct cvm_config *cfg)

@@ -48,7 +48,7 @@ reader=$!
 for n in 1 2 3; do check_soon 120 "node $n's ODM instance stamps its file" grep -q writing "$T/stamp$n.out"; done
 
 under_way() { "$BIN/cvm" show data | grep -q '% done'; }
-on 1 "$BIN/cvm" restripe data --rate 2 >"$T/restripe1.out" 2>&1 &
+on 1 "$BIN/cvm" --scan "$T" restripe data --rate 2 >"$T/restripe1.out" 2>&1 &
 job=$!
 check_soon 120 "node 1's restripe of the volume mounted on three nodes is under way" under_way
 expect 1 "is being restriped by node" "a second restripe from node 2 is refused, naming the node" -- \
@@ -71,7 +71,7 @@ start_users 2 2
 check_soon 120 "node 2's new ODM instance stamps its file" grep -q writing "$T/stamp2.out"
 check "the restripe is still under way" under_way
 
-pkill -INT -f "^$BIN/cvm restripe data --rate 2"
+pkill -INT -f "^$BIN/cvm --scan $T restripe data"
 wait $job
 code=$?
 [ $code -eq 3 ] && ok "Ctrl-C on node 1 pauses the restripe (exit 3)" ||

@@ -180,20 +180,29 @@ static int stamp_batch(odm_fid f, int op, struct odm_ioc *ioc, char *b, uint64_t
 	return rc < 0 ? rc : 0;
 }
 
-static int stamp(const char *path, const char *stop)
+/* Every block of f read back, each as last written. */
+static int stamp_check_all(const char *path, odm_fid f, uint64_t blocks, struct odm_ioc *ioc,
+			   char *b, uint64_t *gens)
 {
-	odm_fid f;
-	struct odm_fileinfo info;
-	int rc = init("V");
-	if (rc || (rc = odm_identify(path, &f, NULL)) || (rc = odm_getfileinfo(f, &info)))
-		return fail(path, rc, 3);
-	uint64_t blocks = info.size / BS, batches = 0;
-	uint64_t *gens = calloc(blocks, sizeof *gens);
-	char *b = buf_of((size_t)DEPTH * BS, 0);
+	int rc = 0;
+	for (uint64_t i = 0; i < blocks && !rc; i += DEPTH) {
+		for (int k = 0; k < DEPTH; k++)
+			ioc[k].block = (i + (uint64_t)k) % blocks;
+		if ((rc = stamp_batch(f, ODM_READ, ioc, b, gens)))
+			return fail("read", rc, 4);
+		for (int k = 0; k < DEPTH && !rc; k++)
+			rc = stamp_check(path, ioc[k].buf, ioc[k].block, gens[ioc[k].block]);
+	}
+	return rc;
+}
+
+static int stamp_run(const char *path, odm_fid f, uint64_t blocks, const char *stop,
+		     char *b, uint64_t *gens)
+{
 	struct odm_ioc ioc[DEPTH];
 	unsigned seed = (unsigned)getpid();
-	if (!gens || blocks < DEPTH)
-		return fail(path, ENOMEM, 2);
+	uint64_t batches = 0;
+	int rc;
 	for (uint64_t i = 0; i < blocks; i += DEPTH) { /* every block written once first */
 		for (int k = 0; k < DEPTH; k++)
 			ioc[k].block = (i + (uint64_t)k) % blocks;
@@ -214,19 +223,28 @@ static int stamp(const char *path, const char *stop)
 				return rc;
 		batches++;
 	}
-	for (uint64_t i = 0; i < blocks; i += DEPTH) {
-		for (int k = 0; k < DEPTH; k++)
-			ioc[k].block = (i + (uint64_t)k) % blocks;
-		if ((rc = stamp_batch(f, ODM_READ, ioc, b, gens)))
-			return fail("read", rc, 4);
-		for (int k = 0; k < DEPTH; k++)
-			if ((rc = stamp_check(path, ioc[k].buf, ioc[k].block, gens[ioc[k].block])))
-				return rc;
-	}
-	free(gens);
-	free(b);
+	if ((rc = stamp_check_all(path, f, blocks, ioc, b, gens)))
+		return rc;
 	printf("%llu batches: every read as written\n", (unsigned long long)batches);
 	return 0;
+}
+
+static int stamp(const char *path, const char *stop)
+{
+	odm_fid f;
+	struct odm_fileinfo info;
+	int rc = init("V");
+	if (rc || (rc = odm_identify(path, &f, NULL)) || (rc = odm_getfileinfo(f, &info)))
+		return fail(path, rc, 3);
+	uint64_t blocks = info.size / BS;
+	if (blocks < DEPTH)
+		return fail(path, EINVAL, 2);
+	uint64_t *gens = calloc(blocks, sizeof *gens);
+	char *b = buf_of((size_t)DEPTH * BS, 0);
+	rc = gens ? stamp_run(path, f, blocks, stop, b, gens) : fail(path, ENOMEM, 2);
+	free(gens);
+	free(b);
+	return rc;
 }
 
 int main(int argc, char **argv)
