@@ -226,8 +226,9 @@ static void follow_batch(struct restripe_cluster *rc)
 			volume_name(rc), first, strerror(-e));
 		return;
 	}
-	if (outcome == STAGED) {
+	if (outcome != DONE) /* the run starts again at `first`: its lock stays held here */
 		cfs_lock_put(&after);
+	if (outcome == STAGED) {
 		cfs_log(rc->fs, "volume %s: the restripe's node died in the middle of the batch at "
 			"move %" PRIu64 "; finishing that batch here", volume_name(rc), first);
 		pthread_mutex_lock(&rc->lock);
@@ -235,6 +236,8 @@ static void follow_batch(struct restripe_cluster *rc)
 		pthread_mutex_unlock(&rc->lock);
 		return;
 	}
+	if (outcome == NOT_BEGUN)
+		return;
 	cfs_lock_put(&rc->batch);
 	pthread_mutex_lock(&rc->lock);
 	rc->batch = after;
@@ -264,6 +267,17 @@ static void take_over(struct restripe_cluster *rc)
 			volume_name(rc), msg[0] ? msg : strerror(-e));
 }
 
+/* Still following a run that died, as a new one starts: is this node where the config
+ * says the volume is?  (Else it follows the new run afresh.) */
+static bool in_step(struct restripe_cluster *rc)
+{
+	struct cvm_config *cfg = malloc(sizeof *cfg);
+	bool same = cfg && !cfsd_config_now(rc->d, cfg) && cfg->restripe.target_width &&
+		    cfg->restripe.moves_done == cvm_restripe_follow_position(rc->follower);
+	free(cfg);
+	return same;
+}
+
 static bool stopping(struct restripe_cluster *rc)
 {
 	pthread_mutex_lock(&rc->lock);
@@ -280,7 +294,7 @@ static void state_change(struct restripe_cluster *rc)
 	bool here = rc->here;
 	pthread_mutex_unlock(&rc->lock);
 	bool running = cfs_lock_holder(rc->fs, OWNER_LOCK) != 0;
-	if (rc->follower && (!running || here))
+	if (rc->follower && (!running || here || !in_step(rc)))
 		leave(rc);
 	/* This node's I/O must not go on unkept while the run moves chunks: "restripe" stays
 	 * held, which keeps the run from starting, until the node follows it. */
@@ -309,16 +323,19 @@ static void *follow(void *arg)
 	struct restripe_cluster *rc = arg;
 	pthread_mutex_lock(&rc->lock);
 	while (!rc->stopping) {
-		if (rc->hand_over_due || rc->state_due || rc->finish_due) {
-			bool state = rc->state_due, finish = rc->finish_due;
-			rc->state_due = rc->finish_due = false;
+		if (rc->finish_due) { /* one event at a time: each flag cleared as it is handled */
+			rc->finish_due = false;
 			pthread_mutex_unlock(&rc->lock);
-			if (finish)
-				take_over(rc);
-			else if (state)
-				state_change(rc);
-			else
-				hand_over(rc);
+			take_over(rc);
+			pthread_mutex_lock(&rc->lock);
+		} else if (rc->state_due) {
+			rc->state_due = false;
+			pthread_mutex_unlock(&rc->lock);
+			state_change(rc);
+			pthread_mutex_lock(&rc->lock);
+		} else if (rc->hand_over_due) {
+			pthread_mutex_unlock(&rc->lock);
+			hand_over(rc);
 			pthread_mutex_lock(&rc->lock);
 			rc->hand_over_due = false;
 			pthread_cond_broadcast(&rc->changed);
