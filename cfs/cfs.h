@@ -88,6 +88,9 @@ struct cfs_mount_opts {
 	int (*locks_ready)(void *arg, struct cfs_fs *fs);
 	/* And once its I/O is over, before the lock manager goes (also when the mount fails). */
 	void (*locks_closing)(void *arg, struct cfs_fs *fs);
+	/* Around this node's replay of dead node's journal (before: it is fenced, this node
+	 * alone recovers it; after: the replay is done, its locks not yet given back). */
+	void (*recovering)(void *arg, struct cfs_fs *fs, uint32_t node, bool before);
 	void *locks_arg;
 };
 #define CFS_LOCK_CACHE_DEFAULT 50000

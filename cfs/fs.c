@@ -424,6 +424,7 @@ int cfs_mount(struct cvm_volume *vol, const struct cfs_mount_opts *o, struct cfs
 	fs->dboptimized = o->dboptimized;
 	fs->fence_program = o->fence_program;
 	fs->locks_closing = o->locks_closing;
+	fs->recovering = o->recovering;
 	fs->locks_arg = o->locks_arg;
 	pthread_mutex_init(&fs->lock, NULL);
 	pthread_rwlock_init(&fs->vol_lock, NULL);

@@ -633,6 +633,7 @@ struct cfs_fs {
 	bool recovery_stop; /* atomic */
 	const char *fence_program; /* the mount options': see fence.c */
 	void (*locks_closing)(void *arg, struct cfs_fs *fs); /* the mount options' */
+	void (*recovering)(void *arg, struct cfs_fs *fs, uint32_t node, bool before);
 	void *locks_arg;
 	uint32_t lock_cache_limit; /* the most lock grants kept cached (cluster) */
 	uint32_t failure_detection_ms; /* the lock manager's, asked once at mount (fence.c) */

@@ -161,6 +161,7 @@ static int recover_node(struct cfs_fs *fs, const struct dead_node *dn, uint32_t 
 			rc = cfslock_request_sync(lk[i], CFSLOCK_EX, CFSLOCK_NOQUEUE);
 	}
 	uint32_t done = 0;
+	bool hooked = false;
 	for (uint32_t i = 0; i < dn->nslots && !rc; i++) {
 		if (!may_recover(fs)) {
 			rc = -EAGAIN;
@@ -170,9 +171,15 @@ static int recover_node(struct cfs_fs *fs, const struct dead_node *dn, uint32_t 
 			continue; /* somebody recovered it before we got here */
 		if (fs->fence_program && (rc = cfs_fence_node(fs, dn->node, dn->slots[i])))
 			break;
+		if (!hooked && fs->recovering) { /* a restripe's batch may keep the journal shut */
+			fs->recovering(fs->locks_arg, fs, dn->node, true);
+			hooked = true;
+		}
 		if (!(rc = replay_slot(fs, dn->slots[i])))
 			replayed[done++] = dn->slots[i];
 	}
+	if (hooked)
+		fs->recovering(fs->locks_arg, fs, dn->node, false);
 	/* Still under "recover-N": nobody replays the journal again once its locks go. */
 	if (!rc && !may_recover(fs))
 		rc = -EAGAIN;

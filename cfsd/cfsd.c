@@ -437,6 +437,7 @@ int main(int argc, char **argv)
 	cfs_log_copy(log_fd); /* the mount's own lines go to the parent's stderr and the log */
 	o.m.locks_ready = restripe_cluster_mount;
 	o.m.locks_closing = restripe_cluster_unmount;
+	o.m.recovering = restripe_cluster_recovering;
 	o.m.locks_arg = &d;
 	rc = cfs_mount(d.vol, &o.m, &d.fs);
 	cfs_log_copy(-1);

@@ -88,12 +88,23 @@ static void batch_end(void *arg, uint64_t first, uint32_t n, int rc)
 	restripe_cluster_batch_end(j->d, first, n, rc);
 }
 
+#define REVOKE_TRIES 6 /* an ODM process slow to give its maps back: a minute in all */
+
+/* Every ODM map goes before the gate is made: the clients open the volume again then. */
+static int revoke_maps(struct cfsd *d, char *msg, size_t msglen)
+{
+	int rc = -EBUSY;
+	for (int i = 0; i < REVOKE_TRIES && rc == -EBUSY; i++)
+		rc = odm_revoke_begin(d->odm, 0, NULL, msg, msglen);
+	return rc;
+}
+
 static void *run(void *arg)
 {
 	struct cfsd_restripe *j = arg;
 	struct cfsd *d = j->d;
 	char msg[256] = "";
-	int rc = d->odm ? odm_revoke_begin(d->odm, 0, NULL, msg, sizeof msg) : 0;
+	int rc = d->odm ? revoke_maps(d, msg, sizeof msg) : 0;
 	j->revoking = d->odm && !rc;
 	struct cvm_config *now = malloc(sizeof *now), *cfg = malloc(sizeof *cfg);
 	if (!rc && (!now || !cfg))

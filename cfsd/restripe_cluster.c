@@ -49,6 +49,7 @@ struct restripe_cluster {
 	struct cfs_fs *fs;
 	pthread_mutex_t lock;
 	pthread_cond_t changed;
+	pthread_mutex_t gate_lock;    /* the follower's gate: its thread's, and a recovery's */
 	pthread_t thread;
 	bool stopping;
 	bool state_due;               /* the restriper wants "restripe" EX */
@@ -111,15 +112,26 @@ static void hold_io(void *arg, bool hold)
 	cfs_volume_hold(arg, hold);
 }
 
-static void leave(struct restripe_cluster *rc)
+/* Stop following: the gate goes idle, or (keep_gate) stays as it is for a run of this
+ * daemon to take over. */
+static void stop_following(struct restripe_cluster *rc, bool keep_gate)
 {
 	if (!rc->follower)
 		return;
-	cvm_restripe_follow_end(rc->follower);
+	if (keep_gate)
+		cvm_restripe_follow_hand_over(rc->follower);
+	else
+		cvm_restripe_follow_end(rc->follower);
 	rc->follower = NULL;
 	cfs_lock_put(&rc->batch);
 	cfs_lock_put(&rc->stuck);
-	cfs_log(rc->fs, "volume %s: no longer following a restripe", volume_name(rc));
+	if (!keep_gate)
+		cfs_log(rc->fs, "volume %s: no longer following a restripe", volume_name(rc));
+}
+
+static void leave(struct restripe_cluster *rc)
+{
+	stop_following(rc, false);
 }
 
 /* The config and the batch lock of its progress, once the two agree: the restriper cannot
@@ -203,10 +215,12 @@ static int batch_outcome(struct restripe_cluster *rc, uint64_t first, uint64_t n
  * and this node finishes it (take_over). */
 static void follow_batch(struct restripe_cluster *rc)
 {
+	pthread_mutex_lock(&rc->gate_lock);
 	uint64_t first = cvm_restripe_follow_position(rc->follower), next = 0;
 	enum outcome outcome = DONE;
 	struct cfslock *after = NULL;
 	int e = cvm_restripe_follow_close(rc->follower, first, &next);
+	pthread_mutex_unlock(&rc->gate_lock);
 	if (!e && !(after = batch_lock(rc, next, true)))
 		e = -ENOMEM;
 	if (!e)
@@ -215,10 +229,14 @@ static void follow_batch(struct restripe_cluster *rc)
 		e = cfs_lock_errno(cfslock_unlock_sync(rc->batch));
 	if (!e)
 		e = cfs_lock_errno(cfslock_request_sync(rc->batch, CFSLOCK_PR, 0));
-	if (!e)
+	pthread_mutex_lock(&rc->gate_lock);
+	/* The batch of a dead restriper this node recovered is done already (recovering()). */
+	bool finished = cvm_restripe_follow_position(rc->follower) == next;
+	if (!e && !finished)
 		e = batch_outcome(rc, first, next, &outcome);
-	if (!e && outcome != STAGED)
+	if (!e && !finished && outcome != STAGED)
 		e = cvm_restripe_follow_open(rc->follower, outcome == DONE);
+	pthread_mutex_unlock(&rc->gate_lock);
 	if (e) { /* closed it stays, and the locks stay held: the restriper cannot go on */
 		rc->stuck = after;
 		cfs_log(rc->fs, "volume %s: following the restripe's batch at move %" PRIu64 ": %s; "
@@ -244,15 +262,9 @@ static void follow_batch(struct restripe_cluster *rc)
 	pthread_mutex_unlock(&rc->lock);
 }
 
-/* Stop following, the gate left as it is: a run of this daemon takes it over. */
 static void hand_over(struct restripe_cluster *rc)
 {
-	if (!rc->follower)
-		return;
-	cvm_restripe_follow_hand_over(rc->follower);
-	rc->follower = NULL;
-	cfs_lock_put(&rc->batch);
-	cfs_lock_put(&rc->stuck);
+	stop_following(rc, true);
 }
 
 /* Finish the staged batch of a restriper that died, then pause: whichever node gets the
@@ -371,6 +383,7 @@ static void cluster_free(struct restripe_cluster *rc)
 	cfs_lock_put(&rc->announce);
 	cfs_lock_put(&rc->moving);
 	pthread_cond_destroy(&rc->changed);
+	pthread_mutex_destroy(&rc->gate_lock);
 	pthread_mutex_destroy(&rc->lock);
 	free(rc);
 }
@@ -384,6 +397,7 @@ int restripe_cluster_mount(void *d, struct cfs_fs *fs)
 		return -ENOMEM;
 	*rc = (struct restripe_cluster){.d = d, .fs = fs};
 	pthread_mutex_init(&rc->lock, NULL);
+	pthread_mutex_init(&rc->gate_lock, NULL);
 	pthread_cond_init(&rc->changed, NULL);
 	int e = (rc->state = cfslock_new(fs->space, STATE_LOCK, NULL, state_wanted, rc)) ? 0
 											  : -ENOMEM;
@@ -417,6 +431,38 @@ void restripe_cluster_unmount(void *d, struct cfs_fs *fs)
 	pthread_join(rc->thread, NULL);
 	((struct cfsd *)d)->restripe_cluster = NULL;
 	cluster_free(rc);
+}
+
+/* This node replays a dead node's journal.  Nothing moves the batch this node keeps closed
+ * until that recovery is done (the dead node's batch lock is in the way), but the replay may
+ * need its chunks: let them through meanwhile.  If the dead node ran the restripe and left
+ * the batch staged, its chunks lie half moved: finish it first (this node alone recovers it,
+ * and it is fenced). */
+void restripe_cluster_recovering(void *d, struct cfs_fs *fs, uint32_t node, bool before)
+{
+	(void)fs;
+	struct restripe_cluster *rc = of(d);
+	if (!rc)
+		return;
+	pthread_mutex_lock(&rc->gate_lock);
+	struct cvm_restripe_follower *f = rc->follower;
+	if (f && !before) {
+		cvm_restripe_follow_unpause(f);
+	} else if (f) {
+		struct cvm_config *cfg = malloc(sizeof *cfg);
+		bool staged = cfg && cfs_lock_holder(rc->fs, OWNER_LOCK) == node &&
+			      !cfsd_config_now(rc->d, cfg) && cfg->restripe.staged &&
+			      cfg->restripe.moves_done == cvm_restripe_follow_position(f);
+		int e = staged ? cvm_restripe_follow_finish(f, cfg) : 0;
+		if (staged)
+			cfs_log(rc->fs, "volume %s: node %u died in the middle of the restripe's batch at "
+				"move %" PRIu64 ": %s", volume_name(rc), node, cfg->restripe.moves_done,
+				e ? cvm_last_error() : "finished it here");
+		if (!staged)
+			cvm_restripe_follow_pause(f);
+		free(cfg);
+	}
+	pthread_mutex_unlock(&rc->gate_lock);
 }
 
 /* ---- running it ---- */

@@ -14,6 +14,8 @@
  * staged. */
 int restripe_cluster_mount(void *d, struct cfs_fs *fs);
 void restripe_cluster_unmount(void *d, struct cfs_fs *fs);
+/* cfs_mount_opts.recovering: a recovery's replay is not kept out of a closed batch. */
+void restripe_cluster_recovering(void *d, struct cfs_fs *fs, uint32_t node, bool before);
 
 /* The restriper's side.  own: no other node runs one (else -EBUSY and msg names it); this
  * node stops following.  disown: after the run, every node stops following it. */

@@ -164,13 +164,13 @@ static int label_new_luns(const struct cvm_config *cfg, uint32_t first,
 	return 0;
 }
 
-/* Phase 2: any order is safe, as all LUNs the new config names are labelled by now. */
+/* Phase 2: any order is safe, as all LUNs the new config names are labelled by now.  vol:
+ * the LUNs are its, written unsynced (its flush follows). */
 static int write_copies(const struct cvm_config *cfg, const int *fds, struct cvm_volume *vol)
 {
 	int slot = (int)(cfg->generation % 2);
 	for (uint32_t i = 0; i < cfg->nluns; i++) {
-		int fd = vol ? cvm_volume_lun_fd(vol, i) : fds[i];
-		int rc = cvm_lun_write_config(fd, cfg, &cfg->luns[i].uuid, slot, !vol);
+		int rc = cvm_lun_write_config(fds[i], cfg, &cfg->luns[i].uuid, slot, !vol);
 		if (rc) {
 			cvm_set_error("volume %s: LUN %s: cannot write config generation %" PRIu64 ": %s",
 				      cfg->name, cfg->luns[i].path, cfg->generation, strerror(-rc));
@@ -189,7 +189,10 @@ int cvm_config_commit(const struct cvm_config *cfg, const int *fds)
 
 int cvm_config_commit_on(const struct cvm_config *cfg, struct cvm_volume *vol)
 {
-	int rc = write_copies(cfg, NULL, vol);
+	int fds[CVM_MAX_LUNS];
+	for (uint32_t i = 0; i < cfg->nluns; i++)
+		fds[i] = cvm_volume_lun_fd(vol, i);
+	int rc = write_copies(cfg, fds, vol);
 	if (!rc && (rc = cvm_volume_flush(vol)))
 		cvm_set_error("volume %s: cannot flush config generation %" PRIu64 " to its LUNs: %s",
 			      cfg->name, cfg->generation, strerror(-rc));

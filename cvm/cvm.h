@@ -281,6 +281,13 @@ uint64_t cvm_restripe_follow_position(const struct cvm_restripe_follower *f);
 int cvm_restripe_follow_close(struct cvm_restripe_follower *f, uint64_t first, uint64_t *next);
 /* The closed batch is over: done (its chunks in their new places), or not (where they were). */
 int cvm_restripe_follow_open(struct cvm_restripe_follower *f, bool done);
+/* While a dead node's journal is replayed here (nothing can move the closed batch before its
+ * recovery is done): let this node's I/O into the closed batch, and keep it out again. */
+void cvm_restripe_follow_pause(struct cvm_restripe_follower *f);
+void cvm_restripe_follow_unpause(struct cvm_restripe_follower *f);
+/* The restriper died with the closed batch staged (now: the config saying so), and this node
+ * alone recovers it: copy the batch to its place from scratch, record it done, open it. */
+int cvm_restripe_follow_finish(struct cvm_restripe_follower *f, const struct cvm_config *now);
 /* This process runs the restripe from now on (its restriper died): the follower goes, and
  * cvm_volume_restripe_online on vol takes its gate over, a closed batch still closed. */
 void cvm_restripe_follow_hand_over(struct cvm_restripe_follower *f);

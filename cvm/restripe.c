@@ -387,6 +387,20 @@ static int plan_setup(struct run *r)
 	return r->moves && r->cells ? 0 : -ENOMEM;
 }
 
+/* Room to copy a batch: its cells' buffers and an AIO context. */
+static int buffers(struct run *r)
+{
+	r->cbs = calloc(r->half_cells, sizeof *r->cbs);
+	r->events = calloc(r->half_cells, sizeof *r->events);
+	r->buf = cvm_alloc_aligned(r->half_cells * r->h);
+	r->check = cvm_alloc_aligned(r->half_cells * r->h);
+	if (!r->cbs || !r->events || !r->buf || !r->check)
+		return -ENOMEM;
+	if (io_setup((int)r->half_cells, &r->ctx) < 0)
+		r->ctx = NULL; /* no AIO context left on the machine: one cell at a time */
+	return 0;
+}
+
 /* The record of the restripe to do (made now, or found), its plan and its buffers. */
 static int prepare(struct run *r)
 {
@@ -401,17 +415,7 @@ static int prepare(struct run *r)
 			      r->cfg.name, r->cfg.restripe.target_width);
 		return -EBUSY;
 	}
-	if ((rc = plan_setup(r)))
-		return rc;
-	r->cbs = calloc(r->half_cells, sizeof *r->cbs);
-	r->events = calloc(r->half_cells, sizeof *r->events);
-	r->buf = cvm_alloc_aligned(r->half_cells * r->h);
-	r->check = cvm_alloc_aligned(r->half_cells * r->h);
-	if (!r->cbs || !r->events || !r->buf || !r->check)
-		return -ENOMEM;
-	if (io_setup((int)r->half_cells, &r->ctx) < 0)
-		r->ctx = NULL; /* no AIO context left on the machine: one cell at a time */
-	return 0;
+	return (rc = plan_setup(r)) ? rc : buffers(r);
 }
 
 /* Every move done: the config becomes the target, with what it learnt meanwhile. */
@@ -532,6 +536,7 @@ int cvm_volume_restripe_online(struct cvm_volume *vol, const struct cvm_config *
 struct cvm_restripe_follower {
 	struct run *r;
 	uint32_t closed; /* moves of the batch the gate keeps this node's users out of */
+	bool paused;     /* that batch let through while nothing moves it (a recovery) */
 };
 
 int cvm_volume_restripe_follow(struct cvm_volume *vol, const struct cvm_config *now,
@@ -599,6 +604,41 @@ int cvm_restripe_follow_open(struct cvm_restripe_follower *f, bool done)
 	/* The planner went past the batch: back to where the volume is. */
 	cvm_restripe_plan_free(&r->plan);
 	return plan_start(r);
+}
+
+void cvm_restripe_follow_pause(struct cvm_restripe_follower *f)
+{
+	if (f->closed && !f->paused) {
+		cvm_gate_batch_end(f->r->gate, f->r->moves, 0);
+		f->paused = true;
+	}
+}
+
+void cvm_restripe_follow_unpause(struct cvm_restripe_follower *f)
+{
+	if (f->paused) {
+		cvm_gate_batch_begin(f->r->gate, f->r->moves, f->closed);
+		f->paused = false;
+	}
+}
+
+int cvm_restripe_follow_finish(struct cvm_restripe_follower *f, const struct cvm_config *now)
+{
+	struct run *r = f->r;
+	if (!f->closed || now->restripe.moves_done != r->cfg.restripe.moves_done ||
+	    now->restripe.staged != f->closed) {
+		cvm_set_error("volume %s: the batch closed here is not the one staged", now->name);
+		return -ESTALE;
+	}
+	int rc = r->buf ? 0 : buffers(r);
+	if (rc)
+		return rc;
+	r->cfg = *now; /* its generation is the one to follow */
+	r->closed = f->closed;
+	cvm_restripe_follow_unpause(f);
+	if (!(rc = finish_staged(r)))
+		f->closed = 0;
+	return rc;
 }
 
 void cvm_restripe_follow_hand_over(struct cvm_restripe_follower *f)

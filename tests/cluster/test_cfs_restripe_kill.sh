@@ -2,10 +2,9 @@
 # Kills during a restripe of a volume mounted on three nodes, 20 rounds, each from a random
 # node R (the restriper), while every node runs an O_DIRECT block verifier that saves what was
 # acknowledged when its mount dies:
-#   - with RESTRIPE_KILL_RESTRIPER=1 only (a known hang, docs/restripe.md "On a cluster"):
-#     R's daemon dies at a chosen write of its restripe (CVM_FAULT_CRASH_AFTER: staging,
-#     config records, placing), often in the middle of a batch: the survivors finish the batch
-#     it left staged and pause the restripe;
+#   - R's daemon dies at a chosen write of its restripe (CVM_FAULT_CRASH_AFTER: staging,
+#     config records, placing), often in the middle of a batch: the survivor that recovers it
+#     finishes the batch it left staged;
 #   - another node dies (cfsd and corosync killed) while R restripes: R goes on once the
 #     survivors have recovered it;
 #   - the command is killed: R's daemon goes on with the restripe; R unmounts (which pauses it).
@@ -71,7 +70,6 @@ for n in 1 2 3; do start_verifier $n; done
 for ((i = 1; i <= ROUNDS; i++)); do
 	r=$((RANDOM % 3 + 1))
 	kind=$((i % 3))
-	[ "${RESTRIPE_KILL_RESTRIPER:-0}" = 1 ] || kind=$((1 + i % 2))
 	from=$(moves)
 	case $kind in
 	0) # R's daemon dies at write k of its restripe
