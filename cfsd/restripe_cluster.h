@@ -14,11 +14,13 @@
  * staged. */
 int restripe_cluster_mount(void *d, struct cfs_fs *fs);
 void restripe_cluster_unmount(void *d, struct cfs_fs *fs);
-/* cfs_mount_opts.recovering: a recovery's replay is not kept out of a closed batch. */
+/* cfs_mount_opts.recovering: a recovery's replay is not kept out of a closed batch, and a
+ * batch its dead restriper left staged is finished first. */
 void restripe_cluster_recovering(void *d, struct cfs_fs *fs, uint32_t node, bool before);
 
 /* The restriper's side.  own: no other node runs one (else -EBUSY and msg names it); this
- * node stops following.  disown: after the run, every node stops following it. */
+ * node stops following a run that died, leaving its gate for this run to take over.
+ * disown: after the run, every node stops following it. */
 int restripe_cluster_own(struct cfsd *d, char *msg, size_t msglen);
 void restripe_cluster_disown(struct cfsd *d);
 /* For cvm_restripe_opts.batch_begin and batch_end.  The first batch_begin makes every other
