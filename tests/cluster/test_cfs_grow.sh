@@ -54,6 +54,10 @@ check "node 3 writes 40 MiB into the new space" \
 check "node 2 reads it back whole" on 2 cmp "$(M 2)/big" "$T/big"
 check "node 1 reads it back whole" on 1 cmp "$(M 1)/big" "$T/big"
 check "node 3 logged that it took in the growth" grep -q "another node grew the filesystem" "$T/cfsd3.log"
+# Spreading the old data over the new LUN while mounted on several nodes is not safe yet.
+expect 1 "not safe yet" "cvm restripe of the volume mounted with cluster locks is refused" -- \
+	on 1 "$BIN/cvm" restripe data
+check "the refused restripe left no record" bash -c "'$BIN/cvm' show data --json | grep -q '\"restripe\":null'"
 check "an ODM instance on node 3 creates a 32 MiB file in the new space" \
 	on 3 "$ODM/odm_race" create "$(M 3)/new.dbf" 32
 kill -0 $writer 2>/dev/null && ok "node 2's ODM instance kept writing through the growth" ||
