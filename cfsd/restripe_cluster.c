@@ -366,13 +366,10 @@ static void *follow(void *arg)
 
 static int staged_check(struct cfs_fs *fs)
 {
-	const struct cvm_config *cfg = cvm_volume_config(fs->vol);
-	if (!cfg->restripe.staged)
-		return 0;
-	cfs_set_error("volume %s: a restripe was interrupted in the middle of a batch; run "
-		      "'cvm restripe %s' (Ctrl-C pauses it again) before using the volume",
-		      cfg->name, cfg->name);
-	return -EBUSY;
+	int rc = cvm_config_staged_check(cvm_volume_config(fs->vol));
+	if (rc)
+		cfs_set_error("%s", cvm_last_error());
+	return rc;
 }
 
 static void cluster_free(struct restripe_cluster *rc)

@@ -160,6 +160,9 @@ enum { CVM_OPEN_RDONLY = 0, CVM_OPEN_RDWR = 1, CVM_OPEN_DATA = 2 };
  * config has no batch staged. */
 #define CVM_OPEN_JOIN 0x100
 
+/* -EBUSY (with a message saying what to run) if cfg records a restripe batch left staged:
+ * some chunks are only in scratch, and the volume is not to be used until it is finished. */
+int cvm_config_staged_check(const struct cvm_config *cfg);
 /* Assemble a volume from scanned LUNs.  With CVM_OPEN_RDWR, config copies left stale by an
  * interrupted change are brought to the winning generation. */
 int cvm_volume_open(const struct cvm_scan *scan, const char *name_or_uuid, int flags,

@@ -183,6 +183,16 @@ int cvm_volume_open_config(const struct cvm_scan *scan, const struct cvm_config 
 	return 0;
 }
 
+int cvm_config_staged_check(const struct cvm_config *cfg)
+{
+	if (!cfg->restripe.staged)
+		return 0;
+	cvm_set_error("volume %s: a restripe was interrupted in the middle of a batch; run "
+		      "'cvm restripe %s' (Ctrl-C pauses it again) before using the volume",
+		      cfg->name, cfg->name);
+	return -EBUSY;
+}
+
 int cvm_volume_open(const struct cvm_scan *scan, const char *name_or_uuid, int flags,
 		    struct cvm_volume **out)
 {
@@ -194,12 +204,8 @@ int cvm_volume_open(const struct cvm_scan *scan, const char *name_or_uuid, int f
 	bool join = flags & CVM_OPEN_JOIN;
 	if (rc == 0 && cfg->restripe.target_width && cvm_gate_attach(cfg, &gate) == -ENOSPC)
 		rc = -ENOSPC;
-	if (rc == 0 && cfg->restripe.staged && !gate && !join) { /* chunks only in scratch */
-		cvm_set_error("volume %s: a restripe was interrupted in the middle of a batch; run "
-			      "'cvm restripe %s' (Ctrl-C pauses it again) before using the volume",
-			      cfg->name, cfg->name);
-		rc = -EBUSY;
-	}
+	if (rc == 0 && !gate && !join) /* chunks only in scratch */
+		rc = cvm_config_staged_check(cfg);
 	if (rc == 0)
 		rc = cvm_volume_open_config(scan, cfg, flags, CVM_LOCK_USE, out);
 	/* A restripe running on this node: where chunks are is the gate's (restripe_gate.c). */
