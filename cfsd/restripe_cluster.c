@@ -29,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define OWNER_LOCK "restripe-owner"
@@ -52,10 +53,13 @@ struct restripe_cluster {
 	pthread_mutex_t gate_lock;    /* the follower's gate: its thread's, and a recovery's */
 	pthread_t thread;
 	bool stopping;
+	bool stopped;                 /* the follower thread is over */
+	struct cfslock *waiting;      /* what it waits for: an unmount cancels it */
 	bool state_due;               /* the restriper wants "restripe" EX */
 	struct cfslock *batch_wanted; /* the batch lock the restriper wants EX */
 	bool hand_over_due;           /* this node is to run a restripe itself */
 	bool finish_due;              /* a batch its restriper left staged is closed here */
+	bool finish_wanted;           /* and another node still owned the run: once it ends */
 	bool here;                    /* it does */
 	/* the follower thread's */
 	struct cfslock *state;        /* PR */
@@ -105,6 +109,25 @@ static const char *volume_name(const struct restripe_cluster *rc)
 	return cvm_volume_config(rc->fs->vol)->name;
 }
 
+/* A lock wait of the follower thread (or the mount's join).  An unmount cancels it: the
+ * node's I/O is over by then, and the wait may hang on the unmount itself (its glocks are
+ * no longer given up, and another node's join may wait for one of them). */
+static int wait_for(struct restripe_cluster *rc, struct cfslock *lk, int mode)
+{
+	pthread_mutex_lock(&rc->lock);
+	bool stop = rc->stopping;
+	if (!stop)
+		rc->waiting = lk;
+	pthread_mutex_unlock(&rc->lock);
+	if (stop)
+		return -ECANCELED;
+	int e = cfslock_request_sync(lk, mode, 0);
+	pthread_mutex_lock(&rc->lock);
+	rc->waiting = NULL;
+	pthread_mutex_unlock(&rc->lock);
+	return e;
+}
+
 /* ---- following ---- */
 
 static void hold_io(void *arg, bool hold)
@@ -123,6 +146,7 @@ static void stop_following(struct restripe_cluster *rc, bool keep_gate)
 	else
 		cvm_restripe_follow_end(rc->follower);
 	rc->follower = NULL;
+	rc->finish_wanted = false;
 	cfs_lock_put(&rc->batch);
 	cfs_lock_put(&rc->stuck);
 	if (!keep_gate)
@@ -144,7 +168,7 @@ static int agree(struct restripe_cluster *rc, struct cvm_config *cfg, struct cfs
 		uint64_t first = cfg->restripe.moves_done;
 		if (!(*lk = batch_lock(rc, first, true)))
 			return -ENOMEM;
-		if ((e = cfs_lock_errno(cfslock_request_sync(*lk, CFSLOCK_PR, 0))) ||
+		if ((e = cfs_lock_errno(wait_for(rc, *lk, CFSLOCK_PR))) ||
 		    (e = cfsd_config_now(rc->d, cfg)))
 			break;
 		if (cfg->restripe.target_width && cfg->restripe.moves_done == first)
@@ -224,11 +248,11 @@ static void follow_batch(struct restripe_cluster *rc)
 	if (!e && !(after = batch_lock(rc, next, true)))
 		e = -ENOMEM;
 	if (!e)
-		e = cfs_lock_errno(cfslock_request_sync(after, CFSLOCK_PR, 0));
+		e = cfs_lock_errno(wait_for(rc, after, CFSLOCK_PR));
 	if (!e)
 		e = cfs_lock_errno(cfslock_unlock_sync(rc->batch));
 	if (!e)
-		e = cfs_lock_errno(cfslock_request_sync(rc->batch, CFSLOCK_PR, 0));
+		e = cfs_lock_errno(wait_for(rc, rc->batch, CFSLOCK_PR));
 	pthread_mutex_lock(&rc->gate_lock);
 	/* The batch of a dead restriper this node recovered is done already (recovering()). */
 	bool finished = cvm_restripe_follow_position(rc->follower) == next;
@@ -267,16 +291,22 @@ static void hand_over(struct restripe_cluster *rc)
 	stop_following(rc, true);
 }
 
-/* Finish the staged batch of a restriper that died, then pause: whichever node gets the
- * owner lock does it; the others follow it. */
+/* Finish the staged batch of a restriper that died or failed, then pause: whichever node
+ * gets the owner lock does it (its gate handed over to the run: restripe_cluster_own); the
+ * others follow it.  A run that failed still owns the lock a moment: the batch stays
+ * closed here, and this node tries again when that run ends (state_change). */
 static void take_over(struct restripe_cluster *rc)
 {
 	char msg[256] = "";
-	hand_over(rc);
 	int e = cfsd_restripe_start(rc->d, 0, 0, true, msg, sizeof msg);
-	if (e)
-		cfs_log(rc->fs, "volume %s: the batch left staged is not finished here: %s",
-			volume_name(rc), msg[0] ? msg : strerror(-e));
+	if (!e)
+		return;
+	pthread_mutex_lock(&rc->lock);
+	rc->finish_wanted = rc->follower != NULL;
+	pthread_mutex_unlock(&rc->lock);
+	cfs_log(rc->fs, "volume %s: the batch left staged is not finished here yet: %s%s",
+		volume_name(rc), msg[0] ? msg : strerror(-e),
+		rc->follower ? "; it stays closed here until a restripe finishes it" : "");
 }
 
 /* Still following a run that died, as a new one starts: is this node where the config
@@ -306,8 +336,13 @@ static void state_change(struct restripe_cluster *rc)
 	bool here = rc->here;
 	pthread_mutex_unlock(&rc->lock);
 	bool running = cfs_lock_holder(rc->fs, OWNER_LOCK) != 0;
-	if (rc->follower && (!running || here || !in_step(rc)))
+	if (rc->follower && !running && rc->finish_wanted) {
+		pthread_mutex_lock(&rc->lock); /* the run that kept it from this node ended */
+		rc->finish_due = true;
+		pthread_mutex_unlock(&rc->lock);
+	} else if (rc->follower && (!running || here || !in_step(rc))) {
 		leave(rc);
+	}
 	/* This node's I/O must not go on unkept while the run moves chunks: "restripe" stays
 	 * held, which keeps the run from starting, until the node follows it. */
 	for (unsigned tries = 0; running && !here && !rc->follower && !stopping(rc); tries++) {
@@ -320,8 +355,8 @@ static void state_change(struct restripe_cluster *rc)
 	}
 	cfslock_unlock_sync(rc->state);
 	for (unsigned tries = 0; !stopping(rc); tries++) {
-		int e = cfslock_request_sync(rc->state, CFSLOCK_PR, 0);
-		if (!e)
+		int e = wait_for(rc, rc->state, CFSLOCK_PR);
+		if (!e || e == -ECANCELED)
 			break;
 		if (tries % 10 == 0)
 			cfs_log(rc->fs, "volume %s: lock %s: %s; trying again", volume_name(rc),
@@ -360,6 +395,8 @@ static void *follow(void *arg)
 			pthread_cond_wait(&rc->changed, &rc->lock);
 		}
 	}
+	rc->stopped = true;
+	pthread_cond_broadcast(&rc->changed);
 	pthread_mutex_unlock(&rc->lock);
 	return NULL;
 }
@@ -424,6 +461,16 @@ void restripe_cluster_unmount(void *d, struct cfs_fs *fs)
 	pthread_mutex_lock(&rc->lock);
 	rc->stopping = true;
 	pthread_cond_broadcast(&rc->changed);
+	while (!rc->stopped) { /* a cancel can come before the request: again until it ends */
+		if (rc->waiting && cfslock_pending(rc->waiting))
+			(void)cfslock_cancel(rc->waiting);
+		struct timespec until;
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_nsec += 50 * 1000000L;
+		until.tv_sec += until.tv_nsec / 1000000000L;
+		until.tv_nsec %= 1000000000L;
+		pthread_cond_timedwait(&rc->changed, &rc->lock, &until);
+	}
 	pthread_mutex_unlock(&rc->lock);
 	pthread_join(rc->thread, NULL);
 	((struct cfsd *)d)->restripe_cluster = NULL;
@@ -486,18 +533,21 @@ int restripe_cluster_own(struct cfsd *d, char *msg, size_t msglen)
 		cfs_lock_put(&rc->owner);
 		return cfs_lock_errno(e);
 	}
-	/* Following a run that died: this one takes over its gate (from the follower thread,
-	 * take_over, there is none left to hand over). */
+	/* Following a run that died: this one takes over its gate (on the follower thread
+	 * itself, take_over, directly). */
 	pthread_mutex_lock(&rc->lock);
 	rc->here = true;
 	rc->announced = false;
-	if (!pthread_equal(pthread_self(), rc->thread)) {
+	bool follower_thread = pthread_equal(pthread_self(), rc->thread);
+	if (!follower_thread) {
 		rc->hand_over_due = true;
 		pthread_cond_broadcast(&rc->changed);
 		while (rc->hand_over_due)
 			pthread_cond_wait(&rc->changed, &rc->lock);
 	}
 	pthread_mutex_unlock(&rc->lock);
+	if (follower_thread)
+		hand_over(rc);
 	return 0;
 }
 

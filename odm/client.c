@@ -151,13 +151,28 @@ void odm_send_revoked(struct odm_mount *m, uint64_t ino)
 	send_request(m, &req); /* a lost connection frees cfsd's side anyway */
 }
 
+#define RPC_REAP_MS 5 /* an answer slower than this: reap this process's completions */
+
+/* The caller holds odm_proc.lock (so may reap the process's I/O). */
 int odm_rpc(struct odm_mount *m, ControlRequest *req, ControlReply **reply)
 {
 	pthread_mutex_lock(&m->rpc_lock);
 	int rc = m->closed ? -ECONNRESET : send_request(m, req);
 	pthread_mutex_lock(&m->reply_lock);
-	while (!rc && !m->reply && !m->closed)
-		pthread_cond_wait(&m->reply_ready, &m->reply_lock);
+	while (!rc && !m->reply && !m->closed) {
+		/* The answer may wait for a revoke (a barrier in cfsd) that waits for this
+		 * process's I/O in flight: what completes meanwhile is reaped, and acknowledged. */
+		struct timespec until;
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_nsec += RPC_REAP_MS * 1000000L;
+		until.tv_sec += until.tv_nsec / 1000000000L;
+		until.tv_nsec %= 1000000000L;
+		if (pthread_cond_timedwait(&m->reply_ready, &m->reply_lock, &until) != ETIMEDOUT)
+			continue;
+		pthread_mutex_unlock(&m->reply_lock);
+		odm_io_reap();
+		pthread_mutex_lock(&m->reply_lock);
+	}
 	if (!rc && !m->reply)
 		rc = -ECONNRESET;
 	*reply = rc ? NULL : m->reply;

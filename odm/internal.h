@@ -109,5 +109,7 @@ int odm_file_drain(struct odm_file *f);
 /* ---- I/O (io.c) ---- */
 int odm_io_poll(struct odm_mount *m, bool block, int64_t timeout_us);
 int odm_io_drain_all(void);
+/* What completed of this process's I/O, done now (odm_proc.lock held). */
+void odm_io_reap(void);
 
 #endif

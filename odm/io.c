@@ -101,6 +101,12 @@ int odm_io_poll(struct odm_mount *m, bool block, int64_t timeout_us)
 	return cvm_aio_poll(m->aio, block ? 1 : 0, block && timeout_us < 0 ? NULL : &ts);
 }
 
+void odm_io_reap(void)
+{
+	for (struct odm_mount *m = odm_proc.mounts; m; m = m->next)
+		odm_io_poll(m, false, 0);
+}
+
 /* Index of the extent holding off (the map covers [0, size) without gaps). */
 static size_t find_extent(const struct odm_file *f, uint64_t off)
 {

@@ -5,7 +5,6 @@
 # odmload database, and node 3 reads files written before the grow.  Node 2 unmounts and
 # mounts again in the middle (it joins the run); the run is paused with Ctrl-C on node 1 and
 # finished from node 3.  Then every file as written, one stripe set, fsck.cfs -n clean.
-export CFS_CLUSTER_RESTRIPE=1 # the daemons allow it (not in make check: docs/restripe.md)
 # Work in progress, not in make check (make check-cluster-restripe; docs/restripe.md): the
 # daemons allow a cluster restripe only with this set.
 export CFS_CLUSTER_RESTRIPE=1

@@ -17,6 +17,11 @@
  *                                 16 at a time, and reads 16 back, until STOP exists; every
  *                                 read and at the end every block must be as last written
  *                                 (exit 6 naming the first that is not); says "writing"
+ *   odm_race unreaped FILE OTHER STOP
+ *                                 one asynchronous write to FILE, not reaped, while it
+ *                                 identifies OTHER (a request to cfsd each time) until STOP
+ *                                 exists; says "unreaped" once the write is out; then reaps
+ *                                 it (exit 0, else 3 to 5)
  *
  * Blocks are BS bytes; FILE is made by the caller with "create". */
 #include "odm/odm.h"
@@ -247,6 +252,38 @@ static int stamp(const char *path, const char *stop)
 	return rc;
 }
 
+static int unreaped(const char *path, const char *other, const char *stop)
+{
+	odm_fid f, g;
+	int rc = init("N");
+	if (rc || (rc = odm_identify(path, &f, NULL)))
+		return fail(path, rc, 3);
+	char *b = buf_of(BS, 'N');
+	struct odm_ioc ioc = {.op = ODM_WRITE, .fid = f, .block = 0, .buf = b, .size = BS};
+	struct odm_ioc *p = &ioc;
+	if ((rc = odm_io(&p, 1, NULL, 0, NULL, 0, NULL, 0)) < 0) {
+		free(b);
+		return fail("odm_io", rc, 4);
+	}
+	printf("unreaped\n");
+	fflush(stdout);
+	unsigned asked = 0;
+	for (rc = 0; !rc && access(stop, F_OK); asked++)
+		rc = odm_identify(other, &g, NULL);
+	if (rc) /* the write is reaped all the same: its buffer must stay until then */
+		fprintf(stderr, "odm_race: %s: %s\n", other, strerror(-rc));
+	int identified = rc;
+	if ((rc = odm_io(NULL, 0, &p, 1, NULL, 0, NULL, -1)) >= 0)
+		rc = ioc.status;
+	free(b);
+	if (identified)
+		return 5;
+	if (rc)
+		return fail("write", rc, 4);
+	printf("identified %s %u times, then reaped the write\n", other, asked);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *cmd = argc > 2 ? argv[1] : "";
@@ -256,6 +293,8 @@ int main(int argc, char **argv)
 		return writer(argv[2]);
 	if (!strcmp(cmd, "stamp") && argc == 4)
 		return stamp(argv[2], argv[3]);
+	if (!strcmp(cmd, "unreaped") && argc == 5)
+		return unreaped(argv[2], argv[3], argv[4]);
 	if (!strcmp(cmd, "shrink") && argc == 5)
 		return shrink(argv[2], argv[3], atoi(argv[4]));
 	if (!strcmp(cmd, "delete") && argc == 3) {
@@ -280,6 +319,6 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	fprintf(stderr, "usage: odm_race writer FILE | shrink FILE DIR N | delete FILE | "
-		"create FILE MIB | uncommitted FILE | stamp FILE STOP\n");
+		"create FILE MIB | uncommitted FILE | stamp FILE STOP | unreaped FILE OTHER STOP\n");
 	return 2;
 }

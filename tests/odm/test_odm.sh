@@ -144,6 +144,25 @@ expect 1 "not on a CFS mount" "odmload: not on CFS" -- "$BIN/odmload" --lib "$LI
 expect 2 "oltp or scan" "odmload: bad profile" -- "$BIN/odmload" --dir "$T" --profile x
 check "odmstat and odmload have --help" sh -c "'$BIN/odmstat' --help && '$BIN/odmload' --help"
 
+# A process with asynchronous I/O in flight that it has not reaped keeps asking cfsd for a
+# map: a grow revokes every map first, which waits for that I/O, while the process's request
+# waits for the revoke.  libodm reaps what completed while it waits for an answer, so the
+# grow goes through (before, the revoke gave up after 10 s and the grow failed).
+RACE=$(dirname "$BIN")/tests/odm/odm_race
+"$RACE" create "$T/mnt/api/unreaped.dbf" 4 && "$RACE" create "$T/mnt/api/other.dbf" 4 ||
+	not_ok "odm_race create"
+"$RACE" unreaped "$T/mnt/api/unreaped.dbf" "$T/mnt/api/other.dbf" "$T/unreaped.stop" \
+	>"$T/unreaped.out" 2>&1 &
+unreaped=$!
+check_soon 60 "an ODM process has a write out that it does not reap" grep -q unreaped "$T/unreaped.out"
+truncate -s 1024M "$T/odm.lun2"
+check "cvm grow by a LUN" "$BIN/cvm" grow odm "$T/odm.lun2"
+expect 0 "grown by" "cfs grow while that process asks cfsd for maps, its write unreaped" -- \
+	timeout 120 "$BIN/cfs" grow "$T/mnt"
+touch "$T/unreaped.stop"
+wait $unreaped && ok "the process then reaps its write: $(tail -1 "$T/unreaped.out")" ||
+	not_ok "the unreaped process: $(tail -3 "$T/unreaped.out")"
+
 # Database users are not root.  Without odm_group the control socket is root's; with it the
 # group reaches libodm, within its file permissions, and nothing else.  Its members need the
 # LUNs too (udev rules do that for real disks).
