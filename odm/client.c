@@ -99,6 +99,31 @@ static void revoke_map(struct odm_mount *m, uint64_t ino)
 		odm_send_revoked(m, ino);
 }
 
+static void note_notice(struct odm_mount *m, uint64_t ino)
+{
+	pthread_mutex_lock(&m->notice_lock);
+	m->noticed[m->notice_seq++ % ODM_NOTICES_KEPT] = ino;
+	pthread_mutex_unlock(&m->notice_lock);
+}
+
+uint64_t odm_notice_seq(struct odm_mount *m)
+{
+	pthread_mutex_lock(&m->notice_lock);
+	uint64_t seq = m->notice_seq;
+	pthread_mutex_unlock(&m->notice_lock);
+	return seq;
+}
+
+bool odm_noticed_since(struct odm_mount *m, uint64_t seq, uint64_t ino)
+{
+	pthread_mutex_lock(&m->notice_lock);
+	bool seen = m->notice_seq - seq > ODM_NOTICES_KEPT;
+	for (uint64_t i = seq; !seen && i < m->notice_seq; i++)
+		seen = m->noticed[i % ODM_NOTICES_KEPT] == ino;
+	pthread_mutex_unlock(&m->notice_lock);
+	return seen;
+}
+
 static void *reader(void *arg)
 {
 	struct odm_mount *m = arg;
@@ -110,8 +135,10 @@ static void *reader(void *arg)
 		if (!r)
 			break;
 		if (r->has_notice && r->notice) {
-			for (size_t i = 0; i < r->n_revoke; i++)
+			for (size_t i = 0; i < r->n_revoke; i++) {
+				note_notice(m, r->revoke[i]);
 				revoke_map(m, r->revoke[i]);
+			}
 			control_reply__free_unpacked(r, NULL);
 			continue;
 		}
@@ -289,6 +316,7 @@ int odm_mount_get(const char *root, struct odm_mount **out)
 	pthread_mutex_init(&m->rpc_lock, NULL);
 	pthread_mutex_init(&m->send_lock, NULL);
 	pthread_mutex_init(&m->reply_lock, NULL);
+	pthread_mutex_init(&m->notice_lock, NULL);
 	pthread_cond_init(&m->reply_ready, NULL);
 	int rc = connect_cfsd(m->root, &m->sock);
 	if (!rc)

@@ -4,9 +4,12 @@
 #include "odm/internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 static odm_fid make_fid(unsigned index, uint32_t gen)
@@ -120,23 +123,46 @@ int odm_file_install(struct odm_file *f, const ControlReply *r)
 	return 0;
 }
 
-/* Ask cfsd for the map.  A revoke notice that came while asking voids what came back. */
+/* For tests only (tests/odm/test_odm.sh): with ODM_TEST_PAUSE_INSTALL=PATH, before it
+ * installs the Nth map cfsd gave it, the process makes PATH.N and waits until PATH exists,
+ * so that a test can send a revoke between cfsd's answer and its use. */
+static void test_pause_install(void)
+{
+	static unsigned maps;
+	const char *path = getenv("ODM_TEST_PAUSE_INSTALL");
+	if (!path)
+		return;
+	char mark[PATH_MAX];
+	snprintf(mark, sizeof mark, "%s.%u", path, ++maps);
+	int fd = open(mark, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+	if (fd >= 0)
+		close(fd);
+	while (access(path, F_OK))
+		nanosleep(&(struct timespec){0, 10000000}, NULL);
+}
+
+/* Ask cfsd for the map.  A revoke notice that came while asking voids what came back: one
+ * for this file, or for the inode the map is of (the file may not have known its inode
+ * when the notice came, and the reader acknowledged it at once). */
 static int map_from(struct odm_file *f, ControlRequest *req)
 {
 	for (;;) {
 		pthread_mutex_lock(&f->lock);
 		unsigned notices = f->notices;
 		pthread_mutex_unlock(&f->lock);
+		uint64_t seq = odm_notice_seq(f->m);
 		ControlReply *r;
 		int rc = odm_rpc(f->m, req, &r);
 		if (rc)
 			return rc;
+		test_pause_install();
 		rc = odm_file_install(f, r);
 		control_reply__free_unpacked(r, NULL);
 		if (rc)
 			return rc;
+		bool noticed = odm_noticed_since(f->m, seq, f->ino);
 		pthread_mutex_lock(&f->lock);
-		bool raced = f->notices != notices;
+		bool raced = f->notices != notices || noticed;
 		if (raced)
 			f->mapped = false;
 		pthread_mutex_unlock(&f->lock);

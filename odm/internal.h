@@ -18,6 +18,8 @@
 #define ODM_FILE_CHUNK 256u
 
 /* One CFS mount this process talks to: cfsd's socket and the volume under it. */
+#define ODM_NOTICES_KEPT 64
+
 struct odm_mount {
 	char root[PATH_MAX];
 	int sock;
@@ -33,6 +35,11 @@ struct odm_mount {
 	struct cvm_aio *aio;       /* made at the first asynchronous request */
 	bool aio_refused_said;     /* the line about fs.aio-max-nr, once */
 	const struct cfs_lease_page *lease; /* cfsd's membership lease; NULL on one node */
+	/* The inodes of the last revoke notices (the reader's), numbered: a map asked for while
+	 * one came for its inode is void, also when the file did not know its inode yet. */
+	pthread_mutex_t notice_lock;
+	uint64_t notice_seq;
+	uint64_t noticed[ODM_NOTICES_KEPT];
 	struct odm_mount *next;
 };
 
@@ -81,6 +88,10 @@ int odm_mount_get(const char *root, struct odm_mount **out);
 void odm_mount_close(struct odm_mount *m);
 /* Send a request and wait for its reply (freed by the caller with control_reply__free_unpacked). */
 int odm_rpc(struct odm_mount *m, ControlRequest *req, ControlReply **reply);
+/* Revoke notices on m: how many so far, and whether one since `seq` was about ino (or more
+ * came than are kept). */
+uint64_t odm_notice_seq(struct odm_mount *m);
+bool odm_noticed_since(struct odm_mount *m, uint64_t seq, uint64_t ino);
 void odm_send_revoked(struct odm_mount *m, uint64_t ino);
 /* Open (again) the volume a reply's layout names. */
 int odm_mount_layout(struct odm_mount *m, const OdmLayout *layout);

@@ -163,6 +163,24 @@ touch "$T/unreaped.stop"
 wait $unreaped && ok "the process then reaps its write: $(tail -1 "$T/unreaped.out")" ||
 	not_ok "the unreaped process: $(tail -3 "$T/unreaped.out")"
 
+# A revoke that reaches a process between cfsd's answer to its first request for a file's
+# map and its use of that map: the process did not know the file's inode yet, so it
+# acknowledged at once; the map it then installs is void (a restripe's revoke before, then
+# a stale volume handle for ever).  ODM_TEST_PAUSE_INSTALL holds the process there (hold.N
+# before its Nth map); the grow revokes every map; let go, it must ask again (hold.2).
+"$RACE" create "$T/mnt/api/late.dbf" 4 || not_ok "odm_race create late.dbf"
+ODM_TEST_PAUSE_INSTALL=$T/hold "$RACE" writer "$T/mnt/api/late.dbf" >"$T/late.out" 2>&1 &
+late=$!
+check_soon 60 "an ODM process holds cfsd's first map of a file before using it" test -e "$T/hold.1"
+truncate -s 1024M "$T/odm.lun3"
+check "cvm grow by another LUN" "$BIN/cvm" grow odm "$T/odm.lun3"
+expect 0 "grown by" "cfs grow meanwhile (a revoke of every map)" -- timeout 120 "$BIN/cfs" grow "$T/mnt"
+touch "$T/hold"
+check_soon 60 "let go, the process writes its file" grep -q writing "$T/late.out"
+check "the process asked for the map again: the revoke voided the one it held" test -e "$T/hold.2"
+kill "$late"
+wait "$late" 2>/dev/null
+
 # Database users are not root.  Without odm_group the control socket is root's; with it the
 # group reaches libodm, within its file permissions, and nothing else.  Its members need the
 # LUNs too (udev rules do that for real disks).
