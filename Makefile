@@ -49,7 +49,7 @@ ODM_OBJ := $(ODM_SRC:%.c=$(BUILD)/%.o) $(BUILD)/cfs/control.o $(BUILD)/proto/con
 LDLIBS_ODM := -lprotobuf-c -laio -lpthread
 
 .SECONDARY:
-.PHONY: FORCE all deps deb check check-build compat-builds stress poc check-cluster-restripe demo soak bench bench-cvm bench-locks bench-cfs bench-odm bench-cluster install clean lint
+.PHONY: FORCE all deps deb check check-build compat-builds stress poc demo soak bench bench-cvm bench-locks bench-cfs bench-odm bench-cluster install clean lint
 all: deps $(LIBS) $(BUILD)/lib/libcvm.so $(BUILD)/lib/libodm.so $(TOOLS) $(BUILD)/bin/cfs-fence
 
 # Installs what is missing (apt-get, as root); a no-op once everything is there.  Compiling
@@ -185,12 +185,6 @@ stress: check-build
 poc: check-build
 	POC_NODES=14 POC_INSTANCES=60 POC_PROCS=10 TEST_SCRIPTS=tests/cluster/test_cfs_odm_poc.sh \
 		SCRIPT_LIMIT=3600 tests/run.sh build/asan
-
-# Online restripe on a cluster, work in progress (docs/restripe.md, "On a cluster"): not part
-# of check while a writer now and then still reaches a batch in motion.
-check-cluster-restripe: check-build
-	TEST_SCRIPTS="tests/cluster/wip_cfs_restripe.sh tests/cluster/wip_cfs_restripe_kill.sh" \
-		tests/run.sh build/asan
 
 check-build: deps compat-builds
 	$(MAKE) --no-print-directory SANITIZE=1 BUILD=build/asan build/asan/bin/cvm build/asan/bin/randio build/asan/bin/cfslock build/asan/bin/cfs-fence \

@@ -143,12 +143,6 @@ static int refuse(char *msg, size_t msglen, int rc, const char *why, const char 
 int cfsd_restripe_start(struct cfsd *d, uint64_t stripe_width, uint64_t rate_bytes,
 			bool staged_only, char *msg, size_t msglen)
 {
-	/* Not yet safe: a writer on some node now and then still reaches a batch in motion
-	 * (docs/restripe.md, "On a cluster").  The tests of the work in progress set it. */
-	if (d->cluster && !getenv("CFS_CLUSTER_RESTRIPE"))
-		return refuse(msg, msglen, -EOPNOTSUPP, "volume %s is mounted with cluster locks: a "
-			      "restripe while mounted on several nodes is not safe yet in this "
-			      "release; unmount it on every node and run cvm restripe then", d->volume);
 	if (d->fs->ro)
 		return refuse(msg, msglen, -EROFS, "volume %s is mounted read-only here", d->volume);
 	pthread_mutex_lock(&jobs_lock);

@@ -54,8 +54,9 @@ check "node 3 writes 40 MiB into the new space" \
 check "node 2 reads it back whole" on 2 cmp "$(M 2)/big" "$T/big"
 check "node 1 reads it back whole" on 1 cmp "$(M 1)/big" "$T/big"
 check "node 3 logged that it took in the growth" grep -q "another node grew the filesystem" "$T/cfsd3.log"
-# Spreading the old data over the new LUN while mounted on several nodes is not safe yet.
-expect 1 "not safe yet" "cvm restripe of the volume mounted with cluster locks is refused" -- \
+# One stripe set gives each LUN as much as the smallest: the 128 MiB LUN does not fit.
+expect 1 "add LUNs as large as the others first" \
+	"cvm restripe of the volume mounted on three nodes refuses a layout that does not fit" -- \
 	on 1 "$BIN/cvm" restripe data
 check "the refused restripe left no record" bash -c "'$BIN/cvm' show data --json | grep -q '\"restripe\":null'"
 check "an ODM instance on node 3 creates a 32 MiB file in the new space" \

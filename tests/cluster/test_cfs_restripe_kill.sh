@@ -11,10 +11,6 @@
 # After each: the dead node mounts again and finds every write it had acknowledged, the
 # others' verifiers never saw a wrong block, and no batch is left staged.  At the end the
 # restripe finishes, every file is as written, and fsck.cfs -n is clean.
-export CFS_CLUSTER_RESTRIPE=1 # the daemons allow it (not in make check: docs/restripe.md)
-# Work in progress, not in make check (make check-cluster-restripe; docs/restripe.md): the
-# daemons allow a cluster restripe only with this set.
-export CFS_CLUSTER_RESTRIPE=1
 . "$(dirname "$0")/cfs_lib.sh" "cfs restripe on a cluster, killed"
 VERIFIER=$HERE/../cfs/block_verifier.py
 ROUNDS=${RESTRIPE_KILL_ROUNDS:-20}

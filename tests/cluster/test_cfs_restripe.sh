@@ -5,9 +5,6 @@
 # odmload database, and node 3 reads files written before the grow.  Node 2 unmounts and
 # mounts again in the middle (it joins the run); the run is paused with Ctrl-C on node 1 and
 # finished from node 3.  Then every file as written, one stripe set, fsck.cfs -n clean.
-# Work in progress, not in make check (make check-cluster-restripe; docs/restripe.md): the
-# daemons allow a cluster restripe only with this set.
-export CFS_CLUSTER_RESTRIPE=1
 . "$(dirname "$0")/cfs_lib.sh" "cfs restripe on a cluster"
 ODM=$(dirname "$BIN")/tests/odm
 export ODM_TEST_DB="RS$$"
