@@ -17,9 +17,9 @@
 #define ODM_AIO_DEPTH 1024u
 #define ODM_FILE_CHUNK 256u
 
-/* One CFS mount this process talks to: cfsd's socket and the volume under it. */
-#define ODM_NOTICES_KEPT 64
+#define ODM_NOTICES_KEPT 64 /* revoke notices a mount remembers (struct odm_mount) */
 
+/* One CFS mount this process talks to: cfsd's socket and the volume under it. */
 struct odm_mount {
 	char root[PATH_MAX];
 	int sock;
