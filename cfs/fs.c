@@ -184,11 +184,7 @@ static void *committer(void *arg)
 		uint64_t now = cfs_now_ns(), wait_ns = COMMIT_INTERVAL_MS * 1000000ull;
 		if (fs->hold_until_ns > now && fs->hold_until_ns - now < wait_ns)
 			wait_ns = fs->hold_until_ns - now;
-		struct timespec until;
-		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_nsec += (long)wait_ns;
-		until.tv_sec += until.tv_nsec / 1000000000L;
-		until.tv_nsec %= 1000000000L;
+		struct timespec until = cfs_deadline_after_ns(wait_ns);
 		/* Woken under wish_lock, not fs->lock: the lock manager's callbacks, which wake
 		 * it, cannot take fs->lock (a thread holding it may wait for their dispatch). */
 		pthread_mutex_unlock(&fs->lock);

@@ -55,6 +55,16 @@ uint64_t cfs_now_ns(void)
 	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
 }
 
+struct timespec cfs_deadline_after_ns(uint64_t ns)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_REALTIME, &t);
+	ns += (uint64_t)t.tv_nsec;
+	t.tv_sec += (time_t)(ns / 1000000000u);
+	t.tv_nsec = (long)(ns % 1000000000u);
+	return t;
+}
+
 /* Keep the grant a little longer (the metadata and group glocks in use, an inode glock whose
  * write's rest is due, or whose directory names the kernel keeps until they expire:
  * cfs_iglock_lease_names)?  If so, the committer is told when to look again. */

@@ -693,6 +693,8 @@ void cfs_lease_page_free(struct cfs_fs *fs);
 int cfs_glock_init(struct cfs_fs *fs, const char *proto);
 /* CLOCK_MONOTONIC in nanoseconds. */
 uint64_t cfs_now_ns(void);
+/* ns from now, as pthread_cond_timedwait takes it (CLOCK_REALTIME). */
+struct timespec cfs_deadline_after_ns(uint64_t ns);
 /* Unlock (if held) and free a lock of the filesystem's lockspace; *lk becomes NULL. */
 void cfs_lock_put(struct cfslock **lk);
 /* Direct writes under the shared glock (shared_write.c).  Init takes "pagecache" PR on a

@@ -29,7 +29,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #define OWNER_LOCK "restripe-owner"
@@ -464,11 +463,7 @@ void restripe_cluster_unmount(void *d, struct cfs_fs *fs)
 	while (!rc->stopped) { /* a cancel can come before the request: again until it ends */
 		if (rc->waiting && cfslock_pending(rc->waiting))
 			(void)cfslock_cancel(rc->waiting);
-		struct timespec until;
-		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_nsec += 50 * 1000000L;
-		until.tv_sec += until.tv_nsec / 1000000000L;
-		until.tv_nsec %= 1000000000L;
+		struct timespec until = cfs_deadline_after_ns(50 * 1000000ull);
 		pthread_cond_timedwait(&rc->changed, &rc->lock, &until);
 	}
 	pthread_mutex_unlock(&rc->lock);

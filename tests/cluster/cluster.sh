@@ -144,15 +144,24 @@ abort_fuse() { # node: only mounts made in the node, not those it saw of this ma
 	[ -z "$mounted" ] || umount $ctl
 }
 
+# The nodes to take down: those the state names, and any namespace of this cluster besides
+# (the state may be gone already: a run stopped from outside, its temporary directory removed).
+down_nodes() {
+	{
+		seq 1 "$(nodes)"
+		ip netns list 2>/dev/null | awk -v p="^$ID-n[0-9]+\$" '$1 ~ p { sub(/^.*-n/, "", $1); print $1 }'
+	} | sort -nu
+}
+
 cmd_down() {
-	local count
-	count=$(nodes)
-	for i in $(seq 1 "$count"); do abort_fuse "$i"; done
-	for i in $(seq 1 "$count"); do
+	local ids
+	ids=$(down_nodes)
+	for i in $ids; do abort_fuse "$i"; done
+	for i in $ids; do
 		# Everything running in the node: corosync and whatever tests started there.
 		for p in $(ip netns pids "$(ns "$i")" 2>/dev/null); do kill -9 "$p" 2>/dev/null || true; done
 	done
-	for i in $(seq 1 "$count"); do
+	for i in $ids; do
 		ip netns del "$(ns "$i")" 2>/dev/null || true
 		ip link del "$(hostif "$i")" 2>/dev/null || true
 	done
