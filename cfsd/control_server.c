@@ -98,6 +98,23 @@ static int grow(struct cfsd *d, uint64_t *added, char *msg, size_t msglen)
 }
 
 /* nodes and node_ptrs: room for the mounted nodes, then the recovering ones. */
+/* RESTRIPE: start it as the request asks. */
+static int restripe_asked(struct cfsd *d, const ControlRequest *req, char *msg, size_t msglen)
+{
+	cvm_uuid luns[CVM_MAX_LUNS];
+	struct cvm_restripe_opts asked = {.stripe_width = req->has_size ? req->size : 0,
+					  .rate_bytes = req->has_rate ? req->rate : 0,
+					  .luns = luns, .nluns = (uint32_t)req->n_luns};
+	for (size_t i = 0; i < req->n_luns; i++) {
+		if (i == CVM_MAX_LUNS || req->luns[i].len != sizeof luns[i].b) {
+			snprintf(msg, msglen, "a restripe request names a LUN by something not a uuid");
+			return -EINVAL;
+		}
+		memcpy(luns[i].b, req->luns[i].data, sizeof luns[i].b);
+	}
+	return cfsd_restripe_start(d, &asked, false, msg, msglen);
+}
+
 static void fill_nodes(MountedNode *nodes, MountedNode **ptrs, uint32_t n, const uint32_t *slot,
 		       const uint32_t *node)
 {
@@ -305,9 +322,7 @@ static void serve(struct conn *c, const ControlRequest *req)
 		reply.error = EBUSY;
 		reply.message = "the volume is being restriped: grow after it is done";
 	} else if (req->op == CONTROL_REQUEST__OP__RESTRIPE) {
-		int rc = cfsd_restripe_start(d, req->has_size ? req->size : 0,
-					     req->has_rate ? req->rate : 0, false, mem.message,
-					     sizeof mem.message);
+		int rc = restripe_asked(d, req, mem.message, sizeof mem.message);
 		reply.error = -rc;
 		if (rc)
 			reply.message = mem.message;

@@ -32,6 +32,7 @@ struct cfsd_restripe {
 	volatile int stop;
 	bool revoking; /* the ODM clients' maps are held back until the gate exists */
 	struct cvm_restripe_opts opts;
+	cvm_uuid luns[CVM_MAX_LUNS]; /* opts.luns */
 	struct cvm_restripe_progress last;
 	char error[256];
 	char lock_error[256]; /* why a batch's cluster lock failed */
@@ -104,12 +105,14 @@ static void *run(void *arg)
 	struct cfsd_restripe *j = arg;
 	struct cfsd *d = j->d;
 	char msg[256] = "";
-	int rc = d->odm ? revoke_maps(d, msg, sizeof msg) : 0;
-	j->revoking = d->odm && !rc;
 	struct cvm_config *now = malloc(sizeof *now), *cfg = malloc(sizeof *cfg);
-	if (!rc && (!now || !cfg))
-		rc = -ENOMEM;
-	if (!rc && !(rc = cfsd_config_now(d, now)))
+	int rc = now && cfg ? 0 : -ENOMEM;
+	/* What the restripe would refuse is refused before the maps go. */
+	if (!rc && !(rc = cfsd_config_now(d, now)) && !(rc = cvm_restripe_check(now, &j->opts)) &&
+	    d->odm)
+		rc = revoke_maps(d, msg, sizeof msg);
+	j->revoking = d->odm && !rc;
+	if (!rc)
 		rc = cvm_volume_restripe_online(d->fs->vol, now, &j->opts, cfg);
 	restripe_cluster_disown(d);
 	if (rc && rc != -EINTR && !msg[0] && j->lock_error[0])
@@ -122,8 +125,8 @@ static void *run(void *arg)
 	snprintf(j->error, sizeof j->error, "%s", msg);
 	pthread_mutex_unlock(&j->lock);
 	if (rc == 0)
-		cfs_log(d->fs, "volume %s: restriped: one stripe set over %u LUNs, generation %llu",
-			d->volume, cfg->nluns, (unsigned long long)cfg->generation);
+		cfs_log(d->fs, "volume %s: restriped: %s, generation %llu", d->volume,
+			cvm_describe_sets(cfg, msg, sizeof msg), (unsigned long long)cfg->generation);
 	else if (rc == -EINTR)
 		cfs_log(d->fs, "volume %s: restripe paused at move %llu of %llu", d->volume,
 			(unsigned long long)j->last.moves_done, (unsigned long long)j->last.moves_total);
@@ -140,9 +143,12 @@ static int refuse(char *msg, size_t msglen, int rc, const char *why, const char 
 	return rc;
 }
 
-int cfsd_restripe_start(struct cfsd *d, uint64_t stripe_width, uint64_t rate_bytes,
-			bool staged_only, char *msg, size_t msglen)
+int cfsd_restripe_start(struct cfsd *d, const struct cvm_restripe_opts *asked, bool staged_only,
+			char *msg, size_t msglen)
 {
+	if (asked && asked->nluns > CVM_MAX_LUNS)
+		return refuse(msg, msglen, -EINVAL, "volume %s has fewer LUNs than asked for",
+			      d->volume);
 	if (d->fs->ro)
 		return refuse(msg, msglen, -EROFS, "volume %s is mounted read-only here", d->volume);
 	pthread_mutex_lock(&jobs_lock);
@@ -174,9 +180,15 @@ int cfsd_restripe_start(struct cfsd *d, uint64_t stripe_width, uint64_t rate_byt
 	j->last = (struct cvm_restripe_progress){0};
 	j->error[0] = 0;
 	j->lock_error[0] = 0;
-	j->opts = (struct cvm_restripe_opts){.stripe_width = stripe_width, .rate_bytes = rate_bytes,
-					     .stop = &j->stop, .progress = progress,
+	j->opts = (struct cvm_restripe_opts){.stop = &j->stop, .progress = progress,
 					     .hold_io = hold_io, .arg = j};
+	if (asked) {
+		j->opts.stripe_width = asked->stripe_width;
+		j->opts.rate_bytes = asked->rate_bytes;
+		j->opts.nluns = asked->nluns;
+		j->opts.luns = j->luns;
+		memcpy(j->luns, asked->luns, asked->nluns * sizeof *asked->luns);
+	}
 	if (d->restripe_cluster) {
 		j->opts.batch_begin = batch_begin;
 		j->opts.batch_end = batch_end;
@@ -192,7 +204,7 @@ int cfsd_restripe_start(struct cfsd *d, uint64_t stripe_width, uint64_t rate_byt
 	if (rc)
 		return refuse(msg, msglen, rc, "volume %s: cannot start a thread", d->volume);
 	cfs_log(d->fs, "volume %s: restripe started%s", d->volume,
-		staged_only ? " to finish a batch left staged" : rate_bytes ? " (throttled)" : "");
+		staged_only ? " to finish a batch left staged" : j->opts.rate_bytes ? " (throttled)" : "");
 	return 0;
 }
 

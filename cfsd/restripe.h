@@ -8,10 +8,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Start it on a thread of its own: 0, or -errno with msg saying why not.  staged_only: pause
- * once a batch left staged is finished. */
-int cfsd_restripe_start(struct cfsd *d, uint64_t stripe_width, uint64_t rate_bytes,
-			bool staged_only, char *msg, size_t msglen);
+/* Start it on a thread of its own, as asked (stripe width, rate, LUNs; NULL: the restripe
+ * under way as it is): 0, or -errno with msg saying why not.  staged_only: pause once a
+ * batch left staged is finished. */
+int cfsd_restripe_start(struct cfsd *d, const struct cvm_restripe_opts *asked, bool staged_only,
+			char *msg, size_t msglen);
 /* Pause it after the batch in hand (returns at once); -ENOENT if none runs. */
 int cfsd_restripe_stop(struct cfsd *d);
 /* Whether one runs, here or (a cluster's) on another node: cfs grow waits for none. */

@@ -297,7 +297,7 @@ static void hand_over(struct restripe_cluster *rc)
 static void take_over(struct restripe_cluster *rc)
 {
 	char msg[256] = "";
-	int e = cfsd_restripe_start(rc->d, 0, 0, true, msg, sizeof msg);
+	int e = cfsd_restripe_start(rc->d, NULL, true, msg, sizeof msg);
 	if (!e)
 		return;
 	pthread_mutex_lock(&rc->lock);

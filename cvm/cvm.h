@@ -47,12 +47,15 @@ struct cvm_lun_ref {
 	char path[CVM_PATH_KEEP];     /* last known path, for messages only */
 };
 
-/* A restripe under way (docs/restripe.md): the volume moves to one stripe set of
- * target_width over all its LUNs, each giving target_lun_bytes.  Until it is done, the sets
- * above still describe where the chunks not yet moved are. */
+/* A restripe under way (docs/restripe.md): the stripe sets [first_set, first_set +
+ * set_count) (all of them, or those of the LUNs `cvm restripe --luns` chose) move to one
+ * stripe set of target_width over their LUNs, each giving target_lun_bytes; the other sets
+ * stay as they are.  Until it is done, the sets above still describe where the chunks not
+ * yet moved are. */
 struct cvm_restripe {
 	uint64_t target_width; /* 0: no restripe under way */
 	uint64_t target_lun_bytes;
+	uint32_t first_set, set_count;
 	uint64_t moves_done;   /* the planner's moves whose destinations are durable */
 	uint32_t staged;       /* the moves after those whose sources are staged in scratch */
 	uint32_t half;         /* the scratch half holding them */
@@ -84,6 +87,9 @@ uint32_t cvm_crc32c(uint32_t crc, const void *data, size_t len);
 
 /* ---- layout: config -> sizes and address mapping ---- */
 uint64_t cvm_config_size(const struct cvm_config *cfg);
+/* "one stripe set of width 256.0 KiB over 4 LUNs", or "2 stripe sets: width 256.0 KiB over
+ * 2 LUNs, width 64.0 KiB over 4 LUNs"; returns buf. */
+const char *cvm_describe_sets(const struct cvm_config *cfg, char *buf, size_t len);
 int cvm_config_validate(const struct cvm_config *cfg);
 int cvm_check_stripe_width(uint64_t width);
 int cvm_check_name(const char *name);
@@ -240,6 +246,10 @@ struct cvm_restripe_progress {
 
 struct cvm_restripe_opts {
 	uint64_t stripe_width;     /* 0: the width of the restripe under way, else the first set's */
+	/* The LUNs whose stripe sets become one set (whole, adjacent sets); none: every LUN, or
+	 * those of the restripe under way. */
+	const cvm_uuid *luns;
+	uint32_t nluns;
 	uint64_t rate_bytes;       /* at most this many bytes moved a second; 0: no limit */
 	const volatile int *stop;  /* set (by a signal handler) to pause after the batch in hand */
 	void (*progress)(void *arg, const struct cvm_restripe_progress *p); /* after each batch */
@@ -254,11 +264,12 @@ struct cvm_restripe_opts {
 	void *arg;
 };
 
-/* Turn the volume into one stripe set over all its LUNs, or go on with the restripe under
- * way.  Offline: no process may use the volume meanwhile (on this node that is checked).
- * Crash-safe at every write: run it again to go on.  -EINTR when stop paused it (it is
- * resumable the same way); -EALREADY if the volume is one such set already; -ENOSPC if the
- * LUNs cannot hold it as one set.  *out: the config as it ends. */
+/* Turn the volume (or the stripe sets of opts->luns) into one stripe set over its LUNs, or
+ * go on with the restripe under way.  Offline: no process may use the volume meanwhile (on
+ * this node that is checked).  Crash-safe at every write: run it again to go on.  -EINTR
+ * when stop paused it (it is resumable the same way); -EALREADY if it is one such set
+ * already; -ENOSPC if the LUNs cannot hold it as one set; -EINVAL if opts->luns are not
+ * whole, adjacent sets of the volume.  *out: the config as it ends. */
 int cvm_volume_restripe(const struct cvm_scan *scan, const char *name_or_uuid,
 			const struct cvm_restripe_opts *opts, struct cvm_config *out);
 /* The same on vol, opened CVM_OPEN_RDWR, whose config is now `now` (a scan's: a paused
@@ -303,6 +314,9 @@ void cvm_restripe_follow_end(struct cvm_restripe_follower *f);
  * that range now (without wait; come back); -EIO if the restripe's process died meanwhile. */
 int cvm_volume_enter(struct cvm_volume *vol, uint64_t offset, uint64_t len, bool wait);
 void cvm_volume_leave(struct cvm_volume *vol, uint64_t offset, uint64_t len);
+/* What cvm_volume_restripe would refuse of opts on a volume whose config is cfg (-EALREADY
+ * included), with its message, before anything is written. */
+int cvm_restripe_check(const struct cvm_config *cfg, const struct cvm_restripe_opts *opts);
 /* How many moves the restripe under way in cfg takes in all, and of how many bytes each. */
 int cvm_restripe_count(const struct cvm_config *cfg, uint64_t *moves, uint64_t *chunk_bytes);
 

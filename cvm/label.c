@@ -11,7 +11,9 @@
  *  24 volume uuid  40 name[64]  104 u64 ctime  112 u64 mtime  120 uuid of the LUN holding
  *  this copy  136 u32 nsets  140 u32 nluns  144 sets (32 bytes each: width, lun bytes,
  *  first lun, nluns, 8 reserved) then LUNs (288 bytes each: uuid, size, 8 reserved,
- *  path[256]); then u32 crc32c of everything before it, padded to 4 KiB with zeros.
+ *  path[256]); while a restripe is under way, its record (40 bytes: target width, target
+ *  LUN bytes, moves done, u32 staged, u32 half, u32 first set, u32 set count); then u32
+ *  crc32c of everything before it, padded to 4 KiB with zeros.
  */
 #include "internal.h"
 
@@ -24,7 +26,7 @@
 #define SET_BYTES 32u
 #define LUN_BYTES 288u
 #define CONFIG_HEADER 144u
-#define RESTRIPE_BYTES 32u /* after the LUNs, only while a restripe is under way */
+#define RESTRIPE_BYTES 40u /* after the LUNs, only while a restripe is under way */
 
 static void put32(uint8_t *p, uint32_t v) { v = htole32(v); memcpy(p, &v, 4); }
 static void put64(uint8_t *p, uint64_t v) { v = htole64(v); memcpy(p, &v, 8); }
@@ -118,6 +120,8 @@ size_t cvm_config_encode(const struct cvm_config *c, const cvm_uuid *copy_on,
 		put64(p + 16, c->restripe.moves_done);
 		put32(p + 24, c->restripe.staged);
 		put32(p + 28, c->restripe.half);
+		put32(p + 32, c->restripe.first_set);
+		put32(p + 36, c->restripe.set_count);
 		p += RESTRIPE_BYTES;
 	}
 	put32(p, cvm_crc32c(0, buf, body));
@@ -168,6 +172,8 @@ enum cvm_decode cvm_config_decode(const uint8_t buf[CVM_SLOT_BYTES], struct cvm_
 		c->restripe.moves_done = get64(p + 16);
 		c->restripe.staged = get32(p + 24);
 		c->restripe.half = get32(p + 28);
+		c->restripe.first_set = get32(p + 32);
+		c->restripe.set_count = get32(p + 36);
 		if (!c->restripe.target_width)
 			return CVM_DECODE_DAMAGED;
 	}

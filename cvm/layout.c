@@ -5,6 +5,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <string.h>
 
 static uint64_t set_bytes(const struct cvm_stripe_set *s)
@@ -18,6 +19,23 @@ uint64_t cvm_config_size(const struct cvm_config *cfg)
 	for (uint32_t i = 0; i < cfg->nsets; i++)
 		total += set_bytes(&cfg->sets[i]);
 	return total;
+}
+
+const char *cvm_describe_sets(const struct cvm_config *cfg, char *buf, size_t len)
+{
+	char w[32];
+	if (cfg->nsets == 1) {
+		cvm_format_size(cfg->sets[0].stripe_width, w, sizeof w);
+		snprintf(buf, len, "one stripe set of width %s over %u LUNs", w, cfg->nluns);
+		return buf;
+	}
+	size_t at = (size_t)snprintf(buf, len, "%u stripe sets:", cfg->nsets);
+	for (uint32_t i = 0; i < cfg->nsets && at < len; i++) {
+		cvm_format_size(cfg->sets[i].stripe_width, w, sizeof w);
+		at += (size_t)snprintf(buf + at, len - at, "%s width %s over %u LUNs", i ? "," : "",
+				       w, cfg->sets[i].nluns);
+	}
+	return buf;
 }
 
 int cvm_check_stripe_width(uint64_t width)
@@ -53,13 +71,24 @@ int cvm_check_name(const char *name)
 	return 0;
 }
 
-/* The target of a restripe under way holds the volume on the LUNs it has. */
+/* The target of a restripe under way holds its stripe sets on their LUNs, and the sets
+ * after them keep their places. */
 static int validate_restripe(const struct cvm_config *cfg)
 {
 	const struct cvm_restripe *r = &cfg->restripe;
 	bool fits = r->target_lun_bytes && r->target_lun_bytes % r->target_width == 0 &&
-		    r->half <= 1 && r->target_lun_bytes * cfg->nluns >= cvm_config_size(cfg);
-	for (uint32_t i = 0; fits && i < cfg->nluns; i++)
+		    r->half <= 1 && r->set_count && r->first_set < cfg->nsets &&
+		    r->set_count <= cfg->nsets - r->first_set;
+	uint64_t held = 0;
+	uint32_t first_lun = fits ? cfg->sets[r->first_set].first_lun : 0, nluns = 0;
+	for (uint32_t i = r->first_set; fits && i < r->first_set + r->set_count; i++) {
+		held += set_bytes(&cfg->sets[i]);
+		nluns += cfg->sets[i].nluns;
+	}
+	uint64_t target = r->target_lun_bytes * nluns;
+	if (fits)
+		fits = r->first_set + r->set_count == cfg->nsets ? target >= held : target == held;
+	for (uint32_t i = first_lun; fits && i < first_lun + nluns; i++)
 		fits = cfg->luns[i].size_bytes >= CVM_META_BYTES + r->target_lun_bytes;
 	if (cvm_check_stripe_width(r->target_width) || !fits) {
 		cvm_set_error("the restripe record of the config is inconsistent");

@@ -314,32 +314,79 @@ static int move_all(struct run *r)
 	return rc;
 }
 
-/* The config that starts a restripe, or why not. */
-static int begin(struct run *r)
+/* The stripe sets opts->luns make up, or every set. */
+static int asked_sets(const struct cvm_config *cfg, const struct cvm_restripe_opts *opts,
+		      uint32_t *first, uint32_t *count)
 {
-	uint64_t width = r->opts->stripe_width ? r->opts->stripe_width
-					       : r->cfg.sets[0].stripe_width;
-	int rc = cvm_restripe_target(&r->cfg, width, &r->to);
-	if (rc)
-		return rc;
-	if (r->cfg.nsets == 1 && r->cfg.sets[0].stripe_width == width) {
-		cvm_set_error("volume %s is one stripe set of width %" PRIu64 " over all its LUNs "
-			      "already", r->cfg.name, width);
-		return -EALREADY;
-	}
-	r->cfg.restripe = (struct cvm_restripe){.target_width = width,
-						.target_lun_bytes = r->to.sets[0].lun_bytes};
-	return commit(r);
+	*first = 0;
+	*count = cfg->nsets;
+	return opts->nluns ? cvm_restripe_sets_of(cfg, opts->luns, opts->nluns, first, count) : 0;
 }
 
-static void target_of(const struct cvm_config *cfg, struct cvm_config *to)
+/* A new restripe of cfg as opts asks: its record in cfg->restripe, its target in *to. */
+static int new_record(struct cvm_config *cfg, const struct cvm_restripe_opts *opts,
+		      struct cvm_config *to)
 {
-	*to = *cfg;
-	to->restripe = (struct cvm_restripe){0};
-	to->nsets = 1;
-	to->sets[0] = (struct cvm_stripe_set){.stripe_width = cfg->restripe.target_width,
-					      .lun_bytes = cfg->restripe.target_lun_bytes,
-					      .nluns = cfg->nluns};
+	uint32_t first, count;
+	int rc = asked_sets(cfg, opts, &first, &count);
+	if (rc)
+		return rc;
+	const struct cvm_stripe_set *set = &cfg->sets[first];
+	uint64_t width = opts->stripe_width ? opts->stripe_width : set->stripe_width;
+	if ((rc = cvm_restripe_target(cfg, width, first, count, to)))
+		return rc;
+	if (count == 1 && set->stripe_width == width) {
+		if (cfg->nsets == 1)
+			cvm_set_error("volume %s is one stripe set of width %" PRIu64 " over all its "
+				      "LUNs already", cfg->name, width);
+		else
+			cvm_set_error("stripe set %u of volume %s is one stripe set of width %" PRIu64
+				      " already", first, cfg->name, width);
+		return -EALREADY;
+	}
+	cfg->restripe = (struct cvm_restripe){.target_width = width,
+					      .target_lun_bytes = to->sets[first].lun_bytes,
+					      .first_set = first, .set_count = count};
+	return 0;
+}
+
+/* opts asks for nothing the restripe under way in cfg does not do. */
+static int same_restripe(const struct cvm_config *cfg, const struct cvm_restripe_opts *opts)
+{
+	const struct cvm_restripe *r = &cfg->restripe;
+	uint32_t first, count;
+	int rc;
+	if (opts->stripe_width && opts->stripe_width != r->target_width) {
+		cvm_set_error("volume %s is being restriped to stripe width %" PRIu64 "; run the "
+			      "restripe again without --stripe-width to finish that first",
+			      cfg->name, r->target_width);
+		return -EBUSY;
+	}
+	if (opts->nluns && (rc = asked_sets(cfg, opts, &first, &count)))
+		return rc;
+	if (opts->nluns && (first != r->first_set || count != r->set_count)) {
+		char sets[48];
+		cvm_restripe_name_sets(r->first_set, r->set_count, sets, sizeof sets);
+		cvm_set_error("volume %s is being restriped: its %s become one; run the restripe "
+			      "again without --luns to finish that first", cfg->name, sets);
+		return -EBUSY;
+	}
+	return 0;
+}
+
+int cvm_restripe_check(const struct cvm_config *cfg, const struct cvm_restripe_opts *opts)
+{
+	if (cfg->restripe.target_width)
+		return same_restripe(cfg, opts);
+	struct cvm_config *c = malloc(sizeof *c), *to = malloc(sizeof *to);
+	int rc = c && to ? 0 : -ENOMEM;
+	if (!rc) {
+		*c = *cfg;
+		rc = new_record(c, opts, to);
+	}
+	free(c);
+	free(to);
+	return rc;
 }
 
 static int plan_start(struct run *r)
@@ -361,7 +408,7 @@ int cvm_restripe_count(const struct cvm_config *cfg, uint64_t *moves, uint64_t *
 	struct cvm_config *to = malloc(sizeof *to);
 	if (!to)
 		return -ENOMEM;
-	target_of(cfg, to);
+	cvm_restripe_target_of(cfg, to);
 	struct cvm_restripe_plan p;
 	struct cvm_move m;
 	int rc = cvm_restripe_plan_init(&p, cfg, to);
@@ -377,7 +424,7 @@ int cvm_restripe_count(const struct cvm_config *cfg, uint64_t *moves, uint64_t *
 /* The plan from the record's progress on, and room for a batch's moves. */
 static int plan_setup(struct run *r)
 {
-	target_of(&r->cfg, &r->to);
+	cvm_restripe_target_of(&r->cfg, &r->to);
 	int rc = cvm_restripe_count(&r->cfg, &r->total, &r->h);
 	if (rc || (rc = plan_start(r)))
 		return rc;
@@ -404,18 +451,14 @@ static int buffers(struct run *r)
 /* The record of the restripe to do (made now, or found), its plan and its buffers. */
 static int prepare(struct run *r)
 {
-	uint64_t asked = r->opts->stripe_width;
 	int rc;
-	if (!r->cfg.restripe.target_width) {
-		if ((rc = begin(r)))
-			return rc;
-	} else if (asked && asked != r->cfg.restripe.target_width) {
-		cvm_set_error("volume %s is being restriped to stripe width %" PRIu64 "; run the "
-			      "restripe again without --stripe-width to finish that first",
-			      r->cfg.name, r->cfg.restripe.target_width);
-		return -EBUSY;
-	}
-	return (rc = plan_setup(r)) ? rc : buffers(r);
+	if (r->cfg.restripe.target_width)
+		rc = same_restripe(&r->cfg, r->opts);
+	else if (!(rc = new_record(&r->cfg, r->opts, &r->to)))
+		rc = commit(r);
+	if (rc || (rc = plan_setup(r)))
+		return rc;
+	return buffers(r);
 }
 
 /* Every move done: the config becomes the target, with what it learnt meanwhile. */
@@ -694,7 +737,7 @@ int cvm_restripe_view_new(const struct cvm_config *cfg, bool replay,
 	struct cvm_restripe_view *v = calloc(1, sizeof *v);
 	if (!v)
 		return -ENOMEM;
-	target_of(cfg, &v->to);
+	cvm_restripe_target_of(cfg, &v->to);
 	v->chunk_bytes = cvm_restripe_chunk_bytes(cfg, &v->to);
 	v->parked = CVM_NO_CHUNK;
 	struct cvm_restripe_plan p;

@@ -110,9 +110,20 @@ struct cvm_cell cvm_restripe_view_cell(const struct cvm_config *from,
 
 /* The chunk size of a restripe from one layout to the other. */
 uint64_t cvm_restripe_chunk_bytes(const struct cvm_config *from, const struct cvm_config *to);
-/* The target of a restripe of from: one stripe set of the given width over all its LUNs, each
- * giving what the smallest can.  -ENOSPC (with a message) if that holds less than from. */
-int cvm_restripe_target(const struct cvm_config *from, uint64_t width, struct cvm_config *to);
+/* The stripe sets [*first, *first + *count) the LUNs luns[0..n) make up: whole, adjacent
+ * sets.  -EINVAL with a message naming what is wrong. */
+int cvm_restripe_sets_of(const struct cvm_config *cfg, const cvm_uuid *luns, uint32_t n,
+			 uint32_t *first, uint32_t *count);
+/* The target of a restripe of from: its sets [first, first + count) become one stripe set of
+ * the given width over their LUNs, each giving what the smallest can, or exactly what those
+ * sets held if sets follow them (their volume offsets stay).  -ENOSPC or -EINVAL (with a
+ * message) if it cannot hold them. */
+int cvm_restripe_target(const struct cvm_config *from, uint64_t width, uint32_t first,
+			uint32_t count, struct cvm_config *to);
+/* "stripe sets 1-2" or "stripe set 1", for messages. */
+void cvm_restripe_name_sets(uint32_t first, uint32_t count, char *buf, size_t len);
+/* The target of the restripe cfg records. */
+void cvm_restripe_target_of(const struct cvm_config *cfg, struct cvm_config *to);
 /* Where a cycle's first chunk waits: the first scratch cell, whatever the chunk size. */
 #define CVM_PARK_CELL ((struct cvm_cell){0, CVM_SCRATCH_OFFSET})
 

@@ -37,7 +37,7 @@
 #include <unistd.h>
 
 #define GATE_MAGIC 0x43564d47u /* "CVMG" */
-#define GATE_VERSION 2u
+#define GATE_VERSION 3u
 #define GATE_SLOTS 4096u
 #define GATE_BUCKETS 256u
 #define WAIT_CHECK_MS 50 /* a waiter looks whether the owner still lives this often */
@@ -68,6 +68,7 @@ struct gate_header {
 	uint64_t held;               /* asynchronous submissions told to come back */
 	uint64_t batch[CVM_GATE_BATCH_MAX];
 	uint64_t bitmap_off, slots_off, bytes;
+	uint32_t first_set, set_count; /* with target_*: the restripe this gate is for */
 };
 
 struct cvm_gate {
@@ -107,6 +108,14 @@ static bool slot_live(const struct gate_slot *s)
 {
 	int32_t pid = __atomic_load_n(&s->pid, __ATOMIC_ACQUIRE);
 	return pid > 0 && process_start_time(pid) == s->start_time && s->start_time;
+}
+
+/* The gate is for cfg's restripe. */
+static bool gate_of(const struct gate_header *h, const struct cvm_config *cfg)
+{
+	const struct cvm_restripe *r = &cfg->restripe;
+	return h->target_width == r->target_width && h->target_lun_bytes == r->target_lun_bytes &&
+	       h->first_set == r->first_set && h->set_count == r->set_count;
 }
 
 static void gate_name(const cvm_uuid *u, char *buf, size_t len)
@@ -192,6 +201,8 @@ int cvm_gate_create(const struct cvm_config *cfg, const struct cvm_restripe_view
 					.vol_uuid = cfg->vol_uuid,
 					.target_width = cfg->restripe.target_width,
 					.target_lun_bytes = cfg->restripe.target_lun_bytes,
+					.first_set = cfg->restripe.first_set,
+					.set_count = cfg->restripe.set_count,
 					.chunk_bytes = view->chunk_bytes, .nchunks = nchunks,
 					.owner = (int32_t)getpid(), .phase = PHASE_OPEN,
 					.parked = view->parked, .bitmap_off = 4096,
@@ -233,10 +244,8 @@ int cvm_gate_attach(const struct cvm_config *cfg, struct cvm_gate **out)
 	if (!rc && pread(fd, &h, sizeof h, 0) != (ssize_t)sizeof h)
 		rc = -ENOENT;
 	if (!rc && (h.magic != GATE_MAGIC || h.version != GATE_VERSION ||
-		    memcmp(&h.vol_uuid, &cfg->vol_uuid, sizeof h.vol_uuid) ||
-		    h.target_width != cfg->restripe.target_width ||
-		    h.target_lun_bytes != cfg->restripe.target_lun_bytes || h.phase >= PHASE_GONE ||
-		    process_start_time(h.owner) == 0))
+		    memcmp(&h.vol_uuid, &cfg->vol_uuid, sizeof h.vol_uuid) || !gate_of(&h, cfg) ||
+		    h.phase >= PHASE_GONE || process_start_time(h.owner) == 0))
 		rc = -ENOENT; /* not this restripe's, or nobody runs it any more */
 	if (!rc)
 		rc = map_segment(g, fd, h.bytes);
@@ -269,8 +278,7 @@ bool cvm_gate_resume(struct cvm_gate *g, const struct cvm_config *cfg,
 		     const struct cvm_restripe_view *view)
 {
 	struct gate_header *h = g->h;
-	if (h->target_width != cfg->restripe.target_width ||
-	    h->target_lun_bytes != cfg->restripe.target_lun_bytes || h->nchunks != view->nchunks)
+	if (!gate_of(h, cfg) || h->nchunks != view->nchunks || h->chunk_bytes != view->chunk_bytes)
 		return false;
 	for (uint64_t w = 0; w <= view->nchunks / 64; w++)
 		__atomic_store_n(&g->moved[w], view->moved[w], __ATOMIC_RELEASE);

@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -64,31 +65,140 @@ uint64_t cvm_restripe_chunk_bytes(const struct cvm_config *from, const struct cv
 	return smallest_width(to, smallest_width(from, CVM_RESTRIPE_MAX_CHUNK));
 }
 
-int cvm_restripe_target(const struct cvm_config *from, uint64_t width, struct cvm_config *to)
+/* LUN bytes of sets [first, first + count) and their LUNs' smallest data area. */
+static uint64_t sets_held(const struct cvm_config *cfg, uint32_t first, uint32_t count,
+			  uint32_t *nluns, uint64_t *smallest)
+{
+	uint64_t held = 0;
+	*nluns = 0;
+	*smallest = UINT64_MAX;
+	for (uint32_t s = first; s < first + count; s++) {
+		const struct cvm_stripe_set *set = &cfg->sets[s];
+		held += set_bytes(set);
+		*nluns += set->nluns;
+		for (uint32_t i = set->first_lun; i < set->first_lun + set->nluns; i++)
+			if (cfg->luns[i].size_bytes - CVM_META_BYTES < *smallest)
+				*smallest = cfg->luns[i].size_bytes - CVM_META_BYTES;
+	}
+	return held;
+}
+
+void cvm_restripe_name_sets(uint32_t first, uint32_t count, char *buf, size_t len)
+{
+	if (count == 1)
+		snprintf(buf, len, "stripe set %u", first);
+	else
+		snprintf(buf, len, "stripe sets %u-%u", first, first + count - 1);
+}
+
+int cvm_restripe_sets_of(const struct cvm_config *cfg, const cvm_uuid *luns, uint32_t n,
+			 uint32_t *first, uint32_t *count)
+{
+	bool chosen[CVM_MAX_LUNS] = {false};
+	for (uint32_t k = 0; k < n; k++) {
+		uint32_t i = 0;
+		while (i < cfg->nluns && !cvm_uuid_equal(&cfg->luns[i].uuid, &luns[k]))
+			i++;
+		char u[CVM_UUID_STR];
+		cvm_uuid_format(&luns[k], u);
+		if (i == cfg->nluns || chosen[i]) {
+			cvm_set_error(i == cfg->nluns ? "LUN %s is not one of volume %s's; 'cvm show %s' "
+							"lists them"
+						      : "LUN %s is given twice", u, cfg->name, cfg->name);
+			return -EINVAL;
+		}
+		chosen[i] = true;
+	}
+	*count = 0;
+	for (uint32_t s = 0; s < cfg->nsets; s++) {
+		const struct cvm_stripe_set *set = &cfg->sets[s];
+		uint32_t in = 0;
+		for (uint32_t i = set->first_lun; i < set->first_lun + set->nluns; i++)
+			in += chosen[i];
+		if (in && in < set->nluns) {
+			cvm_set_error("volume %s: --luns takes part of stripe set %u (%u of its %u LUNs); "
+				      "a restripe makes whole stripe sets one: give all the set's LUNs "
+				      "or none ('cvm show %s' lists them)", cfg->name, s, in, set->nluns,
+				      cfg->name);
+			return -EINVAL;
+		}
+		if (in && *count && *first + *count != s) {
+			cvm_set_error("volume %s: --luns takes stripe sets %u and %u but not stripe set "
+				      "%u between them; a restripe makes adjacent stripe sets one",
+				      cfg->name, *first + *count - 1, s, *first + *count);
+			return -EINVAL;
+		}
+		if (in && !(*count)++)
+			*first = s;
+	}
+	if (!*count) {
+		cvm_set_error("volume %s: --luns names no LUN", cfg->name);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* from with sets [first, first + count) replaced by one set of width over their LUNs. */
+static void merge_sets(const struct cvm_config *from, uint32_t first, uint32_t count,
+		       uint64_t width, uint64_t lun_bytes, struct cvm_config *to)
+{
+	*to = *from;
+	to->restripe = (struct cvm_restripe){0};
+	uint32_t nluns = 0;
+	for (uint32_t s = first; s < first + count; s++)
+		nluns += from->sets[s].nluns;
+	to->sets[first] = (struct cvm_stripe_set){.stripe_width = width, .lun_bytes = lun_bytes,
+						  .first_lun = from->sets[first].first_lun,
+						  .nluns = nluns};
+	for (uint32_t s = first + count; s < from->nsets; s++)
+		to->sets[s - count + 1] = from->sets[s];
+	to->nsets = from->nsets - count + 1;
+}
+
+void cvm_restripe_target_of(const struct cvm_config *cfg, struct cvm_config *to)
+{
+	const struct cvm_restripe *r = &cfg->restripe;
+	merge_sets(cfg, r->first_set, r->set_count, r->target_width, r->target_lun_bytes, to);
+}
+
+/* The sets after [first, first + count) keep their volume offsets, so the new set must hold
+ * exactly what the sets it replaces held; the last may hold more (the volume grows). */
+int cvm_restripe_target(const struct cvm_config *from, uint64_t width, uint32_t first,
+			uint32_t count, struct cvm_config *to)
 {
 	if (cvm_check_stripe_width(width))
 		return -EINVAL;
-	uint64_t per_lun = UINT64_MAX;
-	for (uint32_t i = 0; i < from->nluns; i++) {
-		uint64_t data = from->luns[i].size_bytes - CVM_META_BYTES;
-		if (data < per_lun)
-			per_lun = data;
+	uint32_t nluns;
+	uint64_t smallest, held = sets_held(from, first, count, &nluns, &smallest);
+	uint64_t per_lun = smallest - smallest % width;
+	char sets[48], over[80], w[32], h[32], n[32];
+	cvm_restripe_name_sets(first, count, sets, sizeof sets);
+	cvm_format_size(width, w, sizeof w);
+	cvm_format_size(held, n, sizeof n);
+	if (first + count < from->nsets) {
+		if (held % nluns || held / nluns % width) {
+			cvm_set_error("volume %s: the %s of %s cannot be spread evenly over their %u "
+				      "LUNs in stripes of %s, and stripe set %u after them must keep "
+				      "its place; include its LUNs too, or give a smaller "
+				      "--stripe-width", from->name, n, sets, nluns, w, first + count);
+			return -EINVAL;
+		}
+		if (held / nluns <= per_lun)
+			per_lun = held / nluns;
 	}
-	per_lun -= per_lun % width;
-	uint64_t need = cvm_config_size(from), have = per_lun * from->nluns;
-	if (per_lun == 0 || have < need) {
-		char h[32], n[32];
-		cvm_format_size(have, h, sizeof h);
-		cvm_format_size(need, n, sizeof n);
-		cvm_set_error("volume %s: one stripe set over its %u LUNs holds %s (each LUN giving "
-			      "as much as the smallest), less than the %s it holds now; add LUNs "
-			      "as large as the others first", from->name, from->nluns, h, n);
+	if (per_lun == 0 || per_lun * nluns < held) {
+		bool all = count == from->nsets;
+		if (all)
+			snprintf(over, sizeof over, "its %u LUNs", nluns);
+		else
+			snprintf(over, sizeof over, "the %u LUNs of %s", nluns, sets);
+		cvm_format_size(per_lun * nluns, h, sizeof h);
+		cvm_set_error("volume %s: one stripe set over %s holds %s (each LUN giving as much "
+			      "as the smallest), less than the %s %s now; add LUNs as large as the "
+			      "others first", from->name, over, h, n, all ? "it holds" : "they hold");
 		return -ENOSPC;
 	}
-	*to = *from;
-	to->nsets = 1;
-	to->sets[0] = (struct cvm_stripe_set){.stripe_width = width, .lun_bytes = per_lun,
-					      .first_lun = 0, .nluns = from->nluns};
+	merge_sets(from, first, count, width, per_lun, to);
 	return 0;
 }
 
@@ -96,7 +206,7 @@ int cvm_restripe_plan_init(struct cvm_restripe_plan *p, const struct cvm_config 
 			   const struct cvm_config *to)
 {
 	memset(p, 0, sizeof *p);
-	if (from->nluns != to->nluns || to->nsets != 1 || cvm_config_size(to) < cvm_config_size(from))
+	if (from->nluns != to->nluns || cvm_config_size(to) < cvm_config_size(from))
 		return -EINVAL;
 	p->from = from;
 	p->to = to;

@@ -40,9 +40,10 @@ static void usage(FILE *out)
 		"  show [NAME] [--json]                        show one volume, or all found\n"
 		"  discover PATH... [--json]                   list volumes and LUNs under paths\n"
 		"  grow NAME [--stripe-width SIZE] LUN...      append a stripe set of new LUNs\n"
-		"  restripe NAME [--stripe-width SIZE] [--rate MB/s]\n"
+		"  restripe NAME [--stripe-width SIZE] [--rate MB/s] [--luns all|LIST]\n"
 		"                                              make it one stripe set over all its\n"
-		"                                              LUNs, mounted on this node (its\n"
+		"                                              LUNs (or those of LIST's stripe\n"
+		"                                              sets), mounted on this node (its\n"
 		"                                              daemon runs it) or unmounted;\n"
 		"                                              Ctrl-C pauses, running it again\n"
 		"                                              (on any node) goes on\n"
@@ -54,9 +55,10 @@ static void usage(FILE *out)
 		"                           file; repeatable (default: $CVM_SCAN, colon-separated,\n"
 		"                           else /dev/disk/by-id)\n"
 		"  -w, --stripe-width SIZE  stripe width: a power of two multiple of 4k (default 256k;\n"
-		"                           restripe: the first stripe set's)\n"
+		"                           restripe: that of the first set it takes)\n"
 		"  -R, --rate MB/s          restripe: move at most this many megabytes a second\n"
-		"      --luns all           restripe: over which LUNs (only all, for now)\n"
+		"      --luns all|LIST      restripe: the LUNs (paths or uuids, comma-separated) of\n"
+		"                           the adjacent stripe sets to make one (default all)\n"
 		"  -j, --json               machine-readable output (show, discover)\n"
 		"  -f, --force              remove a volume that is incomplete or holds data\n"
 		"  -r, --repair             let check rewrite damaged labels and stale config copies\n"
@@ -120,14 +122,21 @@ static void print_volume_text(const struct cvm_scan *scan, const struct cvm_conf
 	       cfg->name, uuid, size, cvm_config_size(cfg), cfg->generation,
 	       volume_complete(scan, cfg) ? "complete" : "INCOMPLETE (see the LUNs below)");
 	uint64_t moves, chunk;
-	if (cfg->restripe.target_width && cvm_restripe_count(cfg, &moves, &chunk) == 0) {
-		char width[32], per[32];
-		cvm_format_size(cfg->restripe.target_width, width, sizeof width);
-		cvm_format_size(cfg->restripe.target_lun_bytes, per, sizeof per);
-		printf("  restripe    %.0f%% done (%" PRIu64 " of %" PRIu64 " moves) to one stripe set "
-		       "of width %s, %u LUNs x %s; 'cvm restripe %s' goes on with it\n",
-		       moves ? 100.0 * (double)cfg->restripe.moves_done / (double)moves : 100.0,
-		       cfg->restripe.moves_done, moves, width, cfg->nluns, per, cfg->name);
+	const struct cvm_restripe *r = &cfg->restripe;
+	if (r->target_width && cvm_restripe_count(cfg, &moves, &chunk) == 0) {
+		char width[32], per[32], sets[64] = "";
+		cvm_format_size(r->target_width, width, sizeof width);
+		cvm_format_size(r->target_lun_bytes, per, sizeof per);
+		uint32_t nluns = 0;
+		for (uint32_t s = r->first_set; s < r->first_set + r->set_count; s++)
+			nluns += cfg->sets[s].nluns;
+		if (r->set_count < cfg->nsets)
+			snprintf(sets, sizeof sets, "of stripe sets %u-%u ", r->first_set,
+				 r->first_set + r->set_count - 1);
+		printf("  restripe    %.0f%% done (%" PRIu64 " of %" PRIu64 " moves) %sto one stripe "
+		       "set of width %s, %u LUNs x %s; 'cvm restripe %s' goes on with it\n",
+		       moves ? 100.0 * (double)r->moves_done / (double)moves : 100.0, r->moves_done,
+		       moves, sets, width, nluns, per, cfg->name);
 	}
 	for (uint32_t s = 0; s < cfg->nsets; s++) {
 		const struct cvm_stripe_set *set = &cfg->sets[s];
@@ -155,8 +164,9 @@ static void print_restripe_json(const struct cvm_config *cfg)
 	}
 	printf("\"restripe\":{\"target_stripe_width\":%" PRIu64 ",\"target_lun_bytes\":%" PRIu64
 	       ",\"moves_done\":%" PRIu64 ",\"moves_total\":%" PRIu64 ",\"chunk_bytes\":%" PRIu64
-	       ",\"staged\":%u},", cfg->restripe.target_width, cfg->restripe.target_lun_bytes,
-	       cfg->restripe.moves_done, moves, chunk, cfg->restripe.staged);
+	       ",\"staged\":%u,\"first_set\":%u,\"set_count\":%u},", cfg->restripe.target_width,
+	       cfg->restripe.target_lun_bytes, cfg->restripe.moves_done, moves, chunk,
+	       cfg->restripe.staged, cfg->restripe.first_set, cfg->restripe.set_count);
 }
 
 static void print_volume_json(const struct cvm_scan *scan, const struct cvm_config *cfg)
@@ -511,15 +521,92 @@ static void restripe_progress(void *arg, const struct cvm_restripe_progress *p)
 	fputc('\n', stderr);
 }
 
+static bool same_file(const struct stat *a, const char *path)
+{
+	struct stat b;
+	if (stat(path, &b))
+		return false;
+	if (S_ISBLK(a->st_mode))
+		return S_ISBLK(b.st_mode) && a->st_rdev == b.st_rdev;
+	return a->st_dev == b.st_dev && a->st_ino == b.st_ino;
+}
+
+/* The scanned LUN at path (any path to the same file or device), or NULL. */
+static const struct cvm_found_lun *lun_at(const struct cvm_scan *scan, const char *path)
+{
+	struct stat st;
+	if (stat(path, &st))
+		return NULL;
+	for (size_t i = 0; i < scan->nluns; i++) {
+		const struct cvm_found_lun *f = &scan->luns[i];
+		bool same = same_file(&st, f->path);
+		for (size_t k = 0; !same && k < f->nalt; k++)
+			same = same_file(&st, f->alt_paths[k]);
+		if (same)
+			return f;
+	}
+	return NULL;
+}
+
+/* --luns LIST: LUN paths or uuids, comma-separated, into out (room for CVM_MAX_LUNS);
+ * "all" gives none. */
+static int parse_luns(const char *list, const struct cvm_scan *scan, cvm_uuid *out, uint32_t *n)
+{
+	*n = 0;
+	if (!strcmp(list, "all"))
+		return EXIT_OK;
+	char *copy = strdup(list), *save = NULL;
+	int ex = copy ? EXIT_OK : EXIT_FAILED;
+	for (char *item = copy ? strtok_r(copy, ",", &save) : NULL; item && !ex;
+	     item = strtok_r(NULL, ",", &save)) {
+		const struct cvm_found_lun *f = lun_at(scan, item);
+		if (*n == CVM_MAX_LUNS) {
+			fprintf(stderr, "cvm restripe: --luns names more than %d LUNs\n", CVM_MAX_LUNS);
+			ex = EXIT_USAGE;
+		} else if (f && !cvm_uuid_is_zero(&f->lun_uuid)) {
+			out[(*n)++] = f->lun_uuid;
+		} else if (f || cvm_uuid_parse(item, &out[*n])) {
+			fprintf(stderr, "cvm restripe: --luns: %s is %s; give the LUNs whose stripe "
+					"sets are to become one, by path or uuid, comma-separated "
+					"('cvm show' lists them), or all\n", item,
+				f ? "a LUN without a label" : access(item, F_OK) ? "neither a path nor a uuid"
+								 : "not a LUN the scan found (see --scan)");
+			ex = EXIT_USAGE;
+		} else {
+			(*n)++;
+		}
+	}
+	if (!ex && *n == 0) {
+		fprintf(stderr, "cvm restripe: --luns '%s' names no LUN\n", list);
+		ex = EXIT_USAGE;
+	}
+	free(copy);
+	return ex;
+}
+
+/* What the restripe did or why not; the exit status. */
+static int restripe_said(int rc, const char *name, const struct cvm_config *cfg)
+{
+	if (rc == 0) {
+		char size[32], sets[256];
+		cvm_format_size(cvm_config_size(cfg), size, sizeof size);
+		printf("volume %s restriped: %s, %s, generation %" PRIu64 "\n", cfg->name,
+		       cvm_describe_sets(cfg, sets, sizeof sets), size, cfg->generation);
+	} else if (rc == -EINTR) {
+		printf("volume %s: restripe paused; the volume can be used meanwhile, and "
+		       "'cvm restripe %s' goes on with it\n", cfg->name, cfg->name);
+	} else if (rc == -EALREADY) {
+		printf("volume %s: nothing to do: %s\n", name, cvm_last_error());
+	}
+	return rc == 0 || rc == -EALREADY ? EXIT_OK
+	       : rc == -EINTR		  ? EXIT_RESTRIPE_PAUSED
+					  : fail("restripe", rc);
+}
+
 static int cmd_restripe(struct opts *o)
 {
 	if (o->nargs != 1)
 		return usage_error("%s needs exactly one volume name", "restripe");
-	if (o->luns && strcmp(o->luns, "all")) {
-		fprintf(stderr, "cvm restripe: --luns %s: not yet; a restripe spreads the volume "
-				"over all its LUNs (--luns all)\n", o->luns);
-		return EXIT_USAGE;
-	}
 	struct change_lock cl;
 	struct cvm_scan scan;
 	int ex = begin_change(o, "restripe", &cl, &scan);
@@ -528,44 +615,38 @@ static int cmd_restripe(struct opts *o)
 	struct sigaction sa = {.sa_handler = stop_restripe};
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	cvm_uuid *luns = calloc(CVM_MAX_LUNS, sizeof *luns);
 	struct cvm_restripe_opts ropts = {.stripe_width = o->stripe_width,
-					  .rate_bytes = (uint64_t)(o->rate_mb * 1e6),
+					  .rate_bytes = (uint64_t)(o->rate_mb * 1e6), .luns = luns,
 					  .stop = &restripe_stop, .progress = restripe_progress,
 					  .arg = o->args[0]};
 	struct cvm_config *cfg = malloc(sizeof *cfg);
 	char dir[PATH_MAX];
-	int rc = cfg ? cvm_scan_find_volume(&scan, o->args[0], cfg) : -ENOMEM;
+	int rc = cfg && luns ? cvm_scan_find_volume(&scan, o->args[0], cfg) : -ENOMEM;
+	if (!rc && o->luns && (ex = parse_luns(o->luns, &scan, luns, &ropts.nluns)))
+		goto out;
+	if (!rc) /* everything it would refuse, before the daemon drops a map */
+		rc = cvm_restripe_check(cfg, &ropts);
 	if (!rc && restripe_mount_of(cfg, dir, sizeof dir)) {
 		rc = restripe_mounted(dir, &ropts);
 		cvm_scan_free(&scan);
 		if (rc && rc != -EINTR) { /* said on stderr */
-			free(cfg);
-			change_lock_drop(&cl);
-			return EXIT_FAILED;
+			ex = EXIT_FAILED;
+			goto out_unscanned;
 		}
 		if (cvm_scan_paths(o->scan.paths, o->scan.n, &scan) == 0) /* the config it left */
 			cvm_scan_find_volume(&scan, o->args[0], cfg);
 	} else if (!rc) {
 		rc = cvm_volume_restripe(&scan, o->args[0], &ropts, cfg);
 	}
+	ex = restripe_said(rc, o->args[0], cfg);
+out:
 	cvm_scan_free(&scan);
+out_unscanned:
 	change_lock_drop(&cl);
-	if (rc == 0) {
-		char size[32], width[32];
-		cvm_format_size(cvm_config_size(cfg), size, sizeof size);
-		cvm_format_size(cfg->sets[0].stripe_width, width, sizeof width);
-		printf("volume %s restriped: one stripe set of width %s over %u LUNs, %s, "
-		       "generation %" PRIu64 "\n", cfg->name, width, cfg->nluns, size, cfg->generation);
-	} else if (rc == -EINTR) {
-		printf("volume %s: restripe paused; the volume can be used meanwhile, and "
-		       "'cvm restripe %s' goes on with it\n", cfg->name, cfg->name);
-	} else if (rc == -EALREADY) {
-		printf("volume %s: nothing to do: %s\n", o->args[0], cvm_last_error());
-	}
 	free(cfg);
-	return rc == 0 || rc == -EALREADY ? EXIT_OK
-	       : rc == -EINTR		  ? EXIT_RESTRIPE_PAUSED
-					  : fail("restripe", rc);
+	free(luns);
+	return ex;
 }
 
 static int parse(int argc, char **argv, struct opts *o)

@@ -96,6 +96,11 @@ int restripe_mounted(const char *dir, const struct cvm_restripe_opts *opts)
 	req.has_size = req.has_rate = true;
 	req.size = opts->stripe_width;
 	req.rate = opts->rate_bytes;
+	ProtobufCBinaryData luns[CVM_MAX_LUNS];
+	for (uint32_t i = 0; i < opts->nluns && i < CVM_MAX_LUNS; i++)
+		luns[i] = (ProtobufCBinaryData){sizeof opts->luns[i].b, (uint8_t *)opts->luns[i].b};
+	req.n_luns = opts->nluns;
+	req.luns = luns;
 	ControlReply *r;
 	int rc = tool_ask("cvm restripe", dir, &req, &r);
 	if (rc)

@@ -100,13 +100,27 @@ Test(label, restripe_record_round_trip_and_sanity)
 	uint8_t *buf = calloc(1, CVM_SLOT_BYTES);
 	cvm_uuid on;
 	c->restripe = (struct cvm_restripe){.target_width = 64 << 10, .target_lun_bytes = 16 << 20,
-					    .moves_done = 1234, .staged = 7, .half = 1};
+					    .moves_done = 1234, .staged = 7, .half = 1,
+					    .first_set = 0, .set_count = 2};
 	cvm_config_encode(c, &c->luns[0].uuid, buf);
 	cr_assert_eq(cvm_config_decode(buf, back, &on), CVM_DECODE_OK, "%s", cvm_last_error());
 	cr_assert(!memcmp(&back->restripe, &c->restripe, sizeof c->restripe));
 	c->restripe.target_lun_bytes = 18 << 20; /* more than the smallest LUN gives */
 	cvm_config_encode(c, &c->luns[0].uuid, buf);
 	cr_assert_eq(cvm_config_decode(buf, back, &on), CVM_DECODE_DAMAGED);
+	/* Set 0 alone: set 1 keeps its place only if the target holds exactly set 0's 8 MiB. */
+	c->restripe.set_count = 1;
+	c->restripe.target_lun_bytes = 4 << 20;
+	cvm_config_encode(c, &c->luns[0].uuid, buf);
+	cr_assert_eq(cvm_config_decode(buf, back, &on), CVM_DECODE_OK, "%s", cvm_last_error());
+	cr_assert_eq(back->restripe.set_count, 1);
+	c->restripe.target_lun_bytes = 8 << 20;
+	cvm_config_encode(c, &c->luns[0].uuid, buf);
+	cr_assert_eq(cvm_config_decode(buf, back, &on), CVM_DECODE_DAMAGED, "set 1 would move");
+	c->restripe = (struct cvm_restripe){.target_width = 64 << 10, .target_lun_bytes = 8 << 20,
+					    .first_set = 1, .set_count = 2};
+	cvm_config_encode(c, &c->luns[0].uuid, buf);
+	cr_assert_eq(cvm_config_decode(buf, back, &on), CVM_DECODE_DAMAGED, "sets past the last");
 	c->restripe = (struct cvm_restripe){0}; /* none: the length release 0.1 knows */
 	cvm_config_encode(c, &c->luns[0].uuid, buf);
 	cr_assert_eq(cvm_config_decode(buf, back, &on), CVM_DECODE_OK);

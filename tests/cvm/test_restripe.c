@@ -197,6 +197,54 @@ Test(restripe, pauses_and_goes_on)
 	verify(half);
 }
 
+/* The config as the LUNs hold it now. */
+static struct cvm_config config_now(void)
+{
+	struct cvm_config c;
+	rescan();
+	cr_assert_eq(cvm_scan_find_volume(&scan, "v", &c), 0, "%s", cvm_last_error());
+	return c;
+}
+
+/* --luns: one stripe set at a time gets a new width, the other keeps its layout and every
+ * block; the second set first (the last: it could grow), then the first (set 1 after it
+ * keeps its place).  Paused after a batch, the restripe goes on without --luns as recorded,
+ * and refuses other LUNs meanwhile. */
+Test(restripe, luns_restripe_their_sets_only)
+{
+	uint64_t half = grown_volume(64 << 10);
+	struct cvm_config c = config_now();
+	cvm_uuid second[2] = {c.luns[3].uuid, c.luns[2].uuid}, first[2] = {c.luns[0].uuid,
+									c.luns[1].uuid};
+	struct cvm_restripe_opts o = {.stripe_width = 16 << 10, .luns = second, .nluns = 2,
+				      .stop = &stop_now, .progress = stop_after_first};
+	stop_now = 0;
+	cr_assert_eq(restripe(&o), -EINTR, "%s", cvm_last_error());
+	c = config_now();
+	cr_assert(c.restripe.first_set == 1 && c.restripe.set_count == 1 &&
+		  c.restripe.moves_done > 0);
+	struct cvm_restripe_opts other = {.luns = first, .nluns = 2};
+	cr_assert_eq(restripe(&other), -EBUSY, "other LUNs while one is under way");
+	cr_assert(strstr(cvm_last_error(), "its stripe set 1 become one"), "%s", cvm_last_error());
+	cr_assert_eq(restripe(&plain), 0, "%s", cvm_last_error());
+	c = config_now();
+	cr_assert(c.nsets == 2 && c.sets[0].stripe_width == 64 << 10 &&
+		  c.sets[1].stripe_width == 16 << 10 && c.sets[1].first_lun == 2);
+	read_back(half, 0, false);
+
+	struct cvm_restripe_opts set0 = {.stripe_width = 4 << 10, .luns = first, .nluns = 2};
+	cr_assert_eq(restripe(&set0), 0, "%s", cvm_last_error());
+	c = config_now();
+	cr_assert(c.nsets == 2 && c.sets[0].stripe_width == 4 << 10 &&
+		  c.sets[1].stripe_width == 16 << 10 && c.sets[0].lun_bytes * 2 == half);
+	read_back(half, 0, false);
+	cr_assert_eq(restripe(&set0), -EALREADY);
+	cr_assert(strstr(cvm_last_error(), "stripe set 0 of volume v is one stripe set of width "
+					   "4096 already"), "%s", cvm_last_error());
+	cr_assert_eq(restripe(&plain), 0, "%s", cvm_last_error());
+	verify(half);
+}
+
 Test(restripe, a_volume_that_would_not_fit_is_refused_unchanged)
 {
 	const char *luns[] = {make_lun("a", LUN_BYTES * 2), make_lun("b", LUN_BYTES * 2),

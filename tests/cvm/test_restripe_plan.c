@@ -161,7 +161,7 @@ Test(restripe_plan, random_layouts_end_in_the_target, .timeout = 120)
 		random_volume(from, &seed);
 		cr_assert_eq(cvm_config_validate(from), 0, "%s", cvm_last_error());
 		uint64_t width = 4096ull << (rnd(&seed) % 7);
-		int rc = cvm_restripe_target(from, width, to);
+		int rc = cvm_restripe_target(from, width, 0, from->nsets, to);
 		if (rc == -ENOSPC)
 			continue; /* LUNs of unequal sizes: the target may not hold it */
 		cr_assert_eq(rc, 0, "%s", cvm_last_error());
@@ -186,7 +186,7 @@ Test(restripe_plan, two_luns_grown_to_four)
 		cvm_uuid_generate(&from.luns[i].uuid);
 		from.luns[i].size_bytes = CVM_META_BYTES + (32 << 20);
 	}
-	cr_assert_eq(cvm_restripe_target(&from, 256 << 10, &to), 0, "%s", cvm_last_error());
+	cr_assert_eq(cvm_restripe_target(&from, 256 << 10, 0, from.nsets, &to), 0, "%s", cvm_last_error());
 	cr_assert_eq(cvm_config_size(&to), cvm_config_size(&from));
 	cr_assert_eq(cvm_restripe_chunk_bytes(&from, &to), 64 << 10);
 	uint64_t moves = run_sequential(&from, &to);
@@ -202,7 +202,7 @@ Test(restripe_plan, same_input_same_moves)
 	struct cvm_config from, to;
 	do {
 		random_volume(&from, &seed);
-	} while (cvm_restripe_target(&from, 64 << 10, &to));
+	} while (cvm_restripe_target(&from, 64 << 10, 0, from.nsets, &to));
 	struct cvm_restripe_plan a, b;
 	cr_assert_eq(cvm_restripe_plan_init(&a, &from, &to), 0);
 	cr_assert_eq(cvm_restripe_plan_init(&b, &from, &to), 0);
@@ -232,8 +232,111 @@ Test(restripe_plan, a_target_that_does_not_hold_the_volume_is_refused)
 		cvm_uuid_generate(&from.luns[i].uuid);
 		from.luns[i].size_bytes = CVM_META_BYTES + sizes[i];
 	}
-	cr_assert_eq(cvm_restripe_target(&from, 256 << 10, &to), -ENOSPC);
+	cr_assert_eq(cvm_restripe_target(&from, 256 << 10, 0, from.nsets, &to), -ENOSPC);
 	cr_assert(strstr(cvm_last_error(), "volume oradata: one stripe set over its 3 LUNs holds "
 					   "48.0 MiB"), "%s", cvm_last_error());
-	cr_assert_eq(cvm_restripe_target(&from, 3000, &to), -EINVAL);
+	cr_assert_eq(cvm_restripe_target(&from, 3000, 0, from.nsets, &to), -EINVAL);
+}
+
+/* A run of the sets becomes one, the others stay: from random layouts and random runs, the
+ * moves end in the target and the sets outside the run keep every chunk where it was. */
+Test(restripe_plan, random_runs_of_sets_end_in_the_target, .timeout = 120)
+{
+	uint64_t seed = 0x5e75;
+	struct cvm_config *from = malloc(sizeof *from), *to = malloc(sizeof *to);
+	int planned = 0;
+	for (int round = 0; round < 400; round++) {
+		random_volume(from, &seed);
+		uint32_t first = (uint32_t)(rnd(&seed) % from->nsets);
+		uint32_t count = 1 + (uint32_t)(rnd(&seed) % (from->nsets - first));
+		uint64_t width = 4096ull << (rnd(&seed) % 7);
+		int rc = cvm_restripe_target(from, width, first, count, to);
+		if (rc == -ENOSPC || rc == -EINVAL)
+			continue; /* unequal LUNs, or a run that cannot keep the next set in place */
+		cr_assert_eq(rc, 0, "%s", cvm_last_error());
+		cr_assert_eq(cvm_config_validate(to), 0, "%s", cvm_last_error());
+		cr_assert_eq(to->nsets, from->nsets - count + 1);
+		for (uint32_t s = first + count; s < from->nsets; s++)
+			cr_assert(!memcmp(&to->sets[s - count + 1], &from->sets[s], sizeof from->sets[s]),
+				  "set %u after the run changed", s);
+		if (first + count < from->nsets)
+			cr_assert_eq(cvm_config_size(to), cvm_config_size(from));
+		run_sequential(from, to);
+		run_batched(from, to, 1 + (unsigned)(rnd(&seed) % 9));
+		planned++;
+	}
+	cr_assert_gt(planned, 100, "only %d rounds made a target", planned);
+	free(from);
+	free(to);
+}
+
+/* Sets of 2, 2 and 2 LUNs of one size. */
+static void three_sets(struct cvm_config *from)
+{
+	memset(from, 0, sizeof *from);
+	snprintf(from->name, sizeof from->name, "oradata");
+	from->nsets = 3;
+	from->nluns = 6;
+	for (uint32_t s = 0; s < 3; s++)
+		from->sets[s] = (struct cvm_stripe_set){.stripe_width = 256 << 10,
+							.lun_bytes = 32 << 20, .first_lun = 2 * s,
+							.nluns = 2};
+	for (int i = 0; i < 6; i++) {
+		cvm_uuid_generate(&from->luns[i].uuid);
+		from->luns[i].size_bytes = CVM_META_BYTES + (32 << 20);
+	}
+}
+
+Test(restripe_plan, luns_name_whole_adjacent_sets)
+{
+	struct cvm_config from, to;
+	three_sets(&from);
+	uint32_t first = 99, count = 99;
+	cvm_uuid luns[4] = {from.luns[3].uuid, from.luns[2].uuid, from.luns[4].uuid,
+			    from.luns[5].uuid};
+	cr_assert_eq(cvm_restripe_sets_of(&from, luns, 4, &first, &count), 0, "%s",
+		     cvm_last_error());
+	cr_assert(first == 1 && count == 2, "sets %u+%u", first, count);
+	cr_assert_eq(cvm_restripe_sets_of(&from, luns, 3, &first, &count), -EINVAL);
+	cr_assert(strstr(cvm_last_error(), "part of stripe set 2 (1 of its 2 LUNs)"), "%s",
+		  cvm_last_error());
+	cvm_uuid apart[4] = {from.luns[0].uuid, from.luns[1].uuid, from.luns[4].uuid,
+			     from.luns[5].uuid};
+	cr_assert_eq(cvm_restripe_sets_of(&from, apart, 4, &first, &count), -EINVAL);
+	cr_assert(strstr(cvm_last_error(), "stripe sets 0 and 2 but not stripe set 1"), "%s",
+		  cvm_last_error());
+	cvm_uuid twice[2] = {from.luns[0].uuid, from.luns[0].uuid};
+	cr_assert_eq(cvm_restripe_sets_of(&from, twice, 2, &first, &count), -EINVAL);
+	cr_assert(strstr(cvm_last_error(), "is given twice"), "%s", cvm_last_error());
+	cvm_uuid stranger;
+	cvm_uuid_generate(&stranger);
+	cr_assert_eq(cvm_restripe_sets_of(&from, &stranger, 1, &first, &count), -EINVAL);
+	cr_assert(strstr(cvm_last_error(), "is not one of volume oradata's"), "%s",
+		  cvm_last_error());
+	/* Sets 0-1 before set 2: exactly their 128 MiB, so set 2 stays where it is. */
+	cr_assert_eq(cvm_restripe_target(&from, 256 << 10, 0, 2, &to), 0, "%s", cvm_last_error());
+	cr_assert(to.nsets == 2 && to.sets[0].nluns == 4 && to.sets[0].lun_bytes == 32 << 20 &&
+		  to.sets[1].first_lun == 4);
+	cr_assert_gt(run_sequential(&from, &to), 0);
+}
+
+Test(restripe_plan, a_run_of_sets_that_cannot_keep_the_next_in_place_is_refused)
+{
+	struct cvm_config from, to;
+	three_sets(&from);
+	/* Set 0 in stripes of 1 MiB: 31.75 MiB a LUN is not a number of stripes. */
+	from.sets[0].lun_bytes = (32 << 20) - (256 << 10);
+	cr_assert_eq(cvm_config_validate(&from), 0, "%s", cvm_last_error());
+	cr_assert_eq(cvm_restripe_target(&from, 1 << 20, 0, 1, &to), -EINVAL);
+	cr_assert(strstr(cvm_last_error(), "the 63.5 MiB of stripe set 0 cannot be spread evenly "
+					   "over their 2 LUNs in stripes of 1.0 MiB, and stripe set 1 "
+					   "after them must keep its place"), "%s", cvm_last_error());
+	cr_assert_eq(cvm_restripe_target(&from, 128 << 10, 0, 1, &to), 0, "%s", cvm_last_error());
+	/* Sets 0-1 of a volume whose set 1 has smaller LUNs than set 0 uses. */
+	three_sets(&from);
+	from.sets[1].lun_bytes = 16 << 20;
+	from.luns[2].size_bytes = from.luns[3].size_bytes = CVM_META_BYTES + (16 << 20);
+	cr_assert_eq(cvm_restripe_target(&from, 256 << 10, 0, 2, &to), -ENOSPC);
+	cr_assert(strstr(cvm_last_error(), "one stripe set over the 4 LUNs of stripe sets 0-1 holds "
+					   "64.0 MiB"), "%s", cvm_last_error());
 }

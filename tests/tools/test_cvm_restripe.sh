@@ -35,7 +35,7 @@ sums >"$T/sums"
 # tests/cfs/test_restripe_online.sh).
 umount_cfs "$M"
 before=$(fingerprint)
-expect 2 "--luns 0,1: not yet" "restripe --luns other than all is refused" -- cvm restripe v --luns 0,1
+expect 2 "--luns: 0 is neither a path nor a uuid" "a --luns naming no LUN is refused" -- cvm restripe v --luns 0,1
 expect 2 "--rate 0: give megabytes a second" "a rate of 0 is refused" -- cvm restripe v --rate 0
 expect 2 "--rate and --luns apply to 'restripe' only" "--rate with another command is refused" -- cvm show v --rate 5
 expect 2 "power of two" "a bad stripe width is refused" -- cvm restripe v -w 100k
