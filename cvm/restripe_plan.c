@@ -168,8 +168,15 @@ int cvm_restripe_target(const struct cvm_config *from, uint64_t width, uint32_t 
 {
 	if (cvm_check_stripe_width(width))
 		return -EINVAL;
-	uint32_t nluns;
-	uint64_t smallest, held = sets_held(from, first, count, &nluns, &smallest);
+	uint32_t nluns = 0;
+	uint64_t smallest = 0, held = 0;
+	if (count && first < from->nsets && count <= from->nsets - first)
+		held = sets_held(from, first, count, &nluns, &smallest);
+	if (!nluns) {
+		cvm_set_error("volume %s has no stripe sets %u-%u", from->name, first,
+			      first + count - 1);
+		return -EINVAL;
+	}
 	uint64_t per_lun = smallest - smallest % width;
 	char sets[48], over[80], w[32], h[32], n[32];
 	cvm_restripe_name_sets(first, count, sets, sizeof sets);

@@ -4,7 +4,8 @@
 # writing and reading back stamped blocks (odm_race stamp), a block verifier (O_DIRECT) and an
 # odmload database, and node 3 reads files written before the grow.  Node 2 unmounts and
 # mounts again in the middle (it joins the run); the run is paused with Ctrl-C on node 1 and
-# finished from node 3.  Then every file as written, one stripe set, fsck.cfs -n clean.
+# finished from node 3.  Grown by 2 LUNs more, the first set's 4 are restriped to another
+# width from node 2 (--luns).  Then every file as written, fsck.cfs -n clean.
 . "$(dirname "$0")/cfs_lib.sh" "cfs restripe on a cluster"
 ODM=$(dirname "$BIN")/tests/odm
 export ODM_TEST_DB="RS$$"
@@ -80,6 +81,15 @@ check "node 3 logged that it no longer follows it" grep -q "no longer following 
 expect 0 "restriped: one stripe set of width 256.0 KiB over 4 LUNs" \
 	"node 3 finishes the paused restripe, all three nodes still mounted" -- on 3 "$BIN/cvm" restripe data
 
+# Grown again; then only the first set's LUNs (all the data) to 64 KiB stripes, from node 2.
+truncate -s 64M "$T/lun4" "$T/lun5"
+check "cvm grow by 2 more LUNs" "$BIN/cvm" grow data "$T/lun4" "$T/lun5"
+check "cfs grow on node 3" on 3 "$BIN/cfs" grow "$(M 3)"
+expect 0 "restriped: 2 stripe sets: width 64.0 KiB over 4 LUNs, width 256.0 KiB over 2 LUNs" \
+	"node 2 restripes the first set's LUNs (--luns) while three nodes use the volume" -- \
+	on 2 "$BIN/cvm" restripe data --luns "$T/lun0,$T/lun1,$T/lun2,$T/lun3" -w 64k
+check "node 1 followed node 2's restripe" grep -q "following the restripe run by node 2" "$T/cfsd1.log"
+
 touch "$T/stop" "$T/stop1" "$T/stop2" "$T/stop3"
 for n in 1 2 3; do
 	p=stamp$n
@@ -102,7 +112,7 @@ done
 no_damage_logged
 for n in 1 2 3; do check "node $n unmounts" umount_on $n; done
 fsck_clean "after the restripe on a cluster"
-check "one stripe set over the 4 LUNs" bash -c "'$BIN/cvm' show data --json | python3 -c 'import json,sys; v=json.load(sys.stdin)[\"volumes\"][0]; assert v[\"restripe\"] is None and len(v[\"stripe_sets\"])==1 and len(v[\"stripe_sets\"][0][\"luns\"])==4, v'"
+check "the 4 LUNs in one set of 64 KiB stripes, then the 2 added" bash -c "'$BIN/cvm' show data --json | python3 -c 'import json,sys; v=json.load(sys.stdin)[\"volumes\"][0]; assert v[\"restripe\"] is None and [(len(s[\"luns\"]), s[\"stripe_width\"]) for s in v[\"stripe_sets\"]]==[(4, 65536), (2, 262144)], v'"
 check "node 2 mounts after it" mount_on 2
 check "node 2 reads the files from before as written" on 2 bash -c "cd '$(M 2)' && sha256sum before1 before2 | cmp -s - '$T/sums'"
 check "node 2 unmounts" umount_on 2

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # cvm restripe --luns as a user runs it: a filesystem on 2 LUNs grown twice by 2 (three stripe
-# sets); the last two sets made one (paused and resumed without --luns), then the first given
-# another width while mounted (its daemon runs it), then all of it one set; every file as
-# written and fsck clean after each.  Each refusal says what is wrong and changes nothing.
+# sets); the last two sets made one (crashed, paused, resumed without --luns), then the first
+# given another width while mounted (its daemon runs it), then all of it one set; every file
+# as written and fsck clean after each.  Each refusal says what is wrong and changes nothing.
 . "$(dirname "$0")/../cfs/lib.sh"
 M=$T/mnt
 cvm() { "$BIN/cvm" "$@"; }
@@ -59,8 +59,12 @@ expect 1 "takes part of stripe set 0" "refused while mounted, before the daemon 
 check "the daemon was not asked" bash -c "! grep -q 'restripe started' '$T/v.log'"
 umount_cfs "$M"
 
-# Sets 1-2 (a LUN named by uuid) become one; paused with Ctrl-C, then finished without --luns.
-"$BIN/cvm" restripe v --rate 5 --luns "$(lun 2),$(lun 3),$uuid4,$(lun 5)" >"$T/paused.out" 2>&1 &
+# Sets 1-2 (a LUN named by uuid) become one: the power lost at its 40th write, then run again
+# without --luns and paused with Ctrl-C, then finished.
+expect 86 "" "the restripe of sets 1-2 loses power at its 40th write" -- \
+	env CVM_FAULT_CRASH_AFTER=40 "$BIN/cvm" restripe v --luns "$(lun 2),$(lun 3),$uuid4,$(lun 5)"
+check "the record says sets 1-2" layout_is "2x256k 2x256k 2x256k 1+2"
+"$BIN/cvm" restripe v --rate 5 >"$T/paused.out" 2>&1 &
 job=$!
 check_soon 120 "a restripe of sets 1-2 is under way" under_way
 kill -INT $job
