@@ -97,7 +97,6 @@ static int grow(struct cfsd *d, uint64_t *added, char *msg, size_t msglen)
 	return 0;
 }
 
-/* nodes and node_ptrs: room for the mounted nodes, then the recovering ones. */
 /* RESTRIPE: start it as the request asks. */
 static int restripe_asked(struct cfsd *d, const ControlRequest *req, char *msg, size_t msglen)
 {
@@ -115,6 +114,7 @@ static int restripe_asked(struct cfsd *d, const ControlRequest *req, char *msg, 
 	return cfsd_restripe_start(d, &asked, false, msg, msglen);
 }
 
+/* nodes and node_ptrs: room for the mounted nodes, then the recovering ones. */
 static void fill_nodes(MountedNode *nodes, MountedNode **ptrs, uint32_t n, const uint32_t *slot,
 		       const uint32_t *node)
 {

@@ -146,9 +146,6 @@ static int refuse(char *msg, size_t msglen, int rc, const char *why, const char 
 int cfsd_restripe_start(struct cfsd *d, const struct cvm_restripe_opts *asked, bool staged_only,
 			char *msg, size_t msglen)
 {
-	if (asked && asked->nluns > CVM_MAX_LUNS)
-		return refuse(msg, msglen, -EINVAL, "volume %s has fewer LUNs than asked for",
-			      d->volume);
 	if (d->fs->ro)
 		return refuse(msg, msglen, -EROFS, "volume %s is mounted read-only here", d->volume);
 	pthread_mutex_lock(&jobs_lock);

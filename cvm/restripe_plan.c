@@ -101,10 +101,13 @@ int cvm_restripe_sets_of(const struct cvm_config *cfg, const cvm_uuid *luns, uin
 			i++;
 		char u[CVM_UUID_STR];
 		cvm_uuid_format(&luns[k], u);
-		if (i == cfg->nluns || chosen[i]) {
-			cvm_set_error(i == cfg->nluns ? "LUN %s is not one of volume %s's; 'cvm show %s' "
-							"lists them"
-						      : "LUN %s is given twice", u, cfg->name, cfg->name);
+		if (i == cfg->nluns) {
+			cvm_set_error("LUN %s is not one of volume %s's; 'cvm show %s' lists them", u,
+				      cfg->name, cfg->name);
+			return -EINVAL;
+		}
+		if (chosen[i]) {
+			cvm_set_error("LUN %s is given twice", u);
 			return -EINVAL;
 		}
 		chosen[i] = true;
