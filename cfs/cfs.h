@@ -135,6 +135,9 @@ bool cfs_keep_cache(struct cfs_fs *fs, uint64_t ino);
 bool cfs_kernel_may_cache(struct cfs_fs *fs, uint64_t ino);
 /* Take in the space a grown volume added. */
 int cfs_grow(struct cfs_fs *fs, struct cvm_volume *grown, uint64_t *added_blocks);
+/* On a cluster: take in another node's grow now, if this node has not yet (it does at its
+ * next use of the metadata glock; an idle node may not for a long time). */
+int cfs_growth_catch_up(struct cfs_fs *fs);
 
 /* Stop the filesystem's I/O on its volume (hold) and let it go on again: nothing of it is in
  * flight while a restripe running on this node switches how the volume maps. */
@@ -390,6 +393,7 @@ struct cfs_direct_io {
 	struct cfs_lun_io io[CFS_DIRECT_IO_PIECES];
 	unsigned nranges; /* the volume ranges counted in by a restripe's gate until the end */
 	struct cfs_vol_range { uint64_t at, len; } range[CFS_DIRECT_IO_PIECES];
+	bool volume_let_go; /* by an end that found fs->lock busy */
 };
 /* An open file's direct read or write of [off, off+size), buf and both aligned to
  * CVM_IO_ALIGN, mapped to LUN pieces for the caller to submit (a read's holes zeroed in buf;
@@ -404,9 +408,14 @@ int cfs_direct_io_may_submit(const struct cfs_direct_io *d);
 int cfs_direct_io_begin(struct cfs_fs *fs, uint64_t ino, bool write, unsigned flags, void *buf,
 			uint64_t size, uint64_t off, bool may_wait, struct cfs_direct_io *d);
 /* Once every piece is done (and flushed, if asked), result 0 or the first piece's error,
- * moved the bytes the pieces moved: the answer's bytes or -errno (-EIO if the pieces moved
- * less than they were given: a LUN file that ends early). */
-int64_t cfs_direct_io_end(struct cfs_direct_io *d, int result, uint64_t moved);
+ * moved the bytes the pieces moved: *answer, the answer's bytes or -errno (-EIO if the pieces
+ * moved less than they were given: a LUN file that ends early).  may_wait false: the caller
+ * has other direct I/O in flight, whose ends must not wait while it waits for fs->lock (a
+ * grow holds it while it waits for them to let the volume go); then on a cluster, with
+ * fs->lock busy, only the volume is let go and it returns false: the caller calls it again
+ * later, with the same arguments, and answers then (the kernel keeps the file open till). */
+bool cfs_direct_io_end(struct cfs_direct_io *d, int result, uint64_t moved, bool may_wait,
+		       int64_t *answer);
 /* d's pieces moved by the caller's thread: each read into or written from buf, and for a
  * d->flush write its LUN flushed after; 0 or the first -errno, the bytes moved in *moved. */
 int cfs_direct_io_now(const struct cfs_direct_io *d, void *buf, uint64_t *moved);

@@ -7,7 +7,10 @@
  * returns -EAGAIN for the ordinary path (file.c), which allocates, converts and reports the
  * errors.  A thread with LUN I/O of its own in flight must never wait for fs->lock: grow
  * holds fs->lock while it waits for every I/O to let go of vol_lock, and that I/O would be
- * the waiting thread's to finish; so without may_wait the locks are tried.
+ * the waiting thread's to finish; so without may_wait the locks are tried, at the begin and
+ * at the end (which lets the volume go first, and is tried again later if fs->lock is busy:
+ * cfsd's completion thread of /dev/fuse's direct I/O hung there, tests/cluster/
+ * test_cfs_grow_direct.sh).
  *
  * On a cluster the glocks are held as the ordinary path holds them for such I/O (cfs_read;
  * write_range's write in place under the shared glock: the metadata and inode glocks PR, the
@@ -223,7 +226,8 @@ int cfs_direct_io_now(const struct cfs_direct_io *d, void *buf, uint64_t *moved)
 	return 0;
 }
 
-int64_t cfs_direct_io_end(struct cfs_direct_io *d, int result, uint64_t moved)
+bool cfs_direct_io_end(struct cfs_direct_io *d, int result, uint64_t moved, bool may_wait,
+		       int64_t *answer)
 {
 	struct cfs_fs *fs = d->fs;
 	uint64_t given = 0;
@@ -231,12 +235,16 @@ int64_t cfs_direct_io_end(struct cfs_direct_io *d, int result, uint64_t moved)
 		given += d->io[i].len;
 	if (!result && moved != given)
 		result = -EIO;
-	for (unsigned i = 0; d->write && i < d->n; i++) /* for the next fsync's flush */
-		cvm_volume_written(fs->vol, d->io[i].lun);
-	leave_ranges(fs, d);
-	pthread_rwlock_unlock(&fs->vol_lock); /* before fs->lock: a grow holds it for vol_lock */
+	if (!d->volume_let_go) { /* before fs->lock: a grow holds it while it waits for this */
+		for (unsigned i = 0; d->write && i < d->n; i++) /* for the next fsync's flush */
+			cvm_volume_written(fs->vol, d->io[i].lun);
+		leave_ranges(fs, d);
+		pthread_rwlock_unlock(&fs->vol_lock);
+		d->volume_let_go = true;
+	}
 	if (fs->cluster) {
-		pthread_mutex_lock(&fs->lock);
+		if (!lock_fs(fs, may_wait))
+			return false;
 		if (d->write && !result)
 			d->ip->times_pending = true; /* stamped at the file's next exclusive use */
 		cluster_unhold(fs, d->ip, d->write); /* as cfs_read: nothing to commit */
@@ -250,7 +258,8 @@ int64_t cfs_direct_io_end(struct cfs_direct_io *d, int result, uint64_t moved)
 			(unsigned long long)d->bytes, d->n ? d->io[0].lun : 0,
 			(unsigned long long)(d->n ? d->io[0].offset : 0), strerror(-result),
 			(unsigned long long)moved, (unsigned long long)given);
-		return result;
+		*answer = result;
+		return true;
 	}
 	if (d->write) {
 		__atomic_add_fetch(&fs->stats.writes, 1, __ATOMIC_RELAXED);
@@ -259,5 +268,6 @@ int64_t cfs_direct_io_end(struct cfs_direct_io *d, int result, uint64_t moved)
 		__atomic_add_fetch(&fs->stats.reads, 1, __ATOMIC_RELAXED);
 		__atomic_add_fetch(&fs->stats.read_bytes, d->bytes, __ATOMIC_RELAXED);
 	}
-	return (int64_t)d->bytes;
+	*answer = (int64_t)d->bytes;
+	return true;
 }

@@ -87,8 +87,12 @@ int cfs_grow(struct cfs_fs *fs, struct cvm_volume *grown, uint64_t *added_blocks
 		return rc;
 	}
 	cfs_fence_guard(fs, grown);
-	/* Data I/O is stopped while the volume handle changes. */
-	pthread_rwlock_wrlock(&fs->vol_lock);
+	/* Data I/O is stopped while the volume handle changes: what is in flight ends first
+	 * (direct I/O's ends do not wait for fs->lock, see cfs_direct_io_end). */
+	if (pthread_rwlock_trywrlock(&fs->vol_lock)) {
+		cfs_log(fs, "grow: waiting for the data I/O in flight to end");
+		pthread_rwlock_wrlock(&fs->vol_lock);
+	}
 	rc = cfs_journal_commit(fs);
 	if (!rc)
 		rc = write_new_groups(fs, grown, &sb, fs->sb.nags);
@@ -167,6 +171,14 @@ int cfs_growth_take_in(struct cfs_fs *fs)
 	return 0;
 }
 
+int cfs_growth_catch_up(struct cfs_fs *fs)
+{
+	int rc = cfs_op_begin(fs, false); /* the glock's grant takes the growth in */
+	if (!rc)
+		cfs_op_end(fs);
+	return rc;
+}
+
 void cfs_volume_hold(struct cfs_fs *fs, bool hold)
 {
 	if (!hold) {
@@ -174,9 +186,9 @@ void cfs_volume_hold(struct cfs_fs *fs, bool hold)
 		pthread_rwlock_unlock(&fs->vol_lock);
 		return;
 	}
-	/* Operations hold fs->lock, direct I/O vol_lock; the commit lands the log's write.
-	 * vol_lock first: on a cluster, direct I/O takes fs->lock as it ends, while the thread
-	 * that ends it has more in flight, holding vol_lock (cfs_direct_io_end). */
+	/* Operations hold fs->lock, direct I/O vol_lock; the commit lands the log's write.  No
+	 * data I/O is in flight once vol_lock is held (their ends let it go before they wait
+	 * for fs->lock, and wait only if they hold no other up: cfs_direct_io_end). */
 	pthread_rwlock_wrlock(&fs->vol_lock);
 	pthread_mutex_lock(&fs->lock);
 	if (!fs->ro)

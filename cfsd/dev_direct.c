@@ -28,14 +28,17 @@
 #include "cfsd/fuse_uring.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <fuse_lowlevel.h>
 #include <libaio.h>
+#include <limits.h>
 #include <linux/fuse.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #define SLOTS 64 /* requests in flight; each holds a request buffer (a megabyte) */
@@ -54,6 +57,7 @@ struct dev_direct_slot {
 	struct cfs_direct_io io;
 	struct iocb iocbs[CFS_DIRECT_IO_PIECES];
 	unsigned pending; /* pieces not done, and one for the submitter while it submits (atomic) */
+	struct dev_direct_slot *next_later;
 	int error;	  /* the first piece's error (atomic) */
 	uint64_t bytes;	  /* what the pieces moved (atomic) */
 };
@@ -71,6 +75,8 @@ struct dev_direct {
 	bool last_found_none; /* the request before found none other in flight */
 	bool stopping;
 	uint64_t answered; /* atomic */
+	struct dev_direct_slot *later; /* done, their end to try again (the completion thread's) */
+	const char *hold; /* CFSD_TEST_HOLD_COMPLETIONS */
 	struct dev_direct_slot slots[SLOTS];
 };
 
@@ -120,11 +126,9 @@ static void slot_put(struct dev_direct_slot *s)
 	pthread_mutex_unlock(&dd->lock);
 }
 
-/* Every piece of s is done: its locks go and its answer is written. */
-static void finish(struct dev_direct_slot *s)
+/* The end of s let its locks go: its answer is written. */
+static void answer(struct dev_direct_slot *s, int64_t n)
 {
-	int64_t n = cfs_direct_io_end(&s->io, __atomic_load_n(&s->error, __ATOMIC_ACQUIRE),
-				      __atomic_load_n(&s->bytes, __ATOMIC_ACQUIRE));
 	struct fuse_out_header out = {.unique = s->unique};
 	struct fuse_write_out written = {.size = n > 0 ? (uint32_t)n : 0};
 	struct iovec iov[2] = {{&out, sizeof out}};
@@ -155,29 +159,77 @@ static void record(struct dev_direct_slot *s, long res)
 		__atomic_add_fetch(&s->bytes, (uint64_t)res, __ATOMIC_RELEASE);
 }
 
+/* Every piece of s is done: its locks go and its answer is written.  The completion thread
+ * (in_completer) does not wait for the filesystem's lock: its other requests' ends would wait
+ * meanwhile, and a grow that holds it waits for them.  Such an end is tried again later. */
+static void finish(struct dev_direct_slot *s, bool in_completer)
+{
+	int64_t n;
+	if (cfs_direct_io_end(&s->io, __atomic_load_n(&s->error, __ATOMIC_ACQUIRE),
+			      __atomic_load_n(&s->bytes, __ATOMIC_ACQUIRE), !in_completer, &n)) {
+		answer(s, n);
+	} else {
+		s->next_later = s->dd->later;
+		s->dd->later = s;
+	}
+}
+
+/* The completion thread: the ends put off, tried again; false if some still are. */
+static bool finish_later(struct dev_direct *dd)
+{
+	struct dev_direct_slot *s = dd->later;
+	dd->later = NULL;
+	while (s) {
+		struct dev_direct_slot *next = s->next_later;
+		finish(s, true);
+		s = next;
+	}
+	return !dd->later;
+}
+
 /* count more of s's pending are done; the last answers. */
-static void release(struct dev_direct_slot *s, unsigned count)
+static void release(struct dev_direct_slot *s, unsigned count, bool in_completer)
 {
 	if (!__atomic_sub_fetch(&s->pending, count, __ATOMIC_ACQ_REL))
-		finish(s);
+		finish(s, in_completer);
+}
+
+/* Test hook (tests/cluster/test_cfs_grow_direct.sh): while the file CFSD_TEST_HOLD_COMPLETIONS
+ * names exists, completions of two requests or more reaped at once are held (PATH.held made
+ * then), the requests still in flight. */
+static void hold_completions(const struct dev_direct *dd, int reaped)
+{
+	if (!dd->hold || reaped < 2 || access(dd->hold, F_OK))
+		return;
+	char held[PATH_MAX];
+	snprintf(held, sizeof held, "%s.held", dd->hold);
+	int fd = open(held, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+	if (fd >= 0)
+		close(fd);
+	while (access(dd->hold, F_OK) == 0)
+		nanosleep(&(struct timespec){0, 1000 * 1000}, NULL);
 }
 
 static void *completer_main(void *arg)
 {
 	struct dev_direct *dd = arg;
 	struct io_event events[REAP_MAX];
+	bool all_ended = true;
 	for (;;) {
-		/* the timeout lets a stop end the wait when nothing is in flight */
-		struct timespec tick = {0, 100 * 1000 * 1000};
+		/* The timeout lets a stop end the wait when nothing is in flight, and ends it
+		 * soon while ends are put off (their glocks held, their answers not sent). */
+		struct timespec tick = {0, (all_ended ? 100 : 1) * 1000 * 1000};
 		int n = io_getevents(dd->aio, 1, REAP_MAX, events, &tick);
 		if (n < 0 && n != -EINTR) {
 			fprintf(stderr, "cfsd: direct I/O completions: %s\n", strerror(-n));
 			break;
 		}
+		hold_completions(dd, n);
 		for (int i = 0; i < n; i++) {
 			record(events[i].data, (long)events[i].res);
-			release(events[i].data, 1);
+			release(events[i].data, 1, true);
 		}
+		all_ended = finish_later(dd);
 		pthread_mutex_lock(&dd->lock);
 		bool done = dd->stopping && !dd->inflight;
 		pthread_mutex_unlock(&dd->lock);
@@ -192,7 +244,7 @@ void dev_direct_run_here(struct dev_direct_slot *s)
 	uint64_t moved;
 	int rc = cfs_direct_io_now(&s->io, s->mem + CFSD_WRITE_DATA_AT, &moved);
 	record(s, rc ? rc : (long)moved);
-	release(s, s->io.n + 1);
+	release(s, s->io.n + 1, false);
 }
 
 static void submit(struct dev_direct_slot *s)
@@ -212,7 +264,7 @@ static void submit(struct dev_direct_slot *s)
 	int rc = cfs_direct_io_may_submit(&s->io);
 	if (rc) {
 		record(s, rc);
-		release(s, s->io.n + 1);
+		release(s, s->io.n + 1, false);
 		return;
 	}
 	while (sent < s->io.n) {
@@ -221,12 +273,12 @@ static void submit(struct dev_direct_slot *s)
 			continue;
 		if (n <= 0) { /* the rest never go: they count as failed */
 			record(s, n < 0 ? n : -EIO);
-			release(s, s->io.n - sent);
+			release(s, s->io.n - sent, false);
 			break;
 		}
 		sent += (unsigned)n;
 	}
-	release(s, 1); /* the submitter's own count */
+	release(s, 1, false); /* the submitter's own count */
 }
 
 /* The bytes a READ or WRITE request of len bytes at in moves, or 0 if it is not one this
@@ -288,6 +340,7 @@ int dev_direct_start(struct fuse_session *se, const struct fuse_uring_data_path 
 	dd->fd = fuse_session_fd(se);
 	dd->data = *data;
 	dd->room = 256 * (size_t)sysconf(_SC_PAGESIZE);
+	dd->hold = getenv("CFSD_TEST_HOLD_COMPLETIONS");
 	pthread_mutex_init(&dd->lock, NULL);
 	pthread_cond_init(&dd->idle, NULL);
 	int rc = io_setup(SLOTS * CFS_DIRECT_IO_PIECES, &dd->aio);

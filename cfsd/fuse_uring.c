@@ -581,7 +581,10 @@ static void to_helper(struct ring_entry *e)
 /* All of e's LUN I/O is done: its answer goes. */
 static void finish_direct(struct ring_thread *t, struct ring_entry *e)
 {
-	int64_t n = cfs_direct_io_end(&e->io, e->io_error, e->io_bytes);
+	/* On a cluster a thread has one request at the LUNs at most (cfs_direct_io_begin): it
+	 * may wait for the filesystem's lock. */
+	int64_t n;
+	cfs_direct_io_end(&e->io, e->io_error, e->io_bytes, true, &n);
 	uint64_t unique = __atomic_load_n(&e->unique, __ATOMIC_ACQUIRE);
 	if (n < 0) {
 		answer_in_place(e, unique, (int)n, 0);

@@ -107,9 +107,12 @@ static void *run(void *arg)
 	char msg[256] = "";
 	struct cvm_config *now = malloc(sizeof *now), *cfg = malloc(sizeof *cfg);
 	int rc = now && cfg ? 0 : -ENOMEM;
-	/* What the restripe would refuse is refused before the maps go. */
+	/* What the restripe would refuse is refused before the maps go.  A grow by another node
+	 * that this node has not taken in yet is taken in first. */
 	if (!rc && !(rc = cfsd_config_now(d, now)) && !(rc = cvm_restripe_check(now, &j->opts)) &&
-	    d->odm)
+	    d->restripe_cluster && (rc = cfs_growth_catch_up(d->fs)))
+		snprintf(msg, sizeof msg, "cannot take in the volume's last growth: %s", strerror(-rc));
+	if (!rc && d->odm)
 		rc = revoke_maps(d, msg, sizeof msg);
 	j->revoking = d->odm && !rc;
 	if (!rc)

@@ -193,7 +193,11 @@ static int join(struct restripe_cluster *rc, bool running)
 	/* Maps handed out name the layout as it was: every one goes first. */
 	if (!(e = odm ? odm_revoke_begin(odm, 0, NULL, msg, sizeof msg) : 0)) {
 		struct cvm_restripe_opts opts = {.hold_io = running ? hold_io : NULL, .arg = rc->fs};
-		if ((e = cvm_volume_restripe_follow(rc->fs->vol, cfg, &opts, &rc->follower)))
+		e = cvm_volume_restripe_follow(rc->fs->vol, cfg, &opts, &rc->follower);
+		/* A grow just before the run that this idle node has not taken in yet. */
+		if (e == -ESTALE && running && !cfs_growth_catch_up(rc->fs))
+			e = cvm_volume_restripe_follow(rc->fs->vol, cfg, &opts, &rc->follower);
+		if (e)
 			snprintf(msg, sizeof msg, "%s", cvm_last_error());
 		if (odm)
 			odm_revoke_end(odm, 0);

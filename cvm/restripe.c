@@ -534,14 +534,30 @@ static int open_gate(struct run *r)
 	return 0;
 }
 
-/* now must be vol's volume, laid out as vol maps it. */
+static bool sets_equal(const struct cvm_config *a, const struct cvm_config *b)
+{
+	bool same = a->nluns == b->nluns && a->nsets == b->nsets;
+	for (uint32_t i = 0; same && i < a->nsets; i++)
+		same = !memcmp(&a->sets[i], &b->sets[i], sizeof a->sets[i]);
+	return same;
+}
+
+/* now must be vol's volume, laid out as vol maps it: as vol's config says, or, once the
+ * restripe vol followed or ran is done, as that restripe's target (vol maps through its
+ * gate then, and keeps its config from the run's start). */
 static int same_layout(const struct cvm_config *vol_cfg, const struct cvm_config *now)
 {
 	bool same = !memcmp(&vol_cfg->vol_uuid, &now->vol_uuid, sizeof now->vol_uuid) &&
-		    vol_cfg->nluns == now->nluns && vol_cfg->nsets == now->nsets &&
 		    now->generation >= vol_cfg->generation;
-	for (uint32_t i = 0; same && i < now->nsets; i++)
-		same = !memcmp(&vol_cfg->sets[i], &now->sets[i], sizeof now->sets[i]);
+	struct cvm_config *done = malloc(sizeof *done);
+	if (!done)
+		return -ENOMEM;
+	if (same && !sets_equal(vol_cfg, now)) {
+		if (vol_cfg->restripe.target_width)
+			cvm_restripe_target_of(vol_cfg, done);
+		same = vol_cfg->restripe.target_width && sets_equal(done, now);
+	}
+	free(done);
 	if (same)
 		return 0;
 	cvm_set_error("volume %s changed since it was opened here; open it again first",

@@ -14,6 +14,14 @@ static uint8_t *aligned(size_t n)
 	return p;
 }
 
+/* cfs_direct_io_end of a caller that may wait: it always ends. */
+static int64_t end(struct cfs_direct_io *d, int result, uint64_t moved)
+{
+	int64_t answer = INT64_MIN;
+	cr_assert(cfs_direct_io_end(d, result, moved, true, &answer));
+	return answer;
+}
+
 /* The pieces of d done by hand, then cfs_direct_io_end with the first error and the bytes
  * they moved. */
 static int64_t pieces_and_end(struct cfs_direct_io *d, uint8_t *buf)
@@ -29,7 +37,7 @@ static int64_t pieces_and_end(struct cfs_direct_io *d, uint8_t *buf)
 		else
 			moved += (uint64_t)n;
 	}
-	return cfs_direct_io_end(d, error, moved);
+	return end(d, error, moved);
 }
 
 /* An open file of FILE_BYTES written with bytes of seed. */
@@ -90,7 +98,7 @@ Test(direct_io, reads_stop_at_the_end_and_zero_holes)
 	memset(buf, 0xff, FILE_BYTES);
 	cr_assert_eq(cfs_direct_io_begin(fs, st.st_ino, false, 0, buf, 65536, 0, true, &d), 0);
 	cr_assert_eq(d.n, 0, "a hole needs no LUN I/O");
-	cr_assert_eq(cfs_direct_io_end(&d, 0, 0), 65536);
+	cr_assert_eq(end(&d, 0, 0), 65536);
 	for (unsigned i = 0; i < 65536; i++)
 		cr_assert_eq(buf[i], 0, "byte %u of the hole", i);
 	cr_assert_eq(cfs_direct_io_begin(fs, st.st_ino, false, 0, buf, 8192, 196608, true, &d), 0);
@@ -98,7 +106,7 @@ Test(direct_io, reads_stop_at_the_end_and_zero_holes)
 	cr_assert_eq(pieces_and_end(&d, buf), 200100 - 196608);
 	cr_assert_eq(buf[200000 - 196608], 0x5a);
 	cr_assert_eq(cfs_direct_io_begin(fs, st.st_ino, false, 0, buf, 4096, 204800, true, &d), 0);
-	cr_assert_eq(cfs_direct_io_end(&d, 0, 0), 0, "past the end: nothing");
+	cr_assert_eq(end(&d, 0, 0), 0, "past the end: nothing");
 	free(buf);
 	fs_done_fsck_clean(fs);
 }
@@ -146,9 +154,9 @@ Test(direct_io, a_short_or_failed_lun_io_is_an_error_and_lets_go_of_the_file)
 	uint64_t ino = written_file(fs, "f", 0x33, buf);
 	struct cfs_direct_io d;
 	cr_assert_eq(cfs_direct_io_begin(fs, ino, false, 0, buf, 8192, 0, true, &d), 0);
-	cr_assert_eq(cfs_direct_io_end(&d, 0, 8192 - 512), -EIO, "a LUN file that ends early");
+	cr_assert_eq(end(&d, 0, 8192 - 512), -EIO, "a LUN file that ends early");
 	cr_assert_eq(cfs_direct_io_begin(fs, ino, true, 0, buf, 8192, 0, true, &d), 0);
-	cr_assert_eq(cfs_direct_io_end(&d, -ENOSPC, 0), -ENOSPC, "the first piece's error");
+	cr_assert_eq(end(&d, -ENOSPC, 0), -ENOSPC, "the first piece's error");
 	/* both let go of the file: a write through the ordinary path takes it whole */
 	cr_assert_eq(cfs_write(fs, ino, buf, FILE_BYTES, 0, CFS_W_DIRECT, &root_cred), FILE_BYTES);
 	cr_assert_eq(cfs_direct_io_begin(fs, ino, false, 0, buf, 8192, 0, true, &d), 0);

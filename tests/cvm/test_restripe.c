@@ -245,6 +245,34 @@ Test(restripe, luns_restripe_their_sets_only)
 	verify(half);
 }
 
+/* Online, on one handle kept open (a mount's): a restripe of the second set, then of all,
+ * the second taken for the volume as the first left it; every block reads back through
+ * that handle as written. */
+Test(restripe, online_restripes_follow_one_another_on_one_handle)
+{
+	uint64_t half = grown_volume(64 << 10);
+	struct cvm_config c = config_now(), out;
+	cvm_uuid second[2] = {c.luns[2].uuid, c.luns[3].uuid};
+	struct cvm_volume *v;
+	cr_assert_eq(cvm_volume_open(&scan, "v", CVM_OPEN_RDWR, &v), 0, "%s", cvm_last_error());
+	struct cvm_restripe_opts set1 = {.stripe_width = 16 << 10, .luns = second, .nluns = 2};
+	cr_assert_eq(cvm_volume_restripe_online(v, &c, &set1, &out), 0, "%s", cvm_last_error());
+	cr_assert_eq(out.nsets, 2);
+	c = config_now();
+	cr_assert_eq(cvm_volume_restripe_online(v, &c, &plain, &out), 0, "%s", cvm_last_error());
+	cr_assert_eq(out.nsets, 1);
+	uint8_t *b = cvm_alloc_aligned(BLOCK), *want = cvm_alloc_aligned(BLOCK);
+	for (uint64_t off = 0; off < 2 * half; off += BLOCK) {
+		cr_assert_eq(cvm_volume_read(v, b, BLOCK, off), 0);
+		stamp(want, off, off < half ? 1 : 2);
+		cr_assert(!memcmp(b, want, BLOCK), "block at %" PRIu64 " is not as written", off);
+	}
+	free(b);
+	free(want);
+	cvm_volume_close(v);
+	verify(half);
+}
+
 Test(restripe, a_volume_that_would_not_fit_is_refused_unchanged)
 {
 	const char *luns[] = {make_lun("a", LUN_BYTES * 2), make_lun("b", LUN_BYTES * 2),
