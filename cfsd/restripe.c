@@ -100,6 +100,20 @@ static int revoke_maps(struct cfsd *d, char *msg, size_t msglen)
 	return rc;
 }
 
+/* The mount uses every LUN of the volume now: one that `cvm grow` added must be taken in
+ * by `cfs grow` first (the restripe runs on the mount's own handle). */
+static int luns_taken_in(struct cfsd *d, const struct cvm_config *now, char *msg, size_t len)
+{
+	pthread_rwlock_rdlock(&d->fs->vol_lock);
+	uint32_t here = cvm_volume_config(d->fs->vol)->nluns;
+	pthread_rwlock_unlock(&d->fs->vol_lock);
+	if (now->nluns == here)
+		return 0;
+	snprintf(msg, len, "volume %s has %u LUNs, of which this mount uses %u: run 'cfs grow' on "
+		 "the mount first, then the restripe", d->volume, now->nluns, here);
+	return -ESTALE;
+}
+
 static void *run(void *arg)
 {
 	struct cfsd_restripe *j = arg;
@@ -112,6 +126,8 @@ static void *run(void *arg)
 	if (!rc && !(rc = cfsd_config_now(d, now)) && !(rc = cvm_restripe_check(now, &j->opts)) &&
 	    d->restripe_cluster && (rc = cfs_growth_catch_up(d->fs)))
 		snprintf(msg, sizeof msg, "cannot take in the volume's last growth: %s", strerror(-rc));
+	if (!rc)
+		rc = luns_taken_in(d, now, msg, sizeof msg);
 	if (!rc && d->odm)
 		rc = revoke_maps(d, msg, sizeof msg);
 	j->revoking = d->odm && !rc;

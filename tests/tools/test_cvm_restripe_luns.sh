@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # cvm restripe --luns as a user runs it: a filesystem on 2 LUNs grown twice by 2 (three stripe
 # sets); the last two sets made one (crashed, paused, resumed without --luns), then the first
-# given another width while mounted (its daemon runs it), then all of it one set; every file
-# as written and fsck clean after each.  Each refusal says what is wrong and changes nothing.
+# given another width while mounted (its daemon runs it), then all of it one set, then, grown
+# while mounted, all again once cfs grow took the LUN in; every file as written and fsck clean
+# after each.  Each refusal says what is wrong and changes nothing.
 . "$(dirname "$0")/../cfs/lib.sh"
 M=$T/mnt
 cvm() { "$BIN/cvm" "$@"; }
@@ -97,4 +98,16 @@ expect 0 "restriped: one stripe set of width 64.0 KiB over 6 LUNs" "then all LUN
 	cvm restripe v --luns all
 check "one set of 6 LUNs" layout_is "6x64k -"
 check "after all: every file as written, fsck clean" files_intact
+
+# Mounted, a LUN added by cvm grow alone: the mount takes it in (cfs grow) before a restripe.
+mount_cfs v "$M"
+truncate -s 32M "$(lun 6)"
+cvm grow v "$(lun 6)" >/dev/null
+expect 1 "volume v has 7 LUNs, of which this mount uses 6: run 'cfs grow' on the mount first" \
+	"a restripe of LUNs the mount has not taken in is refused, saying what to run" -- cvm restripe v
+"$BIN/cfs" grow "$M" >/dev/null
+expect 0 "restriped: one stripe set of width 64.0 KiB over 7 LUNs" "after cfs grow it runs" -- \
+	cvm restripe v
+umount_cfs "$M"
+check "after the grow and restripe: every file as written, fsck clean" files_intact
 finish
