@@ -367,8 +367,8 @@ static int same_restripe(const struct cvm_config *cfg, const struct cvm_restripe
 	if (opts->nluns && (first != r->first_set || count != r->set_count)) {
 		char sets[48];
 		cvm_restripe_name_sets(r->first_set, r->set_count, sets, sizeof sets);
-		cvm_set_error("volume %s is being restriped: its %s become one; run the restripe "
-			      "again without --luns to finish that first", cfg->name, sets);
+		cvm_set_error("volume %s is being restriped (%s); run the restripe again without "
+			      "--luns to finish that first", cfg->name, sets);
 		return -EBUSY;
 	}
 	return 0;

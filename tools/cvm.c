@@ -130,7 +130,9 @@ static void print_volume_text(const struct cvm_scan *scan, const struct cvm_conf
 		uint32_t nluns = 0;
 		for (uint32_t s = r->first_set; s < r->first_set + r->set_count; s++)
 			nluns += cfg->sets[s].nluns;
-		if (r->set_count < cfg->nsets)
+		if (r->set_count == 1 && cfg->nsets > 1)
+			snprintf(sets, sizeof sets, "of stripe set %u ", r->first_set);
+		else if (r->set_count < cfg->nsets)
 			snprintf(sets, sizeof sets, "of stripe sets %u-%u ", r->first_set,
 				 r->first_set + r->set_count - 1);
 		printf("  restripe    %.0f%% done (%" PRIu64 " of %" PRIu64 " moves) %sto one stripe "

@@ -75,7 +75,7 @@ code=$?
 expect 0 "of stripe sets 1-2 to one stripe set of width 256.0 KiB, 4 LUNs x 31.0 MiB" \
 	"cvm show says which sets the restripe makes one" -- cvm show v
 check "cvm show --json records sets 1-2" layout_is "2x256k 2x256k 2x256k 1+2"
-expect 1 "its stripe sets 1-2 become one; run the restripe again without --luns" \
+expect 1 "is being restriped (stripe sets 1-2); run the restripe again without --luns" \
 	"other LUNs while it is paused are refused" -- cvm restripe v --luns "$(lun 0),$(lun 1)"
 check "paused: every file as written, fsck clean" files_intact
 expect 0 "restriped: 2 stripe sets: width 256.0 KiB over 2 LUNs, width 256.0 KiB over 4 LUNs" \
