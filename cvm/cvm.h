@@ -153,6 +153,8 @@ int cvm_scan_find_volume(const struct cvm_scan *scan, const char *name_or_uuid,
 			 struct cvm_config *cfg);
 /* The scanned LUN with this uuid, or NULL. */
 const struct cvm_found_lun *cvm_scan_lun(const struct cvm_scan *scan, const cvm_uuid *uuid);
+/* The scanned LUN at path (any path to the same file or device), or NULL. */
+const struct cvm_found_lun *cvm_scan_lun_at(const struct cvm_scan *scan, const char *path);
 
 /* ---- volumes ---- */
 struct cvm_volume;
@@ -317,6 +319,8 @@ void cvm_volume_leave(struct cvm_volume *vol, uint64_t offset, uint64_t len);
 /* What cvm_volume_restripe would refuse of opts on a volume whose config is cfg (-EALREADY
  * included), with its message, before anything is written. */
 int cvm_restripe_check(const struct cvm_config *cfg, const struct cvm_restripe_opts *opts);
+/* "stripe sets 1-2" or "stripe set 1", for messages. */
+void cvm_restripe_name_sets(uint32_t first, uint32_t count, char *buf, size_t len);
 /* How many moves the restripe under way in cfg takes in all, and of how many bytes each. */
 int cvm_restripe_count(const struct cvm_config *cfg, uint64_t *moves, uint64_t *chunk_bytes);
 

@@ -27,6 +27,12 @@ uint32_t cvm_crc32c_table(uint32_t crc, const void *data, size_t len);
 /* Printf-like: set this thread's cvm_last_error() message. */
 void cvm_set_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* ---- layout.c ---- */
+/* The bytes stripe sets [first, first + count) hold, their LUNs, and the smallest data area
+ * of those LUNs. */
+uint64_t cvm_sets_held(const struct cvm_config *cfg, uint32_t first, uint32_t count,
+		       uint32_t *nluns, uint64_t *smallest);
+
 /* ---- on-disk label and config (label.c) ---- */
 struct cvm_label {
 	cvm_uuid lun_uuid, vol_uuid;
@@ -60,6 +66,8 @@ struct cvm_lun_id {
  * and report its size and identity.  Messages name the path. */
 int cvm_lun_open(const char *path, int oflags, uint64_t *size, struct cvm_lun_id *id);
 bool cvm_lun_id_equal(const struct cvm_lun_id *a, const struct cvm_lun_id *b);
+struct stat;
+struct cvm_lun_id cvm_lun_id_of(const struct stat *st);
 enum cvm_lun_lock { CVM_LOCK_USE, CVM_LOCK_CHANGE, CVM_LOCK_ALONE, CVM_UNLOCK_CHANGE };
 /* Take a lock without waiting; -EBUSY with a message naming the LUN if someone holds it. */
 int cvm_lun_lock(int fd, const char *path, enum cvm_lun_lock kind);

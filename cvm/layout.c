@@ -71,6 +71,26 @@ int cvm_check_name(const char *name)
 	return 0;
 }
 
+uint64_t cvm_sets_held(const struct cvm_config *cfg, uint32_t first, uint32_t count,
+		       uint32_t *nluns, uint64_t *smallest)
+{
+	uint64_t held = 0;
+	*nluns = 0;
+	*smallest = UINT64_MAX;
+	for (uint32_t s = first; s < first + count; s++) {
+		const struct cvm_stripe_set *set = &cfg->sets[s];
+		held += set_bytes(set);
+		*nluns += set->nluns;
+		for (uint32_t i = set->first_lun; i < set->first_lun + set->nluns; i++) {
+			uint64_t size = cfg->luns[i].size_bytes;
+			uint64_t data = size > CVM_META_BYTES ? size - CVM_META_BYTES : 0;
+			if (data < *smallest)
+				*smallest = data;
+		}
+	}
+	return held;
+}
+
 /* The target of a restripe under way holds its stripe sets on their LUNs, and the sets
  * after them keep their places. */
 static int validate_restripe(const struct cvm_config *cfg)
@@ -79,17 +99,14 @@ static int validate_restripe(const struct cvm_config *cfg)
 	bool fits = r->target_lun_bytes && r->target_lun_bytes % r->target_width == 0 &&
 		    r->half <= 1 && r->set_count && r->first_set < cfg->nsets &&
 		    r->set_count <= cfg->nsets - r->first_set;
-	uint64_t held = 0;
-	uint32_t first_lun = fits ? cfg->sets[r->first_set].first_lun : 0, nluns = 0;
-	for (uint32_t i = r->first_set; fits && i < r->first_set + r->set_count; i++) {
-		held += set_bytes(&cfg->sets[i]);
-		nluns += cfg->sets[i].nluns;
+	if (fits) {
+		uint32_t nluns;
+		uint64_t smallest, held = cvm_sets_held(cfg, r->first_set, r->set_count, &nluns,
+							&smallest);
+		uint64_t target = r->target_lun_bytes * nluns;
+		fits = smallest >= r->target_lun_bytes &&
+		       (r->first_set + r->set_count == cfg->nsets ? target >= held : target == held);
 	}
-	uint64_t target = r->target_lun_bytes * nluns;
-	if (fits)
-		fits = r->first_set + r->set_count == cfg->nsets ? target >= held : target == held;
-	for (uint32_t i = first_lun; fits && i < first_lun + nluns; i++)
-		fits = cfg->luns[i].size_bytes >= CVM_META_BYTES + r->target_lun_bytes;
 	if (cvm_check_stripe_width(r->target_width) || !fits) {
 		cvm_set_error("the restripe record of the config is inconsistent");
 		return -EINVAL;

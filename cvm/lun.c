@@ -48,9 +48,14 @@ int cvm_lun_open(const char *path, int oflags, uint64_t *size, struct cvm_lun_id
 		return -e;
 	}
 	*size = bytes;
-	*id = (struct cvm_lun_id){.dev = st.st_dev, .ino = st.st_ino, .rdev = st.st_rdev,
-				  .is_block = S_ISBLK(st.st_mode)};
+	*id = cvm_lun_id_of(&st);
 	return fd;
+}
+
+struct cvm_lun_id cvm_lun_id_of(const struct stat *st)
+{
+	return (struct cvm_lun_id){.dev = st->st_dev, .ino = st->st_ino, .rdev = st->st_rdev,
+				   .is_block = S_ISBLK(st->st_mode)};
 }
 
 bool cvm_lun_id_equal(const struct cvm_lun_id *a, const struct cvm_lun_id *b)

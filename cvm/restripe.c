@@ -549,15 +549,15 @@ static int same_layout(const struct cvm_config *vol_cfg, const struct cvm_config
 {
 	bool same = !memcmp(&vol_cfg->vol_uuid, &now->vol_uuid, sizeof now->vol_uuid) &&
 		    now->generation >= vol_cfg->generation;
-	struct cvm_config *done = malloc(sizeof *done);
-	if (!done)
-		return -ENOMEM;
 	if (same && !sets_equal(vol_cfg, now)) {
-		if (vol_cfg->restripe.target_width)
+		struct cvm_config *done = NULL;
+		if (vol_cfg->restripe.target_width && !(done = malloc(sizeof *done)))
+			return -ENOMEM;
+		if (done)
 			cvm_restripe_target_of(vol_cfg, done);
-		same = vol_cfg->restripe.target_width && sets_equal(done, now);
+		same = done && sets_equal(done, now);
+		free(done);
 	}
-	free(done);
 	if (same)
 		return 0;
 	cvm_set_error("volume %s changed since it was opened here; open it again first",

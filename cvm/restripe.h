@@ -120,8 +120,6 @@ int cvm_restripe_sets_of(const struct cvm_config *cfg, const cvm_uuid *luns, uin
  * message) if it cannot hold them. */
 int cvm_restripe_target(const struct cvm_config *from, uint64_t width, uint32_t first,
 			uint32_t count, struct cvm_config *to);
-/* "stripe sets 1-2" or "stripe set 1", for messages. */
-void cvm_restripe_name_sets(uint32_t first, uint32_t count, char *buf, size_t len);
 /* The target of the restripe cfg records. */
 void cvm_restripe_target_of(const struct cvm_config *cfg, struct cvm_config *to);
 /* Where a cycle's first chunk waits: the first scratch cell, whatever the chunk size. */

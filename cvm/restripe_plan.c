@@ -65,24 +65,6 @@ uint64_t cvm_restripe_chunk_bytes(const struct cvm_config *from, const struct cv
 	return smallest_width(to, smallest_width(from, CVM_RESTRIPE_MAX_CHUNK));
 }
 
-/* LUN bytes of sets [first, first + count) and their LUNs' smallest data area. */
-static uint64_t sets_held(const struct cvm_config *cfg, uint32_t first, uint32_t count,
-			  uint32_t *nluns, uint64_t *smallest)
-{
-	uint64_t held = 0;
-	*nluns = 0;
-	*smallest = UINT64_MAX;
-	for (uint32_t s = first; s < first + count; s++) {
-		const struct cvm_stripe_set *set = &cfg->sets[s];
-		held += set_bytes(set);
-		*nluns += set->nluns;
-		for (uint32_t i = set->first_lun; i < set->first_lun + set->nluns; i++)
-			if (cfg->luns[i].size_bytes - CVM_META_BYTES < *smallest)
-				*smallest = cfg->luns[i].size_bytes - CVM_META_BYTES;
-	}
-	return held;
-}
-
 void cvm_restripe_name_sets(uint32_t first, uint32_t count, char *buf, size_t len)
 {
 	if (count == 1)
@@ -174,7 +156,7 @@ int cvm_restripe_target(const struct cvm_config *from, uint64_t width, uint32_t 
 	uint32_t nluns = 0;
 	uint64_t smallest = 0, held = 0;
 	if (count && first < from->nsets && count <= from->nsets - first)
-		held = sets_held(from, first, count, &nluns, &smallest);
+		held = cvm_sets_held(from, first, count, &nluns, &smallest);
 	if (!nluns) {
 		cvm_set_error("volume %s has no stripe sets %u-%u", from->name, first,
 			      first + count - 1);

@@ -290,6 +290,33 @@ void cvm_scan_free(struct cvm_scan *scan)
 	memset(scan, 0, sizeof *scan);
 }
 
+/* path names the LUN whose identity is *want. */
+static bool is_lun(const char *path, const struct cvm_lun_id *want)
+{
+	struct stat st;
+	if (stat(path, &st))
+		return false;
+	struct cvm_lun_id id = cvm_lun_id_of(&st);
+	return cvm_lun_id_equal(&id, want);
+}
+
+const struct cvm_found_lun *cvm_scan_lun_at(const struct cvm_scan *scan, const char *path)
+{
+	struct stat st;
+	if (stat(path, &st))
+		return NULL;
+	struct cvm_lun_id want = cvm_lun_id_of(&st);
+	for (size_t i = 0; i < scan->nluns; i++) {
+		const struct cvm_found_lun *f = &scan->luns[i];
+		bool same = is_lun(f->path, &want);
+		for (size_t k = 0; !same && k < f->nalt; k++)
+			same = is_lun(f->alt_paths[k], &want);
+		if (same)
+			return f;
+	}
+	return NULL;
+}
+
 const struct cvm_found_lun *cvm_scan_lun(const struct cvm_scan *scan, const cvm_uuid *uuid)
 {
 	for (size_t i = 0; i < scan->nluns; i++)

@@ -124,21 +124,20 @@ static void print_volume_text(const struct cvm_scan *scan, const struct cvm_conf
 	uint64_t moves, chunk;
 	const struct cvm_restripe *r = &cfg->restripe;
 	if (r->target_width && cvm_restripe_count(cfg, &moves, &chunk) == 0) {
-		char width[32], per[32], sets[64] = "";
+		char width[32], per[32], sets[48], of[56] = "";
 		cvm_format_size(r->target_width, width, sizeof width);
 		cvm_format_size(r->target_lun_bytes, per, sizeof per);
 		uint32_t nluns = 0;
 		for (uint32_t s = r->first_set; s < r->first_set + r->set_count; s++)
 			nluns += cfg->sets[s].nluns;
-		if (r->set_count == 1 && cfg->nsets > 1)
-			snprintf(sets, sizeof sets, "of stripe set %u ", r->first_set);
-		else if (r->set_count < cfg->nsets)
-			snprintf(sets, sizeof sets, "of stripe sets %u-%u ", r->first_set,
-				 r->first_set + r->set_count - 1);
+		if (r->set_count < cfg->nsets) {
+			cvm_restripe_name_sets(r->first_set, r->set_count, sets, sizeof sets);
+			snprintf(of, sizeof of, "of %s ", sets);
+		}
 		printf("  restripe    %.0f%% done (%" PRIu64 " of %" PRIu64 " moves) %sto one stripe "
 		       "set of width %s, %u LUNs x %s; 'cvm restripe %s' goes on with it\n",
 		       moves ? 100.0 * (double)r->moves_done / (double)moves : 100.0, r->moves_done,
-		       moves, sets, width, nluns, per, cfg->name);
+		       moves, of, width, nluns, per, cfg->name);
 	}
 	for (uint32_t s = 0; s < cfg->nsets; s++) {
 		const struct cvm_stripe_set *set = &cfg->sets[s];
@@ -523,33 +522,6 @@ static void restripe_progress(void *arg, const struct cvm_restripe_progress *p)
 	fputc('\n', stderr);
 }
 
-static bool same_file(const struct stat *a, const char *path)
-{
-	struct stat b;
-	if (stat(path, &b))
-		return false;
-	if (S_ISBLK(a->st_mode))
-		return S_ISBLK(b.st_mode) && a->st_rdev == b.st_rdev;
-	return a->st_dev == b.st_dev && a->st_ino == b.st_ino;
-}
-
-/* The scanned LUN at path (any path to the same file or device), or NULL. */
-static const struct cvm_found_lun *lun_at(const struct cvm_scan *scan, const char *path)
-{
-	struct stat st;
-	if (stat(path, &st))
-		return NULL;
-	for (size_t i = 0; i < scan->nluns; i++) {
-		const struct cvm_found_lun *f = &scan->luns[i];
-		bool same = same_file(&st, f->path);
-		for (size_t k = 0; !same && k < f->nalt; k++)
-			same = same_file(&st, f->alt_paths[k]);
-		if (same)
-			return f;
-	}
-	return NULL;
-}
-
 /* --luns LIST: LUN paths or uuids, comma-separated, into out (room for CVM_MAX_LUNS);
  * "all" gives none. */
 static int parse_luns(const char *list, const struct cvm_scan *scan, cvm_uuid *out, uint32_t *n)
@@ -561,7 +533,7 @@ static int parse_luns(const char *list, const struct cvm_scan *scan, cvm_uuid *o
 	int ex = copy ? EXIT_OK : EXIT_FAILED;
 	for (char *item = copy ? strtok_r(copy, ",", &save) : NULL; item && !ex;
 	     item = strtok_r(NULL, ",", &save)) {
-		const struct cvm_found_lun *f = lun_at(scan, item);
+		const struct cvm_found_lun *f = cvm_scan_lun_at(scan, item);
 		if (*n == CVM_MAX_LUNS) {
 			fprintf(stderr, "cvm restripe: --luns names more than %d LUNs\n", CVM_MAX_LUNS);
 			ex = EXIT_USAGE;
