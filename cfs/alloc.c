@@ -345,6 +345,14 @@ static uint64_t pending_in(const struct cfs_fs *fs, uint32_t ag)
 	return n;
 }
 
+static uint64_t pending_in_all(const struct cfs_fs *fs)
+{
+	uint64_t n = 0;
+	for (size_t i = 0; i < fs->npending; i += 2)
+		n += fs->pending_free[i + 1];
+	return n;
+}
+
 /* Room for need blocks in the group, as far as this node knows (exactly if it is ours). */
 static bool room(struct cfs_fs *fs, uint32_t ag, uint32_t need)
 {
@@ -382,6 +390,16 @@ int cfs_alloc_reserve(struct cfs_fs *fs, uint64_t goal, uint32_t need, int64_t o
 	return -ENOSPC;
 }
 
+bool cfs_alloc_retry(struct cfs_fs *fs, int rc)
+{
+	if (rc != -ENOSPC)
+		return false;
+	pthread_mutex_lock(&fs->lock);
+	bool waiting = fs->npending > 0;
+	pthread_mutex_unlock(&fs->lock);
+	return waiting && cfs_sync(fs) == 0;
+}
+
 bool cfs_free_above(const struct cfs_fs *fs, uint64_t n)
 {
 	uint64_t sum = 0;
@@ -394,8 +412,12 @@ bool cfs_free_above(const struct cfs_fs *fs, uint64_t n)
 static int alloc_placed(struct cfs_fs *fs, uint64_t goal, uint32_t want,
 			const struct placement *pl, uint64_t *pblk, uint32_t *got)
 {
-	if (!cfs_free_above(fs, CFS_META_RESERVE + (uint64_t)want)) { /* nearly full: count */
+	/* Blocks freed but not yet committed count as free, yet none is handed out: without them
+	 * the reserve would go to data. */
+	uint64_t waiting = pending_in_all(fs);
+	if (!cfs_free_above(fs, CFS_META_RESERVE + waiting + want)) { /* nearly full: count */
 		uint64_t free = cfs_free_blocks(fs);
+		free = free > waiting ? free - waiting : 0;
 		if (free <= CFS_META_RESERVE)
 			return -ENOSPC;
 		want = (uint32_t)(free - CFS_META_RESERVE < want ? free - CFS_META_RESERVE : want);

@@ -205,10 +205,38 @@ int cfs_ext_reserve_frees(struct cfs_fs *fs, struct cfs_inode *ip, uint64_t lblk
 	return rc ? rc : cfs_group_reserve_set(fs, v, n);
 }
 
-int cfs_ext_fill(struct cfs_fs *fs, struct cfs_inode *ip, uint64_t lblk, uint64_t count)
+/* The ranges a fill added, to give back if it cannot finish. */
+struct filled {
+	struct cfs_dextent *v;
+	size_t n, cap;
+};
+
+/* Room made for one more range before its blocks are taken. */
+static void filled_add(struct filled *f, uint64_t lblk, uint32_t len)
 {
-	uint64_t pos = lblk, end = lblk + count;
-	while (pos < end) {
+	if (f->n && f->v[f->n - 1].lblk + f->v[f->n - 1].len == lblk)
+		f->v[f->n - 1].len += len;
+	else
+		f->v[f->n++] = (struct cfs_dextent){.lblk = lblk, .len = len};
+}
+
+/* A refused fill keeps none of what it allocated (each range was a hole before it): a
+ * refused fallocate or write leaves the space free, not held past the end of a file. */
+static void fill_undo(struct cfs_fs *fs, struct cfs_inode *ip, const struct filled *f)
+{
+	for (size_t i = f->n; i-- > 0;) {
+		int rc = cfs_ext_punch(fs, ip, f->v[i].lblk, f->v[i].len);
+		if (rc)
+			cfs_log(fs, "inode %llu: blocks %llu-%llu of a refused allocation kept: %s",
+				(unsigned long long)ip->ino, (unsigned long long)f->v[i].lblk,
+				(unsigned long long)(f->v[i].lblk + f->v[i].len - 1), strerror(-rc));
+	}
+}
+
+static int fill_holes(struct cfs_fs *fs, struct cfs_inode *ip, uint64_t lblk, uint64_t end,
+		      struct filled *f)
+{
+	for (uint64_t pos = lblk; pos < end;) {
 		uint32_t i = cfs_ext_find(ip, pos);
 		if (i < ip->next && ip->ext[i].lblk <= pos) {
 			pos = ext_end(&ip->ext[i]);
@@ -219,6 +247,8 @@ int cfs_ext_fill(struct cfs_fs *fs, struct cfs_inode *ip, uint64_t lblk, uint64_
 		uint64_t want = hole_end - pos;
 		uint64_t pblk;
 		uint32_t got;
+		if (cfs_reserve((void **)&f->v, &f->cap, f->n + 1, sizeof *f->v))
+			return -ENOMEM;
 		int rc = cfs_alloc_data(fs, goal, pos, want > (1u << 20) ? 1u << 20 : (uint32_t)want,
 					&pblk, &got);
 		if (rc)
@@ -229,9 +259,20 @@ int cfs_ext_fill(struct cfs_fs *fs, struct cfs_inode *ip, uint64_t lblk, uint64_
 			return rc;
 		}
 		ip->d.nblocks += got;
+		filled_add(f, pos, got);
 		pos += got;
 		if ((rc = commit_if_large(fs, ip)))
 			return rc;
 	}
 	return 0;
+}
+
+int cfs_ext_fill(struct cfs_fs *fs, struct cfs_inode *ip, uint64_t lblk, uint64_t count)
+{
+	struct filled f = {0};
+	int rc = fill_holes(fs, ip, lblk, lblk + count, &f);
+	if (rc)
+		fill_undo(fs, ip, &f);
+	free(f.v);
+	return rc;
 }

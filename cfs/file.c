@@ -579,8 +579,9 @@ static int64_t write_range(struct cfs_fs *fs, uint64_t ino, const void *buf, uin
 		changed_map = true;
 		if (!rc)
 			rc = plan_range(fs, ip, off, size, &p);
-		/* The new unwritten extents, also those a fill that ran out of space made: what is
-		 * allocated must be in the map that goes with the allocation. */
+		/* The new unwritten extents (a fill that ran out of space gave its own back, maybe
+		 * after a commit on the way): what is allocated must be in the map that goes with
+		 * the allocation. */
 		int w = cfs_iwrite(fs, ip);
 		if (w)
 			cfs_log(fs, "inode %llu: %s", (unsigned long long)ip->ino, strerror(-w));
@@ -627,14 +628,20 @@ static int64_t write_range(struct cfs_fs *fs, uint64_t ino, const void *buf, uin
 int64_t cfs_write(struct cfs_fs *fs, uint64_t ino, const void *buf, uint64_t size,
 		  uint64_t off, unsigned flags, const struct cfs_cred *cr)
 {
-	return write_range(fs, ino, buf, size, off, flags, cr, NULL);
+	int64_t rc = write_range(fs, ino, buf, size, off, flags, cr, NULL);
+	if (cfs_alloc_retry(fs, (int)(rc < 0 ? rc : 0)))
+		rc = write_range(fs, ino, buf, size, off, flags, cr, NULL);
+	return rc;
 }
 
 int64_t cfs_append(struct cfs_fs *fs, uint64_t ino, const void *buf, uint64_t size,
 		   unsigned flags, const struct cfs_cred *cr, uint64_t *at)
 {
 	*at = 0;
-	return write_range(fs, ino, buf, size, 0, flags, cr, at);
+	int64_t rc = write_range(fs, ino, buf, size, 0, flags, cr, at);
+	if (cfs_alloc_retry(fs, (int)(rc < 0 ? rc : 0)))
+		rc = write_range(fs, ino, buf, size, 0, flags, cr, at);
+	return rc;
 }
 
 /* lseek's SEEK_DATA (hole false) and SEEK_HOLE from off < size: data is written blocks;
@@ -781,8 +788,8 @@ static int fallocate_locked(struct cfs_fs *fs, uint64_t ino, int mode, uint64_t 
 	}
 }
 
-int cfs_fallocate(struct cfs_fs *fs, uint64_t ino, int mode, uint64_t off, uint64_t len,
-		  const struct cfs_cred *cr)
+static int fallocate_once(struct cfs_fs *fs, uint64_t ino, int mode, uint64_t off,
+			  uint64_t len, const struct cfs_cred *cr)
 {
 	if (mode & ~(FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE | FALLOC_FL_ZERO_RANGE))
 		return -EOPNOTSUPP;
@@ -824,6 +831,13 @@ int cfs_fallocate(struct cfs_fs *fs, uint64_t ino, int mode, uint64_t off, uint6
 	cfs_op_end(fs);
 	pthread_rwlock_unlock(&ip->io);
 	return rc;
+}
+
+int cfs_fallocate(struct cfs_fs *fs, uint64_t ino, int mode, uint64_t off, uint64_t len,
+		  const struct cfs_cred *cr)
+{
+	int rc = fallocate_once(fs, ino, mode, off, len, cr);
+	return cfs_alloc_retry(fs, rc) ? fallocate_once(fs, ino, mode, off, len, cr) : rc;
 }
 
 int cfs_sync(struct cfs_fs *fs)

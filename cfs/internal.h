@@ -245,6 +245,12 @@ uint32_t cfs_ag_of(const struct cfs_fs *fs, uint64_t blk);
  * glock EX instead (another node keeps taking the groups back). */
 #define CFS_GROUP_FETCHES 3u
 uint64_t cfs_free_blocks(struct cfs_fs *fs);
+/* An operation refused for space (rc -ENOSPC) that changed nothing, while blocks that
+ * transactions not yet durable freed wait to be handed out (alloc.c's top): commit them,
+ * outside any operation, and say whether to try it once more (as ext4 retries an allocation
+ * after a journal commit).  Without it a file removed just before could not be reused for a
+ * second, and a refused fallocate's own blocks not until the next commit. */
+bool cfs_alloc_retry(struct cfs_fs *fs, int rc);
 /* More than n blocks free?  Stops counting once there are: cheap unless nearly full. */
 bool cfs_free_above(const struct cfs_fs *fs, uint64_t n);
 /* Is the block allocated, as of the grant numbered since (a glock over the block the caller

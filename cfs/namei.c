@@ -334,6 +334,20 @@ static int make_node_as(struct cfs_fs *fs, uint64_t parent, const char *name, mo
 	return rc;
 }
 
+/* make_node_as under the metadata glock PR, then if it must, EX. */
+static int make_node_tries(struct cfs_fs *fs, uint64_t parent, const char *name, mode_t mode,
+			   dev_t rdev, const struct cfs_cred *cr, const char *target, struct stat *st)
+{
+	/* The directory's and the new inode's glocks EX and the groups it reserves (an unnamed
+	 * file's: this node's orphan list's), so that nodes making files in their own
+	 * directories need not take turns. */
+	int rc = -CFS_ERETRY;
+	for (unsigned tries = 0; retry_shared(fs, rc, tries, CFS_GROUP_FETCHES); tries++)
+		rc = make_node_as(fs, parent, name, mode, rdev, cr, target, st, true);
+	return needs_ex(rc) ? make_node_as(fs, parent, name, mode, rdev, cr, target, st, false)
+			    : rc;
+}
+
 /* Make an inode of mode under dir/name.  target: a symlink's.  name NULL: an unnamed file,
  * open, on the orphan list until cfs_link names it. */
 static int make_node(struct cfs_fs *fs, uint64_t parent, const char *name, mode_t mode,
@@ -345,14 +359,9 @@ static int make_node(struct cfs_fs *fs, uint64_t parent, const char *name, mode_
 	size_t tlen = target ? strlen(target) : 0;
 	if (target && (tlen == 0 || tlen >= fs->bs || tlen >= 4096))
 		return tlen ? -ENAMETOOLONG : -ENOENT;
-	/* The directory's and the new inode's glocks EX and the groups it reserves (an unnamed
-	 * file's: this node's orphan list's), so that nodes making files in their own
-	 * directories need not take turns. */
-	rc = -CFS_ERETRY;
-	for (unsigned tries = 0; retry_shared(fs, rc, tries, CFS_GROUP_FETCHES); tries++)
-		rc = make_node_as(fs, parent, name, mode, rdev, cr, target, st, true);
-	return needs_ex(rc) ? make_node_as(fs, parent, name, mode, rdev, cr, target, st, false)
-			    : rc;
+	rc = make_node_tries(fs, parent, name, mode, rdev, cr, target, st);
+	return cfs_alloc_retry(fs, rc) ? make_node_tries(fs, parent, name, mode, rdev, cr, target, st)
+				       : rc;
 }
 
 int cfs_mknod(struct cfs_fs *fs, uint64_t parent, const char *name, mode_t mode, dev_t rdev,

@@ -70,6 +70,33 @@ Test(alloc, full_then_enospc_and_counts_survive_remount)
 	fs_done(fs);
 }
 
+/* A refusal for space while frees wait for their commit: cfs_alloc_retry commits them and
+ * says to try again; with nothing waiting, or for another error, it does not. */
+Test(alloc, a_refusal_while_frees_wait_commits_them_for_one_more_try)
+{
+	struct cfs_fs *fs = fs_fresh(1, 32);
+	pthread_mutex_lock(&fs->lock);
+	uint64_t p, first = 0;
+	uint32_t n, first_n = 0;
+	while (cfs_alloc(fs, 0, 4096, &p, &n) == 0) {
+		if (!first_n)
+			first = p, first_n = n;
+		if (fs->txn.n > fs->txn.limit / 2)
+			cr_assert_eq(cfs_journal_commit(fs), 0);
+	}
+	cr_assert_eq(cfs_free(fs, first, first_n), 0, "free %llu+%u", (unsigned long long)first, first_n);
+	cr_assert_eq(cfs_alloc(fs, 0, first_n, &p, &n), -ENOSPC, "freed, not yet committed");
+	pthread_mutex_unlock(&fs->lock);
+	cr_assert_not(cfs_alloc_retry(fs, -EIO));
+	cr_assert(cfs_alloc_retry(fs, -ENOSPC));
+	cr_assert_not(cfs_alloc_retry(fs, -ENOSPC), "nothing waits any more");
+	pthread_mutex_lock(&fs->lock);
+	cr_assert_eq(cfs_alloc(fs, 0, first_n, &p, &n), 0);
+	cr_assert_eq(n, first_n);
+	pthread_mutex_unlock(&fs->lock);
+	fs_done(fs);
+}
+
 /* Runs of bits are set and measured a byte at a time where they can be: the same as bit by
  * bit, at every start and length around byte boundaries. */
 Test(alloc, bit_runs_match_a_bit_by_bit_reference)

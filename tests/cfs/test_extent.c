@@ -28,6 +28,32 @@ static void compare(const struct cfs_inode *ip)
 	}
 }
 
+/* A fill that runs out of space keeps nothing it allocated: the holes it filled are holes
+ * again, what was mapped before is as it was, and the free count is back where it started
+ * (the blocks once the frees are committed). */
+Test(extent, a_fill_that_runs_out_of_space_gives_back_what_it_took)
+{
+	struct cfs_fs *fs = fs_fresh(1, 32);
+	pthread_mutex_lock(&fs->lock);
+	struct cfs_inode *ip = fs_new_inode(fs, S_IFREG | 0644);
+	memset(model, 0, sizeof model);
+	for (uint64_t b = 0; b < NBLK; b += 200) { /* holes between mapped pieces */
+		cr_assert_eq(cfs_ext_fill(fs, ip, b, 50), 0);
+		memset(model + b, 'u', 50);
+	}
+	cr_assert_eq(cfs_journal_commit(fs), 0);
+	uint64_t free0 = cfs_free_blocks(fs), nblocks0 = ip->d.nblocks;
+	cr_assert_eq(cfs_ext_fill(fs, ip, 0, free0 * 2), -ENOSPC);
+	compare(ip);
+	cr_assert_eq(ip->d.nblocks, nblocks0);
+	cr_assert_eq(cfs_free_blocks(fs), free0);
+	cr_assert_eq(cfs_journal_commit(fs), 0);
+	cr_assert_eq(cfs_ext_fill(fs, ip, NBLK, free0 - CFS_META_RESERVE - 8), 0,
+		     "after the commit the space is there again");
+	pthread_mutex_unlock(&fs->lock);
+	fs_done(fs);
+}
+
 Test(extent, random_operations_match_the_model)
 {
 	struct cfs_fs *fs = fs_fresh(1, 64);

@@ -321,6 +321,44 @@ Test(odm, resize_and_delete)
 	cr_assert_eq(odm_delete(path_of("r.dbf")), -ENOENT);
 }
 
+static uint64_t free_bytes(void)
+{
+	struct statvfs sv;
+	cr_assert_eq(statvfs(dir(), &sv), 0);
+	return (uint64_t)sv.f_bavail * sv.f_frsize / BS * BS;
+}
+
+/* A create or resize refused for space keeps none of it, at once: the next create of what is
+ * free goes through (it was refused until the next commit, and the refused file's blocks held
+ * until it went). */
+Test(odm, refused_create_and_resize_give_the_space_back)
+{
+	init();
+	uint64_t free0 = free_bytes();
+	odm_fid fid;
+	cr_assert_eq(odm_create(path_of("huge.dbf"), 2 * free0, BS, ODM_FT_DATA, &fid), -ENOSPC);
+	cr_assert_not(listed(path_of("huge.dbf")));
+	cr_assert_geq(free_bytes(), free0 - 8 * MIB, "after a refused create: %llu of %llu free",
+		      (unsigned long long)free_bytes(), (unsigned long long)free0);
+	uint64_t most = free0 / 4 * 3 / BS * BS;
+	odm_fid big = make_file("most.dbf", most);
+	uint64_t free1 = free_bytes();
+	cr_assert_eq(odm_resize(big, most + 2 * free1), -ENOSPC);
+	struct odm_fileinfo info;
+	cr_assert_eq(odm_getfileinfo(big, &info), 0);
+	cr_assert_eq(info.size, most, "a refused resize changed the size to %llu",
+		     (unsigned long long)info.size);
+	cr_assert_geq(free_bytes(), free1 - 8 * MIB, "after a refused resize: %llu of %llu free",
+		      (unsigned long long)free_bytes(), (unsigned long long)free1);
+	odm_fid rest = make_file("rest.dbf", free1 / 2 / BS * BS);
+	cr_assert_eq(odm_resize(rest, free1 / 2 / BS * BS + 8 * MIB), 0);
+	cr_assert_eq(odm_delete(path_of("rest.dbf")), 0);
+	cr_assert_eq(odm_delete(path_of("most.dbf")), 0);
+	cr_assert_eq(odm_create(path_of("again.dbf"), most, BS, ODM_FT_DATA, &fid), 0,
+		     "a create right after the delete of as much");
+	cr_assert_eq(odm_abort(fid), 0);
+}
+
 /* One process writes all over a file while another shrinks it and hands the freed space to
  * a new file: the new file must keep exactly what was written to it. */
 Test(odm, resize_racing_with_io_never_touches_another_file, .timeout = 120)
