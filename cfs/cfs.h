@@ -247,6 +247,12 @@ int cfs_setattr(struct cfs_fs *fs, uint64_t ino, const struct stat *attr, unsign
  * but root: -EPERM.  cr NULL: the filesystem itself. */
 int cfs_get_iflags(struct cfs_fs *fs, uint64_t ino, uint32_t *flags);
 int cfs_set_iflags(struct cfs_fs *fs, uint64_t ino, uint32_t flags, const struct cfs_cred *cr);
+/* The same with the project id (FS_IOC_FSGETXATTR, FSSETXATTR: chattr -p, xfs_io chproj):
+ * FS_PROJINHERIT_FL, kept on directories, and a project id need the feature 'project'
+ * (-EOPNOTSUPP without it); only root changes a project id (-EPERM). */
+int cfs_get_fsattr(struct cfs_fs *fs, uint64_t ino, uint32_t *flags, uint32_t *projid);
+int cfs_set_fsattr(struct cfs_fs *fs, uint64_t ino, uint32_t flags, uint32_t projid,
+		   const struct cfs_cred *cr);
 /* flags: open(2)'s; -EPERM if the inode flags forbid them (writes to an immutable file). */
 int cfs_open(struct cfs_fs *fs, uint64_t ino, int flags);
 int cfs_release(struct cfs_fs *fs, uint64_t ino);

@@ -40,6 +40,8 @@ enum cfs_feature_word { CFS_COMPAT, CFS_RO_COMPAT, CFS_INCOMPAT, CFS_FEATURE_WOR
 #define CFS_FEATURE_NAMES 48u
 /* incompat: journals are written in journal format 3 (struct cfs_djcommit) */
 #define CFS_FEAT_JOURNAL_V3 (1u << 0)
+/* ro_compat: inodes carry project ids that new files inherit (cfs/project.c) */
+#define CFS_FEAT_PROJECT (1u << 0)
 /* incompat: a 'cfs tune' was interrupted; its name entry names the feature it was turning on */
 #define CFS_FEAT_TUNING (1u << 31)
 
@@ -146,7 +148,7 @@ struct cfs_dinode {
 	uint32_t xattr_len; /* bytes used in the inline xattr area */
 	uint32_t dir_level; /* directories: 2^level buckets, plus dir_split split ones */
 	uint32_t dir_split;
-	uint32_t reserved0;
+	uint32_t projid;    /* the feature 'project': its project (project.c); else 0 */
 	uint64_t dir_entries;
 };
 #define CFS_INODE_XATTR_OFF 256u

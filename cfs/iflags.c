@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 
 #define STICKY_FLAGS (FS_IMMUTABLE_FL | FS_APPEND_FL)
-#define KNOWN_FLAGS (STICKY_FLAGS | FS_NODUMP_FL | FS_NOATIME_FL)
+#define KNOWN_FLAGS (STICKY_FLAGS | FS_NODUMP_FL | FS_NOATIME_FL | FS_PROJINHERIT_FL)
 
 uint32_t cfs_iflags_unknown(uint32_t flags) { return flags & ~(uint32_t)KNOWN_FLAGS; }
 
@@ -52,41 +52,70 @@ int cfs_iflags_may_open(const struct cfs_inode *ip, int flags)
 	return 0;
 }
 
-int cfs_get_iflags(struct cfs_fs *fs, uint64_t ino, uint32_t *flags)
+int cfs_get_fsattr(struct cfs_fs *fs, uint64_t ino, uint32_t *flags, uint32_t *projid)
 {
 	int rc = cfs_op_begin(fs, false);
 	if (rc)
 		return rc;
 	struct cfs_inode *ip;
 	if (!(rc = cfs_iget(fs, ino, &ip))) {
-		*flags = ip->d.flags & KNOWN_FLAGS;
+		bool on = cfs_project_on(fs);
+		*flags = ip->d.flags & KNOWN_FLAGS & (on ? UINT32_MAX : ~(uint32_t)FS_PROJINHERIT_FL);
+		*projid = on ? ip->d.projid : 0;
 		cfs_iput_check(fs, ip);
 	}
 	cfs_op_end(fs);
 	return rc;
 }
 
+int cfs_get_iflags(struct cfs_fs *fs, uint64_t ino, uint32_t *flags)
+{
+	uint32_t projid;
+	return cfs_get_fsattr(fs, ino, flags, &projid);
+}
+
 /* fs/ioctl.c fileattr_set_prepare: the owner changes the flags, and only a caller with
  * CAP_LINUX_IMMUTABLE (root here; the kernel checked the capability before asking) the
- * immutable and append-only ones. */
-static int may_set(const struct cfs_inode *ip, uint32_t flags, const struct cfs_cred *cr)
+ * immutable and append-only ones.  A project id only root changes (ext4 and XFS let the
+ * owner, who could then take a tenant's files out of its company's quota). */
+static int may_set(struct cfs_fs *fs, const struct cfs_inode *ip, uint32_t flags,
+		   uint32_t projid, const struct cfs_cred *cr)
 {
 	if (cfs_iflags_unknown(flags))
 		return -EOPNOTSUPP;
+	bool project_change = ((flags ^ ip->d.flags) & FS_PROJINHERIT_FL) || projid != ip->d.projid;
+	if (project_change && !cfs_project_on(fs)) {
+		cfs_log(fs, "inode %llu: project ids need the feature 'project' (cfs tune -O "
+			"project, unmounted): not set", (unsigned long long)ip->ino);
+		return -EOPNOTSUPP;
+	}
 	bool root = !cr || cr->uid == 0;
 	bool sticky_changes = (flags ^ ip->d.flags) & STICKY_FLAGS;
+	if (projid != ip->d.projid && !root)
+		return -EPERM;
 	return root || (cr->uid == ip->d.uid && !sticky_changes) ? 0 : -EPERM;
 }
 
-int cfs_set_iflags(struct cfs_fs *fs, uint64_t ino, uint32_t flags, const struct cfs_cred *cr)
+/* projid NULL: the inode's stays. */
+static int set_attrs(struct cfs_fs *fs, uint64_t ino, uint32_t flags, const uint32_t *projid,
+		     const struct cfs_cred *cr)
 {
 	int rc = cfs_op_begin_inode(fs); /* this inode alone */
 	if (rc)
 		return rc;
 	struct cfs_inode *ip;
 	if (!(rc = cfs_iget(fs, ino, &ip))) {
-		if (!(rc = may_set(ip, flags, cr)) && flags != ip->d.flags) {
+		/* With the feature off, what the inode keeps of a project is not shown, and stays. */
+		bool on = cfs_project_on(fs);
+		uint32_t id = projid && (on || *projid) ? *projid : ip->d.projid;
+		if (!on)
+			flags |= ip->d.flags & FS_PROJINHERIT_FL;
+		if (!S_ISDIR(ip->d.mode)) /* inherited only from directories, as ext4 keeps it */
+			flags &= ~(uint32_t)FS_PROJINHERIT_FL;
+		if (!(rc = may_set(fs, ip, flags, id, cr)) &&
+		    (flags != ip->d.flags || id != ip->d.projid)) {
 			ip->d.flags = flags;
+			ip->d.projid = id;
 			cfs_itouch(ip, false, true);
 			rc = cfs_iwrite(fs, ip);
 		}
@@ -94,4 +123,15 @@ int cfs_set_iflags(struct cfs_fs *fs, uint64_t ino, uint32_t flags, const struct
 	}
 	cfs_op_end(fs);
 	return rc;
+}
+
+int cfs_set_iflags(struct cfs_fs *fs, uint64_t ino, uint32_t flags, const struct cfs_cred *cr)
+{
+	return set_attrs(fs, ino, flags, NULL, cr);
+}
+
+int cfs_set_fsattr(struct cfs_fs *fs, uint64_t ino, uint32_t flags, uint32_t projid,
+		   const struct cfs_cred *cr)
+{
+	return set_attrs(fs, ino, flags, &projid, cr);
 }

@@ -483,6 +483,15 @@ int cfs_iflags_may_open(const struct cfs_inode *ip, int flags);
 int cfs_iflags_may_add_entry(const struct cfs_inode *dir);
 int cfs_iflags_may_remove_entry(const struct cfs_inode *dir, const struct cfs_inode *victim);
 
+/* ---- project ids (project.c) ---- */
+bool cfs_project_on(const struct cfs_fs *fs);
+/* A new inode ip made in dir takes dir's project if dir passes it on. */
+void cfs_project_inherit(const struct cfs_fs *fs, const struct cfs_inode *dir,
+			 struct cfs_inode *ip);
+/* -EXDEV if dir passes on a project that ip, given a name in dir, is not in. */
+int cfs_project_may_name(const struct cfs_fs *fs, const struct cfs_inode *dir,
+			 const struct cfs_inode *ip);
+
 /* ---- glocks (glock.c) ---- */
 struct cfs_glock;
 /* What a glock type keeps under its grant, as GFS2's glops. */

@@ -255,6 +255,7 @@ static int make_in(struct cfs_fs *fs, struct cfs_inode *dir, const char *name, m
 	if (!rc) {
 		ip->d.nlink = S_ISDIR(mode) ? 2 : 1;
 		ip->d.rdev = rdev;
+		cfs_project_inherit(fs, dir, ip);
 		if (S_ISDIR(mode)) {
 			ip->d.parent = dir->ino;
 			rc = cfs_dir_init(fs, ip);
@@ -446,6 +447,8 @@ static int link_as(struct cfs_fs *fs, uint64_t ino, uint64_t parent, const char 
 		rc = takes_entries(v[1]);
 	if (!rc)
 		rc = cfs_iflags_may_add_entry(v[1]);
+	if (!rc)
+		rc = cfs_project_may_name(fs, v[1], v[0]);
 	if (!rc && !cfs_free_above(fs, RESERVE_BLOCKS - 1))
 		rc = -ENOSPC;
 	if (!rc) {
@@ -652,8 +655,10 @@ static int exchange_checks(struct cfs_fs *fs, const struct rename_ctx *r)
 {
 	if (!r->dst)
 		return -ENOENT;
-	int rc = 0;
-	if (r->from_dir != r->to_dir && !(rc = goes_under_itself(fs, r->src, r->to_dir)))
+	int rc = cfs_project_may_name(fs, r->to_dir, r->src);
+	if (!rc)
+		rc = cfs_project_may_name(fs, r->from_dir, r->dst);
+	if (!rc && r->from_dir != r->to_dir && !(rc = goes_under_itself(fs, r->src, r->to_dir)))
 		rc = goes_under_itself(fs, r->dst, r->from_dir);
 	return rc ? rc : rename_flags_allow(r);
 }
@@ -666,6 +671,8 @@ static int rename_checks(struct cfs_fs *fs, struct rename_ctx *r)
 		return rc;
 	if (r->flags & CFS_RENAME_EXCHANGE)
 		return exchange_checks(fs, r);
+	if ((rc = cfs_project_may_name(fs, r->to_dir, r->src)))
+		return rc;
 	if (r->dst && (r->flags & CFS_RENAME_NOREPLACE))
 		return -EEXIST;
 	if (r->dst && src_dir && !S_ISDIR(r->dst->d.mode))

@@ -790,13 +790,15 @@ static void op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
 }
 
 /* chattr(1) and lsattr(1): the kernel asks through FS_IOC_GETFLAGS/SETFLAGS, or the
- * FS_IOC_FSGETXATTR/FSSETXATTR pair that xfs_io uses, both carrying the same few flags. */
+ * FS_IOC_FSGETXATTR/FSSETXATTR pair that xfs_io uses (and chattr -p, lsattr -p), both
+ * carrying the same few flags; the pair also the project id. */
 static const struct {
 	uint32_t fl, xflag;
 } xflags_of[] = {{FS_IMMUTABLE_FL, FS_XFLAG_IMMUTABLE},
 		 {FS_APPEND_FL, FS_XFLAG_APPEND},
 		 {FS_NODUMP_FL, FS_XFLAG_NODUMP},
-		 {FS_NOATIME_FL, FS_XFLAG_NOATIME}};
+		 {FS_NOATIME_FL, FS_XFLAG_NOATIME},
+		 {FS_PROJINHERIT_FL, FS_XFLAG_PROJINHERIT}};
 
 static uint32_t xflags_from_flags(uint32_t flags)
 {
@@ -815,7 +817,7 @@ static uint32_t flags_from_fsxattr(const struct fsxattr *fa)
 			flags |= xflags_of[i].fl;
 			x &= ~xflags_of[i].xflag;
 		}
-	bool other = x || fa->fsx_extsize || fa->fsx_projid || fa->fsx_cowextsize;
+	bool other = x || fa->fsx_extsize || fa->fsx_cowextsize;
 	return other ? UINT32_MAX : flags;
 }
 
@@ -826,18 +828,18 @@ static void op_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg
 	(void)arg, (void)fi, (void)flags;
 	struct cfsd *d = D(req);
 	struct cfs_cred c = cred_of(req);
-	uint32_t fl = 0;
+	uint32_t fl = 0, projid = 0;
 	int rc;
 	switch (cmd) {
 	case FS_IOC_GETFLAGS:
 	case FS_IOC_FSGETXATTR:
-		if ((rc = cfs_get_iflags(d->fs, ino, &fl)))
+		if ((rc = cfs_get_fsattr(d->fs, ino, &fl, &projid)))
 			break;
 		if (cmd == FS_IOC_GETFLAGS && out_size >= sizeof fl) {
 			fuse_reply_ioctl(req, 0, &fl, sizeof fl);
 			return;
 		}
-		struct fsxattr fa = {.fsx_xflags = xflags_from_flags(fl)};
+		struct fsxattr fa = {.fsx_xflags = xflags_from_flags(fl), .fsx_projid = projid};
 		if (cmd == FS_IOC_FSGETXATTR && out_size >= sizeof fa) {
 			fuse_reply_ioctl(req, 0, &fa, sizeof fa);
 			return;
@@ -846,13 +848,18 @@ static void op_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg
 		break;
 	case FS_IOC_SETFLAGS:
 	case FS_IOC_FSSETXATTR:
-		if (cmd == FS_IOC_SETFLAGS && in_size >= sizeof fl)
+		if (cmd == FS_IOC_SETFLAGS && in_size >= sizeof fl) {
 			memcpy(&fl, in, sizeof fl);
-		else if (cmd == FS_IOC_FSSETXATTR && in_size >= sizeof(struct fsxattr))
-			fl = flags_from_fsxattr(in);
-		else
-			fl = UINT32_MAX;
-		rc = fl == UINT32_MAX ? -EOPNOTSUPP : cfs_set_iflags(d->fs, ino, fl, &c);
+			rc = cfs_set_iflags(d->fs, ino, fl, &c);
+		} else if (cmd == FS_IOC_FSSETXATTR && in_size >= sizeof(struct fsxattr)) {
+			struct fsxattr fa;
+			memcpy(&fa, in, sizeof fa);
+			fl = flags_from_fsxattr(&fa);
+			rc = fl == UINT32_MAX ? -EOPNOTSUPP
+					      : cfs_set_fsattr(d->fs, ino, fl, fa.fsx_projid, &c);
+		} else {
+			rc = -EOPNOTSUPP;
+		}
 		if (!rc) {
 			fuse_reply_ioctl(req, 0, NULL, 0);
 			return;

@@ -14,6 +14,7 @@ PACKAGES=(
   iproute2            # tests/cluster: network namespaces
   libfuse3-dev fuse3  # cfs: the FUSE daemon and its mounts
   acl attr dbench     # cfs tests: ACLs, xattrs, a file server load
+  xfsprogs            # cfs tests: xfs_io chproj and lsproj (project ids)
   gdb                 # tests/cluster: what a hung cfsd's threads were doing
   sbd fence-agents    # tests/cluster: cfs-fence with fence_sbd for real, the agents' options
   debhelper           # make deb: the Debian packages
