@@ -130,7 +130,7 @@ $(BUILD)/bin/cvm: $(BUILD)/tools/cvm.o $(BUILD)/tools/restripe_mounted.o $(BUILD
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS_SAN) $(LDFLAGS) -o $@ $^ $(LDLIBS_CVM) $(LDLIBS_LOCK)
 
-$(BUILD)/bin/cfs: $(BUILD)/tools/cfs.o $(BUILD)/tools/ask.o $(BUILD)/tools/utab.o $(BUILD)/proto/control.pb-c.o $(TOOLS_COMMON_OBJ) $(LIBS)
+$(BUILD)/bin/cfs: $(BUILD)/tools/cfs.o $(BUILD)/tools/cfs_quota.o $(BUILD)/tools/ask.o $(BUILD)/tools/utab.o $(BUILD)/proto/control.pb-c.o $(TOOLS_COMMON_OBJ) $(LIBS)
 	$(CC) $(LDFLAGS_SAN) $(LDFLAGS) -o $@ $^ $(LDLIBS_CVM) $(LDLIBS_LOCK)
 
 $(BUILD)/bin/odmstat: $(BUILD)/tools/odmstat.o $(BUILD)/tools/svgplot.o $(BUILD)/tools/ask.o $(BUILD)/odm/stats.o $(BUILD)/odm/rows.o $(BUILD)/proto/control.pb-c.o $(TOOLS_COMMON_OBJ) $(LIBS)
@@ -226,6 +226,7 @@ bench-cfs: all
 	bench/cfs/fuse_path.sh $(BUILD)
 	bench/cfs/fuse_trace.sh $(BUILD)
 	bench/cfs/bigfile.sh $(BUILD)
+	bench/cfs/quota.sh $(BUILD)
 
 # The long runs of what make check runs short: the randomized soak of one filesystem (make
 # check: 8 rounds; SOAK_SEED=N replays a run), the crash points, node deaths and coherence

@@ -253,6 +253,29 @@ int cfs_set_iflags(struct cfs_fs *fs, uint64_t ino, uint32_t flags, const struct
 int cfs_get_fsattr(struct cfs_fs *fs, uint64_t ino, uint32_t *flags, uint32_t *projid);
 int cfs_set_fsattr(struct cfs_fs *fs, uint64_t ino, uint32_t flags, uint32_t projid,
 		   const struct cfs_cred *cr);
+/* Quotas (the feature 'quota'): usage and limits per user, group and project id.  Sizes in
+ * bytes; a limit of 0 is none; grace: seconds a soft limit may be passed; *_over_since: when
+ * it was (seconds since the epoch), 0 while under it. */
+enum { CFS_QUOTA_USER, CFS_QUOTA_GROUP, CFS_QUOTA_PROJECT, CFS_QUOTA_TYPES };
+struct cfs_quota_rec {
+	unsigned type;
+	uint32_t id;
+	uint64_t used_bytes, used_inodes;
+	uint64_t soft_bytes, hard_bytes, soft_inodes, hard_inodes, grace;
+	int64_t bytes_over_since, inodes_over_since;
+};
+const char *cfs_quota_type_name(unsigned type);
+int cfs_quota_get(struct cfs_fs *fs, unsigned type, uint32_t id, struct cfs_quota_rec *out);
+/* The limits of want that set names; refused (cfs_last_error says why) if a soft limit would
+ * be above its hard one or a hard limit below what is used. */
+#define CFS_QUOTA_SET_SOFT_BYTES 1u
+#define CFS_QUOTA_SET_HARD_BYTES 2u
+#define CFS_QUOTA_SET_SOFT_INODES 4u
+#define CFS_QUOTA_SET_HARD_INODES 8u
+#define CFS_QUOTA_SET_GRACE 16u
+int cfs_quota_set(struct cfs_fs *fs, const struct cfs_quota_rec *want, unsigned set);
+/* Every id of type with a use or a limit, in id order (free *out). */
+int cfs_quota_report(struct cfs_fs *fs, unsigned type, struct cfs_quota_rec **out, size_t *n);
 /* flags: open(2)'s; -EPERM if the inode flags forbid them (writes to an immutable file). */
 int cfs_open(struct cfs_fs *fs, uint64_t ino, int flags);
 int cfs_release(struct cfs_fs *fs, uint64_t ino);

@@ -185,9 +185,11 @@ int cfs_dir_lookup(struct cfs_fs *fs, struct cfs_inode *dir, const char *name, u
 static int new_overflow(struct cfs_fs *fs, struct cfs_inode *dir, bool reserve,
 			struct cfs_buf **out)
 {
-	uint64_t blk;
+	uint64_t blk = 0, room;
 	uint32_t got;
-	int rc = reserve ? cfs_alloc_meta(fs, dir->ino, &blk) : cfs_alloc(fs, dir->ino, 1, &blk, &got);
+	int rc = reserve ? 0 : cfs_quota_room(fs, dir, &room); /* a new name: its owner's quota */
+	if (!rc)
+		rc = reserve ? cfs_alloc_meta(fs, dir->ino, &blk) : cfs_alloc(fs, dir->ino, 1, &blk, &got);
 	if (rc)
 		return rc;
 	if ((rc = cfs_bnew(fs, blk, CFS_B_DIROVF, dir->ino, out)))

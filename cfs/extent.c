@@ -233,6 +233,28 @@ static void fill_undo(struct cfs_fs *fs, struct cfs_inode *ip, const struct fill
 	}
 }
 
+/* Blocks of the overflow chain a map of n extents needs. */
+static uint64_t chain_blocks(const struct cfs_fs *fs, uint64_t n)
+{
+	uint64_t inl = CFS_INODE_EXTENTS(fs->bs), per = CFS_EXTB_EXTENTS(fs->bs);
+	return n > inl ? (n - inl + per - 1) / per : 0;
+}
+
+/* At most want blocks of data that the inode's quotas let it take now, with room for the
+ * map blocks one more extent may need: -EDQUOT if none. */
+static int quota_clamp(struct cfs_fs *fs, struct cfs_inode *ip, uint64_t *want)
+{
+	uint64_t room;
+	int rc = cfs_quota_room(fs, ip, &room);
+	if (rc || room == UINT64_MAX)
+		return rc;
+	uint64_t map = chain_blocks(fs, ip->next + 2) - chain_blocks(fs, ip->next);
+	if (room <= map)
+		return -EDQUOT;
+	*want = *want < room - map ? *want : room - map;
+	return 0;
+}
+
 static int fill_holes(struct cfs_fs *fs, struct cfs_inode *ip, uint64_t lblk, uint64_t end,
 		      struct filled *f)
 {
@@ -249,7 +271,10 @@ static int fill_holes(struct cfs_fs *fs, struct cfs_inode *ip, uint64_t lblk, ui
 		uint32_t got;
 		if (cfs_reserve((void **)&f->v, &f->cap, f->n + 1, sizeof *f->v))
 			return -ENOMEM;
-		int rc = cfs_alloc_data(fs, goal, pos, want > (1u << 20) ? 1u << 20 : (uint32_t)want,
+		int rc = quota_clamp(fs, ip, &want);
+		if (rc)
+			return rc;
+		rc = cfs_alloc_data(fs, goal, pos, want > (1u << 20) ? 1u << 20 : (uint32_t)want,
 					&pblk, &got);
 		if (rc)
 			return rc;

@@ -23,6 +23,7 @@ struct known_feature {
 static const struct known_feature known[] = {
 	{CFS_INCOMPAT, CFS_FEAT_JOURNAL_V3, "journal_v3", "0.2", true},
 	{CFS_RO_COMPAT, CFS_FEAT_PROJECT, "project", "0.2", false},
+	{CFS_RO_COMPAT, CFS_FEAT_QUOTA, "quota", "0.2", false},
 };
 #define NKNOWN (sizeof known / sizeof *known)
 

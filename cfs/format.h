@@ -42,6 +42,8 @@ enum cfs_feature_word { CFS_COMPAT, CFS_RO_COMPAT, CFS_INCOMPAT, CFS_FEATURE_WOR
 #define CFS_FEAT_JOURNAL_V3 (1u << 0)
 /* ro_compat: inodes carry project ids that new files inherit (cfs/project.c) */
 #define CFS_FEAT_PROJECT (1u << 0)
+/* ro_compat: usage and limits per user, group and project (cfs/quota.c, superblock quota_ino) */
+#define CFS_FEAT_QUOTA (1u << 1)
 /* incompat: a 'cfs tune' was interrupted; its name entry names the feature it was turning on */
 #define CFS_FEAT_TUNING (1u << 31)
 
@@ -55,6 +57,7 @@ enum cfs_block_type {
 	CFS_B_XATTR = 7,
 	CFS_B_JDESC = 8,   /* journal descriptor */
 	CFS_B_JCOMMIT = 9, /* journal commit */
+	CFS_B_QUOTA = 10,  /* quota records (owner: the quota inode) */
 };
 
 struct cfs_bhdr {
@@ -107,6 +110,9 @@ struct cfs_dsuper {
 		char name[22];
 		char release[8];
 	} feature_names[CFS_FEATURE_NAMES];
+	/* With the feature 'quota': the inodes holding the user, group and project records
+	 * (struct cfs_dquot), named by nothing else. */
+	uint64_t quota_ino[3];
 };
 #define CFS_LOCKPROTO_LEN 16u
 static_assert(sizeof(struct cfs_dsuper) <= CFS_MIN_BLOCK, "superblock fits a block");
@@ -177,6 +183,22 @@ struct cfs_ddirb {
 };
 #define CFS_DIRB_OFF 64u
 #define CFS_DIRENT_FIXED 14u
+
+/* Quota block: logical block L of a quota inode holds the records of ids L * R to
+ * L * R + R - 1 (R = CFS_DQUOTS_PER_BLOCK), from CFS_DQUOT_OFF.  A hole reads as records of
+ * zeros: no use, no limit.  Sizes in bytes; a limit of 0 is none. */
+struct cfs_dquot {
+	uint64_t used_bytes, used_inodes;
+	uint64_t soft_bytes, hard_bytes, soft_inodes, hard_inodes;
+	uint64_t grace;            /* seconds a soft limit may be passed; 0: CFS_QUOTA_GRACE */
+	int64_t bytes_over_since;  /* when usage passed the soft limit (seconds); 0: under */
+	int64_t inodes_over_since;
+	uint8_t reserved[56];
+};
+static_assert(sizeof(struct cfs_dquot) == 128, "quota record is 128 bytes");
+#define CFS_DQUOT_OFF 64u
+#define CFS_DQUOTS_PER_BLOCK(bs) (((bs) - CFS_DQUOT_OFF) / sizeof(struct cfs_dquot))
+#define CFS_QUOTA_GRACE (7u * 24 * 3600)
 
 /* Xattr block: the same entry list as the inline area, from CFS_XATTRB_OFF. */
 #define CFS_XATTRB_OFF 32u

@@ -8,6 +8,7 @@
  *      damaged or missing inodes, second links to directories, wrong ".." and entry counts
  *   5. link counts against the entries found
  *   6. every group's bitmap and free count against the blocks marked
+ *   7. quotas: every id's usage against what the inodes found hold
  * Repairs go through the journal of slot 0 like any metadata change, so an interrupted fsck
  * leaves a consistent filesystem; the journals are cleared at the end. */
 #include "cfs/internal.h"
@@ -38,6 +39,10 @@ struct fix { /* an entry to take out once the walk is over */
 
 struct fsck {
 	struct cfs_fs *fs;
+	struct qcount *counts; /* usage per (type, id) found by the walk: open addressing */
+	size_t counts_cap, ncounts;
+	bool counts_lost;
+	bool super_changed; /* quota inodes made or dropped: the superblock is written at the end */
 	bool repair;
 	cfs_print_fn print;
 	void *arg;
@@ -151,10 +156,70 @@ static int fix_add(struct fsck *k, uint64_t dir, const char *name, size_t len, u
 	return 0;
 }
 
+/* ---- usage per quota id, as the walk finds it ---- */
+struct qcount {
+	uint64_t key; /* (type + 1) << 32 | id; 0: a free slot */
+	uint64_t bytes, inodes;
+	bool recorded; /* a record of it was seen */
+};
+
+static struct qcount *count_slot(struct fsck *k, uint64_t key)
+{
+	if ((k->ncounts + 1) * 2 > k->counts_cap) {
+		size_t cap = k->counts_cap ? k->counts_cap * 2 : 256;
+		struct qcount *v = calloc(cap, sizeof *v);
+		if (!v)
+			return NULL;
+		for (size_t i = 0; i < k->counts_cap; i++)
+			if (k->counts[i].key) {
+				size_t j = (k->counts[i].key * 0x9E3779B97F4A7C15ull) & (cap - 1);
+				while (v[j].key)
+					j = (j + 1) & (cap - 1);
+				v[j] = k->counts[i];
+			}
+		free(k->counts);
+		k->counts = v;
+		k->counts_cap = cap;
+	}
+	size_t j = (key * 0x9E3779B97F4A7C15ull) & (k->counts_cap - 1);
+	while (k->counts[j].key && k->counts[j].key != key)
+		j = (j + 1) & (k->counts_cap - 1);
+	if (!k->counts[j].key) {
+		k->counts[j].key = key;
+		k->ncounts++;
+	}
+	return &k->counts[j];
+}
+
+static uint64_t count_key(unsigned type, uint32_t id)
+{
+	return (uint64_t)(type + 1) << 32 | id;
+}
+
+/* What the inode holds, for its ids (quota.c charges the same). */
+static void count_usage(struct fsck *k, const struct cfs_inode *ip)
+{
+	struct cfs_fs *fs = k->fs;
+	if (!cfs_quota_on(fs) || cfs_quota_exempt(fs, ip->ino))
+		return;
+	uint32_t id[CFS_QUOTA_TYPES] = {ip->d.uid, ip->d.gid, ip->d.projid};
+	unsigned types = cfs_project_on(fs) ? CFS_QUOTA_TYPES : CFS_QUOTA_PROJECT;
+	for (unsigned t = 0; t < types; t++) {
+		struct qcount *c = count_slot(k, count_key(t, id[t]));
+		if (!c) { /* the check of the quotas fails at its end */
+			k->counts_lost = true;
+			return;
+		}
+		c->bytes += ip->d.nblocks * fs->bs;
+		c->inodes++;
+	}
+}
+
 /* ---- one inode's blocks ---- */
 static void mark_inode(struct fsck *k, struct cfs_inode *ip)
 {
 	struct cfs_fs *fs = k->fs;
+	count_usage(k, ip);
 	mark(k, ip->ino, 1, ip->ino, "inode");
 	for (uint64_t blk = ip->d.ext_next; blk;) {
 		struct cfs_buf *b;
@@ -557,6 +622,154 @@ static int check_group(struct fsck *k, uint32_t g)
 	return 0;
 }
 
+/* ---- quotas ---- */
+/* A quota inode's blocks marked as its own, before the walk (the groups would take them back
+ * otherwise); a damaged record block is dropped from it with repair (its ids' usage is
+ * counted again below, their limits are lost: said).  Without the feature, an inode left by
+ * an interrupted 'cfs tune -O ^quota' goes (repair) or is kept for now. */
+static int mark_quota_inode(struct fsck *k, unsigned t)
+{
+	struct cfs_fs *fs = k->fs;
+	uint64_t ino = fs->sb.quota_ino[t];
+	const char *name = cfs_quota_type_name(t);
+	struct cfs_inode *ip;
+	if (!ino)
+		return 0;
+	if (!cfs_quota_on(fs) && k->repair) {
+		say(k, false, "the %s quota inode %" PRIu64 " of a filesystem without quotas: freed",
+		    name, ino);
+		fs->sb.quota_ino[t] = 0;
+		k->super_changed = true;
+		return 0;
+	}
+	if (visit_inode(k, ino, &ip) || !S_ISREG(ip->d.mode)) {
+		say(k, true, "the %s quota inode %" PRIu64 " is damaged: its limits are lost%s",
+		    name, ino, k->repair ? ": made anew, usage counted from the files" : "");
+		if (k->repair) {
+			k->r->repaired++;
+			fs->sb.quota_ino[t] = 0;
+			k->super_changed = true;
+		}
+		return 0;
+	}
+	for (uint32_t i = 0; i < ip->next;) {
+		const struct cfs_dextent *e = &ip->ext[i];
+		bool bad = false;
+		for (uint32_t j = 0; j < e->len && !bad; j++) {
+			struct cfs_buf *b;
+			bad = cfs_bread(fs, e->pblk + j, CFS_B_QUOTA, ino, &b) != 0;
+		}
+		if (!bad) {
+			i++;
+			continue;
+		}
+		say(k, true, "the %s quota inode %" PRIu64 ": record block at file block %" PRIu64
+			     " is damaged: the limits of %s ids %" PRIu64 " to %" PRIu64 " are lost%s",
+		    name, ino, e->lblk, name, e->lblk * CFS_DQUOTS_PER_BLOCK(fs->bs),
+		    (e->lblk + e->len) * CFS_DQUOTS_PER_BLOCK(fs->bs) - 1, fixed(k));
+		if (!k->repair) {
+			i++;
+			continue;
+		}
+		ip->d.nblocks -= e->len; /* not marked: the groups take them back */
+		memmove(&ip->ext[i], &ip->ext[i + 1], (ip->next - i - 1) * sizeof *e);
+		ip->next--;
+		int rc = cfs_iwrite(fs, ip);
+		if (rc)
+			return rc;
+	}
+	mark_inode(k, ip);
+	return 0;
+}
+
+/* A quota inode made anew, after the groups are right (it allocates). */
+static int make_quota_inode(struct fsck *k, unsigned t)
+{
+	struct cfs_fs *fs = k->fs;
+	struct cfs_inode *ip;
+	int rc = cfs_ialloc(fs, 0, S_IFREG | 0600, 0, 0, &ip);
+	if (rc)
+		return rc;
+	ip->d.nlink = 1;
+	if ((rc = cfs_iwrite(fs, ip)))
+		return rc;
+	fs->sb.quota_ino[t] = ip->ino;
+	k->super_changed = true;
+	say(k, false, "the %s quota inode is %" PRIu64 ": usage counted from the files",
+	    cfs_quota_type_name(t), ip->ino);
+	return 0;
+}
+
+struct quota_compare {
+	struct fsck *k;
+	unsigned type;
+};
+
+/* A record the files do not account for (an id with no inode left, or too much usage). */
+static int compare_record(void *arg, uint32_t id, const struct cfs_dquot *q)
+{
+	struct quota_compare *c = arg;
+	struct fsck *k = c->k;
+	struct qcount *n = count_slot(k, count_key(c->type, id));
+	if (!n)
+		return -ENOMEM;
+	uint64_t bytes = n->bytes, inodes = n->inodes;
+	n->recorded = true;
+	if (q->used_bytes == bytes && q->used_inodes == inodes)
+		return 0;
+	say(k, true, "%s quota of id %u: %" PRIu64 " bytes and %" PRIu64 " inodes recorded, the "
+		     "files hold %" PRIu64 " bytes and %" PRIu64 " inodes%s",
+	    cfs_quota_type_name(c->type), id, q->used_bytes, q->used_inodes, bytes, inodes,
+	    fixed(k));
+	return k->repair ? cfs_quota_set_usage(k->fs, c->type, id, bytes, inodes) : 0;
+}
+
+/* After the groups: every id's usage against the records, both ways. */
+static int check_quotas(struct fsck *k)
+{
+	struct cfs_fs *fs = k->fs;
+	if (!cfs_quota_on(fs))
+		return 0;
+	if (k->counts_lost) {
+		say(k, true, "quotas: out of memory counting usage: not checked");
+		return -ENOMEM;
+	}
+	int rc = 0;
+	unsigned types = cfs_project_on(fs) ? CFS_QUOTA_TYPES : CFS_QUOTA_PROJECT;
+	for (unsigned t = 0; t < CFS_QUOTA_TYPES && !rc; t++) {
+		if (fs->sb.quota_ino[t])
+			continue;
+		if (!k->repair) {
+			say(k, true, "the filesystem has quotas but no %s quota inode",
+			    cfs_quota_type_name(t));
+			continue;
+		}
+		rc = make_quota_inode(k, t);
+	}
+	for (unsigned t = 0; t < types && !rc; t++) {
+		if (!fs->sb.quota_ino[t])
+			continue;
+		struct quota_compare c = {k, t};
+		rc = cfs_quota_each(fs, t, compare_record, &c);
+		/* Usage no record has: ids whose records say nothing yet. */
+		for (size_t i = 0; i < k->counts_cap && !rc; i++) {
+			struct qcount *n = &k->counts[i];
+			if (!n->key || n->recorded || (n->key >> 32) != t + 1)
+				continue;
+			if (!n->bytes && !n->inodes)
+				continue;
+			say(k, true, "%s quota of id %u: nothing recorded, the files hold %" PRIu64
+				     " bytes and %" PRIu64 " inodes%s", cfs_quota_type_name(t),
+			    (uint32_t)n->key, n->bytes, n->inodes, fixed(k));
+			if (k->repair)
+				rc = cfs_quota_set_usage(fs, t, (uint32_t)n->key, n->bytes, n->inodes);
+			if (!rc && k->repair && fs->txn.n > fs->txn.limit / 2)
+				rc = cfs_journal_commit(fs);
+		}
+	}
+	return rc;
+}
+
 /* ---- setup ---- */
 /* May this release check (or repair) it?  An interrupted tune is no reason not to: it is one
  * of the things fsck puts right. */
@@ -675,6 +888,7 @@ static void fsck_free(struct fsck *k)
 		free(fs);
 	}
 	free(k->used);
+	free(k->counts);
 	free(k->nodes);
 	free(k->queue);
 	free(k->fixes);
@@ -723,6 +937,8 @@ int cfs_fsck(struct cvm_volume *vol, bool repair, cfs_print_fn print, void *arg,
 			mark(&k, k.fs->sb.slot_journal[s], k.fs->sb.journal_blocks, s, "journal");
 	for (uint32_t s = 0; !rc && s < k.fs->sb.nslots; s++)
 		rc = check_orphans(&k, s);
+	for (unsigned t = 0; !rc && t < CFS_QUOTA_TYPES; t++)
+		rc = mark_quota_inode(&k, t);
 	if (!rc)
 		rc = walk_tree(&k);
 	if (!rc && repair)
@@ -734,6 +950,8 @@ int cfs_fsck(struct cvm_volume *vol, bool repair, cfs_print_fn print, void *arg,
 		if (progress && (g % 64 == 0 || g + 1 == k.fs->sb.nags))
 			progress(arg, "allocation groups", g + 1, k.fs->sb.nags);
 	}
+	if (!rc)
+		rc = check_quotas(&k);
 	if (!rc && repair)
 		rc = cfs_journal_commit(k.fs);
 	if (!rc && repair) /* the repairs in place */
@@ -743,6 +961,8 @@ int cfs_fsck(struct cvm_volume *vol, bool repair, cfs_print_fn print, void *arg,
 		rc = cfs_journal_clear(vol, &k.fs->sb, s, k.fs->jseq);
 	if (!rc && repair)
 		rc = cvm_volume_flush(vol);
+	if (!rc && k.super_changed) /* after what it names is on the LUNs */
+		rc = cfs_super_write(vol, &k.fs->sb);
 	fsck_free(&k);
 	return rc;
 }

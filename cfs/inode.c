@@ -399,6 +399,10 @@ int cfs_iwrite(struct cfs_fs *fs, struct cfs_inode *ip)
 	struct cfs_buf *b;
 	if (rc || (rc = cfs_bread(fs, ip->ino, CFS_B_INODE, ip->ino, &b)))
 		return rc;
+	struct cfs_dinode was;
+	memcpy(&was, b->data, sizeof was);
+	if ((rc = cfs_quota_charge(fs, ip->ino, &was, &ip->d)))
+		return rc;
 	ip->d.nextents = ip->next;
 	uint32_t inl = CFS_INODE_EXTENTS(fs->bs);
 	uint32_t n = ip->next < inl ? ip->next : inl;
@@ -529,6 +533,9 @@ int cfs_ifree(struct cfs_fs *fs, struct cfs_inode *ip)
 	}
 	if (!rc)
 		rc = cfs_iwrite(fs, ip); /* frees the extent chain */
+	static const struct cfs_dinode gone;
+	if (!rc)
+		rc = cfs_quota_charge(fs, ip->ino, &ip->d, &gone);
 	if (!rc)
 		rc = cfs_free(fs, ip->ino, 1);
 	return rc;

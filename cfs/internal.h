@@ -483,6 +483,31 @@ int cfs_iflags_may_open(const struct cfs_inode *ip, int flags);
 int cfs_iflags_may_add_entry(const struct cfs_inode *dir);
 int cfs_iflags_may_remove_entry(const struct cfs_inode *dir, const struct cfs_inode *victim);
 
+/* ---- quotas (quota.c) ---- */
+bool cfs_quota_on(const struct cfs_fs *fs);
+/* -EOPNOTSUPP (cfs_last_error says why) if sb asks for quotas this release cannot keep. */
+int cfs_quota_refused(const struct cfs_dsuper *sb);
+/* The quota inodes made and every id's usage counted from the files (mkfs, tune: fsck.cfs
+ * -y does it). */
+int cfs_quota_build(struct cvm_volume *vol);
+/* The inodes no quota counts: the quota inodes, the orphan directories. */
+bool cfs_quota_exempt(const struct cfs_fs *fs, uint64_t ino);
+/* An inode's block goes from saying was to saying now (mode 0: no inode): charge the
+ * difference to the ids of both, in the running transaction. */
+int cfs_quota_charge(struct cfs_fs *fs, uint64_t ino, const struct cfs_dinode *was,
+		     const struct cfs_dinode *now);
+/* How many more blocks ip may take (UINT64_MAX: no limit), counting what it took since its
+ * block was last written; -EDQUOT if none. */
+int cfs_quota_room(struct cfs_fs *fs, const struct cfs_inode *ip, uint64_t *blocks);
+/* May a new inode of d's ids be made, with blocks blocks?  -EDQUOT if not. */
+int cfs_quota_may_create(struct cfs_fs *fs, const struct cfs_dinode *d, uint64_t blocks);
+/* fn for every record of type with a use or a limit, in id order. */
+int cfs_quota_each(struct cfs_fs *fs, unsigned type,
+		   int (*fn)(void *arg, uint32_t id, const struct cfs_dquot *q), void *arg);
+/* fsck: the usage of an id as counted from the files. */
+int cfs_quota_set_usage(struct cfs_fs *fs, unsigned type, uint32_t id, uint64_t bytes,
+			uint64_t inodes);
+
 /* ---- project ids (project.c) ---- */
 bool cfs_project_on(const struct cfs_fs *fs);
 /* A new inode ip made in dir takes dir's project if dir passes it on. */

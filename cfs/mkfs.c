@@ -65,6 +65,8 @@ static int geometry(struct cvm_volume *vol, const struct cfs_mkfs_opts *o, struc
 	sb->ag_start = 2 + (uint64_t)slots * jb;
 	sb->ag_blocks = CFS_AG_MAX_BLOCKS(bs);
 	snprintf(sb->lockproto, sizeof sb->lockproto, "%s", o->lockproto ? o->lockproto : "local");
+	if (cfs_quota_refused(sb))
+		return -EINVAL;
 	uint64_t total = cvm_volume_size(vol) / bs;
 	uint64_t data = total > sb->ag_start ? total - sb->ag_start : 0;
 	uint64_t nags = data / sb->ag_blocks;
@@ -195,6 +197,8 @@ int cfs_mkfs(struct cvm_volume *vol, const struct cfs_mkfs_opts *o, cfs_progress
 		rc = cfs_super_write(vol, &sb);
 	free(b);
 	close(claim);
+	if (!rc && (sb.features[CFS_RO_COMPAT] & CFS_FEAT_QUOTA))
+		rc = cfs_quota_build(vol);
 	if (rc && !cfs_last_error()[0])
 		cfs_set_error("volume %s: write failed: %s", cvm_volume_config(vol)->name,
 			      strerror(-rc));

@@ -241,6 +241,11 @@ static int make_in(struct cfs_fs *fs, struct cfs_inode *dir, const char *name, m
 		if (S_ISDIR(mode))
 			mode |= S_ISGID;
 	}
+	if (!rc) { /* the new inode's ids, and a directory's bucket or a symlink's block */
+		struct cfs_inode would = {.d = {.mode = (uint32_t)mode, .uid = cr->uid, .gid = gid}};
+		cfs_project_inherit(fs, dir, &would);
+		rc = cfs_quota_may_create(fs, &would.d, S_ISDIR(mode) || target ? 1 : 0);
+	}
 	/* + the inode, a directory's bucket or a symlink's block, an inherited ACL's block */
 	if (!rc && name)
 		rc = reserve_answer(cfs_dir_add_reserve(fs, dir, 3));

@@ -125,10 +125,24 @@ int cfs_tune(struct cvm_volume *vol, const char *features)
 			close(claim);
 		return rc;
 	}
+	struct cfs_dsuper tuned = sb;
+	for (int i = 0; i < n && !rc; i++)
+		rc = cfs_feature_set(&tuned, names[i], on[i]);
+	if (!rc)
+		rc = cfs_quota_refused(&tuned);
+	/* The records change with the feature, and with project ids while it is on. */
+	uint32_t changed = sb.features[CFS_RO_COMPAT] ^ tuned.features[CFS_RO_COMPAT];
+	bool quota_changes = (changed & CFS_FEAT_QUOTA) ||
+			     ((changed & CFS_FEAT_PROJECT) &&
+			      (tuned.features[CFS_RO_COMPAT] & CFS_FEAT_QUOTA));
+	if (rc) {
+		close(claim);
+		return rc;
+	}
 	cfs_feature_tuning(&sb, features, true);
 	rc = super_put(vol, &sb);
 	if (!rc)
-		rc = journals_anew(vol, &sb); /* journal_v3, the one feature so far, is a journal's */
+		rc = journals_anew(vol, &sb); /* journal_v3's work; harmless for the others */
 	for (int i = 0; i < n && !rc; i++)
 		rc = cfs_feature_set(&sb, names[i], on[i]);
 	if (!rc) {
@@ -137,6 +151,11 @@ int cfs_tune(struct cvm_volume *vol, const char *features)
 		rc = super_put(vol, &sb);
 	}
 	close(claim);
+	/* Quotas on (or project ids under them): the inodes made and the usage counted; off:
+	 * the inodes go.  A tune stopped in between leaves a filesystem whose records fsck.cfs -n
+	 * finds wrong (or that mounts refuse, no quota inodes) until fsck.cfs -y counts them. */
+	if (!rc && quota_changes)
+		rc = cfs_quota_build(vol);
 	if (rc && !cfs_last_error()[0])
 		cfs_set_error("volume %s: %s", cvm_volume_config(vol)->name, strerror(-rc));
 	return rc;

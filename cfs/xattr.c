@@ -163,10 +163,12 @@ int cfs_xattr_set(struct cfs_fs *fs, struct cfs_inode *ip, const char *name,
 		return -CFS_ENEEDMETA;
 	if (dest < 0 && n == 1) {
 		/* The inline area is full: the entry goes to a new xattr block. */
-		uint64_t blk;
+		uint64_t blk = 0, room;
 		uint32_t got;
 		struct cfs_buf *b;
-		int arc = cfs_alloc(fs, ip->ino, 1, &blk, &got);
+		int arc = cfs_quota_room(fs, ip, &room);
+		if (!arc)
+			arc = cfs_alloc(fs, ip->ino, 1, &blk, &got);
 		if (arc || (arc = cfs_bnew(fs, blk, CFS_B_XATTR, ip->ino, &b)))
 			return arc;
 		ip->d.xattr_block = blk;

@@ -11,6 +11,7 @@
 #include "cfsd/dev_direct.h"
 #include "cfsd/fuse_ops.h"
 #include "cfsd/fuse_uring.h"
+#include "cfsd/quota_server.h"
 #include "cfsd/odm_server.h"
 #include "cfsd/restripe.h"
 #include "dlm-client/cfslock.h"
@@ -314,8 +315,11 @@ static void serve(struct conn *c, const ControlRequest *req)
 	struct odm_reply_mem mem = {0};
 	struct lock_list locks = {0};
 	int pass = -1;
-	if (!odm_is_request(req) && req->op != CONTROL_REQUEST__OP__STATUS &&
-	    odm_client_uid(c->odm) != 0) {
+	struct quota_reply_mem quota = {0};
+	if (quota_is_request(req)) {
+		quota_handle(d, odm_client_uid(c->odm), req, &reply, &quota);
+	} else if (!odm_is_request(req) && req->op != CONTROL_REQUEST__OP__STATUS &&
+		   odm_client_uid(c->odm) != 0) {
 		reply.error = EPERM;
 		reply.message = "only root may do this (members of odm_group may use libodm)";
 	} else if (req->op == CONTROL_REQUEST__OP__GROW && cfsd_restripe_running(d)) {
@@ -404,6 +408,7 @@ static void serve(struct conn *c, const ControlRequest *req)
 	if (pass >= 0)
 		close(pass);
 	odm_reply_mem_free(&mem);
+	quota_reply_mem_free(&quota);
 	lock_list_free(&locks);
 }
 

@@ -8,6 +8,7 @@
 #include "cvm/cvm.h"
 #include "proto/control.pb-c.h"
 #include "tools/ask.h"
+#include "tools/cfs_quota.h"
 #include "tools/common.h"
 #include "tools/utab.h"
 
@@ -43,6 +44,8 @@ static void usage(FILE *out)
 		"                                               features; read only)\n"
 		"       cfs tune VOLUME -O FEATURES [-s|--scan PATH]... (FEATURES: a,^b turns a\n"
 		"                                               on, b off; unmounted everywhere)\n"
+		"       cfs quota set|get|report DIR ...        (limits and usage per user, group,\n"
+		"                                               project: cfs quota --help)\n"
 		"       cfs --version\n"
 		"       mount.cfs VOLUME DIR [-o OPTIONS]       (as called by mount -t cfs)\n"
 		"       umount.cfs DIR [-l] [-f]                (as called by umount DIR)\n"
@@ -655,6 +658,8 @@ int main(int argc, char **argv)
 		return mount_helper(argc, argv);
 	if (!strcmp(base, "umount.cfs"))
 		return umount_helper(argc, argv);
+	if (argc > 1 && !strcmp(argv[1], "quota"))
+		return cfs_quota_main(argc - 1, argv + 1);
 	static const struct option longs[] = {{"json", no_argument, NULL, 'j'},
 					      {"scan", required_argument, NULL, 's'},
 					      {"version", no_argument, NULL, 'V'}, {"help", no_argument, NULL, 'h'}, {0}};

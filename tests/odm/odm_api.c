@@ -359,6 +359,31 @@ Test(odm, refused_create_and_resize_give_the_space_back)
 	cr_assert_eq(odm_abort(fid), 0);
 }
 
+/* Run by tests/cfs/test_quota.sh in a directory of a project with a hard limit of
+ * ODM_TEST_QUOTA_BYTES (skipped elsewhere): ODM's create and resize are charged when the space
+ * is reserved, and refused with EDQUOT past the limit, keeping nothing. */
+Test(odm, a_create_or_resize_over_a_quota_is_refused_with_edquot)
+{
+	const char *limit_s = getenv("ODM_TEST_QUOTA_BYTES");
+	if (!limit_s)
+		cr_skip_test("needs a project directory with a limit (tests/cfs/test_quota.sh)");
+	uint64_t limit = strtoull(limit_s, NULL, 10);
+	init();
+	odm_fid fid;
+	cr_assert_eq(odm_create(path_of("over.dbf"), limit + MIB, BS, ODM_FT_DATA, &fid), -EDQUOT);
+	cr_assert_not(listed(path_of("over.dbf")));
+	odm_fid half = make_file("half.dbf", limit / 2);
+	cr_assert_eq(odm_resize(half, limit + MIB), -EDQUOT);
+	struct odm_fileinfo info;
+	cr_assert_eq(odm_getfileinfo(half, &info), 0);
+	cr_assert_eq(info.size, limit / 2);
+	cr_assert_eq(odm_resize(half, limit / 4 * 3), 0, "within the limit");
+	cr_assert_eq(odm_delete(path_of("half.dbf")), 0);
+	cr_assert_eq(odm_create(path_of("most.dbf"), limit / 4 * 3, BS, ODM_FT_DATA, &fid), 0,
+		     "the space of a deleted file is the project's again");
+	cr_assert_eq(odm_abort(fid), 0);
+}
+
 /* One process writes all over a file while another shrinks it and hands the freed space to
  * a new file: the new file must keep exactly what was written to it. */
 Test(odm, resize_racing_with_io_never_touches_another_file, .timeout = 120)

@@ -1,0 +1,338 @@
+/* cfs quota: limits and usage per user, group and project, through the daemon of the mount
+ * the directory is in (cfs(8), "Quotas").  Everything given is checked before the request is
+ * sent; the daemon checks the limits against what is used. */
+#include "tools/cfs_quota.h"
+
+#include "cfs/cfs.h"
+#include "cvm/cvm.h"
+#include "tools/ask.h"
+#include "tools/common.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <grp.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+void cfs_quota_usage(FILE *out)
+{
+	fprintf(out,
+		"usage: cfs quota set DIR -u USER|-g GROUP|-p ID [--blocks-soft SIZE]\n"
+		"           [--blocks-hard SIZE] [--inodes-soft N] [--inodes-hard N] [--grace SECONDS]\n"
+		"       cfs quota get DIR -u USER|-g GROUP|-p ID [--json]\n"
+		"       cfs quota report DIR [-u|-g|-p] [--json]\n"
+		"DIR: any path in a CFS mount.  SIZE as 64M or 10G; 0 removes a limit.  Limits apply\n"
+		"on every node at the next allocation; see cfs(8), \"Quotas\".\n"
+		"Exit status: 0 done, 1 failed, 2 bad usage.\n");
+}
+
+/* A number, all of it; false if not. */
+static bool number(const char *s, uint64_t *out)
+{
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno || end == s || *end || s[0] == '-')
+		return false;
+	*out = v;
+	return true;
+}
+
+/* USER, GROUP or project ID, by name or number. */
+static int resolve(unsigned type, const char *name, uint32_t *id)
+{
+	uint64_t n;
+	if (number(name, &n) && n < UINT32_MAX) {
+		*id = (uint32_t)n;
+		return 0;
+	}
+	if (type == CFS_QUOTA_USER) {
+		struct passwd *pw = getpwnam(name);
+		if (pw) {
+			*id = pw->pw_uid;
+			return 0;
+		}
+		fprintf(stderr, "cfs: quota: no user '%s' on this node: give a user name or number\n",
+			name);
+	} else if (type == CFS_QUOTA_GROUP) {
+		struct group *gr = getgrnam(name);
+		if (gr) {
+			*id = gr->gr_gid;
+			return 0;
+		}
+		fprintf(stderr, "cfs: quota: no group '%s' on this node: give a group name or "
+			"number\n", name);
+	} else {
+		fprintf(stderr, "cfs: quota: project '%s': give a project id, a number from 0 to "
+			"%u\n", name, UINT32_MAX - 1);
+	}
+	return -EINVAL;
+}
+
+/* The mount a path is in: the topmost directory above it on the same device. */
+static int mount_of(const char *path, char *root, size_t len)
+{
+	char at[PATH_MAX];
+	struct stat st, up;
+	if (!realpath(path, at) || stat(at, &st)) {
+		fprintf(stderr, "cfs: quota: %s: %s\n", path, strerror(errno));
+		return -errno;
+	}
+	for (char *slash; (slash = strrchr(at, '/')) && slash != at;) {
+		*slash = '\0';
+		if (stat(at, &up) || up.st_dev != st.st_dev) {
+			*slash = '/';
+			break;
+		}
+	}
+	snprintf(root, len, "%s", at);
+	return 0;
+}
+
+struct quota_args {
+	const char *dir, *who;
+	char root[PATH_MAX];
+	int type; /* -1: none given */
+	bool json;
+	ControlRequest req;
+	QuotaRecord rec;
+};
+
+static int limit_arg(int opt, const char *arg, QuotaRecord *r)
+{
+	uint64_t v;
+	bool bytes = opt == 'S' || opt == 'H';
+	bool ok = bytes ? cvm_parse_size(arg, &v) == 0 : number(arg, &v);
+	if (!ok) {
+		fprintf(stderr, "cfs: quota: '%s' is not %s\n", arg,
+			bytes ? "a size (as 64M or 10G)" : "a number");
+		return -EINVAL;
+	}
+	switch (opt) {
+	case 'S': r->has_soft_bytes = true, r->soft_bytes = v; break;
+	case 'H': r->has_hard_bytes = true, r->hard_bytes = v; break;
+	case 'i': r->has_soft_inodes = true, r->soft_inodes = v; break;
+	case 'I': r->has_hard_inodes = true, r->hard_inodes = v; break;
+	default: r->has_grace = true, r->grace = v; break;
+	}
+	return 0;
+}
+
+static int parse(int argc, char **argv, const char *cmd, struct quota_args *a)
+{
+	static const struct option longs[] = {
+		{"user", required_argument, NULL, 'u'},  {"group", required_argument, NULL, 'g'},
+		{"project", required_argument, NULL, 'p'}, {"blocks-soft", required_argument, NULL, 'S'},
+		{"blocks-hard", required_argument, NULL, 'H'}, {"inodes-soft", required_argument, NULL, 'i'},
+		{"inodes-hard", required_argument, NULL, 'I'}, {"grace", required_argument, NULL, 'G'},
+		{"json", no_argument, NULL, 'j'}, {"help", no_argument, NULL, 'h'}, {0}};
+	bool report = !strcmp(cmd, "report");
+	/* report takes -u, -g, -p without a name */
+	const char *shorts = report ? "ugpjh" : "u:g:p:jh";
+	optind = 1;
+	for (int c; (c = getopt_long(argc, argv, shorts, longs, NULL)) != -1;) {
+		int type = c == 'u' ? CFS_QUOTA_USER : c == 'g' ? CFS_QUOTA_GROUP
+					  : c == 'p' ? CFS_QUOTA_PROJECT : -1;
+		if (type >= 0) {
+			if (a->type >= 0) {
+				fprintf(stderr, "cfs: quota: give one of -u, -g and -p\n");
+				return -EINVAL;
+			}
+			a->type = type;
+			a->who = report ? NULL : optarg;
+		} else if (c == 'j') {
+			a->json = true;
+		} else if (c == 'h') {
+			cfs_quota_usage(stdout);
+			exit(EXIT_OK);
+		} else if (strchr("SHiIG", c) && c && !strcmp(cmd, "set")) {
+			if (limit_arg(c, optarg, &a->rec))
+				return -EINVAL;
+		} else {
+			cfs_quota_usage(stderr);
+			return -EINVAL;
+		}
+	}
+	if (argc - optind != 1) {
+		fprintf(stderr, "cfs: quota %s: give one DIR in the mount\n", cmd);
+		return -EINVAL;
+	}
+	if (mount_of(argv[optind], a->root, sizeof a->root))
+		return -ENOENT;
+	a->dir = a->root;
+	if (!report && a->type < 0) {
+		fprintf(stderr, "cfs: quota %s: give -u USER, -g GROUP or -p ID\n", cmd);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* The checks the daemon would make anyway, before anything is sent. */
+static int check_set(const QuotaRecord *r)
+{
+	if (!r->has_soft_bytes && !r->has_hard_bytes && !r->has_soft_inodes &&
+	    !r->has_hard_inodes && !r->has_grace) {
+		fprintf(stderr, "cfs: quota set: give a limit to set (--blocks-soft, --blocks-hard, "
+			"--inodes-soft, --inodes-hard, --grace)\n");
+		return -EINVAL;
+	}
+	if (r->has_soft_bytes && r->has_hard_bytes && r->hard_bytes && r->soft_bytes > r->hard_bytes) {
+		fprintf(stderr, "cfs: quota set: --blocks-soft is above --blocks-hard: give a soft "
+			"limit at or below the hard one\n");
+		return -EINVAL;
+	}
+	if (r->has_soft_inodes && r->has_hard_inodes && r->hard_inodes &&
+	    r->soft_inodes > r->hard_inodes) {
+		fprintf(stderr, "cfs: quota set: --inodes-soft is above --inodes-hard: give a soft "
+			"limit at or below the hard one\n");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static void print_json(const QuotaRecord *r)
+{
+	printf("{\"type\": \"%s\", \"id\": %" PRIu32 ", \"used_bytes\": %" PRIu64
+	       ", \"used_inodes\": %" PRIu64 ", \"soft_bytes\": %" PRIu64 ", \"hard_bytes\": %" PRIu64
+	       ", \"soft_inodes\": %" PRIu64 ", \"hard_inodes\": %" PRIu64 ", \"grace\": %" PRIu64
+	       ", \"bytes_over_since\": %" PRId64 ", \"inodes_over_since\": %" PRId64 "}",
+	       cfs_quota_type_name(r->type), r->id, r->used_bytes, r->used_inodes, r->soft_bytes,
+	       r->hard_bytes, r->soft_inodes, r->hard_inodes, r->grace, r->bytes_over_since,
+	       r->inodes_over_since);
+}
+
+static void size_or_none(uint64_t v, char *out, size_t len)
+{
+	if (v)
+		cvm_format_size(v, out, len);
+	else
+		snprintf(out, len, "none");
+}
+
+/* "over the soft limit, 2h left" or "" */
+static void grace_left(int64_t since, uint64_t grace, char *out, size_t len)
+{
+	out[0] = '\0';
+	if (!since)
+		return;
+	int64_t left = since + (int64_t)grace - (int64_t)time(NULL);
+	if (left <= 0)
+		snprintf(out, len, "  (grace over: refused)");
+	else
+		snprintf(out, len, "  (over soft, %" PRId64 "s of grace left)", left);
+}
+
+static void print_text_header(void)
+{
+	printf("%-8s %10s %10s %10s %10s %10s %10s %10s\n", "type", "id", "used", "soft", "hard",
+	       "inodes", "soft", "hard");
+}
+
+static void print_text(const QuotaRecord *r)
+{
+	char used[32], soft[32], hard[32], g1[64], g2[64];
+	cvm_format_size(r->used_bytes, used, sizeof used);
+	size_or_none(r->soft_bytes, soft, sizeof soft);
+	size_or_none(r->hard_bytes, hard, sizeof hard);
+	grace_left(r->bytes_over_since, r->grace, g1, sizeof g1);
+	grace_left(r->inodes_over_since, r->grace, g2, sizeof g2);
+	char isoft[24] = "none", ihard[24] = "none";
+	if (r->soft_inodes)
+		snprintf(isoft, sizeof isoft, "%" PRIu64, r->soft_inodes);
+	if (r->hard_inodes)
+		snprintf(ihard, sizeof ihard, "%" PRIu64, r->hard_inodes);
+	printf("%-8s %10" PRIu32 " %10s %10s %10s %10" PRIu64 " %10s %10s%s%s\n",
+	       cfs_quota_type_name(r->type), r->id, used, soft, hard, r->used_inodes, isoft, ihard,
+	       g1, g2);
+}
+
+static int ask_one(struct quota_args *a, ControlRequest__Op op, ControlReply **r)
+{
+	a->req.op = op;
+	a->req.quota = &a->rec;
+	return tool_ask("cfs", a->dir, &a->req, r) ? -EIO : 0;
+}
+
+static int do_report(struct quota_args *a)
+{
+	bool first = true;
+	if (a->json)
+		printf("[");
+	else
+		print_text_header();
+	for (unsigned t = 0; t < CFS_QUOTA_TYPES; t++) {
+		if (a->type >= 0 && (unsigned)a->type != t)
+			continue;
+		ControlReply *r;
+		a->rec.type = t;
+		a->rec.has_id = false;
+		if (ask_one(a, CONTROL_REQUEST__OP__QUOTA_REPORT, &r)) {
+			if (a->type >= 0 || t != CFS_QUOTA_PROJECT)
+				return EXIT_FAILED;
+			continue; /* no project ids on this filesystem: the others are the report */
+		}
+		for (size_t i = 0; i < r->n_quotas; i++) {
+			if (a->json) {
+				printf("%s", first ? "" : ", ");
+				print_json(r->quotas[i]);
+			} else {
+				print_text(r->quotas[i]);
+			}
+			first = false;
+		}
+		control_reply__free_unpacked(r, NULL);
+	}
+	if (a->json)
+		printf("]\n");
+	return EXIT_OK;
+}
+
+int cfs_quota_main(int argc, char **argv)
+{
+	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+		cfs_quota_usage(argc < 2 ? stderr : stdout);
+		return argc < 2 ? EXIT_USAGE : EXIT_OK;
+	}
+	const char *cmd = argv[1];
+	if (strcmp(cmd, "set") && strcmp(cmd, "get") && strcmp(cmd, "report")) {
+		fprintf(stderr, "cfs: quota '%s': give set, get or report\n", cmd);
+		cfs_quota_usage(stderr);
+		return EXIT_USAGE;
+	}
+	struct quota_args a = {.type = -1, .req = CONTROL_REQUEST__INIT};
+	quota_record__init(&a.rec);
+	if (parse(argc - 1, argv + 1, cmd, &a))
+		return EXIT_USAGE;
+	if (!strcmp(cmd, "report"))
+		return do_report(&a);
+	a.rec.type = (uint32_t)a.type;
+	a.rec.has_id = true;
+	if (resolve((unsigned)a.type, a.who, &a.rec.id))
+		return EXIT_USAGE;
+	bool set = !strcmp(cmd, "set");
+	if (set && check_set(&a.rec))
+		return EXIT_USAGE;
+	ControlReply *r;
+	if (ask_one(&a, set ? CONTROL_REQUEST__OP__QUOTA_SET : CONTROL_REQUEST__OP__QUOTA_GET, &r))
+		return EXIT_FAILED;
+	if (r->n_quotas != 1) {
+		fprintf(stderr, "cfs: quota: the daemon of %s answered no record\n", a.dir);
+		control_reply__free_unpacked(r, NULL);
+		return EXIT_FAILED;
+	}
+	if (a.json) {
+		print_json(r->quotas[0]);
+		printf("\n");
+	} else {
+		print_text_header();
+		print_text(r->quotas[0]);
+	}
+	control_reply__free_unpacked(r, NULL);
+	return EXIT_OK;
+}
