@@ -353,6 +353,9 @@ int cfs_fdatasync(struct cfs_fs *fs, uint64_t ino);
  * for SEEK_DATA with no data after off).  Unwritten (fallocated) space is a hole. */
 int64_t cfs_seek_data(struct cfs_fs *fs, uint64_t ino, uint64_t off, bool hole);
 int cfs_statfs(struct cfs_fs *fs, struct statvfs *st);
+/* statfs(2) of a path in the filesystem, inode ino: in a directory that passes on a project
+ * with limits (quotas), that project's limits and what is left of them, as XFS and ext4 say. */
+int cfs_statfs_at(struct cfs_fs *fs, uint64_t ino, struct statvfs *st);
 int cfs_setxattr(struct cfs_fs *fs, uint64_t ino, const char *name, const void *value,
 		 size_t size, int flags, const struct cfs_cred *cr);
 /* size 0: the size needed; else bytes copied or -ERANGE. */

@@ -501,6 +501,8 @@ int cfs_quota_charge(struct cfs_fs *fs, uint64_t ino, const struct cfs_dinode *w
 int cfs_quota_room(struct cfs_fs *fs, const struct cfs_inode *ip, uint64_t *blocks);
 /* May a new inode of d's ids be made, with blocks blocks?  -EDQUOT if not. */
 int cfs_quota_may_create(struct cfs_fs *fs, const struct cfs_dinode *d, uint64_t blocks);
+/* statfs in a directory that passes on a project with limits: the project's. */
+int cfs_quota_statfs(struct cfs_fs *fs, const struct cfs_inode *dir, struct statvfs *st);
 /* fn for every record of type with a use or a limit, in id order. */
 int cfs_quota_each(struct cfs_fs *fs, unsigned type,
 		   int (*fn)(void *arg, uint32_t id, const struct cfs_dquot *q), void *arg);

@@ -935,6 +935,11 @@ int cfs_setattr(struct cfs_fs *fs, uint64_t ino, const struct stat *a, unsigned 
 
 int cfs_statfs(struct cfs_fs *fs, struct statvfs *st)
 {
+	return cfs_statfs_at(fs, 0, st);
+}
+
+int cfs_statfs_at(struct cfs_fs *fs, uint64_t ino, struct statvfs *st)
+{
 	int rc = cfs_op_begin(fs, false);
 	if (rc)
 		return rc;
@@ -950,8 +955,11 @@ int cfs_statfs(struct cfs_fs *fs, struct statvfs *st)
 	st->f_files = st->f_blocks; /* an inode is a block */
 	st->f_ffree = st->f_favail = avail;
 	st->f_namemax = CFS_NAME_MAX;
+	struct cfs_inode *ip;
+	if (ino && cfs_quota_on(fs) && !(rc = cfs_iget(fs, ino, &ip)))
+		rc = cfs_quota_statfs(fs, ip, st);
 	cfs_op_end(fs);
-	return 0;
+	return rc;
 }
 
 /* ---- xattrs ---- */

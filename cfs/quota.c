@@ -12,6 +12,7 @@
 #include "cfs/internal.h"
 
 #include <errno.h>
+#include <linux/fs.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -259,6 +260,36 @@ int cfs_quota_may_create(struct cfs_fs *fs, const struct cfs_dinode *d, uint64_t
 	return rc;
 }
 
+/* One pair of a statfs answer: total and free, cut down to a limit and what is left of it. */
+static void cut_to(uint64_t limit, uint64_t used, uint64_t unit, fsblkcnt_t *total,
+		   fsblkcnt_t *free, fsblkcnt_t *avail)
+{
+	if (!limit)
+		return;
+	uint64_t t = limit / unit, left = used >= limit ? 0 : (limit - used) / unit;
+	*total = t;
+	*free = left < *free ? left : *free;
+	*avail = left < *avail ? left : *avail;
+}
+
+int cfs_quota_statfs(struct cfs_fs *fs, const struct cfs_inode *dir, struct statvfs *st)
+{
+	if (!cfs_project_on(fs) || !S_ISDIR(dir->d.mode) || !(dir->d.flags & FS_PROJINHERIT_FL))
+		return 0;
+	struct cfs_buf *b;
+	struct cfs_dquot *q;
+	int rc = record(fs, CFS_QUOTA_PROJECT, dir->d.projid, false, &b, &q);
+	if (rc || !q)
+		return rc;
+	cut_to(q->hard_bytes ? q->hard_bytes : q->soft_bytes, q->used_bytes, fs->bs, &st->f_blocks,
+	       &st->f_bfree, &st->f_bavail);
+	fsfilcnt_t favail = st->f_favail;
+	cut_to(q->hard_inodes ? q->hard_inodes : q->soft_inodes, q->used_inodes, 1, &st->f_files,
+	       &st->f_ffree, &favail);
+	st->f_favail = favail;
+	return 0;
+}
+
 /* ---- what the admin sees and sets (cfs quota) ---- */
 
 static void to_rec(unsigned type, uint32_t id, const struct cfs_dquot *q, struct cfs_quota_rec *r)
@@ -447,6 +478,8 @@ int cfs_quota_report(struct cfs_fs *fs, unsigned type, struct cfs_quota_rec **ou
 {
 	*out = NULL;
 	*n = 0;
+	if (type == CFS_QUOTA_PROJECT && cfs_quota_on(fs) && !cfs_project_on(fs))
+		return 0; /* no project ids: none to report */
 	int rc = usable(fs, type);
 	if (rc || (rc = cfs_op_begin(fs, false)))
 		return rc;

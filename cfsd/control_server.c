@@ -400,6 +400,7 @@ static void serve(struct conn *c, const ControlRequest *req)
 			     req->op == CONTROL_REQUEST__OP__GROW || req->op == CONTROL_REQUEST__OP__SYNC ||
 			     req->op == CONTROL_REQUEST__OP__ADD_SLOTS)) {
 		fill_status(d, &status, &st, nodes, node_ptrs);
+		quota_status(d, &reply, &quota);
 		if (cfsd_restripe_status(d, &restripe, restripe_state, restripe_error))
 			status.restripe = &restripe;
 		reply.status = &status;

@@ -717,9 +717,8 @@ static void op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fus
 
 static void op_statfs(fuse_req_t req, fuse_ino_t ino)
 {
-	(void)ino;
 	struct statvfs st;
-	int rc = cfs_statfs(D(req)->fs, &st);
+	int rc = cfs_statfs_at(D(req)->fs, ino, &st);
 	if (rc)
 		reply_err(req, rc);
 	else

@@ -107,6 +107,35 @@ void quota_handle(struct cfsd *d, uid_t asker, const ControlRequest *req, Contro
 	}
 }
 
+/* Worth a look: at or past 90 % of a limit, or over a soft one. */
+static bool near_limit(const struct cfs_quota_rec *r)
+{
+	uint64_t b = r->hard_bytes ? r->hard_bytes : r->soft_bytes;
+	uint64_t i = r->hard_inodes ? r->hard_inodes : r->soft_inodes;
+	return (b && r->used_bytes >= b / 10 * 9) || (i && r->used_inodes >= i / 10 * 9) ||
+	       r->bytes_over_since || r->inodes_over_since;
+}
+
+void quota_status(struct cfsd *d, ControlReply *reply, struct quota_reply_mem *mem)
+{
+	struct cfs_quota_rec *all[CFS_QUOTA_TYPES] = {0}, *near = NULL;
+	size_t n[CFS_QUOTA_TYPES] = {0}, total = 0, nnear = 0;
+	for (unsigned t = 0; t < CFS_QUOTA_TYPES; t++)
+		if (!cfs_quota_report(d->fs, t, &all[t], &n[t])) /* else no quotas of that type */
+			total += n[t];
+	if (total && !(near = calloc(total, sizeof *near)))
+		total = 0;
+	for (unsigned t = 0; t < CFS_QUOTA_TYPES && total; t++)
+		for (size_t i = 0; i < n[t]; i++)
+			if (near_limit(&all[t][i]))
+				near[nnear++] = all[t][i];
+	if (reply_with(mem, near, nnear, reply))
+		reply->n_quotas = 0;
+	free(near);
+	for (unsigned t = 0; t < CFS_QUOTA_TYPES; t++)
+		free(all[t]);
+}
+
 void quota_reply_mem_free(struct quota_reply_mem *mem)
 {
 	free(mem->v);

@@ -18,6 +18,8 @@ bool quota_is_request(const ControlRequest *req);
 /* asker: the uid of the process on the other end (root alone may). */
 void quota_handle(struct cfsd *d, uid_t asker, const ControlRequest *req, ControlReply *reply,
 		  struct quota_reply_mem *mem);
+/* For STATUS: the ids at or past 90 % of a limit, or over a soft one. */
+void quota_status(struct cfsd *d, ControlReply *reply, struct quota_reply_mem *mem);
 void quota_reply_mem_free(struct quota_reply_mem *mem);
 
 #endif

@@ -262,7 +262,12 @@ static void print_status(const char *dir, const ControlReply *r, bool json)
 		       s->release ? s->release : "");
 		json_string(stdout, s->features ? s->features : "");
 		print_restripe_json(s->restripe);
-		printf("}\n");
+		printf(", \"quotas\": [");
+		for (size_t i = 0; i < r->n_quotas; i++) {
+			printf("%s", i ? ", " : "");
+			cfs_quota_print_json(r->quotas[i]);
+		}
+		printf("]}\n");
 		return;
 	}
 	char total[32], avail[32];
@@ -275,6 +280,8 @@ static void print_status(const char *dir, const ControlReply *r, bool json)
 	       s->dboptimized ? ", dboptimized" : "", s->writeback ? ", write-back cache" : "",
 	       s->pid, s->release ? s->release : "before 0.2");
 	printf("  features: %s\n", s->features && s->features[0] ? s->features : "none");
+	for (size_t i = 0; i < r->n_quotas; i++)
+		cfs_quota_print_near(r->quotas[i]);
 	printf("  %llu reads (%llu bytes), %llu writes (%llu bytes), %llu journal commits "
 	       "(%llu blocks; %llu checkpoints wrote %llu in place), %llu flushes\n",
 	       (unsigned long long)s->reads, (unsigned long long)s->read_bytes,

@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <stddef.h>
 #include <grp.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -19,6 +20,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 void cfs_quota_usage(FILE *out)
 {
@@ -26,9 +28,11 @@ void cfs_quota_usage(FILE *out)
 		"usage: cfs quota set DIR -u USER|-g GROUP|-p ID [--blocks-soft SIZE]\n"
 		"           [--blocks-hard SIZE] [--inodes-soft N] [--inodes-hard N] [--grace SECONDS]\n"
 		"       cfs quota get DIR -u USER|-g GROUP|-p ID [--json]\n"
-		"       cfs quota report DIR [-u|-g|-p] [--json]\n"
+		"       cfs quota report DIR [-u|-g|-p] [--json | --prometheus[=FILE]]\n"
 		"DIR: any path in a CFS mount.  SIZE as 64M or 10G; 0 removes a limit.  Limits apply\n"
-		"on every node at the next allocation; see cfs(8), \"Quotas\".\n"
+		"from the next allocation.  --prometheus: the text format, to FILE (replaced whole,\n"
+		"for node_exporter's textfile collector, beside odmstat's) or standard output.\n"
+		"See cfs(8), \"Quotas\".\n"
 		"Exit status: 0 done, 1 failed, 2 bad usage.\n");
 }
 
@@ -100,6 +104,7 @@ struct quota_args {
 	char root[PATH_MAX];
 	int type; /* -1: none given */
 	bool json;
+	const char *prometheus; /* NULL; "-": standard output; else a file replaced each time */
 	ControlRequest req;
 	QuotaRecord rec;
 };
@@ -131,7 +136,8 @@ static int parse(int argc, char **argv, const char *cmd, struct quota_args *a)
 		{"project", required_argument, NULL, 'p'}, {"blocks-soft", required_argument, NULL, 'S'},
 		{"blocks-hard", required_argument, NULL, 'H'}, {"inodes-soft", required_argument, NULL, 'i'},
 		{"inodes-hard", required_argument, NULL, 'I'}, {"grace", required_argument, NULL, 'G'},
-		{"json", no_argument, NULL, 'j'}, {"help", no_argument, NULL, 'h'}, {0}};
+		{"json", no_argument, NULL, 'j'}, {"help", no_argument, NULL, 'h'},
+		{"prometheus", optional_argument, NULL, 'P'}, {0}};
 	bool report = !strcmp(cmd, "report");
 	/* report takes -u, -g, -p without a name */
 	const char *shorts = report ? "ugpjh" : "u:g:p:jh";
@@ -148,6 +154,8 @@ static int parse(int argc, char **argv, const char *cmd, struct quota_args *a)
 			a->who = report ? NULL : optarg;
 		} else if (c == 'j') {
 			a->json = true;
+		} else if (c == 'P' && report) {
+			a->prometheus = optarg && *optarg ? optarg : "-";
 		} else if (c == 'h') {
 			cfs_quota_usage(stdout);
 			exit(EXIT_OK);
@@ -166,6 +174,10 @@ static int parse(int argc, char **argv, const char *cmd, struct quota_args *a)
 	if (mount_of(argv[optind], a->root, sizeof a->root))
 		return -ENOENT;
 	a->dir = a->root;
+	if (a->json && a->prometheus) {
+		fprintf(stderr, "cfs: quota report: --json or --prometheus, not both\n");
+		return -EINVAL;
+	}
 	if (!report && a->type < 0) {
 		fprintf(stderr, "cfs: quota %s: give -u USER, -g GROUP or -p ID\n", cmd);
 		return -EINVAL;
@@ -196,7 +208,7 @@ static int check_set(const QuotaRecord *r)
 	return 0;
 }
 
-static void print_json(const QuotaRecord *r)
+void cfs_quota_print_json(const QuotaRecord *r)
 {
 	printf("{\"type\": \"%s\", \"id\": %" PRIu32 ", \"used_bytes\": %" PRIu64
 	       ", \"used_inodes\": %" PRIu64 ", \"soft_bytes\": %" PRIu64 ", \"hard_bytes\": %" PRIu64
@@ -226,6 +238,22 @@ static void grace_left(int64_t since, uint64_t grace, char *out, size_t len)
 		snprintf(out, len, "  (grace over: refused)");
 	else
 		snprintf(out, len, "  (over soft, %" PRId64 "s of grace left)", left);
+}
+
+void cfs_quota_print_near(const QuotaRecord *r)
+{
+	uint64_t b = r->hard_bytes ? r->hard_bytes : r->soft_bytes;
+	uint64_t i = r->hard_inodes ? r->hard_inodes : r->soft_inodes;
+	char used[32], limit[32];
+	cvm_format_size(r->used_bytes, used, sizeof used);
+	cvm_format_size(b, limit, sizeof limit);
+	printf("  quota: %s %" PRIu32 " uses %s", cfs_quota_type_name(r->type), r->id, used);
+	if (b)
+		printf(" of %s (%.0f%%)", limit, 100.0 * (double)r->used_bytes / (double)b);
+	printf(", %" PRIu64 " inodes", r->used_inodes);
+	if (i)
+		printf(" of %" PRIu64 " (%.0f%%)", i, 100.0 * (double)r->used_inodes / (double)i);
+	printf("%s\n", r->bytes_over_since || r->inodes_over_since ? ", over a soft limit" : "");
 }
 
 static void print_text_header(void)
@@ -259,38 +287,99 @@ static int ask_one(struct quota_args *a, ControlRequest__Op op, ControlReply **r
 	return tool_ask("cfs", a->dir, &a->req, r) ? -EIO : 0;
 }
 
+static void prometheus_record(FILE *f, const char *fs, const QuotaRecord *r)
+{
+	static const struct {
+		const char *name;
+		size_t off;
+	} metrics[] = {{"used_bytes", offsetof(QuotaRecord, used_bytes)},
+		       {"used_inodes", offsetof(QuotaRecord, used_inodes)},
+		       {"soft_bytes", offsetof(QuotaRecord, soft_bytes)},
+		       {"hard_bytes", offsetof(QuotaRecord, hard_bytes)},
+		       {"soft_inodes", offsetof(QuotaRecord, soft_inodes)},
+		       {"hard_inodes", offsetof(QuotaRecord, hard_inodes)}};
+	for (size_t m = 0; m < sizeof metrics / sizeof *metrics; m++) {
+		uint64_t v;
+		memcpy(&v, (const char *)r + metrics[m].off, sizeof v);
+		fprintf(f, "cfs_quota_%s{fs=\"%s\",type=\"%s\",id=\"%" PRIu32 "\"} %" PRIu64 "\n",
+			metrics[m].name, fs, cfs_quota_type_name(r->type), r->id, v);
+	}
+	int64_t since = r->bytes_over_since ? r->bytes_over_since : r->inodes_over_since;
+	fprintf(f, "cfs_quota_over_soft_since_seconds{fs=\"%s\",type=\"%s\",id=\"%" PRIu32
+		   "\"} %" PRId64 "\n", fs, cfs_quota_type_name(r->type), r->id, since);
+}
+
+/* The text format, whole, to standard output or in place of FILE (a reader never sees half). */
+static int write_prometheus(const char *to, const char *fs, ControlReply **r, size_t nr)
+{
+	char tmp[PATH_MAX];
+	FILE *f = stdout;
+	if (strcmp(to, "-")) {
+		snprintf(tmp, sizeof tmp, "%s.%d.tmp", to, (int)getpid());
+		if (!(f = fopen(tmp, "w"))) {
+			fprintf(stderr, "cfs: quota report: %s: %s\n", tmp, strerror(errno));
+			return EXIT_FAILED;
+		}
+	}
+	fprintf(f, "# HELP cfs_quota_used_bytes Bytes an id's files hold (cfs quota).\n"
+		   "# TYPE cfs_quota_used_bytes gauge\n");
+	for (size_t k = 0; k < nr; k++)
+		for (size_t i = 0; r[k] && i < r[k]->n_quotas; i++)
+			prometheus_record(f, fs, r[k]->quotas[i]);
+	if (f == stdout)
+		return fflush(f) ? EXIT_FAILED : EXIT_OK;
+	if (fclose(f) || rename(tmp, to)) {
+		fprintf(stderr, "cfs: quota report: %s: %s\n", to, strerror(errno));
+		unlink(tmp);
+		return EXIT_FAILED;
+	}
+	return EXIT_OK;
+}
+
+static void free_replies(ControlReply **r, size_t n)
+{
+	for (size_t k = 0; k < n; k++)
+		if (r[k])
+			control_reply__free_unpacked(r[k], NULL);
+}
+
 static int do_report(struct quota_args *a)
 {
-	bool first = true;
-	if (a->json)
-		printf("[");
-	else
-		print_text_header();
+	ControlReply *r[CFS_QUOTA_TYPES] = {0};
 	for (unsigned t = 0; t < CFS_QUOTA_TYPES; t++) {
 		if (a->type >= 0 && (unsigned)a->type != t)
 			continue;
-		ControlReply *r;
 		a->rec.type = t;
 		a->rec.has_id = false;
-		if (ask_one(a, CONTROL_REQUEST__OP__QUOTA_REPORT, &r)) {
-			if (a->type >= 0 || t != CFS_QUOTA_PROJECT)
-				return EXIT_FAILED;
-			continue; /* no project ids on this filesystem: the others are the report */
+		if (ask_one(a, CONTROL_REQUEST__OP__QUOTA_REPORT, &r[t])) {
+			free_replies(r, CFS_QUOTA_TYPES);
+			return EXIT_FAILED;
 		}
-		for (size_t i = 0; i < r->n_quotas; i++) {
-			if (a->json) {
-				printf("%s", first ? "" : ", ");
-				print_json(r->quotas[i]);
-			} else {
-				print_text(r->quotas[i]);
-			}
-			first = false;
-		}
-		control_reply__free_unpacked(r, NULL);
 	}
-	if (a->json)
-		printf("]\n");
-	return EXIT_OK;
+	int rc = EXIT_OK;
+	if (a->prometheus) {
+		rc = write_prometheus(a->prometheus, a->dir, r, CFS_QUOTA_TYPES);
+	} else {
+		bool first = true;
+		if (a->json)
+			printf("[");
+		else
+			print_text_header();
+		for (unsigned t = 0; t < CFS_QUOTA_TYPES; t++)
+			for (size_t i = 0; r[t] && i < r[t]->n_quotas; i++) {
+				if (a->json) {
+					printf("%s", first ? "" : ", ");
+					cfs_quota_print_json(r[t]->quotas[i]);
+				} else {
+					print_text(r[t]->quotas[i]);
+				}
+				first = false;
+			}
+		if (a->json)
+			printf("]\n");
+	}
+	free_replies(r, CFS_QUOTA_TYPES);
+	return rc;
 }
 
 int cfs_quota_main(int argc, char **argv)
@@ -327,7 +416,7 @@ int cfs_quota_main(int argc, char **argv)
 		return EXIT_FAILED;
 	}
 	if (a.json) {
-		print_json(r->quotas[0]);
+		cfs_quota_print_json(r->quotas[0]);
 		printf("\n");
 	} else {
 		print_text_header();

@@ -13,7 +13,11 @@ for opts in "" dboptimized; do
 	mount_cfs full "$T/mnt" "$opts"
 	mkdir "$T/mnt/$what"
 	python3 "$HERE/space_check.py" "$T/mnt/$what" | sed "s/^\(\(not \)\{0,1\}ok - \)/\1$what mount: /"
-	[ "${PIPESTATUS[0]}" -eq 0 ] || FAILS=$((FAILS + 1))
+	if [ "${PIPESTATUS[0]}" -ne 0 ]; then # what the daemon said, and the machine's own room
+		FAILS=$((FAILS + 1))
+		tail -5 "$T/full.log" | sed 's/^/# /'
+		df -h "$T" | sed 's/^/# /'
+	fi
 	rmdir "$T/mnt/$what"
 	unmount_and_fsck full "$T/mnt" "$what mount" && ok "$what mount: fsck.cfs -n clean after"
 done

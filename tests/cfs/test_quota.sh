@@ -70,6 +70,20 @@ check "what is made in the project is charged to it" bash -c "
 	fallocate -l 4M '$M/acme/a' && mkdir '$M/acme/sub' && fallocate -l 4M '$M/acme/sub/b' &&
 	'$BIN/cfs' quota get '$M/acme/sub' -p 77 --json | grep -q '\"used_bytes\": $(((8 << 20) + 8192)),'"
 expect 1 "Disk quota exceeded" "root too is held by a project's limit" -- fallocate -l 9M "$M/acme/c"
+check "df in the project directory shows its limit and what is left" bash -c "
+	df -B1M '$M/acme/sub' | awk 'NR == 2 && \$2 == 16 && \$4 <= 8 { ok = 1 } END { exit !ok }' &&
+	df -B1M '$M' | awk 'NR == 2 && \$2 > 400 { ok = 1 } END { exit !ok }'"
+check "cfs status names the project at 90 % of its limit" bash -c "
+	fallocate -l 7M '$M/acme/n' && '$BIN/cfs' status '$M' | grep -q 'quota: project 77 uses' &&
+	'$BIN/cfs' status --json '$M' | python3 -c '
+import json, sys
+q = json.load(sys.stdin)[\"quotas\"]
+assert [x for x in q if x[\"type\"] == \"project\" and x[\"id\"] == 77 and x[\"hard_bytes\"] == 16 << 20], q'"
+check "cfs quota report --prometheus=FILE writes the gauges of every id" bash -c "
+	'$BIN/cfs' quota report '$M' --prometheus='$T/quota.prom' &&
+	grep -q '^cfs_quota_hard_bytes{fs=\"$M\",type=\"project\",id=\"77\"} 16777216\$' '$T/quota.prom' &&
+	grep -q '^cfs_quota_used_inodes{fs=\"$M\",type=\"user\",id=\"1000\"} ' '$T/quota.prom'"
+rm -f "$M/acme/n"
 rm -rf "$M/acme/a" "$M/acme/sub" "$M/acme/c"
 
 # Every bad input: a message, exit 2 (or 1 from the daemon), nothing changed.
