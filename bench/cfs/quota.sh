@@ -43,7 +43,7 @@ echo "bench/cfs/quota: quotas on against off, $(nproc) cores, $rounds rounds, in
 creates() {
 	local start end
 	start=$(date +%s.%N)
-	setpriv --reuid 1000 --regid 1000 --clear-groups python3 - "$1/w" "$files" <<'PY'
+	setpriv --reuid 1000 --regid 1000 --clear-groups /usr/bin/python3 - "$1/w" "$files" <<'PY'
 import os, sys
 from multiprocessing import Pool
 top, n = sys.argv[1], int(sys.argv[2])

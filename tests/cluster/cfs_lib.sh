@@ -12,7 +12,8 @@ fi
 # runs the traps at once (bash runs them only after a foreground command ends, and a command
 # stuck on a hung mount never would).  A command still running after ON_LIMIT seconds means
 # the cluster hangs: every later command would wait as long, so the script stops there (see
-# hung) rather than spend the test run's time limit.
+# hung) rather than spend the test run's time limit.  ON_LIMIT=0: no limit, for a job that
+# runs until told to stop (its stop is then what the script bounds).
 ON_LIMIT=${ON_LIMIT:-300}
 on() {
 	local n=$1 start=$SECONDS rc
@@ -21,7 +22,7 @@ on() {
 	wait $!
 	rc=$?
 	# 124 is also what a "timeout" inside CMD returns: only the outer limit counts here.
-	[ "$rc" -eq 124 ] && [ $((SECONDS - start)) -ge "$ON_LIMIT" ] &&
+	[ "$rc" -eq 124 ] && [ "$ON_LIMIT" -gt 0 ] && [ $((SECONDS - start)) -ge "$ON_LIMIT" ] &&
 		hung "node $n: '$*' still running after $ON_LIMIT s"
 	return "$rc"
 }

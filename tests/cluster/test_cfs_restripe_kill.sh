@@ -29,11 +29,14 @@ check "grown onto 2 more LUNs" on 1 "$BIN/cfs" grow "$(M 1)"
 restripe_json() { "$BIN/cvm" show data --json | python3 -c "import json,sys; r=json.load(sys.stdin)['volumes'][0]['restripe']; print(r['$1'] if r else 0)"; }
 moves() { restripe_json moves_done; }
 not_staged() { [ "$(restripe_json staged)" = 0 ]; }
-# start_verifier NODE: node N's verifier, going on from what it had acknowledged.
+# start_verifier NODE: node N's verifier, going on from what it had acknowledged.  It runs
+# until its node dies or the end says stop, as long as the rounds take: no time limit of its
+# own (a node that no round kills keeps its verifier the whole run, which on a slow machine
+# took more than the 300 s of one command and was taken for a hang); its stop is bounded.
 start_verifier() {
 	local n=$1
 	rm -f "$T/stop$n"
-	on $n python3 "$VERIFIER" "$(M $n)/v$n" 2 "$T/stop$n" $n direct "$T/state$n" >"$T/verifier$n.out" 2>&1 &
+	ON_LIMIT=0 on $n python3 "$VERIFIER" "$(M $n)/v$n" 2 "$T/stop$n" $n direct "$T/state$n" >"$T/verifier$n.out" 2>&1 &
 	eval "verifier$n=\$!"
 	wait_until 120 grep -q ready "$T/verifier$n.out" || not_ok "node $n's verifier did not start: $(cat "$T/verifier$n.out")"
 }
@@ -130,6 +133,7 @@ expect 0 "restriped: one stripe set" "the restripe finishes from node 2" -- on 2
 for n in 1 2 3; do
 	touch "$T/stop$n"
 	p=verifier$n
+	wait_until 300 gone "${!p}" || hung "node $n's verifier still running 300 s after it was told to stop"
 	wait "${!p}" && grep -q "every read as written" "$T/verifier$n.out" &&
 		ok "node $n's verifier read every block as written" ||
 		not_ok "node $n's verifier: $(tail -3 "$T/verifier$n.out")"
