@@ -71,6 +71,11 @@ back() {
 for n in 1 2 3; do start_verifier $n; done
 
 for ((i = 1; i <= ROUNDS; i++)); do
+	# A run that took fewer rounds than ROUNDS to finish (a slower machine): no restripe left.
+	if [ "$i" -gt 1 ] && [ "$(restripe_json state)" = 0 ]; then
+		ok "the restripe ended after $((i - 1)) rounds of kills"
+		break
+	fi
 	r=$((RANDOM % 3 + 1))
 	kind=$((i % 3))
 	from=$(moves)
@@ -129,7 +134,7 @@ for ((i = 1; i <= ROUNDS; i++)); do
 	done
 done
 
-expect 0 "restriped: one stripe set" "the restripe finishes from node 2" -- on 2 "$BIN/cvm" restripe data
+expect 0 "one stripe set" "the restripe finishes from node 2 (or had)" -- on 2 "$BIN/cvm" restripe data
 for n in 1 2 3; do
 	touch "$T/stop$n"
 	p=verifier$n
