@@ -399,9 +399,8 @@ int cfs_iwrite(struct cfs_fs *fs, struct cfs_inode *ip)
 	struct cfs_buf *b;
 	if (rc || (rc = cfs_bread(fs, ip->ino, CFS_B_INODE, ip->ino, &b)))
 		return rc;
-	struct cfs_dinode was;
-	memcpy(&was, b->data, sizeof was);
-	if ((rc = cfs_quota_charge(fs, ip->ino, &was, &ip->d)))
+	/* Before the block takes the new fields: it says what was charged. */
+	if ((rc = cfs_quota_charge(fs, ip->ino, (const struct cfs_dinode *)b->data, &ip->d)))
 		return rc;
 	ip->d.nextents = ip->next;
 	uint32_t inl = CFS_INODE_EXTENTS(fs->bs);

@@ -336,38 +336,35 @@ int cfs_quota_get(struct cfs_fs *fs, unsigned type, uint32_t id, struct cfs_quot
 	return rc;
 }
 
+/* One pair of limits (of bytes, or of inodes) against each other and what is used. */
+static int check_pair(const char *who, uint32_t id, bool blocks, uint64_t soft, uint64_t hard,
+		      uint64_t used)
+{
+	if (soft && hard && soft > hard) {
+		cfs_set_error("%s %u: the soft %s limit (%llu%s) is above the hard one (%llu): give "
+			      "a soft limit at or below the hard one", who, id,
+			      blocks ? "block" : "inode", (unsigned long long)soft,
+			      blocks ? " bytes" : "", (unsigned long long)hard);
+		return -EINVAL;
+	}
+	if (hard && hard < used) {
+		cfs_set_error("%s %u %s %llu %s already, more than the hard limit %llu: remove files "
+			      "first, or give a higher limit", who, id, blocks ? "uses" : "has",
+			      (unsigned long long)used, blocks ? "bytes" : "inodes",
+			      (unsigned long long)hard);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 /* Limits that make sense together and with what is used (checked before any change). */
 static int check_limits(const struct cfs_quota_rec *want, const struct cfs_dquot *q)
 {
 	const char *who = cfs_quota_type_name(want->type);
-	if (want->soft_bytes && want->hard_bytes && want->soft_bytes > want->hard_bytes) {
-		cfs_set_error("%s %u: the soft block limit (%llu bytes) is above the hard one (%llu): "
-			      "give a soft limit at or below the hard one", who, want->id,
-			      (unsigned long long)want->soft_bytes,
-			      (unsigned long long)want->hard_bytes);
-		return -EINVAL;
-	}
-	if (want->soft_inodes && want->hard_inodes && want->soft_inodes > want->hard_inodes) {
-		cfs_set_error("%s %u: the soft inode limit (%llu) is above the hard one (%llu): give "
-			      "a soft limit at or below the hard one", who, want->id,
-			      (unsigned long long)want->soft_inodes,
-			      (unsigned long long)want->hard_inodes);
-		return -EINVAL;
-	}
-	uint64_t used = q ? q->used_bytes : 0, files = q ? q->used_inodes : 0;
-	if (want->hard_bytes && want->hard_bytes < used) {
-		cfs_set_error("%s %u uses %llu bytes already, more than the hard limit %llu: remove "
-			      "files first, or give a higher limit", who, want->id,
-			      (unsigned long long)used, (unsigned long long)want->hard_bytes);
-		return -EINVAL;
-	}
-	if (want->hard_inodes && want->hard_inodes < files) {
-		cfs_set_error("%s %u has %llu inodes already, more than the hard limit %llu: remove "
-			      "files first, or give a higher limit", who, want->id,
-			      (unsigned long long)files, (unsigned long long)want->hard_inodes);
-		return -EINVAL;
-	}
-	return 0;
+	int rc = check_pair(who, want->id, true, want->soft_bytes, want->hard_bytes,
+			    q ? q->used_bytes : 0);
+	return rc ? rc : check_pair(who, want->id, false, want->soft_inodes, want->hard_inodes,
+				   q ? q->used_inodes : 0);
 }
 
 int cfs_quota_set(struct cfs_fs *fs, const struct cfs_quota_rec *want, unsigned set)

@@ -48,14 +48,20 @@ static inline struct cfs_fs *fs_mount(void)
 }
 
 /* mkfs a fresh volume and mount it. */
-static inline struct cfs_fs *fs_fresh(unsigned nluns, unsigned mib)
+/* ... with features turned on over the default ones (cfs_mkfs_opts.features), or NULL. */
+static inline struct cfs_fs *fs_fresh_with(unsigned nluns, unsigned mib, const char *features)
 {
 	test_dir_make();
 	volume_make(nluns, mib);
 	test_vol = volume_open();
-	struct cfs_mkfs_opts o = {.label = "test"};
+	struct cfs_mkfs_opts o = {.label = "test", .features = features};
 	cr_assert_eq(cfs_mkfs(test_vol, &o, NULL, NULL), 0, "mkfs: %s", cfs_last_error());
 	return fs_mount();
+}
+
+static inline struct cfs_fs *fs_fresh(unsigned nluns, unsigned mib)
+{
+	return fs_fresh_with(nluns, mib, NULL);
 }
 
 static inline void fs_done(struct cfs_fs *fs)

@@ -12,12 +12,7 @@ static const struct cfs_cred owner = {.uid = 1000, .gid = 1000};
 
 static struct cfs_fs *fs_with_projects(void)
 {
-	test_dir_make();
-	volume_make(1, 64);
-	test_vol = volume_open();
-	struct cfs_mkfs_opts o = {.label = "test", .features = "project"};
-	cr_assert_eq(cfs_mkfs(test_vol, &o, NULL, NULL), 0, "mkfs: %s", cfs_last_error());
-	return fs_mount();
+	return fs_fresh_with(1, 64, "project");
 }
 
 static uint64_t make(struct cfs_fs *fs, uint64_t dir, const char *name, bool is_dir)

@@ -15,12 +15,7 @@ static const struct cfs_cred alice = {.uid = 1000, .gid = 100};
 
 static struct cfs_fs *fs_with_quotas(void)
 {
-	test_dir_make();
-	volume_make(1, 64);
-	test_vol = volume_open();
-	struct cfs_mkfs_opts o = {.label = "test", .features = "project,quota"};
-	cr_assert_eq(cfs_mkfs(test_vol, &o, NULL, NULL), 0, "mkfs: %s", cfs_last_error());
-	return fs_mount();
+	return fs_fresh_with(1, 64, "project,quota");
 }
 
 static struct cfs_quota_rec quota_of(struct cfs_fs *fs, unsigned type, uint32_t id)
@@ -36,6 +31,15 @@ static uint64_t file(struct cfs_fs *fs, uint64_t dir, const char *name, const st
 	cr_assert_eq(cfs_mknod(fs, dir, name, S_IFREG | 0644, 0, cr, &st), 0);
 	cr_assert_eq(cfs_open(fs, st.st_ino, O_RDWR), 0);
 	return st.st_ino;
+}
+
+/* A file of alice's with 1 MiB written, open. */
+static uint64_t written_file(struct cfs_fs *fs, const char *name)
+{
+	static char buf[1 << 20];
+	uint64_t f = file(fs, CFS_ROOT, name, &alice);
+	cr_assert_eq(cfs_write(fs, f, buf, sizeof buf, 0, 0, &alice), (int64_t)sizeof buf);
+	return f;
 }
 
 static void set_limit(struct cfs_fs *fs, unsigned type, uint32_t id, uint64_t hard_bytes,
@@ -136,9 +140,8 @@ Test(quota, a_soft_limit_refuses_once_its_grace_is_over)
 	struct cfs_quota_rec r = {.type = CFS_QUOTA_USER, .id = 1000, .soft_bytes = 1u << 20,
 				  .grace = 3600};
 	cr_assert_eq(cfs_quota_set(fs, &r, CFS_QUOTA_SET_SOFT_BYTES | CFS_QUOTA_SET_GRACE), 0);
-	uint64_t f = file(fs, CFS_ROOT, "f", &alice);
+	uint64_t f = written_file(fs, "f");
 	static char buf[1 << 20];
-	cr_assert_eq(cfs_write(fs, f, buf, sizeof buf, 0, 0, &alice), (int64_t)sizeof buf);
 	cr_assert_eq(cfs_write(fs, f, buf, sizeof buf, 1 << 20, 0, &alice), (int64_t)sizeof buf,
 		     "over the soft limit within its grace");
 	struct cfs_quota_rec u = quota_of(fs, CFS_QUOTA_USER, 1000);
@@ -154,9 +157,7 @@ Test(quota, a_soft_limit_refuses_once_its_grace_is_over)
 Test(quota, bad_limits_are_refused_and_change_nothing)
 {
 	struct cfs_fs *fs = fs_with_quotas();
-	uint64_t f = file(fs, CFS_ROOT, "f", &alice);
-	static char buf[1 << 20];
-	cr_assert_eq(cfs_write(fs, f, buf, sizeof buf, 0, 0, &alice), (int64_t)sizeof buf);
+	uint64_t f = written_file(fs, "f");
 	struct cfs_quota_rec r = {.type = CFS_QUOTA_USER, .id = 1000, .hard_bytes = 4096};
 	cr_expect_eq(cfs_quota_set(fs, &r, CFS_QUOTA_SET_HARD_BYTES), -EINVAL);
 	cr_expect(strstr(cfs_last_error(), "uses 1048576 bytes already"), "%s", cfs_last_error());
@@ -165,8 +166,7 @@ Test(quota, bad_limits_are_refused_and_change_nothing)
 	cr_expect_eq(cfs_quota_set(fs, &r, CFS_QUOTA_SET_SOFT_BYTES | CFS_QUOTA_SET_HARD_BYTES),
 		     -EINVAL);
 	cr_expect(strstr(cfs_last_error(), "above the hard one"), "%s", cfs_last_error());
-	r = (struct cfs_quota_rec){.type = CFS_QUOTA_USER, .id = 1000, .hard_inodes = 0};
-	r.type = 7;
+	r = (struct cfs_quota_rec){.type = 7, .id = 1000};
 	cr_expect_eq(cfs_quota_set(fs, &r, CFS_QUOTA_SET_HARD_INODES), -EINVAL);
 	struct cfs_quota_rec u = quota_of(fs, CFS_QUOTA_USER, 1000);
 	cr_expect_eq(u.hard_bytes, 0);
@@ -178,9 +178,7 @@ Test(quota, bad_limits_are_refused_and_change_nothing)
 Test(quota, fsck_repairs_a_record_that_disagrees_with_the_files)
 {
 	struct cfs_fs *fs = fs_with_quotas();
-	uint64_t f = file(fs, CFS_ROOT, "f", &alice);
-	static char buf[1 << 20];
-	cr_assert_eq(cfs_write(fs, f, buf, sizeof buf, 0, 0, &alice), (int64_t)sizeof buf);
+	uint64_t f = written_file(fs, "f");
 	cr_assert_eq(cfs_release(fs, f), 0);
 	pthread_mutex_lock(&fs->lock); /* a record made wrong, as a bug would */
 	cr_assert_eq(cfs_quota_set_usage(fs, CFS_QUOTA_USER, 1000, 5, 9), 0);
@@ -203,9 +201,7 @@ Test(quota, fsck_repairs_a_record_that_disagrees_with_the_files)
 Test(quota, tune_turns_quotas_on_with_the_files_counted_and_off_again)
 {
 	struct cfs_fs *fs = fs_fresh(1, 64);
-	uint64_t f = file(fs, CFS_ROOT, "f", &alice);
-	static char buf[1 << 20];
-	cr_assert_eq(cfs_write(fs, f, buf, sizeof buf, 0, 0, &alice), (int64_t)sizeof buf);
+	uint64_t f = written_file(fs, "f");
 	struct cfs_quota_rec r;
 	cr_expect_eq(cfs_quota_get(fs, CFS_QUOTA_USER, 1000, &r), -EOPNOTSUPP);
 	cr_assert_eq(cfs_release(fs, f), 0);
