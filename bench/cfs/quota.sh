@@ -12,6 +12,7 @@ build=${1:-build}
 bin=$(cd "$build/bin" && pwd)
 files=${BENCH_QUOTA_FILES:-20000} mb=${BENCH_QUOTA_MB:-1024} rounds=${BENCH_ROUNDS:-3}
 dir=$(mktemp -d "${BENCH_DIR:-/var/tmp}/cfs-quota.XXXXXX")
+chmod 755 "$dir" # the work runs as user 1000
 export CVM_SCAN=$dir
 cleanup() {
 	for m in "$dir/off" "$dir/on"; do
