@@ -57,8 +57,9 @@ struct cfs_info {
 int cfs_info(struct cvm_volume *vol, struct cfs_info *out);
 /* Turn features on or off ("a,^b") on a filesystem unmounted everywhere, crash-safely: an
  * in-progress bit stops every mount until the same tune is run again (or fsck.cfs -y rolls
- * it back).  Refused, with the error set, where this release cannot. */
-int cfs_tune(struct cvm_volume *vol, const char *features);
+ * it back).  Refused, with the error set, where this release cannot.  progress (may be NULL)
+ * hears of the count of the files' usage that turning quotas on takes. */
+int cfs_tune(struct cvm_volume *vol, const char *features, cfs_progress_fn progress, void *arg);
 
 /* ---- fsck ---- */
 struct cfs_fsck_report {
@@ -276,6 +277,10 @@ int cfs_quota_get(struct cfs_fs *fs, unsigned type, uint32_t id, struct cfs_quot
 int cfs_quota_set(struct cfs_fs *fs, const struct cfs_quota_rec *want, unsigned set);
 /* Every id of type with a use or a limit, in id order (free *out). */
 int cfs_quota_report(struct cfs_fs *fs, unsigned type, struct cfs_quota_rec **out, size_t *n);
+/* Has one of the ids ino is charged to less than bytes left of a block limit, soft or hard?
+ * (cfsd opens such a file past the kernel's write-back cache, whose writes would otherwise
+ * find the limit only at write-back.) */
+bool cfs_quota_near(struct cfs_fs *fs, uint64_t ino, uint64_t bytes);
 /* flags: open(2)'s; -EPERM if the inode flags forbid them (writes to an immutable file). */
 int cfs_open(struct cfs_fs *fs, uint64_t ino, int flags);
 int cfs_release(struct cfs_fs *fs, uint64_t ino);

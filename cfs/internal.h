@@ -489,7 +489,7 @@ bool cfs_quota_on(const struct cfs_fs *fs);
 int cfs_quota_refused(const struct cfs_dsuper *sb);
 /* The quota inodes made and every id's usage counted from the files (mkfs, tune: fsck.cfs
  * -y does it). */
-int cfs_quota_build(struct cvm_volume *vol);
+int cfs_quota_build(struct cvm_volume *vol, cfs_progress_fn progress, void *arg);
 /* The inodes no quota counts: the quota inodes, the orphan directories. */
 bool cfs_quota_exempt(const struct cfs_fs *fs, uint64_t ino);
 /* An inode's block goes from saying was to saying now (mode 0: no inode): charge the
@@ -501,6 +501,9 @@ int cfs_quota_charge(struct cfs_fs *fs, uint64_t ino, const struct cfs_dinode *w
 int cfs_quota_room(struct cfs_fs *fs, const struct cfs_inode *ip, uint64_t *blocks);
 /* May a new inode of d's ids be made, with blocks blocks?  -EDQUOT if not. */
 int cfs_quota_may_create(struct cfs_fs *fs, const struct cfs_dinode *d, uint64_t blocks);
+/* -EDQUOT if ip's whole charge, moved to the ids of now (a chown, chgrp or project change),
+ * would take one of them over its hard limit (or a soft one past its grace). */
+int cfs_quota_may_move(struct cfs_fs *fs, const struct cfs_inode *ip, const struct cfs_dinode *now);
 /* statfs in a directory that passes on a project with limits: the project's. */
 int cfs_quota_statfs(struct cfs_fs *fs, const struct cfs_inode *dir, struct statvfs *st);
 /* fn for every record of type with a use or a limit, in id order. */

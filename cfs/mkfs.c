@@ -198,7 +198,7 @@ int cfs_mkfs(struct cvm_volume *vol, const struct cfs_mkfs_opts *o, cfs_progress
 	free(b);
 	close(claim);
 	if (!rc && (sb.features[CFS_RO_COMPAT] & CFS_FEAT_QUOTA))
-		rc = cfs_quota_build(vol);
+		rc = cfs_quota_build(vol, progress, arg);
 	if (rc && !cfs_last_error()[0])
 		cfs_set_error("volume %s: write failed: %s", cvm_volume_config(vol)->name,
 			      strerror(-rc));

@@ -884,6 +884,14 @@ static int setattr_as(struct cfs_fs *fs, uint64_t ino, const struct stat *a, uns
 			pthread_rwlock_unlock(&ip->io);
 		}
 	}
+	if (!rc && (set & (CFS_SET_UID | CFS_SET_GID)) && cr && cr->uid != 0) {
+		/* A user's chgrp into a group without room for the file: refused, as XFS does
+		 * (root's chown passes, and leaves the new owner over its limit). */
+		struct cfs_dinode now = ip->d;
+		now.uid = set & CFS_SET_UID ? a->st_uid : now.uid;
+		now.gid = set & CFS_SET_GID ? a->st_gid : now.gid;
+		rc = cfs_quota_may_move(fs, ip, &now);
+	}
 	if (!rc) {
 		/* What a chown or truncate takes is decided on the file as it was (fs/attr.c). */
 		mode_t drop = set & (CFS_SET_UID | CFS_SET_GID) ? cfs_setid_drop_on_chown(ip, cr) : 0;

@@ -13,6 +13,7 @@
 
 #include <errno.h>
 #include <linux/fs.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -41,10 +42,26 @@ int cfs_quota_refused(const struct cfs_dsuper *sb)
 	return -EOPNOTSUPP;
 }
 
-int cfs_quota_build(struct cvm_volume *vol)
+struct counting {
+	cfs_progress_fn progress;
+	void *arg;
+};
+
+/* fsck's steps, named as what the caller (mkfs, tune) is doing. */
+static void counting_progress(void *arg, const char *what, unsigned long long done,
+			      unsigned long long total)
+{
+	const struct counting *c = arg;
+	char step[64];
+	snprintf(step, sizeof step, "quota usage: %s", what);
+	c->progress(c->arg, step, done, total);
+}
+
+int cfs_quota_build(struct cvm_volume *vol, cfs_progress_fn progress, void *arg)
 {
 	struct cfs_fsck_report r;
-	int rc = cfs_fsck(vol, true, NULL, NULL, NULL, &r);
+	struct counting c = {progress, arg};
+	int rc = cfs_fsck(vol, true, NULL, &c, progress ? counting_progress : NULL, &r);
 	if (rc && !cfs_last_error()[0])
 		cfs_set_error("volume %s: counting the usage of the files failed: %s: run fsck.cfs "
 			      "-y", cvm_volume_config(vol)->name, strerror(-rc));
@@ -239,6 +256,23 @@ int cfs_quota_room(struct cfs_fs *fs, const struct cfs_inode *ip, uint64_t *bloc
 	return rc ? rc : *blocks ? 0 : -EDQUOT;
 }
 
+/* -EDQUOT unless id of type may take one more inode and blocks more. */
+static int may_take(struct cfs_fs *fs, unsigned type, uint32_t id, uint64_t blocks)
+{
+	struct cfs_buf *b;
+	struct cfs_dquot *q;
+	if (id == UINT32_MAX)
+		return 0;
+	int rc = record(fs, type, id, false, &b, &q);
+	if (rc || !q)
+		return rc;
+	if (!left(q->used_inodes, q->soft_inodes, q->hard_inodes, q->inodes_over_since, q->grace) ||
+	    left(q->used_bytes, q->soft_bytes, q->hard_bytes, q->bytes_over_since, q->grace) <
+		    blocks * fs->bs)
+		return -EDQUOT;
+	return 0;
+}
+
 int cfs_quota_may_create(struct cfs_fs *fs, const struct cfs_dinode *d, uint64_t blocks)
 {
 	if (!cfs_quota_on(fs))
@@ -246,17 +280,22 @@ int cfs_quota_may_create(struct cfs_fs *fs, const struct cfs_dinode *d, uint64_t
 	uint32_t id[CFS_QUOTA_TYPES];
 	ids_of(fs, d, id);
 	int rc = 0;
-	for (unsigned t = 0; t < CFS_QUOTA_TYPES && !rc; t++) {
-		struct cfs_buf *b;
-		struct cfs_dquot *q;
-		if (id[t] == UINT32_MAX || (rc = record(fs, t, id[t], false, &b, &q)) || !q)
-			continue;
-		if (!left(q->used_inodes, q->soft_inodes, q->hard_inodes, q->inodes_over_since,
-			  q->grace) ||
-		    left(q->used_bytes, q->soft_bytes, q->hard_bytes, q->bytes_over_since, q->grace) <
-			    blocks * fs->bs)
-			rc = -EDQUOT;
-	}
+	for (unsigned t = 0; t < CFS_QUOTA_TYPES && !rc; t++)
+		rc = may_take(fs, t, id[t], blocks);
+	return rc;
+}
+
+int cfs_quota_may_move(struct cfs_fs *fs, const struct cfs_inode *ip, const struct cfs_dinode *now)
+{
+	if (!cfs_quota_on(fs) || cfs_quota_exempt(fs, ip->ino))
+		return 0;
+	uint32_t a[CFS_QUOTA_TYPES], b[CFS_QUOTA_TYPES];
+	ids_of(fs, &ip->d, a);
+	ids_of(fs, now, b);
+	int rc = 0;
+	for (unsigned t = 0; t < CFS_QUOTA_TYPES && !rc; t++)
+		if (a[t] != b[t])
+			rc = may_take(fs, t, b[t], ip->d.nblocks);
 	return rc;
 }
 
@@ -334,6 +373,31 @@ int cfs_quota_get(struct cfs_fs *fs, unsigned type, uint32_t id, struct cfs_quot
 		to_rec(type, id, q, out);
 	cfs_op_end(fs);
 	return rc;
+}
+
+bool cfs_quota_near(struct cfs_fs *fs, uint64_t ino, uint64_t bytes)
+{
+	if (!cfs_quota_on(fs) || cfs_quota_exempt(fs, ino) || cfs_op_begin(fs, false))
+		return false;
+	struct cfs_inode *ip;
+	bool near = false;
+	if (!cfs_iget(fs, ino, &ip)) {
+		uint32_t id[CFS_QUOTA_TYPES];
+		ids_of(fs, &ip->d, id);
+		for (unsigned t = 0; t < CFS_QUOTA_TYPES && !near; t++) {
+			struct cfs_buf *b;
+			struct cfs_dquot *q;
+			if (id[t] == UINT32_MAX || record(fs, t, id[t], false, &b, &q) || !q)
+				continue;
+			/* the soft limit too: its grace may end before the pages are written */
+			uint64_t soft = q->soft_bytes ? q->soft_bytes : q->hard_bytes;
+			uint64_t limit = q->hard_bytes && q->hard_bytes < soft ? q->hard_bytes : soft;
+			near = limit && (q->used_bytes >= limit || limit - q->used_bytes < bytes);
+		}
+		cfs_iput_check(fs, ip);
+	}
+	cfs_op_end(fs);
+	return near;
 }
 
 /* One pair of limits (of bytes, or of inodes) against each other and what is used. */

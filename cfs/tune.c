@@ -111,7 +111,7 @@ static int tunable(struct cvm_volume *vol, struct cfs_dsuper *sb, int *claim)
 	return rc ? rc : cfs_super_offline(vol, sb, claim);
 }
 
-int cfs_tune(struct cvm_volume *vol, const char *features)
+int cfs_tune(struct cvm_volume *vol, const char *features, cfs_progress_fn progress, void *arg)
 {
 	char names[8][24];
 	bool on[8];
@@ -155,7 +155,7 @@ int cfs_tune(struct cvm_volume *vol, const char *features)
 	 * the inodes go.  A tune stopped in between leaves a filesystem whose records fsck.cfs -n
 	 * finds wrong (or that mounts refuse, no quota inodes) until fsck.cfs -y counts them. */
 	if (!rc && quota_changes)
-		rc = cfs_quota_build(vol);
+		rc = cfs_quota_build(vol, progress, arg);
 	if (rc && !cfs_last_error()[0])
 		cfs_set_error("volume %s: %s", cvm_volume_config(vol)->name, strerror(-rc));
 	return rc;

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/sysinfo.h>
 
 #define DIRTY_SHARE_PERCENT 20
 
@@ -47,4 +48,32 @@ void dirty_limit_raise(const char *mountpoint)
 	if (rc)
 		fprintf(stderr, "cfsd: %s: %s: %s (writes are throttled to the LUNs' speed sooner)\n",
 			mountpoint, path, strerror(-rc));
+}
+
+static uint64_t vm_setting(const char *name)
+{
+	char path[64];
+	snprintf(path, sizeof path, "/proc/sys/vm/%s", name);
+	FILE *f = fopen(path, "re");
+	unsigned long long v = 0;
+	if (f) {
+		if (fscanf(f, "%llu", &v) != 1)
+			v = 0;
+		fclose(f);
+	}
+	return v;
+}
+
+uint64_t dirty_limit_bytes(void)
+{
+	/* The kernel's global limit is of the memory it can write back (less than MemTotal):
+	 * counted of all of it, the bound is above what it lets the mount keep, never below. */
+	uint64_t global = vm_setting("dirty_bytes");
+	if (!global) {
+		struct sysinfo si;
+		uint64_t ram = sysinfo(&si) ? 0 : (uint64_t)si.totalram * si.mem_unit;
+		uint64_t ratio = vm_setting("dirty_ratio");
+		global = ram / 100 * (ratio ? ratio : 20);
+	}
+	return global / 100 * DIRTY_SHARE_PERCENT;
 }

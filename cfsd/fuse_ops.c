@@ -121,8 +121,10 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	 * pages go out before it is given up. */
 	d->writeback = !d->cluster && !d->fs_dboptimized && !d->nowriteback &&
 		       (conn->capable & FUSE_CAP_WRITEBACK_CACHE);
-	if (d->writeback)
+	if (d->writeback) {
 		conn->want |= FUSE_CAP_WRITEBACK_CACHE;
+		d->dirty_bound = dirty_limit_bytes();
+	}
 	/* FUSE_NOTIFY_INC_EPOCH: protocol 7.44 (kernel_inval.c). */
 	bool epochs = conn->proto_major > 7 || (conn->proto_major == 7 && conn->proto_minor >= 44);
 	__atomic_store_n(&d->names_cached, d->cluster && d->namecache && epochs, __ATOMIC_RELEASE);
@@ -319,7 +321,9 @@ static bool append_only(struct cfsd *d, fuse_ino_t ino)
  * Without one, O_APPEND ones for writing too: a buffered write reaches cfsd in pieces cut
  * at the page boundaries of where the kernel thinks it goes, cfsd puts each piece of an
  * append at the end of the file as it is then (op_write), and another node's append could
- * land between two pieces of one write(2).  A direct write comes whole (up to max_write). */
+ * land between two pieces of one write(2).  A direct write comes whole (up to max_write).
+ * With one, opens for writing of append-only files, and of files whose quota has less room
+ * left than the cache may hold dirty (cfs(8), "Quotas"). */
 static bool bypasses_pages(struct cfsd *d, fuse_ino_t ino, int flags)
 {
 	if (d->fs_dboptimized || odm_held(d->odm, ino))
@@ -327,7 +331,7 @@ static bool bypasses_pages(struct cfsd *d, fuse_ino_t ino, int flags)
 	bool writes = (flags & O_ACCMODE) != O_RDONLY;
 	if (!d->writeback)
 		return (flags & O_DIRECT) || (writes && (flags & O_APPEND));
-	return writes && append_only(d, ino);
+	return writes && (append_only(d, ino) || cfs_quota_near(d->fs, ino, d->dirty_bound));
 }
 
 static void set_open(struct cfsd *d, fuse_ino_t ino, struct fuse_file_info *fi)

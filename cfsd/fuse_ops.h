@@ -20,6 +20,9 @@ struct cfsd {
 	bool nowriteback;              /* asked for: no write-back page cache */
 	/* The kernel caches writes and sends them later (a one-node normal mount): fuse_ops.c */
 	bool writeback;
+	/* Its dirty pages' bound (dirty_limit_bytes): a file whose quota has less room left is
+	 * opened past the cache, so that its writes meet the limit in write(2). */
+	uint64_t dirty_bound;
 	struct kernel_inval *inval;    /* drops the kernel's pages of files others change */
 	bool namecache;                /* asked for: the kernel keeps names of a cluster mount */
 	/* It does (atomic; kernel_inval.c): it can be told to forget them all without a lock
@@ -96,6 +99,8 @@ int cfsd_serve_requests(struct fuse_session *se, struct dev_direct *direct);
 /* dirty_limit.c: let the kernel keep more of the write-back cache's dirty pages of the
  * mount at mountpoint (absolute, as mounted) than FUSE's default 1% share. */
 void dirty_limit_raise(const char *mountpoint);
+/* The most dirty pages the kernel keeps for such a mount, in bytes (an upper bound). */
+uint64_t dirty_limit_bytes(void);
 
 /* How long the kernel may keep the attributes and names cfsd hands it.  On a cluster that
  * is only the longest: another node's change makes this node forget them first. */

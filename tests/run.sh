@@ -85,7 +85,7 @@ leaks() {
 # run_script SCRIPT CHECK_SHM: one integration script in a scratch directory of its own; its
 # output, then its counts in $work/N.res.
 run_script() {
-	local s=$1 check_shm=$2 i id scratch out rc p f left shm_before=
+	local s=$1 check_shm=$2 i id scratch out rc p f left shm_before= start=$SECONDS
 	i=$(printf '%03d' "$3")
 	id=t$RUN_TAG$i # the cluster's name: its namespaces and links start with it ("tk7042-")
 	scratch=$work/s$i
@@ -102,6 +102,7 @@ run_script() {
 		rc=1
 	fi
 	rm -rf "$scratch"
+	echo "$((SECONDS - start)) $s" >>"$work/durations"
 	say "$out"
 	p=$(grep -ac '^ok ' "$out")
 	f=$(grep -ac '^not ok ' "$out")
@@ -162,6 +163,10 @@ for r in "$work"/*.res; do
 	read -r p f k <"$r"
 	passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + k))
 done
+# The slowest scripts, so that a run that grows shows where.
+echo "slowest scripts (s):"
+sort -rn "$work/durations" 2>/dev/null | head -12 | sed 's/^/  /'
+echo "whole run: $SECONDS s"
 [ -s "$work/failures" ] && sed 's/^/failed: /' "$work/failures"
 if [ "$skipped" -gt 0 ]; then
 	echo "$passed passed, $failed failed, $skipped skipped"

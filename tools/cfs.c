@@ -420,7 +420,7 @@ static int do_tune(const char *volume, const char *features, struct scan_paths *
 	struct cvm_volume *vol;
 	if (open_volume("cfs", scan, volume, CVM_OPEN_RDWR, &vol))
 		return EXIT_FAILED;
-	int rc = cfs_tune(vol, features);
+	int rc = cfs_tune(vol, features, print_progress, "cfs tune");
 	struct cfs_info in;
 	if (!rc)
 		rc = cfs_info(vol, &in);

@@ -103,7 +103,7 @@ Test(feature, unknown_incompat_refuses_mount_fsck_tune_and_lockproto)
 	struct cfs_fsck_report r;
 	cr_expect_eq(fsck(false, &r), -EPROTONOSUPPORT);
 	cr_expect_eq(fsck(true, &r), -EPROTONOSUPPORT);
-	cr_expect_eq(cfs_tune(test_vol, "^journal_v3"), -EPROTONOSUPPORT);
+	cr_expect_eq(cfs_tune(test_vol, "^journal_v3", NULL, NULL), -EPROTONOSUPPORT);
 	cr_expect_eq(cfs_set_lockproto(test_vol, "corosync"), -EPROTONOSUPPORT);
 	struct cfs_dsuper sb = super_get();
 	cr_expect_eq(sb.features[CFS_INCOMPAT], CFS_FEAT_JOURNAL_V3 | 1u << 5, "unchanged");
@@ -156,7 +156,7 @@ Test(feature, unknown_ro_compat_mounts_read_only)
 	cr_expect_eq(fsck(false, &r), 0, "a check only reads");
 	cr_expect_eq(fsck(true, &r), -EROFS, "repairs would write");
 	cr_expect(strstr(cfs_last_error(), "'fancy_index'"), "%s", cfs_last_error());
-	cr_expect_eq(cfs_tune(test_vol, "^journal_v3"), -EROFS);
+	cr_expect_eq(cfs_tune(test_vol, "^journal_v3", NULL, NULL), -EROFS);
 	struct cfs_dsuper sb = super_get();
 	bool ro;
 	cr_expect_eq(cfs_features_check(&sb, "vol", true, &ro), -EROFS,
@@ -185,7 +185,7 @@ Test(feature, interrupted_tune_stops_mounts_until_run_again)
 	cr_expect_eq(try_mount(false, &fs), -EUCLEAN);
 	cr_expect(strstr(cfs_last_error(), "cfs tune -O journal_v3") &&
 		  strstr(cfs_last_error(), "run it again"), "%s", cfs_last_error());
-	cr_assert_eq(cfs_tune(test_vol, "journal_v3"), 0, "%s", cfs_last_error());
+	cr_assert_eq(cfs_tune(test_vol, "journal_v3", NULL, NULL), 0, "%s", cfs_last_error());
 	sb = super_get();
 	cr_expect_eq(sb.features[CFS_INCOMPAT], CFS_FEAT_JOURNAL_V3, "done, the bit gone");
 	cr_assert_eq(try_mount(false, &fs), 0, "%s", cfs_last_error());
@@ -213,15 +213,15 @@ Test(feature, tune_refuses_a_mounted_filesystem_and_bad_names)
 	fresh_volume(NULL);
 	struct cfs_fs *fs;
 	cr_assert_eq(try_mount(false, &fs), 0);
-	cr_expect_eq(cfs_tune(test_vol, "^journal_v3"), -EBUSY);
+	cr_expect_eq(cfs_tune(test_vol, "^journal_v3", NULL, NULL), -EBUSY);
 	cr_assert_eq(cfs_unmount(fs), 0);
-	cr_expect_eq(cfs_tune(test_vol, "journal_v9"), -EINVAL);
-	cr_expect_eq(cfs_tune(test_vol, ""), -EINVAL);
-	cr_expect_eq(cfs_tune(test_vol, "^"), -EINVAL);
+	cr_expect_eq(cfs_tune(test_vol, "journal_v9", NULL, NULL), -EINVAL);
+	cr_expect_eq(cfs_tune(test_vol, "", NULL, NULL), -EINVAL);
+	cr_expect_eq(cfs_tune(test_vol, "^", NULL, NULL), -EINVAL);
 	struct cfs_dsuper sb = super_get();
 	cr_expect(cfs_journal_v3(&sb), "unchanged");
 	cr_expect_eq(sb.features[CFS_INCOMPAT] & CFS_FEAT_TUNING, 0);
-	cr_assert_eq(cfs_tune(test_vol, "^journal_v3"), 0, "%s", cfs_last_error());
+	cr_assert_eq(cfs_tune(test_vol, "^journal_v3", NULL, NULL), 0, "%s", cfs_last_error());
 	sb = super_get();
 	cr_expect_eq(sb.features[CFS_INCOMPAT], 0, "off again: what 0.1 reads");
 	fs_done(NULL);
@@ -261,7 +261,7 @@ Test(feature, both_journal_formats_replay)
 {
 	fresh_volume("max-compat");
 	cr_expect_eq(crash_and_replay(), CFS_VERSION, "format 2 without journal_v3");
-	cr_assert_eq(cfs_tune(test_vol, "journal_v3"), 0, "%s", cfs_last_error());
+	cr_assert_eq(cfs_tune(test_vol, "journal_v3", NULL, NULL), 0, "%s", cfs_last_error());
 	cr_expect_eq(crash_and_replay(), CFS_JOURNAL_V3);
 	fs_done(NULL);
 }

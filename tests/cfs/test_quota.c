@@ -134,6 +134,33 @@ Test(quota, hard_limits_refuse_with_edquot_and_keep_nothing)
 	fs_done(NULL);
 }
 
+/* XFS's rule: a user's chgrp into a group without room is refused and changes nothing; root's
+ * chown passes and leaves the new owner over its limit, where it can take no more. */
+Test(quota, a_users_chgrp_into_a_full_group_is_refused_roots_chown_passes)
+{
+	struct cfs_fs *fs = fs_with_quotas();
+	uint64_t f = written_file(fs, "f");
+	set_limit(fs, CFS_QUOTA_GROUP, 300, 512u << 10, 0);
+	struct stat st, a = {.st_gid = 300};
+	cr_expect_eq(cfs_setattr(fs, f, &a, CFS_SET_GID, &alice, &st), -EDQUOT);
+	cr_assert_eq(cfs_getattr(fs, f, &st), 0);
+	cr_expect_eq(st.st_gid, 100, "the refused chgrp changed the group");
+	cr_expect_eq(quota_of(fs, CFS_QUOTA_GROUP, 100).used_bytes, 1u << 20);
+	cr_expect_eq(quota_of(fs, CFS_QUOTA_GROUP, 300).used_bytes, 0);
+	a.st_gid = 301;
+	cr_expect_eq(cfs_setattr(fs, f, &a, CFS_SET_GID, &alice, &st), 0, "a group with room");
+	a.st_gid = 300;
+	cr_expect_eq(cfs_setattr(fs, f, &a, CFS_SET_GID, &root_cred, &st), 0);
+	cr_expect_eq(quota_of(fs, CFS_QUOTA_GROUP, 300).used_bytes, 1u << 20);
+	static char buf[4096];
+	cr_expect_eq(cfs_write(fs, f, buf, sizeof buf, 4 << 20, CFS_W_DIRECT, &alice), -EDQUOT,
+		     "the group is over its limit");
+	cr_assert_eq(cfs_release(fs, f), 0);
+	cr_assert_eq(cfs_unmount(fs), 0);
+	fsck_clean();
+	fs_done(NULL);
+}
+
 Test(quota, a_soft_limit_refuses_once_its_grace_is_over)
 {
 	struct cfs_fs *fs = fs_with_quotas();
@@ -206,13 +233,13 @@ Test(quota, tune_turns_quotas_on_with_the_files_counted_and_off_again)
 	cr_expect_eq(cfs_quota_get(fs, CFS_QUOTA_USER, 1000, &r), -EOPNOTSUPP);
 	cr_assert_eq(cfs_release(fs, f), 0);
 	cr_assert_eq(cfs_unmount(fs), 0);
-	cr_assert_eq(cfs_tune(test_vol, "quota"), 0, "%s", cfs_last_error());
+	cr_assert_eq(cfs_tune(test_vol, "quota", NULL, NULL), 0, "%s", cfs_last_error());
 	fsck_clean();
 	fs = fs_mount();
 	cr_expect_eq(quota_of(fs, CFS_QUOTA_USER, 1000).used_bytes, 1u << 20);
 	cr_expect_eq(quota_of(fs, CFS_QUOTA_USER, 1000).used_inodes, 1);
 	cr_assert_eq(cfs_unmount(fs), 0);
-	cr_assert_eq(cfs_tune(test_vol, "^quota"), 0, "%s", cfs_last_error());
+	cr_assert_eq(cfs_tune(test_vol, "^quota", NULL, NULL), 0, "%s", cfs_last_error());
 	fsck_clean();
 	fs_done(NULL);
 }
