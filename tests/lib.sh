@@ -41,6 +41,14 @@ wait_until() {
 		sleep 0.1
 	done
 }
+
+# ready_for_sigint PID: PID has its own SIGINT handler in place, or has ended (a background
+# job of a script starts with SIGINT ignored: a Ctrl-C sent before its handler is lost).
+ready_for_sigint() {
+	local mask
+	mask=$(awk '/^SigCgt:/ { print $2 }' "/proc/$1/status" 2>/dev/null)
+	[ -z "$mask" ] || (((0x$mask >> 1) & 1))
+}
 # gone PID: the process has ended (for wait_until).
 gone() { ! kill -0 "$1" 2>/dev/null; }
 # check_soon SECONDS WHAT CMD...: ok once CMD succeeds, not_ok with its output if it still

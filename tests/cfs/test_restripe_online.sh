@@ -49,7 +49,7 @@ crash_round() {
 		umount -l "$M"
 		"$BIN/cvm" restripe v --rate 1 >/dev/null 2>&1 &
 		local job=$!
-		sleep 0.3
+		wait_until 120 ready_for_sigint $job || not_ok "crash at write $k: cvm restripe has no Ctrl-C handler"
 		kill -INT $job
 		wait $job
 	else

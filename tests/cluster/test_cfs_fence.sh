@@ -16,7 +16,9 @@ ok "fence interval $interval ms"
 
 on 3 python3 "$HERE/fsync_log.py" run "$(M 3)/w" "$T/log3" >/dev/null 2>&1 &
 work=$!
-sleep 1.5
+# Partitioned once node 3 has acknowledged a few fsyncs, however long it takes to start.
+wait_until 120 bash -c "[ \$(grep -c '^done' '$T/log3' 2>/dev/null) -ge 6 ]" ||
+	not_ok "node 3's fsync log did not start within 120 s"
 C partition 3
 t0=$(ms)
 # Node 3's next call fails once it knows it is cut off (or waits till then for a lock).

@@ -15,8 +15,9 @@ PL_INCREMENTS=${PL_INCREMENTS:-50}
 C up 3 >/dev/null && ok "cluster of 3 nodes up" || { not_ok "cluster up"; finish; }
 make_data 256
 "$BIN/mkfs.cfs" -p corosync -J 4 data >/dev/null
-check "node 1 mounts with lock_cache=16" mount_on 1 lock_cache=16
-for n in 2 3; do check "node $n mounts" mount_on $n; done
+# The held fence agent keeps node 3's recovery pending for as long as the checks need.
+check "node 1 mounts with lock_cache=16" mount_on 1 "lock_cache=16,fence=$(held_fence)"
+for n in 2 3; do check "node $n mounts" mount_on $n "fence=$(held_fence)"; done
 
 on 1 bash -c "echo 0 >'$(M 1)/counter' && touch '$(M 1)/lock'"
 # counted NODE LOCKFILE COUNTER N KIND: two processes on NODE, N increments each under KIND.
@@ -295,12 +296,15 @@ check "node 3 write-locks bytes 10-19 of a file of its own before it dies" \
 # A dead node's flock goes once the node is recovered.
 check "node 3 takes LOCK_EX" holds 3 -x
 pid=$(status_of 3 pid)
+touch "$T/fence.hold"
 C kill 3; kill -9 "$pid"; C abort 3
 t0=$(ms)
+wait_until 120 recovering || not_ok "node 1 did not see node 3's recovery pending within 120 s"
 check "F_SETLK on node 2 of the dead node's file fails until it is recovered" \
 	bash -c "[ \"\$(cat)\" = busy ]" <<<"$(on 2 python3 "$HERE/plock_tool.py" try "$(M 2)/plock3" 0 0 w)"
+rm -f "$T/fence.hold"
 check "node 1 gets LOCK_EX after node 3 died" on 1 flock -w 60 -x "$(M 1)/lock" true
-ok "node 1 got it $(($(ms) - t0)) ms after node 3 died (token 1000 ms)"
+ok "node 1 got it $(($(ms) - t0)) ms after node 3 died (token 1000 ms, and the recovery held for the check before)"
 check "node 2 gets node 3's record lock after its recovery" on 2 bash -c "
 	for i in \$(seq 120); do
 		[ \"\$(python3 '$HERE/plock_tool.py' try '$(M 2)/plock3' 10 10 w)\" = granted ] && exit 0

@@ -28,28 +28,38 @@ done
 
 # The users, until $T/stop (node N's own: $T/stopN): on every node a stamping ODM instance and a block verifier, and an
 # odmload database on nodes 1 and 3; node 3 also reads the files from before, over and over.
+# They run as long as the restripe does, however long that is on this machine (ON_LIMIT=0);
+# what bounds them is their stop (stopped).
+# stopped WHO PID...: the jobs have ended within 300 s of being told to, or the cluster hangs.
+stopped() {
+	local who=$1 pid
+	shift
+	for pid in "$@"; do
+		wait_until 300 gone "$pid" || hung "$who still running 300 s after it was told to stop"
+	done
+}
 start_users() { # node round
 	local n=$1 r=${2:-1}
-	on $n "$ODM/odm_race" stamp "$(M $n)/s$n.dbf" "$T/stop$n" >"$T/stamp$n.out" 2>&1 &
+	ON_LIMIT=0 on $n "$ODM/odm_race" stamp "$(M $n)/s$n.dbf" "$T/stop$n" >"$T/stamp$n.out" 2>&1 &
 	eval "stamp$n=\$!"
-	on $n python3 "$VERIFIER" "$(M $n)/v$n.$r" 4 "$T/stop$n" $n direct >"$T/verifier$n.out" 2>&1 &
+	ON_LIMIT=0 on $n python3 "$VERIFIER" "$(M $n)/v$n.$r" 4 "$T/stop$n" $n direct >"$T/verifier$n.out" 2>&1 &
 	eval "verifier$n=\$!"
 }
 for n in 1 2 3; do start_users $n; done
 for n in 1 3; do
 	on $n mkdir -p "$(M $n)/db$n"
-	on $n env LD_LIBRARY_PATH="$BIN/../lib" "$BIN/odmload" --dir "$(M $n)/db$n" --db "rs$$n" \
+	ON_LIMIT=0 on $n env LD_LIBRARY_PATH="$BIN/../lib" "$BIN/odmload" --dir "$(M $n)/db$n" --db "rs$$n" \
 		--instance "rs$n" --files 2 --file-mib 4 --until "$T/stop" \
 		--lib "$BIN/../lib/libodm.so" >"$T/odmload$n.out" 2>&1 &
 	eval "odmload$n=\$!"
 done
-on 3 bash -c "until [ -e '$T/stop' ]; do cd '$(M 3)' && sha256sum before1 before2 | cmp -s - '$T/sums' || exit 1; done" \
+ON_LIMIT=0 on 3 bash -c "until [ -e '$T/stop' ]; do cd '$(M 3)' && sha256sum before1 before2 | cmp -s - '$T/sums' || exit 1; done" \
 	>"$T/reader.out" 2>&1 &
 reader=$!
 for n in 1 2 3; do check_soon 120 "node $n's ODM instance stamps its file" grep -q writing "$T/stamp$n.out"; done
 
 under_way() { "$BIN/cvm" show data | grep -q '% done'; }
-on 1 "$BIN/cvm" --scan "$T" restripe data --rate 2 >"$T/restripe1.out" 2>&1 &
+ON_LIMIT=0 on 1 "$BIN/cvm" --scan "$T" restripe data --rate 2 >"$T/restripe1.out" 2>&1 &
 job=$!
 check_soon 120 "node 1's restripe of the volume mounted on three nodes is under way" under_way
 expect 1 "is being restriped by node" "a second restripe from node 2 is refused, naming the node" -- \
@@ -59,6 +69,7 @@ check "node 2 logged that it follows node 1's restripe" grep -q "following the r
 
 # Node 2 leaves and comes back in the middle: its mount joins the run before it reads.
 touch "$T/stop2"
+stopped "node 2's users" "$stamp2" "$verifier2"
 wait "$stamp2"
 s=$?
 wait "$verifier2" && [ $s -eq 0 ] && grep -q "every read as written" "$T/verifier2.out" &&
@@ -73,6 +84,7 @@ check_soon 120 "node 2's new ODM instance stamps its file" grep -q writing "$T/s
 check "the restripe is still under way" under_way
 
 pkill -INT -f "^$BIN/cvm --scan $T restripe data"
+stopped "node 1's restripe" "$job"
 wait $job
 code=$?
 [ $code -eq 3 ] && ok "Ctrl-C on node 1 pauses the restripe (exit 3)" ||
@@ -91,6 +103,7 @@ expect 0 "restriped: 2 stripe sets: width 64.0 KiB over 4 LUNs, width 256.0 KiB 
 check "node 1 followed node 2's restripe" grep -q "following the restripe run by node 2" "$T/cfsd1.log"
 
 touch "$T/stop" "$T/stop1" "$T/stop2" "$T/stop3"
+stopped "the users" "$stamp1" "$stamp2" "$stamp3" "$verifier1" "$verifier2" "$verifier3" "$odmload1" "$odmload3" "$reader"
 for n in 1 2 3; do
 	p=stamp$n
 	wait "${!p}" && ok "node $n's ODM instance: $(tail -1 "$T/stamp$n.out")" ||

@@ -3,8 +3,9 @@
 # filled by the previous release (tests/upgrade/build.sh previous), its tree read back whole by
 # this release, also from a journal the previous release left behind when killed; this
 # release's files read back by the previous release (the filesystem still has no feature it
-# does not know); then journal_v3 turned on, and a max-compat filesystem of this release
-# mounted by the previous one.
+# does not know); then journal_v3 turned on, quotas turned on (and what 0.1 allocates
+# uncharged counted again by fsck.cfs), and a max-compat filesystem of this release mounted
+# by the previous one.
 . "$(dirname "$0")/../cfs/lib.sh"
 PREV=$BIN/../compat/previous/build/bin
 [ -x "$PREV/cfsd" ] || { not_ok "no build of the previous release in $PREV: run make check-build"; finish; }
@@ -119,6 +120,24 @@ check "the previous release mounts it again" mount_with "$PREV"
 reads_what_this_release_wrote() { grep -qx more "$M/after-tune" && diff "$T/manifest.new" <(manifest "$M/new"); }
 check "and reads what this release wrote" reads_what_this_release_wrote
 check "the previous release unmounts" "$PREV/cfs" umount "$M"
+
+# Quotas on.  Release 0.1 reads no feature bits (docs/upgrading.md): it is the one release
+# that mounts such a filesystem anyway, and allocates without charging; fsck.cfs -y of this
+# release counts the usage again.  With the feature off again, 0.1 is at home.
+check "cfs tune -O quota of the filled filesystem" "$BIN/cfs" tune v -O quota
+check "fsck.cfs -n: the usage the tune counted is right" "$BIN/fsck.cfs" -n v
+check "this release mounts it" mount_with "$BIN"
+check "... and charges what is written" bash -c "head -c 1M /dev/urandom >'$M/charged' && sync '$M/charged' &&
+	'$BIN/cfs' quota get '$M' -u 0 --json | python3 -c 'import json,sys; assert json.load(sys.stdin)[\"used_bytes\"] >= 1 << 20'"
+check "this release unmounts" "$BIN/cfs" umount "$M"
+check "release 0.1 mounts it all the same (it reads no feature bits)" mount_with "$PREV"
+head -c 1M /dev/urandom >"$M/uncharged"
+check "release 0.1 unmounts" "$PREV/cfs" umount "$M"
+expect 4 "quota" "this release's fsck.cfs -n finds what 0.1 allocated uncharged" -- "$BIN/fsck.cfs" -n v
+expect 1 "repaired" "fsck.cfs -y counts it again" -- "$BIN/fsck.cfs" -y v
+check "fsck.cfs -n clean after it" "$BIN/fsck.cfs" -n v
+check "cfs tune -O ^quota (for 0.1 again)" "$BIN/cfs" tune v -O ^quota
+check "release 0.1's fsck.cfs finds it clean" "$PREV/fsck.cfs" -n v
 
 # A max-compat filesystem of this release, for a cluster that still runs the previous one.
 for i in 0; do truncate -s 64M "$T/w.lun$i"; done
