@@ -233,8 +233,9 @@ bench-cfs: all
 # checkers' operations.
 soak: all
 	SOAK_ROUNDS=$${SOAK_ROUNDS:-200} SOAK_STEPS=$${SOAK_STEPS:-2000} BIN=$(BUILD)/bin tests/cfs/test_soak.sh
-	CRASH_POINTS=$${CRASH_POINTS:-200} SMALL_JOURNAL_POINTS=$${SMALL_JOURNAL_POINTS:-60} BIN=$(BUILD)/bin tests/cfs/test_crash.sh
+	CRASH_POINTS=$${CRASH_POINTS:-200} SMALL_JOURNAL_POINTS=$${SMALL_JOURNAL_POINTS:-60} QUOTA_CRASH_POINTS=$${QUOTA_CRASH_POINTS:-60} BIN=$(BUILD)/bin tests/cfs/test_crash.sh
 	RECOVERY_ROUNDS=$${RECOVERY_ROUNDS:-60} BIN=$(BUILD)/bin tests/cluster/test_cfs_recovery.sh
+	RESTRIPE_KILL_ROUNDS=$${RESTRIPE_KILL_ROUNDS:-40} BIN=$(BUILD)/bin tests/cluster/test_cfs_restripe_kill.sh
 	COHERENCE_OPS=$${COHERENCE_OPS:-3400} COHERENCE_REPLACE_OPS=$${COHERENCE_REPLACE_OPS:-1200} BIN=$(BUILD)/bin tests/cluster/test_cfs.sh
 
 $(BUILD)/bench/odmbench: bench/odm/odmbench.c $(BUILD)/lib/libodm.so $(BUILD)/odm/stats.o

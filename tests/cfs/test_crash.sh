@@ -4,7 +4,7 @@
 # while others' are in flight), CRASH_POINTS times (default 50), then SMALL_JOURNAL_POINTS
 # times (default 20) on a filesystem with the smallest journal, which every commit fills (a
 # checkpoint after each) and whose big transactions void the log, then QUOTA_CRASH_POINTS
-# times (default 15) with quotas on.  After each kill: remount
+# times (default 10) with quotas on.  After each kill: remount
 # (replay of the several transactions in the log, orphans freed), every fsync'd file must be
 # there with its content, and after a clean unmount fsck.cfs must find the filesystem clean.
 . "$(dirname "$0")/lib.sh"
@@ -60,5 +60,5 @@ crash_points() {
 crash_points "default journal" v "${CRASH_POINTS:-50}"
 crash_points "smallest journal" small "${SMALL_JOURNAL_POINTS:-20}" --journal-size 256K
 # Quotas: fsck.cfs checks every id's usage against the files after each crash.
-crash_points "quotas" quota "${QUOTA_CRASH_POINTS:-15}" -O project,quota
+crash_points "quotas" quota "${QUOTA_CRASH_POINTS:-10}" -O project,quota
 finish
