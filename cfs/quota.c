@@ -392,7 +392,7 @@ bool cfs_quota_near(struct cfs_fs *fs, uint64_t ino, uint64_t bytes)
 			/* the soft limit too: its grace may end before the pages are written */
 			uint64_t soft = q->soft_bytes ? q->soft_bytes : q->hard_bytes;
 			uint64_t limit = q->hard_bytes && q->hard_bytes < soft ? q->hard_bytes : soft;
-			near = limit && (q->used_bytes >= limit || limit - q->used_bytes < bytes);
+			near = left(q->used_bytes, 0, limit, 0, 0) < bytes;
 		}
 		cfs_iput_check(fs, ip);
 	}

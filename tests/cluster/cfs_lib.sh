@@ -41,6 +41,15 @@ hung() {
 	kill -TERM $$
 	exit 1
 }
+# stopped WHO PID...: jobs started with ON_LIMIT=0 have ended within 300 s of being told to
+# stop, or the cluster hangs.
+stopped() {
+	local who=$1 pid
+	shift
+	for pid in "$@"; do
+		wait_until 300 gone "$pid" || hung "$who still running 300 s after it was told to stop"
+	done
+}
 M() { echo "$T/m$1"; }
 # stop_job PID PATTERN: ends the background `on` PID and the processes matching PATTERN (the
 # command it runs on a node) with kill -9, and reaps PID.  One pkill is not enough: a job

@@ -29,15 +29,7 @@ done
 # The users, until $T/stop (node N's own: $T/stopN): on every node a stamping ODM instance and a block verifier, and an
 # odmload database on nodes 1 and 3; node 3 also reads the files from before, over and over.
 # They run as long as the restripe does, however long that is on this machine (ON_LIMIT=0);
-# what bounds them is their stop (stopped).
-# stopped WHO PID...: the jobs have ended within 300 s of being told to, or the cluster hangs.
-stopped() {
-	local who=$1 pid
-	shift
-	for pid in "$@"; do
-		wait_until 300 gone "$pid" || hung "$who still running 300 s after it was told to stop"
-	done
-}
+# what bounds them is their stop (stopped, cfs_lib.sh).
 start_users() { # node round
 	local n=$1 r=${2:-1}
 	ON_LIMIT=0 on $n "$ODM/odm_race" stamp "$(M $n)/s$n.dbf" "$T/stop$n" >"$T/stamp$n.out" 2>&1 &

@@ -138,7 +138,7 @@ expect 0 "one stripe set" "the restripe finishes from node 2 (or had)" -- on 2 "
 for n in 1 2 3; do
 	touch "$T/stop$n"
 	p=verifier$n
-	wait_until 300 gone "${!p}" || hung "node $n's verifier still running 300 s after it was told to stop"
+	stopped "node $n's verifier" "${!p}"
 	wait "${!p}" && grep -q "every read as written" "$T/verifier$n.out" &&
 		ok "node $n's verifier read every block as written" ||
 		not_ok "node $n's verifier: $(tail -3 "$T/verifier$n.out")"
