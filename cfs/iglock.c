@@ -342,10 +342,13 @@ bool cfs_iglock_contended(struct cfs_fs *fs, uint64_t blk)
 	return given_to_change(fs, blk) == GIVEN_RECENTLY;
 }
 
+/* No clock here: a node that takes the span back for a moment (a create in a directory of
+ * the span) and gives it again a lock round trip later must still see it as away, however
+ * long that round trip is on a loaded machine.  A span wrongly kept away costs a new inode
+ * the next span, no more. */
 bool cfs_iglock_away(struct cfs_fs *fs, uint64_t blk)
 {
-	enum gift g = given_to_change(fs, blk);
-	return g == GIVEN_RECENTLY || (g == GIVEN && cfs_iglock_mode(fs, blk) < 0);
+	return given_to_change(fs, blk) != NOT_GIVEN;
 }
 
 uint64_t cfs_iglock_grant_seq(struct cfs_fs *fs, uint64_t blk)

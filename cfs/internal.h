@@ -846,8 +846,8 @@ int cfs_iglock_mode(struct cfs_fs *fs, uint64_t blk);
 /* Did this node give the glock covering inode blk up to another node's EX in the last
  * second (another node changes what it covers too)?  gl went so just now: noted. */
 bool cfs_iglock_contended(struct cfs_fs *fs, uint64_t blk);
-/* The same, or given to another node's change once (among the last such) and not granted
- * here since: the other node may be changing it still without asking us. */
+/* Given to another node's change among the last such gifts, at any time: the other node may
+ * be changing it still without asking us. */
 bool cfs_iglock_away(struct cfs_fs *fs, uint64_t blk);
 void cfs_iglock_given_to_change(struct cfs_fs *fs, const struct cfs_glock *gl);
 /* The number (fs->grants) of the grant of the glock covering inode blk (0 on one node). */
