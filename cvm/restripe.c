@@ -299,13 +299,33 @@ static bool paused(const struct run *r)
 	return r->opts->stop && *r->opts->stop;
 }
 
+/* A test's gate (CVM_RESTRIPE_HOLD names a file holding a count of moves): the run waits
+ * before its next batch while the file exists and that many moves are done (an empty file:
+ * at once), so that a check that a run is still under way does not race the run on a fast
+ * machine, nor the check's own steps on a slow one.  Ctrl-C still pauses it.  Then: is the
+ * run paused? */
+static bool held_or_paused(const struct run *r)
+{
+	const char *path = getenv("CVM_RESTRIPE_HOLD");
+	for (FILE *f; path && !paused(r) && r->cfg.restripe.moves_done < r->total &&
+		      (f = fopen(path, "r"));) {
+		unsigned long long at = 0;
+		bool hold = fscanf(f, "%llu", &at) != 1 || r->cfg.restripe.moves_done >= at;
+		fclose(f);
+		if (!hold)
+			break;
+		nanosleep(&(struct timespec){0, 50000000}, NULL);
+	}
+	return paused(r);
+}
+
 static int move_all(struct run *r)
 {
 	uint32_t half = r->cfg.restripe.staged ? 1 - r->cfg.restripe.half : 0;
 	int rc = r->cfg.restripe.staged ? batch(r, r->cfg.restripe.staged, staged_moves, 0) : 0;
 	if (!rc && !r->cfg.restripe.staged)
 		report(r);
-	for (uint32_t n; !rc && !paused(r) && (n = next_batch(r)) > 0; half ^= 1) {
+	for (uint32_t n; !rc && !held_or_paused(r) && (n = next_batch(r)) > 0; half ^= 1) {
 		if (!(rc = batch(r, n, new_moves, half)))
 			throttle(r);
 	}
