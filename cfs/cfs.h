@@ -275,8 +275,11 @@ int cfs_quota_get(struct cfs_fs *fs, unsigned type, uint32_t id, struct cfs_quot
 #define CFS_QUOTA_SET_HARD_INODES 8u
 #define CFS_QUOTA_SET_GRACE 16u
 int cfs_quota_set(struct cfs_fs *fs, const struct cfs_quota_rec *want, unsigned set);
-/* Every id of type with a use or a limit, in id order (free *out). */
-int cfs_quota_report(struct cfs_fs *fs, unsigned type, struct cfs_quota_rec **out, size_t *n);
+/* Every id of type with a use or a limit, in id order (free *out).  wait false: -EAGAIN at
+ * once where the records cannot be read now (another node holds the metadata glock EX, or
+ * is being recovered: cfs status must answer all the same). */
+int cfs_quota_report(struct cfs_fs *fs, unsigned type, bool wait, struct cfs_quota_rec **out,
+		     size_t *n);
 /* Has one of the ids ino is charged to less than bytes left of a block limit, soft or hard?
  * (cfsd opens such a file past the kernel's write-back cache, whose writes would otherwise
  * find the limit only at write-back.) */

@@ -408,18 +408,11 @@ static int start_fs(struct cfs_fs *fs)
 	return rc;
 }
 
-/* Quotas count on one node only so far (docs/quota.md: grants are the step left), and need
- * their inodes, which cfs tune and mkfs make. */
+/* Quotas need their inodes, which cfs tune and mkfs make. */
 static int quota_mountable(const struct cfs_fs *fs, const char *volume)
 {
 	if (!cfs_quota_on(fs))
 		return 0;
-	if (fs->cluster) {
-		cfs_set_error("the filesystem on %s has quotas, which this release keeps on one-node "
-			      "(cluster=local) filesystems only: turn them off with 'cfs tune %s -O "
-			      "^quota'", volume, volume);
-		return -EOPNOTSUPP;
-	}
 	for (unsigned t = 0; t < CFS_QUOTA_TYPES; t++)
 		if (!fs->sb.quota_ino[t]) {
 			cfs_set_error("the filesystem on %s has quotas but no %s quota inode: run "

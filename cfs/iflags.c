@@ -96,11 +96,11 @@ static int may_set(struct cfs_fs *fs, const struct cfs_inode *ip, uint32_t flags
 	return root || (cr->uid == ip->d.uid && !sticky_changes) ? 0 : -EPERM;
 }
 
-/* projid NULL: the inode's stays. */
-static int set_attrs(struct cfs_fs *fs, uint64_t ino, uint32_t flags, const uint32_t *projid,
-		     const struct cfs_cred *cr)
+/* projid NULL: the inode's stays.  Under the metadata glock PR unless inode_only is false. */
+static int set_attrs_as(struct cfs_fs *fs, uint64_t ino, uint32_t flags, const uint32_t *projid,
+			const struct cfs_cred *cr, bool inode_only)
 {
-	int rc = cfs_op_begin_inode(fs); /* this inode alone */
+	int rc = inode_only ? cfs_op_begin_inode(fs) : cfs_op_begin(fs, true);
 	if (rc)
 		return rc;
 	struct cfs_inode *ip;
@@ -112,8 +112,10 @@ static int set_attrs(struct cfs_fs *fs, uint64_t ino, uint32_t flags, const uint
 			flags |= ip->d.flags & FS_PROJINHERIT_FL;
 		if (!S_ISDIR(ip->d.mode)) /* inherited only from directories, as ext4 keeps it */
 			flags &= ~(uint32_t)FS_PROJINHERIT_FL;
-		if (!(rc = may_set(fs, ip, flags, id, cr)) &&
-		    (flags != ip->d.flags || id != ip->d.projid)) {
+		rc = may_set(fs, ip, flags, id, cr);
+		if (!rc && id != ip->d.projid && cfs_quota_needs_meta_ex(fs))
+			rc = -CFS_ENEEDMETA; /* the charge moves to another project */
+		if (!rc && (flags != ip->d.flags || id != ip->d.projid)) {
 			ip->d.flags = flags;
 			ip->d.projid = id;
 			cfs_itouch(ip, false, true);
@@ -123,6 +125,13 @@ static int set_attrs(struct cfs_fs *fs, uint64_t ino, uint32_t flags, const uint
 	}
 	cfs_op_end(fs);
 	return rc;
+}
+
+static int set_attrs(struct cfs_fs *fs, uint64_t ino, uint32_t flags, const uint32_t *projid,
+		     const struct cfs_cred *cr)
+{
+	int rc = set_attrs_as(fs, ino, flags, projid, cr, true); /* this inode alone */
+	return rc == -CFS_ENEEDMETA ? set_attrs_as(fs, ino, flags, projid, cr, false) : rc;
 }
 
 int cfs_set_iflags(struct cfs_fs *fs, uint64_t ino, uint32_t flags, const struct cfs_cred *cr)

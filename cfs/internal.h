@@ -485,8 +485,10 @@ int cfs_iflags_may_remove_entry(const struct cfs_inode *dir, const struct cfs_in
 
 /* ---- quotas (quota.c) ---- */
 bool cfs_quota_on(const struct cfs_fs *fs);
-/* -EOPNOTSUPP (cfs_last_error says why) if sb asks for quotas this release cannot keep. */
-int cfs_quota_refused(const struct cfs_dsuper *sb);
+/* On a cluster the records are the metadata glock's: an operation that charges (allocates,
+ * frees, makes or removes an inode, changes its owner, group or project) runs under it EX,
+ * never under PR with reserved groups.  True if this one must go there first. */
+bool cfs_quota_needs_meta_ex(const struct cfs_fs *fs);
 /* The quota inodes made and every id's usage counted from the files (mkfs, tune: fsck.cfs
  * -y does it). */
 int cfs_quota_build(struct cvm_volume *vol, cfs_progress_fn progress, void *arg);

@@ -65,8 +65,6 @@ static int geometry(struct cvm_volume *vol, const struct cfs_mkfs_opts *o, struc
 	sb->ag_start = 2 + (uint64_t)slots * jb;
 	sb->ag_blocks = CFS_AG_MAX_BLOCKS(bs);
 	snprintf(sb->lockproto, sizeof sb->lockproto, "%s", o->lockproto ? o->lockproto : "local");
-	if (cfs_quota_refused(sb))
-		return -EINVAL;
 	uint64_t total = cvm_volume_size(vol) / bs;
 	uint64_t data = total > sb->ag_start ? total - sb->ag_start : 0;
 	uint64_t nags = data / sb->ag_blocks;

@@ -859,6 +859,9 @@ static int setattr_as(struct cfs_fs *fs, uint64_t ino, const struct stat *a, uns
 	bool cached_times = set == (CFS_SET_MTIME | CFS_SET_CTIME | CFS_SET_CACHED_TIMES) &&
 			    ip->cached_data;
 	rc = cached_times ? 0 : cfs_iflags_may_change(ip);
+	if (!rc && ((set & CFS_SET_UID && a->st_uid != ip->d.uid) ||
+		    (set & CFS_SET_GID && a->st_gid != ip->d.gid)) && cfs_quota_needs_meta_ex(fs))
+		rc = -CFS_ENEEDMETA; /* the charge moves to other ids */
 	if (!rc && (set & CFS_SET_SIZE)) {
 		if (S_ISDIR(ip->d.mode))
 			rc = -EISDIR;

@@ -31,15 +31,15 @@ bool cfs_quota_on(const struct cfs_fs *fs)
 	return fs->sb.features[CFS_RO_COMPAT] & CFS_FEAT_QUOTA;
 }
 
-int cfs_quota_refused(const struct cfs_dsuper *sb)
+/* Why the metadata glock and not a glock per record block: under EX no other node is in an
+ * operation, so a record read there is the last one written, and the charge goes through
+ * this node's journal with the allocation it is for; a dead node's charges are replayed with
+ * its allocations before anyone else may take the glock.  Exact and crash-safe with no lock
+ * of its own; the price is that allocating operations on two nodes take turns
+ * (docs/quota.md, step 4, for the grants that lift it). */
+bool cfs_quota_needs_meta_ex(const struct cfs_fs *fs)
 {
-	const char *proto = cfs_super_lockproto(sb);
-	if (!(sb->features[CFS_RO_COMPAT] & CFS_FEAT_QUOTA) || (proto && !strcmp(proto, "local")))
-		return 0;
-	cfs_set_error("quotas are kept on one-node filesystems (lock protocol local) only in this "
-		      "release: leave the feature 'quota' off for lock protocol %s",
-		      proto ? proto : "?");
-	return -EOPNOTSUPP;
+	return cfs_quota_on(fs) && !cfs_may_allocate(fs);
 }
 
 struct counting {
@@ -194,6 +194,14 @@ int cfs_quota_charge(struct cfs_fs *fs, uint64_t ino, const struct cfs_dinode *w
 	uint32_t a[CFS_QUOTA_TYPES], b[CFS_QUOTA_TYPES];
 	ids_of(fs, was, a);
 	ids_of(fs, now, b);
+	if (cfs_quota_needs_meta_ex(fs) && (memcmp(a, b, sizeof a) || counts(was) != counts(now) ||
+					    was->nblocks != now->nblocks)) {
+		/* A path that reserved groups under PR with quotas on: it must not change the
+		 * records other nodes may be changing too. */
+		cfs_log(fs, "quota: inode %llu charged without the metadata glock EX: refused",
+			(unsigned long long)ino);
+		return -EIO;
+	}
 	int64_t was_bytes = counts(was) ? (int64_t)(was->nblocks * fs->bs) : 0;
 	int64_t now_bytes = counts(now) ? (int64_t)(now->nblocks * fs->bs) : 0;
 	int64_t was_inodes = counts(was), now_inodes = counts(now);
@@ -535,14 +543,27 @@ static int report_one(void *arg, uint32_t id, const struct cfs_dquot *q)
 	return 0;
 }
 
-int cfs_quota_report(struct cfs_fs *fs, unsigned type, struct cfs_quota_rec **out, size_t *n)
+/* cfs_op_begin(fs, false), or -EAGAIN if that would wait for another node. */
+static int op_begin_now(struct cfs_fs *fs)
+{
+	pthread_mutex_lock(&fs->lock);
+	int rc = cfs_glock_try_hold(fs, &fs->meta, CFSLOCK_PR);
+	if (rc)
+		pthread_mutex_unlock(&fs->lock);
+	else
+		cfs_op_imode = CFSLOCK_PR;
+	return rc;
+}
+
+int cfs_quota_report(struct cfs_fs *fs, unsigned type, bool wait, struct cfs_quota_rec **out,
+		     size_t *n)
 {
 	*out = NULL;
 	*n = 0;
 	if (type == CFS_QUOTA_PROJECT && cfs_quota_on(fs) && !cfs_project_on(fs))
 		return 0; /* no project ids: none to report */
 	int rc = usable(fs, type);
-	if (rc || (rc = cfs_op_begin(fs, false)))
+	if (rc || (rc = wait ? cfs_op_begin(fs, false) : op_begin_now(fs)))
 		return rc;
 	struct report r = {.type = type};
 	rc = cfs_quota_each(fs, type, report_one, &r);

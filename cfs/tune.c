@@ -128,8 +128,6 @@ int cfs_tune(struct cvm_volume *vol, const char *features, cfs_progress_fn progr
 	struct cfs_dsuper tuned = sb;
 	for (int i = 0; i < n && !rc; i++)
 		rc = cfs_feature_set(&tuned, names[i], on[i]);
-	if (!rc)
-		rc = cfs_quota_refused(&tuned);
 	/* The records change with the feature, and with project ids while it is on. */
 	uint32_t changed = sb.features[CFS_RO_COMPAT] ^ tuned.features[CFS_RO_COMPAT];
 	bool quota_changes = (changed & CFS_FEAT_QUOTA) ||

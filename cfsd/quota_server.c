@@ -79,7 +79,7 @@ static int handle(struct cfsd *d, uid_t asker, const ControlRequest *req, Contro
 	struct cfs_quota_rec r, *all = NULL;
 	size_t n = 0;
 	if (req->op == CONTROL_REQUEST__OP__QUOTA_REPORT) {
-		if (!(rc = cfs_quota_report(d->fs, q->type, &all, &n)))
+		if (!(rc = cfs_quota_report(d->fs, q->type, true, &all, &n)))
 			rc = reply_with(mem, all, n, reply);
 		free(all);
 		return rc;
@@ -120,9 +120,14 @@ void quota_status(struct cfsd *d, ControlReply *reply, struct quota_reply_mem *m
 {
 	struct cfs_quota_rec *all[CFS_QUOTA_TYPES] = {0}, *near = NULL;
 	size_t n[CFS_QUOTA_TYPES] = {0}, total = 0, nnear = 0;
-	for (unsigned t = 0; t < CFS_QUOTA_TYPES; t++)
-		if (!cfs_quota_report(d->fs, t, &all[t], &n[t])) /* else no quotas of that type */
+	for (unsigned t = 0; t < CFS_QUOTA_TYPES; t++) {
+		int rc = cfs_quota_report(d->fs, t, false, &all[t], &n[t]);
+		if (!rc)
 			total += n[t];
+		else if (rc == -EAGAIN)
+			reply->has_quotas_unread = reply->quotas_unread = true;
+		/* else no quotas of that type */
+	}
 	if (total && !(near = calloc(total, sizeof *near)))
 		total = 0;
 	for (unsigned t = 0; t < CFS_QUOTA_TYPES && total; t++)

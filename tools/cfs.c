@@ -267,7 +267,7 @@ static void print_status(const char *dir, const ControlReply *r, bool json)
 			printf("%s", i ? ", " : "");
 			cfs_quota_print_json(r->quotas[i]);
 		}
-		printf("]}\n");
+		printf("], \"quotas_unread\": %s}\n", r->quotas_unread ? "true" : "false");
 		return;
 	}
 	char total[32], avail[32];
@@ -282,6 +282,9 @@ static void print_status(const char *dir, const ControlReply *r, bool json)
 	printf("  features: %s\n", s->features && s->features[0] ? s->features : "none");
 	for (size_t i = 0; i < r->n_quotas; i++)
 		cfs_quota_print_near(r->quotas[i]);
+	if (r->quotas_unread)
+		printf("  quotas: not read now (another node holds the metadata lock, or is being "
+		       "recovered): ask again\n");
 	printf("  %llu reads (%llu bytes), %llu writes (%llu bytes), %llu journal commits "
 	       "(%llu blocks; %llu checkpoints wrote %llu in place), %llu flushes\n",
 	       (unsigned long long)s->reads, (unsigned long long)s->read_bytes,

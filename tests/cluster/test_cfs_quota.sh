@@ -1,0 +1,162 @@
+#!/usr/bin/env bash
+# Quotas on a cluster (cfs_quota_needs_meta_ex: every charge under the metadata glock EX, in
+# the journal of the node that makes it): a limit set on one node applies on every node;
+# three nodes writing, and creating, as one user at once never take it past its hard block
+# or inode limit, not by one block, and stop at it; every node shows the same usage; a chown
+# on one node moves the charge for all; a project's limit holds against two nodes; a node
+# killed while it writes and fsyncs leaves usage equal to the files once it is recovered
+# (fsck.cfs -n, which counts every id's usage, is clean at the end).
+. "$(dirname "$0")/cfs_lib.sh" "cfs quotas on a cluster"
+C up 3 >/dev/null && ok "cluster of 3 nodes up" || { not_ok "cluster up"; finish; }
+chmod 755 "$T" # the user of the checks reaches the mounts
+make_data 64
+check "mkfs.cfs -p corosync -O quota,project" "$BIN/mkfs.cfs" -p corosync -J 4 -O quota,project data
+for n in 1 2 3; do check "node $n mounts" mount_on $n "fence=$(held_fence)"; done
+
+as_user() { # NODE UID CMD...
+	local n=$1 u=$2
+	shift 2
+	on "$n" setpriv --reuid "$u" --regid "$u" --clear-groups "$@"
+}
+# The workers of a round start together: each says it is ready, and waits for the go that
+# open_gate gives once all three are (in a directory the user writes in).
+mkdir -m 1777 "$T/gate"
+open_gate() {
+	rm -f "$T"/gate/*
+	(wait_until 120 sh -c '[ "$(ls "$1" | wc -l)" = 3 ]' _ "$T/gate"; touch "$T/gate/go") &
+}
+GATE="
+import os, sys, time
+open('$T/gate/ready.' + sys.argv[2], 'w').close()
+while not os.path.exists('$T/gate/go'):
+    time.sleep(0.01)
+"
+# quota_field NODE -u|-g|-p ID FIELD: one field of cfs quota get --json on NODE.
+quota_field() {
+	on "$1" "$BIN/cfs" quota get "$(M "$1")" "$2" "$3" --json |
+		python3 -c "import json,sys; print(json.load(sys.stdin)['$4'])"
+}
+
+on 1 mkdir "$(M 1)/home"
+on 1 chown 1000:1000 "$(M 1)/home"
+check "cfs quota set on node 1: user 1000, 24 MiB hard" \
+	on 1 "$BIN/cfs" quota set "$(M 1)" -u 1000 --blocks-hard 24M
+for n in 2 3; do
+	check "node $n sees the limit set on node 1" test "$(quota_field $n -u 1000 hard_bytes)" = 25165824
+done
+
+# writer NODE: 256 KiB writes as user 1000 to a file of its own until EDQUOT; prints the
+# bytes the writes took.  A cluster mount writes through, so EDQUOT comes in write(2).
+writer() {
+	as_user "$1" 1000 /usr/bin/python3 -c "$GATE$(cat <<'PY'
+import errno, os, sys
+fd = os.open(sys.argv[1], os.O_CREAT | os.O_WRONLY, 0o644)
+done = 0
+while True:
+    try:
+        n = os.write(fd, b'q' * (256 << 10))
+    except OSError as e:
+        if e.errno != errno.EDQUOT:
+            raise
+        break
+    done += n
+    if done > 64 << 20:
+        sys.exit(f'{done} bytes taken under a 24 MiB limit')
+os.fsync(fd)
+os.close(fd)
+print(f'EDQUOT after {done} bytes')
+PY
+)" "$(M "$1")/home/w$1" "$1"
+}
+open_gate
+at_once "three writers as user 1000 at once" writer
+used=$(quota_field 1 -u 1000 used_bytes)
+check "usage never passed the hard limit: $used of 25165824 bytes" test "$used" -le 25165824
+check "... and the writers stopped at it, not early: within 1 MiB ($used bytes)" \
+	test "$used" -ge $((25165824 - (1 << 20)))
+for n in 2 3; do
+	check "node $n shows the same usage" test "$(quota_field $n -u 1000 used_bytes)" = "$used"
+done
+sizes=$(on 2 sh -c "cd '$(M 2)/home' && du -B1 --apparent-size -c w1 w2 w3 | tail -1 | cut -f1")
+taken=$(cat "$T"/writer.{1,2,3} | awk '{ s += $3 } END { print s }')
+check "node 2 reads the three files at the sizes their writes took ($sizes, $taken bytes)" \
+	test "$sizes" = "$taken"
+
+# Inodes: the limit 40 above what the user has; three nodes create at once until EDQUOT.
+inodes=$(quota_field 1 -u 1000 used_inodes)
+check "cfs quota set on node 2: user 1000, $((inodes + 40)) inodes hard" \
+	on 2 "$BIN/cfs" quota set "$(M 2)" -u 1000 --inodes-hard $((inodes + 40))
+creator() {
+	as_user "$1" 1000 /usr/bin/python3 -c "$GATE$(cat <<'PY'
+import errno, os, sys
+made = 0
+for i in range(1000):
+    try:
+        os.close(os.open(f'{sys.argv[1]}/c{sys.argv[2]}.{i}', os.O_CREAT | os.O_WRONLY, 0o644))
+    except OSError as e:
+        if e.errno != errno.EDQUOT:
+            raise
+        break
+    made += 1
+print(f'EDQUOT after {made} files')
+PY
+)" "$(M "$1")/home" "$1"
+}
+open_gate
+at_once "three nodes creating as user 1000 at once" creator
+made=$(cat "$T"/creator.{1,2,3} | awk '{ s += $3 } END { print s }')
+check "they made exactly the 40 files the limit left ($made)" test "$made" = 40
+check "node 3 counts $((inodes + 40)) inodes for user 1000" \
+	test "$(quota_field 3 -u 1000 used_inodes)" = $((inodes + 40))
+check "node 3 lists all 40" test "$(on 3 sh -c "ls '$(M 3)/home' | grep -c '^c'")" = 40
+
+# A chown on one node moves the charge for every node.
+before=$(quota_field 3 -u 1001 used_bytes)
+check "root's chown of w1 to user 1001 on node 2" on 2 chown 1001 "$(M 2)/home/w1"
+w1=$(on 3 stat -c %b "$(M 3)/home/w1")
+check "node 3 charges w1's $((w1 * 512)) bytes to user 1001" \
+	test "$(quota_field 3 -u 1001 used_bytes)" = $((before + w1 * 512))
+check "... and user 1000 has room again on node 1" as_user 1 1000 \
+	dd if=/dev/zero of="$(M 1)/home/again" bs=64k count=1 status=none
+
+# A project: a directory passing on id 7, 4 MiB hard; node 2 takes 3 MiB, node 3 asks for 2.
+on 1 mkdir "$(M 1)/tenant"
+check "project 7 on a directory (chattr +P -p 7)" on 1 chattr +P -p 7 "$(M 1)/tenant"
+check "cfs quota set -p 7 --blocks-hard 4M on node 3" \
+	on 3 "$BIN/cfs" quota set "$(M 3)" -p 7 --blocks-hard 4M
+check "node 2 preallocates 3 MiB in the project" on 2 fallocate -l 3M "$(M 2)/tenant/a"
+expect 1 "Disk quota exceeded" "node 3's 2 MiB more: EDQUOT" -- on 3 fallocate -l 2M "$(M 3)/tenant/b"
+check "... keeping no block" test "$(on 1 stat -c %b "$(M 1)/tenant/b")" = 0
+
+# A node killed while it writes and fsyncs user 1002's file: its charges are in its journal
+# with its allocations, and the survivor's replay keeps both.
+on 1 mkdir "$(M 1)/k"
+on 1 chown 1002:1002 "$(M 1)/k"
+as_user 1 1002 touch "$(M 1)/k/dying"
+check "cfs quota set -u 1002 --blocks-hard 48M" on 1 "$BIN/cfs" quota set "$(M 1)" -u 1002 --blocks-hard 48M
+die_while 3 python3 -c "
+import os, time
+fd = os.open('$(M 3)/k/dying', os.O_WRONLY)
+for i in range(4000):
+    os.write(fd, b'k' * 8192)
+    os.fsync(fd)
+    with open('$T/acked.tmp', 'w') as f:
+        f.write(str(i + 1))
+    os.rename('$T/acked.tmp', '$T/acked')
+    if i == 0:
+        open('$T/started', 'w').close()
+time.sleep(600)"
+check "node 1 sees node 3 dead, its recovery pending" recovering
+come_back 3
+size=$(on 1 stat -c %s "$(M 1)/k/dying")
+blocks=$(on 1 stat -c %b "$(M 1)/k/dying")
+check "after the recovery user 1002 is charged the dying file's blocks ($((blocks * 512)) bytes)" \
+	test "$(quota_field 1 -u 1002 used_bytes)" -ge $((blocks * 512))
+acked=$(cat "$T/acked")
+check "... its file kept all that its fsyncs acknowledged: $size bytes, $acked writes of 8 KiB" \
+	test "$size" -ge $((acked * 8192))
+
+for n in 1 2 3; do check "node $n unmounts" umount_on $n; done
+fsck_clean "usage counted from the files equals the records"
+no_damage_logged
+finish
