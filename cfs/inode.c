@@ -592,13 +592,14 @@ static int write_times(struct cfs_fs *fs, struct cfs_inode *ip)
 	return rc;
 }
 
-int cfs_iflush_times(struct cfs_fs *fs)
+int cfs_iflush_times(struct cfs_fs *fs, uint32_t bound)
 {
 	int rc = 0;
 	if (fs->times_list_lost) {
-		for (size_t i = 0; i < CFS_ICACHE_BUCKETS; i++)
+		for (size_t i = 0; i < CFS_ICACHE_BUCKETS && !rc; i++)
 			for (struct cfs_inode *ip = fs->ihash[i]; ip && !rc; ip = ip->hnext)
-				rc = write_times(fs, ip);
+				if (!(rc = write_times(fs, ip)) && fs->txn.n > bound)
+					rc = -EAGAIN; /* the walk starts over: written ones are clean */
 		if (!rc) {
 			fs->ntimes = 0;
 			fs->times_list_lost = false;
@@ -606,7 +607,8 @@ int cfs_iflush_times(struct cfs_fs *fs)
 		return rc;
 	}
 	while (fs->ntimes && !(rc = write_times(fs, fs->times_list[fs->ntimes - 1])))
-		fs->ntimes--;
+		if (--fs->ntimes && fs->txn.n > bound)
+			return -EAGAIN;
 	return rc;
 }
 

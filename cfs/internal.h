@@ -339,8 +339,10 @@ size_t cfs_icache_find_all(struct cfs_fs *fs, uint64_t blk, struct cfs_inode **v
 struct cfs_inode *cfs_icache_find(struct cfs_fs *fs, uint64_t handle);
 void cfs_icache_destroy(struct cfs_fs *fs);
 void cfs_itouch(struct cfs_inode *ip, bool m, bool c);
-/* Write the inodes whose times alone changed (before a commit). */
-int cfs_iflush_times(struct cfs_fs *fs);
+/* Write the inodes whose times alone changed (before a commit), until the running
+ * transaction holds more than bound blocks: then -EAGAIN, the rest still to write (commit,
+ * and call again). */
+int cfs_iflush_times(struct cfs_fs *fs, uint32_t bound);
 /* ip's times changed and go with the next commit (fs->lock held). */
 void cfs_itimes_later(struct cfs_fs *fs, struct cfs_inode *ip);
 int cfs_inode_decode(struct cfs_fs *fs, const uint8_t *block, struct cfs_inode *ip);

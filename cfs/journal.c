@@ -821,11 +821,31 @@ static int fly(struct cfs_fs *fs, struct closed_txn *c, struct cfs_jhome *home)
 	return rc ? -EIO : 0;
 }
 
+static int commit_here(struct cfs_fs *fs, struct closed_txn *c);
+
+/* What times the inodes changed, into the running transaction.  Thousands of files written
+ * between two commits are more inode blocks than one transaction may hold (a 4 MiB journal
+ * after 4,700 creates and writes on a cluster mount: read-only), so they go in parts, each
+ * part committed before the next, and the caller's commit takes the last. */
+static int flush_times(struct cfs_fs *fs)
+{
+	int rc;
+	while ((rc = cfs_iflush_times(fs, fs->txn.limit / 2)) == -EAGAIN) {
+		struct closed_txn c;
+		land_flight(fs);
+		if ((rc = close_txn(fs, &c)))
+			return commit_failed(fs, "commit", fs->jseq, rc);
+		if ((rc = commit_here(fs, &c)))
+			return rc;
+	}
+	return rc;
+}
+
 /* Whether the running transaction must be committed at all (fs->lock held).  What times the
  * inodes changed go in first. */
 static int commit_needed(struct cfs_fs *fs)
 {
-	if (!fs->ro && fs->ihash && cfs_iflush_times(fs))
+	if (!fs->ro && fs->ihash && flush_times(fs))
 		return -EIO;
 	struct cfs_txn *t = &fs->txn;
 	if (t->n == 0) {
