@@ -220,6 +220,7 @@ bench-cluster: all $(BUILD)/tests/odm/odm_crash $(BUILD)/tests/odm/odm_race # re
 	bench/cluster/walk.sh $(BUILD)
 	bench/cluster/span.sh $(BUILD)
 	bench/cluster/direct.sh $(BUILD)
+	bench/cluster/quota.sh $(BUILD)
 
 bench-cfs: all
 	bench/cfs/run.sh $(BUILD)
