@@ -4,8 +4,10 @@
 # three nodes writing, and creating, as one user at once never take it past its hard block
 # or inode limit, not by one block, and stop at it; every node shows the same usage; a chown
 # on one node moves the charge for all; a project's limit holds against two nodes; a node
-# killed while it writes and fsyncs leaves usage equal to the files once it is recovered
-# (fsck.cfs -n, which counts every id's usage, is clean at the end).
+# killed while it writes and fsyncs leaves usage equal to the files once it is recovered;
+# with a node frozen whole while it writes, the others recover it and fill the rest of the
+# limit, no more, and the thawed node fences itself (fsck.cfs -n, which counts every id's
+# usage, is clean at the end).
 . "$(dirname "$0")/cfs_lib.sh" "cfs quotas on a cluster"
 C up 3 >/dev/null && ok "cluster of 3 nodes up" || { not_ok "cluster up"; finish; }
 chmod 755 "$T" # the user of the checks reaches the mounts
@@ -155,6 +157,49 @@ check "after the recovery user 1002 is charged the dying file's blocks ($((block
 acked=$(cat "$T/acked")
 check "... its file kept all that its fsyncs acknowledged: $size bytes, $acked writes of 8 KiB" \
 	test "$size" -ge $((acked * 8192))
+
+# A node frozen whole (corosync, cfsd and its writer: a VM pause) while it writes user 1003's
+# file: the others recover it, its charges with its allocations, and node 1 then fills the
+# rest of the limit, no more; thawed, the frozen node fences itself and writes nothing.
+. "$HERE/stall_lib.sh"
+on 1 mkdir "$(M 1)/f"
+on 1 sh -c "chown 1003:1003 '$(M 1)/f' && : >'$(M 1)/f/frozen' && chown 1003:1003 '$(M 1)/f/frozen'"
+check "cfs quota set -u 1003 --blocks-hard 16M" on 1 "$BIN/cfs" quota set "$(M 1)" -u 1003 --blocks-hard 16M
+slot=$(status_of 2 slot)
+cfsd=$(status_of 2 pid)
+done_before=$(recoveries "$slot" 1 3)
+rm -f "$T/acked"
+on 2 python3 -c "
+import os
+fd = os.open('$(M 2)/f/frozen', os.O_WRONLY)
+for i in range(1024):
+    os.write(fd, b'z' * 8192)
+    os.fsync(fd)
+    with open('$T/acked.tmp', 'w') as f:
+        f.write(str(i + 1))
+    os.rename('$T/acked.tmp', '$T/acked')" >/dev/null 2>&1 &
+writer=$!
+wait_until 120 test -e "$T/acked" || not_ok "node 2's writer did not start"
+freeze "$(C pid 2)" "$cfsd" $(pgrep -f "$(M 2)/f/frozen")
+if wait_until 180 more_recoveries "$slot" 1 3; then ok "node 2 frozen: the others recovered its slot $slot"
+else not_ok "node 2's slot $slot not recovered within 180 s"; fi
+acked=$(cat "$T/acked")
+check "node 1 sees all that node 2's fsyncs acknowledged ($acked writes of 8 KiB)" \
+	test "$(on 1 stat -c %s "$(M 1)/f/frozen")" -ge $((acked * 8192))
+expect 1 "Disk quota exceeded" "node 1 fills the rest of user 1003's limit: EDQUOT" -- \
+	as_user 1 1003 dd if=/dev/zero of="$(M 1)/f/rest" bs=64k count=512 oflag=direct status=none
+used=$(quota_field 1 -u 1003 used_bytes)
+check "user 1003's usage stays within its limit: $used of 16777216 bytes" test "$used" -le 16777216
+check "... and reached it, within 1 MiB" test "$used" -ge $((16777216 - (1 << 20)))
+thaw
+check_soon 60 "node 2 fenced itself after the thaw" grep -q "FENCED:" "$T/cfsd2.log"
+check_soon 60 "node 2's writer ended" gone "$writer"
+check "user 1003's usage is the same after the thaw" test "$(quota_field 3 -u 1003 used_bytes)" = "$used"
+check "node 2 unmounts" umount_on 2
+check_soon 60 "node 2's fenced cfsd exited" gone "$cfsd"
+C wait-quorum 2 yes 60 >/dev/null 2>&1
+check "node 2 mounts again" mount_on 2 "fence=$(held_fence)"
+check "node 2 shows the same usage" test "$(quota_field 2 -u 1003 used_bytes)" = "$used"
 
 for n in 1 2 3; do check "node $n unmounts" umount_on $n; done
 fsck_clean "usage counted from the files equals the records"
