@@ -3,7 +3,9 @@
 # the journal of the node that makes it): a limit set on one node applies on every node;
 # three nodes writing, and creating, as one user at once never take it past its hard block
 # or inode limit, not by one block, and stop at it; every node shows the same usage; a chown
-# on one node moves the charge for all; a project's limit holds against two nodes; a node
+# on one node moves the charge for all; three nodes appending into one project at once stop
+# at its limit, and its usage is what du counts of its files; a project's limit holds
+# against a preallocation; a node
 # killed while it writes and fsyncs leaves usage equal to the files once it is recovered;
 # with a node frozen whole while it writes, the others recover it and fill the rest of the
 # limit, no more, and the thawed node fences itself (fsck.cfs -n, which counts every id's
@@ -83,6 +85,36 @@ sizes=$(on 2 sh -c "cd '$(M 2)/home' && du -B1 --apparent-size -c w1 w2 w3 | tai
 taken=$(cat "$T"/writer.{1,2,3} | awk '{ s += $3 } END { print s }')
 check "node 2 reads the three files at the sizes their writes took ($sizes, $taken bytes)" \
 	test "$sizes" = "$taken"
+
+# One project, three nodes appending at once until EDQUOT (root is held by limits too): the
+# usage never over the limit, and what the files hold (du of the project's tree).
+on 1 mkdir "$(M 1)/co"
+check "project 9 on a directory, 12 MiB hard" on 1 sh -c \
+	"chattr +P -p 9 '$(M 1)/co' && '$BIN/cfs' quota set '$(M 1)' -p 9 --blocks-hard 12M"
+appender() {
+	on "$1" python3 -c "$GATE$(cat <<'PY'
+import errno, os, sys
+fd = os.open(sys.argv[1], os.O_CREAT | os.O_WRONLY | os.O_APPEND, 0o644)
+done = 0
+while done < 64 << 20:
+    try:
+        done += os.write(fd, b'a' * (64 << 10))
+    except OSError as e:
+        if e.errno != errno.EDQUOT:
+            raise
+        break
+os.close(fd)
+print(f'EDQUOT after {done} bytes')
+PY
+)" "$(M "$1")/co/a$1" "$1"
+}
+open_gate
+at_once "three nodes appending into project 9 at once" appender
+used=$(quota_field 2 -p 9 used_bytes)
+check "project 9's usage never passed its limit: $used of 12582912 bytes" test "$used" -le 12582912
+check "... and they stopped at it, within 1 MiB" test "$used" -ge $((12582912 - (1 << 20)))
+check "... which is what its files hold, counted on node 3" \
+	test "$(on 3 du -s -B1 "$(M 3)/co" | cut -f1)" = "$used"
 
 # Inodes: the limit 40 above what the user has; three nodes create at once until EDQUOT.
 inodes=$(quota_field 1 -u 1000 used_inodes)
