@@ -5,8 +5,9 @@
 # room for the work).  The same work on each, on the three nodes at once, each node in a
 # directory of its own: creates (also on node 1 alone first) (create + 4 KiB write + close, for BENCH_SECONDS, default 5)
 # and 1 MiB writes with O_DIRECT into new space (BENCH_QUOTA_MB per node, default 16).
-# Printed: the rates, their ratios quota/no-quota, and the lock messages each node sent per
-# MiB written.  Issue 67's target is 0.9x; quotas on a cluster charge under the metadata
+# Printed: the rates, their ratios quota/no-quota, the lock messages the nodes sent per MiB
+# written; then the three append 64 KiB writes into the project until EDQUOT: how far under
+# the limit the first refusal left the usage, and the lock messages per MiB meanwhile.  Issue 67's target is 0.9x; quotas on a cluster charge under the metadata
 # glock EX today (docs/quota.md, step 3), so allocating work on two nodes takes turns.
 # Usage: quota.sh [BUILD]; needs root.  Env: BENCH_DIR (default /var/tmp).
 build=${1:-build}
@@ -94,4 +95,26 @@ echo "3 nodes at once:"
 printf '%-44s %10s %10s %8s\n' "create + 4 KiB write + close (files/s)" "${rate[createsoff]}" "${rate[createson]}" "$(ratio "${rate[createson]}" "${rate[createsoff]}")x"
 printf '%-44s %10s %10s %8s\n' "1 MiB O_DIRECT writes, new space (MB/s)" "${rate[writesoff]}" "${rate[writeson]}" "$(ratio "${rate[writeson]}" "${rate[writesoff]}")x"
 printf '%-44s %10s %10s\n' "lock messages per MiB written" "${msgs[off]}" "${msgs[on]}"
+# How early a write is refused: the three nodes append 64 KiB writes into the project at once
+# until EDQUOT; the distance of the usage from the limit then.
+append_until_full() {
+	as_user "$2" /usr/bin/python3 - "$(MV "$1" "$2")/w/a$2" <<'PY'
+import errno, os, sys
+fd = os.open(sys.argv[1], os.O_CREAT | os.O_WRONLY | os.O_APPEND, 0o644)
+done = 0
+while True:
+    try:
+        done += os.write(fd, b"a" * (64 << 10))
+    except OSError as e:
+        if e.errno != errno.EDQUOT:
+            raise
+        break
+print(done)
+PY
+}
+before=$(messages on)
+took=$(at_once append_until_full on)
+per_mib=$(( ($(messages on) - before) / (took >> 20 > 0 ? took >> 20 : 1) ))
+pused=$(on 1 "$bin/cfs" quota get "$(MV on 1)" -p 7 --json | python3 -c "import json,sys; print(json.load(sys.stdin)['used_bytes'])")
+echo "3 nodes appending to the project until EDQUOT: took $((took >> 20)) MiB, refused $(( (limit - pused) >> 10 )) KiB under the limit ($pused of $limit bytes), $per_mib lock messages per MiB"
 for v in off on; do for n in 1 2 3; do on $n "$bin/cfs" umount "$(MV $v $n)"; done; done
