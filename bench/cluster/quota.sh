@@ -3,7 +3,7 @@
 # mounted on every node: one made without quotas, one with project,quota, where all the work
 # is charged to one user, group and project at 95 % of their block limits (the limits leave
 # room for the work).  The same work on each, on the three nodes at once, each node in a
-# directory of its own: creates (also on node 1 alone first) (create + 4 KiB write + close, for BENCH_SECONDS, default 5)
+# directory of its own: creates (also on node 1 alone first; at most 1,000 files per node) (create + 4 KiB write + close, for BENCH_SECONDS, default 5)
 # and 1 MiB writes with O_DIRECT into new space (BENCH_QUOTA_MB per node, default 16).
 # Printed: the rates, their ratios quota/no-quota, the lock messages the nodes sent per MiB
 # written; then the three append 64 KiB writes into the project until EDQUOT: how far under
@@ -18,7 +18,7 @@ chmod 755 "$dir" # the work runs as user 1000
 
 echo "bench/cluster/quota: $(nproc) cores; LUN files in $dir; 3 nodes, ${secs} s of creates, $mb MiB of writes per node"
 for v in off on; do
-	for i in 0 1; do dd if=/dev/zero of="$dir/$v.lun$i" bs=1M count=1024 oflag=direct status=none; done
+	for i in 0 1; do dd if=/dev/zero of="$dir/$v.lun$i" bs=1M count=1536 oflag=direct status=none; done
 	"$bin/cvm" create "q$v" "$dir/$v.lun0" "$dir/$v.lun1" >/dev/null
 done
 "$cluster" up 3 >/dev/null
@@ -33,10 +33,11 @@ for v in off on; do
 	on 1 bash -c "mkdir '$(MV $v 1)/w' && chown 1000:1000 '$(MV $v 1)/w'"
 done
 on 1 chattr +P -p 7 "$(MV on 1)/w"
-# 95 % of each limit used before the work (a file of the user's 19 times what the work takes,
-# with room for the creates), the limit set from it.
+# 95 % of each limit used before the work: a file of the user's 19 times what the work takes
+# (4,000 files of a data and an inode block, 3 x $mb MiB of writes, 16 MiB to append), the
+# limit set from it.
 on 1 setpriv --reuid 1000 --regid 1000 --clear-groups \
-	fallocate -l $((19 * 3 * (mb + 8)))M "$(MV on 1)/w/filler"
+	fallocate -l $((19 * (32 + 3 * mb + 16)))M "$(MV on 1)/w/filler"
 used=$(on 1 "$bin/cfs" quota get "$(MV on 1)" -u 1000 --json | python3 -c "import json,sys; print(json.load(sys.stdin)['used_bytes'])")
 limit=$((used * 100 / 95))
 for kind in -u -g -p; do
@@ -53,7 +54,7 @@ import os, sys, time
 d, secs = sys.argv[1], float(sys.argv[2])
 os.makedirs(d, exist_ok=True)
 i, t0 = 0, time.time()
-while time.time() - t0 < secs:
+while time.time() - t0 < secs and i < 1000: # at most 1,000: the room below is for that
     fd = os.open(f"{d}/{i}", os.O_CREAT | os.O_WRONLY, 0o644)
     os.write(fd, b"c" * 4096)
     os.close(fd)
