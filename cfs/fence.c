@@ -54,6 +54,20 @@ void cfs_fence(struct cfs_fs *fs, const char *why)
 		"fails with EIO: unmount the filesystem and mount it again", why);
 }
 
+void cfs_withdraw(struct cfs_fs *fs, const char *why)
+{
+	if (!fs->cluster || !fs->locks || cfs_fenced(fs))
+		return;
+	char line[256];
+	snprintf(line, sizeof line, "withdrawn from the cluster (%s): the other nodes evict this "
+		 "node and recover its journal", why);
+	cfs_fence(fs, line);
+	int rc = cfslock_withdraw(fs->locks);
+	if (rc)
+		cfs_log(fs, "withdraw: the lock manager cannot (%s): the other nodes wait for this "
+			"node's locks until it is unmounted", strerror(-rc));
+}
+
 bool cfs_fenced(const struct cfs_fs *fs)
 {
 	return cvm_volume_fenced(fs->vol);

@@ -735,6 +735,11 @@ bool cfs_lease_fresh(const struct cfs_fs *fs);
 void cfs_fence_guard(struct cfs_fs *fs, struct cvm_volume *vol);
 /* The lock manager removed this node while it stalled. */
 void cfs_fence_evicted(struct cfs_fs *fs, const char *why);
+/* The journal failed (fs->ro set): on a cluster this node can no longer write what it changed
+ * under the glocks it holds, and would keep them for ever (glock_sync keeps a lock whose
+ * changes are not on disk).  So it fences itself and withdraws from the lock manager: the
+ * others evict it, replay its journal (what it committed) and go on (GFS2's withdraw). */
+void cfs_withdraw(struct cfs_fs *fs, const char *why);
 /* The page libodm's processes read the lease from (cluster mounts; cfs_lease_fd). */
 int cfs_lease_page_init(struct cfs_fs *fs);
 void cfs_lease_page_free(struct cfs_fs *fs);

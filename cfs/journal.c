@@ -747,6 +747,7 @@ static int commit_failed(struct cfs_fs *fs, const char *what, uint64_t seq, int 
 	cfs_log(fs, "journal: %s %llu failed (%s): the filesystem is now read-only", what,
 		(unsigned long long)seq, strerror(-rc));
 	fs->ro = true;
+	cfs_withdraw(fs, "its journal failed");
 	return -EIO;
 }
 
@@ -858,6 +859,7 @@ static int commit_needed(struct cfs_fs *fs)
 		cfs_log(fs, "journal: transaction of %u blocks exceeds the journal (%u)", t->n,
 			t->limit);
 		fs->ro = true;
+		cfs_withdraw(fs, "a transaction outgrew its journal");
 		return -EIO;
 	}
 	return 1;

@@ -375,11 +375,35 @@ static int io_pieces(struct cvm_volume *v, enum cvm_op op, void *buf, uint64_t l
 	return 0;
 }
 
+/* Test hook: CVM_FAULT_EIO_AFTER=N makes every synchronous write after the first N of this
+ * process fail with EIO, as a lost path to the LUNs would (the journal's and metadata's
+ * writes; tests/cluster/test_cfs_withdraw.sh). */
+static long fault_writes_left;
+static bool fault_writes_on;
+
+static void fault_writes_read(void)
+{
+	const char *env = getenv("CVM_FAULT_EIO_AFTER");
+	fault_writes_on = env != NULL;
+	fault_writes_left = env ? strtol(env, NULL, 10) : 0;
+}
+
+static int write_fault(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	pthread_once(&once, fault_writes_read);
+	if (!fault_writes_on)
+		return 0;
+	return __atomic_fetch_sub(&fault_writes_left, 1, __ATOMIC_RELAXED) > 0 ? 0 : -EIO;
+}
+
 static int io_sync(struct cvm_volume *v, enum cvm_op op, void *buf, uint64_t len, uint64_t off)
 {
 	int rc = check_io(v, buf, len, off);
 	if (!rc && op == CVM_WRITE)
 		rc = cvm_volume_may_write(v);
+	if (!rc && op == CVM_WRITE)
+		rc = write_fault();
 	if (!rc)
 		rc = cvm_volume_enter(v, off, len, true);
 	if (rc)

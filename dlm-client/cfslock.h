@@ -94,6 +94,11 @@ bool cfslock_lease_fresh(const struct cfslock_client *c);
 /* Wait up to ms for a fresh lease: 0, -ESTALE (evicted), or -ETIMEDOUT. */
 int cfslock_lease_wait(struct cfslock_client *c, uint32_t ms);
 bool cfslock_evicted(const struct cfslock_client *c);
+/* This member can no longer keep what it holds (its journal failed): it stops beating, so the
+ * others evict it after cfslock_evict_ms and recover it as if it had died, instead of waiting
+ * for ever for locks it can no longer give up cleanly.  -EOPNOTSUPP for backends without
+ * beats. */
+int cfslock_withdraw(struct cfslock_client *c);
 /* Keep *until equal to the lease's end (CLOCK_BOOTTIME ns; UINT64_MAX: no lease; 0: out for
  * good), written atomically: a page shared with processes that write to the same storage. */
 void cfslock_lease_mirror(struct cfslock_client *c, uint64_t *until);

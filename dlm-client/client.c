@@ -197,6 +197,11 @@ bool cfslock_evicted(const struct cfslock_client *c)
 	return __atomic_load_n(&c->evicted, __ATOMIC_ACQUIRE);
 }
 
+int cfslock_withdraw(struct cfslock_client *c)
+{
+	return c->ops->withdraw ? c->ops->withdraw(c) : -EOPNOTSUPP;
+}
+
 uint32_t cfslock_lease_ms(const struct cfslock_client *c) { return c->lease_ms; }
 uint32_t cfslock_evict_ms(const struct cfslock_client *c) { return c->evict_ms; }
 uint32_t cfslock_beat_gap_max_ms(const struct cfslock_client *c)

@@ -30,6 +30,7 @@ struct cfslock_backend_ops {
 			   cfslock_plock_done_fn done, void *arg, uint64_t reqid);
 	int (*plock_dump)(struct cfslock_space *s, cfslock_plock_dump_fn fn, void *arg);
 	uint32_t (*failure_detection_ms)(void); /* NULL: the backend does not say */
+	int (*withdraw)(struct cfslock_client *c); /* NULL: not supported */
 };
 
 extern const struct cfslock_backend_ops cfslock_local_ops;

@@ -457,6 +457,16 @@ static void *cs_thread(void *arg)
 	return NULL;
 }
 
+/* Beats stop; the others' eviction and recovery do the rest (corosync_members.c). */
+static int cs_withdraw(struct cfslock_client *c)
+{
+	struct cs *cs = c->backend;
+	pthread_mutex_lock(&cs->lock);
+	cs->withdrawn = true;
+	pthread_mutex_unlock(&cs->lock);
+	return 0;
+}
+
 /* corosync's token timeout: a member silent this long is declared gone (corosync has no
  * library for its configuration map among our dependencies; its command reads it).  0 if
  * unknown. */
@@ -727,4 +737,5 @@ const struct cfslock_backend_ops cfslock_corosync_ops = {
 	.plock = cs_plock, .plock_cancel = cs_plock_cancel, .plock_get = cs_plock_get,
 	.plock_dump = cs_plock_dump,
 	.plock_close = cs_plock_close,
+	.withdraw = cs_withdraw,
 };

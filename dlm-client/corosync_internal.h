@@ -109,6 +109,7 @@ struct cs {
 	uint32_t nodeid, pid, hello_seq;
 	uint64_t owner, want_seq;
 	bool evicted;           /* removed while we stalled: we rejoin as a new owner */
+	bool withdrawn;         /* cfslock_withdraw: no more beats */
 	uint64_t beat_sent_ns;  /* our last beat (CLOCK_BOOTTIME) */
 	uint64_t own_beat_ns;   /* our latest beat came back then */
 	uint64_t stretch_ns;    /* our beats have come back without a gap since, in one ring */

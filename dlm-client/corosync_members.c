@@ -272,7 +272,7 @@ void cs_try_beat(struct cs *cs)
 	 * member's corosync a delivery: on 14 nodes sharing two cores, beats four times a lease
 	 * doubled corosync's CPU time (bench/cluster/randio_nodes.sh). */
 	uint64_t beat_ns = (uint64_t)cs->beat_ms * 1000000ull * (cs->nmembers > 3 ? 2 : 1);
-	bool due = cs->synced && !cs->evicted && !cs->lost_quorum && cs->connected &&
+	bool due = cs->synced && !cs->evicted && !cs->withdrawn && !cs->lost_quorum && cs->connected &&
 		   now - __atomic_load_n(&cs->beat_sent_ns, __ATOMIC_RELAXED) >= beat_ns;
 	Beat b = BEAT__INIT;
 	b.owner = cs->owner;
