@@ -367,8 +367,10 @@ m.flush(); m.close(); os.close(fd)
 assert open('mm', 'rb').read()[100:105] == b'mmapd'
 PY
 # The kernel keeps a file's pages across this node's own writes (the daemon tells it what
-# others change): a re-read after a 4 KiB write, once the attributes timed out, reads nothing
-# from the daemon (libfuse's default, auto_inval_data, re-read the whole file).
+# others change): a re-read after a 4 KiB write, once the attributes timed out, reads next to
+# nothing from the daemon (libfuse's default, auto_inval_data, re-read the whole file).  The
+# bound is a quarter of the file: the kernel may reclaim some of its pages meanwhile on a
+# machine busy with other tests (a full run once read 1.1 MiB of the 32 back).
 check "page cache: a re-read after this node's 4 KiB write is served from the page cache" \
 	py "$BIN/cfs" "$M" <<'PY'
 import json, os, subprocess, sys, time
@@ -388,7 +390,7 @@ time.sleep(1.2)                               # past the attribute timeout: a fr
 os.stat('pc')
 assert open('pc', 'rb').read() == data, 'the re-read is wrong'
 delta = read_bytes() - before
-assert delta < (1 << 20), f'{delta} bytes read from the daemon for a 32 MiB re-read'
+assert delta < (8 << 20), f'{delta} bytes read from the daemon for a 32 MiB re-read'
 PY
 check "statfs" bash -c '[ "$(stat -f -c %S .)" = 4096 ] && [ "$(stat -f -c %a .)" -gt 0 ] && df . | grep -q cfs:v'
 check "fsync and fdatasync" py <<'PY'
