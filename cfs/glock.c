@@ -546,6 +546,17 @@ int cfs_op_begin(struct cfs_fs *fs, bool change)
 	return rc;
 }
 
+int cfs_op_begin_now(struct cfs_fs *fs)
+{
+	pthread_mutex_lock(&fs->lock);
+	int rc = cfs_glock_try_hold(fs, &fs->meta, CFSLOCK_PR);
+	if (rc)
+		pthread_mutex_unlock(&fs->lock);
+	else
+		cfs_op_imode = CFSLOCK_PR;
+	return rc;
+}
+
 int cfs_op_begin_inode(struct cfs_fs *fs)
 {
 	pthread_mutex_lock(&fs->lock);

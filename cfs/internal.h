@@ -884,6 +884,9 @@ void cfs_iglock_act(struct cfs_fs *fs);
  * (PR to look, EX to change), the transaction's size, the cache's size.  An operation that
  * took its holds itself ends with cfs_op_boundary (everything but the unhold). */
 int cfs_op_begin(struct cfs_fs *fs, bool change);
+/* cfs_op_begin(fs, false), or -EAGAIN at once where that would wait for another node (an
+ * answer that must come while a node holds the metadata glock EX or is being recovered). */
+int cfs_op_begin_now(struct cfs_fs *fs);
 /* An operation that changes one inode and allocates or frees nothing: the metadata glock
  * PR and that inode's EX, so that nodes changing different files need not take turns. */
 int cfs_op_begin_inode(struct cfs_fs *fs);

@@ -824,6 +824,15 @@ static int fly(struct cfs_fs *fs, struct closed_txn *c, struct cfs_jhome *home)
 
 static int commit_here(struct cfs_fs *fs, struct closed_txn *c);
 
+/* The running transaction committed with fs->lock held throughout, the one in flight first. */
+static int commit_running(struct cfs_fs *fs)
+{
+	struct closed_txn c;
+	land_flight(fs);
+	int rc = close_txn(fs, &c);
+	return rc ? commit_failed(fs, "commit", fs->jseq, rc) : commit_here(fs, &c);
+}
+
 /* What times the inodes changed, into the running transaction.  Thousands of files written
  * between two commits are more inode blocks than one transaction may hold (a 4 MiB journal
  * after 4,700 creates and writes on a cluster mount: read-only), so they go in parts, each
@@ -831,14 +840,9 @@ static int commit_here(struct cfs_fs *fs, struct closed_txn *c);
 static int flush_times(struct cfs_fs *fs)
 {
 	int rc;
-	while ((rc = cfs_iflush_times(fs, fs->txn.limit / 2)) == -EAGAIN) {
-		struct closed_txn c;
-		land_flight(fs);
-		if ((rc = close_txn(fs, &c)))
-			return commit_failed(fs, "commit", fs->jseq, rc);
-		if ((rc = commit_here(fs, &c)))
+	while ((rc = cfs_iflush_times(fs, fs->txn.limit / 2)) == -EAGAIN)
+		if ((rc = commit_running(fs)))
 			return rc;
-	}
 	return rc;
 }
 
@@ -886,12 +890,7 @@ int cfs_journal_commit(struct cfs_fs *fs)
 {
 	land_flight(fs);
 	int rc = commit_needed(fs);
-	if (rc <= 0)
-		return rc;
-	struct closed_txn c;
-	if ((rc = close_txn(fs, &c)))
-		return commit_failed(fs, "commit", fs->jseq, rc);
-	return commit_here(fs, &c);
+	return rc <= 0 ? rc : commit_running(fs);
 }
 
 int cfs_journal_sync(struct cfs_fs *fs)

@@ -543,18 +543,6 @@ static int report_one(void *arg, uint32_t id, const struct cfs_dquot *q)
 	return 0;
 }
 
-/* cfs_op_begin(fs, false), or -EAGAIN if that would wait for another node. */
-static int op_begin_now(struct cfs_fs *fs)
-{
-	pthread_mutex_lock(&fs->lock);
-	int rc = cfs_glock_try_hold(fs, &fs->meta, CFSLOCK_PR);
-	if (rc)
-		pthread_mutex_unlock(&fs->lock);
-	else
-		cfs_op_imode = CFSLOCK_PR;
-	return rc;
-}
-
 int cfs_quota_report(struct cfs_fs *fs, unsigned type, bool wait, struct cfs_quota_rec **out,
 		     size_t *n)
 {
@@ -563,7 +551,7 @@ int cfs_quota_report(struct cfs_fs *fs, unsigned type, bool wait, struct cfs_quo
 	if (type == CFS_QUOTA_PROJECT && cfs_quota_on(fs) && !cfs_project_on(fs))
 		return 0; /* no project ids: none to report */
 	int rc = usable(fs, type);
-	if (rc || (rc = wait ? cfs_op_begin(fs, false) : op_begin_now(fs)))
+	if (rc || (rc = wait ? cfs_op_begin(fs, false) : cfs_op_begin_now(fs)))
 		return rc;
 	struct report r = {.type = type};
 	rc = cfs_quota_each(fs, type, report_one, &r);

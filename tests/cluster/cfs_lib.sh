@@ -51,6 +51,9 @@ stopped() {
 	done
 }
 M() { echo "$T/m$1"; }
+# restripe_json FIELD: that field of the restripe record of volume "data" (cvm show --json), 0
+# when none runs.
+restripe_json() { "$BIN/cvm" show data --json | python3 -c "import json,sys; r=json.load(sys.stdin)['volumes'][0]['restripe']; print(r.get('$1', '?') if r else 0)"; }
 # stop_job PID PATTERN: ends the background `on` PID and the processes matching PATTERN (the
 # command it runs on a node) with kill -9, and reaps PID.  One pkill is not enough: a job
 # started a moment ago may not have exec'ed its command yet, and would then run on unkilled.

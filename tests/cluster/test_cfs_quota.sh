@@ -40,6 +40,21 @@ quota_field() {
 	on "$1" "$BIN/cfs" quota get "$(M "$1")" "$2" "$3" --json |
 		python3 -c "import json,sys; print(json.load(sys.stdin)['$4'])"
 }
+# python3 -c "$ACKED" FILE COUNT HOLD: COUNT writes of 8 KiB to FILE, each fsync'd, then
+# counted in $T/acked ($T/started after the first); then HOLD seconds of waiting to be killed.
+ACKED="
+import os, sys, time
+fd = os.open(sys.argv[1], os.O_WRONLY)
+for i in range(int(sys.argv[2])):
+    os.write(fd, b'k' * 8192)
+    os.fsync(fd)
+    with open('$T/acked.tmp', 'w') as f:
+        f.write(str(i + 1))
+    os.rename('$T/acked.tmp', '$T/acked')
+    if i == 0:
+        open('$T/started', 'w').close()
+time.sleep(int(sys.argv[3]))
+"
 
 on 1 mkdir "$(M 1)/home"
 on 1 chown 1000:1000 "$(M 1)/home"
@@ -49,29 +64,30 @@ for n in 2 3; do
 	check "node $n sees the limit set on node 1" test "$(quota_field $n -u 1000 hard_bytes)" = 25165824
 done
 
-# writer NODE: 256 KiB writes as user 1000 to a file of its own until EDQUOT; prints the
-# bytes the writes took.  A cluster mount writes through, so EDQUOT comes in write(2).
-writer() {
-	as_user "$1" 1000 /usr/bin/python3 -c "$GATE$(cat <<'PY'
+# until_edquot NODE UID FILE KIB: after the gate, appends of KIB KiB to FILE as UID until
+# EDQUOT; prints the bytes the writes took.  A cluster mount writes through, so EDQUOT comes
+# in write(2).  No limit here is 64 MiB: taking more fails.
+until_edquot() {
+	as_user "$1" "$2" /usr/bin/python3 -c "$GATE$(cat <<'PY'
 import errno, os, sys
-fd = os.open(sys.argv[1], os.O_CREAT | os.O_WRONLY, 0o644)
-done = 0
+fd = os.open(sys.argv[1], os.O_CREAT | os.O_WRONLY | os.O_APPEND, 0o644)
+chunk, done = b'q' * (int(sys.argv[3]) << 10), 0
 while True:
     try:
-        n = os.write(fd, b'q' * (256 << 10))
+        done += os.write(fd, chunk)
     except OSError as e:
         if e.errno != errno.EDQUOT:
             raise
         break
-    done += n
     if done > 64 << 20:
-        sys.exit(f'{done} bytes taken under a 24 MiB limit')
+        sys.exit(f'{done} bytes taken: no limit here is that high')
 os.fsync(fd)
 os.close(fd)
 print(f'EDQUOT after {done} bytes')
 PY
-)" "$(M "$1")/home/w$1" "$1"
+)" "$3" "$1" "$4"
 }
+writer() { until_edquot "$1" 1000 "$(M "$1")/home/w$1" 256; }
 open_gate
 at_once "three writers as user 1000 at once" writer
 used=$(quota_field 1 -u 1000 used_bytes)
@@ -91,23 +107,7 @@ check "node 2 reads the three files at the sizes their writes took ($sizes, $tak
 on 1 mkdir "$(M 1)/co"
 check "project 9 on a directory, 12 MiB hard" on 1 sh -c \
 	"chattr +P -p 9 '$(M 1)/co' && '$BIN/cfs' quota set '$(M 1)' -p 9 --blocks-hard 12M"
-appender() {
-	on "$1" python3 -c "$GATE$(cat <<'PY'
-import errno, os, sys
-fd = os.open(sys.argv[1], os.O_CREAT | os.O_WRONLY | os.O_APPEND, 0o644)
-done = 0
-while done < 64 << 20:
-    try:
-        done += os.write(fd, b'a' * (64 << 10))
-    except OSError as e:
-        if e.errno != errno.EDQUOT:
-            raise
-        break
-os.close(fd)
-print(f'EDQUOT after {done} bytes')
-PY
-)" "$(M "$1")/co/a$1" "$1"
-}
+appender() { until_edquot "$1" 0 "$(M "$1")/co/a$1" 64; }
 open_gate
 at_once "three nodes appending into project 9 at once" appender
 used=$(quota_field 2 -p 9 used_bytes)
@@ -168,18 +168,7 @@ on 1 mkdir "$(M 1)/k"
 on 1 chown 1002:1002 "$(M 1)/k"
 as_user 1 1002 touch "$(M 1)/k/dying"
 check "cfs quota set -u 1002 --blocks-hard 48M" on 1 "$BIN/cfs" quota set "$(M 1)" -u 1002 --blocks-hard 48M
-die_while 3 python3 -c "
-import os, time
-fd = os.open('$(M 3)/k/dying', os.O_WRONLY)
-for i in range(4000):
-    os.write(fd, b'k' * 8192)
-    os.fsync(fd)
-    with open('$T/acked.tmp', 'w') as f:
-        f.write(str(i + 1))
-    os.rename('$T/acked.tmp', '$T/acked')
-    if i == 0:
-        open('$T/started', 'w').close()
-time.sleep(600)"
+die_while 3 python3 -c "$ACKED" "$(M 3)/k/dying" 4000 600
 check "node 1 sees node 3 dead, its recovery pending" recovering
 come_back 3
 size=$(on 1 stat -c %s "$(M 1)/k/dying")
@@ -201,15 +190,7 @@ slot=$(status_of 2 slot)
 cfsd=$(status_of 2 pid)
 done_before=$(recoveries "$slot" 1 3)
 rm -f "$T/acked"
-on 2 python3 -c "
-import os
-fd = os.open('$(M 2)/f/frozen', os.O_WRONLY)
-for i in range(1024):
-    os.write(fd, b'z' * 8192)
-    os.fsync(fd)
-    with open('$T/acked.tmp', 'w') as f:
-        f.write(str(i + 1))
-    os.rename('$T/acked.tmp', '$T/acked')" >/dev/null 2>&1 &
+on 2 python3 -c "$ACKED" "$(M 2)/f/frozen" 1024 0 >/dev/null 2>&1 &
 writer=$!
 wait_until 120 test -e "$T/acked" || not_ok "node 2's writer did not start"
 freeze "$(C pid 2)" "$cfsd" $(pgrep -f "$(M 2)/f/frozen")

@@ -51,8 +51,7 @@ reader=$!
 for n in 1 2 3; do check_soon 120 "node $n's ODM instance stamps its file" grep -q writing "$T/stamp$n.out"; done
 
 under_way() { "$BIN/cvm" show data | grep -q '% done'; }
-moves() { "$BIN/cvm" show data --json | python3 -c "import json,sys; r=json.load(sys.stdin)['volumes'][0]['restripe']; print(r['$1'] if r else -1)"; }
-moved_past() { [ "$(moves moves_done)" -ge "$1" ]; }
+moved_past() { [ "$(restripe_json moves_done)" -ge "$1" ]; }
 # The run waits before a batch while $T/hold says that many moves are done (CVM_RESTRIPE_HOLD,
 # cvm/restripe.c): here after its first, so that it is still under way for the checks below
 # however fast the machine moves the data and however slowly it remounts node 2.
@@ -82,9 +81,9 @@ start_users 2 2
 check_soon 120 "node 2's new ODM instance stamps its file" grep -q writing "$T/stamp2.out"
 check "the restripe is still under way" under_way
 # One batch more with node 2's new mount following it, then held again.
-at=$(($(moves moves_done) + 1))
+at=$(($(restripe_json moves_done) + 1))
 echo "$at" >"$T/hold"
-check_soon 120 "node 1's restripe moved on with node 2 following it (past move $at of $(moves moves_total))" \
+check_soon 120 "node 1's restripe moved on with node 2 following it (past move $at of $(restripe_json moves_total))" \
 	moved_past "$at"
 
 pkill -INT -f "^$BIN/cvm --scan $T restripe data"

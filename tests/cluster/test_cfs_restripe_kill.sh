@@ -26,7 +26,6 @@ truncate -s 64M "$T/lun2" "$T/lun3"
 "$BIN/cvm" grow data "$T/lun2" "$T/lun3" >/dev/null
 check "grown onto 2 more LUNs" on 1 "$BIN/cfs" grow "$(M 1)"
 
-restripe_json() { "$BIN/cvm" show data --json | python3 -c "import json,sys; r=json.load(sys.stdin)['volumes'][0]['restripe']; print(r.get('$1', '?') if r else 0)"; }
 moves() { restripe_json moves_done; }
 not_staged() { [ "$(restripe_json staged)" = 0 ]; }
 # start_verifier NODE: node N's verifier, going on from what it had acknowledged.  It runs
