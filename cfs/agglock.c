@@ -18,8 +18,8 @@
  *     it waits while holding no group, and a holder has all its inode glocks already and
  *     waits for nothing more: a node waiting for a group held elsewhere waits for an
  *     operation that ends.
- * With quotas on, no operation reserves under PR: what allocates or frees is charged, and the
- * records are the metadata glock's (cfs_quota_needs_meta_ex), so it goes under EX.
+ * With quotas on, an operation that reserves under PR charges its node's grants: each reserve
+ * asks cfs_quota_granted first (quota_grant.c).
  * Nodes start in their own groups (the slot's share of the volume), so a node allocating
  * alone sends no message once its groups are cached.  Nodes that share a group (more slots
  * than groups) keep it for a minimum hold time while they use it, as the metadata glock. */
@@ -158,8 +158,6 @@ int cfs_group_hold_cached(struct cfs_fs *fs, uint32_t ag)
 {
 	if (!fs->cluster)
 		return 0;
-	if (cfs_quota_needs_meta_ex(fs))
-		return -ENOSPC; /* the charge of what it frees or allocates: under EX */
 	if (reserved(ag))
 		return 0;
 	if (op_ngroups == CFS_OP_GROUPS_MAX)

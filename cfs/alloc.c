@@ -364,8 +364,6 @@ static bool room(struct cfs_fs *fs, uint32_t ag, uint32_t need)
 
 int cfs_alloc_reserve(struct cfs_fs *fs, uint64_t goal, uint32_t need, int64_t only)
 {
-	if (cfs_quota_needs_meta_ex(fs))
-		return -ENOSPC; /* the charge of what it allocates: under EX */
 	uint32_t nags = fs->sb.nags, own = own_first_group(fs);
 	uint32_t own_end = (uint32_t)((uint64_t)(fs->slot + 1) * nags / fs->sb.nslots);
 	own_end = own_end > own ? own_end : own + 1; /* more slots than groups: they share */

@@ -237,7 +237,7 @@ int cfs_bread(struct cfs_fs *fs, uint64_t blkno, uint16_t type, uint64_t owner,
 static bool of_inode(uint16_t type)
 {
 	return type == CFS_B_INODE || type == CFS_B_BUCKET || type == CFS_B_DIROVF ||
-	       type == CFS_B_EXTENTS || type == CFS_B_XATTR;
+	       type == CFS_B_EXTENTS || type == CFS_B_XATTR || type == CFS_B_QUOTA;
 }
 
 int cfs_bread_flags(struct cfs_fs *fs, uint64_t blkno, uint16_t type, uint64_t owner,

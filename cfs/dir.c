@@ -187,7 +187,7 @@ static int new_overflow(struct cfs_fs *fs, struct cfs_inode *dir, bool reserve,
 {
 	uint64_t blk = 0, room;
 	uint32_t got;
-	int rc = reserve ? 0 : cfs_quota_room(fs, dir, &room); /* a new name: its owner's quota */
+	int rc = reserve ? 0 : cfs_quota_room(fs, dir, 1, &room); /* a new name: its owner's quota */
 	if (!rc)
 		rc = reserve ? cfs_alloc_meta(fs, dir->ino, &blk) : cfs_alloc(fs, dir->ino, 1, &blk, &got);
 	if (rc)
@@ -415,6 +415,8 @@ int cfs_dir_add_reserve(struct cfs_fs *fs, struct cfs_inode *dir, uint32_t more)
 	uint32_t v[CFS_OP_GROUPS_MAX], need;
 	unsigned n = 0;
 	int rc = add_needs(fs, dir, v, &n, &need);
+	if (!rc) /* its buckets and overflow blocks are its owner's */
+		rc = cfs_quota_granted(fs, &dir->d, dir->ino, need, 0);
 	if (!rc)
 		rc = cfs_alloc_reserve(fs, 0, need + more, -1);
 	return rc ? rc : cfs_group_reserve_set(fs, v, n);

@@ -185,6 +185,8 @@ int cfs_ext_reserve(struct cfs_fs *fs, struct cfs_inode *ip, uint64_t off, uint6
 	int rc = cfs_ext_chain_groups(fs, ip, v, &n);
 	if (rc || n > 1 || need > UINT32_MAX)
 		return rc ? rc : -ENOSPC;
+	if ((rc = cfs_quota_granted(fs, &ip->d, ip->ino, need, 0)))
+		return rc;
 	uint32_t i = cfs_ext_find(ip, lblk);
 	uint64_t goal = i > 0 ? ip->ext[i - 1].pblk + ip->ext[i - 1].len : ip->ino;
 	return cfs_alloc_reserve(fs, goal, (uint32_t)need, n ? (int64_t)v[0] : -1);
@@ -196,7 +198,7 @@ int cfs_ext_reserve_frees(struct cfs_fs *fs, struct cfs_inode *ip, uint64_t lblk
 		return 0;
 	uint32_t v[CFS_OP_GROUPS_MAX];
 	unsigned n = 0;
-	int rc = 0;
+	int rc = cfs_quota_granted(fs, &ip->d, ip->ino, 0, 0); /* what it frees goes there */
 	/* An extent lies in one group (group headers part them), also the piece freed of it. */
 	for (uint32_t i = cfs_ext_find(ip, lblk); i < ip->next && ip->ext[i].lblk < end && !rc; i++)
 		rc = cfs_group_set_add(fs, ip->ext[i].pblk, v, &n);
@@ -244,11 +246,10 @@ static uint64_t chain_blocks(const struct cfs_fs *fs, uint64_t n)
  * map blocks one more extent may need: -EDQUOT if none. */
 static int quota_clamp(struct cfs_fs *fs, struct cfs_inode *ip, uint64_t *want)
 {
-	uint64_t room;
-	int rc = cfs_quota_room(fs, ip, &room);
+	uint64_t room, map = chain_blocks(fs, ip->next + 2) - chain_blocks(fs, ip->next);
+	int rc = cfs_quota_room(fs, ip, *want + map, &room);
 	if (rc || room == UINT64_MAX)
 		return rc;
-	uint64_t map = chain_blocks(fs, ip->next + 2) - chain_blocks(fs, ip->next);
 	if (room <= map)
 		return -EDQUOT;
 	*want = *want < room - map ? *want : room - map;

@@ -113,6 +113,10 @@ struct cfs_dsuper {
 	/* With the feature 'quota': the inodes holding the user, group and project records
 	 * (struct cfs_dquot), named by nothing else. */
 	uint64_t quota_ino[3];
+	/* With 'quota', per slot: the inode of the grants its node holds and what it charged
+	 * against them since the last fold (struct cfs_dquot_change; quota_grant.c); 0 until
+	 * the slot's node first takes a grant. */
+	uint64_t quota_slot_ino[CFS_MAX_SLOTS];
 };
 #define CFS_LOCKPROTO_LEN 16u
 static_assert(sizeof(struct cfs_dsuper) <= CFS_MIN_BLOCK, "superblock fits a block");
@@ -193,12 +197,28 @@ struct cfs_dquot {
 	uint64_t grace;            /* seconds a soft limit may be passed; 0: CFS_QUOTA_GRACE */
 	int64_t bytes_over_since;  /* when usage passed the soft limit (seconds); 0: under */
 	int64_t inodes_over_since;
-	uint8_t reserved[56];
+	/* Of the limit, what the slots' grants hold (the sum of their grant_bytes and
+	 * grant_inodes that are not CFS_QUOTA_UNLIMITED). */
+	uint64_t granted_bytes, granted_inodes;
+	uint8_t reserved[40];
 };
 static_assert(sizeof(struct cfs_dquot) == 128, "quota record is 128 bytes");
 #define CFS_DQUOT_OFF 64u
 #define CFS_DQUOTS_PER_BLOCK(bs) (((bs) - CFS_DQUOT_OFF) / sizeof(struct cfs_dquot))
 #define CFS_QUOTA_GRACE (7u * 24 * 3600)
+
+/* A slot's grant of one id (block type CFS_B_QUOTA, owner: the slot's quota_slot_ino).  Block
+ * T * CFS_QCHANGE_TYPE_SPAN + N / R of that inode holds the records of type T's ids N, N % R
+ * the slot (R = CFS_QCHANGES_PER_BLOCK).  Only the slot's node changes them, in its own
+ * journal, except a node holding the metadata glock EX that folds them (quota_grant.c). */
+struct cfs_dquot_change {
+	int64_t delta_bytes, delta_inodes;  /* charged here since the last fold */
+	uint64_t grant_bytes, grant_inodes; /* what may be charged here: at most this delta */
+};
+static_assert(sizeof(struct cfs_dquot_change) == 32, "quota change record is 32 bytes");
+#define CFS_QUOTA_UNLIMITED UINT64_MAX /* a grant of an id with no limit of that kind */
+#define CFS_QCHANGES_PER_BLOCK(bs) (((bs) - CFS_DQUOT_OFF) / sizeof(struct cfs_dquot_change))
+#define CFS_QCHANGE_TYPE_SPAN (1ull << 26) /* blocks: 2^32 ids at 126 per 4 KiB block */
 
 /* Xattr block: the same entry list as the inline area, from CFS_XATTRB_OFF. */
 #define CFS_XATTRB_OFF 32u

@@ -161,6 +161,10 @@ struct qcount {
 	uint64_t key; /* (type + 1) << 32 | id; 0: a free slot */
 	uint64_t bytes, inodes;
 	bool recorded; /* a record of it was seen */
+	/* what the slots' change files hold of it (quota_grant.c) */
+	bool changed;
+	int64_t delta_bytes, delta_inodes;
+	uint64_t grant_bytes, grant_inodes;
 };
 
 static struct qcount *count_slot(struct fsck *k, uint64_t key)
@@ -623,50 +627,24 @@ static int check_group(struct fsck *k, uint32_t g)
 }
 
 /* ---- quotas ---- */
-/* A quota inode's blocks marked as its own, before the walk (the groups would take them back
- * otherwise); a damaged record block is dropped from it with repair (its ids' usage is
- * counted again below, their limits are lost: said).  Without the feature, an inode left by
- * an interrupted 'cfs tune -O ^quota' goes (repair) or is kept for now. */
-static int mark_quota_inode(struct fsck *k, unsigned t)
+/* The record blocks of a quota inode or a slot's change file (named what), each checked; a
+ * damaged one is dropped from it with repair (what it held is counted again, or lost: said). */
+static int check_record_blocks(struct fsck *k, struct cfs_inode *ip, const char *what,
+			       const char *lost)
 {
-	struct cfs_fs *fs = k->fs;
-	uint64_t ino = fs->sb.quota_ino[t];
-	const char *name = cfs_quota_type_name(t);
-	struct cfs_inode *ip;
-	if (!ino)
-		return 0;
-	if (!cfs_quota_on(fs) && k->repair) {
-		say(k, false, "the %s quota inode %" PRIu64 " of a filesystem without quotas: freed",
-		    name, ino);
-		fs->sb.quota_ino[t] = 0;
-		k->super_changed = true;
-		return 0;
-	}
-	if (visit_inode(k, ino, &ip) || !S_ISREG(ip->d.mode)) {
-		say(k, true, "the %s quota inode %" PRIu64 " is damaged: its limits are lost%s",
-		    name, ino, k->repair ? ": made anew, usage counted from the files" : "");
-		if (k->repair) {
-			k->r->repaired++;
-			fs->sb.quota_ino[t] = 0;
-			k->super_changed = true;
-		}
-		return 0;
-	}
 	for (uint32_t i = 0; i < ip->next;) {
 		const struct cfs_dextent *e = &ip->ext[i];
 		bool bad = false;
 		for (uint32_t j = 0; j < e->len && !bad; j++) {
 			struct cfs_buf *b;
-			bad = cfs_bread(fs, e->pblk + j, CFS_B_QUOTA, ino, &b) != 0;
+			bad = cfs_bread(k->fs, e->pblk + j, CFS_B_QUOTA, ip->ino, &b) != 0;
 		}
 		if (!bad) {
 			i++;
 			continue;
 		}
-		say(k, true, "the %s quota inode %" PRIu64 ": record block at file block %" PRIu64
-			     " is damaged: the limits of %s ids %" PRIu64 " to %" PRIu64 " are lost%s",
-		    name, ino, e->lblk, name, e->lblk * CFS_DQUOTS_PER_BLOCK(fs->bs),
-		    (e->lblk + e->len) * CFS_DQUOTS_PER_BLOCK(fs->bs) - 1, fixed(k));
+		say(k, true, "the %s %" PRIu64 ": record block at file block %" PRIu64 " is damaged: "
+			     "%s%s", what, ip->ino, e->lblk, lost, fixed(k));
 		if (!k->repair) {
 			i++;
 			continue;
@@ -674,12 +652,57 @@ static int mark_quota_inode(struct fsck *k, unsigned t)
 		ip->d.nblocks -= e->len; /* not marked: the groups take them back */
 		memmove(&ip->ext[i], &ip->ext[i + 1], (ip->next - i - 1) * sizeof *e);
 		ip->next--;
-		int rc = cfs_iwrite(fs, ip);
+		int rc = cfs_iwrite(k->fs, ip);
 		if (rc)
 			return rc;
 	}
 	mark_inode(k, ip);
 	return 0;
+}
+
+/* A quota inode (*ino) or change file, its blocks marked as its own before the walk (the
+ * groups would take them back otherwise).  Without the feature, one left by an interrupted
+ * 'cfs tune -O ^quota' goes (repair) or is kept for now. */
+static int mark_record_file(struct fsck *k, uint64_t *ino, const char *what, const char *lost,
+			    const char *damaged)
+{
+	struct cfs_fs *fs = k->fs;
+	struct cfs_inode *ip;
+	if (!*ino)
+		return 0;
+	if (!cfs_quota_on(fs) && k->repair) {
+		say(k, false, "the %s %" PRIu64 " of a filesystem without quotas: freed", what, *ino);
+		*ino = 0;
+		k->super_changed = true;
+		return 0;
+	}
+	if (visit_inode(k, *ino, &ip) || !S_ISREG(ip->d.mode)) {
+		say(k, true, "the %s %" PRIu64 " is damaged: %s%s", what, *ino, damaged,
+		    k->repair ? ": dropped, usage counted from the files" : "");
+		if (k->repair) {
+			k->r->repaired++;
+			*ino = 0;
+			k->super_changed = true;
+		}
+		return 0;
+	}
+	return check_record_blocks(k, ip, what, lost);
+}
+
+static int mark_quota_inode(struct fsck *k, unsigned t)
+{
+	char what[40];
+	snprintf(what, sizeof what, "%s quota inode", cfs_quota_type_name(t));
+	return mark_record_file(k, &k->fs->sb.quota_ino[t], what,
+				"the limits of the ids it holds are lost", "its limits are lost");
+}
+
+static int mark_change_file(struct fsck *k, uint32_t slot)
+{
+	char what[48];
+	snprintf(what, sizeof what, "quota grants of slot %u: inode", slot);
+	return mark_record_file(k, &k->fs->sb.quota_slot_ino[slot], what,
+				"the usage counts again", "the usage counts again");
 }
 
 /* A quota inode made anew, after the groups are right (it allocates). */
@@ -700,31 +723,82 @@ static int make_quota_inode(struct fsck *k, unsigned t)
 	return 0;
 }
 
+/* What a slot's change file holds of an id, added to its count's entry. */
+static int gather_change(void *arg, unsigned type, uint32_t id, struct cfs_dquot_change *c,
+			 struct cfs_buf *b)
+{
+	(void)b;
+	struct qcount *n = count_slot(arg, count_key(type, id));
+	if (!n)
+		return -ENOMEM;
+	n->changed = true;
+	n->delta_bytes += c->delta_bytes;
+	n->delta_inodes += c->delta_inodes;
+	n->grant_bytes += c->grant_bytes == CFS_QUOTA_UNLIMITED ? 0 : c->grant_bytes;
+	n->grant_inodes += c->grant_inodes == CFS_QUOTA_UNLIMITED ? 0 : c->grant_inodes;
+	return 0;
+}
+
+/* With repair, after the records took the counts: the change files hold nothing. */
+static int clear_change(void *arg, unsigned type, uint32_t id, struct cfs_dquot_change *c,
+			struct cfs_buf *b)
+{
+	(void)type, (void)id;
+	memset(c, 0, sizeof *c);
+	cfs_bdirty(arg, b);
+	return 0;
+}
+
+static uint64_t plus(uint64_t v, int64_t d)
+{
+	return d < 0 && (uint64_t)-d > v ? 0 : v + (uint64_t)d;
+}
+
+/* One id's usage as recorded (with every slot's unfolded charges) against its count. */
+static int compare_usage(struct fsck *k, unsigned type, uint32_t id, const struct cfs_dquot *q,
+			 struct qcount *n)
+{
+	static const struct cfs_dquot none;
+	q = q ? q : &none;
+	uint64_t bytes = plus(q->used_bytes, n->delta_bytes);
+	uint64_t inodes = plus(q->used_inodes, n->delta_inodes);
+	bool usage_ok = bytes == n->bytes && inodes == n->inodes;
+	bool grants_ok = q->granted_bytes == n->grant_bytes && q->granted_inodes == n->grant_inodes;
+	if (!usage_ok)
+		say(k, true, "%s quota of id %u: %" PRIu64 " bytes and %" PRIu64 " inodes recorded, "
+			     "the files hold %" PRIu64 " bytes and %" PRIu64 " inodes%s",
+		    cfs_quota_type_name(type), id, bytes, inodes, n->bytes, n->inodes, fixed(k));
+	else if (!grants_ok)
+		say(k, true, "%s quota of id %u: %" PRIu64 " bytes and %" PRIu64 " inodes granted, "
+			     "the nodes' grants hold %" PRIu64 " and %" PRIu64 "%s",
+		    cfs_quota_type_name(type), id, q->granted_bytes, q->granted_inodes,
+		    n->grant_bytes, n->grant_inodes, fixed(k));
+	bool fold = k->repair && (n->changed || q->granted_bytes || q->granted_inodes);
+	if (!k->repair || (usage_ok && grants_ok && !fold))
+		return 0;
+	int rc = cfs_quota_set_usage(k->fs, type, id, n->bytes, n->inodes);
+	if (!rc && k->fs->txn.n > k->fs->txn.limit / 2)
+		rc = cfs_journal_commit(k->fs);
+	return rc;
+}
+
 struct quota_compare {
 	struct fsck *k;
 	unsigned type;
 };
 
-/* A record the files do not account for (an id with no inode left, or too much usage). */
 static int compare_record(void *arg, uint32_t id, const struct cfs_dquot *q)
 {
 	struct quota_compare *c = arg;
-	struct fsck *k = c->k;
-	struct qcount *n = count_slot(k, count_key(c->type, id));
+	struct qcount *n = count_slot(c->k, count_key(c->type, id));
 	if (!n)
 		return -ENOMEM;
-	uint64_t bytes = n->bytes, inodes = n->inodes;
 	n->recorded = true;
-	if (q->used_bytes == bytes && q->used_inodes == inodes)
-		return 0;
-	say(k, true, "%s quota of id %u: %" PRIu64 " bytes and %" PRIu64 " inodes recorded, the "
-		     "files hold %" PRIu64 " bytes and %" PRIu64 " inodes%s",
-	    cfs_quota_type_name(c->type), id, q->used_bytes, q->used_inodes, bytes, inodes,
-	    fixed(k));
-	return k->repair ? cfs_quota_set_usage(k->fs, c->type, id, bytes, inodes) : 0;
+	return compare_usage(c->k, c->type, id, q, n);
 }
 
-/* After the groups: every id's usage against the records, both ways. */
+/* After the groups: every id's usage against the records, both ways; then, with repair,
+ * every node's grants folded into the records (an offline filesystem holds none). */
 static int check_quotas(struct fsck *k)
 {
 	struct cfs_fs *fs = k->fs;
@@ -746,6 +820,8 @@ static int check_quotas(struct fsck *k)
 		}
 		rc = make_quota_inode(k, t);
 	}
+	for (uint32_t s = 0; s < fs->sb.nslots && !rc; s++)
+		rc = cfs_quota_changes_each(fs, s, gather_change, k);
 	for (unsigned t = 0; t < types && !rc; t++) {
 		if (!fs->sb.quota_ino[t])
 			continue;
@@ -754,19 +830,12 @@ static int check_quotas(struct fsck *k)
 		/* Usage no record has: ids whose records say nothing yet. */
 		for (size_t i = 0; i < k->counts_cap && !rc; i++) {
 			struct qcount *n = &k->counts[i];
-			if (!n->key || n->recorded || (n->key >> 32) != t + 1)
-				continue;
-			if (!n->bytes && !n->inodes)
-				continue;
-			say(k, true, "%s quota of id %u: nothing recorded, the files hold %" PRIu64
-				     " bytes and %" PRIu64 " inodes%s", cfs_quota_type_name(t),
-			    (uint32_t)n->key, n->bytes, n->inodes, fixed(k));
-			if (k->repair)
-				rc = cfs_quota_set_usage(fs, t, (uint32_t)n->key, n->bytes, n->inodes);
-			if (!rc && k->repair && fs->txn.n > fs->txn.limit / 2)
-				rc = cfs_journal_commit(fs);
+			if (n->key && !n->recorded && (n->key >> 32) == t + 1)
+				rc = compare_usage(k, t, (uint32_t)n->key, NULL, n);
 		}
 	}
+	for (uint32_t s = 0; s < fs->sb.nslots && !rc && k->repair; s++)
+		rc = cfs_quota_changes_each(fs, s, clear_change, fs);
 	return rc;
 }
 
@@ -939,6 +1008,8 @@ int cfs_fsck(struct cvm_volume *vol, bool repair, cfs_print_fn print, void *arg,
 		rc = check_orphans(&k, s);
 	for (unsigned t = 0; !rc && t < CFS_QUOTA_TYPES; t++)
 		rc = mark_quota_inode(&k, t);
+	for (uint32_t s = 0; !rc && s < k.fs->sb.nslots; s++)
+		rc = mark_change_file(&k, s);
 	if (!rc)
 		rc = walk_tree(&k);
 	if (!rc && repair)

@@ -468,8 +468,10 @@ static uint64_t past_contended_spans(struct cfs_fs *fs, uint64_t goal)
 	return goal;
 }
 
-int cfs_ialloc(struct cfs_fs *fs, uint64_t near, uint32_t mode, uint32_t uid, uint32_t gid,
-	       struct cfs_inode **out)
+/* parent: whose project the new inode takes (NULL: none), before its first write, which
+ * charges it: under the metadata glock PR a charge may not move between ids. */
+static int ialloc_in(struct cfs_fs *fs, const struct cfs_inode *parent, uint64_t near,
+		     uint32_t mode, uint32_t uid, uint32_t gid, struct cfs_inode **out)
 {
 	uint64_t blk = 0, goal = fs->cluster ? past_contended_spans(fs, own_inode_goal(fs)) : near;
 	uint32_t got;
@@ -507,8 +509,36 @@ int cfs_ialloc(struct cfs_fs *fs, uint64_t near, uint32_t mode, uint32_t uid, ui
 	now(&ip->d.btime, &ip->d.btime_ns);
 	ip->d.atime = ip->d.mtime = ip->d.ctime = ip->d.btime;
 	ip->d.atime_ns = ip->d.mtime_ns = ip->d.ctime_ns = ip->d.btime_ns;
+	if (parent)
+		cfs_project_inherit(fs, parent, ip);
 	*out = ip;
 	return cfs_iwrite(fs, ip);
+}
+
+int cfs_ialloc(struct cfs_fs *fs, uint64_t near, uint32_t mode, uint32_t uid, uint32_t gid,
+	       struct cfs_inode **out)
+{
+	return ialloc_in(fs, NULL, near, mode, uid, gid, out);
+}
+
+int cfs_ialloc_in(struct cfs_fs *fs, const struct cfs_inode *dir, uint32_t mode, uint32_t uid,
+		  uint32_t gid, struct cfs_inode **out)
+{
+	return ialloc_in(fs, dir, dir->ino, mode, uid, gid, out);
+}
+
+_Thread_local bool cfs_making_system_inode;
+
+int cfs_ialloc_system(struct cfs_fs *fs, uint32_t mode, struct cfs_inode **out)
+{
+	cfs_making_system_inode = true; /* no quota counts it, from its first write on */
+	int rc = cfs_ialloc(fs, 0, mode, 0, 0, out);
+	if (!rc) {
+		(*out)->d.nlink = 1;
+		rc = cfs_iwrite(fs, *out);
+	}
+	cfs_making_system_inode = false;
+	return rc;
 }
 
 int cfs_ifree(struct cfs_fs *fs, struct cfs_inode *ip)
@@ -548,7 +578,9 @@ int cfs_ifree_reserve(struct cfs_fs *fs, struct cfs_inode *ip)
 		return -ENOSPC;
 	uint32_t v[CFS_OP_GROUPS_MAX];
 	unsigned n = 0;
-	int rc = cfs_group_set_add(fs, ip->ino, v, &n);
+	int rc = cfs_quota_granted(fs, &ip->d, ip->ino, 0, 0); /* what it frees goes there */
+	if (!rc)
+		rc = cfs_group_set_add(fs, ip->ino, v, &n);
 	for (uint32_t i = 0; i < ip->next && !rc; i++)
 		rc = cfs_group_set_add(fs, ip->ext[i].pblk, v, &n);
 	if (!rc)

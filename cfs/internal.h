@@ -318,8 +318,14 @@ int cfs_iwrite(struct cfs_fs *fs, struct cfs_inode *ip);
 /* A new inode near near (one node) or in this node's own groups.  Under the metadata glock
  * PR, in the reserved group: -EAGAIN (nothing changed, fs->lock was released) if its glock
  * had to be fetched first. */
+/* An inode no quota counts (a slot's change file): mode, owner root, nlink 1, written. */
+int cfs_ialloc_system(struct cfs_fs *fs, uint32_t mode, struct cfs_inode **out);
+extern _Thread_local bool cfs_making_system_inode;
 int cfs_ialloc(struct cfs_fs *fs, uint64_t near, uint32_t mode, uint32_t uid, uint32_t gid,
 	       struct cfs_inode **out);
+/* The same for a new inode of directory dir: near it, in the project it passes on. */
+int cfs_ialloc_in(struct cfs_fs *fs, const struct cfs_inode *dir, uint32_t mode, uint32_t uid,
+		  uint32_t gid, struct cfs_inode **out);
 /* Drop the in-memory inode if nobody uses it; free it on disk if it is unlinked too.  NULL:
  * nothing (what a failed cfs_iget leaves). */
 int cfs_iput_check(struct cfs_fs *fs, struct cfs_inode *ip);
@@ -487,23 +493,32 @@ int cfs_iflags_may_remove_entry(const struct cfs_inode *dir, const struct cfs_in
 
 /* ---- quotas (quota.c) ---- */
 bool cfs_quota_on(const struct cfs_fs *fs);
-/* On a cluster the records are the metadata glock's: an operation that charges (allocates,
- * frees, makes or removes an inode, changes its owner, group or project) runs under it EX,
- * never under PR with reserved groups.  True if this one must go there first. */
+/* With quotas on a cluster, under the metadata glock PR: charges go to this node's grants
+ * (quota_grant.c), and what moves a charge to other ids (chown, chgrp, a project change)
+ * goes under EX.  True if this operation is under PR so. */
 bool cfs_quota_needs_meta_ex(const struct cfs_fs *fs);
 /* The quota inodes made and every id's usage counted from the files (mkfs, tune: fsck.cfs
  * -y does it). */
 int cfs_quota_build(struct cvm_volume *vol, cfs_progress_fn progress, void *arg);
-/* The inodes no quota counts: the quota inodes, the orphan directories. */
+/* The inodes no quota counts: the quota inodes, the slots' change files, the orphan
+ * directories, one being made by cfs_ialloc_system. */
 bool cfs_quota_exempt(const struct cfs_fs *fs, uint64_t ino);
+/* The ids d is charged to; UINT32_MAX for a type that does not apply. */
+void cfs_quota_ids(const struct cfs_fs *fs, const struct cfs_dinode *d, uint32_t id[3]);
+/* The global record of (type, id) in its block (made if create); *q NULL: none, all zeros. */
+int cfs_quota_record(struct cfs_fs *fs, unsigned type, uint32_t id, bool create,
+		     struct cfs_buf **b, struct cfs_dquot **q);
 /* An inode's block goes from saying was to saying now (mode 0: no inode): charge the
  * difference to the ids of both, in the running transaction. */
 int cfs_quota_charge(struct cfs_fs *fs, uint64_t ino, const struct cfs_dinode *was,
 		     const struct cfs_dinode *now);
 /* How many more blocks ip may take (UINT64_MAX: no limit), counting what it took since its
- * block was last written; -EDQUOT if none. */
-int cfs_quota_room(struct cfs_fs *fs, const struct cfs_inode *ip, uint64_t *blocks);
-/* May a new inode of d's ids be made, with blocks blocks?  -EDQUOT if not. */
+ * block was last written; want: what the caller would take (under EX, other nodes' grants are
+ * recalled if less is left); -EDQUOT if none. */
+int cfs_quota_room(struct cfs_fs *fs, const struct cfs_inode *ip, uint64_t want,
+		   uint64_t *blocks);
+/* May a new inode of d's ids be made, with blocks blocks?  -EDQUOT if not; -CFS_ENEEDMETA if
+ * this node's grants do not cover it (under the metadata glock PR). */
 int cfs_quota_may_create(struct cfs_fs *fs, const struct cfs_dinode *d, uint64_t blocks);
 /* -EDQUOT if ip's whole charge, moved to the ids of now (a chown, chgrp or project change),
  * would take one of them over its hard limit (or a soft one past its grace). */
@@ -513,9 +528,35 @@ int cfs_quota_statfs(struct cfs_fs *fs, const struct cfs_inode *dir, struct stat
 /* fn for every record of type with a use or a limit, in id order. */
 int cfs_quota_each(struct cfs_fs *fs, unsigned type,
 		   int (*fn)(void *arg, uint32_t id, const struct cfs_dquot *q), void *arg);
-/* fsck: the usage of an id as counted from the files. */
+/* fsck: the usage of an id as counted from the files, nothing granted. */
 int cfs_quota_set_usage(struct cfs_fs *fs, unsigned type, uint32_t id, uint64_t bytes,
 			uint64_t inodes);
+
+/* ---- quota grants (quota_grant.c) ---- */
+/* Under the metadata glock PR: 0 if this node's grants of d's ids cover blocks and inodes
+ * more (and frees: the ids have records here), else -ENOSPC (do it under EX).  ino: d's, for
+ * the exempt ones; 0 for an inode still to be made. */
+int cfs_quota_granted(struct cfs_fs *fs, const struct cfs_dinode *d, uint64_t ino,
+		      uint64_t blocks, uint64_t inodes);
+/* Under PR: what this node's grant of the id leaves of bytes (UINT64_MAX: no limit). */
+int cfs_quota_grant_room(struct cfs_fs *fs, unsigned type, uint32_t id, uint64_t *bytes);
+/* Under PR: a charge to this node's grant of the id. */
+int cfs_quota_grant_charge(struct cfs_fs *fs, unsigned type, uint32_t id, int64_t bytes,
+			   int64_t inodes);
+/* Under EX (or on one node), into the id's global record q, whose block the caller dirties:
+ * this node's record folded; every slot's; this node's grant topped up after a charge. */
+int cfs_quota_fold_own(struct cfs_fs *fs, unsigned type, uint32_t id, struct cfs_dquot *q);
+int cfs_quota_recall(struct cfs_fs *fs, unsigned type, uint32_t id, struct cfs_dquot *q);
+int cfs_quota_regrant(struct cfs_fs *fs, unsigned type, uint32_t id, struct cfs_dquot *q);
+/* Under EX: every slot's records folded into the global ones (exact usage). */
+int cfs_quota_fold_all(struct cfs_fs *fs);
+/* This node's charges of the id not yet folded (for what it shows under PR). */
+int cfs_quota_grant_delta(struct cfs_fs *fs, unsigned type, uint32_t id, int64_t *bytes,
+			  int64_t *inodes);
+/* fn for every record in slot's change file that holds a grant or a charge (fsck). */
+typedef int (*cfs_quota_change_fn)(void *arg, unsigned type, uint32_t id,
+				   struct cfs_dquot_change *c, struct cfs_buf *b);
+int cfs_quota_changes_each(struct cfs_fs *fs, uint32_t slot, cfs_quota_change_fn fn, void *arg);
 
 /* ---- project ids (project.c) ---- */
 bool cfs_project_on(const struct cfs_fs *fs);

@@ -255,12 +255,11 @@ static int make_in(struct cfs_fs *fs, struct cfs_inode *dir, const char *name, m
 		if (!rc)
 			rc = waited(fs, waits);
 	}
-	if (!rc && (rc = cfs_ialloc(fs, dir->ino, (uint32_t)mode, cr->uid, gid, &ip)) == -EAGAIN)
+	if (!rc && (rc = cfs_ialloc_in(fs, dir, (uint32_t)mode, cr->uid, gid, &ip)) == -EAGAIN)
 		rc = -CFS_ERETRY;
 	if (!rc) {
 		ip->d.nlink = S_ISDIR(mode) ? 2 : 1;
 		ip->d.rdev = rdev;
-		cfs_project_inherit(fs, dir, ip);
 		if (S_ISDIR(mode)) {
 			ip->d.parent = dir->ino;
 			rc = cfs_dir_init(fs, ip);

@@ -74,14 +74,14 @@ bool cfs_quota_exempt(const struct cfs_fs *fs, uint64_t ino)
 		if (fs->sb.quota_ino[t] == ino)
 			return true;
 	for (uint32_t s = 0; s < fs->sb.nslots; s++)
-		if (fs->sb.orphan_dir[s] == ino)
+		if (fs->sb.orphan_dir[s] == ino || fs->sb.quota_slot_ino[s] == ino)
 			return true;
-	return false;
+	return cfs_making_system_inode;
 }
 
 /* The ids an inode is charged to; a type that does not apply (project ids off) is UINT32_MAX
  * and charges nothing. */
-static void ids_of(const struct cfs_fs *fs, const struct cfs_dinode *d, uint32_t id[CFS_QUOTA_TYPES])
+void cfs_quota_ids(const struct cfs_fs *fs, const struct cfs_dinode *d, uint32_t id[CFS_QUOTA_TYPES])
 {
 	id[CFS_QUOTA_USER] = d->uid;
 	id[CFS_QUOTA_GROUP] = d->gid;
@@ -95,7 +95,14 @@ static int quota_inode(struct cfs_fs *fs, unsigned type, struct cfs_inode **ip)
 		cfs_log(fs, "the %s quota inode is missing: run fsck.cfs -y", type_names[type]);
 		return -EIO;
 	}
-	return cfs_iget(fs, ino, ip);
+	/* Its glock PR even to change records: they are the metadata glock's, changed only under
+	 * it EX (quota_grant.c).  EX only when its map changes (add_block): so a charge under EX
+	 * does not take from every node the span it shares with the root. */
+	int imode = cfs_op_imode;
+	cfs_op_imode = CFSLOCK_PR;
+	int rc = cfs_iget(fs, ino, ip);
+	cfs_op_imode = imode;
+	return rc;
 }
 
 /* A new block of zero records at logical block lblk of the quota inode. */
@@ -103,8 +110,8 @@ static int add_block(struct cfs_fs *fs, struct cfs_inode *qip, uint64_t lblk,
 		     struct cfs_buf **b)
 {
 	uint64_t pblk;
-	int rc = cfs_alloc_meta(fs, qip->ino, &pblk);
-	if (rc)
+	int rc = cfs_iglock_get(fs, qip->ino, CFSLOCK_EX); /* under EX: waited for, fs->lock held */
+	if (rc || (rc = cfs_alloc_meta(fs, qip->ino, &pblk)))
 		return rc;
 	struct cfs_dextent e = {lblk, pblk, 1, 0};
 	if ((rc = cfs_bnew(fs, pblk, CFS_B_QUOTA, qip->ino, b)) || (rc = cfs_ext_insert(qip, &e))) {
@@ -117,8 +124,8 @@ static int add_block(struct cfs_fs *fs, struct cfs_inode *qip, uint64_t lblk,
 }
 
 /* The record of id, in its block (made if create and missing); *q NULL: a hole, zeros. */
-static int record(struct cfs_fs *fs, unsigned type, uint32_t id, bool create,
-		  struct cfs_buf **b, struct cfs_dquot **q)
+int cfs_quota_record(struct cfs_fs *fs, unsigned type, uint32_t id, bool create,
+		     struct cfs_buf **b, struct cfs_dquot **q)
 {
 	*q = NULL;
 	struct cfs_inode *qip;
@@ -162,10 +169,15 @@ static int charge_one(struct cfs_fs *fs, unsigned type, uint32_t id, int64_t byt
 {
 	if (id == UINT32_MAX || (!bytes && !inodes))
 		return 0;
+	if (!cfs_may_allocate(fs)) /* under the metadata glock PR: against this node's grant */
+		return cfs_quota_grant_charge(fs, type, id, bytes, inodes);
 	struct cfs_buf *b;
 	struct cfs_dquot *q;
-	int rc = record(fs, type, id, true, &b, &q);
+	int rc = cfs_quota_record(fs, type, id, true, &b, &q);
 	if (rc)
+		return rc;
+	cfs_bdirty(fs, b); /* before the grant's blocks are allocated */
+	if ((rc = cfs_quota_fold_own(fs, type, id, q)))
 		return rc;
 	if ((bytes < 0 && (uint64_t)-bytes > q->used_bytes) ||
 	    (inodes < 0 && (uint64_t)-inodes > q->used_inodes))
@@ -175,8 +187,7 @@ static int charge_one(struct cfs_fs *fs, unsigned type, uint32_t id, int64_t byt
 	q->used_inodes = add_signed(q->used_inodes, inodes);
 	note_soft(fs, type, id, "block", q->used_bytes, q->soft_bytes, &q->bytes_over_since);
 	note_soft(fs, type, id, "inode", q->used_inodes, q->soft_inodes, &q->inodes_over_since);
-	cfs_bdirty(fs, b);
-	return 0;
+	return cfs_quota_regrant(fs, type, id, q);
 }
 
 /* Is the block's content an inode that counts (a freed inode's block says mode 0)? */
@@ -192,14 +203,13 @@ int cfs_quota_charge(struct cfs_fs *fs, uint64_t ino, const struct cfs_dinode *w
 	if (!cfs_quota_on(fs) || fs->checking || cfs_quota_exempt(fs, ino))
 		return 0;
 	uint32_t a[CFS_QUOTA_TYPES], b[CFS_QUOTA_TYPES];
-	ids_of(fs, was, a);
-	ids_of(fs, now, b);
-	if (cfs_quota_needs_meta_ex(fs) && (memcmp(a, b, sizeof a) || counts(was) != counts(now) ||
-					    was->nblocks != now->nblocks)) {
-		/* A path that reserved groups under PR with quotas on: it must not change the
-		 * records other nodes may be changing too. */
-		cfs_log(fs, "quota: inode %llu charged without the metadata glock EX: refused",
-			(unsigned long long)ino);
+	cfs_quota_ids(fs, was, a);
+	cfs_quota_ids(fs, now, b);
+	if (cfs_quota_needs_meta_ex(fs) && memcmp(a, b, sizeof a) && counts(was) && counts(now)) {
+		/* A charge moved to other ids under PR: chown, chgrp and project changes go
+		 * under EX (cfs_quota_may_move looks at the exact usage there). */
+		cfs_log(fs, "quota: inode %llu moved to other ids without the metadata glock EX: "
+			    "refused", (unsigned long long)ino);
 		return -EIO;
 	}
 	int64_t was_bytes = counts(was) ? (int64_t)(was->nblocks * fs->bs) : 0;
@@ -242,7 +252,55 @@ static int uncharged_bytes(struct cfs_fs *fs, const struct cfs_inode *ip, int64_
 	return 0;
 }
 
-int cfs_quota_room(struct cfs_fs *fs, const struct cfs_inode *ip, uint64_t *blocks)
+/* What of q's byte limits is left for want more bytes, taken is already used: others' grants
+ * count as used (what they charged is within them); if that leaves less than want, they are
+ * recalled and the exact usage counts (under the metadata glock EX). */
+static int bytes_left(struct cfs_fs *fs, unsigned type, uint32_t id, struct cfs_buf *b,
+		      struct cfs_dquot *q, int64_t pending, uint64_t want, uint64_t *out)
+{
+	uint64_t used = add_signed(q->used_bytes, pending);
+	*out = left(used + q->granted_bytes, q->soft_bytes, q->hard_bytes, q->bytes_over_since,
+		    q->grace);
+	if (*out >= want)
+		return 0;
+	int rc = cfs_quota_recall(fs, type, id, q);
+	if (rc)
+		return rc;
+	cfs_bdirty(fs, b);
+	*out = left(add_signed(q->used_bytes, pending) + q->granted_bytes, q->soft_bytes,
+		    q->hard_bytes, q->bytes_over_since, q->grace);
+	return 0;
+}
+
+/* The same for inodes. */
+static int inodes_left(struct cfs_fs *fs, unsigned type, uint32_t id, struct cfs_buf *b,
+		       struct cfs_dquot *q, uint64_t want, uint64_t *out)
+{
+	*out = left(q->used_inodes + q->granted_inodes, q->soft_inodes, q->hard_inodes,
+		    q->inodes_over_since, q->grace);
+	if (*out >= want)
+		return 0;
+	int rc = cfs_quota_recall(fs, type, id, q);
+	if (rc)
+		return rc;
+	cfs_bdirty(fs, b);
+	*out = left(q->used_inodes + q->granted_inodes, q->soft_inodes, q->hard_inodes,
+		    q->inodes_over_since, q->grace);
+	return 0;
+}
+
+/* Under the metadata glock PR: what this node's grant of the id leaves. */
+static int granted_room(struct cfs_fs *fs, unsigned type, uint32_t id, int64_t pending,
+			uint64_t *out)
+{
+	int rc = cfs_quota_grant_room(fs, type, id, out);
+	if (!rc && *out != UINT64_MAX)
+		*out = add_signed(*out, -pending);
+	return rc;
+}
+
+int cfs_quota_room(struct cfs_fs *fs, const struct cfs_inode *ip, uint64_t want,
+		   uint64_t *blocks)
 {
 	*blocks = UINT64_MAX;
 	if (!cfs_quota_on(fs) || cfs_quota_exempt(fs, ip->ino))
@@ -250,43 +308,52 @@ int cfs_quota_room(struct cfs_fs *fs, const struct cfs_inode *ip, uint64_t *bloc
 	int64_t pending;
 	int rc = uncharged_bytes(fs, ip, &pending);
 	uint32_t id[CFS_QUOTA_TYPES];
-	ids_of(fs, &ip->d, id);
+	cfs_quota_ids(fs, &ip->d, id);
 	for (unsigned t = 0; t < CFS_QUOTA_TYPES && !rc; t++) {
 		struct cfs_buf *b;
 		struct cfs_dquot *q;
-		if (id[t] == UINT32_MAX || (rc = record(fs, t, id[t], false, &b, &q)) || !q)
+		uint64_t bytes;
+		if (id[t] == UINT32_MAX)
 			continue;
-		uint64_t bytes = left(add_signed(q->used_bytes, pending), q->soft_bytes,
-				      q->hard_bytes, q->bytes_over_since, q->grace);
+		if (!cfs_may_allocate(fs))
+			rc = granted_room(fs, t, id[t], pending, &bytes);
+		else if ((rc = cfs_quota_record(fs, t, id[t], false, &b, &q)) || !q)
+			continue;
+		else
+			rc = bytes_left(fs, t, id[t], b, q, pending, want * fs->bs, &bytes);
 		uint64_t n = bytes == UINT64_MAX ? UINT64_MAX : bytes / fs->bs;
 		*blocks = n < *blocks ? n : *blocks;
 	}
 	return rc ? rc : *blocks ? 0 : -EDQUOT;
 }
 
-/* -EDQUOT unless id of type may take one more inode and blocks more. */
+/* -EDQUOT unless id of type may take one more inode and blocks more (metadata glock EX). */
 static int may_take(struct cfs_fs *fs, unsigned type, uint32_t id, uint64_t blocks)
 {
 	struct cfs_buf *b;
 	struct cfs_dquot *q;
 	if (id == UINT32_MAX)
 		return 0;
-	int rc = record(fs, type, id, false, &b, &q);
+	int rc = cfs_quota_record(fs, type, id, false, &b, &q);
 	if (rc || !q)
 		return rc;
-	if (!left(q->used_inodes, q->soft_inodes, q->hard_inodes, q->inodes_over_since, q->grace) ||
-	    left(q->used_bytes, q->soft_bytes, q->hard_bytes, q->bytes_over_since, q->grace) <
-		    blocks * fs->bs)
-		return -EDQUOT;
-	return 0;
+	uint64_t inodes, bytes;
+	if ((rc = inodes_left(fs, type, id, b, q, 1, &inodes)) ||
+	    (rc = bytes_left(fs, type, id, b, q, 0, blocks * fs->bs, &bytes)))
+		return rc;
+	return !inodes || bytes < blocks * fs->bs ? -EDQUOT : 0;
 }
 
 int cfs_quota_may_create(struct cfs_fs *fs, const struct cfs_dinode *d, uint64_t blocks)
 {
 	if (!cfs_quota_on(fs))
 		return 0;
+	if (!cfs_may_allocate(fs)) { /* this node's grants, or under EX */
+		int rc = cfs_quota_granted(fs, d, 0, blocks, 1);
+		return rc == -EAGAIN ? -CFS_ERETRY : rc == -ENOSPC ? -CFS_ENEEDMETA : rc;
+	}
 	uint32_t id[CFS_QUOTA_TYPES];
-	ids_of(fs, d, id);
+	cfs_quota_ids(fs, d, id);
 	int rc = 0;
 	for (unsigned t = 0; t < CFS_QUOTA_TYPES && !rc; t++)
 		rc = may_take(fs, t, id[t], blocks);
@@ -298,8 +365,8 @@ int cfs_quota_may_move(struct cfs_fs *fs, const struct cfs_inode *ip, const stru
 	if (!cfs_quota_on(fs) || cfs_quota_exempt(fs, ip->ino))
 		return 0;
 	uint32_t a[CFS_QUOTA_TYPES], b[CFS_QUOTA_TYPES];
-	ids_of(fs, &ip->d, a);
-	ids_of(fs, now, b);
+	cfs_quota_ids(fs, &ip->d, a);
+	cfs_quota_ids(fs, now, b);
 	int rc = 0;
 	for (unsigned t = 0; t < CFS_QUOTA_TYPES && !rc; t++)
 		if (a[t] != b[t])
@@ -325,14 +392,16 @@ int cfs_quota_statfs(struct cfs_fs *fs, const struct cfs_inode *dir, struct stat
 		return 0;
 	struct cfs_buf *b;
 	struct cfs_dquot *q;
-	int rc = record(fs, CFS_QUOTA_PROJECT, dir->d.projid, false, &b, &q);
-	if (rc || !q)
+	int64_t bytes, inodes; /* this node's charges not folded yet; other nodes' are not seen */
+	int rc = cfs_quota_record(fs, CFS_QUOTA_PROJECT, dir->d.projid, false, &b, &q);
+	if (rc || !q || (rc = cfs_quota_grant_delta(fs, CFS_QUOTA_PROJECT, dir->d.projid, &bytes,
+						    &inodes)))
 		return rc;
-	cut_to(q->hard_bytes ? q->hard_bytes : q->soft_bytes, q->used_bytes, fs->bs, &st->f_blocks,
-	       &st->f_bfree, &st->f_bavail);
+	cut_to(q->hard_bytes ? q->hard_bytes : q->soft_bytes, add_signed(q->used_bytes, bytes),
+	       fs->bs, &st->f_blocks, &st->f_bfree, &st->f_bavail);
 	fsfilcnt_t favail = st->f_favail;
-	cut_to(q->hard_inodes ? q->hard_inodes : q->soft_inodes, q->used_inodes, 1, &st->f_files,
-	       &st->f_ffree, &favail);
+	cut_to(q->hard_inodes ? q->hard_inodes : q->soft_inodes, add_signed(q->used_inodes, inodes),
+	       1, &st->f_files, &st->f_ffree, &favail);
 	st->f_favail = favail;
 	return 0;
 }
@@ -370,14 +439,26 @@ static int usable(struct cfs_fs *fs, unsigned type)
 	return 0;
 }
 
+/* The exact usage of an id: every node's charges folded into its record (metadata glock EX). */
+static int recalled(struct cfs_fs *fs, unsigned type, uint32_t id, struct cfs_buf *b,
+		    struct cfs_dquot *q)
+{
+	int rc = cfs_quota_recall(fs, type, id, q);
+	if (!rc)
+		cfs_bdirty(fs, b);
+	return rc;
+}
+
 int cfs_quota_get(struct cfs_fs *fs, unsigned type, uint32_t id, struct cfs_quota_rec *out)
 {
 	int rc = usable(fs, type);
-	if (rc || (rc = cfs_op_begin(fs, false)))
+	if (rc || (rc = cfs_op_begin(fs, !fs->ro)))
 		return rc;
 	struct cfs_buf *b;
 	struct cfs_dquot *q;
-	if (!(rc = record(fs, type, id, false, &b, &q)))
+	if (!(rc = cfs_quota_record(fs, type, id, false, &b, &q)) && q && !fs->ro)
+		rc = recalled(fs, type, id, b, q);
+	if (!rc)
 		to_rec(type, id, q, out);
 	cfs_op_end(fs);
 	return rc;
@@ -391,11 +472,11 @@ bool cfs_quota_near(struct cfs_fs *fs, uint64_t ino, uint64_t bytes)
 	bool near = false;
 	if (!cfs_iget(fs, ino, &ip)) {
 		uint32_t id[CFS_QUOTA_TYPES];
-		ids_of(fs, &ip->d, id);
+		cfs_quota_ids(fs, &ip->d, id);
 		for (unsigned t = 0; t < CFS_QUOTA_TYPES && !near; t++) {
 			struct cfs_buf *b;
 			struct cfs_dquot *q;
-			if (id[t] == UINT32_MAX || record(fs, t, id[t], false, &b, &q) || !q)
+			if (id[t] == UINT32_MAX || cfs_quota_record(fs, t, id[t], false, &b, &q) || !q)
 				continue;
 			/* the soft limit too: its grace may end before the pages are written */
 			uint64_t soft = q->soft_bytes ? q->soft_bytes : q->hard_bytes;
@@ -453,7 +534,9 @@ int cfs_quota_set(struct cfs_fs *fs, const struct cfs_quota_rec *want, unsigned 
 	struct cfs_buf *b;
 	struct cfs_dquot *q;
 	struct cfs_quota_rec r = {0};
-	rc = record(fs, want->type, want->id, false, &b, &q);
+	rc = cfs_quota_record(fs, want->type, want->id, false, &b, &q);
+	if (!rc && q) /* the grants taken under the old limits come back */
+		rc = recalled(fs, want->type, want->id, b, q);
 	if (!rc) { /* the limits as they will be, checked before anything changes */
 		to_rec(want->type, want->id, q, &r);
 		if (set & CFS_QUOTA_SET_SOFT_BYTES)
@@ -469,7 +552,7 @@ int cfs_quota_set(struct cfs_fs *fs, const struct cfs_quota_rec *want, unsigned 
 		rc = check_limits(&r, q);
 	}
 	if (!rc && !q)
-		rc = record(fs, want->type, want->id, true, &b, &q);
+		rc = cfs_quota_record(fs, want->type, want->id, true, &b, &q);
 	if (!rc) {
 		q->soft_bytes = r.soft_bytes;
 		q->hard_bytes = r.hard_bytes;
@@ -517,11 +600,12 @@ int cfs_quota_set_usage(struct cfs_fs *fs, unsigned type, uint32_t id, uint64_t 
 {
 	struct cfs_buf *b;
 	struct cfs_dquot *q;
-	int rc = record(fs, type, id, bytes || inodes, &b, &q);
+	int rc = cfs_quota_record(fs, type, id, bytes || inodes, &b, &q);
 	if (rc || !q)
 		return rc;
 	q->used_bytes = bytes;
 	q->used_inodes = inodes;
+	q->granted_bytes = q->granted_inodes = 0; /* the change files are cleared after */
 	q->bytes_over_since = q->soft_bytes && bytes > q->soft_bytes ? q->bytes_over_since : 0;
 	q->inodes_over_since = q->soft_inodes && inodes > q->soft_inodes ? q->inodes_over_since : 0;
 	cfs_bdirty(fs, b);
@@ -551,10 +635,13 @@ int cfs_quota_report(struct cfs_fs *fs, unsigned type, bool wait, struct cfs_quo
 	if (type == CFS_QUOTA_PROJECT && cfs_quota_on(fs) && !cfs_project_on(fs))
 		return 0; /* no project ids: none to report */
 	int rc = usable(fs, type);
-	if (rc || (rc = wait ? cfs_op_begin(fs, false) : cfs_op_begin_now(fs)))
+	bool exact = wait && !fs->ro; /* else what the records say, this node's grants aside */
+	if (rc || (rc = exact ? cfs_op_begin(fs, true) : cfs_op_begin_now(fs)))
 		return rc;
 	struct report r = {.type = type};
-	rc = cfs_quota_each(fs, type, report_one, &r);
+	rc = exact ? cfs_quota_fold_all(fs) : 0;
+	if (!rc)
+		rc = cfs_quota_each(fs, type, report_one, &r);
 	cfs_op_end(fs);
 	if (rc) {
 		free(r.v);

@@ -31,17 +31,19 @@ static int new_journal(struct cfs_fs *fs, uint32_t slot, uint64_t *at)
 /* The new slot's orphan directory: its own parent, as mkfs makes them. */
 static int new_orphan_dir(struct cfs_fs *fs, uint64_t *ino)
 {
-	struct cfs_inode *ip;
+	struct cfs_inode *ip = NULL;
+	cfs_making_system_inode = true; /* no quota counts it */
 	int rc = cfs_ialloc(fs, 0, S_IFDIR | 0700, 0, 0, &ip);
-	if (rc)
-		return rc;
-	ip->d.nlink = 2;
-	ip->d.parent = ip->ino;
-	rc = cfs_dir_init(fs, ip);
-	if (!rc)
-		rc = cfs_iwrite(fs, ip);
-	*ino = ip->ino;
-	int put = cfs_iput_check(fs, ip);
+	if (!rc) {
+		ip->d.nlink = 2;
+		ip->d.parent = ip->ino;
+		rc = cfs_dir_init(fs, ip);
+		if (!rc)
+			rc = cfs_iwrite(fs, ip);
+		*ino = ip->ino;
+	}
+	cfs_making_system_inode = false;
+	int put = ip ? cfs_iput_check(fs, ip) : 0;
 	return rc ? rc : put;
 }
 

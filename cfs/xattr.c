@@ -166,7 +166,7 @@ int cfs_xattr_set(struct cfs_fs *fs, struct cfs_inode *ip, const char *name,
 		uint64_t blk = 0, room;
 		uint32_t got;
 		struct cfs_buf *b;
-		int arc = cfs_quota_room(fs, ip, &room);
+		int arc = cfs_quota_room(fs, ip, 1, &room);
 		if (!arc)
 			arc = cfs_alloc(fs, ip->ino, 1, &blk, &got);
 		if (arc || (arc = cfs_bnew(fs, blk, CFS_B_XATTR, ip->ino, &b)))

@@ -11,6 +11,7 @@ cleanup() {
 	"$cluster" down >/dev/null 2>&1 || true
 	mountpoint -q "$dir/local" 2>/dev/null && umount -l "$dir/local"
 	sleep 0.5
+	[ -n "${BENCH_KEEP_LOGS:-}" ] && cp "$dir"/*.log "$BENCH_KEEP_LOGS"/ 2>/dev/null
 	rm -rf "$dir"
 }
 trap cleanup EXIT

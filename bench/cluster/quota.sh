@@ -33,11 +33,17 @@ for v in off on; do
 	on 1 bash -c "mkdir '$(MV $v 1)/w' && chown 1000:1000 '$(MV $v 1)/w'"
 done
 on 1 chattr +P -p 7 "$(MV on 1)/w"
-# 95 % of each limit used before the work: a file of the user's 19 times what the work takes
+# 95 % of each limit used before the work: files of the user's 19 times what the work takes
 # (4,000 files of a data and an inode block, 3 x $mb MiB of writes, 16 MiB to append), the
-# limit set from it.
-on 1 setpriv --reuid 1000 --regid 1000 --clear-groups \
-	fallocate -l $((19 * (32 + 3 * mb + 16)))M "$(MV on 1)/w/filler"
+# limit set from them.
+# The same file on the volume without quotas, so that both have the same free space where.
+# Each node holds a third of it, in its own share of the volume, as its own work would.
+for v in off on; do
+	for n in 1 2 3; do
+		on $n setpriv --reuid 1000 --regid 1000 --clear-groups \
+			fallocate -l $((19 * (32 + 3 * mb + 16) / 3))M "$(MV $v $n)/w/filler$n"
+	done
+done
 used=$(on 1 "$bin/cfs" quota get "$(MV on 1)" -u 1000 --json | python3 -c "import json,sys; print(json.load(sys.stdin)['used_bytes'])")
 limit=$((used * 100 / 95))
 for kind in -u -g -p; do
@@ -82,10 +88,13 @@ at_once() {
 	for n in 1 2 3; do sum=$((sum + $(cat "$dir/$1.$2.$n"))); done
 	echo $sum
 }
-declare -A rate msgs
+declare -A rate msgs cmsgs
 for v in off on; do
 	rate[alone$v]=$(creates $v 1)
+	before=$(messages $v)
 	rate[creates$v]=$(at_once creates $v)
+	made=$(for n in 1 2 3; do on $n ls "$(MV $v $n)/w/c$n"; done | wc -l)
+	cmsgs[$v]=$(( ($(messages $v) - before) * 100 / (made > 0 ? made : 1) ))
 	before=$(messages $v)
 	rate[writes$v]=$(at_once writes $v)
 	msgs[$v]=$(( ($(messages $v) - before) / (3 * mb) ))
@@ -94,6 +103,7 @@ printf '%-44s %10s %10s %8s\n' "" "no quota" "quota 95%" "ratio"
 printf '%-44s %10s %10s %8s\n' "node 1 alone: create + 4 KiB write + close" "${rate[aloneoff]}" "${rate[aloneon]}" "$(ratio "${rate[aloneon]}" "${rate[aloneoff]}")x"
 echo "3 nodes at once:"
 printf '%-44s %10s %10s %8s\n' "create + 4 KiB write + close (files/s)" "${rate[createsoff]}" "${rate[createson]}" "$(ratio "${rate[createson]}" "${rate[createsoff]}")x"
+printf '%-44s %10s %10s\n' "lock messages per 100 files made" "${cmsgs[off]}" "${cmsgs[on]}"
 printf '%-44s %10s %10s %8s\n' "1 MiB O_DIRECT writes, new space (MB/s)" "${rate[writesoff]}" "${rate[writeson]}" "$(ratio "${rate[writeson]}" "${rate[writesoff]}")x"
 printf '%-44s %10s %10s\n' "lock messages per MiB written" "${msgs[off]}" "${msgs[on]}"
 # How early a write is refused: the three nodes append 64 KiB writes into the project at once

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Quotas on a cluster (cfs_quota_needs_meta_ex: every charge under the metadata glock EX, in
-# the journal of the node that makes it): a limit set on one node applies on every node;
+# Quotas on a cluster (quota_grant.c: charges against each node's grants, in the journal of
+# the node that makes them; refusals after the grants are taken back): a limit set on one node
+# applies on every node;
 # three nodes writing, and creating, as one user at once never take it past its hard block
 # or inode limit, not by one block, and stop at it; every node shows the same usage; a chown
 # on one node moves the charge for all; three nodes appending into one project at once stop
@@ -8,8 +9,10 @@
 # against a preallocation; a node
 # killed while it writes and fsyncs leaves usage equal to the files once it is recovered;
 # with a node frozen whole while it writes, the others recover it and fill the rest of the
-# limit, no more, and the thawed node fences itself (fsck.cfs -n, which counts every id's
-# usage, is clean at the end).
+# limit, no more, and the thawed node fences itself; a node writing far from its limit sends
+# no lock message, and a lower limit set elsewhere holds at once; a node killed at random steps
+# of a quota-heavy workload leaves usage equal to the files (fsck.cfs -n, which counts every
+# id's usage, is clean at the end, and after fsck.cfs -y folds the grants).
 . "$(dirname "$0")/cfs_lib.sh" "cfs quotas on a cluster"
 C up 3 >/dev/null && ok "cluster of 3 nodes up" || { not_ok "cluster up"; finish; }
 chmod 755 "$T" # the user of the checks reaches the mounts
@@ -214,7 +217,82 @@ C wait-quorum 2 yes 60 >/dev/null 2>&1
 check "node 2 mounts again" mount_on 2 "fence=$(held_fence)"
 check "node 2 shows the same usage" test "$(quota_field 2 -u 1003 used_bytes)" = "$used"
 
+# Grants: a node far from its limit charges its own grant, in its own journal, without a lock
+# message; a limit set on another node takes the grants back first, so it holds at once.
+on 1 mkdir "$(M 1)/g"
+on 1 chown 1004:1004 "$(M 1)/g"
+check "cfs quota set -u 1004 --blocks-hard 60M" on 1 "$BIN/cfs" quota set "$(M 1)" -u 1004 --blocks-hard 60M
+check "node 2 writes 1 MiB as user 1004 (its grant taken)" as_user 2 1004 \
+	dd if=/dev/zero of="$(M 2)/g/f" bs=1M count=1 oflag=direct status=none
+m0=$(status_of 2 lock_messages)
+check "node 2 writes 8 MiB more" as_user 2 1004 \
+	dd if=/dev/zero of="$(M 2)/g/f" bs=1M count=8 seek=1 oflag=direct conv=notrunc status=none
+m1=$(status_of 2 lock_messages)
+check "... against its grant: $((m1 - m0)) lock messages" test "$m1" = "$m0"
+used=$(quota_field 1 -u 1004 used_bytes)
+check "node 1 shows node 2's 9 MiB (the grant taken back for it: $used bytes)" \
+	test "$used" -ge $((9 << 20))
+check "cfs quota set on node 1: user 1004 at its usage + 1 MiB" \
+	on 1 "$BIN/cfs" quota set "$(M 1)" -u 1004 --blocks-hard $((used + (1 << 20)))
+expect 1 "Disk quota exceeded" "node 2's next 2 MiB: EDQUOT, the old grant gone" -- \
+	as_user 2 1004 dd if=/dev/zero of="$(M 2)/g/f2" bs=1M count=2 oflag=direct status=none
+check "user 1004's usage within the new limit" \
+	test "$(quota_field 3 -u 1004 used_bytes)" -le $((used + (1 << 20)))
+
+# kill -9 at random moments: node 3 runs creates, writes, fsyncs, fallocates and removes as
+# user 1005, and dies (corosync and cfsd killed) at a random step of it; once it is
+# recovered, the usage is what the files hold, every round.
+on 1 mkdir "$(M 1)/r"
+on 1 chown 1005:1005 "$(M 1)/r"
+check "cfs quota set -u 1005 --blocks-hard 20M --inodes-hard 400" \
+	on 1 "$BIN/cfs" quota set "$(M 1)" -u 1005 --blocks-hard 20M --inodes-hard 400
+CHURN="
+import errno, os, sys
+d, at = sys.argv[1], int(sys.argv[2])
+for i in range(100000):
+    try:
+        p = f'{d}/f{i % 300}'
+        if os.path.exists(p):
+            os.unlink(p)
+        fd = os.open(p, os.O_CREAT | os.O_WRONLY, 0o644)
+        os.write(fd, b'r' * (4096 * (1 + i % 17)))
+        if i % 5 == 0:
+            os.posix_fallocate(fd, 0, 65536 * (1 + i % 3))
+        if i % 7 == 0:
+            os.fsync(fd)
+        os.close(fd)
+    except OSError as e:
+        if e.errno != errno.EDQUOT:
+            raise
+    if i == at:
+        open('$T/gate/at', 'w').close()
+"
+for round in 1 2 3; do
+	at=$((RANDOM % 200))
+	on 3 mkdir -p "$(M 3)/r/$round"
+	on 3 chown 1005:1005 "$(M 3)/r/$round"
+	rm -f "$T/gate/at" # the user's step there; die_while waits for $T/started, root's
+	die_while 3 sh -c 'setpriv --reuid 1005 --regid 1005 --clear-groups /usr/bin/python3 -c "$1" "$2" "$3" &
+		while [ ! -e "$4/gate/at" ]; do sleep 0.05; done; touch "$4/started"; wait' _ \
+		"$CHURN" "$(M 3)/r/$round" "$at" "$T"
+	come_back 3
+	used=$(quota_field 1 -u 1005 used_bytes)
+	held=$(on 1 du -s -B1 "$(M 1)/r" | cut -f1)
+	check "round $round, killed after step $at: user 1005's usage is what its files hold ($used, $held bytes)" \
+		test "$used" = "$held"
+	inodes=$(on 1 find "$(M 1)/r" | wc -l)
+	check "... and its inodes ($(quota_field 1 -u 1005 used_inodes), $inodes)" \
+		test "$(quota_field 1 -u 1005 used_inodes)" = "$inodes"
+done
+
+u1004=$(quota_field 1 -u 1004 used_bytes)
 for n in 1 2 3; do check "node $n unmounts" umount_on $n; done
-fsck_clean "usage counted from the files equals the records"
+fsck_clean "usage counted from the files equals the records, with the nodes' grants"
+check "fsck.cfs -y folds the grants into the records" "$BIN/fsck.cfs" -y data
+fsck_clean "after the fold"
+check "node 1 mounts again" mount_on 1
+check "user 1004's usage is the same after the fold ($u1004 bytes)" \
+	test "$(quota_field 1 -u 1004 used_bytes)" = "$u1004"
+check "node 1 unmounts" umount_on 1
 no_damage_logged
 finish
