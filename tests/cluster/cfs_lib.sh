@@ -38,6 +38,12 @@ hung() {
 			timeout -k 5 60 gdb -p "$pid" -batch -ex "thread apply all bt" 2>/dev/null |
 			grep -E '^(Thread|#)' | sed 's/^/# /' | head -300 >&"$TAP_FD"
 	done
+	# What each daemon did last says more than idle threads: the lock or batch it waits for.
+	for log in "$T"/cfsd*.log; do
+		[ -f "$log" ] || continue
+		echo "# last lines of $(basename "$log"):" >&"$TAP_FD"
+		tail -n 25 "$log" | sed 's/^/#   /' >&"$TAP_FD"
+	done
 	kill -TERM $$
 	exit 1
 }
@@ -54,6 +60,29 @@ M() { echo "$T/m$1"; }
 # restripe_json FIELD: that field of the restripe record of volume "data" (cvm show --json), 0
 # when none runs.
 restripe_json() { "$BIN/cvm" show data --json | python3 -c "import json,sys; r=json.load(sys.stdin)['volumes'][0]['restripe']; print(r.get('$1', '?') if r else 0)"; }
+# restripe_on NODE ARGS...: `cvm restripe ARGS` of volume "data" on node NODE, its output and
+# exit code as its own.  A whole run is not bounded by ON_LIMIT: its length goes with the
+# machine's speed (CI's machine took over 300 s for a --luns run of 760 batches that takes 70
+# here).  Its moves are: none in 300 s means the cluster hangs.
+restripe_on() {
+	local n=$1 job last=-1 at since=$SECONDS rc
+	shift
+	ON_LIMIT=0 on "$n" "$BIN/cvm" restripe data "$@" >"$T/restripe_on.out" 2>&1 &
+	job=$!
+	while ! gone "$job"; do
+		at=$(restripe_json moves_done 2>/dev/null) || at=$last
+		if [ "$at" != "$last" ]; then
+			last=$at since=$SECONDS
+		elif [ $((SECONDS - since)) -ge 300 ]; then
+			hung "node $n: 'cvm restripe data $*' made no move in 300 s (at move $last)"
+		fi
+		sleep 1
+	done
+	wait "$job"
+	rc=$?
+	cat "$T/restripe_on.out"
+	return "$rc"
+}
 # stop_job PID PATTERN: ends the background `on` PID and the processes matching PATTERN (the
 # command it runs on a node) with kill -9, and reaps PID.  One pkill is not enough: a job
 # started a moment ago may not have exec'ed its command yet, and would then run on unkilled.

@@ -94,15 +94,16 @@ code=$?
 	not_ok "Ctrl-C: exit $code, $(cat "$T/restripe1.out")"
 check "node 3 logged that it no longer follows it" grep -q "no longer following a restripe" "$T/cfsd3.log"
 expect 0 "restriped: one stripe set of width 256.0 KiB over 4 LUNs" \
-	"node 3 finishes the paused restripe, all three nodes still mounted" -- on 3 "$BIN/cvm" restripe data
+	"node 3 finishes the paused restripe, all three nodes still mounted" -- restripe_on 3
 
-# Grown again; then only the first set's LUNs (all the data) to 64 KiB stripes, from node 2.
+# Grown again; then only the first set's LUNs (all the data) to 128 KiB stripes, from node 2
+# (a third fewer batches than 64 KiB: about 500, each a few lock messages per node).
 truncate -s 64M "$T/lun4" "$T/lun5"
 check "cvm grow by 2 more LUNs" "$BIN/cvm" grow data "$T/lun4" "$T/lun5"
 check "cfs grow on node 3" on 3 "$BIN/cfs" grow "$(M 3)"
-expect 0 "restriped: 2 stripe sets: width 64.0 KiB over 4 LUNs, width 256.0 KiB over 2 LUNs" \
+expect 0 "restriped: 2 stripe sets: width 128.0 KiB over 4 LUNs, width 256.0 KiB over 2 LUNs" \
 	"node 2 restripes the first set's LUNs (--luns) while three nodes use the volume" -- \
-	on 2 "$BIN/cvm" restripe data --luns "$T/lun0,$T/lun1,$T/lun2,$T/lun3" -w 64k
+	restripe_on 2 --luns "$T/lun0,$T/lun1,$T/lun2,$T/lun3" -w 128k
 check "node 1 followed node 2's restripe" grep -q "following the restripe run by node 2" "$T/cfsd1.log"
 
 touch "$T/stop" "$T/stop1" "$T/stop2" "$T/stop3"
@@ -128,7 +129,7 @@ done
 no_damage_logged
 for n in 1 2 3; do check "node $n unmounts" umount_on $n; done
 fsck_clean "after the restripe on a cluster"
-check "the 4 LUNs in one set of 64 KiB stripes, then the 2 added" bash -c "'$BIN/cvm' show data --json | python3 -c 'import json,sys; v=json.load(sys.stdin)[\"volumes\"][0]; assert v[\"restripe\"] is None and [(len(s[\"luns\"]), s[\"stripe_width\"]) for s in v[\"stripe_sets\"]]==[(4, 65536), (2, 262144)], v'"
+check "the 4 LUNs in one set of 128 KiB stripes, then the 2 added" bash -c "'$BIN/cvm' show data --json | python3 -c 'import json,sys; v=json.load(sys.stdin)[\"volumes\"][0]; assert v[\"restripe\"] is None and [(len(s[\"luns\"]), s[\"stripe_width\"]) for s in v[\"stripe_sets\"]]==[(4, 131072), (2, 262144)], v'"
 check "node 2 mounts after it" mount_on 2
 check "node 2 reads the files from before as written" on 2 bash -c "cd '$(M 2)' && sha256sum before1 before2 | cmp -s - '$T/sums'"
 check "node 2 unmounts" umount_on 2

@@ -133,7 +133,7 @@ for ((i = 1; i <= ROUNDS; i++)); do
 	done
 done
 
-expect 0 "one stripe set" "the restripe finishes from node 2 (or had)" -- on 2 "$BIN/cvm" restripe data
+expect 0 "one stripe set" "the restripe finishes from node 2 (or had)" -- restripe_on 2
 for n in 1 2 3; do
 	touch "$T/stop$n"
 	p=verifier$n
