@@ -62,7 +62,7 @@ M() { echo "$T/m$1"; }
 restripe_json() { "$BIN/cvm" show data --json | python3 -c "import json,sys; r=json.load(sys.stdin)['volumes'][0]['restripe']; print(r.get('$1', '?') if r else 0)"; }
 # restripe_on NODE ARGS...: `cvm restripe ARGS` of volume "data" on node NODE, its output and
 # exit code as its own.  A whole run is not bounded by ON_LIMIT: its length goes with the
-# machine's speed (CI's machine took over 300 s for a --luns run of 760 batches that takes 70
+# machine's speed (CI's machine took over 300 s for a --luns run of 760 batches that takes 20
 # here).  Its moves are: none in 300 s means the cluster hangs.
 restripe_on() {
 	local n=$1 job last=-1 at since=$SECONDS rc

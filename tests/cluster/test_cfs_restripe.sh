@@ -15,7 +15,11 @@ C up 3 >/dev/null && ok "cluster of 3 nodes up" || { not_ok "cluster up"; finish
 truncate -s 64M "$T/lun0" "$T/lun1"
 "$BIN/cvm" create data "$T/lun0" "$T/lun1" >/dev/null
 "$BIN/mkfs.cfs" -p corosync -J 3 data >/dev/null
-for n in 1 2 3; do check "node $n mounts dboptimized" mount_on $n dboptimized; done
+# Node 1's daemon runs its restripe: the test's gate (below) goes in its environment.
+mkdir -p "$(M 1)"
+check "node 1 mounts dboptimized" on 1 env CVM_RESTRIPE_HOLD="$T/hold" "$BIN/cfs" mount data "$(M 1)" \
+	-o "log=$T/cfsd1.log,dboptimized"
+for n in 2 3; do check "node $n mounts dboptimized" mount_on $n dboptimized; done
 check "node 1 writes two files before the grow" on 1 bash -c \
 	"head -c 16M /dev/urandom >'$(M 1)/before1' && head -c 16M /dev/urandom >'$(M 1)/before2'"
 on 1 bash -c "cd '$(M 1)' && sha256sum before1 before2" >"$T/sums"
@@ -52,11 +56,12 @@ for n in 1 2 3; do check_soon 120 "node $n's ODM instance stamps its file" grep 
 
 under_way() { "$BIN/cvm" show data | grep -q '% done'; }
 moved_past() { [ "$(restripe_json moves_done)" -ge "$1" ]; }
-# The run waits before a batch while $T/hold says that many moves are done (CVM_RESTRIPE_HOLD,
-# cvm/restripe.c): here after its first, so that it is still under way for the checks below
-# however fast the machine moves the data and however slowly it remounts node 2.
+# The run waits before a batch while $T/hold says that many moves are done (CVM_RESTRIPE_HOLD
+# of the daemon that runs it, cvm/restripe.c): here after its first, so that it is still under
+# way for the checks below however fast the machine moves the data and however slowly it
+# remounts node 2.
 echo 1 >"$T/hold"
-ON_LIMIT=0 on 1 env CVM_RESTRIPE_HOLD="$T/hold" "$BIN/cvm" --scan "$T" restripe data --rate 2 \
+ON_LIMIT=0 on 1 "$BIN/cvm" --scan "$T" restripe data --rate 2 \
 	>"$T/restripe1.out" 2>&1 &
 job=$!
 check_soon 120 "node 1's restripe of the volume mounted on three nodes is under way" under_way
@@ -92,6 +97,7 @@ wait $job
 code=$?
 [ $code -eq 3 ] && ok "Ctrl-C on node 1 pauses the restripe (exit 3)" ||
 	not_ok "Ctrl-C: exit $code, $(cat "$T/restripe1.out")"
+rm "$T/hold"
 check "node 3 logged that it no longer follows it" grep -q "no longer following a restripe" "$T/cfsd3.log"
 expect 0 "restriped: one stripe set of width 256.0 KiB over 4 LUNs" \
 	"node 3 finishes the paused restripe, all three nodes still mounted" -- restripe_on 3
