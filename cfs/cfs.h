@@ -83,6 +83,10 @@ struct cfs_mount_opts {
 	/* cluster: most lock grants kept cached once unused (0: CFS_LOCK_CACHE_DEFAULT); past
 	 * it the oldest go back to the lock manager, whose tables every member keeps */
 	uint32_t lock_cache;
+	/* cluster with quotas: seconds between folds of this node's charges into the ids'
+	 * records, which is how far what other nodes show lags (0: CFS_QUOTA_FOLD_DEFAULT,
+	 * CFS_QUOTA_FOLD_NEVER: only when an exact figure or a refusal needs it) */
+	uint32_t quota_fold;
 	/* Called once the lock manager is up, before anything past the superblock is read: a
 	 * cluster node joins a restripe another node runs (cfsd/restripe_cluster.c).  An error
 	 * fails the mount. */
@@ -96,6 +100,9 @@ struct cfs_mount_opts {
 };
 #define CFS_LOCK_CACHE_DEFAULT 50000
 #define CFS_LOCK_CACHE_MIN 16
+#define CFS_QUOTA_FOLD_DEFAULT 10
+#define CFS_QUOTA_FOLD_MAX 3600
+#define CFS_QUOTA_FOLD_NEVER UINT32_MAX
 /* Is name a lock protocol: local, corosync or dlm? */
 bool cfs_lockproto_valid(const char *name);
 /* Record another lock protocol; refused unless every slot's journal is empty (the filesystem

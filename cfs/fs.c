@@ -234,6 +234,8 @@ static void fs_free(struct cfs_fs *fs)
 	pthread_mutex_destroy(&fs->jio_lock);
 	pthread_mutex_destroy(&fs->flock_mutex);
 	pthread_mutex_destroy(&fs->text_mutex);
+	pthread_mutex_destroy(&fs->folder_lock);
+	pthread_cond_destroy(&fs->folder_wake);
 	pthread_mutex_destroy(&fs->lock);
 	pthread_rwlock_destroy(&fs->vol_lock);
 	pthread_cond_destroy(&fs->commit_wake);
@@ -442,6 +444,8 @@ int cfs_mount(struct cvm_volume *vol, const struct cfs_mount_opts *o, struct cfs
 	pthread_mutex_init(&fs->jio_lock, NULL);
 	pthread_mutex_init(&fs->flock_mutex, NULL);
 	pthread_mutex_init(&fs->text_mutex, NULL);
+	pthread_mutex_init(&fs->folder_lock, NULL);
+	pthread_cond_init(&fs->folder_wake, NULL);
 	fs->aio_vol = vol;
 	pthread_cond_init(&fs->commit_wake, NULL);
 	pthread_cond_init(&fs->glock_cond, NULL);
@@ -491,6 +495,12 @@ int cfs_mount(struct cvm_volume *vol, const struct cfs_mount_opts *o, struct cfs
 		rc = start_fs(fs);
 	if (!rc && (rc = pthread_create(&fs->committer, NULL, committer, fs)))
 		rc = -rc;
+	fs->quota_fold_s = o->quota_fold ? o->quota_fold : CFS_QUOTA_FOLD_DEFAULT;
+	if (!rc && (rc = cfs_quota_folder_start(fs))) {
+		cfs_set_error("quota folder: cannot start a thread");
+		cfs_unmount(fs);
+		return rc;
+	}
 	if (rc) {
 		fs_free(fs);
 		return rc;
@@ -501,6 +511,7 @@ int cfs_mount(struct cvm_volume *vol, const struct cfs_mount_opts *o, struct cfs
 
 int cfs_unmount(struct cfs_fs *fs)
 {
+	cfs_quota_folder_stop(fs); /* it takes the glock to fold */
 	cfs_recovery_stop(fs); /* it takes the glock for dead slots' orphans */
 	pthread_mutex_lock(&fs->lock);
 	/* The kernel's references are gone with the mount: unlinked inodes go now (on a cluster

@@ -553,6 +553,11 @@ int cfs_quota_fold_all(struct cfs_fs *fs);
 /* This node's charges of the id not yet folded (for what it shows under PR). */
 int cfs_quota_grant_delta(struct cfs_fs *fs, unsigned type, uint32_t id, int64_t *bytes,
 			  int64_t *inodes);
+/* Cluster mounts with quotas: a thread folds what this node charged to its grants into the
+ * records every fs->quota_fold_s seconds (none for CFS_QUOTA_FOLD_NEVER, read-only and
+ * one-node mounts).  Stopped before the unmount lets the glocks go. */
+int cfs_quota_folder_start(struct cfs_fs *fs);
+void cfs_quota_folder_stop(struct cfs_fs *fs);
 /* fn for every record in slot's change file that holds a grant or a charge (fsck). */
 typedef int (*cfs_quota_change_fn)(void *arg, unsigned type, uint32_t id,
 				   struct cfs_dquot_change *c, struct cfs_buf *b);
@@ -726,6 +731,14 @@ struct cfs_fs {
 	void (*recovering)(void *arg, struct cfs_fs *fs, uint32_t node, bool before);
 	void *locks_arg;
 	uint32_t lock_cache_limit; /* the most lock grants kept cached (cluster) */
+	/* the quota folder (quota_grant.c): this node's charges into the records every
+	 * quota_fold_s seconds, so that what every node shows lags by at most that */
+	uint32_t quota_fold_s;
+	bool quota_charged; /* under fs->lock: a charge to this node's grants since its fold */
+	bool folder_running, folder_stop;
+	pthread_t folder;
+	pthread_mutex_t folder_lock;
+	pthread_cond_t folder_wake;
 	uint32_t failure_detection_ms; /* the lock manager's, asked once at mount (fence.c) */
 	struct cfslock_events lock_events;
 	struct cfs_lease_page *lease_page; /* shared with libodm's processes (fence.c) */

@@ -25,6 +25,7 @@
 #include "cfs/internal.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -128,6 +129,35 @@ static int put(struct cfs_fs *fs, struct cfs_inode *ip, int rc)
 	return rc ? rc : p;
 }
 
+/* Slot's change file's glock EX here (under the metadata glock EX), for
+ * cfs_quota_changes_each, which gets the inode itself: the cache counts no references, so
+ * an inode got twice would be freed by the first put. */
+static int lock_change_file(struct cfs_fs *fs, uint32_t slot)
+{
+	struct cfs_inode *ip;
+	int rc = change_file(fs, slot, false, &ip);
+	return put(fs, ip, rc);
+}
+
+/* A slot's record c (in block cb) folded into the id's global record q: its charges into
+ * used, its grant given back. */
+static void fold_change(struct cfs_fs *fs, struct cfs_dquot *q, struct cfs_dquot_change *c,
+			struct cfs_buf *cb)
+{
+	if (empty(c))
+		return;
+	q->used_bytes = add_signed(q->used_bytes, c->delta_bytes);
+	q->used_inodes = add_signed(q->used_inodes, c->delta_inodes);
+	if (finite(c->grant_bytes))
+		q->granted_bytes -= c->grant_bytes < q->granted_bytes ? c->grant_bytes
+								      : q->granted_bytes;
+	if (finite(c->grant_inodes))
+		q->granted_inodes -= c->grant_inodes < q->granted_inodes ? c->grant_inodes
+									 : q->granted_inodes;
+	memset(c, 0, sizeof *c);
+	cfs_bdirty(fs, cb);
+}
+
 /* One slot's record of the id folded into q (its grant given back). */
 static int fold_slot(struct cfs_fs *fs, uint32_t slot, unsigned type, uint32_t id,
 		     struct cfs_dquot *q)
@@ -138,18 +168,8 @@ static int fold_slot(struct cfs_fs *fs, uint32_t slot, unsigned type, uint32_t i
 	int rc = change_file(fs, slot, false, &ip);
 	if (!rc && ip)
 		rc = change_record(fs, ip, type, id, false, &b, &c);
-	if (!rc && c && !empty(c)) {
-		q->used_bytes = add_signed(q->used_bytes, c->delta_bytes);
-		q->used_inodes = add_signed(q->used_inodes, c->delta_inodes);
-		if (finite(c->grant_bytes))
-			q->granted_bytes -= c->grant_bytes < q->granted_bytes ? c->grant_bytes
-									      : q->granted_bytes;
-		if (finite(c->grant_inodes))
-			q->granted_inodes -= c->grant_inodes < q->granted_inodes
-						     ? c->grant_inodes : q->granted_inodes;
-		memset(c, 0, sizeof *c);
-		cfs_bdirty(fs, b);
-	}
+	if (!rc && c)
+		fold_change(fs, q, c, b);
 	return put(fs, ip, rc);
 }
 
@@ -188,7 +208,7 @@ int cfs_quota_regrant(struct cfs_fs *fs, unsigned type, uint32_t id, struct cfs_
 	int rc = cfs_quota_fold_own(fs, type, id, q);
 	if (rc || (rc = change_file(fs, fs->slot, true, &ip)))
 		return rc;
-	if (!(rc = change_record(fs, ip, type, id, true, &b, &c))) {
+	if (!(rc = change_record(fs, ip, type, id, true, &b, &c)) && c) {
 		/* A soft limit is the ceiling: past it, each charge is checked for its grace. */
 		uint64_t cb = q->soft_bytes ? q->soft_bytes : q->hard_bytes;
 		uint64_t ci = q->soft_inodes ? q->soft_inodes : q->hard_inodes;
@@ -288,6 +308,7 @@ int cfs_quota_grant_charge(struct cfs_fs *fs, unsigned type, uint32_t id, int64_
 			(long long)c->delta_bytes, (unsigned long long)c->grant_bytes,
 			(long long)c->delta_inodes, (unsigned long long)c->grant_inodes);
 	cfs_bdirty(fs, b);
+	fs->quota_charged = true;
 	return put(fs, ip, 0);
 }
 
@@ -334,32 +355,126 @@ int cfs_quota_changes_each(struct cfs_fs *fs, uint32_t slot, cfs_quota_change_fn
 	return put(fs, ip, rc);
 }
 
-struct fold_all {
-	struct cfs_fs *fs;
-	uint32_t slot;
-};
-
 static int fold_one(void *arg, unsigned type, uint32_t id, struct cfs_dquot_change *c,
 		    struct cfs_buf *cb)
 {
-	(void)c, (void)cb;
-	struct fold_all *f = arg;
+	struct cfs_fs *fs = arg;
 	struct cfs_dquot *q;
 	struct cfs_buf *b;
-	int rc = cfs_quota_record(f->fs, type, id, true, &b, &q);
-	if (!rc && !(rc = fold_slot(f->fs, f->slot, type, id, q)))
-		cfs_bdirty(f->fs, b);
+	int rc = cfs_quota_record(fs, type, id, true, &b, &q);
+	if (!rc) {
+		fold_change(fs, q, c, cb);
+		cfs_bdirty(fs, b);
+	}
 	return rc;
 }
 
 int cfs_quota_fold_all(struct cfs_fs *fs)
 {
 	int rc = 0;
-	for (uint32_t s = 0; s < fs->sb.nslots && !rc; s++) {
-		struct cfs_inode *ip;
-		struct fold_all f = {fs, s};
-		if (!(rc = change_file(fs, s, false, &ip)))
-			rc = put(fs, ip, cfs_quota_changes_each(fs, s, fold_one, &f));
-	}
+	for (uint32_t s = 0; s < fs->sb.nslots && !rc; s++)
+		if (!(rc = lock_change_file(fs, s)))
+			rc = cfs_quota_changes_each(fs, s, fold_one, fs);
 	return rc;
+}
+
+/* ---- the folder: what this node charged reaches the records within quota_fold_s ---- */
+
+/* A grant less what was charged against it: the node may charge as much as before the fold,
+ * and used + granted stays what it was (frees keep the grant: the node could charge more
+ * before, not less). */
+static void take_from_grant(uint64_t *grant, uint64_t *granted, int64_t charged)
+{
+	if (!finite(*grant) || charged <= 0)
+		return;
+	uint64_t d = (uint64_t)charged < *grant ? (uint64_t)charged : *grant;
+	*grant -= d;
+	*granted -= d < *granted ? d : *granted;
+}
+
+static int fold_charges(void *arg, unsigned type, uint32_t id, struct cfs_dquot_change *c,
+			struct cfs_buf *cb)
+{
+	struct cfs_fs *fs = arg;
+	struct cfs_dquot *q;
+	struct cfs_buf *b;
+	if (!c->delta_bytes && !c->delta_inodes)
+		return 0;
+	int rc = cfs_quota_record(fs, type, id, true, &b, &q);
+	if (rc)
+		return rc;
+	q->used_bytes = add_signed(q->used_bytes, c->delta_bytes);
+	q->used_inodes = add_signed(q->used_inodes, c->delta_inodes);
+	take_from_grant(&c->grant_bytes, &q->granted_bytes, c->delta_bytes);
+	take_from_grant(&c->grant_inodes, &q->granted_inodes, c->delta_inodes);
+	c->delta_bytes = c->delta_inodes = 0;
+	cfs_bdirty(fs, b);
+	cfs_bdirty(fs, cb);
+	return 0;
+}
+
+/* Under the metadata glock EX, in one transaction with nothing else: a crash before its
+ * commit leaves the charges in the change file, where the fold after recovery finds them. */
+static int fold_charges_here(struct cfs_fs *fs)
+{
+	int rc = cfs_op_begin(fs, true);
+	if (rc)
+		return rc;
+	if (fs->quota_charged && !(rc = lock_change_file(fs, fs->slot)))
+		rc = cfs_quota_changes_each(fs, fs->slot, fold_charges, fs);
+	if (!rc)
+		fs->quota_charged = false;
+	cfs_op_end(fs);
+	return rc;
+}
+
+static bool charged(struct cfs_fs *fs)
+{
+	pthread_mutex_lock(&fs->lock);
+	bool due = fs->quota_charged;
+	pthread_mutex_unlock(&fs->lock);
+	return due;
+}
+
+static void *folder(void *arg)
+{
+	struct cfs_fs *fs = arg;
+	int last = 0;
+	pthread_mutex_lock(&fs->folder_lock);
+	while (!fs->folder_stop) {
+		struct timespec until = cfs_deadline_after_ns(fs->quota_fold_s * 1000000000ull);
+		pthread_cond_timedwait(&fs->folder_wake, &fs->folder_lock, &until);
+		if (fs->folder_stop)
+			break;
+		pthread_mutex_unlock(&fs->folder_lock);
+		int rc = charged(fs) ? fold_charges_here(fs) : 0;
+		if (rc && rc != last) /* once per kind of failure, not every round */
+			cfs_log(fs, "quota: folding this node's charges into the records: %s",
+				strerror(-rc));
+		last = rc;
+		pthread_mutex_lock(&fs->folder_lock);
+	}
+	pthread_mutex_unlock(&fs->folder_lock);
+	return NULL;
+}
+
+int cfs_quota_folder_start(struct cfs_fs *fs)
+{
+	if (!fs->cluster || fs->ro || !cfs_quota_on(fs) || fs->quota_fold_s == CFS_QUOTA_FOLD_NEVER)
+		return 0;
+	int rc = -pthread_create(&fs->folder, NULL, folder, fs);
+	fs->folder_running = !rc;
+	return rc;
+}
+
+void cfs_quota_folder_stop(struct cfs_fs *fs)
+{
+	if (!fs->folder_running)
+		return;
+	pthread_mutex_lock(&fs->folder_lock);
+	fs->folder_stop = true;
+	pthread_cond_broadcast(&fs->folder_wake);
+	pthread_mutex_unlock(&fs->folder_lock);
+	pthread_join(fs->folder, NULL);
+	fs->folder_running = false;
 }

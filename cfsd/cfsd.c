@@ -60,6 +60,9 @@ static void usage(FILE *out)
 		"                   journal is replayed (default: wait the fence interval)\n"
 		"     lock_cache=N  cluster: keep at most N unused lock grants cached (default\n"
 		"                   50000); past it the oldest are given back\n"
+		"     quota_fold=S  cluster with quotas: what this node charged reaches every\n"
+		"                   node's figures within S seconds (default 10; 0: only when\n"
+		"                   an exact figure or a refusal needs it)\n"
 		"     ro, rw        read-only or read-write (default rw)\n"
 		"     nowriteback   one-node normal mount: each write reaches the daemon before\n"
 		"                   it returns (default: the kernel caches writes, write-back)\n"
@@ -159,6 +162,16 @@ static int parse_opts(struct opts *o, char *list)
 				return -EINVAL;
 			}
 			o->m.lock_cache = (uint32_t)n;
+		} else if (klen == 10 && !strncmp(opt, "quota_fold", 10) && val) {
+			char *end;
+			unsigned long n = strtoul(val, &end, 10);
+			if (!*val || *end || n > CFS_QUOTA_FOLD_MAX) {
+				fprintf(stderr, "cfsd: quota_fold=%s: give a number of seconds from 0 "
+						"(only when needed) to %d (default %d)\n", val,
+					CFS_QUOTA_FOLD_MAX, CFS_QUOTA_FOLD_DEFAULT);
+				return -EINVAL;
+			}
+			o->m.quota_fold = n ? (uint32_t)n : CFS_QUOTA_FOLD_NEVER;
 		} else if (klen == 5 && !strncmp(opt, "fence", 5) && val) {
 			o->m.fence_program = val;
 		} else if (klen == 3 && !strncmp(opt, "log", 3) && val) {

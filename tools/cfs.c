@@ -51,8 +51,8 @@ static void usage(FILE *out)
 		"       umount.cfs DIR [-l] [-f]                (as called by umount DIR)\n"
 
 		"Mount options: dboptimized, cluster=local|corosync|dlm, node=SLOT, ro, rw, nowriteback,\n"
-		"namecache, nouring, scan=PATHS, log=FILE, fence=PROGRAM, lock_cache=N, odm_group=GROUP,\n"
-		"and FUSE's (allow_other, ...).\n"
+		"namecache, nouring, scan=PATHS, log=FILE, fence=PROGRAM, lock_cache=N, quota_fold=S,\n"
+		"odm_group=GROUP, and FUSE's (allow_other, ...).\n"
 		"See cfs(8).\n"
 		"Exit status: 0 done, 1 failed, 2 bad usage.\n");
 }

@@ -33,6 +33,8 @@ expect 2 "unknown mount option 'bogus'" "mount: bad option" -- "$BIN/cfs" mount 
 expect 2 "not supported: open files with O_SYNC" "mount: sync is refused, saying what to use" -- "$BIN/cfs" mount v "$M" -o sync
 expect 2 "node=x" "mount: bad slot number" -- "$BIN/cfs" mount v "$M" -o node=x
 expect 2 "lock_cache=5: give a number of locks from 16" "mount: a lock cache below the minimum" -- "$BIN/cfs" mount v "$M" -o lock_cache=5
+expect 2 "quota_fold=1h: give a number of seconds from 0" "mount: a fold interval that is no number" -- "$BIN/cfs" mount v "$M" -o quota_fold=1h
+expect 2 "quota_fold=3601: give a number of seconds from 0" "mount: a fold interval past an hour" -- "$BIN/cfs" mount v "$M" -o quota_fold=3601
 expect 1 "slot 5 does not exist" "mount: a slot beyond the filesystem's" -- "$BIN/cfs" mount v "$M" -o node=5
 expect 2 "give local, corosync or dlm" "mount: an unknown lock protocol" -- "$BIN/cfs" mount v "$M" -o cluster=gfs
 expect 1 "a fence program is for cluster mounts" "mount: fence= on a local filesystem" -- "$BIN/cfs" mount v "$M" -o fence=/bin/true

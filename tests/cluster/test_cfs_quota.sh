@@ -11,14 +11,17 @@
 # with a node frozen whole while it writes, the others recover it and fill the rest of the
 # limit, no more, and the thawed node fences itself; a node writing far from its limit sends
 # no lock message, and a lower limit set elsewhere holds at once; a node killed at random steps
-# of a quota-heavy workload leaves usage equal to the files (fsck.cfs -n, which counts every
-# id's usage, is clean at the end, and after fsck.cfs -y folds the grants).
+# of a quota-heavy workload leaves usage equal to the files; what a node charged reaches the
+# others' figures within its fold interval (fsck.cfs -n, which counts every id's usage, is
+# clean at the end, and after fsck.cfs -y folds the grants).
 . "$(dirname "$0")/cfs_lib.sh" "cfs quotas on a cluster"
 C up 3 >/dev/null && ok "cluster of 3 nodes up" || { not_ok "cluster up"; finish; }
 chmod 755 "$T" # the user of the checks reaches the mounts
 make_data 64
 check "mkfs.cfs -p corosync -O quota,project" "$BIN/mkfs.cfs" -p corosync -J 4 -O quota,project data
-for n in 1 2 3; do check "node $n mounts" mount_on $n "fence=$(held_fence)"; done
+# No fold on a timer until the end (quota_fold=0): the checks that count lock messages would
+# race it.  Node 3, mounted again after each kill below, folds every 10 s (the default).
+for n in 1 2 3; do check "node $n mounts" mount_on $n "fence=$(held_fence),quota_fold=0"; done
 
 as_user() { # NODE UID CMD...
 	local n=$1 u=$2
@@ -214,7 +217,7 @@ check "user 1003's usage is the same after the thaw" test "$(quota_field 3 -u 10
 check "node 2 unmounts" umount_on 2
 check_soon 60 "node 2's fenced cfsd exited" gone "$cfsd"
 C wait-quorum 2 yes 60 >/dev/null 2>&1
-check "node 2 mounts again" mount_on 2 "fence=$(held_fence)"
+check "node 2 mounts again" mount_on 2 "fence=$(held_fence),quota_fold=0"
 check "node 2 shows the same usage" test "$(quota_field 2 -u 1003 used_bytes)" = "$used"
 
 # Grants: a node far from its limit charges its own grant, in its own journal, without a lock
@@ -284,6 +287,35 @@ for round in 1 2 3; do
 	check "... and its inodes ($(quota_field 1 -u 1005 used_inodes), $inodes)" \
 		test "$(quota_field 1 -u 1005 used_inodes)" = "$inodes"
 done
+
+# The fold: what node 3 charged to its grant reaches the records every node shows (df in a
+# project directory on node 1, which takes no grant back) within its interval, 10 s.  Node 3's
+# first write takes the grant under the metadata glock EX, charged in the records at once;
+# node 1's df takes the glock PR, so node 3's next writes go under PR, against the grant, and
+# reach the records only with the fold.
+on 1 mkdir "$(M 1)/fold"
+check "project 11 on a directory, limit 48 MiB" on 1 bash -c \
+	"chattr +P -p 11 '$(M 1)/fold' && '$BIN/cfs' quota set '$(M 1)' -p 11 --blocks-hard 48M"
+check "node 3 writes 1 MiB into project 11 (its grant taken)" \
+	on 3 dd if=/dev/zero of="$(M 3)/fold/f" bs=1M count=1 oflag=direct status=none
+df_used() { on 1 df -B1 --output=used "$(M 1)/fold" | tail -1; }
+before=$(df_used)
+# (What df shows there is the project's, the filesystem having more room than the limit.)
+check "node 1's df of project 11 shows node 3's first MiB ($before bytes)" \
+	test "$before" -ge $((1 << 20)) -a "$before" -lt $((2 << 20))
+check "node 3 writes 8 MiB more" on 3 dd if=/dev/zero of="$(M 3)/fold/f" bs=1M count=8 seek=1 \
+	oflag=direct conv=notrunc status=none
+folded() { [ "$(df_used)" -ge $((before + (8 << 20))) ]; }
+check_soon 60 "node 1's df of project 11 shows node 3's 8 MiB more once node 3 folded its charges" folded
+grep -q "quota: folding" "$T/cfsd3.log" && not_ok "node 3 failed to fold: $(grep "quota: folding" "$T/cfsd3.log")"
+# A report folds every node's charges first: node 3's next MiB, not folded yet, is in it.
+check "node 3 writes 1 MiB more" on 3 dd if=/dev/zero of="$(M 3)/fold/f" bs=1M count=1 seek=9 \
+	oflag=direct conv=notrunc status=none
+reported=$(on 1 "$BIN/cfs" quota report "$(M 1)" -p --json |
+	python3 -c "import json,sys; print([r['used_bytes'] for r in json.load(sys.stdin) if r['id'] == 11][0])")
+held=$(on 1 du -s -B1 "$(M 1)/fold" | cut -f1)
+check "cfs quota report on node 1: project 11 uses what its files hold ($reported, $held bytes)" \
+	test "$reported" = "$held"
 
 u1004=$(quota_field 1 -u 1004 used_bytes)
 for n in 1 2 3; do check "node $n unmounts" umount_on $n; done
