@@ -139,6 +139,24 @@ static int lock_change_file(struct cfs_fs *fs, uint32_t slot)
 	return put(fs, ip, rc);
 }
 
+/* A slot's charges c moved into the id's global record q. */
+static void charges_into(struct cfs_dquot *q, struct cfs_dquot_change *c)
+{
+	q->used_bytes = add_signed(q->used_bytes, c->delta_bytes);
+	q->used_inodes = add_signed(q->used_inodes, c->delta_inodes);
+	c->delta_bytes = c->delta_inodes = 0;
+}
+
+/* n of a grant given back: out of it, and out of the record's granted. */
+static void give_back(uint64_t *grant, uint64_t *granted, uint64_t n)
+{
+	if (!finite(*grant))
+		return;
+	n = n < *grant ? n : *grant;
+	*grant -= n;
+	*granted -= n < *granted ? n : *granted;
+}
+
 /* A slot's record c (in block cb) folded into the id's global record q: its charges into
  * used, its grant given back. */
 static void fold_change(struct cfs_fs *fs, struct cfs_dquot *q, struct cfs_dquot_change *c,
@@ -146,14 +164,9 @@ static void fold_change(struct cfs_fs *fs, struct cfs_dquot *q, struct cfs_dquot
 {
 	if (empty(c))
 		return;
-	q->used_bytes = add_signed(q->used_bytes, c->delta_bytes);
-	q->used_inodes = add_signed(q->used_inodes, c->delta_inodes);
-	if (finite(c->grant_bytes))
-		q->granted_bytes -= c->grant_bytes < q->granted_bytes ? c->grant_bytes
-								      : q->granted_bytes;
-	if (finite(c->grant_inodes))
-		q->granted_inodes -= c->grant_inodes < q->granted_inodes ? c->grant_inodes
-									 : q->granted_inodes;
+	charges_into(q, c);
+	give_back(&c->grant_bytes, &q->granted_bytes, c->grant_bytes);
+	give_back(&c->grant_inodes, &q->granted_inodes, c->grant_inodes);
 	memset(c, 0, sizeof *c);
 	cfs_bdirty(fs, cb);
 }
@@ -380,41 +393,31 @@ int cfs_quota_fold_all(struct cfs_fs *fs)
 
 /* ---- the folder: what this node charged reaches the records within quota_fold_s ---- */
 
-/* A grant less what was charged against it: the node may charge as much as before the fold,
- * and used + granted stays what it was (frees keep the grant: the node could charge more
- * before, not less). */
-static void take_from_grant(uint64_t *grant, uint64_t *granted, int64_t charged)
-{
-	if (!finite(*grant) || charged <= 0)
-		return;
-	uint64_t d = (uint64_t)charged < *grant ? (uint64_t)charged : *grant;
-	*grant -= d;
-	*granted -= d < *granted ? d : *granted;
-}
-
+/* The folder's fold of c: its charges into q, and its grant less what they took, so that
+ * used + granted stays what it was and the node may charge what it could before (frees
+ * keep the grant: the node could charge more before, not less). */
 static int fold_charges(void *arg, unsigned type, uint32_t id, struct cfs_dquot_change *c,
 			struct cfs_buf *cb)
 {
 	struct cfs_fs *fs = arg;
 	struct cfs_dquot *q;
 	struct cfs_buf *b;
-	if (!c->delta_bytes && !c->delta_inodes)
+	int64_t bytes = c->delta_bytes, inodes = c->delta_inodes;
+	if (!bytes && !inodes)
 		return 0;
 	int rc = cfs_quota_record(fs, type, id, true, &b, &q);
 	if (rc)
 		return rc;
-	q->used_bytes = add_signed(q->used_bytes, c->delta_bytes);
-	q->used_inodes = add_signed(q->used_inodes, c->delta_inodes);
-	take_from_grant(&c->grant_bytes, &q->granted_bytes, c->delta_bytes);
-	take_from_grant(&c->grant_inodes, &q->granted_inodes, c->delta_inodes);
-	c->delta_bytes = c->delta_inodes = 0;
+	charges_into(q, c);
+	give_back(&c->grant_bytes, &q->granted_bytes, bytes > 0 ? (uint64_t)bytes : 0);
+	give_back(&c->grant_inodes, &q->granted_inodes, inodes > 0 ? (uint64_t)inodes : 0);
 	cfs_bdirty(fs, b);
 	cfs_bdirty(fs, cb);
 	return 0;
 }
 
-/* Under the metadata glock EX, in one transaction with nothing else: a crash before its
- * commit leaves the charges in the change file, where the fold after recovery finds them. */
+/* Under the metadata glock EX.  The change file and the records change in one transaction:
+ * a crash leaves the charges in one or the other, never both or neither. */
 static int fold_charges_here(struct cfs_fs *fs)
 {
 	int rc = cfs_op_begin(fs, true);

@@ -7,7 +7,8 @@
 # volume, on the three nodes at once, each node in a directory of its own: creates (create +
 # 4 KiB write + close, for BENCH_SECONDS, default 5; at most 1,000 files per node; also on
 # node 1 alone first) and 1 MiB writes with O_DIRECT into new space (BENCH_QUOTA_MB per node,
-# default 16; the LUNs grow with it).  Printed: the rates, their ratios quota/no-quota, the
+# default 16; the LUNs grow with it), then the same writes as another user, far from its
+# limit.  Printed: the rates, their ratios quota/no-quota, the
 # lock messages the nodes sent per 100 files and per MiB written; then the three append 64 KiB
 # writes into the project until EDQUOT: how far under the limit the first refusal left the
 # usage, and the lock messages per MiB meanwhile.  Issue 67's target is 0.97x.
@@ -58,7 +59,9 @@ for kind in -u -g -p; do
 	on 1 "$bin/cfs" quota set "$(MV on 1)" "$kind" "$id" --blocks-hard "$limit" >/dev/null
 done
 
-as_user() { local n=$1; shift; on "$n" setpriv --reuid 1000 --regid 1000 --clear-groups "$@"; }
+# The work runs as user $quser (1000: the ids at 95 %) in directory $wdir of each volume.
+quser=1000 wdir=w
+as_user() { local n=$1; shift; on "$n" setpriv --reuid "$quser" --regid "$quser" --clear-groups "$@"; }
 # creates VOLUME NODE: files a second made for $secs s in the node's own directory.
 creates() {
 	as_user "$2" /usr/bin/python3 - "$(MV "$1" "$2")/w/c$2" "$secs" <<'PY'
@@ -76,7 +79,7 @@ PY
 }
 # writes VOLUME NODE: MB/s of $mb MiB of 1 MiB O_DIRECT writes into a new file.
 writes() {
-	as_user "$2" dd if=/dev/zero of="$(MV "$1" "$2")/w/d$2" bs=1M count="$mb" oflag=direct 2>&1 |
+	as_user "$2" dd if=/dev/zero of="$(MV "$1" "$2")/$wdir/d$2" bs=1M count="$mb" oflag=direct 2>&1 |
 		awk '/copied/ { printf "%d\n", $(NF-1) * ($NF == "GB/s" ? 1000 : $NF == "kB/s" ? 0.001 : 1) }'
 }
 messages() { # VOLUME: lock messages the three nodes sent so far
@@ -94,7 +97,7 @@ at_once() {
 	for n in 1 2 3; do sum=$((sum + $(cat "$dir/$1.$2.$n"))); done
 	echo $sum
 }
-declare -A rate msgs cmsgs
+declare -A rate msgs cmsgs fmsgs
 for v in off on; do
 	rate[alone$v]=$(creates $v 1)
 	before=$(messages $v)
@@ -104,6 +107,12 @@ for v in off on; do
 	before=$(messages $v)
 	rate[writes$v]=$(at_once writes $v)
 	msgs[$v]=$(( ($(messages $v) - before) / (3 * mb) ))
+	# The same writes as user 1001, far from a limit of 20 times what they take.
+	on 1 bash -c "mkdir '$(MV $v 1)/far' && chown 1001:1001 '$(MV $v 1)/far'"
+	[ $v = on ] && on 1 "$bin/cfs" quota set "$(MV on 1)" -u 1001 --blocks-hard $((60 * mb))M >/dev/null
+	before=$(messages $v)
+	rate[far$v]=$(quser=1001 wdir=far at_once writes $v)
+	fmsgs[$v]=$(( ($(messages $v) - before) / (3 * mb) ))
 done
 printf '%-44s %10s %10s %8s\n' "" "no quota" "quota 95%" "ratio"
 printf '%-44s %10s %10s %8s\n' "node 1 alone: create + 4 KiB write + close" "${rate[aloneoff]}" "${rate[aloneon]}" "$(ratio "${rate[aloneon]}" "${rate[aloneoff]}")x"
@@ -112,6 +121,8 @@ printf '%-44s %10s %10s %8s\n' "create + 4 KiB write + close (files/s)" "${rate[
 printf '%-44s %10s %10s\n' "lock messages per 100 files made" "${cmsgs[off]}" "${cmsgs[on]}"
 printf '%-44s %10s %10s %8s\n' "1 MiB O_DIRECT writes, new space (MB/s)" "${rate[writesoff]}" "${rate[writeson]}" "$(ratio "${rate[writeson]}" "${rate[writesoff]}")x"
 printf '%-44s %10s %10s\n' "lock messages per MiB written" "${msgs[off]}" "${msgs[on]}"
+printf '%-44s %10s %10s %8s\n' "the same, another user far from its limit" "${rate[faroff]}" "${rate[faron]}" "$(ratio "${rate[faron]}" "${rate[faroff]}")x"
+printf '%-44s %10s %10s\n' "lock messages per MiB written" "${fmsgs[off]}" "${fmsgs[on]}"
 # How early a write is refused: the three nodes append 64 KiB writes into the project at once
 # until EDQUOT; the distance of the usage from the limit then.
 append_until_full() {
