@@ -200,6 +200,7 @@ static void fill_status(struct cfsd *d, ControlStatus *s, struct cfs_status *st,
 /* A request waiting for a worker. */
 struct request {
 	ControlRequest *req;
+	bool malformed; /* not what its encoding said (see take_message) */
 	struct request *next;
 };
 
@@ -305,7 +306,7 @@ static void send_reply(struct conn *c, const ControlReply *reply, int pass)
 	cfs_control_send_message_fd(c->fd, &c->send_lock, &reply->base, pass);
 }
 
-static void serve(struct conn *c, const ControlRequest *req)
+static void serve(struct conn *c, const ControlRequest *req, bool malformed)
 {
 	struct cfsd *d = c->ctl->d;
 	ControlReply reply = CONTROL_REPLY__INIT;
@@ -316,7 +317,13 @@ static void serve(struct conn *c, const ControlRequest *req)
 	struct lock_list locks = {0};
 	int pass = -1;
 	struct quota_reply_mem quota = {0};
-	if (quota_is_request(req)) {
+	if (malformed) {
+		reply.error = EINVAL;
+		reply.message = "the request is not as it was sent: a string with a NUL byte in it, "
+				"a field given twice or an encoding longer than needed; nothing done";
+		cfs_log(d->fs, "control: %s sent a malformed request (op %d): refused",
+			odm_client_owner(c->odm), (int)req->op);
+	} else if (quota_is_request(req)) {
 		quota_handle(d, odm_client_uid(c->odm), req, &reply, &quota);
 	} else if (!odm_is_request(req) && req->op != CONTROL_REQUEST__OP__STATUS &&
 		   odm_client_uid(c->odm) != 0) {
@@ -490,7 +497,7 @@ static void *worker_thread(void *arg)
 			c->queued--;
 			c->serving = true;
 			pthread_mutex_unlock(&ctl->lock);
-			serve(c, r->req);
+			serve(c, r->req, r->malformed);
 			control_request__free_unpacked(r->req, NULL);
 			free(r);
 			pthread_mutex_lock(&ctl->lock);
@@ -509,7 +516,7 @@ static void *worker_thread(void *arg)
 }
 
 /* A request for the workers (ctl->lock held); a worker more if none is idle. */
-static int queue_request(struct conn *c, ControlRequest *req)
+static int queue_request(struct conn *c, ControlRequest *req, bool malformed)
 {
 	struct cfs_control *ctl = c->ctl;
 	struct request *r = malloc(sizeof *r);
@@ -517,7 +524,7 @@ static int queue_request(struct conn *c, ControlRequest *req)
 		free(r);
 		return -ENOBUFS;
 	}
-	*r = (struct request){.req = req};
+	*r = (struct request){.req = req, .malformed = malformed};
 	if (c->queue_tail)
 		c->queue_tail->next = r;
 	else
@@ -544,13 +551,17 @@ static bool take_message(struct conn *c, uint8_t *msg, uint32_t len)
 		send_reply(c, &bad, -1);
 		return false;
 	}
-	if (req->op == CONTROL_REQUEST__OP__ODM_REVOKED) {
+	/* protobuf-c ends a string at its first NUL byte and keeps the last of a field given
+	 * twice: what the daemon would act on is then not what was sent (a path "a\0b" names
+	 * "a").  Packed again, such a request comes out shorter than it came. */
+	bool malformed = control_request__get_packed_size(req) != len;
+	if (req->op == CONTROL_REQUEST__OP__ODM_REVOKED && !malformed) {
 		odm_revoked(c->odm, req->ino); /* a worker's revoke may be waiting for it */
 		control_request__free_unpacked(req, NULL);
 		return true;
 	}
 	pthread_mutex_lock(&c->ctl->lock);
-	int rc = queue_request(c, req);
+	int rc = queue_request(c, req, malformed);
 	pthread_mutex_unlock(&c->ctl->lock);
 	if (rc) {
 		cfs_log(c->ctl->d->fs, "control: %s sent more than %u requests without waiting for "

@@ -6,6 +6,7 @@
 #include "cfsd/fuse_ops.h"
 #include "cfs/internal.h"
 #include "tools/common.h"
+#include "odm/odm.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -578,6 +579,25 @@ static int identify(struct odm_client *c, const ControlRequest *req, ControlRepl
 	return rc;
 }
 
+/* What odm_create(3) checks, checked again: the client may be any program of root's or
+ * odm_group's, not libodm. */
+static int create_fields_valid(const ControlRequest *req, char *msg, size_t len)
+{
+	uint32_t bs = req->block_size;
+	if (!req->has_block_size || bs < ODM_ALIGN || bs > (1u << 20) || (bs & (bs - 1)))
+		snprintf(msg, len, "ODM create: block size %u: give a power of two from %u to "
+			 "1048576", bs, ODM_ALIGN);
+	else if (!req->has_file_type || req->file_type >= ODM_FT_COUNT)
+		snprintf(msg, len, "ODM create: file type %u: give one from 0 to %d (odm.h)",
+			 req->file_type, ODM_FT_COUNT - 1);
+	else if (req->size % bs)
+		snprintf(msg, len, "ODM create: size %llu is not a multiple of the block size %u",
+			 (unsigned long long)req->size, bs);
+	else
+		return 0;
+	return -EINVAL;
+}
+
 static int create(struct odm_client *c, const ControlRequest *req, ControlReply *reply,
 		  struct odm_reply_mem *m)
 {
@@ -585,7 +605,10 @@ static int create(struct odm_client *c, const ControlRequest *req, ControlReply 
 	uint64_t parent;
 	const char *name = NULL;
 	struct stat st;
-	int rc = resolve(fs, req->path, &c->cred, true, &parent, &name);
+	int rc = create_fields_valid(req, m->message, sizeof m->message);
+	if (rc)
+		return rc;
+	rc = resolve(fs, req->path, &c->cred, true, &parent, &name);
 	if (!rc && !name)
 		rc = -EINVAL;
 	if (!rc)
@@ -651,6 +674,15 @@ static int resize(struct odm_client *c, const ControlRequest *req, ControlReply 
 	struct odm_hold *h = held_by(c, req->ino);
 	if (!h)
 		return -ENOENT;
+	uint32_t bs = ODM_ALIGN; /* files made otherwise than by odm_create have none: 512 */
+	uint8_t attr[8];
+	if (cfs_getxattr(s->d->fs, h->ino, ODM_XATTR, attr, sizeof attr) == sizeof attr)
+		memcpy(&bs, attr, sizeof bs);
+	if (!bs || req->size % bs) {
+		snprintf(m->message, sizeof m->message, "ODM resize: size %llu is not a multiple of "
+			 "the file's block size %u", (unsigned long long)req->size, bs);
+		return -EINVAL;
+	}
 	int rc = odm_revoke_begin(s, h->ino, c, m->message, sizeof m->message);
 	if (!rc) {
 		rc = cfs_bypass_resize(s->d->fs, h->ino, req->size);
