@@ -80,7 +80,9 @@ node_exec() {
 	local n=$1
 	shift
 	alive "$n" || die "node $n: corosync is not running (cluster.sh start $n)"
-	nsenter -t "$(pid_of "$n")" -n -m -- "$@"
+	# In the caller's directory, as a command run here would be (the README's block runs
+	# build/bin/cfs on a node).
+	nsenter -t "$(pid_of "$n")" -n -m --wd="$PWD" -- "$@"
 }
 
 quorate() { # node -> "yes" / "no"
