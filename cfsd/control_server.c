@@ -364,6 +364,9 @@ static void serve(struct conn *c, const ControlRequest *req, bool malformed)
 			snprintf(mem.message, sizeof mem.message, "%s", cfs_last_error());
 			reply.message = mem.message;
 		}
+	} else if (req->op == CONTROL_REQUEST__OP__READ_ONLY && req->has_size && req->size > 1) {
+		reply.error = EINVAL;
+		reply.message = "read-only: size 1 (refuse changes) or 0 (take them again)";
 	} else if (req->op == CONTROL_REQUEST__OP__READ_ONLY) {
 		int rc = cfs_set_read_only(d->fs, req->has_size && req->size);
 		reply.error = -rc;
@@ -400,6 +403,11 @@ static void serve(struct conn *c, const ControlRequest *req, bool malformed)
 		reply.error = pass < 0 && pass != -ENOENT ? -pass : 0;
 	} else if (odm_is_request(req)) {
 		odm_handle(c->odm, req, &reply, &mem);
+	} else if (req->op != CONTROL_REQUEST__OP__STATUS) {
+		reply.error = EINVAL;
+		snprintf(mem.message, sizeof mem.message, "request %d is not one this daemon (release "
+			 "%s) knows: a newer tool's?", (int)req->op, CFS_RELEASE);
+		reply.message = mem.message;
 	}
 	RestripeStatus restripe;
 	char restripe_state[16], restripe_error[256];

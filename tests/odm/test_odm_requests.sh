@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The daemon's control socket trusts no client (issue 68, point 4): ODM requests made by hand
 # (control_client.py), as root and as a member of odm_group, with fields libodm would never
-# send.  Each is refused with EINVAL and a message naming the field, nothing is made, and the
+# send, and root's control requests with an unknown op or a bad size.  Each is refused with EINVAL and a message naming the field, nothing is made, and the
 # daemon goes on; fsck.cfs -n is clean after.
 . "$(dirname "${BASH_SOURCE[0]}")/../cfs/lib.sh"
 CLIENT=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/control_client.py
@@ -40,6 +40,12 @@ for who in root nobody; do
 	expect 0 "error 0: " "$who: a valid ODM create (then dropped uncommitted) is answered" -- \
 		ask create db/ok.dbf 16384 8192 0
 done
+# Root's control requests: an op this daemon does not know was answered as done; a read-only
+# switch of size 7 taken as 1.
+expect 0 "error 22: request 99 is not one this daemon (release" \
+	"an unknown request is refused, not answered as done" -- python3 "$CLIENT" "$T/mnt" raw 0863
+expect 0 "error 22: read-only: size 1 (refuse changes) or 0" \
+	"a read-only request of size 7 is refused" -- python3 "$CLIENT" "$T/mnt" raw 080c2007
 check "the refused requests made nothing (the valid ones were never committed)" \
 	test -z "$(ls -A "$T/mnt/db")"
 expect 0 "error 74: not a control request" "bytes that are no request: the daemon says so (and closes the connection)" -- \
