@@ -502,6 +502,17 @@ static int fill_layout(struct cfsd *d, struct odm_reply_mem *m)
 }
 
 /* The map of a held file, with the volume layout. */
+/* The block size and file type odm_create gave the file (ODM_XATTR); false if it has none. */
+static bool odm_attr(struct cfs_fs *fs, uint64_t ino, uint32_t *block_size, uint32_t *type)
+{
+	uint8_t attr[8];
+	if (cfs_getxattr(fs, ino, ODM_XATTR, attr, sizeof attr) != sizeof attr)
+		return false;
+	memcpy(block_size, attr, 4);
+	memcpy(type, attr + 4, 4);
+	return true;
+}
+
 static int fill_map(struct odm_client *c, struct odm_hold *h, ControlReply *reply,
 		    struct odm_reply_mem *m)
 {
@@ -540,12 +551,8 @@ static int fill_map(struct odm_client *c, struct odm_hold *h, ControlReply *repl
 	m->map.size = map.size;
 	m->map.n_extents = map.n;
 	m->map.extents = m->extp;
-	uint8_t attr[8];
-	if (cfs_getxattr(d->fs, h->ino, ODM_XATTR, attr, sizeof attr) == sizeof attr) {
-		m->map.has_block_size = m->map.has_file_type = true;
-		memcpy(&m->map.block_size, attr, 4);
-		memcpy(&m->map.file_type, attr + 4, 4);
-	}
+	m->map.has_block_size = m->map.has_file_type =
+		odm_attr(d->fs, h->ino, &m->map.block_size, &m->map.file_type);
 	odm_layout__init(&m->layout);
 	if ((rc = fill_layout(d, m)))
 		return rc;
@@ -674,10 +681,9 @@ static int resize(struct odm_client *c, const ControlRequest *req, ControlReply 
 	struct odm_hold *h = held_by(c, req->ino);
 	if (!h)
 		return -ENOENT;
-	uint32_t bs = ODM_ALIGN; /* files made otherwise than by odm_create have none: 512 */
-	uint8_t attr[8];
-	if (cfs_getxattr(s->d->fs, h->ino, ODM_XATTR, attr, sizeof attr) == sizeof attr)
-		memcpy(&bs, attr, sizeof bs);
+	uint32_t bs, type;
+	if (!odm_attr(s->d->fs, h->ino, &bs, &type))
+		bs = ODM_ALIGN; /* files made otherwise than by odm_create have none: 512 */
 	if (!bs || req->size % bs) {
 		snprintf(m->message, sizeof m->message, "ODM resize: size %llu is not a multiple of "
 			 "the file's block size %u", (unsigned long long)req->size, bs);
