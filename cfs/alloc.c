@@ -225,6 +225,8 @@ static uint64_t take_run(struct cfs_fs *fs, uint32_t ag, struct cfs_buf *b, uint
 	g->nfree -= len;
 	fs->ags[ag].nfree = g->nfree;
 	cfs_bdirty(fs, b);
+	if (fs->taken)
+		fs->taken(fs->taken_arg, g->start + bit, len);
 	return g->start + bit;
 }
 

@@ -8,6 +8,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -72,13 +73,21 @@ static int read_bucket(struct cfs_fs *fs, struct cfs_inode *dir, uint64_t bucket
 	return cfs_bread(fs, pblk, CFS_B_BUCKET, dir->ino, out);
 }
 
+/* The overflow block after b, or NULL.  *hops counts the blocks followed from the bucket: a
+ * chain longer than the blocks its directory holds loops (a damaged next), and ends in EIO
+ * rather than in a thread that never comes back. */
 static int read_next(struct cfs_fs *fs, struct cfs_inode *dir, struct cfs_buf *b,
-		     struct cfs_buf **out)
+		     struct cfs_buf **out, uint64_t *hops)
 {
 	uint64_t next = ((struct cfs_ddirb *)b->data)->next;
 	if (!next) {
 		*out = NULL;
 		return 0;
+	}
+	if (++*hops > dir->d.nblocks) {
+		cfs_log(fs, "block %llu (directory %llu): its overflow chain loops: EIO",
+			(unsigned long long)b->blkno, (unsigned long long)dir->ino);
+		return -EIO;
 	}
 	return cfs_bread(fs, next, CFS_B_DIROVF, dir->ino, out);
 }
@@ -108,6 +117,7 @@ static int each_entry(struct cfs_fs *fs, struct cfs_inode *dir, uint64_t bucket,
 		      void *arg)
 {
 	struct cfs_buf *b;
+	uint64_t hops = 0;
 	int rc = read_bucket(fs, dir, bucket, &b);
 	while (!rc && b) {
 		if (!block_sane(fs, b))
@@ -120,7 +130,7 @@ static int each_entry(struct cfs_fs *fs, struct cfs_inode *dir, uint64_t bucket,
 				return rc;
 			o += (uint32_t)dent_size(d.len);
 		}
-		rc = read_next(fs, dir, b, &b);
+		rc = read_next(fs, dir, b, &b, &hops);
 	}
 	return rc;
 }
@@ -203,6 +213,7 @@ static int write_bucket(struct cfs_fs *fs, struct cfs_inode *dir, struct cfs_buf
 			const uint8_t *ents, uint32_t bytes)
 {
 	uint32_t cap = fs->bs - CFS_DIRB_OFF, pos = 0;
+	uint64_t hops = 0;
 	for (;;) {
 		struct cfs_ddirb *h = (void *)b->data;
 		uint32_t used = 0, count = 0;
@@ -220,14 +231,14 @@ static int write_bucket(struct cfs_fs *fs, struct cfs_inode *dir, struct cfs_buf
 		pos += used;
 		cfs_bdirty(fs, b);
 		struct cfs_buf *next;
-		int rc = read_next(fs, dir, b, &next);
+		int rc = read_next(fs, dir, b, &next, &hops);
 		if (rc)
 			return rc;
 		if (pos == bytes) {
 			h->next = 0;
 			while (next) { /* the rest of the old chain */
 				uint64_t blk = next->blkno;
-				if ((rc = read_next(fs, dir, next, &next)) || (rc = cfs_free(fs, blk, 1)))
+				if ((rc = read_next(fs, dir, next, &next, &hops)) || (rc = cfs_free(fs, blk, 1)))
 					return rc;
 				dir->d.nblocks--;
 			}
@@ -245,6 +256,7 @@ static int gather(struct cfs_fs *fs, struct cfs_inode *dir, uint64_t bucket, uin
 		  uint32_t *bytes, struct cfs_buf **first)
 {
 	struct cfs_buf *b = NULL;
+	uint64_t hops = 0;
 	int rc = read_bucket(fs, dir, bucket, &b);
 	*first = b;
 	uint8_t *v = NULL;
@@ -263,7 +275,7 @@ static int gather(struct cfs_fs *fs, struct cfs_inode *dir, uint64_t bucket, uin
 		v = nv;
 		memcpy(v + n, b->data + CFS_DIRB_OFF, h->used);
 		n += h->used;
-		rc = read_next(fs, dir, b, &b);
+		rc = read_next(fs, dir, b, &b, &hops);
 	}
 	if (rc) {
 		free(v);
@@ -355,6 +367,7 @@ int cfs_dir_add(struct cfs_fs *fs, struct cfs_inode *dir, const char *name, uint
 	if (rc != -ENOENT)
 		return rc ? rc : -EEXIST;
 	size_t sz = dent_size(len);
+	uint64_t hops = 0;
 	if ((rc = read_bucket(fs, dir, bucket_of(dir, hash), &b)))
 		return rc;
 	for (;;) {
@@ -362,7 +375,7 @@ int cfs_dir_add(struct cfs_fs *fs, struct cfs_inode *dir, const char *name, uint
 		if (h->used + sz <= fs->bs - CFS_DIRB_OFF)
 			break;
 		struct cfs_buf *next;
-		if ((rc = read_next(fs, dir, b, &next)))
+		if ((rc = read_next(fs, dir, b, &next, &hops)))
 			return rc;
 		if (!next) {
 			if ((rc = new_overflow(fs, dir, false, &next)))
@@ -399,8 +412,9 @@ static int add_needs(struct cfs_fs *fs, struct cfs_inode *dir, uint32_t *v, unsi
 	 * and the split bucket's overflow blocks may be freed. */
 	struct cfs_buf *b;
 	uint32_t blocks = 1;
+	uint64_t hops = 0;
 	rc = read_bucket(fs, dir, dir->d.dir_split, &b);
-	while (!rc && (rc = read_next(fs, dir, b, &b)) == 0 && b) {
+	while (!rc && (rc = read_next(fs, dir, b, &b, &hops)) == 0 && b) {
 		blocks++;
 		rc = cfs_group_set_add(fs, b->blkno, v, n);
 	}
@@ -422,15 +436,9 @@ int cfs_dir_add_reserve(struct cfs_fs *fs, struct cfs_inode *dir, uint32_t more)
 	return rc ? rc : cfs_group_reserve_set(fs, v, n);
 }
 
-int cfs_dir_remove(struct cfs_fs *fs, struct cfs_inode *dir, const char *name)
+static void remove_at(struct cfs_fs *fs, struct cfs_inode *dir, struct cfs_buf *b, uint32_t off,
+		      size_t len)
 {
-	size_t len = strlen(name);
-	uint32_t hash = cfs_dir_hash(fs, name, len);
-	struct cfs_buf *b;
-	uint32_t off;
-	int rc = find(fs, dir, name, len, hash, &b, &off, NULL);
-	if (rc)
-		return rc;
 	struct cfs_ddirb *h = (void *)b->data;
 	uint32_t sz = (uint32_t)dent_size(len);
 	uint8_t *p = b->data + CFS_DIRB_OFF;
@@ -441,7 +449,18 @@ int cfs_dir_remove(struct cfs_fs *fs, struct cfs_inode *dir, const char *name)
 	cfs_bdirty(fs, b);
 	dir->d.dir_entries--;
 	cfs_iglock_names_changed(fs, dir->ino);
-	return 0;
+}
+
+int cfs_dir_remove(struct cfs_fs *fs, struct cfs_inode *dir, const char *name)
+{
+	size_t len = strlen(name);
+	uint32_t hash = cfs_dir_hash(fs, name, len);
+	struct cfs_buf *b;
+	uint32_t off;
+	int rc = find(fs, dir, name, len, hash, &b, &off, NULL);
+	if (!rc)
+		remove_at(fs, dir, b, off, len);
+	return rc;
 }
 
 int cfs_dir_overflow_groups(struct cfs_fs *fs, struct cfs_inode *dir, uint32_t *v, unsigned *n)
@@ -449,8 +468,9 @@ int cfs_dir_overflow_groups(struct cfs_fs *fs, struct cfs_inode *dir, uint32_t *
 	int rc = 0;
 	for (uint64_t bucket = 0; bucket < nbuckets(dir) && !rc; bucket++) {
 		struct cfs_buf *b;
+		uint64_t hops = 0;
 		rc = read_bucket(fs, dir, bucket, &b);
-		while (!rc && (rc = read_next(fs, dir, b, &b)) == 0 && b)
+		while (!rc && (rc = read_next(fs, dir, b, &b, &hops)) == 0 && b)
 			rc = cfs_group_set_add(fs, b->blkno, v, n);
 	}
 	return rc;
@@ -460,8 +480,9 @@ int cfs_dir_free_overflow(struct cfs_fs *fs, struct cfs_inode *dir)
 {
 	for (uint64_t bucket = 0; bucket < nbuckets(dir); bucket++) {
 		struct cfs_buf *b, *next;
+		uint64_t hops = 0;
 		int rc = read_bucket(fs, dir, bucket, &b);
-		if (!rc && (rc = read_next(fs, dir, b, &next)) == 0 && next) {
+		if (!rc && (rc = read_next(fs, dir, b, &next, &hops)) == 0 && next) {
 			/* A bucket never names a freed block, whatever commits come before its own
 			 * free. */
 			((struct cfs_ddirb *)b->data)->next = 0;
@@ -469,7 +490,7 @@ int cfs_dir_free_overflow(struct cfs_fs *fs, struct cfs_inode *dir)
 		}
 		while (!rc && next) {
 			uint64_t blk = next->blkno;
-			if (!(rc = read_next(fs, dir, next, &next)) && !(rc = cfs_free(fs, blk, 1)))
+			if (!(rc = read_next(fs, dir, next, &next, &hops)) && !(rc = cfs_free(fs, blk, 1)))
 				dir->d.nblocks--;
 		}
 		if (rc)
@@ -519,55 +540,145 @@ int cfs_dir_walk(struct cfs_fs *fs, struct cfs_inode *dir, cfs_dir_visit_fn fn, 
 	return 0;
 }
 
-/* ---- for fsck: every block and entry, going on past damaged buckets ---- */
+/* ---- for fsck: every block and entry, going on past damaged blocks ---- */
+/* A name the kernel takes: not empty, ".", "..", and no '/' or NUL in it. */
+static bool name_valid(const char *name, size_t len)
+{
+	return len && memchr(name, '/', len) == NULL && memchr(name, '\0', len) == NULL &&
+	       !(len == 1 && name[0] == '.') && !(len == 2 && name[0] == '.' && name[1] == '.');
+}
+
+static void check_entries(struct cfs_fs *fs, struct cfs_inode *dir, uint64_t bucket,
+			  struct cfs_buf *b, const struct cfs_dir_check *cb, int *rc)
+{
+	const struct cfs_ddirb *h = (const void *)b->data;
+	uint32_t n = 0;
+	for (uint32_t o = 0; o < h->used && !*rc; n++) {
+		struct dent d;
+		dent_get(b->data + CFS_DIRB_OFF + o, &d);
+		bool misplaced = d.hash != cfs_dir_hash(fs, d.name, d.len) ||
+				 bucket_of(dir, d.hash) != bucket || !name_valid(d.name, d.len);
+		*rc = cb->entry(cb->arg, d.name, d.len, d.ino, d.type, misplaced ? &bucket : NULL);
+		o += (uint32_t)dent_size(d.len);
+	}
+	if (!*rc && n != h->count)
+		cb->count(cb->arg, b, n);
+}
+
 static int check_chain(struct cfs_fs *fs, struct cfs_inode *dir, uint64_t bucket,
 		       const struct cfs_dir_check *cb)
 {
-	struct cfs_buf *b;
+	struct cfs_buf *b = NULL;
 	bool unwritten;
-	uint64_t blk = cfs_ext_bmap(dir, bucket, &unwritten);
+	uint64_t blk = cfs_ext_bmap(dir, bucket, &unwritten), prev = 0, hops = 0;
 	int rc = blk ? cfs_bread(fs, blk, CFS_B_BUCKET, dir->ino, &b) : -EIO;
 	while (!rc && b) {
-		const struct cfs_ddirb *h = (const void *)b->data;
-		if (!block_sane(fs, b))
-			return -EIO;
-		if (h->h.type == CFS_B_DIROVF) /* buckets are in the extent map already */
-			cb->block(cb->arg, b->blkno);
-		for (uint32_t o = 0; o < h->used;) {
-			struct dent d;
-			dent_get(b->data + CFS_DIRB_OFF + o, &d);
-			bool misplaced = d.hash != cfs_dir_hash(fs, d.name, d.len) ||
-					 bucket_of(dir, d.hash) != bucket;
-			if ((rc = cb->entry(cb->arg, d.name, d.len, d.ino, d.type, misplaced)))
-				return rc;
-			o += (uint32_t)dent_size(d.len);
+		if (!block_sane(fs, b)) {
+			rc = -EIO;
+			break;
 		}
-		rc = read_next(fs, dir, b, &b);
+		if (prev) /* buckets are in the extent map already */
+			cb->block(cb->arg, b->blkno);
+		check_entries(fs, dir, bucket, b, cb, &rc);
+		prev = b->blkno;
+		blk = ((const struct cfs_ddirb *)b->data)->next;
+		if (!rc)
+			rc = read_next(fs, dir, b, &b, &hops);
 	}
-	return rc;
+	if (rc == -EIO)
+		cb->damaged(cb->arg, bucket, blk, prev);
+	return rc == -EIO ? 0 : rc;
 }
 
 int cfs_dir_check(struct cfs_fs *fs, struct cfs_inode *dir, const struct cfs_dir_check *cb)
 {
-	uint64_t n = nbuckets(dir);
-	for (uint64_t bucket = 0; bucket < n; bucket++) {
-		int rc = check_chain(fs, dir, bucket, cb);
-		if (rc == -EIO) {
-			bool unwritten;
-			cb->damaged(cb->arg, bucket, cfs_ext_bmap(dir, bucket, &unwritten));
-		} else if (rc) {
-			return rc;
-		}
-	}
+	int rc = 0;
+	for (uint64_t bucket = 0; bucket < nbuckets(dir) && !rc; bucket++)
+		rc = check_chain(fs, dir, bucket, cb);
+	return rc;
+}
+
+int cfs_dir_cut_chain(struct cfs_fs *fs, struct cfs_inode *dir, uint64_t bucket, uint64_t prev)
+{
+	bool unwritten;
+	uint64_t first = cfs_ext_bmap(dir, bucket, &unwritten);
+	struct cfs_buf *b;
+	if (!prev && !first)
+		return new_bucket(fs, dir, bucket, &b);
+	if (!prev) /* its entries and overflow chain are lost */
+		return cfs_bnew(fs, first, CFS_B_BUCKET, dir->ino, &b);
+	int rc = cfs_bread(fs, prev, prev == first ? CFS_B_BUCKET : CFS_B_DIROVF, dir->ino, &b);
+	if (rc)
+		return rc;
+	((struct cfs_ddirb *)b->data)->next = 0;
+	cfs_bdirty(fs, b);
 	return 0;
 }
 
-int cfs_dir_reset_bucket(struct cfs_fs *fs, struct cfs_inode *dir, uint64_t bucket)
+struct by_name {
+	const char *name;
+	size_t len;
+	struct cfs_buf *blk;
+	uint32_t off;
+	struct dent found;
+};
+
+static int match_bytes(void *arg, struct cfs_buf *b, uint32_t off, const struct dent *d)
 {
-	bool unwritten;
-	uint64_t blk = cfs_ext_bmap(dir, bucket, &unwritten);
-	struct cfs_buf *b;
-	if (!blk)
-		return new_bucket(fs, dir, bucket, &b);
-	return cfs_bnew(fs, blk, CFS_B_BUCKET, dir->ino, &b);
+	struct by_name *s = arg;
+	if (d->len != s->len || memcmp(d->name, s->name, s->len))
+		return 0;
+	s->blk = b;
+	s->off = off;
+	s->found = *d;
+	return 1;
 }
+
+/* The name an entry whose name the kernel would refuse gets: each '/' and NUL a '_'. */
+static void valid_name(const char *raw, size_t len, char *out)
+{
+	for (size_t i = 0; i < len; i++)
+		out[i] = raw[i] == '/' || raw[i] == '\0' ? '_' : raw[i];
+	out[len] = '\0';
+	if (!len || !strcmp(out, ".") || !strcmp(out, ".."))
+		snprintf(out, CFS_NAME_MAX + 1, "%.*s_", (int)len, raw);
+}
+
+/* The entry whose name is these bytes, in bucket, or else in any bucket (moved meanwhile by
+ * a split that another mended entry's add made). */
+static int find_bytes(struct cfs_fs *fs, struct cfs_inode *dir, uint64_t bucket,
+		      struct by_name *s)
+{
+	int rc = each_entry(fs, dir, bucket, match_bytes, s);
+	for (uint64_t other = 0; !rc && other < nbuckets(dir); other++)
+		rc = each_entry(fs, dir, other, match_bytes, s);
+	return rc <= 0 ? (rc ? rc : -ENOENT) : 0;
+}
+
+int cfs_dir_remove_bytes(struct cfs_fs *fs, struct cfs_inode *dir, uint64_t bucket,
+			 const char *raw, size_t len)
+{
+	struct by_name s = {.name = raw, .len = len};
+	int rc = find_bytes(fs, dir, bucket, &s);
+	if (!rc)
+		remove_at(fs, dir, s.blk, s.off, len);
+	return rc;
+}
+
+int cfs_dir_rehome(struct cfs_fs *fs, struct cfs_inode *dir, uint64_t bucket, const char *raw,
+		   size_t len, char *name)
+{
+	struct by_name s = {.name = raw, .len = len};
+	int rc = find_bytes(fs, dir, bucket, &s);
+	if (rc)
+		return rc;
+	remove_at(fs, dir, s.blk, s.off, len);
+	valid_name(raw, len, name);
+	rc = cfs_dir_add(fs, dir, name, s.found.ino, s.found.type);
+	if (rc == -EEXIST) { /* its name, mended, is another entry's: it gets its inode's */
+		snprintf(name, CFS_NAME_MAX + 1, "#%llu", (unsigned long long)s.found.ino);
+		rc = cfs_dir_add(fs, dir, name, s.found.ino, s.found.type);
+	}
+	return rc;
+}
+

@@ -30,11 +30,15 @@ struct node { /* what the walk learned of one inode */
 	bool is_dir;
 };
 
-struct fix { /* an entry to take out once the walk is over */
+enum fix_kind { FIX_REMOVE, FIX_TYPE, FIX_REHOME };
+struct fix { /* an entry to mend once the walk is over */
+	enum fix_kind kind;
 	uint64_t dir;
-	char name[CFS_NAME_MAX + 1];
+	char name[CFS_NAME_MAX + 1]; /* its bytes (FIX_REHOME: may hold '/' or NUL), len long */
+	uint8_t len;
 	uint64_t ino;
-	uint8_t type; /* for a type fix; 0: remove */
+	uint8_t type;    /* FIX_TYPE: the type it gets */
+	uint64_t bucket; /* FIX_REHOME: where it is */
 };
 
 struct fsck {
@@ -142,17 +146,14 @@ static int queue_push(struct fsck *k, uint64_t ino)
 	return 0;
 }
 
-static int fix_add(struct fsck *k, uint64_t dir, const char *name, size_t len, uint64_t ino,
-		   uint8_t type)
+static int fix_add(struct fsck *k, enum fix_kind kind, const char *name, size_t len,
+		   uint64_t ino, uint8_t type, uint64_t bucket)
 {
 	if (cfs_reserve((void **)&k->fixes, &k->fixes_cap, k->nfixes + 1, sizeof *k->fixes))
 		return -ENOMEM;
 	struct fix *f = &k->fixes[k->nfixes++];
-	f->dir = dir;
+	*f = (struct fix){kind, k->cur_dir, "", (uint8_t)len, ino, type, bucket};
 	memcpy(f->name, name, len);
-	f->name[len] = '\0';
-	f->ino = ino;
-	f->type = type;
 	return 0;
 }
 
@@ -274,15 +275,26 @@ static void dir_block(void *arg, uint64_t blkno)
 	mark(k, blkno, 1, k->cur_dir, "directory overflow");
 }
 
-static void dir_damaged(void *arg, uint64_t bucket, uint64_t blkno)
+static void dir_damaged(void *arg, uint64_t bucket, uint64_t blkno, uint64_t prev)
 {
 	struct fsck *k = arg;
-	say(k, true, "directory inode %" PRIu64 ": bucket %" PRIu64 " (block %" PRIu64
-		     ") is damaged; its entries are lost%s", k->cur_dir, bucket, blkno, fixed(k));
+	say(k, true, "directory inode %" PRIu64 ": bucket %" PRIu64 ", block %" PRIu64 " is "
+		     "damaged; the entries from it on are lost%s", k->cur_dir, bucket, blkno,
+	    fixed(k));
+	struct cfs_inode *dir;
+	if (k->repair && !cfs_iget(k->fs, k->cur_dir, &dir))
+		cfs_dir_cut_chain(k->fs, dir, bucket, prev);
+}
+
+static void dir_count(void *arg, struct cfs_buf *b, uint32_t entries)
+{
+	struct fsck *k = arg;
+	struct cfs_ddirb *h = (void *)b->data;
+	say(k, true, "directory inode %" PRIu64 ": block %" PRIu64 " counts %" PRIu32 " entries, "
+		     "holds %" PRIu32 "%s", k->cur_dir, b->blkno, h->count, entries, fixed(k));
 	if (k->repair) {
-		struct cfs_inode *dir;
-		if (!cfs_iget(k->fs, k->cur_dir, &dir))
-			cfs_dir_reset_bucket(k->fs, dir, bucket);
+		h->count = entries;
+		cfs_bdirty(k->fs, b);
 	}
 }
 
@@ -296,18 +308,15 @@ static int visit_inode(struct fsck *k, uint64_t ino, struct cfs_inode **out)
 }
 
 static int dir_entry(void *arg, const char *name, size_t len, uint64_t ino, uint8_t type,
-		     bool misplaced)
+		     const uint64_t *misplaced)
 {
 	struct fsck *k = arg;
 	k->cur_entries++;
-	if (misplaced)
-		say(k, true, "directory inode %" PRIu64 ": entry '%.*s' is in the wrong bucket "
-			     "(lookups miss it): not repaired", k->cur_dir, (int)len, name);
 	struct node *n = node_find(k, ino, false);
 	if (n && n->is_dir) {
 		say(k, true, "directory inode %" PRIu64 ": entry '%.*s' is a second link to "
 			     "directory %" PRIu64 "%s", k->cur_dir, (int)len, name, ino, fixed(k));
-		return fix_add(k, k->cur_dir, name, len, ino, 0);
+		return fix_add(k, FIX_REMOVE, name, len, ino, 0, misplaced ? *misplaced : 0);
 	}
 	if (n) {
 		n->links++;
@@ -319,7 +328,8 @@ static int dir_entry(void *arg, const char *name, size_t len, uint64_t ino, uint
 		say(k, true, "directory inode %" PRIu64 ": entry '%.*s' points at inode %" PRIu64
 			     " which is %s%s", k->cur_dir, (int)len, name, ino,
 		    rc == -ESTALE ? "not an inode" : "damaged", fixed(k));
-		return rc == -ENOMEM ? rc : fix_add(k, k->cur_dir, name, len, ino, 0);
+		return rc == -ENOMEM ? rc
+				     : fix_add(k, FIX_REMOVE, name, len, ino, 0, misplaced ? *misplaced : 0);
 	}
 	if (!(n = node_find(k, ino, true)))
 		return -ENOMEM;
@@ -327,12 +337,17 @@ static int dir_entry(void *arg, const char *name, size_t len, uint64_t ino, uint
 	n->is_dir = S_ISDIR(ip->d.mode);
 	n->nlink_disk = ip->d.nlink;
 	uint8_t want = (uint8_t)((ip->d.mode & S_IFMT) >> 12);
-	if (type != want) {
+	if (misplaced) {
+		say(k, true, "directory inode %" PRIu64 ": entry '%.*s' is in the wrong bucket or "
+			     "badly named (lookups miss it)%s", k->cur_dir, (int)len, name, fixed(k));
+		rc = fix_add(k, FIX_REHOME, name, len, ino, want, *misplaced);
+	} else if (type != want) {
 		say(k, true, "directory inode %" PRIu64 ": entry '%.*s' has the wrong type%s",
 		    k->cur_dir, (int)len, name, fixed(k));
-		if ((rc = fix_add(k, k->cur_dir, name, len, ino, want)))
-			return rc;
+		rc = fix_add(k, FIX_TYPE, name, len, ino, want, 0);
 	}
+	if (rc)
+		return rc;
 	mark_inode(k, ip);
 	uint32_t unknown = cfs_iflags_unknown(ip->d.flags);
 	if (unknown) {
@@ -368,7 +383,7 @@ static int walk_dir(struct fsck *k, uint64_t ino)
 		return 0; /* reported by whoever pointed at it */
 	k->cur_dir = ino;
 	k->cur_entries = 0;
-	struct cfs_dir_check cb = {dir_block, dir_entry, dir_damaged, k};
+	struct cfs_dir_check cb = {dir_block, dir_entry, dir_damaged, dir_count, k};
 	rc = cfs_dir_check(k->fs, dir, &cb);
 	if (!rc && (cfs_iget(k->fs, ino, &dir) == 0) && dir->d.dir_entries != k->cur_entries) {
 		say(k, true, "directory inode %" PRIu64 ": says %" PRIu64 " entries, has %u%s", ino,
@@ -429,14 +444,21 @@ static void orphan_block(void *arg, uint64_t blkno)
 	mark(o->k, blkno, 1, o->k->cur_dir, "orphan directory overflow");
 }
 
-static void orphan_damaged(void *arg, uint64_t bucket, uint64_t blkno)
+static void orphan_damaged(void *arg, uint64_t bucket, uint64_t blkno, uint64_t prev)
 {
 	struct orphans *o = arg;
-	dir_damaged(o->k, bucket, blkno);
+	dir_damaged(o->k, bucket, blkno, prev);
 }
 
+static void orphan_count(void *arg, struct cfs_buf *b, uint32_t entries)
+{
+	struct orphans *o = arg;
+	dir_count(o->k, b, entries);
+}
+
+/* An orphan's entry is named by its inode number, which is all the check needs of it. */
 static int orphan_entry(void *arg, const char *name, size_t len, uint64_t ino, uint8_t type,
-			bool misplaced)
+			const uint64_t *misplaced)
 {
 	(void)name, (void)len, (void)type, (void)misplaced;
 	struct orphans *o = arg;
@@ -457,7 +479,7 @@ static int check_orphans(struct fsck *k, uint32_t slot)
 	if (rc || cfs_iget(fs, dino, &dir))
 		return rc;
 	k->cur_dir = dino;
-	struct cfs_dir_check cb = {orphan_block, orphan_entry, orphan_damaged, &o};
+	struct cfs_dir_check cb = {orphan_block, orphan_entry, orphan_damaged, orphan_count, &o};
 	rc = cfs_dir_check(fs, dir, &cb);
 	for (size_t i = 0; i < o.n && !rc; i++) {
 		struct cfs_inode *ip;
@@ -510,8 +532,21 @@ static int apply_fixes(struct fsck *k)
 		struct cfs_inode *dir;
 		if (cfs_iget(k->fs, f->dir, &dir))
 			continue;
-		rc = f->type ? cfs_dir_replace(k->fs, dir, f->name, f->ino, f->type)
-			     : cfs_dir_remove(k->fs, dir, f->name);
+		char name[CFS_NAME_MAX + 1];
+		if (f->kind == FIX_REHOME) {
+			rc = cfs_dir_rehome(k->fs, dir, f->bucket, f->name, f->len, name);
+			if (!rc)
+				say(k, false, "directory inode %" PRIu64 ": entry '%.*s' is now '%s'",
+				    f->dir, (int)f->len, f->name, name);
+		} else if (f->kind == FIX_TYPE) {
+			rc = cfs_dir_replace(k->fs, dir, f->name, f->ino, f->type);
+		} else {
+			rc = cfs_dir_remove_bytes(k->fs, dir, f->bucket, f->name, f->len);
+		}
+		if (rc == -ENOENT) { /* gone with an earlier fix (a damaged block cut off) */
+			rc = 0;
+			continue;
+		}
 		if (!rc)
 			rc = cfs_iwrite(k->fs, dir);
 		if (!rc && k->fs->txn.n > k->fs->txn.limit / 2)
@@ -963,6 +998,12 @@ static void fsck_free(struct fsck *k)
 	free(k->fixes);
 }
 
+static void repair_took(void *arg, uint64_t blkno, uint32_t len)
+{
+	struct fsck *k = arg;
+	cfs_bits_set(k->used, blkno, len, true);
+}
+
 static int fsck_open(struct fsck *k, struct cvm_volume *vol)
 {
 	struct cfs_fs *fs = k->fs = calloc(1, sizeof *fs);
@@ -972,6 +1013,8 @@ static int fsck_open(struct fsck *k, struct cvm_volume *vol)
 	fs->vol = vol;
 	fs->who = "fsck.cfs";
 	fs->checking = true;
+	fs->taken = repair_took;
+	fs->taken_arg = k;
 	fs->ro = !k->repair;
 	int rc = cfs_volume_claim(vol, true, &fs->lockfd);
 	if (rc) {

@@ -437,18 +437,30 @@ int cfs_dir_free_overflow(struct cfs_fs *fs, struct cfs_inode *dir);
 int cfs_dir_replace(struct cfs_fs *fs, struct cfs_inode *dir, const char *name, uint64_t ino,
 		    uint8_t type);
 int cfs_dir_walk(struct cfs_fs *fs, struct cfs_inode *dir, cfs_dir_visit_fn fn, void *arg);
-/* fsck: every directory block (also overflow) and entry; a damaged bucket is reported and
- * skipped.  misplaced: the entry's hash or bucket is wrong, lookups cannot find it. */
+/* fsck: every directory block (also overflow) and entry.  A damaged block (or a chain that
+ * loops) is reported with the block before it in its chain (prev; 0: it is the bucket's
+ * own), and its bucket's walk ends there.  misplaced: the bucket an entry is in, if its hash
+ * or bucket is wrong or its name one the kernel refuses ('/', NUL, ".", ".."): lookups
+ * cannot find it.  count: a block whose header counts other than its entries. */
 struct cfs_dir_check {
 	void (*block)(void *arg, uint64_t blkno);
 	int (*entry)(void *arg, const char *name, size_t len, uint64_t ino, uint8_t type,
-		     bool misplaced);
-	void (*damaged)(void *arg, uint64_t bucket, uint64_t blkno);
+		     const uint64_t *misplaced);
+	void (*damaged)(void *arg, uint64_t bucket, uint64_t blkno, uint64_t prev);
+	void (*count)(void *arg, struct cfs_buf *b, uint32_t entries);
 	void *arg;
 };
 int cfs_dir_check(struct cfs_fs *fs, struct cfs_inode *dir, const struct cfs_dir_check *cb);
-/* Make a bucket empty (its entries and overflow chain are lost). */
-int cfs_dir_reset_bucket(struct cfs_fs *fs, struct cfs_inode *dir, uint64_t bucket);
+/* Mend what cfs_dir_check reported: end a bucket's chain after block prev (0: empty the
+ * bucket); move a misplaced entry (the name's bytes, len long, in bucket) where lookups find
+ * it, under name (its bytes with '/' and NUL made '_', or "#INODE" if that is taken; room
+ * for CFS_NAME_MAX + 1). */
+int cfs_dir_cut_chain(struct cfs_fs *fs, struct cfs_inode *dir, uint64_t bucket, uint64_t prev);
+int cfs_dir_rehome(struct cfs_fs *fs, struct cfs_inode *dir, uint64_t bucket, const char *raw,
+		   size_t len, char *name);
+/* Take out the entry whose name is these bytes (in bucket, or else found in any). */
+int cfs_dir_remove_bytes(struct cfs_fs *fs, struct cfs_inode *dir, uint64_t bucket,
+			 const char *raw, size_t len);
 
 /* ---- extended attributes (xattr.c) ---- */
 int cfs_xattr_get(struct cfs_fs *fs, struct cfs_inode *ip, const char *name, void *value,
@@ -626,6 +638,10 @@ struct cfs_fs {
 	bool remounted_ro; /* ro by cfs_set_read_only, which may take it back */
 	const char *who; /* log prefix: "cfsd" or "fsck.cfs" */
 	bool checking;   /* fsck: read inodes whatever the bitmaps say */
+	/* fsck: told of each run of blocks its repairs allocate, which its map of the blocks
+	 * in use must keep */
+	void (*taken)(void *arg, uint64_t blkno, uint32_t len);
+	void *taken_arg;
 	pthread_mutex_t lock; /* every metadata access */
 	pthread_rwlock_t vol_lock; /* data I/O shared; swapping the volume (grow) exclusive */
 	pthread_mutex_t aio_lock;  /* the pool of libaio contexts for large data I/O */
