@@ -230,10 +230,11 @@ bench-cfs: all
 	bench/cfs/quota.sh $(BUILD)
 
 # The long runs of what make check runs short: the randomized soak of one filesystem (make
-# check: 8 rounds; SOAK_SEED=N replays a run), the crash points, node deaths and coherence
-# checkers' operations.
+# check: 8 rounds; SOAK_SEED=N replays a run), the crash points, the damaged fields (make
+# check: seeds 1 and 2, 40 cases each), node deaths and coherence checkers' operations.
 soak: all
 	SOAK_ROUNDS=$${SOAK_ROUNDS:-200} SOAK_STEPS=$${SOAK_STEPS:-2000} BIN=$(BUILD)/bin tests/cfs/test_soak.sh
+	FUZZ_SEEDS="$${FUZZ_SEEDS:-$$(seq 3 62)}" FUZZ_CASES=$${FUZZ_CASES:-50} BIN=$(BUILD)/bin tests/cfs/test_fuzz.sh
 	CRASH_POINTS=$${CRASH_POINTS:-200} SMALL_JOURNAL_POINTS=$${SMALL_JOURNAL_POINTS:-60} QUOTA_CRASH_POINTS=$${QUOTA_CRASH_POINTS:-60} BIN=$(BUILD)/bin tests/cfs/test_crash.sh
 	RECOVERY_ROUNDS=$${RECOVERY_ROUNDS:-60} BIN=$(BUILD)/bin tests/cluster/test_cfs_recovery.sh
 	RESTRIPE_KILL_ROUNDS=$${RESTRIPE_KILL_ROUNDS:-40} BIN=$(BUILD)/bin tests/cluster/test_cfs_restripe_kill.sh

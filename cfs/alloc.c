@@ -85,12 +85,13 @@ static int read_agh(struct cfs_fs *fs, uint32_t ag, struct cfs_buf **b)
 	if (rc)
 		return rc;
 	const struct cfs_dagh *g = (const void *)(*b)->data;
-	if (g->start != fs->ags[ag].start || g->nblocks != fs->ags[ag].nblocks) {
-		if (hint && g->start == fs->ags[ag].start && g->nblocks > fs->ags[ag].nblocks &&
-		    ag == fs->sb.nags - 1)
-			return -EAGAIN;
-		cfs_log(fs, "block %llu (group %u header): geometry differs from the superblock: EIO",
-			(unsigned long long)fs->ags[ag].start, ag);
+	if (hint && g->start == fs->ags[ag].start && g->nblocks > fs->ags[ag].nblocks &&
+	    ag == fs->sb.nags - 1)
+		return -EAGAIN;
+	const char *why;
+	if (cfs_agh_verify(&fs->sb, (*b)->data, ag, &why)) {
+		cfs_log(fs, "block %llu (group %u header): %s: EIO",
+			(unsigned long long)fs->ags[ag].start, ag, why);
 		return -EIO;
 	}
 	fs->ags[ag].nfree = g->nfree;

@@ -220,7 +220,9 @@ static_assert(sizeof(struct cfs_dquot_change) == 32, "quota change record is 32 
 #define CFS_QCHANGES_PER_BLOCK(bs) (((bs) - CFS_DQUOT_OFF) / sizeof(struct cfs_dquot_change))
 #define CFS_QCHANGE_TYPE_SPAN (1ull << 26) /* blocks: 2^32 ids at 126 per 4 KiB block */
 
-/* Xattr block: the same entry list as the inline area, from CFS_XATTRB_OFF. */
+/* Xattr entry: name length (1), reserved (1), value length (2), name, value.  Xattr block:
+ * the same entry list as the inline area, from CFS_XATTRB_OFF. */
+#define CFS_XATTR_FIXED 4u
 #define CFS_XATTRB_OFF 32u
 
 /* Journal: a circular log of transactions.  Block 0 of a slot's journal is its anchor, a

@@ -46,6 +46,9 @@ struct fsck {
 	struct qcount *counts; /* usage per (type, id) found by the walk: open addressing */
 	size_t counts_cap, ncounts;
 	bool counts_lost;
+	/* fsck -n: record files found damaged, which the check of usage must not read (a repair
+	 * drops what is damaged first) */
+	bool records_damaged[CFS_QUOTA_TYPES], changes_damaged[CFS_MAX_SLOTS];
 	bool super_changed; /* quota inodes made or dropped: the superblock is written at the end */
 	bool repair;
 	cfs_print_fn print;
@@ -87,6 +90,14 @@ static const char *fixed(struct fsck *k)
 }
 
 /* ---- the bitmap of blocks in use, as the walk finds them ---- */
+/* Blocks a repair allocates where the walk has been (a mended directory's new overflow
+ * block): fs->taken. */
+static void repair_took(void *arg, uint64_t blkno, uint32_t len)
+{
+	struct fsck *k = arg;
+	cfs_bits_set(k->used, blkno, len, true);
+}
+
 static bool mark(struct fsck *k, uint64_t blk, uint32_t len, uint64_t owner, const char *what)
 {
 	const struct cfs_dsuper *sb = &k->fs->sb;
@@ -235,7 +246,8 @@ static void mark_inode(struct fsck *k, struct cfs_inode *ip)
 	}
 	if (ip->d.xattr_block) {
 		struct cfs_buf *b;
-		if (cfs_bread(fs, ip->d.xattr_block, CFS_B_XATTR, ip->ino, &b)) {
+		if (cfs_bread(fs, ip->d.xattr_block, CFS_B_XATTR, ip->ino, &b) ||
+		    cfs_xattr_block_verify(fs, b)) {
 			say(k, true, "inode %" PRIu64 ": xattr block %" PRIu64 " is damaged%s", ip->ino,
 			    ip->d.xattr_block, fixed(k));
 			if (k->repair) {
@@ -298,13 +310,52 @@ static void dir_count(void *arg, struct cfs_buf *b, uint32_t entries)
 	}
 }
 
-/* Is this inode one the walk may take in?  Reads and verifies it. */
-static int visit_inode(struct fsck *k, uint64_t ino, struct cfs_inode **out)
+/* An inode whose fields cfs_inode_verify refuses, set to what they can be (type: S_IFMT bits
+ * its entry gives, or 0; parent: a directory's).  The mended block goes to the cache: with
+ * repair dirty, else only for this check to go on as the repair will. */
+static int mend_inode(struct fsck *k, uint64_t ino, uint32_t type, uint64_t parent)
+{
+	struct cfs_fs *fs = k->fs;
+	struct cfs_buf *b;
+	uint8_t *copy = malloc(fs->bs);
+	const char *what = NULL;
+	int rc = copy ? cfs_bread(fs, ino, CFS_B_INODE, ino, &b) : -ENOMEM;
+	if (!rc) {
+		memcpy(copy, b->data, fs->bs);
+		rc = cfs_inode_mend(&fs->sb, copy, type, parent, &what);
+	}
+	if (!rc && what) {
+		say(k, true, "inode %" PRIu64 ": %s %s%s", ino, what,
+		    k->repair ? "set to what it can be" : "would be set to what it can be",
+		    fixed(k));
+		memcpy(b->data, copy, fs->bs);
+		if (k->repair)
+			cfs_bdirty(fs, b);
+	}
+	free(copy);
+	return rc ? rc : what ? 0 : -EIO;
+}
+
+/* Is this inode one the walk may take in?  Reads and verifies it, mended if it can be. */
+static int visit_inode(struct fsck *k, uint64_t ino, uint32_t type, uint64_t parent,
+		       struct cfs_inode **out)
 {
 	int rc = cfs_iget(k->fs, ino, out);
+	if (rc == -EIO && !mend_inode(k, ino, type, parent))
+		rc = cfs_iget(k->fs, ino, out);
 	if (!rc && (*out)->d.nlink == 0 && (*out)->d.mode == 0)
 		rc = -ESTALE;
 	return rc;
+}
+
+/* The S_IFMT bits of a directory entry's type, 0 if it is none. */
+static uint32_t entry_type(uint8_t type)
+{
+	uint32_t mode = (uint32_t)type << 12;
+	return S_ISREG(mode) || S_ISDIR(mode) || S_ISLNK(mode) || S_ISCHR(mode) || S_ISBLK(mode) ||
+			       S_ISFIFO(mode) || S_ISSOCK(mode)
+		       ? mode
+		       : 0;
 }
 
 static int dir_entry(void *arg, const char *name, size_t len, uint64_t ino, uint8_t type,
@@ -323,7 +374,7 @@ static int dir_entry(void *arg, const char *name, size_t len, uint64_t ino, uint
 		return 0;
 	}
 	struct cfs_inode *ip;
-	int rc = visit_inode(k, ino, &ip);
+	int rc = visit_inode(k, ino, entry_type(type), k->cur_dir, &ip);
 	if (rc) {
 		say(k, true, "directory inode %" PRIu64 ": entry '%.*s' points at inode %" PRIu64
 			     " which is %s%s", k->cur_dir, (int)len, name, ino,
@@ -400,16 +451,31 @@ static int walk_dir(struct fsck *k, uint64_t ino)
 	return rc;
 }
 
-static int add_root(struct fsck *k, uint64_t ino, bool orphan_dir)
+/* The root or a slot's orphan directory (*ino, in the superblock), where a walk starts.  One
+ * damaged beyond mending is made anew, empty: what it named is lost, and freed. */
+static int add_root(struct fsck *k, uint64_t *ino, bool orphan_dir)
 {
 	struct cfs_inode *ip;
-	int rc = visit_inode(k, ino, &ip);
+	int rc = visit_inode(k, *ino, S_IFDIR, *ino, &ip);
+	if (rc == -ENOMEM)
+		return rc;
 	if (rc || !S_ISDIR(ip->d.mode)) {
-		say(k, true, "%s directory inode %" PRIu64 " is damaged: not repairable here, "
-			     "restore from a backup", orphan_dir ? "an orphan" : "the root", ino);
-		return 0;
+		say(k, true, "%s directory inode %" PRIu64 " is damaged beyond mending: %s",
+		    orphan_dir ? "an orphan" : "the root", *ino,
+		    k->repair ? "made anew, empty (what it held is lost: restore it from a backup)"
+			      : "it would be made anew, empty, and what it held lost");
+		if (!k->repair)
+			return 0;
+		k->fs->taken = NULL; /* its blocks are marked as the walk's, below */
+		rc = cfs_system_dir_new(k->fs, orphan_dir ? 0700 : 0755, ino);
+		k->fs->taken = repair_took;
+		if (rc || (rc = cfs_iget(k->fs, *ino, &ip)))
+			return rc;
+		k->super_changed = true;
+		k->r->repaired++;
 	}
-	struct node *n = node_find(k, ino, true);
+	uint64_t at = *ino;
+	struct node *n = node_find(k, at, true);
 	if (!n)
 		return -ENOMEM;
 	n->is_dir = true;
@@ -417,12 +483,12 @@ static int add_root(struct fsck *k, uint64_t ino, bool orphan_dir)
 	n->links = 0; /* no entry names the root or an orphan directory */
 	mark_inode(k, ip);
 	cfs_iforget(k->fs, ip);
-	return queue_push(k, ino);
+	return queue_push(k, at);
 }
 
 static int walk_tree(struct fsck *k)
 {
-	int rc = add_root(k, k->fs->sb.root_ino, false);
+	int rc = add_root(k, &k->fs->sb.root_ino, false);
 	while (!rc && k->qhead < k->qlen) {
 		rc = walk_dir(k, k->queue[k->qhead++]);
 		if (k->progress && k->qhead % 256 == 0)
@@ -471,10 +537,10 @@ static int orphan_entry(void *arg, const char *name, size_t len, uint64_t ino, u
 static int check_orphans(struct fsck *k, uint32_t slot)
 {
 	struct cfs_fs *fs = k->fs;
-	uint64_t dino = fs->sb.orphan_dir[slot];
 	struct cfs_inode *dir;
 	struct orphans o = {.k = k};
-	int rc = add_root(k, dino, true);
+	int rc = add_root(k, &fs->sb.orphan_dir[slot], true);
+	uint64_t dino = fs->sb.orphan_dir[slot];
 	k->qhead = k->qlen; /* its entries are not a tree to walk */
 	if (rc || cfs_iget(fs, dino, &dir))
 		return rc;
@@ -483,7 +549,7 @@ static int check_orphans(struct fsck *k, uint32_t slot)
 	rc = cfs_dir_check(fs, dir, &cb);
 	for (size_t i = 0; i < o.n && !rc; i++) {
 		struct cfs_inode *ip;
-		if (visit_inode(k, o.ino[i], &ip)) {
+		if (visit_inode(k, o.ino[i], 0, 0, &ip)) {
 			say(k, true, "orphan inode %" PRIu64 " of slot %u is damaged%s", o.ino[i], slot,
 			    fixed(k));
 			if (k->repair) {
@@ -617,9 +683,13 @@ static int check_group(struct fsck *k, uint32_t g)
 	uint32_t nblocks = cfs_ag_size(&fs->sb, g);
 	struct cfs_buf *b;
 	mark(k, start, 1, 0, "group header");
+	const char *why = "checksum or identity";
 	int rc = cfs_bread(fs, start, CFS_B_AGH, g, &b);
+	if (!rc && cfs_agh_verify(&fs->sb, b->data, g, &why))
+		rc = -EIO;
 	if (rc) {
-		say(k, true, "group %u: header block %" PRIu64 " is damaged%s", g, start, fixed(k));
+		say(k, true, "group %u: header block %" PRIu64 " is damaged (%s)%s", g, start, why,
+		    fixed(k));
 		if (!k->repair)
 			return 0;
 		if ((rc = cfs_bnew(fs, start, CFS_B_AGH, g, &b)))
@@ -665,7 +735,7 @@ static int check_group(struct fsck *k, uint32_t g)
 /* The record blocks of a quota inode or a slot's change file (named what), each checked; a
  * damaged one is dropped from it with repair (what it held is counted again, or lost: said). */
 static int check_record_blocks(struct fsck *k, struct cfs_inode *ip, const char *what,
-			       const char *lost)
+			       const char *lost, bool *damaged)
 {
 	for (uint32_t i = 0; i < ip->next;) {
 		const struct cfs_dextent *e = &ip->ext[i];
@@ -681,6 +751,7 @@ static int check_record_blocks(struct fsck *k, struct cfs_inode *ip, const char 
 		say(k, true, "the %s %" PRIu64 ": record block at file block %" PRIu64 " is damaged: "
 			     "%s%s", what, ip->ino, e->lblk, lost, fixed(k));
 		if (!k->repair) {
+			*damaged = true;
 			i++;
 			continue;
 		}
@@ -699,7 +770,7 @@ static int check_record_blocks(struct fsck *k, struct cfs_inode *ip, const char 
  * groups would take them back otherwise).  Without the feature, one left by an interrupted
  * 'cfs tune -O ^quota' goes (repair) or is kept for now. */
 static int mark_record_file(struct fsck *k, uint64_t *ino, const char *what, const char *lost,
-			    const char *damaged)
+			    const char *damaged, bool *found_damaged)
 {
 	struct cfs_fs *fs = k->fs;
 	struct cfs_inode *ip;
@@ -711,7 +782,7 @@ static int mark_record_file(struct fsck *k, uint64_t *ino, const char *what, con
 		k->super_changed = true;
 		return 0;
 	}
-	if (visit_inode(k, *ino, &ip) || !S_ISREG(ip->d.mode)) {
+	if (visit_inode(k, *ino, S_IFREG, 0, &ip) || !S_ISREG(ip->d.mode)) {
 		say(k, true, "the %s %" PRIu64 " is damaged: %s%s", what, *ino, damaged,
 		    k->repair ? ": dropped, usage counted from the files" : "");
 		if (k->repair) {
@@ -719,9 +790,10 @@ static int mark_record_file(struct fsck *k, uint64_t *ino, const char *what, con
 			*ino = 0;
 			k->super_changed = true;
 		}
+		*found_damaged = !k->repair;
 		return 0;
 	}
-	return check_record_blocks(k, ip, what, lost);
+	return check_record_blocks(k, ip, what, lost, found_damaged);
 }
 
 static int mark_quota_inode(struct fsck *k, unsigned t)
@@ -729,7 +801,8 @@ static int mark_quota_inode(struct fsck *k, unsigned t)
 	char what[40];
 	snprintf(what, sizeof what, "%s quota inode", cfs_quota_type_name(t));
 	return mark_record_file(k, &k->fs->sb.quota_ino[t], what,
-				"the limits of the ids it holds are lost", "its limits are lost");
+				"the limits of the ids it holds are lost", "its limits are lost",
+				&k->records_damaged[t]);
 }
 
 static int mark_change_file(struct fsck *k, uint32_t slot)
@@ -737,7 +810,8 @@ static int mark_change_file(struct fsck *k, uint32_t slot)
 	char what[48];
 	snprintf(what, sizeof what, "quota grants of slot %u: inode", slot);
 	return mark_record_file(k, &k->fs->sb.quota_slot_ino[slot], what,
-				"the usage counts again", "the usage counts again");
+				"the usage counts again", "the usage counts again",
+				&k->changes_damaged[slot]);
 }
 
 /* A quota inode made anew, after the groups are right (it allocates). */
@@ -855,10 +929,15 @@ static int check_quotas(struct fsck *k)
 		}
 		rc = make_quota_inode(k, t);
 	}
-	for (uint32_t s = 0; s < fs->sb.nslots && !rc; s++)
-		rc = cfs_quota_changes_each(fs, s, gather_change, k);
+	/* What is damaged is not read (fsck -n; a repair dropped it): usage is compared with
+	 * what a repair will write, and cannot be while a change file is damaged. */
+	bool changes_read = true;
+	for (uint32_t s = 0; s < fs->sb.nslots && !rc; s++) {
+		changes_read &= !k->changes_damaged[s];
+		rc = k->changes_damaged[s] ? 0 : cfs_quota_changes_each(fs, s, gather_change, k);
+	}
 	for (unsigned t = 0; t < types && !rc; t++) {
-		if (!fs->sb.quota_ino[t])
+		if (!fs->sb.quota_ino[t] || k->records_damaged[t] || !changes_read)
 			continue;
 		struct quota_compare c = {k, t};
 		rc = cfs_quota_each(fs, t, compare_record, &c);
@@ -996,12 +1075,6 @@ static void fsck_free(struct fsck *k)
 	free(k->nodes);
 	free(k->queue);
 	free(k->fixes);
-}
-
-static void repair_took(void *arg, uint64_t blkno, uint32_t len)
-{
-	struct fsck *k = arg;
-	cfs_bits_set(k->used, blkno, len, true);
 }
 
 static int fsck_open(struct fsck *k, struct cvm_volume *vol)

@@ -75,23 +75,18 @@ static struct cfs_inode *inode_new_mem(struct cfs_fs *fs, uint64_t ino)
 	return ip;
 }
 
-static bool extents_sane(const struct cfs_fs *fs, const struct cfs_inode *ip)
-{
-	for (uint32_t i = 0; i < ip->next; i++) {
-		const struct cfs_dextent *e = &ip->ext[i];
-		if (e->len == 0 || e->pblk < fs->sb.ag_start || e->pblk + e->len > fs->sb.total_blocks ||
-		    e->lblk + e->len < e->lblk || (i && ip->ext[i - 1].lblk + ip->ext[i - 1].len > e->lblk))
-			return false;
-	}
-	return true;
-}
-
-int cfs_inode_decode(struct cfs_fs *fs, const uint8_t *block, struct cfs_inode *ip)
+/* Its fields and inline xattrs verified (what is wrong in *why). */
+static int inode_decode(struct cfs_fs *fs, const uint8_t *block, struct cfs_inode *ip,
+			const char **why)
 {
 	memcpy(&ip->d, block, sizeof ip->d);
 	uint32_t n = ip->d.nextents, inl = CFS_INODE_EXTENTS(fs->bs);
-	if (ip->d.xattr_len > CFS_INODE_XATTR_LEN || n > (1u << 24) || (n > inl) != (ip->d.ext_next != 0))
+	if (cfs_inode_verify(&fs->sb, &ip->d, why))
 		return -EIO;
+	if (cfs_xattrs_verify(block + CFS_INODE_XATTR_OFF, ip->d.xattr_len)) {
+		*why = "damaged inline xattrs";
+		return -EIO;
+	}
 	if (ip->d.xattr_len) {
 		if (!(ip->xattr = malloc(CFS_INODE_XATTR_LEN)))
 			return -ENOMEM;
@@ -137,16 +132,17 @@ static int inode_read(struct cfs_fs *fs, uint64_t ino, struct cfs_inode *ip)
 				 fs->cluster ? CFS_BREAD_MAY_BE_REUSED : 0, &b);
 	if (rc)
 		return rc;
-	rc = cfs_inode_decode(fs, b->data, ip);
+	const char *why = "damaged extent map";
+	rc = inode_decode(fs, b->data, ip, &why);
 	if (!rc)
 		rc = read_chain(fs, ip);
-	if (!rc && !extents_sane(fs, ip))
+	if (!rc && cfs_extents_verify(&fs->sb, ip->ext, ip->next, &why))
 		rc = -EIO;
 	if (!rc && ip->d.nlink == 0 && ip->d.mode == 0)
 		rc = -ESTALE; /* a freed inode block that was not reused */
 	if (rc == -EIO)
-		cfs_log(fs, "block %llu (inode %llu): damaged inode or extent map: EIO",
-			(unsigned long long)ino, (unsigned long long)ino);
+		cfs_log(fs, "block %llu (inode %llu): %s: EIO", (unsigned long long)ino,
+			(unsigned long long)ino, why);
 	return rc;
 }
 

@@ -30,6 +30,18 @@ struct cfs_buf {
 
 void cfs_block_seal(void *block, uint32_t bs);
 /* 0, or -EIO with *why saying what is wrong. */
+/* verify.c: what each structure's fields may hold (0, or -EIO and *why). */
+int cfs_inode_verify(const struct cfs_dsuper *sb, const struct cfs_dinode *d, const char **why);
+int cfs_extents_verify(const struct cfs_dsuper *sb, const struct cfs_dextent *e, uint32_t n,
+		       const char **why);
+/* fsck: set the fields of an inode that cfs_inode_verify refuses to what they can be (the
+ * type, if known, S_IFMT bits, from its directory entry; a directory's parent): 0 if it passes
+ * now (*what: the last field set), -EIO if not (its extents or directory geometry). */
+int cfs_inode_mend(const struct cfs_dsuper *sb, uint8_t *block, uint32_t type, uint64_t parent,
+		   const char **what);
+int cfs_xattrs_verify(const uint8_t *p, uint32_t used); /* an entry list, used bytes long */
+int cfs_agh_verify(const struct cfs_dsuper *sb, const uint8_t *block, uint32_t ag,
+		   const char **why);
 int cfs_block_verify(const void *block, uint32_t bs, uint64_t blkno, uint16_t type,
 		     uint64_t owner, const char **why);
 void cfs_block_init(void *block, uint32_t bs, uint64_t blkno, uint16_t type, uint64_t owner);
@@ -315,6 +327,9 @@ uint64_t cfs_handle(const struct cfs_fs *fs, const struct cfs_inode *ip);
 uint64_t cfs_handle_block(const struct cfs_fs *fs, uint64_t handle);
 /* Write the in-memory inode (fields, xattrs, extent map) into its blocks. */
 int cfs_iwrite(struct cfs_fs *fs, struct cfs_inode *ip);
+/* A directory no quota counts, owned by root, its own parent (slots.c): an added slot's orphan
+ * directory, or one fsck makes anew. */
+int cfs_system_dir_new(struct cfs_fs *fs, uint32_t perm, uint64_t *ino);
 /* A new inode near near (one node) or in this node's own groups.  Under the metadata glock
  * PR, in the reserved group: -EAGAIN (nothing changed, fs->lock was released) if its glock
  * had to be fetched first. */
@@ -351,7 +366,6 @@ void cfs_itouch(struct cfs_inode *ip, bool m, bool c);
 int cfs_iflush_times(struct cfs_fs *fs, uint32_t bound);
 /* ip's times changed and go with the next commit (fs->lock held). */
 void cfs_itimes_later(struct cfs_fs *fs, struct cfs_inode *ip);
-int cfs_inode_decode(struct cfs_fs *fs, const uint8_t *block, struct cfs_inode *ip);
 
 /* Index of the extent holding lblk, or of the first one after it (next if none). */
 uint32_t cfs_ext_find(const struct cfs_inode *ip, uint64_t lblk);
@@ -463,6 +477,7 @@ int cfs_dir_remove_bytes(struct cfs_fs *fs, struct cfs_inode *dir, uint64_t buck
 			 const char *raw, size_t len);
 
 /* ---- extended attributes (xattr.c) ---- */
+int cfs_xattr_block_verify(const struct cfs_fs *fs, const struct cfs_buf *b);
 int cfs_xattr_get(struct cfs_fs *fs, struct cfs_inode *ip, const char *name, void *value,
 		  size_t size);
 int cfs_xattr_set(struct cfs_fs *fs, struct cfs_inode *ip, const char *name,

@@ -28,12 +28,11 @@ static int new_journal(struct cfs_fs *fs, uint32_t slot, uint64_t *at)
 	return 0;
 }
 
-/* The new slot's orphan directory: its own parent, as mkfs makes them. */
-static int new_orphan_dir(struct cfs_fs *fs, uint64_t *ino)
+int cfs_system_dir_new(struct cfs_fs *fs, uint32_t perm, uint64_t *ino)
 {
 	struct cfs_inode *ip = NULL;
 	cfs_making_system_inode = true; /* no quota counts it */
-	int rc = cfs_ialloc(fs, 0, S_IFDIR | 0700, 0, 0, &ip);
+	int rc = cfs_ialloc(fs, 0, S_IFDIR | perm, 0, 0, &ip);
 	if (!rc) {
 		ip->d.nlink = 2;
 		ip->d.parent = ip->ino;
@@ -54,7 +53,7 @@ static int add_one(struct cfs_fs *fs)
 	int rc = cfs_journal_commit(fs); /* the slot's transaction holds nothing else */
 	if (!rc)
 		rc = new_journal(fs, slot, &sb.slot_journal[slot]);
-	if (!rc && (rc = new_orphan_dir(fs, &sb.orphan_dir[slot])))
+	if (!rc && (rc = cfs_system_dir_new(fs, 0700, &sb.orphan_dir[slot])))
 		cfs_free(fs, sb.slot_journal[slot], sb.journal_blocks);
 	if (!rc) {
 		sb.nslots++;

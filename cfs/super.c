@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -40,6 +41,30 @@ static bool journals_placed(const struct cfs_dsuper *sb)
 	return true;
 }
 
+/* An inode the superblock names: 0 where optional, or a block of a group that is not its
+ * header. */
+static bool names_inode(const struct cfs_dsuper *sb, uint64_t ino, bool optional)
+{
+	if (!ino)
+		return optional;
+	return ino >= sb->ag_start && ino < sb->total_blocks && (ino - sb->ag_start) % sb->ag_blocks;
+}
+
+static bool inodes_named(const struct cfs_dsuper *sb)
+{
+	if (!names_inode(sb, sb->root_ino, false))
+		return false;
+	for (uint32_t s = 0; s < CFS_MAX_SLOTS; s++)
+		if (!names_inode(sb, sb->orphan_dir[s], s >= sb->nslots) ||
+		    (s >= sb->nslots && sb->orphan_dir[s]) ||
+		    !names_inode(sb, sb->quota_slot_ino[s], true))
+			return false;
+	for (unsigned t = 0; t < 3; t++)
+		if (!names_inode(sb, sb->quota_ino[t], true))
+			return false;
+	return true;
+}
+
 int cfs_super_check(const struct cfs_dsuper *sb, uint64_t volume_bytes, const char **why)
 {
 	uint32_t bs = sb->block_size;
@@ -56,8 +81,10 @@ int cfs_super_check(const struct cfs_dsuper *sb, uint64_t volume_bytes, const ch
 		 cfs_ag_first(sb, sb->nags - 1) >= sb->total_blocks ||
 		 cfs_ag_first(sb, sb->nags) < sb->total_blocks)
 		*why = "allocation group geometry is inconsistent";
-	else if (sb->root_ino < sb->ag_start || sb->root_ino >= sb->total_blocks)
-		*why = "root inode outside the filesystem";
+	else if (!inodes_named(sb))
+		*why = "an inode it names (root, orphan directory, quota) is no inode block";
+	else if (sb->lockproto[0] && !cfs_super_lockproto(sb))
+		*why = "unknown lock protocol";
 	return *why ? -EUCLEAN : 0;
 }
 
@@ -98,17 +125,10 @@ int cfs_super_read_primary(struct cvm_volume *vol, struct cfs_dsuper *sb)
 	return read_copy(vol, 0, sb);
 }
 
-int cfs_super_read(struct cvm_volume *vol, struct cfs_dsuper *sb, bool *used_backup)
+/* The backup, if it is sound (its checksum and cfs_super_check; else *why, if it got that
+ * far).  It is block 1 in units of the primary's block size: every size is tried. */
+static int read_backup(struct cvm_volume *vol, struct cfs_dsuper *sb, const char **why)
 {
-	const char *why = NULL;
-	int rc = read_copy(vol, 0, sb);
-	if (!rc && !cfs_super_check(sb, cvm_volume_size(vol), &why)) {
-		if (used_backup)
-			*used_backup = false;
-		return 0;
-	}
-	int primary = rc ? rc : -EUCLEAN;
-	/* The backup is block 1 in units of the primary's block size; try every size. */
 	for (uint32_t bs = CFS_MIN_BLOCK; bs <= CFS_MAX_BLOCK; bs *= 2) {
 		uint8_t *b;
 		if (posix_memalign((void **)&b, 4096, bs))
@@ -119,15 +139,125 @@ int cfs_super_read(struct cvm_volume *vol, struct cfs_dsuper *sb, bool *used_bac
 		    ((struct cfs_dsuper *)b)->block_size == bs) {
 			memcpy(sb, b, sizeof *sb);
 			free(b);
-			if (!cfs_super_check(sb, cvm_volume_size(vol), &why)) {
-				if (used_backup)
-					*used_backup = true;
-				return 0;
-			}
-			break;
+			return cfs_super_check(sb, cvm_volume_size(vol), why);
 		}
 		free(b);
 	}
+	return -EUCLEAN;
+}
+
+static bool features_known(const struct cfs_dsuper *sb)
+{
+	bool ro;
+	return !cfs_features_check(sb, "", false, &ro) && !ro;
+}
+
+/* Block ino is an inode of type S_IFMT bits type; with records, its first extent's first
+ * block is one of its quota records. */
+static bool inode_is(struct cvm_volume *vol, const struct cfs_dsuper *sb, uint64_t ino,
+		     uint32_t type, bool records)
+{
+	uint32_t bs = sb->block_size;
+	uint8_t *b;
+	if (!ino)
+		return true;
+	if (posix_memalign((void **)&b, 4096, bs))
+		return false;
+	const struct cfs_dinode *d = (const void *)b;
+	const struct cfs_dextent *e = (const void *)(b + CFS_INODE_EXT_OFF);
+	const char *why;
+	bool is = !cvm_volume_read(vol, b, bs, ino * bs) &&
+		  !cfs_block_verify(b, bs, ino, CFS_B_INODE, ino, &why) && (d->mode & S_IFMT) == type;
+	uint64_t first = is && records && d->nextents ? e->pblk : 0;
+	is = is && (!first || (first < sb->total_blocks && !cvm_volume_read(vol, b, bs, first * bs) &&
+			       !cfs_block_verify(b, bs, first, CFS_B_QUOTA, ino, &why)));
+	free(b);
+	return is;
+}
+
+static bool system_inodes_sound(struct cvm_volume *vol, const struct cfs_dsuper *sb)
+{
+	bool sound = inode_is(vol, sb, sb->root_ino, S_IFDIR, false);
+	for (uint32_t s = 0; s < sb->nslots && sound; s++)
+		sound = inode_is(vol, sb, sb->orphan_dir[s], S_IFDIR, false) &&
+			inode_is(vol, sb, sb->quota_slot_ino[s], S_IFREG, true);
+	for (unsigned t = 0; t < 3 && sound; t++)
+		sound = inode_is(vol, sb, sb->quota_ino[t], S_IFREG, true);
+	return sound;
+}
+
+/* How many entries of the root's first bucket hash to what they say under seed. */
+static unsigned seed_fits(struct cvm_volume *vol, const struct cfs_dsuper *sb, uint32_t seed)
+{
+	uint32_t bs = sb->block_size;
+	uint8_t *b;
+	unsigned fits = 0;
+	const char *why;
+	if (posix_memalign((void **)&b, 4096, bs))
+		return 0;
+	const struct cfs_dinode *d = (const void *)b;
+	const struct cfs_dextent *e = (const void *)(b + CFS_INODE_EXT_OFF);
+	uint64_t bucket = !cvm_volume_read(vol, b, bs, sb->root_ino * bs) &&
+				  !cfs_block_verify(b, bs, sb->root_ino, CFS_B_INODE, sb->root_ino, &why) &&
+				  d->nextents && e->lblk == 0 && e->pblk < sb->total_blocks
+			  ? e->pblk
+			  : 0;
+	if (bucket && !cvm_volume_read(vol, b, bs, bucket * bs) &&
+	    !cfs_block_verify(b, bs, bucket, CFS_B_BUCKET, sb->root_ino, &why)) {
+		const struct cfs_ddirb *h = (const void *)b;
+		uint32_t used = h->used < bs - CFS_DIRB_OFF ? h->used : bs - CFS_DIRB_OFF;
+		for (uint32_t o = 0; o + CFS_DIRENT_FIXED <= used;) {
+			const uint8_t *p = b + CFS_DIRB_OFF + o;
+			uint32_t hash;
+			memcpy(&hash, p, 4);
+			if (o + CFS_DIRENT_FIXED + p[13] > used)
+				break;
+			fits += hash == cvm_crc32c(seed, p + CFS_DIRENT_FIXED, p[13]);
+			o += CFS_DIRENT_FIXED + p[13];
+		}
+	}
+	free(b);
+	return fits;
+}
+
+/* A primary that passes cfs_super_check, yet differs from a sound backup in a way that the
+ * backup explains: it names a format or feature this release does not know (a later release
+ * writes both copies alike), a directory hash seed the root's names do not hash with, or
+ * inodes that are not what it says they are (the root a file, a quota inode someone's file).  A bug wrote a field wrong: the backup is the truth. */
+static bool primary_wrong(struct cvm_volume *vol, const struct cfs_dsuper *sb)
+{
+	struct cfs_dsuper backup;
+	const char *why;
+	if (read_backup(vol, &backup, &why) ||
+	    !memcmp((const uint8_t *)&backup + sizeof backup.h, (const uint8_t *)sb + sizeof sb->h,
+		    sizeof *sb - sizeof sb->h))
+		return false;
+	if (!features_known(sb) && features_known(&backup))
+		return true;
+	if (backup.hash_seed != sb->hash_seed &&
+	    seed_fits(vol, &backup, backup.hash_seed) > seed_fits(vol, sb, sb->hash_seed))
+		return true;
+	return !system_inodes_sound(vol, sb) && system_inodes_sound(vol, &backup);
+}
+
+int cfs_super_read(struct cvm_volume *vol, struct cfs_dsuper *sb, bool *used_backup)
+{
+	const char *why = NULL;
+	int rc = read_copy(vol, 0, sb);
+	if (!rc && !cfs_super_check(sb, cvm_volume_size(vol), &why) &&
+	    !primary_wrong(vol, sb)) {
+		if (used_backup)
+			*used_backup = false;
+		return 0;
+	}
+	int primary = rc ? rc : -EUCLEAN;
+	if (!(rc = read_backup(vol, sb, &why))) {
+		if (used_backup)
+			*used_backup = true;
+		return 0;
+	}
+	if (rc == -ENOMEM)
+		return rc;
 	if (primary == -ENODATA && !why) {
 		cfs_set_error("no CFS filesystem on volume %s: run mkfs.cfs first",
 			      cvm_volume_config(vol)->name);

@@ -10,13 +10,20 @@
 
 #define XATTRB_USED_OFF 32u
 #define XATTRB_DATA_OFF 40u
-#define ENT_FIXED 4u
+#define ENT_FIXED CFS_XATTR_FIXED
 
 struct area {
 	uint8_t *p;
 	uint32_t used, cap;
 	struct cfs_buf *b; /* NULL: inline */
 };
+
+int cfs_xattr_block_verify(const struct cfs_fs *fs, const struct cfs_buf *b)
+{
+	uint32_t used;
+	memcpy(&used, b->data + XATTRB_USED_OFF, 4);
+	return used > fs->bs - XATTRB_DATA_OFF ? -EIO : cfs_xattrs_verify(b->data + XATTRB_DATA_OFF, used);
+}
 
 static int areas(struct cfs_fs *fs, struct cfs_inode *ip, struct area a[2], int *n)
 {
@@ -30,8 +37,11 @@ static int areas(struct cfs_fs *fs, struct cfs_inode *ip, struct area a[2], int 
 		return rc;
 	uint32_t used;
 	memcpy(&used, b->data + XATTRB_USED_OFF, 4);
-	if (used > fs->bs - XATTRB_DATA_OFF)
+	if (cfs_xattr_block_verify(fs, b)) {
+		cfs_log(fs, "block %llu (inode %llu): damaged xattr block: EIO",
+			(unsigned long long)b->blkno, (unsigned long long)ip->ino);
 		return -EIO;
+	}
 	a[1] = (struct area){b->data + XATTRB_DATA_OFF, used, fs->bs - XATTRB_DATA_OFF, b};
 	*n = 2;
 	return 0;

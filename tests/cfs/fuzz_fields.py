@@ -174,7 +174,8 @@ class Case:
 
     def run(self, *argv, timeout=STEP_TIMEOUT):
         try:
-            p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout,
+            p = subprocess.run(argv, capture_output=True, text=True, errors='replace',
+                               timeout=timeout,
                                env=dict(os.environ, ASAN_OPTIONS='detect_leaks=0'))
         except subprocess.TimeoutExpired:
             self.problems.append(f'hang: {" ".join(argv)}')

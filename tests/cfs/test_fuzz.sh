@@ -36,9 +36,13 @@ mount_cfs v "$M" || { not_ok "mount"; finish; }
 umount_cfs "$M"
 expect 0 "clean" "fsck.cfs: the populated filesystem is clean" -- "$BIN/fsck.cfs" -n v
 cp "$T/v.lun0" "$T/pristine"
+# Exit 1: cases failed, each said on its "not ok" line; anything else: the fuzzer itself.
 fuzz() {
 	python3 "$(dirname "$0")/fuzz_fields.py" --bin "$BIN" --lun "$T/v.lun0" \
-		--pristine "$T/pristine" --volume v --mnt "$M" --log "$T/v.log" "$@"
+		--pristine "$T/pristine" --volume v --mnt "$M" --log "$T/v.log" "$@" 2>"$T/fuzz.err"
+	local rc=$?
+	[ "$rc" -le 1 ] || not_ok "fuzz_fields.py $*: exit $rc: $(tail -5 "$T/fuzz.err")"
+	[ -z "${FUZZ_ONLY:-}" ] || cat "$T/fuzz.err" >&2
 }
 if [ -n "${FUZZ_ONLY:-}" ]; then # "S/K ...": those cases alone, with their commands' output
 	for c in $FUZZ_ONLY; do fuzz --seed "${c%/*}" --case "${c#*/}" --verbose; done
