@@ -466,6 +466,9 @@ bool cfs_direct_io_end(struct cfs_direct_io *d, int result, uint64_t moved, bool
 /* d's pieces moved by the caller's thread: each read into or written from buf, and for a
  * d->flush write its LUN flushed after; 0 or the first -errno, the bytes moved in *moved. */
 int cfs_direct_io_now(const struct cfs_direct_io *d, void *buf, uint64_t *moved);
+/* A piece of d the caller submitted failed with err (or moved less: -EIO): logged and
+ * counted against its LUN (cvm_volume_io_failed). */
+void cfs_direct_io_failed(const struct cfs_direct_io *d, unsigned piece, int err);
 
 /* ---- kernel bypass (ODM clients write straight to the LUNs) ---- */
 /* A regular file without a name (O_TMPFILE): open once (cfs_release frees it) and on the

@@ -205,6 +205,12 @@ int cfs_direct_io_may_submit(const struct cfs_direct_io *d)
 	return d->write ? cvm_volume_may_write(d->fs->vol) : 0;
 }
 
+void cfs_direct_io_failed(const struct cfs_direct_io *d, unsigned piece, int err)
+{
+	const struct cfs_lun_io *p = &d->io[piece];
+	cvm_volume_io_failed(d->fs->vol, p->lun, d->write ? "write" : "read", p->offset, p->len, err);
+}
+
 int cfs_direct_io_now(const struct cfs_direct_io *d, void *buf, uint64_t *moved)
 {
 	*moved = 0;
@@ -216,13 +222,18 @@ int cfs_direct_io_now(const struct cfs_direct_io *d, void *buf, uint64_t *moved)
 		char *at = (char *)buf + piece->buf_offset;
 		ssize_t n = d->write ? pwrite(piece->fd, at, piece->len, (off_t)piece->offset)
 				     : pread(piece->fd, at, piece->len, (off_t)piece->offset);
+		if (n < 0 || (uint64_t)n < piece->len)
+			cfs_direct_io_failed(d, i, n < 0 ? -errno : -EIO);
 		if (n < 0)
 			return -errno;
 		*moved += (uint64_t)n;
 	}
 	for (unsigned i = 0; d->flush && i < d->n; i++)
-		if (fdatasync(d->io[i].fd))
-			return -errno;
+		if (fdatasync(d->io[i].fd)) {
+			int rc = -errno;
+			cvm_volume_io_failed(d->fs->vol, d->io[i].lun, "flush", 0, 0, rc);
+			return rc;
+		}
 	return 0;
 }
 

@@ -424,6 +424,19 @@ static int quota_mountable(const struct cfs_fs *fs, const char *volume)
 	return 0;
 }
 
+static void lun_log(void *arg, const char *line)
+{
+	cfs_log(arg, "%s", line);
+}
+
+void cfs_volume_adopt(struct cfs_fs *fs, struct cvm_volume *vol)
+{
+	cvm_volume_set_log(vol, lun_log, fs);
+	if (fs->vol && fs->vol != vol)
+		cvm_volume_inherit_errors(vol, fs->vol);
+	cfs_fence_guard(fs, vol);
+}
+
 int cfs_mount(struct cvm_volume *vol, const struct cfs_mount_opts *o, struct cfs_fs **out)
 {
 	struct cfs_fs *fs = calloc(1, sizeof *fs);
@@ -470,7 +483,7 @@ int cfs_mount(struct cvm_volume *vol, const struct cfs_mount_opts *o, struct cfs
 	if (!rc)
 		rc = cfs_glock_init(fs, proto);
 	if (!rc && (rc = cfs_lease_page_init(fs)) == 0)
-		cfs_fence_guard(fs, vol);
+		cfs_volume_adopt(fs, vol);
 	if (!rc && o->locks_ready)
 		rc = o->locks_ready(o->locks_arg, fs);
 	if (!rc) {

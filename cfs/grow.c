@@ -86,7 +86,7 @@ int cfs_grow(struct cfs_fs *fs, struct cvm_volume *grown, uint64_t *added_blocks
 		cfs_op_end(fs);
 		return rc;
 	}
-	cfs_fence_guard(fs, grown);
+	cfs_volume_adopt(fs, grown);
 	/* Data I/O is stopped while the volume handle changes: what is in flight ends first
 	 * (direct I/O's ends do not wait for fs->lock, see cfs_direct_io_end). */
 	if (pthread_rwlock_trywrlock(&fs->vol_lock)) {
@@ -161,7 +161,7 @@ int cfs_growth_take_in(struct cfs_fs *fs)
 			"take it in: %s", (unsigned long long)sb.total_blocks, why);
 		return -EIO;
 	}
-	cfs_fence_guard(fs, vol);
+	cfs_volume_adopt(fs, vol);
 	pthread_rwlock_wrlock(&fs->vol_lock);
 	fs->vol = vol;
 	fs->sb = sb;

@@ -818,6 +818,9 @@ void cfs_fence_log_interval(const struct cfs_fs *fs);
 bool cfs_lease_fresh(const struct cfs_fs *fs);
 /* Make every write of vol wait for a fresh lease, or fence (a cluster mount's volumes). */
 void cfs_fence_guard(struct cfs_fs *fs, struct cvm_volume *vol);
+/* A volume handle the filesystem takes (its mount's, or a grown one): its writes behind the
+ * fence's gate, its failed LUN I/O logged by cfs_log and counted on from the handle before. */
+void cfs_volume_adopt(struct cfs_fs *fs, struct cvm_volume *vol);
 /* The lock manager removed this node while it stalled. */
 void cfs_fence_evicted(struct cfs_fs *fs, const char *why);
 /* The journal failed (fs->ro set): on a cluster this node can no longer write what it changed

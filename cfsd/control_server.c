@@ -197,6 +197,42 @@ static void fill_status(struct cfsd *d, ControlStatus *s, struct cfs_status *st,
 	odm_counts(d->odm, &s->odm_clients, &s->odm_files);
 }
 
+/* The volume's LUNs for a status: their paths copied, since a grow may swap the handle
+ * before the reply is sent. */
+struct lun_list {
+	LunStatus *luns;
+	LunStatus **ptrs;
+};
+
+static void lun_list_fill(struct cfsd *d, ControlStatus *s, struct lun_list *l)
+{
+	struct cfs_fs *fs = d->fs;
+	pthread_rwlock_rdlock(&fs->vol_lock);
+	uint32_t n = cvm_volume_config(fs->vol)->nluns;
+	l->luns = calloc(n, sizeof *l->luns);
+	l->ptrs = calloc(n, sizeof *l->ptrs);
+	for (uint32_t i = 0; l->luns && l->ptrs && i < n; i++) {
+		lun_status__init(&l->luns[i]);
+		l->luns[i].path = strdup(cvm_volume_lun_path(fs->vol, i));
+		l->luns[i].io_errors = cvm_volume_lun_errors(fs->vol, i);
+		l->ptrs[s->n_luns++] = &l->luns[i];
+		if (!l->luns[i].path) {
+			s->n_luns--;
+			break;
+		}
+	}
+	pthread_rwlock_unlock(&fs->vol_lock);
+	s->luns = l->ptrs;
+}
+
+static void lun_list_free(struct lun_list *l, size_t n)
+{
+	for (size_t i = 0; l->luns && i < n; i++)
+		free(l->luns[i].path);
+	free(l->luns);
+	free(l->ptrs);
+}
+
 /* A request waiting for a worker. */
 struct request {
 	ControlRequest *req;
@@ -411,10 +447,12 @@ static void serve(struct conn *c, const ControlRequest *req, bool malformed)
 	}
 	RestripeStatus restripe;
 	char restripe_state[16], restripe_error[256];
+	struct lun_list luns = {0};
 	if (!reply.error && (req->op == CONTROL_REQUEST__OP__STATUS ||
 			     req->op == CONTROL_REQUEST__OP__GROW || req->op == CONTROL_REQUEST__OP__SYNC ||
 			     req->op == CONTROL_REQUEST__OP__ADD_SLOTS)) {
 		fill_status(d, &status, &st, nodes, node_ptrs);
+		lun_list_fill(d, &status, &luns);
 		quota_status(d, &reply, &quota);
 		if (cfsd_restripe_status(d, &restripe, restripe_state, restripe_error))
 			status.restripe = &restripe;
@@ -426,6 +464,7 @@ static void serve(struct conn *c, const ControlRequest *req, bool malformed)
 	odm_reply_mem_free(&mem);
 	quota_reply_mem_free(&quota);
 	lock_list_free(&locks);
+	lun_list_free(&luns, status.n_luns);
 }
 
 static void conn_free(struct conn *c)

@@ -226,8 +226,13 @@ static void *completer_main(void *arg)
 		}
 		hold_completions(dd, n);
 		for (int i = 0; i < n; i++) {
-			record(events[i].data, (long)events[i].res);
-			release(events[i].data, 1, true);
+			struct dev_direct_slot *s = events[i].data;
+			long res = (long)events[i].res;
+			if (res < 0 || (unsigned long)res < events[i].obj->u.c.nbytes)
+				cfs_direct_io_failed(&s->io, (unsigned)(events[i].obj - s->iocbs),
+						     res < 0 ? (int)res : -EIO);
+			record(s, res);
+			release(s, 1, true);
 		}
 		all_ended = finish_later(dd);
 		pthread_mutex_lock(&dd->lock);

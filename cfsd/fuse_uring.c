@@ -105,6 +105,9 @@ enum { URING_CMD_REGISTER = 1, URING_CMD_COMMIT_AND_FETCH = 2 };
 
 /* What a completion is about: the low bits of its user_data, the rest a pointer. */
 enum { CQE_FUSE = 0, CQE_LUN = 1, CQE_WAKE = 2, CQE_TAGS = 3 };
+/* A LUN piece's completion carries the piece's index in the user data's top byte (above any
+ * user-space address), for the log line of one that failed. */
+#define CQE_PIECE_SHIFT 56
 
 struct ring_queue;
 struct ring_thread;
@@ -608,7 +611,8 @@ static void submit_lun_io(struct ring_thread *t, struct ring_entry *e)
 	t->lun_inflight += e->io.n;
 	for (unsigned i = 0; i < e->io.n; i++) {
 		const struct cfs_lun_io *piece = &e->io.io[i];
-		struct io_uring_sqe *sqe = ring_sqe(t, (uintptr_t)e | CQE_LUN);
+		struct io_uring_sqe *sqe =
+			ring_sqe(t, (uintptr_t)e | CQE_LUN | (uint64_t)i << CQE_PIECE_SHIFT);
 		sqe->opcode = e->io.write ? IORING_OP_WRITE : IORING_OP_READ;
 		sqe->fd = piece->fd;
 		sqe->addr = (uintptr_t)(e->payload + piece->buf_offset);
@@ -620,9 +624,11 @@ static void submit_lun_io(struct ring_thread *t, struct ring_entry *e)
 		finish_direct(t, e);
 }
 
-static void lun_done(struct ring_thread *t, struct ring_entry *e, int res)
+static void lun_done(struct ring_thread *t, struct ring_entry *e, unsigned piece, int res)
 {
 	t->lun_inflight--;
+	if (res < 0 || (uint64_t)res < e->io.io[piece].len)
+		cfs_direct_io_failed(&e->io, piece, res < 0 ? res : -EIO);
 	if (res < 0 && !e->io_error)
 		e->io_error = res;
 	else if (res > 0)
@@ -698,7 +704,8 @@ static void send_helpers_answers(struct ring_thread *t)
 /* One completion on a data thread's ring; a FUSE command's error ends the thread (*ended). */
 static void data_completion(struct ring_thread *t, const struct io_uring_cqe *cqe, int *ended)
 {
-	void *of = (void *)(uintptr_t)(cqe->user_data & ~(uint64_t)CQE_TAGS);
+	uint64_t tagged = cqe->user_data & ((1ull << CQE_PIECE_SHIFT) - 1);
+	void *of = (void *)(uintptr_t)(tagged & ~(uint64_t)CQE_TAGS);
 	switch (cqe->user_data & CQE_TAGS) {
 	case CQE_FUSE:
 		if (cqe->res >= 0)
@@ -707,7 +714,7 @@ static void data_completion(struct ring_thread *t, const struct io_uring_cqe *cq
 			*ended = cqe->res;
 		break;
 	case CQE_LUN:
-		lun_done(t, of, cqe->res);
+		lun_done(t, of, (unsigned)(cqe->user_data >> CQE_PIECE_SHIFT), cqe->res);
 		break;
 	default:
 		if (!*ended)

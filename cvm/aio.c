@@ -348,8 +348,13 @@ static int reap(struct cvm_aio *a, struct kernel_ctx *k, long want,
 		struct aio_req *r = ev->data;
 		k->pieces--;
 		long long res = (long long)ev->res;
-		if (res != (long long)ev->obj->u.c.nbytes && r->error == 0)
-			r->error = res < 0 ? res : -EIO;
+		if (res != (long long)ev->obj->u.c.nbytes) {
+			r->error = r->error ? r->error : res < 0 ? res : -EIO;
+			cvm_volume_io_failed_fd(a->vol, ev->obj->aio_fildes,
+						ev->obj->aio_lio_opcode == IO_CMD_PWRITE ? "write" : "read",
+						(uint64_t)ev->obj->u.c.offset, ev->obj->u.c.nbytes,
+						res < 0 ? (int)res : -EIO);
+		}
 		if (ev->obj->aio_lio_opcode == IO_CMD_PWRITE)
 			cvm_volume_written_fd(a->vol, ev->obj->aio_fildes);
 		if (--r->pending == 0) {

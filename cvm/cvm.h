@@ -205,6 +205,21 @@ uint64_t cvm_volume_flushes(struct cvm_volume *vol);
 /* A write the caller submitted itself to a LUN's descriptor is done: the next flush covers
  * that LUN. */
 void cvm_volume_written(struct cvm_volume *vol, uint32_t lun);
+/* A failed I/O on a LUN (what: "read", "write" or "flush"; the byte offset on the LUN device):
+ * counted per LUN and logged, at most 10 lines per 10 s a volume, the lines left out counted
+ * in the next.  cvm's own synchronous I/O, flushes and asynchronous I/O call it; so do callers
+ * that submit mapped pieces themselves, by descriptor.  log: where the lines go (default
+ * standard error, "cvm: " before each); it may be called from any thread. */
+typedef void (*cvm_log_fn)(void *arg, const char *line);
+void cvm_volume_set_log(struct cvm_volume *vol, cvm_log_fn log, void *arg);
+void cvm_volume_io_failed(struct cvm_volume *vol, uint32_t lun, const char *what,
+			  uint64_t dev_offset, uint64_t len, int err);
+void cvm_volume_io_failed_fd(struct cvm_volume *vol, int fd, const char *what,
+			     uint64_t dev_offset, uint64_t len, int err);
+/* Failed I/O on a LUN since the volume was opened (or counted on from the handle before it:
+ * inherit, for the same LUNs in a handle opened after a grow). */
+uint64_t cvm_volume_lun_errors(const struct cvm_volume *vol, uint32_t lun);
+void cvm_volume_inherit_errors(struct cvm_volume *to, const struct cvm_volume *from);
 /* Self-fencing (a cluster node that lost quorum): from now on every read, write, flush and
  * asynchronous submission of this volume fails with -EIO without reaching the LUNs.  I/O
  * already in the kernel still completes.  There is no way back: the volume is closed. */

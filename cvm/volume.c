@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <libaio.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,7 +42,18 @@ struct cvm_volume {
 	cvm_write_gate_fn gate;
 	void *gate_arg;
 	struct cvm_restripe_view *view; /* a paused restripe: where each chunk is */
+	/* Failed I/O per LUN (cvm_volume_io_failed), and the lines that say so: at most
+	 * LOG_LINES per LOG_WINDOW seconds, the rest counted in the next line. */
+	uint64_t io_errors[CVM_MAX_LUNS]; /* atomic */
+	pthread_mutex_t log_lock;
+	cvm_log_fn log;
+	void *log_arg;
+	time_t log_window;
+	unsigned log_lines;
+	uint64_t log_skipped;
 };
+#define LOG_LINES 10
+#define LOG_WINDOW 10
 
 static const struct cvm_stripe_set *set_of_lun(const struct cvm_config *cfg, uint32_t lun)
 {
@@ -56,6 +68,7 @@ static void vol_free(struct cvm_volume *v)
 	cvm_restripe_view_free(v->view);
 	pthread_mutex_destroy(&v->flush_lock);
 	pthread_cond_destroy(&v->flush_ended);
+	pthread_mutex_destroy(&v->log_lock);
 	if (v->flush_ctx)
 		io_destroy(v->flush_ctx);
 	for (uint32_t i = 0; i < v->cfg.nluns; i++) {
@@ -153,6 +166,7 @@ int cvm_volume_open_config(const struct cvm_scan *scan, const struct cvm_config 
 	v->size = cvm_config_size(cfg);
 	pthread_mutex_init(&v->flush_lock, NULL);
 	pthread_cond_init(&v->flush_ended, NULL);
+	pthread_mutex_init(&v->log_lock, NULL);
 	for (uint32_t i = 0; i < cfg->nluns; i++)
 		v->fd[i] = -1;
 	bool rw = (flags & ~CVM_OPEN_JOIN) != CVM_OPEN_RDONLY;
@@ -365,8 +379,12 @@ static int io_pieces(struct cvm_volume *v, enum cvm_op op, void *buf, uint64_t l
 					    : pwrite(v->fd[p.lun], b + done, p.len - done, at + (off_t)done);
 			if (n < 0 && errno == EINTR)
 				continue;
-			if (n <= 0)
-				return n < 0 ? -errno : -EIO;
+			if (n <= 0) {
+				int rc = n < 0 ? -errno : -EIO;
+				cvm_volume_io_failed(v, p.lun, op == CVM_READ ? "read" : "write",
+						     (uint64_t)at + done, p.len - done, rc);
+				return rc;
+			}
 			done += (uint64_t)n;
 		}
 		if (op == CVM_WRITE) /* after the write: a flush that clears it covers the write */
@@ -419,6 +437,80 @@ void cvm_volume_written(struct cvm_volume *vol, uint32_t lun)
 		__atomic_store_n(&vol->written[lun], true, __ATOMIC_RELEASE);
 }
 
+static void log_default(void *arg, const char *line)
+{
+	(void)arg;
+	fprintf(stderr, "cvm: %s\n", line);
+}
+
+void cvm_volume_set_log(struct cvm_volume *vol, cvm_log_fn fn, void *arg)
+{
+	vol->log = fn;
+	vol->log_arg = arg;
+}
+
+uint64_t cvm_volume_lun_errors(const struct cvm_volume *vol, uint32_t lun)
+{
+	return lun < vol->cfg.nluns ? __atomic_load_n(&vol->io_errors[lun], __ATOMIC_RELAXED) : 0;
+}
+
+void cvm_volume_inherit_errors(struct cvm_volume *to, const struct cvm_volume *from)
+{
+	for (uint32_t i = 0; i < to->cfg.nluns; i++)
+		for (uint32_t j = 0; j < from->cfg.nluns; j++)
+			if (cvm_uuid_equal(&to->cfg.luns[i].uuid, &from->cfg.luns[j].uuid))
+				__atomic_add_fetch(&to->io_errors[i], cvm_volume_lun_errors(from, j),
+						   __ATOMIC_RELAXED);
+}
+
+/* A window's first LOG_LINES failures are said; of the rest, how many there were is said at
+ * the next line. */
+static bool log_allowed(struct cvm_volume *v, uint64_t *skipped)
+{
+	time_t now = time(NULL);
+	if (now - v->log_window >= LOG_WINDOW) {
+		v->log_window = now;
+		v->log_lines = 0;
+	}
+	if (v->log_lines >= LOG_LINES) {
+		v->log_skipped++;
+		return false;
+	}
+	v->log_lines++;
+	*skipped = v->log_skipped;
+	v->log_skipped = 0;
+	return true;
+}
+
+void cvm_volume_io_failed(struct cvm_volume *vol, uint32_t lun, const char *what,
+			  uint64_t dev_offset, uint64_t len, int err)
+{
+	if (lun >= vol->cfg.nluns || cvm_volume_fenced(vol))
+		return; /* a fenced volume fails I/O by design, its LUNs are fine */
+	uint64_t n = __atomic_add_fetch(&vol->io_errors[lun], 1, __ATOMIC_RELAXED), skipped = 0;
+	pthread_mutex_lock(&vol->log_lock);
+	bool say = log_allowed(vol, &skipped);
+	pthread_mutex_unlock(&vol->log_lock);
+	if (!say)
+		return;
+	char more[80] = "", line[PATH_MAX + 256];
+	if (skipped)
+		snprintf(more, sizeof more, "; %" PRIu64 " more on this volume not logged before this",
+			 skipped);
+	snprintf(line, sizeof line, "volume %s: LUN %u (%s): %s of %" PRIu64 " bytes at byte %" PRIu64
+		 " failed: %s (%" PRIu64 " failed I/O on this LUN so far%s)", vol->cfg.name, lun,
+		 vol->path[lun], what, len, dev_offset, strerror(-err), n, more);
+	(vol->log ? vol->log : log_default)(vol->log_arg, line);
+}
+
+void cvm_volume_io_failed_fd(struct cvm_volume *vol, int fd, const char *what,
+			     uint64_t dev_offset, uint64_t len, int err)
+{
+	for (uint32_t i = 0; i < vol->cfg.nluns; i++)
+		if (vol->fd[i] == fd)
+			cvm_volume_io_failed(vol, i, what, dev_offset, len, err);
+}
+
 void cvm_volume_written_fd(struct cvm_volume *v, int fd)
 {
 	for (uint32_t i = 0; i < v->cfg.nluns; i++)
@@ -442,6 +534,7 @@ static int flush_lun(struct cvm_volume *vol, uint32_t lun)
 		return 0;
 	int rc = -errno;
 	__atomic_store_n(&vol->written[lun], true, __ATOMIC_RELEASE); /* still to flush */
+	cvm_volume_io_failed(vol, lun, "flush", 0, 0, rc);
 	return rc;
 }
 
@@ -486,6 +579,7 @@ static int flush_luns_at_once(struct cvm_volume *vol, const uint32_t *luns, uint
 			uint32_t lun = (uint32_t)(uintptr_t)ev[k].data;
 			__atomic_store_n(&vol->written[lun], true, __ATOMIC_RELEASE);
 			rc = rc ? rc : (int)(long)ev[k].res;
+			cvm_volume_io_failed(vol, lun, "flush", 0, 0, (int)(long)ev[k].res);
 		}
 		done += got;
 	}

@@ -400,6 +400,13 @@ static int open_layout_volume(const OdmLayout *layout, bool also_scan, struct cv
 	return rc;
 }
 
+/* A failed I/O on a LUN, as libcvm words it (rate-limited there), in the database's log. */
+static void lun_log(void *arg, const char *line)
+{
+	const struct odm_mount *m = arg;
+	fprintf(stderr, "libodm: %s: %s\n", m->root, line);
+}
+
 /* The LUNs are found where cfsd found them; each one's label must carry the volume's uuid. */
 int odm_mount_layout(struct odm_mount *m, const OdmLayout *layout)
 {
@@ -421,6 +428,8 @@ int odm_mount_layout(struct odm_mount *m, const OdmLayout *layout)
 		rc = -ESTALE;
 	if (!rc && vol && m->lease)
 		cvm_volume_set_write_gate(vol, lease_gate, m);
+	if (!rc && vol)
+		cvm_volume_set_log(vol, lun_log, m);
 	if (rc) {
 		fprintf(stderr, "libodm: volume %s of %s: %s\n", layout->vol_uuid, m->root,
 			rc == -ESTALE ? "smaller than cfsd says" : cvm_why(rc));

@@ -35,7 +35,7 @@ static void usage(FILE *out)
 		"usage: cfs mount VOLUME DIR [-o OPTIONS] [-s|--scan PATH]...\n"
 		"       cfs mount VOLUME DIR -o remount,ro|rw  (also mount -o remount,ro DIR)\n"
 		"       cfs umount DIR                          (writes back, then waits for cfsd)\n"
-		"       cfs status DIR [--json]\n"
+		"       cfs status DIR [--json | --prometheus[=FILE]]\n"
 		"       cfs grow DIR [--json]\n"
 		"       cfs addslots DIR COUNT [--json]         (more node slots, while mounted)\n"
 		"       cfs locks DIR [--json]                  (the lock table, who holds and waits)\n"
@@ -262,6 +262,13 @@ static void print_status(const char *dir, const ControlReply *r, bool json)
 		       s->release ? s->release : "");
 		json_string(stdout, s->features ? s->features : "");
 		print_restripe_json(s->restripe);
+		printf(", \"luns\": [");
+		for (size_t i = 0; i < s->n_luns; i++) {
+			printf("%s{\"path\": ", i ? ", " : "");
+			json_string(stdout, s->luns[i]->path);
+			printf(", \"io_errors\": %llu}", (unsigned long long)s->luns[i]->io_errors);
+		}
+		printf("]");
 		printf(", \"quotas\": [");
 		for (size_t i = 0; i < r->n_quotas; i++) {
 			printf("%s", i ? ", " : "");
@@ -294,6 +301,11 @@ static void print_status(const char *dir, const ControlReply *r, bool json)
 	       (unsigned long long)s->checkpoint_blocks, (unsigned long long)s->flushes);
 	if (r->has_added_blocks)
 		printf("  grown by %llu blocks\n", (unsigned long long)r->added_blocks);
+	for (size_t i = 0; i < s->n_luns; i++)
+		if (s->luns[i]->io_errors)
+			printf("  LUN %zu (%s): %llu failed reads, writes or flushes (the daemon's log "
+			       "says which)\n", i, s->luns[i]->path,
+			       (unsigned long long)s->luns[i]->io_errors);
 	const RestripeStatus *rs = s->restripe;
 	if (rs)
 		printf("  volume restripe %s: %llu of %llu moves; %llu I/Os waited for a batch, at "
@@ -437,14 +449,62 @@ static int do_tune(const char *volume, const char *features, struct scan_paths *
 	return EXIT_OK;
 }
 
-static int do_query(const char *dir, ControlRequest__Op op, bool json)
+struct status_of {
+	const char *dir;
+	const ControlStatus *s;
+};
+
+/* A label's value in Prometheus's text format: backslash, quote and newline escaped. */
+static void label(FILE *f, const char *name, const char *v, const char *after)
+{
+	fprintf(f, "%s=\"", name);
+	for (; *v; v++) {
+		if (*v == '\\' || *v == '"')
+			fputc('\\', f);
+		fputs(*v == '\n' ? "\\n" : (char[2]){*v, 0}, f);
+	}
+	fprintf(f, "\"%s", after);
+}
+
+/* Prometheus's text format: what monitoring alerts on. */
+static void fill_prometheus(FILE *f, void *arg)
+{
+	const struct status_of *st = arg;
+	const ControlStatus *s = st->s;
+	fprintf(f, "# HELP cfs_lun_io_errors_total Failed reads, writes and flushes of a LUN since "
+		   "the mount (the daemon's log names each).\n# TYPE cfs_lun_io_errors_total counter\n");
+	for (size_t i = 0; i < s->n_luns; i++) {
+		fprintf(f, "cfs_lun_io_errors_total{");
+		label(f, "fs", st->dir, ",");
+		label(f, "volume", s->volume, ",");
+		fprintf(f, "lun=\"%zu\",", i);
+		label(f, "path", s->luns[i]->path, "} ");
+		fprintf(f, "%llu\n", (unsigned long long)s->luns[i]->io_errors);
+	}
+	fprintf(f, "# HELP cfs_fenced 1 if this node fenced itself (every call fails with EIO).\n"
+		   "# TYPE cfs_fenced gauge\ncfs_fenced{");
+	label(f, "fs", st->dir, "} ");
+	fprintf(f, "%d\n# HELP cfs_free_bytes Free space of the filesystem.\n"
+		   "# TYPE cfs_free_bytes gauge\ncfs_free_bytes{", s->fenced);
+	label(f, "fs", st->dir, "} ");
+	fprintf(f, "%llu\n", (unsigned long long)s->free_blocks * s->block_size);
+}
+
+/* to: NULL (text or json), or where --prometheus goes ("-": standard output). */
+static int do_query(const char *dir, ControlRequest__Op op, bool json, const char *to)
 {
 	ControlReply *r;
 	if (ask(dir, op, &r))
 		return EXIT_FAILED;
-	print_status(dir, r, json);
+	int rc = EXIT_OK;
+	if (to && r->status) {
+		struct status_of st = {dir, r->status};
+		rc = write_whole("cfs: status", to, fill_prometheus, &st);
+	} else {
+		print_status(dir, r, json);
+	}
 	control_reply__free_unpacked(r, NULL);
-	return EXIT_OK;
+	return rc;
 }
 
 static int do_add_slots(const char *dir, const char *count, bool json)
@@ -671,10 +731,11 @@ int main(int argc, char **argv)
 	if (argc > 1 && !strcmp(argv[1], "quota"))
 		return cfs_quota_main(argc - 1, argv + 1);
 	static const struct option longs[] = {{"json", no_argument, NULL, 'j'},
+					      {"prometheus", optional_argument, NULL, 'P'},
 					      {"scan", required_argument, NULL, 's'},
 					      {"version", no_argument, NULL, 'V'}, {"help", no_argument, NULL, 'h'}, {0}};
 	struct scan_paths scan = {0};
-	const char *opts = NULL, *features = NULL;
+	const char *opts = NULL, *features = NULL, *prometheus = NULL;
 	bool json = false;
 	int c;
 	while ((c = getopt_long(argc, argv, "+o:O:s:jhV", longs, NULL)) != -1) {
@@ -683,6 +744,7 @@ int main(int argc, char **argv)
 		case 'O': features = optarg; break;
 		case 's': scan_paths_add(&scan, optarg); break;
 		case 'j': json = true; break;
+		case 'P': prometheus = optarg && *optarg ? optarg : "-"; break;
 		case 'V': print_version("cfs"); exit(0);
 		case 'h': usage(stdout); return EXIT_OK;
 		default: usage(stderr); return EXIT_USAGE;
@@ -703,6 +765,7 @@ int main(int argc, char **argv)
 			case 'O': features = optarg; break;
 			case 's': scan_paths_add(&scan, optarg); break;
 			case 'j': json = true; break;
+			case 'P': prometheus = optarg && *optarg ? optarg : "-"; break;
 			default: usage(stderr); return EXIT_USAGE;
 			}
 			continue;
@@ -717,8 +780,12 @@ int main(int argc, char **argv)
 		return do_mount(args[0], args[1], opts, &scan);
 	if (!strcmp(cmd, "umount") && nargs == 1)
 		return do_umount(args[0], 0);
+	if (prometheus && (strcmp(cmd, "status") || json)) {
+		fprintf(stderr, "cfs: --prometheus goes with status alone (not --json)\n");
+		return EXIT_USAGE;
+	}
 	if (!strcmp(cmd, "status") && nargs == 1)
-		return do_query(args[0], CONTROL_REQUEST__OP__STATUS, json);
+		return do_query(args[0], CONTROL_REQUEST__OP__STATUS, json, prometheus);
 	if (!strcmp(cmd, "lockproto") && (nargs == 1 || nargs == 2)) {
 		int rc = do_lockproto(args[0], nargs == 2 ? args[1] : NULL, &scan);
 		scan_paths_free(&scan);
@@ -731,7 +798,7 @@ int main(int argc, char **argv)
 		return rc;
 	}
 	if (!strcmp(cmd, "grow") && nargs == 1)
-		return do_query(args[0], CONTROL_REQUEST__OP__GROW, json);
+		return do_query(args[0], CONTROL_REQUEST__OP__GROW, json, NULL);
 	if (!strcmp(cmd, "addslots") && nargs == 2)
 		return do_add_slots(args[0], args[1], json);
 	if (!strcmp(cmd, "locks") && nargs == 1)

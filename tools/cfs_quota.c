@@ -309,31 +309,27 @@ static void prometheus_record(FILE *f, const char *fs, const QuotaRecord *r)
 		   "\"} %" PRId64 "\n", fs, cfs_quota_type_name(r->type), r->id, since);
 }
 
+struct prometheus_report {
+	const char *fs;
+	ControlReply **r;
+	size_t nr;
+};
+
+static void fill_prometheus(FILE *f, void *arg)
+{
+	const struct prometheus_report *p = arg;
+	fprintf(f, "# HELP cfs_quota_used_bytes Bytes an id's files hold (cfs quota).\n"
+		   "# TYPE cfs_quota_used_bytes gauge\n");
+	for (size_t k = 0; k < p->nr; k++)
+		for (size_t i = 0; p->r[k] && i < p->r[k]->n_quotas; i++)
+			prometheus_record(f, p->fs, p->r[k]->quotas[i]);
+}
+
 /* The text format, whole, to standard output or in place of FILE (a reader never sees half). */
 static int write_prometheus(const char *to, const char *fs, ControlReply **r, size_t nr)
 {
-	char tmp[PATH_MAX];
-	FILE *f = stdout;
-	if (strcmp(to, "-")) {
-		snprintf(tmp, sizeof tmp, "%s.%d.tmp", to, (int)getpid());
-		if (!(f = fopen(tmp, "w"))) {
-			fprintf(stderr, "cfs: quota report: %s: %s\n", tmp, strerror(errno));
-			return EXIT_FAILED;
-		}
-	}
-	fprintf(f, "# HELP cfs_quota_used_bytes Bytes an id's files hold (cfs quota).\n"
-		   "# TYPE cfs_quota_used_bytes gauge\n");
-	for (size_t k = 0; k < nr; k++)
-		for (size_t i = 0; r[k] && i < r[k]->n_quotas; i++)
-			prometheus_record(f, fs, r[k]->quotas[i]);
-	if (f == stdout)
-		return fflush(f) ? EXIT_FAILED : EXIT_OK;
-	if (fclose(f) || rename(tmp, to)) {
-		fprintf(stderr, "cfs: quota report: %s: %s\n", to, strerror(errno));
-		unlink(tmp);
-		return EXIT_FAILED;
-	}
-	return EXIT_OK;
+	struct prometheus_report p = {fs, r, nr};
+	return write_whole("cfs: quota report", to, fill_prometheus, &p);
 }
 
 static void free_replies(ControlReply **r, size_t n)

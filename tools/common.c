@@ -2,6 +2,7 @@
 #include "cvm/cvm.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <unistd.h>
 
 #include <stdlib.h>
@@ -104,4 +105,26 @@ int wait_child(pid_t pid)
 		if (errno != EINTR)
 			return -1;
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+int write_whole(const char *prog, const char *to, void (*fill)(FILE *f, void *arg), void *arg)
+{
+	char tmp[PATH_MAX];
+	FILE *f = stdout;
+	if (strcmp(to, "-")) {
+		snprintf(tmp, sizeof tmp, "%s.%d.tmp", to, (int)getpid());
+		if (!(f = fopen(tmp, "w"))) {
+			fprintf(stderr, "%s: %s: %s\n", prog, tmp, strerror(errno));
+			return EXIT_FAILED;
+		}
+	}
+	fill(f, arg);
+	if (f == stdout)
+		return fflush(f) ? EXIT_FAILED : EXIT_OK;
+	if (fclose(f) || rename(tmp, to)) {
+		fprintf(stderr, "%s: %s: %s\n", prog, to, strerror(errno));
+		unlink(tmp);
+		return EXIT_FAILED;
+	}
+	return EXIT_OK;
 }

@@ -37,4 +37,9 @@ int open_volume(const char *prog, struct scan_paths *s, const char *name, int fl
 void print_progress(void *arg, const char *what, unsigned long long done,
 		    unsigned long long total);
 
+/* Write what fill writes, whole: to standard output (to "-"), or to a file that replaces to
+ * at once (for node_exporter's textfile collector: a reader never sees half).  EXIT_OK, or
+ * EXIT_FAILED with "prog: ..." said. */
+int write_whole(const char *prog, const char *to, void (*fill)(FILE *f, void *arg), void *arg);
+
 #endif

@@ -200,6 +200,55 @@ Test(volume, a_failed_flush_is_reported_and_tried_again)
 		free((void *)p[i]);
 }
 
+struct captured {
+	int lines;
+	char last[512];
+};
+
+static void capture(void *arg, const char *line)
+{
+	struct captured *c = arg;
+	c->lines++;
+	snprintf(c->last, sizeof c->last, "%s", line);
+}
+
+Test(volume, failed_lun_io_is_counted_per_lun_and_logged_rate_limited)
+{
+	const char *p[] = {strdup(make_lun("l0", LUN_BYTES)), strdup(make_lun("l1", LUN_BYTES))};
+	create("v", p, 2, 64 << 10);
+	struct cvm_volume *v = open_vol("v", CVM_OPEN_RDWR);
+	struct captured c = {0};
+	cvm_volume_set_log(v, capture, &c);
+	size_t len = 2 << 16; /* a stripe on each LUN */
+	uint8_t *w = cvm_alloc_aligned(len);
+	fill(w, len, 3);
+	int lun1 = cvm_volume_lun_fd(v, 1), saved = dup(lun1), pipefd[2];
+	cr_assert(saved >= 0 && pipe(pipefd) == 0);
+	cr_assert(dup2(pipefd[0], lun1) == lun1); /* LUN 1 fails every write from now on */
+	for (int i = 0; i < 30; i++)
+		cr_assert_lt(cvm_volume_write(v, w, len, 0), 0);
+	cr_assert_eq(cvm_volume_lun_errors(v, 0), 0, "LUN 0 did not fail");
+	cr_assert_eq(cvm_volume_lun_errors(v, 1), 30);
+	cr_assert_eq(c.lines, 10, "10 lines in a window, not %d", c.lines);
+	cr_assert(strstr(c.last, "volume v: LUN 1 (") && strstr(c.last, p[1]) &&
+		  strstr(c.last, "write of 65536 bytes at byte ") &&
+		  strstr(c.last, "(10 failed I/O on this LUN so far)"), "%s", c.last);
+	cr_assert(dup2(saved, lun1) == lun1);
+	cr_assert_eq(cvm_volume_write(v, w, len, 0), 0);
+	cr_assert_eq(cvm_volume_lun_errors(v, 1), 30, "a good write counts nothing");
+	struct cvm_volume *again = open_vol("v", CVM_OPEN_RDWR);
+	cvm_volume_inherit_errors(again, v);
+	cr_assert_eq(cvm_volume_lun_errors(again, 1), 30, "a new handle counts on");
+	cvm_volume_close(again);
+	close(saved);
+	close(pipefd[0]);
+	close(pipefd[1]);
+	cvm_volume_close(v);
+	free(w);
+	for (int i = 0; i < 2; i++)
+		free((void *)p[i]);
+}
+
 Test(volume, bad_inputs_are_refused_and_change_nothing)
 {
 	const char *l0 = strdup(make_lun("l0", LUN_BYTES));
