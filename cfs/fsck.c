@@ -491,6 +491,10 @@ static int walk_tree(struct fsck *k)
 	int rc = add_root(k, &k->fs->sb.root_ino, false);
 	while (!rc && k->qhead < k->qlen) {
 		rc = walk_dir(k, k->queue[k->qhead++]);
+		/* Between directories, none of the cache's blocks is in use: what the walk read
+		 * stays in memory up to the cache's bound, not all of it (a million inodes' blocks
+		 * would be 4 GiB). */
+		cfs_bcache_trim(k->fs);
 		if (k->progress && k->qhead % 256 == 0)
 			k->progress(k->arg, "directories", k->qhead, k->qlen);
 	}

@@ -56,10 +56,10 @@ blocks=$("$bin/cfs" show fsckbench --json | python3 -c 'import json,sys; print(j
 
 # run WHAT CMD...: seconds and peak RSS (KiB) of CMD, printed.
 run() {
-	local what=$1 out secs kib
+	local what=$1 secs kib
 	shift
-	out=$( { /usr/bin/time -f "%e %M" "$@" >/dev/null 2>"$dir/err"; } 2>&1) || true
-	read -r secs kib < <(tail -1 <<<"$out")
+	/usr/bin/time -o "$dir/time" -f "%e %M" "$@" >/dev/null 2>"$dir/err" || true
+	read -r secs kib < <(tail -1 "$dir/time")
 	local bound=$(((n + dirs) * 150 / 1024 + blocks / 8 / 1024))
 	printf '%-16s %8.1f s  %7d KiB peak  (%d bytes per inode; bound without the cache %d KiB)\n' \
 		"$what" "$secs" "$kib" $((kib * 1024 / (n + dirs))) "$bound"
