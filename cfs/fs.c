@@ -210,6 +210,8 @@ static void *committer(void *arg)
 
 static void fs_free(struct cfs_fs *fs)
 {
+	if (fs->vol) /* the volume outlives fs (its caller closes it): its lines go elsewhere */
+		cvm_volume_set_log(fs->vol, NULL, NULL);
 	cfs_recovery_stop(fs);
 	cfs_icache_destroy(fs);
 	cfs_iopen_free(fs);

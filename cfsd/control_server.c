@@ -105,12 +105,27 @@ static int restripe_asked(struct cfsd *d, const ControlRequest *req, char *msg, 
 	struct cvm_restripe_opts asked = {.stripe_width = req->has_size ? req->size : 0,
 					  .rate_bytes = req->has_rate ? req->rate : 0,
 					  .luns = luns, .nluns = (uint32_t)req->n_luns};
+	/* Checked here, so that a bad request is refused, not started to fail a moment later. */
+	if (asked.stripe_width && cvm_check_stripe_width(asked.stripe_width)) {
+		snprintf(msg, msglen, "restripe: %s", cvm_last_error());
+		return -EINVAL;
+	}
+	const struct cvm_config *cfg = cvm_volume_config(d->fs->vol);
 	for (size_t i = 0; i < req->n_luns; i++) {
 		if (i == CVM_MAX_LUNS || req->luns[i].len != sizeof luns[i].b) {
 			snprintf(msg, msglen, "a restripe request names a LUN by something not a uuid");
 			return -EINVAL;
 		}
 		memcpy(luns[i].b, req->luns[i].data, sizeof luns[i].b);
+		bool member = false;
+		for (uint32_t k = 0; k < cfg->nluns; k++)
+			member |= cvm_uuid_equal(&cfg->luns[k].uuid, &luns[i]);
+		if (!member) {
+			char u[CVM_UUID_STR];
+			cvm_uuid_format(&luns[i], u);
+			snprintf(msg, msglen, "restripe: LUN %s is not one of volume %s's", u, d->volume);
+			return -EINVAL;
+		}
 	}
 	return cfsd_restripe_start(d, &asked, false, msg, msglen);
 }

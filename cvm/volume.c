@@ -445,8 +445,10 @@ static void log_default(void *arg, const char *line)
 
 void cvm_volume_set_log(struct cvm_volume *vol, cvm_log_fn fn, void *arg)
 {
+	pthread_mutex_lock(&vol->log_lock); /* after a line being said, whose arg may go now */
 	vol->log = fn;
 	vol->log_arg = arg;
+	pthread_mutex_unlock(&vol->log_lock);
 }
 
 uint64_t cvm_volume_lun_errors(const struct cvm_volume *vol, uint32_t lun)
@@ -488,12 +490,12 @@ void cvm_volume_io_failed(struct cvm_volume *vol, uint32_t lun, const char *what
 	if (lun >= vol->cfg.nluns || cvm_volume_fenced(vol))
 		return; /* a fenced volume fails I/O by design, its LUNs are fine */
 	uint64_t n = __atomic_add_fetch(&vol->io_errors[lun], 1, __ATOMIC_RELAXED), skipped = 0;
-	pthread_mutex_lock(&vol->log_lock);
-	bool say = log_allowed(vol, &skipped);
-	pthread_mutex_unlock(&vol->log_lock);
-	if (!say)
-		return;
 	char more[80] = "", line[PATH_MAX + 256];
+	pthread_mutex_lock(&vol->log_lock);
+	if (!log_allowed(vol, &skipped)) {
+		pthread_mutex_unlock(&vol->log_lock);
+		return;
+	}
 	if (skipped)
 		snprintf(more, sizeof more, "; %" PRIu64 " more on this volume not logged before this",
 			 skipped);
@@ -501,6 +503,7 @@ void cvm_volume_io_failed(struct cvm_volume *vol, uint32_t lun, const char *what
 		 " failed: %s (%" PRIu64 " failed I/O on this LUN so far%s)", vol->cfg.name, lun,
 		 vol->path[lun], what, len, dev_offset, strerror(-err), n, more);
 	(vol->log ? vol->log : log_default)(vol->log_arg, line);
+	pthread_mutex_unlock(&vol->log_lock);
 }
 
 void cvm_volume_io_failed_fd(struct cvm_volume *vol, int fd, const char *what,

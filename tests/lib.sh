@@ -79,8 +79,8 @@ fingerprint() {
 # would show.
 finish() {
 	local san
-	san=$(grep -h -A12 "ERROR: AddressSanitizer\|ERROR: LeakSanitizer\|runtime error:" "$T"/*.log 2>/dev/null)
-	[ -z "$san" ] || not_ok "a daemon hit a sanitizer error: $(head -c 1500 <<<"$san")"
+	san=$(grep -h -A60 "ERROR: AddressSanitizer\|ERROR: LeakSanitizer\|runtime error:" "$T"/*.log 2>/dev/null)
+	[ -z "$san" ] || not_ok "a daemon hit a sanitizer error: $(head -c 8000 <<<"$san")"
 	# A failed check on a cluster: what the lock managers said (quorum, evictions) tells why
 	# a call failed with EIO, and the logs go with the scratch directory.
 	[ "$FAILS" -eq 0 ] || grep -h "lock manager: \|FENCED" "$T"/*.log 2>/dev/null | head -20 | sed 's/^/# /'

@@ -41,11 +41,22 @@ for who in root nobody; do
 		ask create db/ok.dbf 16384 8192 0
 done
 # Root's control requests: an op this daemon does not know was answered as done; a read-only
-# switch of size 7 taken as 1.
+# switch of size 7 taken as 1.  Those that were checked already stay so.
 expect 0 "error 22: request 99 is not one this daemon (release" \
 	"an unknown request is refused, not answered as done" -- python3 "$CLIENT" "$T/mnt" raw 0863
 expect 0 "error 22: read-only: size 1 (refuse changes) or 0" \
 	"a read-only request of size 7 is refused" -- python3 "$CLIENT" "$T/mnt" raw 080c2007
+# A restripe of width 3, or of a LUN not in the volume, was started and failed a moment later.
+expect 0 "error 22: restripe: stripe width 3 is not a power of two" \
+	"a restripe of stripe width 3 is refused" -- python3 "$CLIENT" "$T/mnt" raw 08112003
+expect 0 "error 22: restripe: LUN 01010101-" \
+	"a restripe naming a LUN not in the volume is refused" -- \
+	python3 "$CLIENT" "$T/mnt" raw 08114a1001010101010101010101010101010101
+check "... and none was started" bash -c "! grep -q 'restripe started' '$T/req.log'"
+expect 0 "error 22: the filesystem has 4 node slots: give 1 to 60 more" \
+	"adding 0 node slots is refused" -- python3 "$CLIENT" "$T/mnt" raw 080f2000
+expect 0 "error 22: a quota request names a type and an id" \
+	"a quota request without its record is refused" -- python3 "$CLIENT" "$T/mnt" raw 0813
 check "the refused requests made nothing (the valid ones were never committed)" \
 	test -z "$(ls -A "$T/mnt/db")"
 expect 0 "error 74: not a control request" "bytes that are no request: the daemon says so (and closes the connection)" -- \
