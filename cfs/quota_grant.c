@@ -374,6 +374,7 @@ static int fold_one(void *arg, unsigned type, uint32_t id, struct cfs_dquot_chan
 	struct cfs_fs *fs = arg;
 	struct cfs_dquot *q;
 	struct cfs_buf *b;
+	cfs_bdirty(fs, cb); /* first: dirty, it stays in the cache while the record is read */
 	int rc = cfs_quota_record(fs, type, id, true, &b, &q);
 	if (!rc) {
 		fold_change(fs, q, c, cb);
@@ -405,6 +406,7 @@ static int fold_charges(void *arg, unsigned type, uint32_t id, struct cfs_dquot_
 	int64_t bytes = c->delta_bytes, inodes = c->delta_inodes;
 	if (!bytes && !inodes)
 		return 0;
+	cfs_bdirty(fs, cb); /* first: dirty, it stays in the cache while the record is read */
 	int rc = cfs_quota_record(fs, type, id, true, &b, &q);
 	if (rc)
 		return rc;
@@ -412,7 +414,7 @@ static int fold_charges(void *arg, unsigned type, uint32_t id, struct cfs_dquot_
 	give_back(&c->grant_bytes, &q->granted_bytes, bytes > 0 ? (uint64_t)bytes : 0);
 	give_back(&c->grant_inodes, &q->granted_inodes, inodes > 0 ? (uint64_t)inodes : 0);
 	cfs_bdirty(fs, b);
-	cfs_bdirty(fs, cb);
+	cfs_bdirty(fs, cb); /* again: a commit on the way may have written it */
 	return 0;
 }
 
