@@ -139,6 +139,7 @@ struct search {
 	const char *name;
 	size_t len;
 	uint32_t hash;
+	bool any_hash; /* fsck: the name's bytes, whatever hash the entry says */
 	struct cfs_buf *blk;
 	uint32_t off;
 	struct dent found;
@@ -147,7 +148,8 @@ struct search {
 static int match(void *arg, struct cfs_buf *b, uint32_t off, const struct dent *d)
 {
 	struct search *s = arg;
-	if (d->hash != s->hash || d->len != s->len || memcmp(d->name, s->name, s->len))
+	if ((!s->any_hash && d->hash != s->hash) || d->len != s->len ||
+	    memcmp(d->name, s->name, s->len))
 		return 0;
 	s->blk = b;
 	s->off = off;
@@ -238,7 +240,8 @@ static int write_bucket(struct cfs_fs *fs, struct cfs_inode *dir, struct cfs_buf
 			h->next = 0;
 			while (next) { /* the rest of the old chain */
 				uint64_t blk = next->blkno;
-				if ((rc = read_next(fs, dir, next, &next, &hops)) || (rc = cfs_free(fs, blk, 1)))
+				if ((rc = read_next(fs, dir, next, &next, &hops)) ||
+				    (rc = cfs_free(fs, blk, 1)))
 					return rc;
 				dir->d.nblocks--;
 			}
@@ -490,7 +493,8 @@ int cfs_dir_free_overflow(struct cfs_fs *fs, struct cfs_inode *dir)
 		}
 		while (!rc && next) {
 			uint64_t blk = next->blkno;
-			if (!(rc = read_next(fs, dir, next, &next, &hops)) && !(rc = cfs_free(fs, blk, 1)))
+			if (!(rc = read_next(fs, dir, next, &next, &hops)) &&
+			    !(rc = cfs_free(fs, blk, 1)))
 				dir->d.nblocks--;
 		}
 		if (rc)
@@ -615,25 +619,6 @@ int cfs_dir_cut_chain(struct cfs_fs *fs, struct cfs_inode *dir, uint64_t bucket,
 	return 0;
 }
 
-struct by_name {
-	const char *name;
-	size_t len;
-	struct cfs_buf *blk;
-	uint32_t off;
-	struct dent found;
-};
-
-static int match_bytes(void *arg, struct cfs_buf *b, uint32_t off, const struct dent *d)
-{
-	struct by_name *s = arg;
-	if (d->len != s->len || memcmp(d->name, s->name, s->len))
-		return 0;
-	s->blk = b;
-	s->off = off;
-	s->found = *d;
-	return 1;
-}
-
 /* The name an entry whose name the kernel would refuse gets: each '/' and NUL a '_'. */
 static void valid_name(const char *raw, size_t len, char *out)
 {
@@ -647,18 +632,18 @@ static void valid_name(const char *raw, size_t len, char *out)
 /* The entry whose name is these bytes, in bucket, or else in any bucket (moved meanwhile by
  * a split that another mended entry's add made). */
 static int find_bytes(struct cfs_fs *fs, struct cfs_inode *dir, uint64_t bucket,
-		      struct by_name *s)
+		      struct search *s)
 {
-	int rc = each_entry(fs, dir, bucket, match_bytes, s);
+	int rc = each_entry(fs, dir, bucket, match, s);
 	for (uint64_t other = 0; !rc && other < nbuckets(dir); other++)
-		rc = each_entry(fs, dir, other, match_bytes, s);
-	return rc <= 0 ? (rc ? rc : -ENOENT) : 0;
+		rc = each_entry(fs, dir, other, match, s);
+	return rc < 0 ? rc : s->blk ? 0 : -ENOENT;
 }
 
 int cfs_dir_remove_bytes(struct cfs_fs *fs, struct cfs_inode *dir, uint64_t bucket,
 			 const char *raw, size_t len)
 {
-	struct by_name s = {.name = raw, .len = len};
+	struct search s = {.name = raw, .len = len, .any_hash = true};
 	int rc = find_bytes(fs, dir, bucket, &s);
 	if (!rc)
 		remove_at(fs, dir, s.blk, s.off, len);
@@ -668,7 +653,7 @@ int cfs_dir_remove_bytes(struct cfs_fs *fs, struct cfs_inode *dir, uint64_t buck
 int cfs_dir_rehome(struct cfs_fs *fs, struct cfs_inode *dir, uint64_t bucket, const char *raw,
 		   size_t len, char *name)
 {
-	struct by_name s = {.name = raw, .len = len};
+	struct search s = {.name = raw, .len = len, .any_hash = true};
 	int rc = find_bytes(fs, dir, bucket, &s);
 	if (rc)
 		return rc;

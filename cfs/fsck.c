@@ -379,8 +379,9 @@ static int dir_entry(void *arg, const char *name, size_t len, uint64_t ino, uint
 		say(k, true, "directory inode %" PRIu64 ": entry '%.*s' points at inode %" PRIu64
 			     " which is %s%s", k->cur_dir, (int)len, name, ino,
 		    rc == -ESTALE ? "not an inode" : "damaged", fixed(k));
-		return rc == -ENOMEM ? rc
-				     : fix_add(k, FIX_REMOVE, name, len, ino, 0, misplaced ? *misplaced : 0);
+		if (rc == -ENOMEM)
+			return rc;
+		return fix_add(k, FIX_REMOVE, name, len, ino, 0, misplaced ? *misplaced : 0);
 	}
 	if (!(n = node_find(k, ino, true)))
 		return -ENOMEM;

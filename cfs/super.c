@@ -50,9 +50,28 @@ static bool names_inode(const struct cfs_dsuper *sb, uint64_t ino, bool optional
 	return ino >= sb->ag_start && ino < sb->total_blocks && (ino - sb->ag_start) % sb->ag_blocks;
 }
 
+/* Each inode the superblock names once, and no other object named by two of its fields. */
+static bool named_once(const struct cfs_dsuper *sb)
+{
+	uint64_t named[1 + 2 * CFS_MAX_SLOTS + 3];
+	unsigned n = 0;
+	named[n++] = sb->root_ino;
+	for (uint32_t s = 0; s < sb->nslots && s < CFS_MAX_SLOTS; s++) {
+		named[n++] = sb->orphan_dir[s];
+		named[n++] = sb->quota_slot_ino[s];
+	}
+	for (unsigned t = 0; t < 3; t++)
+		named[n++] = sb->quota_ino[t];
+	for (unsigned i = 0; i < n; i++)
+		for (unsigned j = 0; j < i; j++)
+			if (named[i] && named[i] == named[j])
+				return false;
+	return true;
+}
+
 static bool inodes_named(const struct cfs_dsuper *sb)
 {
-	if (!names_inode(sb, sb->root_ino, false))
+	if (!names_inode(sb, sb->root_ino, false) || !named_once(sb))
 		return false;
 	for (uint32_t s = 0; s < CFS_MAX_SLOTS; s++)
 		if (!names_inode(sb, sb->orphan_dir[s], s >= sb->nslots) ||
@@ -197,11 +216,11 @@ static unsigned seed_fits(struct cvm_volume *vol, const struct cfs_dsuper *sb, u
 		return 0;
 	const struct cfs_dinode *d = (const void *)b;
 	const struct cfs_dextent *e = (const void *)(b + CFS_INODE_EXT_OFF);
-	uint64_t bucket = !cvm_volume_read(vol, b, bs, sb->root_ino * bs) &&
-				  !cfs_block_verify(b, bs, sb->root_ino, CFS_B_INODE, sb->root_ino, &why) &&
-				  d->nextents && e->lblk == 0 && e->pblk < sb->total_blocks
-			  ? e->pblk
-			  : 0;
+	bool root = !cvm_volume_read(vol, b, bs, sb->root_ino * bs) &&
+		    !cfs_block_verify(b, bs, sb->root_ino, CFS_B_INODE, sb->root_ino, &why);
+	uint64_t bucket = root && d->nextents && e->lblk == 0 && e->pblk < sb->total_blocks
+				  ? e->pblk
+				  : 0;
 	if (bucket && !cvm_volume_read(vol, b, bs, bucket * bs) &&
 	    !cfs_block_verify(b, bs, bucket, CFS_B_BUCKET, sb->root_ino, &why)) {
 		const struct cfs_ddirb *h = (const void *)b;

@@ -78,8 +78,9 @@ INODE_EXT_OFF, EXTB_OFF, DIRB_OFF, DQUOT_OFF = 1280, 64, 64, 64
 DIRB = [('next', 32, 8), ('count', 40, 4), ('used', 44, 4)]
 EXTB = [('next', 32, 8), ('count', 40, 4)]
 JDESC = [('seq', 32, 8), ('count', 40, 4), ('log_id', 44, 4), ('revokes', 48, 4)]
-QUOTA = [('used_bytes', 0, 8), ('used_inodes', 8, 8), ('hard_bytes', 24, 8),
-         ('granted_bytes', 72, 8)]
+# A limit may be any value (one of 1 byte is a limit, not damage): usage and grants only.
+QUOTA = [('used_bytes', 0, 8), ('used_inodes', 8, 8), ('granted_bytes', 72, 8),
+         ('granted_inodes', 80, 8)]
 
 
 def dir_entries(block):
