@@ -89,11 +89,12 @@ static int read_agh(struct cfs_fs *fs, uint32_t ag, struct cfs_buf **b)
 	    ag == fs->sb.nags - 1)
 		return -EAGAIN;
 	const char *why;
-	if (cfs_agh_verify(&fs->sb, (*b)->data, ag, &why)) {
+	if (cfs_agh_verify(&fs->sb, (*b)->data, ag, !(*b)->checked, &why)) {
 		cfs_log(fs, "block %llu (group %u header): %s: EIO",
 			(unsigned long long)fs->ags[ag].start, ag, why);
 		return -EIO;
 	}
+	(*b)->checked = true;
 	fs->ags[ag].nfree = g->nfree;
 	return 0;
 }

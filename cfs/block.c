@@ -308,6 +308,7 @@ int cfs_bnew(struct cfs_fs *fs, uint64_t blkno, uint16_t type, uint64_t owner,
 	if (!b && !(b = buf_new(fs, blkno)))
 		return -ENOMEM;
 	cfs_block_init(b->data, fs->bs, blkno, type, owner);
+	b->checked = false;
 	cfs_bdirty(fs, b);
 	*out = b;
 	return 0;
@@ -320,6 +321,7 @@ int cfs_bcache_preload(struct cfs_fs *fs, uint64_t blkno, const void *data)
 		return -ENOMEM;
 	lru_unlink(fs, b); /* pinned: never evicted, or the disk's old copy would come back */
 	b->pinned = true;
+	b->checked = false;
 	memcpy(b->data, data, fs->bs);
 	return 0;
 }

@@ -636,7 +636,7 @@ static int find_bytes(struct cfs_fs *fs, struct cfs_inode *dir, uint64_t bucket,
 {
 	int rc = each_entry(fs, dir, bucket, match, s);
 	for (uint64_t other = 0; !rc && other < nbuckets(dir); other++)
-		rc = each_entry(fs, dir, other, match, s);
+		rc = other == bucket ? 0 : each_entry(fs, dir, other, match, s);
 	return rc < 0 ? rc : s->blk ? 0 : -ENOENT;
 }
 

@@ -222,10 +222,11 @@ int cfs_direct_io_now(const struct cfs_direct_io *d, void *buf, uint64_t *moved)
 		char *at = (char *)buf + piece->buf_offset;
 		ssize_t n = d->write ? pwrite(piece->fd, at, piece->len, (off_t)piece->offset)
 				     : pread(piece->fd, at, piece->len, (off_t)piece->offset);
-		if (n < 0 || (uint64_t)n < piece->len)
-			cfs_direct_io_failed(d, i, n < 0 ? -errno : -EIO);
+		int rc = n < 0 ? -errno : (uint64_t)n < piece->len ? -EIO : 0;
+		if (rc) /* its log line may change errno */
+			cfs_direct_io_failed(d, i, rc);
 		if (n < 0)
-			return -errno;
+			return rc;
 		*moved += (uint64_t)n;
 	}
 	for (unsigned i = 0; d->flush && i < d->n; i++)

@@ -352,10 +352,7 @@ static int visit_inode(struct fsck *k, uint64_t ino, uint32_t type, uint64_t par
 static uint32_t entry_type(uint8_t type)
 {
 	uint32_t mode = (uint32_t)type << 12;
-	return S_ISREG(mode) || S_ISDIR(mode) || S_ISLNK(mode) || S_ISCHR(mode) || S_ISBLK(mode) ||
-			       S_ISFIFO(mode) || S_ISSOCK(mode)
-		       ? mode
-		       : 0;
+	return !(mode & ~(uint32_t)S_IFMT) && cfs_ftype_valid(mode) ? mode : 0;
 }
 
 static int dir_entry(void *arg, const char *name, size_t len, uint64_t ino, uint8_t type,
@@ -690,7 +687,7 @@ static int check_group(struct fsck *k, uint32_t g)
 	mark(k, start, 1, 0, "group header");
 	const char *why = "checksum or identity";
 	int rc = cfs_bread(fs, start, CFS_B_AGH, g, &b);
-	if (!rc && cfs_agh_verify(&fs->sb, b->data, g, &why))
+	if (!rc && cfs_agh_verify(&fs->sb, b->data, g, true, &why))
 		rc = -EIO;
 	if (rc) {
 		say(k, true, "group %u: header block %" PRIu64 " is damaged (%s)%s", g, start, why,

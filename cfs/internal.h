@@ -23,13 +23,13 @@ struct cfs_buf {
 	bool dirty;                /* in the running transaction */
 	bool pinned;               /* preloaded: not on the LRU */
 	bool unhome;               /* committed, not yet written in place: not on the LRU */
+	bool checked;              /* its fields verified since it was read (verify.c) */
 	uint32_t unhome_at;        /* its index in fs->unhome */
 	struct cfs_buf *hnext;     /* hash chain */
 	struct cfs_buf *prev, *next; /* clean LRU */
 };
 
 void cfs_block_seal(void *block, uint32_t bs);
-/* 0, or -EIO with *why saying what is wrong. */
 /* verify.c: what each structure's fields may hold (0, or -EIO and *why). */
 int cfs_inode_verify(const struct cfs_dsuper *sb, const struct cfs_dinode *d, const char **why);
 int cfs_extents_verify(const struct cfs_dsuper *sb, const struct cfs_dextent *e, uint32_t n,
@@ -40,8 +40,13 @@ int cfs_extents_verify(const struct cfs_dsuper *sb, const struct cfs_dextent *e,
 int cfs_inode_mend(const struct cfs_dsuper *sb, uint8_t *block, uint32_t type, uint64_t parent,
 		   const char **what);
 int cfs_xattrs_verify(const uint8_t *p, uint32_t used); /* an entry list, used bytes long */
-int cfs_agh_verify(const struct cfs_dsuper *sb, const uint8_t *block, uint32_t ag,
+/* A group header's geometry; with bitmap, its free count against its bitmap too (once per
+ * read from the LUNs is enough: this node's allocator keeps them together). */
+int cfs_agh_verify(const struct cfs_dsuper *sb, const uint8_t *block, uint32_t ag, bool bitmap,
 		   const char **why);
+/* A file type (mode & S_IFMT) a CFS inode may have. */
+bool cfs_ftype_valid(uint32_t mode);
+/* 0, or -EIO with *why saying what is wrong. */
 int cfs_block_verify(const void *block, uint32_t bs, uint64_t blkno, uint16_t type,
 		     uint64_t owner, const char **why);
 void cfs_block_init(void *block, uint32_t bs, uint64_t blkno, uint16_t type, uint64_t owner);

@@ -171,102 +171,106 @@ static bool features_known(const struct cfs_dsuper *sb)
 	return !cfs_features_check(sb, "", false, &ro) && !ro;
 }
 
-/* Block ino is an inode of type S_IFMT bits type; with records, its first extent's first
- * block is one of its quota records. */
-static bool inode_is(struct cvm_volume *vol, const struct cfs_dsuper *sb, uint64_t ino,
-		     uint32_t type, bool records)
+/* Block blkno into b (bs bytes), sealed as a block of that type and owner. */
+static bool read_sound(struct cvm_volume *vol, uint32_t bs, uint64_t blkno, uint16_t type,
+		       uint64_t owner, uint8_t *b)
 {
-	uint32_t bs = sb->block_size;
-	uint8_t *b;
-	if (!ino)
-		return true;
-	if (posix_memalign((void **)&b, 4096, bs))
-		return false;
-	const struct cfs_dinode *d = (const void *)b;
-	const struct cfs_dextent *e = (const void *)(b + CFS_INODE_EXT_OFF);
 	const char *why;
-	bool is = !cvm_volume_read(vol, b, bs, ino * bs) &&
-		  !cfs_block_verify(b, bs, ino, CFS_B_INODE, ino, &why) && (d->mode & S_IFMT) == type;
-	uint64_t first = is && records && d->nextents ? e->pblk : 0;
-	is = is && (!first || (first < sb->total_blocks && !cvm_volume_read(vol, b, bs, first * bs) &&
-			       !cfs_block_verify(b, bs, first, CFS_B_QUOTA, ino, &why)));
-	free(b);
-	return is;
+	return !cvm_volume_read(vol, b, bs, blkno * bs) &&
+	       !cfs_block_verify(b, bs, blkno, type, owner, &why);
 }
 
-static bool system_inodes_sound(struct cvm_volume *vol, const struct cfs_dsuper *sb)
+/* Block ino is an inode of type S_IFMT bits type; with records, its first extent's first
+ * block is one of its quota records.  b: room for a block. */
+static bool inode_is(struct cvm_volume *vol, const struct cfs_dsuper *sb, uint64_t ino,
+		     uint32_t type, bool records, uint8_t *b)
 {
-	bool sound = inode_is(vol, sb, sb->root_ino, S_IFDIR, false);
+	if (!ino)
+		return true;
+	uint32_t bs = sb->block_size;
+	const struct cfs_dinode *d = (const void *)b;
+	const struct cfs_dextent *e = (const void *)(b + CFS_INODE_EXT_OFF);
+	if (!read_sound(vol, bs, ino, CFS_B_INODE, ino, b) || (d->mode & S_IFMT) != type)
+		return false;
+	uint64_t first = records && d->nextents ? e->pblk : 0;
+	return !first || (first < sb->total_blocks && read_sound(vol, bs, first, CFS_B_QUOTA, ino, b));
+}
+
+static bool system_inodes_sound(struct cvm_volume *vol, const struct cfs_dsuper *sb, uint8_t *b)
+{
+	bool sound = inode_is(vol, sb, sb->root_ino, S_IFDIR, false, b);
 	for (uint32_t s = 0; s < sb->nslots && sound; s++)
-		sound = inode_is(vol, sb, sb->orphan_dir[s], S_IFDIR, false) &&
-			inode_is(vol, sb, sb->quota_slot_ino[s], S_IFREG, true);
+		sound = inode_is(vol, sb, sb->orphan_dir[s], S_IFDIR, false, b) &&
+			inode_is(vol, sb, sb->quota_slot_ino[s], S_IFREG, true, b);
 	for (unsigned t = 0; t < 3 && sound; t++)
-		sound = inode_is(vol, sb, sb->quota_ino[t], S_IFREG, true);
+		sound = inode_is(vol, sb, sb->quota_ino[t], S_IFREG, true, b);
 	return sound;
 }
 
-/* How many entries of the root's first bucket hash to what they say under seed. */
-static unsigned seed_fits(struct cvm_volume *vol, const struct cfs_dsuper *sb, uint32_t seed)
+/* Of the entries of the root's first bucket, how many more hash to what they say under seed
+ * a than under seed b. */
+static long seed_fits_better(struct cvm_volume *vol, const struct cfs_dsuper *sb, uint32_t a,
+			     uint32_t b_seed, uint8_t *b)
 {
 	uint32_t bs = sb->block_size;
-	uint8_t *b;
-	unsigned fits = 0;
-	const char *why;
-	if (posix_memalign((void **)&b, 4096, bs))
-		return 0;
 	const struct cfs_dinode *d = (const void *)b;
 	const struct cfs_dextent *e = (const void *)(b + CFS_INODE_EXT_OFF);
-	bool root = !cvm_volume_read(vol, b, bs, sb->root_ino * bs) &&
-		    !cfs_block_verify(b, bs, sb->root_ino, CFS_B_INODE, sb->root_ino, &why);
-	uint64_t bucket = root && d->nextents && e->lblk == 0 && e->pblk < sb->total_blocks
-				  ? e->pblk
-				  : 0;
-	if (bucket && !cvm_volume_read(vol, b, bs, bucket * bs) &&
-	    !cfs_block_verify(b, bs, bucket, CFS_B_BUCKET, sb->root_ino, &why)) {
-		const struct cfs_ddirb *h = (const void *)b;
-		uint32_t used = h->used < bs - CFS_DIRB_OFF ? h->used : bs - CFS_DIRB_OFF;
-		for (uint32_t o = 0; o + CFS_DIRENT_FIXED <= used;) {
-			const uint8_t *p = b + CFS_DIRB_OFF + o;
-			uint32_t hash;
-			memcpy(&hash, p, 4);
-			if (o + CFS_DIRENT_FIXED + p[13] > used)
-				break;
-			fits += hash == cvm_crc32c(seed, p + CFS_DIRENT_FIXED, p[13]);
-			o += CFS_DIRENT_FIXED + p[13];
-		}
+	if (!read_sound(vol, bs, sb->root_ino, CFS_B_INODE, sb->root_ino, b) || !d->nextents ||
+	    e->lblk != 0 || e->pblk >= sb->total_blocks ||
+	    !read_sound(vol, bs, e->pblk, CFS_B_BUCKET, sb->root_ino, b))
+		return 0;
+	const struct cfs_ddirb *h = (const void *)b;
+	uint32_t used = h->used < bs - CFS_DIRB_OFF ? h->used : bs - CFS_DIRB_OFF;
+	long better = 0;
+	for (uint32_t o = 0; o + CFS_DIRENT_FIXED <= used;) {
+		const uint8_t *p = b + CFS_DIRB_OFF + o;
+		uint32_t hash;
+		memcpy(&hash, p, 4);
+		if (o + CFS_DIRENT_FIXED + p[13] > used)
+			break;
+		better += (hash == cvm_crc32c(a, p + CFS_DIRENT_FIXED, p[13])) -
+			  (hash == cvm_crc32c(b_seed, p + CFS_DIRENT_FIXED, p[13]));
+		o += CFS_DIRENT_FIXED + p[13];
 	}
-	free(b);
-	return fits;
+	return better;
 }
 
-/* A primary that passes cfs_super_check, yet differs from a sound backup in a way that the
- * backup explains: it names a format or feature this release does not know (a later release
- * writes both copies alike), a directory hash seed the root's names do not hash with, or
- * inodes that are not what it says they are (the root a file, a quota inode someone's file).  A bug wrote a field wrong: the backup is the truth. */
-static bool primary_wrong(struct cvm_volume *vol, const struct cfs_dsuper *sb)
+/* A primary that passes cfs_super_check, yet differs from a sound backup (read into *backup)
+ * in a way that the backup explains: it names a format or feature this release does not know
+ * (a later release writes both copies alike), a directory hash seed the root's names do not
+ * hash with, or inodes that are not what it says they are (the root a file, a quota inode
+ * someone's file).  A bug wrote a field wrong: the backup is the truth. */
+static bool primary_wrong(struct cvm_volume *vol, const struct cfs_dsuper *sb,
+			  struct cfs_dsuper *backup)
 {
-	struct cfs_dsuper backup;
 	const char *why;
-	if (read_backup(vol, &backup, &why) ||
-	    !memcmp((const uint8_t *)&backup + sizeof backup.h, (const uint8_t *)sb + sizeof sb->h,
+	if (read_backup(vol, backup, &why) ||
+	    !memcmp((const uint8_t *)backup + sizeof backup->h, (const uint8_t *)sb + sizeof sb->h,
 		    sizeof *sb - sizeof sb->h))
 		return false;
-	if (!features_known(sb) && features_known(&backup))
+	if (!features_known(sb) && features_known(backup))
 		return true;
-	if (backup.hash_seed != sb->hash_seed &&
-	    seed_fits(vol, &backup, backup.hash_seed) > seed_fits(vol, sb, sb->hash_seed))
-		return true;
-	return !system_inodes_sound(vol, sb) && system_inodes_sound(vol, &backup);
+	uint8_t *b; /* a block of either copy's size */
+	if (posix_memalign((void **)&b, 4096, CFS_MAX_BLOCK))
+		return false;
+	bool wrong = (backup->hash_seed != sb->hash_seed &&
+		      seed_fits_better(vol, sb, backup->hash_seed, sb->hash_seed, b) > 0) ||
+		     (!system_inodes_sound(vol, sb, b) && system_inodes_sound(vol, backup, b));
+	free(b);
+	return wrong;
 }
 
 int cfs_super_read(struct cvm_volume *vol, struct cfs_dsuper *sb, bool *used_backup)
 {
 	const char *why = NULL;
+	struct cfs_dsuper backup;
 	int rc = read_copy(vol, 0, sb);
-	if (!rc && !cfs_super_check(sb, cvm_volume_size(vol), &why) &&
-	    !primary_wrong(vol, sb)) {
+	if (!rc && !cfs_super_check(sb, cvm_volume_size(vol), &why)) {
+		bool wrong = primary_wrong(vol, sb, &backup);
+		if (wrong)
+			*sb = backup;
 		if (used_backup)
-			*used_backup = false;
+			*used_backup = wrong;
 		return 0;
 	}
 	int primary = rc ? rc : -EUCLEAN;

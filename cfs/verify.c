@@ -23,10 +23,10 @@ static bool in_volume(const struct cfs_dsuper *sb, uint64_t blk)
 	return blk >= sb->ag_start && blk < sb->total_blocks;
 }
 
-static bool mode_valid(uint32_t mode)
+#define NSEC_PER_SEC 1000000000u
+
+bool cfs_ftype_valid(uint32_t mode)
 {
-	if (mode & ~(uint32_t)(S_IFMT | 07777))
-		return false;
 	switch (mode & S_IFMT) {
 	case S_IFREG: case S_IFDIR: case S_IFLNK: case S_IFCHR: case S_IFBLK: case S_IFIFO:
 	case S_IFSOCK:
@@ -36,10 +36,14 @@ static bool mode_valid(uint32_t mode)
 	}
 }
 
+static bool mode_valid(uint32_t mode)
+{
+	return !(mode & ~(uint32_t)(S_IFMT | 07777)) && cfs_ftype_valid(mode);
+}
+
 int cfs_inode_verify(const struct cfs_dsuper *sb, const struct cfs_dinode *d, const char **why)
 {
-	uint32_t inl = CFS_INODE_EXTENTS(sb->block_size);
-	const uint32_t ns = 1000000000u;
+	uint32_t inl = CFS_INODE_EXTENTS(sb->block_size), ns = NSEC_PER_SEC;
 	if (d->mode == 0 && d->nlink == 0)
 		return 0; /* a freed inode's block */
 	if (!mode_valid(d->mode))
@@ -68,7 +72,6 @@ int cfs_inode_mend(const struct cfs_dsuper *sb, uint8_t *block, uint32_t type, u
 {
 	struct cfs_dinode *d = (void *)block;
 	const struct cfs_dextent *ext = (const void *)(block + CFS_INODE_EXT_OFF);
-	const uint32_t ns = 1000000000u;
 	*what = NULL;
 	if (!mode_valid(d->mode) || (type && (d->mode & S_IFMT) != type)) {
 		if (!type)
@@ -88,7 +91,7 @@ int cfs_inode_mend(const struct cfs_dsuper *sb, uint8_t *block, uint32_t type, u
 	}
 	uint32_t *nsec[] = {&d->atime_ns, &d->mtime_ns, &d->ctime_ns, &d->btime_ns};
 	for (unsigned i = 0; i < 4; i++)
-		if (*nsec[i] >= ns) {
+		if (*nsec[i] >= NSEC_PER_SEC) {
 			*nsec[i] = 0;
 			*what = "a time's nanoseconds";
 		}
@@ -142,14 +145,14 @@ int cfs_xattrs_verify(const uint8_t *p, uint32_t used)
 	return 0;
 }
 
-int cfs_agh_verify(const struct cfs_dsuper *sb, const uint8_t *block, uint32_t ag,
+int cfs_agh_verify(const struct cfs_dsuper *sb, const uint8_t *block, uint32_t ag, bool bitmap,
 		   const char **why)
 {
 	const struct cfs_dagh *g = (const void *)block;
 	uint32_t n = cfs_ag_size(sb, ag);
 	if (g->start != cfs_ag_first(sb, ag) || g->nblocks != n)
 		*why = "geometry differs from the superblock";
-	else if (g->nfree != n - bits_set(block + CFS_AGH_BITMAP_OFF, n))
+	else if (bitmap && g->nfree != n - bits_set(block + CFS_AGH_BITMAP_OFF, n))
 		*why = "free count differs from its bitmap";
 	else
 		return 0;

@@ -10,7 +10,6 @@
 
 #define XATTRB_USED_OFF 32u
 #define XATTRB_DATA_OFF 40u
-#define ENT_FIXED CFS_XATTR_FIXED
 
 struct area {
 	uint8_t *p;
@@ -62,11 +61,11 @@ static int64_t find(const struct area *a, const char *name, size_t nlen)
 		uint8_t l = a->p[o];
 		uint16_t vl;
 		memcpy(&vl, a->p + o + 2, 2);
-		if (l == 0 || o + ENT_FIXED + l + vl > a->used)
+		if (l == 0 || o + CFS_XATTR_FIXED + l + vl > a->used)
 			return -EIO;
-		if (l == nlen && !memcmp(a->p + o + ENT_FIXED, name, nlen))
+		if (l == nlen && !memcmp(a->p + o + CFS_XATTR_FIXED, name, nlen))
 			return o;
-		o += ENT_FIXED + l + vl;
+		o += CFS_XATTR_FIXED + l + vl;
 	}
 	return -1;
 }
@@ -110,7 +109,7 @@ int cfs_xattr_get(struct cfs_fs *fs, struct cfs_inode *ip, const char *name, voi
 		return vl;
 	if (size < vl)
 		return -ERANGE;
-	memcpy(value, a[w].p + o + ENT_FIXED + l, vl);
+	memcpy(value, a[w].p + o + CFS_XATTR_FIXED + l, vl);
 	return vl;
 }
 
@@ -118,7 +117,7 @@ static void cut(struct cfs_inode *ip, struct area *a, uint32_t o)
 {
 	uint16_t vl;
 	memcpy(&vl, a->p + o + 2, 2);
-	uint32_t sz = ENT_FIXED + a->p[o] + vl;
+	uint32_t sz = CFS_XATTR_FIXED + a->p[o] + vl;
 	memmove(a->p + o, a->p + o + sz, a->used - o - sz);
 	memset(a->p + a->used - sz, 0, sz);
 	a->used -= sz;
@@ -145,7 +144,7 @@ int cfs_xattr_set(struct cfs_fs *fs, struct cfs_inode *ip, const char *name,
 	size_t nlen = strlen(name);
 	if (nlen == 0 || nlen > 255)
 		return -ERANGE;
-	if (size > fs->bs - XATTRB_DATA_OFF - ENT_FIXED - nlen)
+	if (size > fs->bs - XATTRB_DATA_OFF - CFS_XATTR_FIXED - nlen)
 		return -E2BIG;
 	struct area a[2];
 	int n, w;
@@ -157,13 +156,13 @@ int cfs_xattr_set(struct cfs_fs *fs, struct cfs_inode *ip, const char *name,
 		return -EEXIST;
 	if (rc == -ENODATA && (flags & XATTR_REPLACE))
 		return -ENODATA;
-	uint32_t sz = ENT_FIXED + (uint32_t)nlen + (uint32_t)size;
+	uint32_t sz = CFS_XATTR_FIXED + (uint32_t)nlen + (uint32_t)size;
 	/* Room after taking the old value out? */
 	uint32_t old = 0;
 	if (!rc) {
 		uint16_t vl;
 		memcpy(&vl, a[w].p + o + 2, 2);
-		old = ENT_FIXED + a[w].p[o] + vl;
+		old = CFS_XATTR_FIXED + a[w].p[o] + vl;
 	}
 	int dest = -1;
 	for (int i = 0; i < n && dest < 0; i++)
@@ -205,8 +204,8 @@ int cfs_xattr_set(struct cfs_fs *fs, struct cfs_inode *ip, const char *name,
 	p[1] = 0;
 	uint16_t vl = (uint16_t)size;
 	memcpy(p + 2, &vl, 2);
-	memcpy(p + ENT_FIXED, name, nlen);
-	memcpy(p + ENT_FIXED + nlen, value, size);
+	memcpy(p + CFS_XATTR_FIXED, name, nlen);
+	memcpy(p + CFS_XATTR_FIXED + nlen, value, size);
 	d->used += sz;
 	store_used(ip, d);
 	if (d->b)
@@ -227,16 +226,16 @@ int cfs_xattr_list(struct cfs_fs *fs, struct cfs_inode *ip, char *list, size_t s
 			uint8_t l = a[i].p[o];
 			uint16_t vl;
 			memcpy(&vl, a[i].p + o + 2, 2);
-			if (l == 0 || o + ENT_FIXED + l + vl > a[i].used)
+			if (l == 0 || o + CFS_XATTR_FIXED + l + vl > a[i].used)
 				return -EIO;
 			if (size) {
 				if (total + l + 1 > size)
 					return -ERANGE;
-				memcpy(list + total, a[i].p + o + ENT_FIXED, l);
+				memcpy(list + total, a[i].p + o + CFS_XATTR_FIXED, l);
 				list[total + l] = '\0';
 			}
 			total += l + 1u;
-			o += ENT_FIXED + l + vl;
+			o += CFS_XATTR_FIXED + l + vl;
 		}
 	return (int)total;
 }

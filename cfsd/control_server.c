@@ -227,14 +227,13 @@ static void lun_list_fill(struct cfsd *d, ControlStatus *s, struct lun_list *l)
 	l->luns = calloc(n, sizeof *l->luns);
 	l->ptrs = calloc(n, sizeof *l->ptrs);
 	for (uint32_t i = 0; l->luns && l->ptrs && i < n; i++) {
+		char *path = strdup(cvm_volume_lun_path(fs->vol, i));
+		if (!path)
+			break;
 		lun_status__init(&l->luns[i]);
-		l->luns[i].path = strdup(cvm_volume_lun_path(fs->vol, i));
+		l->luns[i].path = path;
 		l->luns[i].io_errors = cvm_volume_lun_errors(fs->vol, i);
 		l->ptrs[s->n_luns++] = &l->luns[i];
-		if (!l->luns[i].path) {
-			s->n_luns--;
-			break;
-		}
 	}
 	pthread_rwlock_unlock(&fs->vol_lock);
 	s->luns = l->ptrs;

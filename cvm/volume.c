@@ -506,19 +506,26 @@ void cvm_volume_io_failed(struct cvm_volume *vol, uint32_t lun, const char *what
 	pthread_mutex_unlock(&vol->log_lock);
 }
 
+/* The LUN whose descriptor fd is (cfg.nluns if none). */
+static uint32_t lun_of_fd(const struct cvm_volume *v, int fd)
+{
+	uint32_t i = 0;
+	while (i < v->cfg.nluns && v->fd[i] != fd)
+		i++;
+	return i;
+}
+
 void cvm_volume_io_failed_fd(struct cvm_volume *vol, int fd, const char *what,
 			     uint64_t dev_offset, uint64_t len, int err)
 {
-	for (uint32_t i = 0; i < vol->cfg.nluns; i++)
-		if (vol->fd[i] == fd)
-			cvm_volume_io_failed(vol, i, what, dev_offset, len, err);
+	cvm_volume_io_failed(vol, lun_of_fd(vol, fd), what, dev_offset, len, err);
 }
 
 void cvm_volume_written_fd(struct cvm_volume *v, int fd)
 {
-	for (uint32_t i = 0; i < v->cfg.nluns; i++)
-		if (v->fd[i] == fd)
-			cvm_volume_written(v, i);
+	uint32_t lun = lun_of_fd(v, fd);
+	if (lun < v->cfg.nluns)
+		cvm_volume_written(v, lun);
 }
 
 int cvm_volume_read(struct cvm_volume *vol, void *buf, uint64_t len, uint64_t offset)

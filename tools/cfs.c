@@ -458,11 +458,7 @@ struct status_of {
 static void label(FILE *f, const char *name, const char *v, const char *after)
 {
 	fprintf(f, "%s=\"", name);
-	for (; *v; v++) {
-		if (*v == '\\' || *v == '"')
-			fputc('\\', f);
-		fputs(*v == '\n' ? "\\n" : (char[2]){*v, 0}, f);
-	}
+	prom_label_value(f, v, strlen(v));
 	fprintf(f, "\"%s", after);
 }
 

@@ -128,3 +128,15 @@ int write_whole(const char *prog, const char *to, void (*fill)(FILE *f, void *ar
 	}
 	return EXIT_OK;
 }
+
+void prom_label_value(FILE *f, const char *v, size_t len)
+{
+	for (size_t i = 0; i < len; i++) {
+		if (v[i] == '\\' || v[i] == '"')
+			fputc('\\', f);
+		if (v[i] == '\n')
+			fputs("\\n", f);
+		else
+			fputc(v[i], f);
+	}
+}

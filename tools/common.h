@@ -37,6 +37,10 @@ int open_volume(const char *prog, struct scan_paths *s, const char *name, int fl
 void print_progress(void *arg, const char *what, unsigned long long done,
 		    unsigned long long total);
 
+/* The first len bytes of v as a Prometheus label value: backslash, quote and newline
+ * escaped. */
+void prom_label_value(FILE *f, const char *v, size_t len);
+
 /* Write what fill writes, whole: to standard output (to "-"), or to a file that replaces to
  * at once (for node_exporter's textfile collector: a reader never sees half).  EXIT_OK, or
  * EXIT_FAILED with "prog: ..." said. */

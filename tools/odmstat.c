@@ -178,14 +178,9 @@ static void prom_labels(FILE *f, const char *key, const char *extra)
 	fputc('{', f);
 	for (int i = 0; i < 4; i++) {
 		fprintf(f, "%s%s=\"", i ? "," : "", names[i]);
-		for (; *p && *p != ODM_KEY_SEP; p++) {
-			if (*p == '\\' || *p == '"')
-				fputc('\\', f);
-			if (*p == '\n')
-				fputs("\\n", f);
-			else
-				fputc(*p, f);
-		}
+		size_t len = strcspn(p, (char[]){ODM_KEY_SEP, 0});
+		prom_label_value(f, p, len);
+		p += len;
 		fputc('"', f);
 		if (*p)
 			p++;
@@ -263,27 +258,12 @@ static void prom_write(FILE *f, const struct odm_rows *s)
 	prom_histogram(f, s);
 }
 
+static void prom_fill(FILE *f, void *arg) { prom_write(f, arg); }
+
 /* To standard output, or to a file replaced whole (the collector never reads half of one). */
 static int print_prometheus(const struct opts *o, const struct odm_rows *s)
 {
-	if (!strcmp(o->prometheus, "-")) {
-		prom_write(stdout, s);
-		return 0;
-	}
-	char tmp[4200];
-	snprintf(tmp, sizeof tmp, "%s.%d.tmp", o->prometheus, (int)getpid());
-	FILE *f = fopen(tmp, "w");
-	if (f) {
-		prom_write(f, s);
-		if (fclose(f) || rename(tmp, o->prometheus))
-			f = NULL;
-	}
-	if (!f) {
-		fprintf(stderr, "odmstat: %s: %s\n", o->prometheus, strerror(errno));
-		unlink(tmp);
-		return 1;
-	}
-	return 0;
+	return write_whole("odmstat", o->prometheus, prom_fill, (void *)s);
 }
 
 /* ---- --plot: every row's IOPS, MB/s and p99 latency at each interval report ---- */
