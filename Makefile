@@ -121,9 +121,11 @@ $(BUILD)/bin/%: $(BUILD)/tools/%.o $(TOOLS_COMMON_OBJ) $(LIBS)
 	$(CC) $(LDFLAGS_SAN) $(LDFLAGS) -o $@ $^ $(LDLIBS_CVM) $(LDLIBS_LOCK) -lm
 
 $(BUILD)/bin/mkfs.cfs: $(BUILD)/tools/mkfs_cfs.o $(TOOLS_COMMON_OBJ) $(LIBS)
+	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS_SAN) $(LDFLAGS) -o $@ $^ $(LDLIBS_CVM) $(LDLIBS_LOCK)
 
 $(BUILD)/bin/fsck.cfs: $(BUILD)/tools/fsck_cfs.o $(TOOLS_COMMON_OBJ) $(LIBS)
+	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS_SAN) $(LDFLAGS) -o $@ $^ $(LDLIBS_CVM) $(LDLIBS_LOCK)
 
 $(BUILD)/bin/cvm: $(BUILD)/tools/cvm.o $(BUILD)/tools/restripe_mounted.o $(BUILD)/tools/ask.o $(BUILD)/proto/control.pb-c.o $(TOOLS_COMMON_OBJ) $(LIBS)
@@ -131,6 +133,7 @@ $(BUILD)/bin/cvm: $(BUILD)/tools/cvm.o $(BUILD)/tools/restripe_mounted.o $(BUILD
 	$(CC) $(LDFLAGS_SAN) $(LDFLAGS) -o $@ $^ $(LDLIBS_CVM) $(LDLIBS_LOCK)
 
 $(BUILD)/bin/cfs: $(BUILD)/tools/cfs.o $(BUILD)/tools/cfs_quota.o $(BUILD)/tools/ask.o $(BUILD)/tools/utab.o $(BUILD)/proto/control.pb-c.o $(TOOLS_COMMON_OBJ) $(LIBS)
+	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS_SAN) $(LDFLAGS) -o $@ $^ $(LDLIBS_CVM) $(LDLIBS_LOCK)
 
 $(BUILD)/bin/odmstat: $(BUILD)/tools/odmstat.o $(BUILD)/tools/svgplot.o $(BUILD)/tools/ask.o $(BUILD)/odm/stats.o $(BUILD)/odm/rows.o $(BUILD)/proto/control.pb-c.o $(TOOLS_COMMON_OBJ) $(LIBS)

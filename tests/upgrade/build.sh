@@ -27,6 +27,8 @@ previous)
 	rm -rf "$dir/src" "$dir/build" "$dir/stamp"
 	mkdir -p "$dir/src"
 	git archive --format=tar "$id" | tar -x -C "$dir/src"
+	# Some of that release's link rules take bin/ for granted (make -j may run them first).
+	mkdir -p "$dir/build/bin"
 	make -C "$dir/src" --no-print-directory -j"$(nproc)" BUILD="$dir/build" all >"$dir/make.log" 2>&1 || {
 		tail -30 "$dir/make.log" >&2
 		exit 1
@@ -34,6 +36,7 @@ previous)
 	echo "$id" >"$dir/stamp"
 	;;
 major2)
+	mkdir -p "$dir/build/bin"
 	# make knows what changed; the directory is this build's alone, so its CFLAGS never do.
 	make --no-print-directory -j"$(nproc)" BUILD="$dir/build" CFLAGS=-DCFSLOCK_PROTO_MAJOR=2 \
 		"$dir/build/bin/cfs" "$dir/build/bin/cfsd" >"$dir/make.log" 2>&1 || {
