@@ -124,7 +124,7 @@ $(BUILD)/bin/mkfs.cfs: $(BUILD)/tools/mkfs_cfs.o $(TOOLS_COMMON_OBJ) $(LIBS)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS_SAN) $(LDFLAGS) -o $@ $^ $(LDLIBS_CVM) $(LDLIBS_LOCK)
 
-$(BUILD)/bin/fsck.cfs: $(BUILD)/tools/fsck_cfs.o $(TOOLS_COMMON_OBJ) $(LIBS)
+$(BUILD)/bin/fsck.cfs: $(BUILD)/tools/fsck_cfs.o $(BUILD)/tools/fsck_mounted.o $(BUILD)/tools/ask.o $(BUILD)/proto/control.pb-c.o $(TOOLS_COMMON_OBJ) $(LIBS)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS_SAN) $(LDFLAGS) -o $@ $^ $(LDLIBS_CVM) $(LDLIBS_LOCK)
 

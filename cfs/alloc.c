@@ -289,6 +289,38 @@ bool cfs_block_in_use(struct cfs_fs *fs, uint64_t blk, uint64_t since)
 	return cfs_bit_get(b->data + CFS_AGH_BITMAP_OFF, (uint32_t)(blk - fs->ags[ag].start));
 }
 
+int cfs_group_check(struct cfs_fs *fs, uint32_t ag)
+{
+	struct cfs_buf *b;
+	return read_agh(fs, ag, &b);
+}
+
+int cfs_blocks_marked(struct cfs_fs *fs, uint64_t blk, uint64_t len, uint64_t *unmarked)
+{
+	while (len) {
+		uint32_t ag = cfs_ag_of(fs, blk);
+		const struct cfs_ag *a = &fs->ags[ag];
+		if (blk < a->start || blk - a->start >= a->nblocks) {
+			*unmarked = blk; /* in no group: a header or outside the volume */
+			return -ENOENT;
+		}
+		uint32_t bit = (uint32_t)(blk - a->start);
+		uint32_t n = len < a->nblocks - bit ? (uint32_t)len : a->nblocks - bit;
+		struct cfs_buf *b;
+		int rc = read_agh(fs, ag, &b);
+		if (rc)
+			return rc;
+		uint32_t run = cfs_bits_run(b->data + CFS_AGH_BITMAP_OFF, bit, n, true);
+		if (run < n) {
+			*unmarked = blk + run;
+			return cfs_group_is_ours(fs, ag) ? -ENOENT : -EAGAIN;
+		}
+		blk += n;
+		len -= n;
+	}
+	return 0;
+}
+
 bool cfs_may_allocate(const struct cfs_fs *fs)
 {
 	return !fs->cluster || fs->meta.mode == CFSLOCK_EX;
@@ -394,12 +426,32 @@ int cfs_alloc_reserve(struct cfs_fs *fs, uint64_t goal, uint32_t need, int64_t o
 	return -ENOSPC;
 }
 
+/* An inode that lost its last name in the last second and that the kernel still holds: its
+ * release and forget come on their own, a moment after the unlink was answered, and free it.
+ * fs->lock held. */
+static bool removed_and_held(struct cfs_fs *fs)
+{
+	if (cfs_now_ns() - fs->unlinked_ns > 1000000000ull)
+		return false;
+	for (size_t i = 0; i < CFS_ICACHE_BUCKETS; i++)
+		for (const struct cfs_inode *ip = fs->ihash[i]; ip; ip = ip->hnext)
+			if (!ip->d.nlink && !ip->dead && (ip->nopen || ip->nlookup))
+				return true;
+	return false;
+}
+
 bool cfs_alloc_retry(struct cfs_fs *fs, int rc)
 {
 	if (rc != -ENOSPC)
 		return false;
 	pthread_mutex_lock(&fs->lock);
-	bool waiting = fs->npending > 0;
+	struct timespec until;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 1;
+	bool freed = false; /* maybe, and committed already */
+	while (removed_and_held(fs) && !pthread_cond_timedwait(&fs->put_wake, &fs->lock, &until))
+		freed = true;
+	bool waiting = freed || fs->npending > 0;
 	pthread_mutex_unlock(&fs->lock);
 	return waiting && cfs_sync(fs) == 0;
 }

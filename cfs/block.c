@@ -26,6 +26,21 @@ void cfs_set_error(const char *fmt, ...)
 
 static int log_copy_fd = -1;
 
+/* The check of a mounted filesystem (check.c) reads what it checks from the LUNs, not from
+ * this node's clean copies, and hears what cfs_log says meanwhile (why a read failed). */
+static _Thread_local bool fresh_reads;
+static _Thread_local char *heard;
+static _Thread_local size_t heard_len;
+
+void cfs_bcache_fresh(bool on, char *said, size_t len)
+{
+	fresh_reads = on;
+	heard = on ? said : NULL;
+	heard_len = len;
+	if (heard && len)
+		heard[0] = '\0';
+}
+
 void cfs_log_copy(int fd)
 {
 	__atomic_store_n(&log_copy_fd, fd, __ATOMIC_RELEASE);
@@ -44,6 +59,8 @@ void cfs_log(const struct cfs_fs *fs, const char *fmt, ...)
 	else
 		snprintf(whole, sizeof whole, "cfs: %s\n", line);
 	fputs(whole, stderr);
+	if (heard)
+		snprintf(heard, heard_len, "%s", line);
 	int copy = __atomic_load_n(&log_copy_fd, __ATOMIC_ACQUIRE);
 	if (copy >= 0 && write(copy, whole, strlen(whole)) < 0) {
 		/* the copy is a courtesy: stderr has the line */
@@ -240,6 +257,38 @@ static bool of_inode(uint16_t type)
 	       type == CFS_B_EXTENTS || type == CFS_B_XATTR || type == CFS_B_QUOTA;
 }
 
+/* A clean copy read again from the LUNs (cfs_bcache_fresh): what is there replaces it if it is
+ * sound as a block; if not, the copy stays, the damage is logged and the read fails.  A block
+ * that is dirty, or committed and not yet home, is newer here than there: it is not read. */
+static int read_again(struct cfs_fs *fs, struct cfs_buf *b, uint16_t type, uint64_t owner,
+		      unsigned flags)
+{
+	uint8_t *disk;
+	if (posix_memalign((void **)&disk, 4096, fs->bs))
+		return -ENOMEM;
+	const char *why = NULL;
+	int rc = cvm_volume_read(fs->vol, disk, fs->bs, b->blkno * fs->bs);
+	if (!rc && memcmp(disk, b->data, fs->bs)) {
+		if ((flags & CFS_BREAD_MAY_BE_REUSED) && reused(disk, type, owner)) {
+			rc = -ESTALE;
+		} else if (cfs_block_verify(disk, fs->bs, b->blkno, type, owner, &why)) {
+			cfs_log(fs, "block %llu (type %u, owner %llu): %s on the LUNs (this node's "
+				"copy is sound): EIO", (unsigned long long)b->blkno, type,
+				(unsigned long long)owner, why);
+			rc = -EIO;
+		} else {
+			memcpy(b->data, disk, fs->bs);
+			b->checked = false;
+		}
+	} else if (rc) {
+		cfs_log(fs, "block %llu (type %u, owner %llu): %s: EIO", (unsigned long long)b->blkno,
+			type, (unsigned long long)owner, strerror(-rc));
+		rc = -EIO;
+	}
+	free(disk);
+	return rc;
+}
+
 int cfs_bread_flags(struct cfs_fs *fs, uint64_t blkno, uint16_t type, uint64_t owner,
 		    unsigned flags, struct cfs_buf **out)
 {
@@ -254,6 +303,11 @@ int cfs_bread_flags(struct cfs_fs *fs, uint64_t blkno, uint16_t type, uint64_t o
 				(unsigned long long)blkno, "cached block of another kind", type,
 				(unsigned long long)owner);
 			return -EIO;
+		}
+		if (b->prev && fresh_reads && !(flags & CFS_BREAD_RACY)) { /* a hint stays one */
+			int rc = read_again(fs, b, type, owner, flags);
+			if (rc)
+				return rc;
 		}
 		if (b->prev) { /* on the LRU (not dirty, pinned nor waiting for a checkpoint) */
 			lru_unlink(fs, b);

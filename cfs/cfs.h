@@ -70,6 +70,27 @@ typedef void (*cfs_print_fn)(void *arg, const char *line);
 int cfs_fsck(struct cvm_volume *vol, bool repair, cfs_print_fn print, void *arg,
 	     cfs_progress_fn progress, struct cfs_fsck_report *report);
 
+/* ---- the check of a mounted filesystem (check.c; fsck.cfs -n through cfsd) ---- */
+struct cfs_check_progress {
+	uint64_t inodes, directories; /* checked so far */
+	uint32_t groups, groups_total; /* group headers checked (after the tree) */
+	uint64_t problems;
+	/* suspicions another node's changes kept from being confirmed or cleared (a group it
+	 * took back before its header could be read here) */
+	uint64_t unconfirmed;
+};
+struct cfs_check_opts {
+	uint64_t rate;            /* inodes a second at most; 0: no limit */
+	const volatile int *stop; /* set: stop after the inode in hand (-ECANCELED) */
+	cfs_print_fn problem;     /* a line per problem (each is logged too) */
+	void (*progress)(void *arg, const struct cfs_check_progress *p);
+	void *arg;
+};
+/* Check the mounted filesystem read-only while it is in use, one object per operation under
+ * the locks a reader takes.  0 when the walk is done (p->problems says what it found). */
+int cfs_check_mounted(struct cfs_fs *fs, const struct cfs_check_opts *o,
+		      struct cfs_check_progress *p);
+
 /* ---- mounting ---- */
 #define CFS_SLOT_ANY UINT32_MAX
 struct cfs_mount_opts {

@@ -390,8 +390,10 @@ int cfs_put(struct cfs_fs *fs, uint64_t ino, uint32_t opens, uint64_t lookups)
 		if (opens && !ip->nopen)
 			cfs_iopen_closed(fs, ip);
 		cfs_op_may_yield = true; /* the free of a big file */
-		if (!ip->nopen && !ip->nlookup)
+		if (!ip->nopen && !ip->nlookup) {
 			rc = put_last(fs, ip);
+			pthread_cond_broadcast(&fs->put_wake);
+		}
 		else if (opens && !ip->nopen && open_locked)
 			rc = closed_last(fs, ip);
 		cfs_op_may_yield = false;

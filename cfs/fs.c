@@ -464,6 +464,7 @@ int cfs_mount(struct cvm_volume *vol, const struct cfs_mount_opts *o, struct cfs
 	fs->aio_vol = vol;
 	pthread_cond_init(&fs->commit_wake, NULL);
 	pthread_cond_init(&fs->glock_cond, NULL);
+	pthread_cond_init(&fs->put_wake, NULL);
 	cfs_recovery_init(fs);
 	const char *proto = "local";
 	int rc = cfs_super_read(vol, &fs->sb, NULL);

@@ -56,6 +56,15 @@ struct fsck {
 	cfs_progress_fn progress;
 	struct cfs_fsck_report *r;
 	uint8_t *used;
+	/* Blocks marked by a file's extents: a metadata block found in one is the metadata's
+	 * (stolen), and the extent goes once the walk is over (drop_stealing_extents). */
+	uint8_t *in_extent;
+	uint64_t *stolen;
+	size_t nstolen, stolen_cap;
+	/* A file's extents over blocks another claimed first: which claim is wrong is settled
+	 * once the walk is over (settle_claims). */
+	struct contested { uint64_t ino, lblk; } *contested;
+	size_t ncontested, contested_cap;
 	struct node *nodes; /* open addressing on ino */
 	size_t nodes_cap, nnodes;
 	uint64_t *queue;
@@ -114,6 +123,21 @@ static bool mark(struct fsck *k, uint64_t blk, uint32_t len, uint64_t owner, con
 	}
 	cfs_bits_set(k->used, blk, len, true);
 	return true;
+}
+
+/* A metadata block (an inode's, its extent map's or xattr block's, a directory's overflow):
+ * one a file's extent marked already is the metadata's, and that extent is wrong. */
+static void mark_meta(struct fsck *k, uint64_t blk, uint64_t owner, const char *what)
+{
+	if (blk < k->fs->sb.total_blocks && cfs_bit_get(k->in_extent, blk) &&
+	    !cfs_reserve((void **)&k->stolen, &k->stolen_cap, k->nstolen + 1, sizeof *k->stolen)) {
+		cfs_bit_set(k->in_extent, blk, false);
+		k->stolen[k->nstolen++] = blk;
+		say(k, true, "inode %" PRIu64 ": %s block %" PRIu64 " lies in another file's extent "
+			     "too: the extent %s", owner, what, blk, k->repair ? "goes" : "would go");
+		return;
+	}
+	mark(k, blk, 1, owner, what);
 }
 
 /* ---- nodes ---- */
@@ -236,12 +260,12 @@ static void mark_inode(struct fsck *k, struct cfs_inode *ip)
 {
 	struct cfs_fs *fs = k->fs;
 	count_usage(k, ip);
-	mark(k, ip->ino, 1, ip->ino, "inode");
+	mark_meta(k, ip->ino, ip->ino, "inode");
 	for (uint64_t blk = ip->d.ext_next; blk;) {
 		struct cfs_buf *b;
 		if (cfs_bread(fs, blk, CFS_B_EXTENTS, ip->ino, &b))
 			break; /* cfs_iget read it a moment ago */
-		mark(k, blk, 1, ip->ino, "extent map");
+		mark_meta(k, blk, ip->ino, "extent map");
 		blk = ((struct cfs_dextb *)b->data)->next;
 	}
 	if (ip->d.xattr_block) {
@@ -255,13 +279,23 @@ static void mark_inode(struct fsck *k, struct cfs_inode *ip)
 				cfs_iwrite(fs, ip);
 			}
 		} else {
-			mark(k, ip->d.xattr_block, 1, ip->ino, "xattr");
+			mark_meta(k, ip->d.xattr_block, ip->ino, "xattr");
 		}
 	}
 	bool changed = false;
 	for (uint32_t i = 0; i < ip->next;) {
 		const struct cfs_dextent *e = &ip->ext[i];
+		bool file = !S_ISDIR(ip->d.mode); /* a directory's extents are its buckets */
 		if (mark(k, e->pblk, e->len, ip->ino, "data")) {
+			if (file)
+				cfs_bits_set(k->in_extent, e->pblk, e->len, true);
+			i++;
+			continue;
+		}
+		if (file && e->pblk + e->len <= k->fs->sb.total_blocks && e->pblk + e->len > e->pblk &&
+		    !cfs_reserve((void **)&k->contested, &k->contested_cap, k->ncontested + 1,
+				 sizeof *k->contested)) {
+			k->contested[k->ncontested++] = (struct contested){ip->ino, e->lblk};
 			i++;
 			continue;
 		}
@@ -284,7 +318,7 @@ static void mark_inode(struct fsck *k, struct cfs_inode *ip)
 static void dir_block(void *arg, uint64_t blkno)
 {
 	struct fsck *k = arg;
-	mark(k, blkno, 1, k->cur_dir, "directory overflow");
+	mark_meta(k, blkno, k->cur_dir, "directory overflow");
 }
 
 static void dir_damaged(void *arg, uint64_t bucket, uint64_t blkno, uint64_t prev)
@@ -496,6 +530,104 @@ static int walk_tree(struct fsck *k)
 		if (k->progress && k->qhead % 256 == 0)
 			k->progress(k->arg, "directories", k->qhead, k->qlen);
 	}
+	return rc;
+}
+
+/* Which of two claims on a block is wrong, once the walk is over (as e2fsck's passes 1B-1D
+ * look again for the owners of blocks claimed twice; only when some were).  First an extent
+ * holding a block metadata claimed (mark_meta) goes, its other blocks free again; then an
+ * extent over blocks another extent claimed first keeps them if they are free now, else goes. */
+static bool holds_stolen(const struct fsck *k, const struct cfs_dextent *e, uint64_t *blk)
+{
+	for (size_t i = 0; i < k->nstolen; i++)
+		if (k->stolen[i] >= e->pblk && k->stolen[i] - e->pblk < e->len) {
+			*blk = k->stolen[i];
+			return true;
+		}
+	return false;
+}
+
+static bool is_stolen(const struct fsck *k, uint64_t blk)
+{
+	for (size_t i = 0; i < k->nstolen; i++)
+		if (k->stolen[i] == blk)
+			return true;
+	return false;
+}
+
+/* Take extent i out of ip's map (the caller writes the inode). */
+static void drop_extent(struct fsck *k, struct cfs_inode *ip, uint32_t i)
+{
+	memmove(&ip->ext[i], &ip->ext[i + 1], (ip->next - i - 1) * sizeof *ip->ext);
+	ip->next--;
+	k->r->repaired++;
+}
+
+static int drop_stealing_extents(struct fsck *k, uint64_t ino)
+{
+	struct cfs_inode *ip;
+	if (cfs_iget(k->fs, ino, &ip))
+		return 0; /* said by the walk */
+	bool changed = false;
+	uint64_t blk;
+	for (uint32_t i = 0; i < ip->next;) {
+		const struct cfs_dextent *e = &ip->ext[i];
+		if (!holds_stolen(k, e, &blk)) {
+			i++;
+			continue;
+		}
+		say(k, false, "inode %" PRIu64 ": the extent at file block %" PRIu64 " holds block "
+			      "%" PRIu64 ", another object's: %s", ino, e->lblk, blk,
+		    k->repair ? "dropped" : "would be dropped");
+		for (uint64_t b = e->pblk; b < e->pblk + e->len; b++)
+			if (!is_stolen(k, b)) /* what the walk counted for it is free again */
+				cfs_bit_set(k->used, b, false);
+		if (!k->repair) {
+			i++;
+			continue;
+		}
+		drop_extent(k, ip, i);
+		changed = true;
+	}
+	int rc = changed ? cfs_iwrite(k->fs, ip) : 0;
+	cfs_iput_check(k->fs, ip);
+	return rc;
+}
+
+static int settle_contested(struct fsck *k, const struct contested *c)
+{
+	struct cfs_inode *ip;
+	if (cfs_iget(k->fs, c->ino, &ip))
+		return 0;
+	uint32_t i = cfs_ext_find(ip, c->lblk);
+	int rc = 0;
+	if (i < ip->next && ip->ext[i].lblk == c->lblk) {
+		const struct cfs_dextent *e = &ip->ext[i];
+		if (cfs_bits_run(k->used, e->pblk, e->len, false) == e->len) {
+			cfs_bits_set(k->used, e->pblk, e->len, true);
+			say(k, false, "inode %" PRIu64 ": the extent at file block %" PRIu64 " keeps its "
+				      "blocks (the other claim on them went)%s", c->ino, e->lblk, fixed(k));
+		} else {
+			say(k, false, "inode %" PRIu64 ": the extent at file block %" PRIu64 " %s",
+			    c->ino, e->lblk, k->repair ? "is dropped" : "would be dropped");
+			if (k->repair) {
+				drop_extent(k, ip, i);
+				rc = cfs_iwrite(k->fs, ip);
+			}
+		}
+	}
+	cfs_iput_check(k->fs, ip);
+	return rc;
+}
+
+static int settle_claims(struct fsck *k)
+{
+	int rc = 0;
+	for (size_t n = 0; !rc && k->nstolen && n < k->nodes_cap; n++)
+		if (k->nodes[n].ino && !k->nodes[n].is_dir)
+			rc = drop_stealing_extents(k, k->nodes[n].ino);
+	for (size_t i = 0; !rc && i < k->ncontested; i++)
+		rc = settle_contested(k, &k->contested[i]);
 	return rc;
 }
 
@@ -1073,6 +1205,9 @@ static void fsck_free(struct fsck *k)
 		free(fs);
 	}
 	free(k->used);
+	free(k->in_extent);
+	free(k->stolen);
+	free(k->contested);
 	free(k->counts);
 	free(k->nodes);
 	free(k->queue);
@@ -1102,7 +1237,8 @@ static int fsck_open(struct fsck *k, struct cvm_volume *vol)
 	fs->txn.limit = cfs_journal_limit(&fs->sb);
 	fs->ihash = calloc(CFS_ICACHE_BUCKETS, sizeof *fs->ihash);
 	k->used = calloc((fs->sb.total_blocks + 7) / 8, 1);
-	if (!fs->ihash || !k->used || (rc = cfs_bcache_init(fs)))
+	k->in_extent = calloc((fs->sb.total_blocks + 7) / 8, 1);
+	if (!fs->ihash || !k->used || !k->in_extent || (rc = cfs_bcache_init(fs)))
 		return rc ? rc : -ENOMEM;
 	if ((rc = check_journals(k)))
 		return rc;
@@ -1130,6 +1266,8 @@ int cfs_fsck(struct cvm_volume *vol, bool repair, cfs_print_fn print, void *arg,
 		rc = mark_change_file(&k, s);
 	if (!rc)
 		rc = walk_tree(&k);
+	if (!rc)
+		rc = settle_claims(&k);
 	if (!rc && repair)
 		rc = apply_fixes(&k);
 	if (!rc)

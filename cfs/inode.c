@@ -146,6 +146,23 @@ static int inode_read(struct cfs_fs *fs, uint64_t ino, struct cfs_inode *ip)
 	return rc;
 }
 
+int cfs_inode_read_copy(struct cfs_fs *fs, uint64_t ino, struct cfs_inode *copy)
+{
+	*copy = (struct cfs_inode){.ino = ino};
+	int rc = inode_read(fs, ino, copy);
+	if (rc)
+		cfs_inode_copy_free(copy);
+	return rc;
+}
+
+void cfs_inode_copy_free(struct cfs_inode *copy)
+{
+	free(copy->ext);
+	free(copy->xattr);
+	copy->ext = NULL;
+	copy->xattr = NULL;
+}
+
 /* ---- handles: how the kernel and the callers of cfs.h name an inode ----
  * On a cluster another node may free an inode and make a new one in its block while this node
  * still knows the old one (the kernel holds it, a file is open here).  So a handle carries a

@@ -65,6 +65,9 @@ int cfs_bread(struct cfs_fs *fs, uint64_t blkno, uint16_t type, uint64_t owner,
 #define CFS_BREAD_RACY 2u
 int cfs_bread_flags(struct cfs_fs *fs, uint64_t blkno, uint16_t type, uint64_t owner,
 		    unsigned flags, struct cfs_buf **out);
+/* This thread's reads (on: the check of a mounted filesystem, check.c) read a clean cached
+ * block again from the LUNs; what cfs_log says meanwhile is kept in said (len bytes). */
+void cfs_bcache_fresh(bool on, char *said, size_t len);
 /* A fresh zeroed block with its header, already in the transaction. */
 int cfs_bnew(struct cfs_fs *fs, uint64_t blkno, uint16_t type, uint64_t owner,
 	     struct cfs_buf **out);
@@ -273,6 +276,12 @@ bool cfs_free_above(const struct cfs_fs *fs, uint64_t n);
 /* Is the block allocated, as of the grant numbered since (a glock over the block the caller
  * holds: cfs_iglock_grant_seq)?  A damaged group header counts as yes. */
 bool cfs_block_in_use(struct cfs_fs *fs, uint64_t blk, uint64_t since);
+/* The check of a mounted filesystem (check.c): read group ag's header and verify it (its
+ * bitmap against its count); -EIO, logged, if it is damaged. */
+int cfs_group_check(struct cfs_fs *fs, uint32_t ag);
+/* Are blocks [blk, blk + len) marked in use?  0 yes; -ENOENT no, the first not in *unmarked;
+ * -EAGAIN: only a hint says not (another node holds that group: fetch it and ask again). */
+int cfs_blocks_marked(struct cfs_fs *fs, uint64_t blk, uint64_t len, uint64_t *unmarked);
 /* Format the bitmap of a new group into a buffer (mkfs, grow). */
 void cfs_agh_format(uint8_t *block, uint32_t bs, uint32_t index, uint64_t start,
 		    uint32_t nblocks, uint32_t used_at_start);
@@ -325,6 +334,10 @@ int cfs_iget(struct cfs_fs *fs, uint64_t handle, struct cfs_inode **out);
 /* The inode a directory entry (or parent pointer, or orphan list) names now, by block
  * number: if another node made a new inode in the block of one we knew, that one. */
 int cfs_iget_entry(struct cfs_fs *fs, uint64_t ino, struct cfs_inode **out);
+/* Its block and extent chain read and verified into copy, as a first read does, beside the
+ * in-memory inode (the check of a mounted filesystem, check.c); free with cfs_inode_copy_free. */
+int cfs_inode_read_copy(struct cfs_fs *fs, uint64_t ino, struct cfs_inode *copy);
+void cfs_inode_copy_free(struct cfs_inode *copy);
 /* Read a stale inode again (see glock.c); ESTALE if it is dead. */
 int cfs_irefresh(struct cfs_fs *fs, struct cfs_inode *ip);
 uint64_t cfs_handle(const struct cfs_fs *fs, const struct cfs_inode *ip);
@@ -728,6 +741,11 @@ struct cfs_fs {
 	struct cfslock *slot_lock;  /* EX while this node owns its slot's journal */
 	bool caches_stale;          /* the group summaries must be read again */
 	uint64_t hold_until_ns;     /* a wish waits for the minimum hold time till then */
+	/* When a name's removal last left an inode with no link (CLOCK_MONOTONIC ns), and a wake
+	 * for each last put of an inode: a full filesystem waits a moment for what the kernel
+	 * still holds of a file just removed (cfs_alloc_retry). */
+	uint64_t unlinked_ns;
+	pthread_cond_t put_wake;
 	pthread_cond_t glock_cond;  /* a glock's holders or request changed */
 	pthread_t dispatch;
 	bool dispatching;

@@ -10,6 +10,7 @@
 #include "cfsd/dev_direct.h"
 #include "tools/version.h"
 #include "cfsd/fuse_ops.h"
+#include "cfsd/check_server.h"
 #include "cfsd/restripe.h"
 #include "cfsd/restripe_cluster.h"
 #include "cfsd/fuse_uring.h"
@@ -349,6 +350,7 @@ static int serve(struct opts *o, struct cfsd *d, int status_fd)
 		struct dev_direct *direct = start_dev_direct(d, se);
 		rc = cfsd_serve_requests(se, direct) ? EXIT_FAILED : EXIT_OK;
 		cfsd_restripe_end(d); /* paused after its batch: it goes on at the next run */
+		check_server_end(d);
 		dev_direct_stop(__atomic_exchange_n(&d->dev_direct, NULL, __ATOMIC_ACQ_REL));
 		/* Before the unmount: the rings' commands hold the device open (fuse_uring.c). */
 		fuse_uring_stop(__atomic_exchange_n(&d->uring, NULL, __ATOMIC_ACQ_REL));
@@ -401,8 +403,10 @@ int main(int argc, char **argv)
 	int rc = parse_args(argc, argv, &o);
 	if (rc)
 		return rc;
-	if (check_mountpoint(o.mountpoint) || !realpath(o.mountpoint, o.mount_abs))
+	if (check_mountpoint(o.mountpoint) || !realpath(o.mountpoint, o.mount_abs)) {
+		scan_paths_free(&o.scan);
 		return EXIT_FAILED;
+	}
 	raise_fd_limit();
 	int status_fd = -1;
 	if (!o.foreground) {
@@ -414,6 +418,7 @@ int main(int argc, char **argv)
 			return EXIT_FAILED;
 		if (pid > 0) {
 			close(p[1]);
+			scan_paths_free(&o.scan);
 			return wait_for_child(p[0]);
 		}
 		close(p[0]);

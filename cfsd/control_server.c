@@ -13,6 +13,7 @@
 #include "cfsd/fuse_uring.h"
 #include "cfsd/quota_server.h"
 #include "cfsd/odm_server.h"
+#include "cfsd/check_server.h"
 #include "cfsd/restripe.h"
 #include "dlm-client/cfslock.h"
 #include "proto/control.pb-c.h"
@@ -367,6 +368,7 @@ static void serve(struct conn *c, const ControlRequest *req, bool malformed)
 	struct lock_list locks = {0};
 	int pass = -1;
 	struct quota_reply_mem quota = {0};
+	struct check_reply_mem check = {0};
 	if (malformed) {
 		reply.error = EINVAL;
 		reply.message = "the request is not as it was sent: a string with a NUL byte in it, "
@@ -379,6 +381,8 @@ static void serve(struct conn *c, const ControlRequest *req, bool malformed)
 		   odm_client_uid(c->odm) != 0) {
 		reply.error = EPERM;
 		reply.message = "only root may do this (members of odm_group may use libodm)";
+	} else if (check_is_request(req)) {
+		check_handle(d, req, &reply, &check);
 	} else if (req->op == CONTROL_REQUEST__OP__GROW && cfsd_restripe_running(d)) {
 		reply.error = EBUSY;
 		reply.message = "the volume is being restriped: grow after it is done";
@@ -477,6 +481,7 @@ static void serve(struct conn *c, const ControlRequest *req, bool malformed)
 		close(pass);
 	odm_reply_mem_free(&mem);
 	quota_reply_mem_free(&quota);
+	check_reply_mem_free(&check);
 	lock_list_free(&locks);
 	lun_list_free(&luns, status.n_luns);
 }

@@ -76,3 +76,48 @@ int tool_ask(const char *prog, const char *dir, const ControlRequest *req, Contr
 	}
 	return 0;
 }
+
+struct mount_search {
+	char name[CVM_NAME_MAX + 6], uuid[CVM_UUID_STR + 5];
+	const char *want_uuid; /* names need not be unique: the daemon says which volume */
+	const char *prog;
+	char *dir;
+	size_t len;
+	bool found;
+};
+
+static bool serves_volume(const char *prog, const char *dir, const char *uuid)
+{
+	if (!tool_daemon_answers(dir))
+		return false;
+	ControlRequest req = CONTROL_REQUEST__INIT;
+	req.op = CONTROL_REQUEST__OP__STATUS;
+	ControlReply *r;
+	if (tool_ask(prog, dir, &req, &r))
+		return false;
+	bool same = r->status && r->status->volume_uuid && !strcmp(r->status->volume_uuid, uuid);
+	control_reply__free_unpacked(r, NULL);
+	return same;
+}
+
+static void match_mount(const struct cfs_mount_entry *m, void *arg)
+{
+	struct mount_search *s = arg;
+	if (!s->found && !strcmp(m->fstype, "fuse.cfs") &&
+	    (!strcmp(m->source, s->name) || !strcmp(m->source, s->uuid)) &&
+	    serves_volume(s->prog, m->dir, s->want_uuid)) {
+		snprintf(s->dir, s->len, "%s", m->dir);
+		s->found = true;
+	}
+}
+
+bool tool_mount_of(const char *prog, const struct cvm_config *cfg, char *dir, size_t len)
+{
+	struct mount_search s = {.dir = dir, .len = len, .prog = prog};
+	char us[CVM_UUID_STR];
+	cvm_uuid_format(&cfg->vol_uuid, us);
+	s.want_uuid = us;
+	snprintf(s.name, sizeof s.name, "cfs:%s", cfg->name);
+	snprintf(s.uuid, sizeof s.uuid, "cfs:%s", us);
+	return cfs_mountinfo_each(match_mount, &s) == 0 && s.found;
+}

@@ -2,6 +2,7 @@
 #ifndef TOOLS_ASK_H
 #define TOOLS_ASK_H
 
+#include "cvm/cvm.h"
 #include "proto/control.pb-c.h"
 
 #include <stdbool.h>
@@ -13,5 +14,9 @@ int tool_ask(const char *prog, const char *dir, const ControlRequest *req, Contr
 
 /* Whether a daemon accepts a connection on dir's control socket (says nothing). */
 bool tool_daemon_answers(const char *dir);
+
+/* Where the volume is mounted on this node with CFS (the first such mount, its daemon asked
+ * which volume it serves), if it is. */
+bool tool_mount_of(const char *prog, const struct cvm_config *cfg, char *dir, size_t len);
 
 #endif

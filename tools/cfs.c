@@ -57,22 +57,6 @@ static void usage(FILE *out)
 		"Exit status: 0 done, 1 failed, 2 bad usage.\n");
 }
 
-/* cfsd lives beside this program, or on the PATH. */
-static void exec_cfsd(char **args)
-{
-	char self[PATH_MAX], path[PATH_MAX + 8];
-	ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-	if (n > 0) {
-		self[n] = '\0';
-		snprintf(path, sizeof path, "%s/cfsd", dirname(self));
-		if (access(path, X_OK) == 0)
-			execv(path, args);
-	}
-	execvp("cfsd", args);
-	fprintf(stderr, "cfs: cannot run cfsd: %s (is it installed?)\n", strerror(errno));
-	exit(EXIT_FAILED);
-}
-
 static int ask(const char *dir, ControlRequest__Op op, ControlReply **out)
 {
 	ControlRequest req = CONTROL_REQUEST__INIT;
@@ -178,7 +162,7 @@ static int do_mount(const char *volume, const char *dir, const char *opts,
 		return EXIT_FAILED;
 	}
 	if (pid == 0)
-		exec_cfsd(args);
+		exec_beside("cfs", "cfsd", args);
 	int rc = wait_child(pid);
 	if (rc == EXIT_OK)
 		utab_record_helper(dir);
@@ -772,8 +756,11 @@ int main(int argc, char **argv)
 		}
 		args[nargs++] = argv[optind++];
 	}
-	if (!strcmp(cmd, "mount") && nargs == 2)
-		return do_mount(args[0], args[1], opts, &scan);
+	if (!strcmp(cmd, "mount") && nargs == 2) {
+		int rc = do_mount(args[0], args[1], opts, &scan);
+		scan_paths_free(&scan);
+		return rc;
+	}
 	if (!strcmp(cmd, "umount") && nargs == 1)
 		return do_umount(args[0], 0);
 	if (prometheus && (strcmp(cmd, "status") || json)) {

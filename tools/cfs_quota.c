@@ -36,23 +36,11 @@ void cfs_quota_usage(FILE *out)
 		"Exit status: 0 done, 1 failed, 2 bad usage.\n");
 }
 
-/* A number, all of it; false if not. */
-static bool number(const char *s, uint64_t *out)
-{
-	char *end;
-	errno = 0;
-	unsigned long long v = strtoull(s, &end, 10);
-	if (errno || end == s || *end || s[0] == '-')
-		return false;
-	*out = v;
-	return true;
-}
-
 /* USER, GROUP or project ID, by name or number. */
 static int resolve(unsigned type, const char *name, uint32_t *id)
 {
 	uint64_t n;
-	if (number(name, &n) && n < UINT32_MAX) {
+	if (parse_number(name, &n) && n < UINT32_MAX) {
 		*id = (uint32_t)n;
 		return 0;
 	}
@@ -113,7 +101,7 @@ static int limit_arg(int opt, const char *arg, QuotaRecord *r)
 {
 	uint64_t v;
 	bool bytes = opt == 'S' || opt == 'H';
-	bool ok = bytes ? cvm_parse_size(arg, &v) == 0 : number(arg, &v);
+	bool ok = bytes ? cvm_parse_size(arg, &v) == 0 : parse_number(arg, &v);
 	if (!ok) {
 		fprintf(stderr, "cfs: quota: '%s' is not %s\n", arg,
 			bytes ? "a size (as 64M or 10G)" : "a number");

@@ -2,6 +2,7 @@
 #include "cvm/cvm.h"
 
 #include <errno.h>
+#include <libgen.h>
 #include <limits.h>
 #include <unistd.h>
 
@@ -139,4 +140,30 @@ void prom_label_value(FILE *f, const char *v, size_t len)
 		else
 			fputc(v[i], f);
 	}
+}
+
+bool parse_number(const char *s, uint64_t *out)
+{
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno || end == s || *end || s[0] == '-')
+		return false;
+	*out = v;
+	return true;
+}
+
+void exec_beside(const char *who, const char *prog, char **args)
+{
+	char self[PATH_MAX], path[PATH_MAX + 64];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+	if (n > 0) {
+		self[n] = '\0';
+		snprintf(path, sizeof path, "%s/%s", dirname(self), prog);
+		if (access(path, X_OK) == 0)
+			execv(path, args);
+	}
+	execvp(prog, args);
+	fprintf(stderr, "%s: cannot run %s: %s (is it installed?)\n", who, prog, strerror(errno));
+	exit(EXIT_FAILED);
 }

@@ -3,17 +3,23 @@
 #define TOOLS_COMMON_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <sys/types.h>
 
 /* Exit codes of every tool: 0 done, 1 failed (the message says why), 2 bad usage. */
 enum { EXIT_OK = 0, EXIT_FAILED = 1, EXIT_USAGE = 2 };
 
+/* Run prog (args[0] its name) from beside this program, or else from the PATH; says why not
+ * as "who: ..." and exits 1 if neither can be run. */
+void exec_beside(const char *who, const char *prog, char **args) __attribute__((noreturn));
 /* Wait for child pid to end: its exit status, or -1 if it was killed or cannot be waited for. */
 int wait_child(pid_t pid);
 
 /* Write s as a JSON string literal, quotes included. */
 void json_string(FILE *out, const char *s);
+/* A decimal number, all of s; false if not. */
+bool parse_number(const char *s, uint64_t *out);
 
 /* Scan paths for finding LUNs: those given with --scan, else $CVM_SCAN (colon-separated), else
  * /dev/disk/by-id when it exists.  Returns how many; *paths is owned by the helper. */

@@ -3,6 +3,7 @@
 #include "tools/version.h"
 #include "../dlm-client/cfslock.h"
 #include "common.h"
+#include "ask.h"
 #include "restripe_mounted.h"
 
 #include <errno.h>
@@ -601,7 +602,7 @@ static int cmd_restripe(struct opts *o)
 		goto out;
 	if (!rc) /* everything it would refuse, before the daemon drops a map */
 		rc = cvm_restripe_check(cfg, &ropts);
-	if (!rc && restripe_mount_of(cfg, dir, sizeof dir)) {
+	if (!rc && tool_mount_of("cvm restripe", cfg, dir, sizeof dir)) {
 		rc = restripe_mounted(dir, &ropts);
 		cvm_scan_free(&scan);
 		if (rc && rc != -EINTR) { /* said on stderr */

@@ -1,7 +1,9 @@
 /* fsck.cfs: check and repair a CFS filesystem.  See man/fsck.cfs.8. */
 #include "cfs/cfs.h"
 #include "tools/version.h"
+#include "tools/ask.h"
 #include "tools/common.h"
+#include "tools/fsck_mounted.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -9,20 +11,20 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* fsck(8) exit codes */
-enum { FSCK_OK = 0, FSCK_FIXED = 1, FSCK_LEFT = 4, FSCK_ERROR = 8, FSCK_USAGE = 16 };
-
 static void usage(FILE *out)
 {
 	fprintf(out,
-		"usage: fsck.cfs [-n|-y] [--json] [-s|--scan PATH]... VOLUME\n"
-		"Check the CFS filesystem on CVM volume VOLUME; it must not be mounted.\n"
+		"usage: fsck.cfs [-n|-y] [--json] [--rate N] [-s|--scan PATH]... VOLUME\n"
+		"Check the CFS filesystem on CVM volume VOLUME.  Mounted on this node, it is\n"
+		"checked while in use, by the mount's daemon (-n only); -y needs it unmounted\n"
+		"on every node.\n"
 		"  -n               check only, change nothing (the default)\n"
 		"  -y               repair what is found\n"
 		"  --json           the summary as JSON on stdout\n"
+		"  --rate N         mounted: check N inodes a second at most (default no limit)\n"
 		"  -s, --scan PATH  where to look for LUNs (default $CVM_SCAN)\n"
 		"Exit status (as fsck(8)): 0 clean, 1 problems repaired, 4 problems left,\n"
-		"8 could not check, 16 bad usage.  See fsck.cfs(8).\n");
+		"8 could not check, 16 bad usage, 32 stopped.  See fsck.cfs(8).\n");
 }
 
 static void progress(void *arg, const char *what, unsigned long long done,
@@ -41,9 +43,11 @@ int main(int argc, char **argv)
 {
 	static const struct option longs[] = {{"json", no_argument, NULL, 'j'},
 					      {"scan", required_argument, NULL, 's'},
+					      {"rate", required_argument, NULL, 'r'},
 					      {"version", no_argument, NULL, 'V'}, {"help", no_argument, NULL, 'h'}, {0}};
 	struct scan_paths scan = {0};
 	bool repair = false, check = false, json = false;
+	uint64_t rate = 0;
 	int c;
 	while ((c = getopt_long(argc, argv, "nyfps:hV", longs, NULL)) != -1) {
 		switch (c) {
@@ -52,6 +56,13 @@ int main(int argc, char **argv)
 		case 'f': break; /* always a full check */
 		case 'j': json = true; break;
 		case 's': scan_paths_add(&scan, optarg); break;
+		case 'r':
+			if (!parse_number(optarg, &rate)) {
+				fprintf(stderr, "fsck.cfs: --rate %s: give a number of inodes a second "
+						"(0: no limit)\n", optarg);
+				return FSCK_USAGE;
+			}
+			break;
 		case 'V': print_version("fsck.cfs"); exit(0);
 		case 'h': usage(stdout); return FSCK_OK;
 		default: usage(stderr); return FSCK_USAGE;
@@ -73,6 +84,26 @@ int main(int argc, char **argv)
 		return FSCK_ERROR;
 	}
 
+	char dir[4096];
+	if (tool_mount_of("fsck.cfs", cvm_volume_config(vol), dir, sizeof dir)) {
+		cvm_volume_close(vol);
+		scan_paths_free(&scan);
+		if (!repair)
+			return fsck_mounted(name, dir, rate, json);
+		fprintf(stderr, "fsck.cfs: volume %s is mounted at %s: fsck.cfs -y repairs only a "
+				"filesystem unmounted on every node (fsck.cfs -n checks it mounted)\n",
+			name, dir);
+		return FSCK_ERROR;
+	}
+	char proto[16] = "";
+	if (!repair && !cfs_get_lockproto(vol, proto, sizeof proto) && strcmp(proto, "local")) {
+		int code = fsck_through_own_mount(name, &scan, rate, json);
+		if (code >= 0) {
+			cvm_volume_close(vol);
+			scan_paths_free(&scan);
+			return code;
+		}
+	}
 	struct cfs_fsck_report r;
 	FILE *msgs = json ? stderr : stdout;
 	int rc = cfs_fsck(vol, repair, print_line, msgs, progress, &r);

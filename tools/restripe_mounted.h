@@ -7,8 +7,6 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-/* Where the volume is mounted on this node with CFS (the first such mount), if it is. */
-bool restripe_mount_of(const struct cvm_config *cfg, char *dir, size_t len);
 /* Ask the daemon serving dir to run the restripe, report its progress through opts->progress
  * until it ends, and ask it to pause once *opts->stop is set.  0 done, -EINTR paused, other
  * -errno failed (said on stderr). */

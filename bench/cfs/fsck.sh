@@ -2,7 +2,10 @@
 # bench/cfs/fsck.sh: fsck.cfs's time and peak memory on a one-node filesystem of many inodes
 # (files of 1 KiB in directories of 1000), fsck.cfs -n and then fsck.cfs -y, against the bound
 # fsck.cfs(8) states: at most 150 bytes per inode plus a bit per block of the filesystem, plus
-# the block cache.  Also e2fsck -n's time on ext4 of the same files, for scale.
+# the block cache.  Also e2fsck -n's time on ext4 of the same files, for scale.  Then the check
+# of the mounted filesystem (fsck.cfs -n through the daemon): its time, and what it costs a
+# writer (create, write 4 KiB, fsync) beside it: the writer's rate and longest call alone and
+# during the check.
 # Usage: fsck.sh [BUILD]; needs root.  Env: BENCH_DIR (default /var/tmp), BENCH_FSCK_INODES
 # (default 1000000).
 set -euo pipefail
@@ -67,3 +70,41 @@ run() {
 run "fsck.cfs -n" "$bin/fsck.cfs" -n fsckbench
 run "fsck.cfs -y" "$bin/fsck.cfs" -y fsckbench
 run "e2fsck -fn ext4" e2fsck -fn "$loop"
+
+# The mounted check, and a writer beside it.
+"$bin/cfs" mount fsckbench "$dir/cfs" -o "log=$dir/cfsd.log"
+mkdir "$dir/cfs/w"
+writer() { # the writer until $dir/stop exists: "calls seconds longest_ms p99_ms"
+	python3 - "$dir/cfs/w" "$dir/stop" <<'PY'
+import os, sys, time
+top, stop = sys.argv[1], sys.argv[2]
+lat, start, i = [], time.monotonic(), 0
+while not os.path.exists(stop):
+    t = time.monotonic()
+    fd = os.open(os.path.join(top, f"f{i % 2000}"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    os.write(fd, b"y" * 4096)
+    os.fsync(fd)
+    os.close(fd)
+    lat.append(time.monotonic() - t)
+    i += 1
+lat.sort()
+print(len(lat), round(time.monotonic() - start, 1), round(lat[-1] * 1000, 1),
+      round(lat[int(len(lat) * 0.99)] * 1000, 1))
+PY
+}
+rm -f "$dir/stop"
+writer >"$dir/alone" & w=$!
+sleep 20
+touch "$dir/stop"
+wait $w
+rm -f "$dir/stop"
+writer >"$dir/beside" & w=$!
+sleep 1
+run "fsck.cfs -n mounted" "$bin/fsck.cfs" -n fsckbench
+touch "$dir/stop"
+wait $w
+read -r c1 s1 max1 p1 <"$dir/alone"
+read -r c2 s2 max2 p2 <"$dir/beside"
+echo "writer alone:         $c1 calls in $s1 s, p99 $p1 ms, longest $max1 ms"
+echo "writer beside check:  $c2 calls in $s2 s, p99 $p2 ms, longest $max2 ms"
+echo "writer rate beside the check / alone: $(echo "scale=2; ($c2 / $s2) / ($c1 / $s1)" | bc)"

@@ -48,7 +48,44 @@ expect 4 "group 0: header block $ag0 is damaged" "fsck.cfs -n finds the damaged 
 expect 1 "fixed" "fsck.cfs -y rebuilds it" -- "$BIN/fsck.cfs" -y v
 expect 0 "clean" "fsck.cfs -n: clean" -- "$BIN/fsck.cfs" -n v
 
-# 4. The superblock: the backup takes over, fsck puts it back.
+# 4. A file's extent pointing at another file's inode block, sealed as a bug would write it:
+# the inode keeps its block, the extent goes (one pass), whichever of the two fsck meets first.
+for order in thief-first victim-first; do
+	mount_cfs v "$M"
+	mkdir -p "$M/sub"
+	if [ "$order" = thief-first ]; then thief=$M/thief victim=$M/sub/victim; else thief=$M/sub/thief victim=$M/victim; fi
+	head -c 8192 /dev/urandom >"$thief" && echo "the victim" >"$victim"
+	ti=$(stat -c %i "$thief") vi=$(stat -c %i "$victim")
+	umount_cfs "$M"
+	python3 - "$T/v.lun0" "$ti" "$vi" <<'PY'
+import struct, sys
+lun, ti, vi = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+def crc32c(data):
+    c = 0xFFFFFFFF
+    for b in data:
+        c ^= b
+        for _ in range(8):
+            c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
+    return c ^ 0xFFFFFFFF
+with open(lun, "r+b") as f:
+    f.seek((1 << 20) + ti * 4096)
+    b = bytearray(f.read(4096))
+    b[1280 + 8:1280 + 16] = vi.to_bytes(8, "little")  # ext[0].pblk: the victim's inode block
+    b[8:12] = b"\0\0\0\0"
+    b[8:12] = struct.pack("<I", crc32c(bytes(b)))
+    f.seek((1 << 20) + ti * 4096)
+    f.write(b)
+PY
+	expect 4 "" "$order: fsck.cfs -n finds an extent over another inode's block" -- "$BIN/fsck.cfs" -n v
+	expect 1 "dropped" "$order: fsck.cfs -y drops the extent" -- "$BIN/fsck.cfs" -y v
+	expect 0 "clean" "$order: fsck.cfs -n: clean after one pass" -- "$BIN/fsck.cfs" -n v
+	mount_cfs v "$M"
+	expect 0 "the victim" "$order: the inode whose block it was is whole" -- cat "$victim"
+	rm -rf "$M/sub" "$M/thief" "$M/victim"
+	umount_cfs "$M"
+done
+
+# 5. The superblock: the backup takes over, fsck puts it back.
 smash 0
 mount_cfs v "$M" && ok "mounts on the backup superblock" || not_ok "mount with a damaged superblock"
 expect 0 "keep" "files are there" -- cat "$M/keep"

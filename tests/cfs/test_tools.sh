@@ -59,7 +59,8 @@ expect 0 "" "cfs mount" -- "$BIN/cfs" mount v "$M" -o "log=$T/v.log"
 mkdir -p "$T/m2"
 expect 1 "in use on this node" "a second mount on this node" -- "$BIN/cfs" mount v "$T/m2" -o node=1
 expect 1 "mount point already" "a mount on the same directory" -- "$BIN/cfs" mount other "$M"
-expect 8 "in use on this node" "fsck.cfs of a mounted volume" -- "$BIN/fsck.cfs" v
+expect 0 "volume v (mounted): clean" "fsck.cfs of a mounted volume checks it through its daemon" -- "$BIN/fsck.cfs" v
+expect 8 "repairs only a filesystem unmounted on every node" "fsck.cfs -y of a mounted volume" -- "$BIN/fsck.cfs" -y v
 expect 1 "in use on this node" "mkfs.cfs --force of a mounted volume" -- "$BIN/mkfs.cfs" --force v
 expect 0 "label 'tools'" "cfs status" -- "$BIN/cfs" status "$M"
 check "cfs status --json" bash -c '"$0" status --json "$1" | python3 -c "import json,sys; d=json.load(sys.stdin); assert d[\"label\"]==\"tools\" and d[\"slots\"]==2"' "$BIN/cfs" "$M"

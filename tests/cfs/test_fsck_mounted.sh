@@ -1,0 +1,145 @@
+#!/usr/bin/env bash
+# fsck.cfs -n on a mounted filesystem (issue 68, point 3): the mount's daemon checks it while
+# it is in use, read-only; clean while a writer runs; damage made on the LUNs behind the
+# daemon's back (blocks it holds in its cache) is found and named, by fsck's lines, its JSON
+# report and the daemon's log; -y is refused while mounted; Ctrl-C stops the check.
+. "$(dirname "$0")/lib.sh"
+M=$T/mnt
+make_volume v 1 64
+"$BIN/mkfs.cfs" -J 2 v >/dev/null 2>&1 || { not_ok "mkfs.cfs"; finish; }
+mount_cfs v "$M" || { not_ok "mount"; finish; }
+
+# A tree with what the check walks: directories with overflow blocks, a file of many extents
+# (an overflow extent block), xattrs, links, a symlink.
+mkdir -p "$M/a/b" "$M/big"
+for i in $(seq 300); do echo "$i" >"$M/big/file-with-a-long-name-$i"; done
+for i in $(seq 0 2 400); do dd if=/dev/urandom of="$M/sparse" bs=4096 seek="$i" count=1 conv=notrunc status=none; done
+echo data >"$M/a/b/file" && ln "$M/a/b/file" "$M/a/link" && ln -s b/file "$M/a/sym"
+for i in $(seq 30); do setfattr -n "user.attr$i" -v "value-$i-$(printf '%0100d' 0)" "$M/a/b/file"; done
+echo victim >"$M/victim"
+sync
+
+expect 0 "volume v (mounted): clean" "fsck.cfs -n checks the mounted filesystem: clean" -- \
+	"$BIN/fsck.cfs" -n v
+"$BIN/fsck.cfs" -n --json v >"$T/clean.json" 2>"$T/clean.err"
+python3 - "$T/clean.json" <<'EOF' && ok "fsck.cfs -n --json: the mounted check's report" || not_ok "json: $(cat "$T/clean.json" "$T/clean.err")"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["online"] and r["clean"] and r["exit"] == 0 and r["problems"] == 0, r
+assert r["inodes"] >= 305 and r["directories"] >= 4 and r["groups"] >= 1, r
+assert r["state"] == "done" and r["lines"] == [], r
+EOF
+grep -q "check: done after" "$T/v.log" && ok "the daemon logs the check's end" ||
+	not_ok "no 'check: done' in the log: $(tail -5 "$T/v.log")"
+
+# Clean while another process changes the tree: creates, appends, renames, removes.
+python3 - "$M/busy" "$T/writer.stop" >"$T/writer.out" 2>&1 <<'EOF' &
+import os, sys
+top, stop = sys.argv[1], sys.argv[2]
+os.makedirs(top, exist_ok=True)
+n = 0
+while not os.path.exists(stop):
+    d = os.path.join(top, f"d{n % 7}")
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, f"f{n}"), "ab") as f:
+        f.write(os.urandom(4096 * (n % 5 + 1)))
+    if n % 3 == 0:
+        os.rename(os.path.join(d, f"f{n}"), os.path.join(top, f"moved{n}"))
+    if n % 4 == 0 and n >= 8:
+        for name in (os.path.join(top, f"moved{n - 6}"), os.path.join(top, f"d{(n - 8) % 7}", f"f{n - 8}")):
+            if os.path.exists(name):
+                os.unlink(name)
+    n += 1
+print("writes", n)
+EOF
+writer=$!
+wait_until 60 test -d "$M/busy/d6"
+for round in 1 2 3; do
+	expect 0 "clean" "fsck.cfs -n of the mounted filesystem while it changes: clean (round $round)" -- \
+		"$BIN/fsck.cfs" -n v
+done
+touch "$T/writer.stop"
+wait "$writer" && grep -q writes "$T/writer.out" && ok "the writer went on meanwhile: $(cat "$T/writer.out")" ||
+	not_ok "the writer: $(cat "$T/writer.out")"
+sync
+
+expect 8 "fsck.cfs -y repairs only a filesystem unmounted on every node" \
+	"fsck.cfs -y is refused on a mounted filesystem" -- "$BIN/fsck.cfs" -y v
+expect 16 "give a number of inodes a second" "fsck.cfs --rate with no number: usage" -- \
+	"$BIN/fsck.cfs" -n --rate x v
+
+# Ctrl-C stops the daemon's check (exit 32, as fsck(8)); the mount goes on.
+"$BIN/fsck.cfs" -n --rate 20 v >"$T/slow.out" 2>&1 &
+slow=$!
+wait_until 60 grep -q "checks it while it is in use" "$T/slow.out"
+kill -INT "$slow"
+wait "$slow"
+rc=$?
+[ "$rc" = 32 ] && grep -q "stopped" "$T/slow.out" && ok "Ctrl-C stops the check (exit 32)" ||
+	not_ok "after Ctrl-C: exit $rc: $(cat "$T/slow.out")"
+expect 0 "victim" "the mount serves on" -- cat "$M/victim"
+
+# Damage made behind the daemon's back, to blocks it holds clean in its cache: mounted again,
+# so that nothing is waiting to be written in place over it.
+umount_cfs "$M" && mount_cfs v "$M" || not_ok "mount again"
+BS=4096
+at() { echo $((1048576 + $1 * BS + $2)); }
+set_field() { # BLOCK OFFSET SIZE VALUE: the field set, the block's crc32c sealed again
+	python3 - "$T/v.lun0" "$@" <<'EOF'
+import struct, sys
+lun, blk, off, size, value = sys.argv[1], *map(int, sys.argv[2:])
+def crc32c(data):
+    c = 0xFFFFFFFF
+    for b in data:
+        c ^= b
+        for _ in range(8):
+            c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
+    return c ^ 0xFFFFFFFF
+with open(lun, "r+b") as f:
+    f.seek((1 << 20) + blk * 4096)
+    b = bytearray(f.read(4096))
+    b[off:off + size] = value.to_bytes(size, "little")
+    b[8:12] = b"\0\0\0\0"
+    b[8:12] = struct.pack("<I", crc32c(bytes(b)))
+    f.seek((1 << 20) + blk * 4096)
+    f.write(b)
+EOF
+}
+get_field() { # BLOCK OFFSET SIZE
+	od -An -t u"$3" -j "$(at "$1" "$2")" -N "$3" "$T/v.lun0" | tr -d ' '
+}
+victim=$(stat -c %i "$M/victim")
+cat "$M/victim" "$M/a/b/file" >/dev/null && df "$M" >/dev/null
+# 1. A field no inode may hold, sealed as a bug would: size beyond the largest file.
+set_field "$victim" 48 8 18446744073709551615
+# 2. A data block of a file marked free in its group's bitmap (the count kept in step).
+file=$(stat -c %i "$M/a/b/file")
+pblk=$(get_field "$file" $((1280 + 8)) 8)
+ag0=$((2 + 2 * 1024))
+bit=$((pblk - ag0))
+byte=$(get_field "$ag0" $((64 + bit / 8)) 1)
+set_field "$ag0" $((64 + bit / 8)) 1 $((byte & ~(1 << (bit % 8))))
+set_field "$ag0" 44 4 $(($(get_field "$ag0" 44 4) + 1))
+"$BIN/fsck.cfs" -n v >"$T/found.out" 2>&1
+rc=$?
+[ "$rc" = 4 ] && ok "fsck.cfs -n of the mounted filesystem finds the damage (exit 4)" ||
+	not_ok "exit $rc: $(cat "$T/found.out")"
+grep -q "/victim (inode $victim): .*size beyond the largest file" "$T/found.out" &&
+	ok "it names the file and the field" || not_ok "no line for /victim: $(cat "$T/found.out")"
+grep -q "/a/b/file (inode $file): its extent at block $pblk is free in its group's bitmap" "$T/found.out" &&
+	ok "it names a block in use that the bitmap calls free" || not_ok "no line for block $pblk: $(cat "$T/found.out")"
+grep -q "check: /victim (inode $victim)" "$T/v.log" && ok "the daemon logs each problem" ||
+	not_ok "no check line in the log: $(tail -5 "$T/v.log")"
+"$BIN/fsck.cfs" -n --json v >"$T/found.json" 2>/dev/null
+python3 - "$T/found.json" "$victim" <<'EOF' && ok "--json lists the problems" || not_ok "json: $(cat "$T/found.json")"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert not r["clean"] and r["exit"] == 4 and r["problems"] == len(r["lines"]) >= 2, r
+assert any(f"inode {sys.argv[2]}" in l for l in r["lines"]), r
+EOF
+expect 0 "" "the daemon still serves after the check" -- "$BIN/cfs" status "$M"
+
+umount_cfs "$M"
+expect 1 "" "fsck.cfs -y of the unmounted filesystem repairs what the mounted check found" -- "$BIN/fsck.cfs" -y v
+expect 0 "clean" "fsck.cfs -n: clean after the repair" -- "$BIN/fsck.cfs" -n v
+finish

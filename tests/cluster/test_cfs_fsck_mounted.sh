@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# fsck.cfs -n on a cluster mount (issue 68, point 3): node 1's daemon checks the filesystem
+# while node 2 creates, appends to, renames and removes files in directories both nodes use,
+# under the cluster locks readers take: clean every round, and node 2's work goes on (its
+# writes are never refused and it finishes).  Node 3, which has not mounted it, mounts it
+# read-only for its check and unmounts it after; with no node mounting it, the check there is
+# the offline one.  Then damage made on the LUN behind the
+# daemon's back is found from node 1, in a file node 2 wrote; fsck.cfs -y after the unmounts repairs it.
+. "$(dirname "$0")/cfs_lib.sh" "cfs fsck.cfs -n on a cluster mount"
+C up 3 >/dev/null && ok "cluster of 3 nodes up" || { not_ok "cluster up"; finish; }
+truncate -s 128M "$T/lun0" && "$BIN/cvm" create data "$T/lun0" >/dev/null # one LUN: block b at 1 MiB + b * 4096
+"$BIN/mkfs.cfs" -p corosync -J 4 data >/dev/null 2>&1 || { not_ok "mkfs.cfs"; finish; }
+for n in 1 2; do check "node $n mounts" mount_on $n; done
+check "node 1 makes a tree" on 1 sh -c "mkdir -p '$(M 1)/shared/sub' && for i in \$(seq 200); do echo \$i >'$(M 1)/shared/f'\$i; done"
+
+# Node 2 works in node 1's directories (their inode glocks go back and forth) until told.
+on 2 python3 - "$(M 2)/shared" "$T/stop" >"$T/writer.out" 2>&1 <<'EOF' &
+import os, sys
+top, stop = sys.argv[1], sys.argv[2]
+n = 0
+while not os.path.exists(stop):
+    with open(os.path.join(top, f"w{n}"), "ab") as f:
+        f.write(os.urandom(4096 * (n % 4 + 1)))
+    if n % 3 == 0:
+        os.rename(os.path.join(top, f"w{n}"), os.path.join(top, "sub", f"w{n}"))
+    if n % 5 == 0 and n >= 10 and os.path.exists(os.path.join(top, f"w{n - 10}")):
+        os.unlink(os.path.join(top, f"w{n - 10}"))
+    if n % 7 == 0 and os.path.exists(os.path.join(top, f"f{n % 200 + 1}")):
+        os.unlink(os.path.join(top, f"f{n % 200 + 1}"))
+    n += 1
+print("writes", n)
+EOF
+writer=$!
+wait_until 120 on 2 test -e "$(M 2)/shared/sub/w30"
+for round in 1 2 3; do
+	check "round $round: fsck.cfs -n on node 1 while node 2 writes: clean" \
+		on 1 "$BIN/fsck.cfs" -n data
+done
+if on 3 "$BIN/fsck.cfs" -n data >"$T/node3.out" 2>&1; then rc=0; else rc=$?; fi
+[ "$rc" = 0 ] && grep -q "mounted on other nodes: mounted here read-only" "$T/node3.out" &&
+	grep -q "volume data (mounted): clean" "$T/node3.out" &&
+	ok "fsck.cfs -n on node 3, which has not mounted it, checks through a read-only mount: clean" ||
+	not_ok "node 3: exit $rc: $(cat "$T/node3.out")"
+check "node 3 has no mount left" on 3 sh -c "! grep -q fuse.cfs /proc/self/mounts"
+touch "$T/stop"
+wait "$writer" && grep -q writes "$T/writer.out" && ok "node 2's writer went on and ended: $(cat "$T/writer.out")" ||
+	not_ok "node 2's writer: $(cat "$T/writer.out")"
+
+# Damage, sealed as a bug would write it, to an inode node 2 made: found from node 1.
+check "unmount node 2" umount_on 2
+check "unmount node 1" umount_on 1
+if on 3 "$BIN/fsck.cfs" -n data >"$T/node3.out" 2>&1; then rc=0; else rc=$?; fi
+[ "$rc" = 0 ] && grep -q "volume data: clean" "$T/node3.out" &&
+	! grep -q "(mounted)" "$T/node3.out" &&
+	ok "with no node mounting it, fsck.cfs -n on node 3 checks it unmounted" ||
+	not_ok "node 3, nothing mounted: exit $rc: $(cat "$T/node3.out")"
+check "node 1 mounts again" mount_on 1
+victim=$(on 1 stat -c %i "$(M 1)/shared/w1")
+check "node 1 reads the file" on 1 cat "$(M 1)/shared/w1"
+python3 - "$T/lun0" "$victim" <<'EOF' || not_ok "damage inode $victim"
+import struct, sys
+lun, blk = sys.argv[1], int(sys.argv[2])
+def crc32c(data):
+    c = 0xFFFFFFFF
+    for b in data:
+        c ^= b
+        for _ in range(8):
+            c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
+    return c ^ 0xFFFFFFFF
+with open(lun, "r+b") as f:
+    f.seek((1 << 20) + blk * 4096)
+    b = bytearray(f.read(4096))
+    b[32:36] = (0xFFFFFFFF).to_bytes(4, "little")  # mode: no file type
+    b[8:12] = b"\0\0\0\0"
+    b[8:12] = struct.pack("<I", crc32c(bytes(b)))
+    f.seek((1 << 20) + blk * 4096)
+    f.write(b)
+EOF
+if on 1 "$BIN/fsck.cfs" -n data >"$T/found.out" 2>&1; then rc=0; else rc=$?; fi
+[ "$rc" = 4 ] && grep -q "/shared/w1 (inode $victim): .*mode is no file type" "$T/found.out" &&
+	ok "fsck.cfs -n on node 1 finds the damaged inode and names it" ||
+	not_ok "exit $rc: $(cat "$T/found.out")"
+check "unmount node 1" umount_on 1
+if "$BIN/fsck.cfs" -y data >"$T/fix.out" 2>&1; then rc=0; else rc=$?; fi
+[ "$rc" = 1 ] && ok "fsck.cfs -y repairs it unmounted" || not_ok "fsck.cfs -y: exit $rc: $(cat "$T/fix.out")"
+fsck_clean "after the repair"
+finish
