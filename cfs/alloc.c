@@ -426,18 +426,15 @@ int cfs_alloc_reserve(struct cfs_fs *fs, uint64_t goal, uint32_t need, int64_t o
 	return -ENOSPC;
 }
 
-/* An inode that lost its last name in the last second and that the kernel still holds: its
- * release and forget come on their own, a moment after the unlink was answered, and free it.
- * fs->lock held. */
+/* The inode that last lost its last name, if that was in the last second and the kernel still
+ * holds it: its release and forget come on their own, a moment after the unlink was
+ * answered, and free it.  fs->lock held. */
 static bool removed_and_held(struct cfs_fs *fs)
 {
 	if (cfs_now_ns() - fs->unlinked_ns > 1000000000ull)
 		return false;
-	for (size_t i = 0; i < CFS_ICACHE_BUCKETS; i++)
-		for (const struct cfs_inode *ip = fs->ihash[i]; ip; ip = ip->hnext)
-			if (!ip->d.nlink && !ip->dead && (ip->nopen || ip->nlookup))
-				return true;
-	return false;
+	const struct cfs_inode *ip = cfs_icache_find(fs, fs->unlinked_ino);
+	return ip && !ip->d.nlink && !ip->dead && (ip->nopen || ip->nlookup);
 }
 
 bool cfs_alloc_retry(struct cfs_fs *fs, int rc)
@@ -445,13 +442,12 @@ bool cfs_alloc_retry(struct cfs_fs *fs, int rc)
 	if (rc != -ENOSPC)
 		return false;
 	pthread_mutex_lock(&fs->lock);
+	bool waiting = fs->npending > 0 || removed_and_held(fs);
 	struct timespec until;
 	clock_gettime(CLOCK_REALTIME, &until);
 	until.tv_sec += 1;
-	bool freed = false; /* maybe, and committed already */
 	while (removed_and_held(fs) && !pthread_cond_timedwait(&fs->put_wake, &fs->lock, &until))
-		freed = true;
-	bool waiting = freed || fs->npending > 0;
+		;
 	pthread_mutex_unlock(&fs->lock);
 	return waiting && cfs_sync(fs) == 0;
 }

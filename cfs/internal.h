@@ -741,10 +741,10 @@ struct cfs_fs {
 	struct cfslock *slot_lock;  /* EX while this node owns its slot's journal */
 	bool caches_stale;          /* the group summaries must be read again */
 	uint64_t hold_until_ns;     /* a wish waits for the minimum hold time till then */
-	/* When a name's removal last left an inode with no link (CLOCK_MONOTONIC ns), and a wake
-	 * for each last put of an inode: a full filesystem waits a moment for what the kernel
+	/* When a name's removal last left an inode with no link (CLOCK_MONOTONIC ns), which (its
+	 * handle), and a wake for each last put of an inode: a full filesystem waits a moment for what the kernel
 	 * still holds of a file just removed (cfs_alloc_retry). */
-	uint64_t unlinked_ns;
+	uint64_t unlinked_ns, unlinked_ino;
 	pthread_cond_t put_wake;
 	pthread_cond_t glock_cond;  /* a glock's holders or request changed */
 	pthread_t dispatch;

@@ -511,8 +511,10 @@ static int drop_link(struct cfs_fs *fs, struct cfs_inode *ip)
 	else if (ip->d.nlink)
 		ip->d.nlink--;
 	cfs_itouch(ip, false, true);
-	if (!ip->d.nlink)
+	if (!ip->d.nlink) {
 		fs->unlinked_ns = cfs_now_ns();
+		fs->unlinked_ino = cfs_handle(fs, ip);
+	}
 	int rc = 0;
 	/* On a cluster always: another node may have it open, and then it outlives this op. */
 	bool kept = ip->nlookup || ip->nopen || fs->cluster;

@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -269,6 +270,9 @@ struct conn {
 	bool serving, in_run, closing;
 	struct odm_client *odm;
 	struct conn *next, *run_next;
+	/* its reports of failed LUN I/O: said at most every 10 s, with what came meanwhile */
+	time_t lun_errors_said;
+	uint64_t lun_errors_unsaid;
 };
 
 /* ---- the lock table (cfs locks) ---- */
@@ -607,6 +611,36 @@ static int queue_request(struct conn *c, ControlRequest *req, bool malformed)
 }
 
 /* A whole message from the client.  False: the connection is to be closed. */
+/* An ODM client's failed LUN I/O, counted with the daemon's own (cfs status); a report that
+ * names no LUN of the volume, or counts none or absurdly many, is logged and dropped. */
+static void odm_lun_errors(struct conn *c, const ControlRequest *req, bool malformed)
+{
+	struct cfs_fs *fs = c->ctl->d->fs;
+	cvm_uuid lun;
+	uint32_t index = 0;
+	bool sound = !malformed && req->n_luns == 1 && req->luns[0].len == sizeof lun.b &&
+		     req->has_size && req->size > 0 && req->size <= UINT32_MAX;
+	if (sound)
+		memcpy(lun.b, req->luns[0].data, sizeof lun.b);
+	pthread_rwlock_rdlock(&fs->vol_lock);
+	int rc = sound ? cvm_volume_count_errors(fs->vol, &lun, req->size, &index) : -EINVAL;
+	const char *path = rc ? NULL : cvm_volume_lun_path(fs->vol, index);
+	time_t now = time(NULL);
+	if (!rc)
+		c->lun_errors_unsaid += req->size;
+	if (rc)
+		cfs_log(fs, "control: %s reported failed LUN I/O of no LUN of this volume, or a "
+			"count of none or too many: ignored", odm_client_owner(c->odm));
+	else if (now - c->lun_errors_said >= 10) {
+		cfs_log(fs, "LUN %u (%s): %llu failed I/O of ODM client %s since its last such line "
+			"(its log says which)", index, path, (unsigned long long)c->lun_errors_unsaid,
+			odm_client_owner(c->odm));
+		c->lun_errors_said = now;
+		c->lun_errors_unsaid = 0;
+	}
+	pthread_rwlock_unlock(&fs->vol_lock);
+}
+
 static bool take_message(struct conn *c, uint8_t *msg, uint32_t len)
 {
 	ControlRequest *req = control_request__unpack(NULL, len, msg);
@@ -623,6 +657,11 @@ static bool take_message(struct conn *c, uint8_t *msg, uint32_t len)
 	bool malformed = control_request__get_packed_size(req) != len;
 	if (req->op == CONTROL_REQUEST__OP__ODM_REVOKED && !malformed) {
 		odm_revoked(c->odm, req->ino); /* a worker's revoke may be waiting for it */
+		control_request__free_unpacked(req, NULL);
+		return true;
+	}
+	if (req->op == CONTROL_REQUEST__OP__ODM_LUN_ERRORS) { /* no reply either */
+		odm_lun_errors(c, req, malformed);
 		control_request__free_unpacked(req, NULL);
 		return true;
 	}

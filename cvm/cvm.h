@@ -220,6 +220,10 @@ void cvm_volume_io_failed_fd(struct cvm_volume *vol, int fd, const char *what,
  * inherit, for the same LUNs in a handle opened after a grow). */
 uint64_t cvm_volume_lun_errors(const struct cvm_volume *vol, uint32_t lun);
 void cvm_volume_inherit_errors(struct cvm_volume *to, const struct cvm_volume *from);
+/* n more failures of the LUN (by uuid) that another handle had (an ODM client's, as cfsd hears
+ * of them): its index in *index; -ENOENT if it is none of this volume's. */
+int cvm_volume_count_errors(struct cvm_volume *vol, const cvm_uuid *lun, uint64_t n,
+			    uint32_t *index);
 /* Self-fencing (a cluster node that lost quorum): from now on every read, write, flush and
  * asynchronous submission of this volume fails with -EIO without reaching the LUNs.  I/O
  * already in the kernel still completes.  There is no way back: the volume is closed. */

@@ -456,6 +456,18 @@ uint64_t cvm_volume_lun_errors(const struct cvm_volume *vol, uint32_t lun)
 	return lun < vol->cfg.nluns ? __atomic_load_n(&vol->io_errors[lun], __ATOMIC_RELAXED) : 0;
 }
 
+int cvm_volume_count_errors(struct cvm_volume *vol, const cvm_uuid *lun, uint64_t n,
+			    uint32_t *index)
+{
+	for (uint32_t i = 0; i < vol->cfg.nluns; i++)
+		if (cvm_uuid_equal(&vol->cfg.luns[i].uuid, lun)) {
+			__atomic_add_fetch(&vol->io_errors[i], n, __ATOMIC_RELAXED);
+			*index = i;
+			return 0;
+		}
+	return -ENOENT;
+}
+
 void cvm_volume_inherit_errors(struct cvm_volume *to, const struct cvm_volume *from)
 {
 	for (uint32_t i = 0; i < to->cfg.nluns; i++)

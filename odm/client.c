@@ -178,6 +178,29 @@ void odm_send_revoked(struct odm_mount *m, uint64_t ino)
 	send_request(m, &req); /* a lost connection frees cfsd's side anyway */
 }
 
+void odm_tell_lun_errors(struct odm_mount *m)
+{
+	const struct cvm_volume *vol = m->vol;
+	const struct cvm_config *cfg = vol ? cvm_volume_config(vol) : NULL;
+	for (uint32_t i = 0; cfg && i < cfg->nluns; i++) {
+		uint64_t now = cvm_volume_lun_errors(vol, i);
+		uint64_t told = __atomic_load_n(&m->errors_told[i], __ATOMIC_RELAXED);
+		while (now > told && !__atomic_compare_exchange_n(&m->errors_told[i], &told, now, false,
+								  __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+			;
+		if (now <= told)
+			continue; /* another thread told it */
+		ControlRequest req = CONTROL_REQUEST__INIT;
+		ProtobufCBinaryData uuid = {sizeof cfg->luns[i].uuid.b, (uint8_t *)cfg->luns[i].uuid.b};
+		req.op = CONTROL_REQUEST__OP__ODM_LUN_ERRORS;
+		req.n_luns = 1;
+		req.luns = &uuid;
+		req.has_size = true;
+		req.size = now - told;
+		send_request(m, &req); /* a lost connection loses the count, not the log lines */
+	}
+}
+
 #define RPC_REAP_MS 5 /* an answer slower than this: reap this process's completions */
 
 /* The caller holds odm_proc.lock (so may reap the process's I/O). */
@@ -437,7 +460,10 @@ int odm_mount_layout(struct odm_mount *m, const OdmLayout *layout)
 		return rc;
 	}
 	cvm_aio_destroy(m->aio);
+	if (m->vol)
+		odm_tell_lun_errors(m);
 	cvm_volume_close(m->vol);
+	memset(m->errors_told, 0, sizeof m->errors_told); /* the new handle counts from 0 */
 	m->vol = vol;
 	m->aio = NULL; /* made on the new volume by the first asynchronous request */
 	m->layout_generation = layout->generation;

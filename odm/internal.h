@@ -35,6 +35,7 @@ struct odm_mount {
 	struct cvm_aio *aio;       /* made at the first asynchronous request */
 	bool aio_refused_said;     /* the line about fs.aio-max-nr, once */
 	const struct cfs_lease_page *lease; /* cfsd's membership lease; NULL on one node */
+	uint64_t errors_told[CVM_MAX_LUNS]; /* vol's failed I/O per LUN cfsd knows of (atomic) */
 	/* The inodes of the last revoke notices (the reader's), numbered: a map asked for while
 	 * one came for its inode is void, also when the file did not know its inode yet. */
 	pthread_mutex_t notice_lock;
@@ -93,6 +94,9 @@ int odm_rpc(struct odm_mount *m, ControlRequest *req, ControlReply **reply);
 uint64_t odm_notice_seq(struct odm_mount *m);
 bool odm_noticed_since(struct odm_mount *m, uint64_t seq, uint64_t ino);
 void odm_send_revoked(struct odm_mount *m, uint64_t ino);
+/* Tell cfsd of the failed LUN I/O of this process it does not know of yet (cfs status
+ * counts them per LUN). */
+void odm_tell_lun_errors(struct odm_mount *m);
 /* Open (again) the volume a reply's layout names. */
 int odm_mount_layout(struct odm_mount *m, const OdmLayout *layout);
 /* Make the mount's AIO context if it has none yet (a line on stderr says why not). */

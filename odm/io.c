@@ -79,7 +79,10 @@ static void complete(struct odm_ioc *ioc)
 				ioc->op == ODM_WRITE ? ODM_DIR_WRITE : ODM_DIR_READ,
 				ioc->_sync ? ODM_MODE_SYNC : ODM_MODE_ASYNC, ioc->size,
 				ioc->elapsed_us);
-	unpin_file(odm_file_at(ioc->_file, false)); /* pinned: it has one */
+	struct odm_file *f = odm_file_at(ioc->_file, false); /* pinned: it has one */
+	if (ioc->_error)
+		odm_tell_lun_errors(f->m);
+	unpin_file(f);
 	odm_proc.inflight--;
 	to_done(ioc);
 }

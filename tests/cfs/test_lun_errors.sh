@@ -6,7 +6,7 @@
 # failures per LUN; what was fsync'd before reads back intact; the mount unmounts and
 # fsck.cfs -n is clean.
 # Once on a normal mount (the daemon's own writes) and once on a dboptimized one (direct
-# writes its threads send to the LUNs).
+# writes its threads send to the LUNs); then a database's reads through libodm.
 . "$(dirname "$0")/lib.sh"
 M=$T/mnt
 mkdir -p "$T/thin"
@@ -70,4 +70,40 @@ fill() { # MOUNT_OPTIONS WHAT
 fill "" normal
 mount -o remount,size=64M "$T/thin" # room for the next fill, as an admin would add
 fill dboptimized dboptimized
+
+# A database's reads through libodm go to the LUNs from its own processes: their failures
+# (the LUN files cut short under a running load) are logged in its log, reported to cfsd,
+# logged there naming the client and counted with the daemon's own in cfs status.
+export CVM_SCAN=$T
+make_volume odm 2 64
+"$BIN/mkfs.cfs" odm >/dev/null 2>&1 || { not_ok "odm: mkfs.cfs"; finish; }
+mount_cfs odm "$T/odm" dboptimized || { not_ok "odm: mount: $(tail -3 "$T/odm.log")"; finish; }
+mkdir "$T/odm/db"
+S=$(($$ % 10000))
+trap 'rm -f /dev/shm/odm.LE$$.*; umount -l "$T/thin" 2>/dev/null; cfs_cleanup' EXIT
+"$BIN/odmload" --dir "$T/odm/db" --db LE$$ --instance LE$S --until "$T/odm.stop" --files 2 \
+	--file-mib 8 --lib "$(dirname "$BIN")/lib/libodm.so" >"$T/odmload.out" 2>&1 &
+load=$!
+# A foreground has read through libodm: it has the LUNs open, and reads them from then on.
+read_done() {
+	"$BIN/odmstat" --instance "LE$S" --prometheus 2>/dev/null |
+		grep -Eq "^odm_io_operations_total\{.*ptype=\"foreground\",op=\"read\",mode=\"sync\"\} [1-9]"
+}
+wait_until 120 read_done || not_ok "odm: no read through libodm: $(tail -3 "$T/odmload.out")"
+truncate -s 1M "$T/odm.lun0" "$T/odm.lun1"
+wait_until 120 grep -q "failed I/O of ODM client" "$T/odm.log"
+touch "$T/odm.stop"
+wait "$load"
+grep -Eq "libodm: $T/odm: volume odm: LUN [01] \(.*\): read of [0-9]+ bytes at byte [0-9]+ failed: Input/output error" "$T/odmload.out" &&
+	ok "odm: the database's log names the LUN, the byte and the errno" ||
+	not_ok "odm: the load's output: $(tail -5 "$T/odmload.out")"
+grep -Eq "LUN [01] \(.*\): [0-9]+ failed I/O of ODM client LE$$/LE$S" "$T/odm.log" &&
+	ok "odm: the daemon's log names the LUN and the ODM client" ||
+	not_ok "odm: the daemon's log: $(tail -5 "$T/odm.log")"
+total=$("$BIN/cfs" status --json "$T/odm" | python3 -c '
+import json, sys
+print(sum(l["io_errors"] for l in json.load(sys.stdin)["luns"]))')
+[ "${total:-0}" -gt 0 ] && ok "odm: cfs status --json counts libodm's failed I/O per LUN ($total)" ||
+	not_ok "odm: no LUN counts a failure"
+umount -l "$T/odm" # its LUNs are gone: nothing to write back
 finish
