@@ -74,7 +74,7 @@ run "e2fsck -fn ext4" e2fsck -fn "$loop"
 # The mounted check, and a writer beside it.
 "$bin/cfs" mount fsckbench "$dir/cfs" -o "log=$dir/cfsd.log"
 mkdir "$dir/cfs/w"
-writer() { # the writer until $dir/stop exists: "calls seconds longest_ms p99_ms"
+writer() { # the writer until $dir/stop exists: "calls seconds longest_ms p99_ms p50_ms"
 	python3 - "$dir/cfs/w" "$dir/stop" <<'PY'
 import os, sys, time
 top, stop = sys.argv[1], sys.argv[2]
@@ -89,7 +89,7 @@ while not os.path.exists(stop):
     i += 1
 lat.sort()
 print(len(lat), round(time.monotonic() - start, 1), round(lat[-1] * 1000, 1),
-      round(lat[int(len(lat) * 0.99)] * 1000, 1))
+      round(lat[int(len(lat) * 0.99)] * 1000, 1), round(lat[len(lat) // 2] * 1000, 2))
 PY
 }
 rm -f "$dir/stop"
@@ -103,8 +103,8 @@ sleep 1
 run "fsck.cfs -n mounted" "$bin/fsck.cfs" -n fsckbench
 touch "$dir/stop"
 wait $w
-read -r c1 s1 max1 p1 <"$dir/alone"
-read -r c2 s2 max2 p2 <"$dir/beside"
-echo "writer alone:         $c1 calls in $s1 s, p99 $p1 ms, longest $max1 ms"
-echo "writer beside check:  $c2 calls in $s2 s, p99 $p2 ms, longest $max2 ms"
+read -r c1 s1 max1 p1 m1 <"$dir/alone"
+read -r c2 s2 max2 p2 m2 <"$dir/beside"
+echo "writer alone:         $c1 calls in $s1 s, p50 $m1 ms, p99 $p1 ms, longest $max1 ms"
+echo "writer beside check:  $c2 calls in $s2 s, p50 $m2 ms, p99 $p2 ms, longest $max2 ms"
 echo "writer rate beside the check / alone: $(echo "scale=2; ($c2 / $s2) / ($c1 / $s1)" | bc)"

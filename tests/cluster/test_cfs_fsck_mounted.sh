@@ -15,10 +15,11 @@ check "node 1 makes a tree" on 1 sh -c "mkdir -p '$(M 1)/shared/sub' && for i in
 
 # Node 2 works in node 1's directories (their inode glocks go back and forth) until told.
 on 2 python3 - "$(M 2)/shared" "$T/stop" >"$T/writer.out" 2>&1 <<'EOF' &
-import os, sys
+import os, sys, time
 top, stop = sys.argv[1], sys.argv[2]
-n = 0
+n, longest = 0, 0.0
 while not os.path.exists(stop):
+    t = time.monotonic()
     with open(os.path.join(top, f"w{n}"), "ab") as f:
         f.write(os.urandom(4096 * (n % 4 + 1)))
     if n % 3 == 0:
@@ -27,8 +28,9 @@ while not os.path.exists(stop):
         os.unlink(os.path.join(top, f"w{n - 10}"))
     if n % 7 == 0 and os.path.exists(os.path.join(top, f"f{n % 200 + 1}")):
         os.unlink(os.path.join(top, f"f{n % 200 + 1}"))
+    longest = max(longest, time.monotonic() - t)
     n += 1
-print("writes", n)
+print("writes", n, "longest %.0f ms" % (longest * 1000))  # a figure, not a check
 EOF
 writer=$!
 wait_until 120 on 2 test -e "$(M 2)/shared/sub/w30"
