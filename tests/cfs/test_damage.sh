@@ -57,25 +57,8 @@ for order in thief-first victim-first; do
 	head -c 8192 /dev/urandom >"$thief" && echo "the victim" >"$victim"
 	ti=$(stat -c %i "$thief") vi=$(stat -c %i "$victim")
 	umount_cfs "$M"
-	python3 - "$T/v.lun0" "$ti" "$vi" <<'PY'
-import struct, sys
-lun, ti, vi = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-def crc32c(data):
-    c = 0xFFFFFFFF
-    for b in data:
-        c ^= b
-        for _ in range(8):
-            c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
-    return c ^ 0xFFFFFFFF
-with open(lun, "r+b") as f:
-    f.seek((1 << 20) + ti * 4096)
-    b = bytearray(f.read(4096))
-    b[1280 + 8:1280 + 16] = vi.to_bytes(8, "little")  # ext[0].pblk: the victim's inode block
-    b[8:12] = b"\0\0\0\0"
-    b[8:12] = struct.pack("<I", crc32c(bytes(b)))
-    f.seek((1 << 20) + ti * 4096)
-    f.write(b)
-PY
+	# ext[0].pblk of the thief's inode: the victim's inode block
+	python3 "$(dirname "$0")/set_field.py" "$T/v.lun0" "$ti" $((1280 + 8)) 8 "$vi"
 	expect 4 "" "$order: fsck.cfs -n finds an extent over another inode's block" -- "$BIN/fsck.cfs" -n v
 	expect 1 "dropped" "$order: fsck.cfs -y drops the extent" -- "$BIN/fsck.cfs" -y v
 	expect 0 "clean" "$order: fsck.cfs -n: clean after one pass" -- "$BIN/fsck.cfs" -n v

@@ -85,25 +85,7 @@ umount_cfs "$M" && mount_cfs v "$M" || not_ok "mount again"
 BS=4096
 at() { echo $((1048576 + $1 * BS + $2)); }
 set_field() { # BLOCK OFFSET SIZE VALUE: the field set, the block's crc32c sealed again
-	python3 - "$T/v.lun0" "$@" <<'EOF'
-import struct, sys
-lun, blk, off, size, value = sys.argv[1], *map(int, sys.argv[2:])
-def crc32c(data):
-    c = 0xFFFFFFFF
-    for b in data:
-        c ^= b
-        for _ in range(8):
-            c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
-    return c ^ 0xFFFFFFFF
-with open(lun, "r+b") as f:
-    f.seek((1 << 20) + blk * 4096)
-    b = bytearray(f.read(4096))
-    b[off:off + size] = value.to_bytes(size, "little")
-    b[8:12] = b"\0\0\0\0"
-    b[8:12] = struct.pack("<I", crc32c(bytes(b)))
-    f.seek((1 << 20) + blk * 4096)
-    f.write(b)
-EOF
+	python3 "$(dirname "$0")/set_field.py" "$T/v.lun0" "$@"
 }
 get_field() { # BLOCK OFFSET SIZE
 	od -An -t u"$3" -j "$(at "$1" "$2")" -N "$3" "$T/v.lun0" | tr -d ' '

@@ -59,25 +59,8 @@ if on 3 "$BIN/fsck.cfs" -n data >"$T/node3.out" 2>&1; then rc=0; else rc=$?; fi
 check "node 1 mounts again" mount_on 1
 victim=$(on 1 stat -c %i "$(M 1)/shared/w1")
 check "node 1 reads the file" on 1 cat "$(M 1)/shared/w1"
-python3 - "$T/lun0" "$victim" <<'EOF' || not_ok "damage inode $victim"
-import struct, sys
-lun, blk = sys.argv[1], int(sys.argv[2])
-def crc32c(data):
-    c = 0xFFFFFFFF
-    for b in data:
-        c ^= b
-        for _ in range(8):
-            c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
-    return c ^ 0xFFFFFFFF
-with open(lun, "r+b") as f:
-    f.seek((1 << 20) + blk * 4096)
-    b = bytearray(f.read(4096))
-    b[32:36] = (0xFFFFFFFF).to_bytes(4, "little")  # mode: no file type
-    b[8:12] = b"\0\0\0\0"
-    b[8:12] = struct.pack("<I", crc32c(bytes(b)))
-    f.seek((1 << 20) + blk * 4096)
-    f.write(b)
-EOF
+# Its mode set to no file type, sealed again.
+python3 "$HERE/../cfs/set_field.py" "$T/lun0" "$victim" 32 4 $((0xffffffff)) || not_ok "damage inode $victim"
 if on 1 "$BIN/fsck.cfs" -n data >"$T/found.out" 2>&1; then rc=0; else rc=$?; fi
 [ "$rc" = 4 ] && grep -q "/shared/w1 (inode $victim): .*mode is no file type" "$T/found.out" &&
 	ok "fsck.cfs -n on node 1 finds the damaged inode and names it" ||
