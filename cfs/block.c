@@ -31,10 +31,15 @@ static int log_copy_fd = -1;
 static _Thread_local bool fresh_reads;
 static _Thread_local char *heard;
 static _Thread_local size_t heard_len;
+/* Each stretch of fresh reads is numbered: a block read from the LUNs in it (cfs_buf.read_in)
+ * is not read again in it (an inode's group header, once per extent). */
+static uint64_t fresh_stretches;
+static _Thread_local uint64_t fresh_stretch;
 
 void cfs_bcache_fresh(bool on, char *said, size_t len)
 {
 	fresh_reads = on;
+	fresh_stretch = on ? __atomic_add_fetch(&fresh_stretches, 1, __ATOMIC_RELAXED) : 0;
 	heard = on ? said : NULL;
 	heard_len = len;
 	if (heard && len)
@@ -304,10 +309,12 @@ int cfs_bread_flags(struct cfs_fs *fs, uint64_t blkno, uint16_t type, uint64_t o
 				(unsigned long long)owner);
 			return -EIO;
 		}
-		if (b->prev && fresh_reads && !(flags & CFS_BREAD_RACY)) { /* a hint stays one */
+		if (b->prev && fresh_reads && b->read_in != fresh_stretch &&
+		    !(flags & CFS_BREAD_RACY)) { /* a hint stays one */
 			int rc = read_again(fs, b, type, owner, flags);
 			if (rc)
 				return rc;
+			b->read_in = fresh_stretch;
 		}
 		if (b->prev) { /* on the LRU (not dirty, pinned nor waiting for a checkpoint) */
 			lru_unlink(fs, b);
@@ -324,6 +331,7 @@ int cfs_bread_flags(struct cfs_fs *fs, uint64_t blkno, uint16_t type, uint64_t o
 	b = buf_new(fs, blkno);
 	if (!b)
 		return -ENOMEM;
+	b->read_in = fresh_stretch;
 	int rc = cvm_volume_read(fs->vol, b->data, fs->bs, blkno * fs->bs);
 	for (int again = (flags & CFS_BREAD_RACY) ? 3 : 0;
 	     !rc && again && cfs_block_verify(b->data, fs->bs, blkno, type, owner, &why); again--)

@@ -24,6 +24,7 @@ struct cfs_buf {
 	bool pinned;               /* preloaded: not on the LRU */
 	bool unhome;               /* committed, not yet written in place: not on the LRU */
 	bool checked;              /* its fields verified since it was read (verify.c) */
+	uint64_t read_in;          /* the stretch of fresh reads it was read in (block.c) */
 	uint32_t unhome_at;        /* its index in fs->unhome */
 	struct cfs_buf *hnext;     /* hash chain */
 	struct cfs_buf *prev, *next; /* clean LRU */

@@ -108,6 +108,16 @@ static inline void fs_crash(struct cfs_fs *fs)
 
 static const struct cfs_cred root_cred = {.uid = 0};
 
+/* A file or directory of mode made in dir by root: its inode number (looked up once). */
+static inline uint64_t fs_make(struct cfs_fs *fs, uint64_t dir, const char *name, mode_t mode)
+{
+	struct stat st;
+	int rc = S_ISDIR(mode) ? cfs_mkdir(fs, dir, name, mode & 07777, &root_cred, &st)
+			       : cfs_mknod(fs, dir, name, mode, 0, &root_cred, &st);
+	cr_assert_eq(rc, 0, "create %s: %d", name, rc);
+	return st.st_ino;
+}
+
 /* Commit a change to one new inode, then put the old content of its block back in place, as
  * if the crash came between the journal write and the in-place write. */
 static inline uint64_t committed_but_not_home(struct cfs_fs *fs, uint8_t *old)

@@ -19,15 +19,6 @@ static void hear(void *arg, const char *line)
 		snprintf(h->lines[h->n++], sizeof h->lines[0], "%s", line);
 }
 
-static uint64_t make(struct cfs_fs *fs, uint64_t dir, const char *name, mode_t mode)
-{
-	struct stat st;
-	int rc = S_ISDIR(mode) ? cfs_mkdir(fs, dir, name, mode & 07777, &root_cred, &st)
-			       : cfs_mknod(fs, dir, name, mode, 0, &root_cred, &st);
-	cr_assert_eq(rc, 0, "create %s: %d", name, rc);
-	return st.st_ino;
-}
-
 static int check(struct cfs_fs *fs, struct heard *h, const volatile int *stop,
 		 struct cfs_check_progress *p)
 {
@@ -38,11 +29,11 @@ static int check(struct cfs_fs *fs, struct heard *h, const volatile int *stop,
 Test(check, clean_tree)
 {
 	struct cfs_fs *fs = fs_fresh(1, 64);
-	uint64_t d = make(fs, CFS_ROOT, "dir", S_IFDIR | 0755);
+	uint64_t d = fs_make(fs, CFS_ROOT, "dir", S_IFDIR | 0755);
 	for (int i = 0; i < 50; i++) {
 		char name[16];
 		snprintf(name, sizeof name, "f%d", i);
-		cfs_forget(fs, make(fs, d, name, S_IFREG | 0644), 1);
+		cfs_forget(fs, fs_make(fs, d, name, S_IFREG | 0644), 1);
 	}
 	struct heard h = {0};
 	struct cfs_check_progress p;
@@ -58,8 +49,8 @@ Test(check, clean_tree)
 Test(check, damage_behind_the_cache)
 {
 	struct cfs_fs *fs = fs_fresh(1, 64);
-	uint64_t d = make(fs, CFS_ROOT, "dir", S_IFDIR | 0755);
-	uint64_t f = make(fs, d, "file", S_IFREG | 0644);
+	uint64_t d = fs_make(fs, CFS_ROOT, "dir", S_IFDIR | 0755);
+	uint64_t f = fs_make(fs, d, "file", S_IFREG | 0644);
 	cfs_forget(fs, f, 1);
 	cfs_forget(fs, d, 1);
 	/* Mounted again and read: the block is in the cache, clean, with nothing to write home. */
@@ -93,7 +84,7 @@ Test(check, damage_behind_the_cache)
 Test(check, stops_when_asked)
 {
 	struct cfs_fs *fs = fs_fresh(1, 64);
-	cfs_forget(fs, make(fs, CFS_ROOT, "file", S_IFREG | 0644), 1);
+	cfs_forget(fs, fs_make(fs, CFS_ROOT, "file", S_IFREG | 0644), 1);
 	volatile int stop = 1;
 	struct heard h = {0};
 	struct cfs_check_progress p;

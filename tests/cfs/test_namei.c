@@ -5,15 +5,6 @@
 #include <dirent.h>
 #include <errno.h>
 
-static uint64_t mk(struct cfs_fs *fs, uint64_t dir, const char *name, mode_t mode)
-{
-	struct stat st;
-	int rc = S_ISDIR(mode) ? cfs_mkdir(fs, dir, name, mode & 07777, &root_cred, &st)
-			       : cfs_mknod(fs, dir, name, mode, 0, &root_cred, &st);
-	cr_assert_eq(rc, 0, "create %s: %d", name, rc);
-	return st.st_ino;
-}
-
 static int look(struct cfs_fs *fs, uint64_t dir, const char *name, struct stat *st)
 {
 	struct stat tmp;
@@ -26,8 +17,8 @@ static int look(struct cfs_fs *fs, uint64_t dir, const char *name, struct stat *
 Test(namei, create_lookup_remount)
 {
 	struct cfs_fs *fs = fs_fresh(2, 64);
-	uint64_t d = mk(fs, CFS_ROOT, "dir", S_IFDIR | 0755);
-	uint64_t f = mk(fs, d, "file", S_IFREG | 0644);
+	uint64_t d = fs_make(fs, CFS_ROOT, "dir", S_IFDIR | 0755);
+	uint64_t f = fs_make(fs, d, "file", S_IFREG | 0644);
 	cfs_forget(fs, d, 1);
 	cfs_forget(fs, f, 1);
 	struct stat st;
@@ -54,7 +45,7 @@ Test(namei, many_entries_split_buckets)
 	char name[64];
 	for (int i = 0; i < 3000; i++) {
 		snprintf(name, sizeof name, "entry-with-a-longish-name-%05d", i);
-		cfs_forget(fs, mk(fs, CFS_ROOT, name, S_IFREG | 0600), 1);
+		cfs_forget(fs, fs_make(fs, CFS_ROOT, name, S_IFREG | 0600), 1);
 	}
 	struct cfs_dirent *ents;
 	size_t n;
@@ -80,11 +71,11 @@ Test(namei, rmdir_frees_overflow_blocks)
 {
 	struct cfs_fs *fs = fs_fresh(1, 64);
 	uint64_t before = cfs_free_blocks(fs);
-	uint64_t d = mk(fs, CFS_ROOT, "dir", S_IFDIR | 0755);
+	uint64_t d = fs_make(fs, CFS_ROOT, "dir", S_IFDIR | 0755);
 	char name[256];
 	for (int i = 0; i < 60; i++) {
 		snprintf(name, sizeof name, "%03d-%0200d", i, 0);
-		cfs_forget(fs, mk(fs, d, name, S_IFREG | 0600), 1);
+		cfs_forget(fs, fs_make(fs, d, name, S_IFREG | 0600), 1);
 	}
 	struct stat st;
 	cr_assert_eq(cfs_getattr(fs, d, &st), 0);
@@ -107,7 +98,7 @@ Test(namei, make_in_a_removed_directory)
 {
 	struct cfs_fs *fs = fs_fresh(1, 64);
 	struct stat st;
-	uint64_t d = mk(fs, CFS_ROOT, "gone", S_IFDIR | 0755);
+	uint64_t d = fs_make(fs, CFS_ROOT, "gone", S_IFDIR | 0755);
 	cr_assert_eq(cfs_rmdir(fs, CFS_ROOT, "gone"), 0);
 	cr_assert_eq(cfs_mkdir(fs, d, "x", 0755, &root_cred, &st), -ENOENT);
 	cfs_forget(fs, d, 1);
@@ -120,10 +111,10 @@ Test(namei, make_in_a_removed_directory)
 Test(namei, rename_kinds)
 {
 	struct cfs_fs *fs = fs_fresh(1, 64);
-	uint64_t a = mk(fs, CFS_ROOT, "a", S_IFDIR | 0755);
-	uint64_t b = mk(fs, CFS_ROOT, "b", S_IFDIR | 0755);
-	uint64_t x = mk(fs, a, "x", S_IFREG | 0644);
-	uint64_t y = mk(fs, b, "y", S_IFREG | 0644);
+	uint64_t a = fs_make(fs, CFS_ROOT, "a", S_IFDIR | 0755);
+	uint64_t b = fs_make(fs, CFS_ROOT, "b", S_IFDIR | 0755);
+	uint64_t x = fs_make(fs, a, "x", S_IFREG | 0644);
+	uint64_t y = fs_make(fs, b, "y", S_IFREG | 0644);
 	cr_assert_eq(cfs_rename(fs, a, "x", b, "y", CFS_RENAME_NOREPLACE, &root_cred), -EEXIST);
 	cr_assert_eq(cfs_rename(fs, a, "x", b, "y", CFS_RENAME_EXCHANGE, &root_cred), 0);
 	struct stat st;
@@ -137,7 +128,7 @@ Test(namei, rename_kinds)
 	cr_assert_eq(look(fs, b, "y", &st), 0);
 	cr_assert_eq(st.st_ino, y);
 	/* A directory into another: link counts follow; not into itself. */
-	uint64_t c = mk(fs, a, "c", S_IFDIR | 0755);
+	uint64_t c = fs_make(fs, a, "c", S_IFDIR | 0755);
 	cr_assert_eq(cfs_rename(fs, CFS_ROOT, "a", c, "inside", 0, &root_cred), -EINVAL);
 	cr_assert_eq(cfs_rename(fs, a, "c", b, "c", 0, &root_cred), 0);
 	cr_assert_eq(cfs_getattr(fs, a, &st), 0);
@@ -157,7 +148,7 @@ Test(namei, rename_kinds)
 Test(namei, links_and_orphans)
 {
 	struct cfs_fs *fs = fs_fresh(1, 64);
-	uint64_t f = mk(fs, CFS_ROOT, "f", S_IFREG | 0644);
+	uint64_t f = fs_make(fs, CFS_ROOT, "f", S_IFREG | 0644);
 	struct stat st;
 	cr_assert_eq(cfs_link(fs, f, CFS_ROOT, "g", &st), 0);
 	cr_assert_eq(st.st_nlink, 2);
