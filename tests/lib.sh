@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Shared by the integration scripts: a unique temp dir removed on exit, and TAP-style checks
 # ("ok - ..." / "not ok - ...", counted by tests/run.sh).
 set -u
@@ -6,6 +7,8 @@ BIN=$(cd "$BIN" && pwd)
 T=$(mktemp -d "${TMPDIR:-/var/tmp}/cfs-it.XXXXXX")
 trap 'rm -rf "$T"' EXIT
 FAILS=0
+# Sanitizer reports unsymbolized, fast (finish names the frames): see symbolize.sh.
+export ASAN_OPTIONS=${ASAN_OPTIONS:-symbolize=0}
 
 # A check's line ends with the seconds since the script started: where a slow or hung run
 # spent its time shows in CI's output.  TAP_FD is the script's own output, for lines written
@@ -79,7 +82,8 @@ fingerprint() {
 # would show.
 finish() {
 	local san
-	san=$(grep -h -A60 "ERROR: AddressSanitizer\|ERROR: LeakSanitizer\|runtime error:" "$T"/*.log 2>/dev/null)
+	san=$(grep -h -A60 "ERROR: AddressSanitizer\|ERROR: LeakSanitizer\|runtime error:" "$T"/*.log 2>/dev/null |
+		"$(dirname "${BASH_SOURCE[0]}")/symbolize.sh")
 	[ -z "$san" ] || not_ok "a daemon hit a sanitizer error: $(head -c 8000 <<<"$san")"
 	# A failed check on a cluster: what the lock managers said (quorum, evictions) tells why
 	# a call failed with EIO, and the logs go with the scratch directory.
