@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Shared-disk cluster filesystem and volume manager.  See README.md.
 #
 #   make            build libraries and tools into build/
@@ -260,6 +261,8 @@ bench-cvm: all
 	bench/cvm/restripe.sh $(BUILD)
 
 lint:
+	scripts/check-spdx.sh
+	scripts/check-copyright.py
 	cppcheck --quiet --error-exitcode=1 --enable=warning,portability --inline-suppr \
 		-D_GNU_SOURCE -I. cvm dlm-client cfs cfsd odm tools
 	clang-tidy --quiet $(CVM_SRC) $(LOCK_SRC) $(CFS_SRC) $(CFSD_SRC) $(ODM_SRC) tools/*.c -- $(CFLAGS_COMMON)

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The main job on the embedded default, from a fresh clone: install what is missing (as root),
 # build, then the tour on LUN files in a temporary directory (scripts/tour.sh).
 set -euo pipefail

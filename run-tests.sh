@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Every test, from a fresh clone: install what is missing (as root), build with
 # -fsanitize=address,undefined, run the unit and integration tests.
 set -euo pipefail

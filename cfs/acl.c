@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* POSIX ACLs, kept as the system.posix_acl_access and system.posix_acl_default xattrs in the
  * kernel's format.  With FUSE's POSIX ACL support the kernel checks them, but keeping the mode
  * and the ACL in step, and inheriting default ACLs, is the filesystem's job: as posix_acl

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Allocation group glocks: "g<index>", EX to allocate or free in the group (GFS2's resource
  * group glocks).  The group header and its bitmap are the lock's; a node that holds it EX
  * keeps the header cached and changes it, everyone else reads it only for hints (free

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Allocation groups: each has a header block with its bitmap (bit set = used).  A node starts
  * looking in the groups of its own part of the volume, so nodes rarely want the same group.
  * Blocks freed by the running transaction are not handed out again until it is committed:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Metadata blocks: the checksummed header every one carries, and the block cache.
  *
  * All metadata access happens under fs->lock, so a buffer handed out stays valid until that

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Kernel bypass: the extent map ODM clients write through, and the unnamed files ODM creates.
  *
  * A client given a map writes straight to the LUNs, so the filesystem never sees those writes:

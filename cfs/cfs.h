@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* libcfs: the CFS filesystem on a CVM volume, for cfsd, mkfs.cfs, fsck.cfs and cfs.
  *
  * The calls below work on inode numbers like the FUSE low-level API does, so cfsd is a thin

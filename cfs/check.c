@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The check of a mounted filesystem (fsck.cfs -n on a mounted volume; cfsd runs it).
  *
  * It walks the tree from the root as a reader does, one object per operation, under the same

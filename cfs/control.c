@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The control socket's path and framing, shared by cfsd and the cfs command. */
 #include "cfs/control.h"
 

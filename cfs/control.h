@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* cfsd's control socket: a Unix socket per mount, protobuf-c messages (proto/control.proto)
  * framed by a 4-byte little-endian length.  Its path is derived from the mount point, so
  * `cfs status DIR` and `cfs grow DIR` find it. */

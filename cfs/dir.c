@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Directories, indexed by name hash with linear hashing: 2^level + split buckets, bucket b
  * being logical block b of the directory.  A name lives in bucket hash mod 2^level, or mod
  * 2^(level+1) if that bucket was already split.  When the directory averages more than

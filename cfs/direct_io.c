@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Direct reads and writes whose LUN I/O the caller submits itself (cfsd's io_uring data
  * threads and /dev/fuse's asynchronous direct I/O, which keep many requests in flight instead
  * of one blocked thread each).

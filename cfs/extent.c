@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Extent maps: a sorted array of non-overlapping extents per inode, in memory while the inode
  * is; cfs_iwrite stores it in the inode block and its overflow chain. */
 #include "cfs/internal.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The superblock's format and feature bits: which this release knows, what a mount, fsck or
  * grow may do with a filesystem that uses others, and the names recorded with them.
  *

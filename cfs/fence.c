@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Self-fencing, and how long the survivors wait before they replay a node's journal.
  *
  * A node that loses quorum may be the one the others think is dead: they will replay its

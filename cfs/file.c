@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* File data: read, write, fallocate, truncate, fsync.
  *
  * Data never goes through the journal: it is written to the volume directly (the LUNs are

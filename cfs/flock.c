@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* flock(2) across the nodes of a cluster mount, as OCFS2 does it: one cluster lock per open
  * file description that uses flock, on the resource "f<inode>.<generation>" (EX for LOCK_EX,
  * PR for LOCK_SH).  Two descriptions on one node conflict as they would on two nodes, since

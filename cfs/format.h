@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The on-disk format of CFS, documented for people in man/cfs.5.
  *
  * The filesystem lives on a CVM volume, addressed in blocks of block_size bytes (4 KiB to

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Mounting and unmounting, the committer thread, the node-local claim on the volume, and the
  * orphan directories (unlinked inodes still open, freed at last close or at the next mount). */
 #include "cfs/internal.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* fsck: check (and with repair, fix) a CFS filesystem that no node has mounted.
  *
  *   1. superblock and its backup

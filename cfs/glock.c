@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Glocks and the operation boundaries.
  *
  * A glock is a cluster lock of the filesystem's lockspace with what this node keeps under it

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Online growth: after `cvm grow`, take in the new space.  The new groups' headers are
  * written first (nothing points at them yet), then one transaction extends the last group and
  * rewrites both superblocks; a crash before its commit leaves the old size, after it the new.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Inode flags (chattr(1), lsattr(1)): immutable and append-only, as Linux's own filesystems
  * keep them.  The kernel enforces them only for filesystems that put them in its inodes,
  * which FUSE does not, so every call that could change a flagged file checks here, whoever

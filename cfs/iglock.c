@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Inode glocks: a cluster lock per span of CFS_IGLOCK_SPAN blocks, "i<first block>" (GFS2's inode
  * glocks, for a few inodes at once), PR to read and cache the inodes in it and every block
  * they own (extent chain, xattr block, a directory's buckets), EX to change them.  Named by

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Inodes: one block each, its number being its block number.  The in-memory inode holds the
  * decoded fields, the inline xattr area and the whole extent map; cfs_iwrite puts them back
  * into the inode block and its extent overflow chain, inside the running transaction.  An

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Internals of libcfs shared between its source files and its unit tests; not installed. */
 #ifndef CFS_INTERNAL_H
 #define CFS_INTERNAL_H

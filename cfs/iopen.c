@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Who frees an unlinked inode on a cluster: the last node to close it (GFS2's iopen glock,
  * taken lazily).
  *

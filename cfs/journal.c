@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The write-ahead metadata journal of a node slot: a log of transactions behind an anchor
  * block (format.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The lock table for people: every lock of the filesystem's lockspace, as this node's lock
  * manager sees it (every node's, on a cluster), named by what it protects, with the path of
  * the file it is about where a walk of the tree finds it: what a DBA looks at to see what a

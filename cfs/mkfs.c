@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* mkfs: lay out the superblocks, the slot journals, the allocation groups, the root directory
  * and one orphan directory per slot.  Everything is validated before the first write; the old
  * superblocks are wiped first and the new ones written last, so an interrupted mkfs leaves a

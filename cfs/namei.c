@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Namespace operations: lookup, create, link, unlink, rename, attributes and xattrs.
  * Every operation does its checks and reads first, then its changes, so a refusal changes
  * nothing. */

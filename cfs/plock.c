@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* fcntl(2) record locks across the nodes of a cluster mount: libcfslock's replicated table
  * (dlm-client/plock.c), one ordered message per lock or unlock, as GFS2's plocks over
  * dlm_controld.  The file is named by its inode handle (a new inode in a freed block is

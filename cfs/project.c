@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Project ids, as XFS and ext4 have them for project quotas: one per hosted company.  A
  * directory given an id and the inherit flag (chattr +P -p ID, xfs_io chproj) passes both on
  * to every file and directory made in it, so a whole tree is one project.  A name given in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Quotas: usage and limits per user, group and project (the ro_compat feature 'quota';
  * docs/quota.md has the design, and what is left for clusters).
  *

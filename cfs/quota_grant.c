@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Quota grants: how the nodes of a cluster charge one id at once, exactly, without a cluster
  * lock per charge (docs/quota.md, "Exact on a cluster: grants"; Lustre's quota slaves).
  *

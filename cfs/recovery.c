@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Recovery of a node that died with the filesystem mounted (GFS2's recovery.c, in our terms).
  *
  * When a member of the lock group goes, the lock manager keeps its locks granted, marked

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Set-user-ID and set-group-ID bits: which changes take them away, by the rules of Linux's own
  * filesystems (fs/attr.c setattr_should_drop_suidgid and setattr_prepare, chown_common,
  * posix_acl_update_mode), so that nobody keeps the privileges of a program they changed.

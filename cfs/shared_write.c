@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Direct writes from several nodes at once (dboptimized cluster mounts), as RAC instances
  * write every datafile: a write that lands wholly in allocated, written blocks of a file and
  * does not grow it changes no metadata, so it needs only the metadata glock PR, which every

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Node slots added to a mounted filesystem (GFS2's gfs2_jadd): more nodes than mkfs planned
  * for.  mkfs's journals lie in a row before the first group, so an added slot's journal is
  * journal_blocks blocks in a row taken from a group, named by the superblock's

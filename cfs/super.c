@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The superblock and its backup, and the geometry they describe. */
 #include "cfs/internal.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* ETXTBSY across the nodes of a cluster mount.  On one node the kernel refuses to open a
  * running program for writing, and to run a program open for writing ("Text file busy"); it
  * knows nothing of other nodes, and a program overwritten by another node dies of SIGBUS when

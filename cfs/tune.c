@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* 'cfs show' and 'cfs tune': the superblock's format and features, shown and changed.
  *
  * A tune works on a filesystem unmounted everywhere, with every journal empty (the lock

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* What a metadata block's fields may hold, one function per structure, for cfsd and
  * fsck.cfs alike: a block that passes its checksum may still have been written wrong by a
  * bug, and what the daemon refuses with EIO fsck must find (and what fsck calls clean the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Extended attributes (user, trusted, security, and the POSIX ACLs the kernel keeps as
  * system.posix_acl_*): an entry list in the inode's inline area, then in one xattr block.
  * Entry: name length (1), reserved (1), value length (2), name, value. */

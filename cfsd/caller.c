@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Who makes a request, as libcfs's set-user-ID and set-group-ID rules and its permission
  * checks ask: whether the caller has CAP_FSETID and whether a group is one of its groups.
  * FUSE gives the caller's uid, gid and thread id, SO_PEERCRED an ODM client's uid, gid and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* cfsd: the CFS daemon.  Opens the volume, mounts the filesystem (journal replay, orphans),
  * mounts it with FUSE and serves it with a pool of threads until it is unmounted.
  *

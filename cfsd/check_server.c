@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* fsck.cfs -n of the mounted filesystem, run by the daemon (see check_server.h).  One check
  * at a time per mount; its problem lines are kept (the first LINES_KEPT) until the next
  * check starts, so that fsck.cfs, or a second one started later, can fetch them all. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* fsck.cfs -n of the mounted filesystem: the daemon runs the check (cfs/check.c) on a thread
  * of its own and keeps what it found for fsck.cfs to fetch (check_server.c). */
 #ifndef CFSD_CHECK_SERVER_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* cfsd's side of the control socket: status, grow, and the ODM clients' requests.
  *
  * A database node has hundreds to thousands of ODM clients (every process of every instance

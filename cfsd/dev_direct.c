@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Direct reads and writes read from /dev/fuse, sent to the LUNs without holding a worker.
  *
  * Why: through /dev/fuse each worker (workers.c) answered a dboptimized mount's direct READ

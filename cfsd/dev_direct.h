@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Direct reads and writes from /dev/fuse's workers sent to the LUNs asynchronously
  * (dev_direct.c): many in flight while the workers read the next requests. */
 #ifndef CFSD_DEV_DIRECT_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* What cfsd changes in the requests and replies libfuse reads and writes on /dev/fuse, for
  * what libfuse 3.14 (Debian 12's) does not know.  Done through its custom I/O hooks.
  *

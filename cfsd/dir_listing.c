@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Directory listings without open directories, on one-node mounts.
  *
  * An OPENDIR and a RELEASEDIR were a third of a file server's requests (dbench), though the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* How many dirty pages the kernel may keep for a mount with a write-back cache.
  *
  * The kernel lets a FUSE mount's dirty pages take 1% of the system's dirty limit, and holds

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The FUSE low-level operations of cfsd: each one a thin translation onto libcfs.
  *
  * Inode numbers are libcfs's (the root is FUSE_ROOT_ID); a lookup reference the kernel holds

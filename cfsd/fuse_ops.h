@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* cfsd's FUSE operations and the state they share with its main. */
 #ifndef CFS_FUSE_OPS_H
 #define CFS_FUSE_OPS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* FUSE over io_uring (Linux 6.14 and later, where the fuse module's enable_uring is set):
  * requests reach cfsd, and its answers the kernel, through rings of shared buffers instead
  * of a read(2) and a writev(2) on /dev/fuse each.

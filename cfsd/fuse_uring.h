@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* FUSE over io_uring for cfsd (fuse_uring.c): the kernel hands requests to threads of each
  * core through rings of shared buffers instead of /dev/fuse. */
 #ifndef CFSD_FUSE_URING_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* What the kernel caches of files other nodes change (cluster mounts), and of the range a
  * direct write changed under pages cached through a buffered open.
  *

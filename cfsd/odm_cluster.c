@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* ODM's cluster locks per file (see odm_cluster.h). */
 #include "cfsd/odm_cluster.h"
 #include "cfs/internal.h"

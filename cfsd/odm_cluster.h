@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* ODM across the nodes of a cluster mount: two cluster locks per file that clients hold.
  *
  * "odm-map-<ino>" is held PR by every node that has maps of the file out.  Whatever changes

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* cfsd's side of libodm (see odm_server.h). */
 #define FUSE_USE_VERSION 312
 #include "cfsd/odm_server.h"

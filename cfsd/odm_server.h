@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* cfsd's side of libodm: which client holds which file's map, the files clients created and
  * have not committed, and revoking maps before anything frees or moves blocks under them.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* ODM's counts across the cluster (see odm_share.h).  Poll-driven CPG, as corosync's
  * test/testcpg.c: one thread waits on the CPG descriptor and sends this node's rows at each
  * period; the callbacks run in that thread. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* ODM's counts across the cluster, for odmstat --cluster.
  *
  * Every second the daemon of a cluster mount reads this node's statistics segments as rows

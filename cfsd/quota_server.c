@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* cfs quota's requests: the records of libcfs (cfs/quota.c) to and from the wire, for root
  * (the control socket lets only root and odm_group's members in; those are not admins). */
 #include "cfsd/quota_server.h"

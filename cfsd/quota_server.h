@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* cfs quota's requests on the control socket (QUOTA_GET, QUOTA_SET, QUOTA_REPORT). */
 #ifndef CFSD_QUOTA_SERVER_H
 #define CFSD_QUOTA_SERVER_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* cvm restripe on a mounted volume: the daemon runs it on its own volume handle, so that the
  * filesystem's I/O and its ODM clients' go on meanwhile, each kept out of the batch in motion
  * by the restripe gate (cvm/restripe_gate.c).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* cvm restripe on a mounted volume, run by the daemon (restripe.c). */
 #ifndef CFSD_RESTRIPE_H
 #define CFSD_RESTRIPE_H

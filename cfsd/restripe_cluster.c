@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* An online restripe on a cluster (docs/restripe.md, "On a cluster").  The node that runs it
  * keeps its own processes out of the batch in motion with its gate, as on one node; every
  * other node's daemon follows the run with a gate of its own (cvm_volume_restripe_follow),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* An online restripe on a cluster: the node that runs it and every other node's daemon keep
  * each node's I/O out of the batch in motion (restripe_cluster.c, docs/restripe.md). */
 #ifndef CFSD_RESTRIPE_CLUSTER_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* syslog for a daemon that must never wait for it.
  *
  * cfsd logs with plain writes to stderr (and so do the sanitizers and libfuse).  Without

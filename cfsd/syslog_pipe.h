@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Where a daemon in the background logs when its mount has no log=FILE: syslog. */
 #pragma once
 

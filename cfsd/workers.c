@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The threads that read requests from /dev/fuse and answer them, each into its own buffer.
  *
  * libfuse's own loop reads a request into a buffer from malloc, where a WRITE's data lands

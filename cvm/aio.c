@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Asynchronous volume I/O with libaio.  A request is mapped to LUN pieces; each piece is one
  * iocb; the request completes (its callback runs, from cvm_aio_poll) when its last piece does.
  * Pieces the kernel cannot take yet (io_submit EAGAIN, or the context full) wait in a queue

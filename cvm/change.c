@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Config changes: create, grow, remove.  Each is ordered so that a crash after any single
  * metadata write leaves the old config or the new one in force, never a mix:
  *   1. label the new LUNs (they stay PREPARED: no config names them yet);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* cvm check: compare every LUN of a volume with its winning config, and with repair rewrite
  * damaged labels and stale or damaged config copies from it. */
 #include "internal.h"

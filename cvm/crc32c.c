@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* CRC-32C (Castagnoli), the checksum of every metadata block, sealed at each commit and
  * checked at each read.  With the SSE4.2 instruction where the CPU has it (every x86-64 since
  * 2008): a commit of a few 4 KiB blocks checksums each twice, and the table cost some 6% of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* libcvm: the cluster volume manager.
  *
  * A volume is a concatenation of stripe sets; each stripe set stripes its LUNs with its own

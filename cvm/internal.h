@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Internals of libcvm shared between its source files; not installed. */
 #ifndef CVM_INTERNAL_H
 #define CVM_INTERNAL_H

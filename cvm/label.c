@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* On-disk encoding of the LUN label and of the volume config copies.  Little-endian, fixed
  * offsets, a crc32c at the end of each; see man/cvm.8, "ON-DISK FORMAT".
  *

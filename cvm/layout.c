@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Volume layout: a concatenation of stripe sets, and the one function that maps a volume range
  * onto LUN pieces.  Both cfsd and libodm submit the pieces this produces. */
 #include "internal.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* LUN devices: checks on a path, O_DIRECT open, size and identity, and the metadata writes
  * (the only place libcvm writes metadata, so the crash tests can stop it after any write). */
 #include "internal.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* cvm restripe: the planner's moves done in batches staged in scratch, each batch recorded in
  * the config before its destinations are written (docs/restripe.md):
  *

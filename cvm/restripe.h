@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Restripe internals of libcvm (docs/restripe.md); not installed. */
 #ifndef CVM_RESTRIPE_H
 #define CVM_RESTRIPE_H

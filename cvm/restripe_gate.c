@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The restripe gate: how the processes of one node that use a volume keep out of the batch a
  * restripe is moving (docs/restripe.md, "Online").
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The moves of a restripe: which chunk goes from which cell to which, in an order that never
  * writes a cell whose chunk has not left yet.  See docs/restripe.md.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Discovery: find LUNs by their labels under given paths, recognise several paths to one LUN,
  * and pick each volume's winning config (the highest valid generation). */
 #include "internal.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Small shared pieces of libcvm: per-thread error text, uuids, sizes. */
 #include "internal.h"
 

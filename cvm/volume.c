@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Volumes: assemble a volume from scanned LUNs, and its synchronous I/O.  Config changes
  * (create, grow, remove) live in change.c. */
 #include "restripe.h"

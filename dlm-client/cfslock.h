@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* libcfslock: cluster membership, quorum, and a DLM-style lock API.
  *
  * Lockspaces hold resources named by up to 64 bytes.  A lock on a resource is requested in one

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* libcfslock's client core: lock handles, the callback queue behind an eventfd, dispatch, and
  * the synchronous wrappers.  Backends do the locking (local.c, corosync.c, dlm.c). */
 #include "client.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* libcfslock internals shared by the client core (client.c) and the backends. */
 #ifndef CFSLOCK_CLIENT_H
 #define CFSLOCK_CLIENT_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The "corosync" backend: every process that uses it is a member of the CPG group "cfslock"
  * and keeps a replica of every lockspace's table.  Requests are multicast in agreed (total)
  * order and every member applies the same stream, so grants are deterministic and need no

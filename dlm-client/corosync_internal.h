@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The corosync backend's insides, shared by its files (how it works: corosync.c):
  *   corosync.c           the backend: CPG transport, the ordered stream, quorum, its thread,
  *                        the lock calls

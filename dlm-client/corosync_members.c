@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The corosync backend's members: who is in the group and of which version, their beats
  * and this process's membership lease, evictions of silent members and of the losing side
  * of a stateful merge (corosync.c, cfslock.h). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The corosync backend's fcntl record locks: lock and unlock requests in the ordered stream,
  * and files whose locks only one member uses, owned and decided there without messages
  * until another member wants them (plock.c, plock_own.c, docs/cfs-cluster.md). */

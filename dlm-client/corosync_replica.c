@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The corosync backend's replicas: every member keeps every lockspace's table and applies
  * the same lock requests in the same order (corosync.c). */
 #include "corosync_internal.h"

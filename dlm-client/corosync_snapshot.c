@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The corosync backend's snapshots: the member that answers a new member's Hello sends the
  * tables, record locks and owned files; the new member takes them in, then replays what it
  * was delivered meanwhile (corosync.c, proto/cfslock.proto). */

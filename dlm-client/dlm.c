@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The "dlm" backend: the kernel DLM through libdlm (which owns the dlm_ prefix, so ours is
  * kdlm_), for sites that run dlm_controld.  The kernel
  * does the granting, recovery and fencing; this file maps libdlm's lock status blocks and ASTs

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The "local" backend: one node, in-process, no daemons.  Every client of the process that
  * opens a lockspace of the same name shares one lock table, so threads and libraries of one
  * process exclude each other as nodes of a cluster would. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The POSIX record lock table (plock.h).  Held ranges and waiters are plain lists: a first
  * step sized for the handful of record locks a database's files carry, not for millions
  * (a deadlock check walks them once for every owner on its way).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* POSIX record locks (fcntl F_SETLK, F_SETLKW, F_GETLK) as one deterministic table: every
  * member of a lockspace applies the same ordered calls to its copy (as dlm_controld does for
  * GFS2's plocks), so all copies agree on who holds what.  Ranges are inclusive [start, end];

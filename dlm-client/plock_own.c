@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The owners of files' record locks (plock_own.h): a hash of the owned files, each with the
  * calls held back while it is frozen, and a small ring of recently released files. */
 #include "dlm-client/plock_own.h"

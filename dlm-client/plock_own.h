@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Which member owns a file's record locks (as dlm_controld's plock_ownership).  A member may
  * claim a file on whose locks nobody holds or waits for anything: from then on its own copy
  * of the file's locks is the only true one and it locks and unlocks there without a message.

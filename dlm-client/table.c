@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The lock table: DLM grant rules (compatibility matrix, conversions before new requests, FIFO
  * so nobody starves, NOQUEUE, cancel, LVB on release from PW/EX, blocking notifications) over
  * resources and locks kept in two hash tables.  No I/O, no clocks, no randomness: given the same

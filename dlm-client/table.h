@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The lock table: the DLM's grant rules as a pure state machine.  The same sequence of calls
  * gives the same events on every node, which is what lets the corosync backend replicate the
  * table by applying one totally ordered request stream everywhere, with no master.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The lock protocol's version rules (version.h). */
 #include "version.h"
 #include "cfslock.h"

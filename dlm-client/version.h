@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The lock protocol's versions and what two processes of the corosync backend do when they
  * meet (docs/upgrading.md): one major version works together whatever the minor; another
  * major is refused.  Internal to libcfslock. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* libodm's side of cfsd's control socket: finding the CFS mount of a path, one connection per
  * mount for the life of the process, and a reader thread that hands replies to the
  * requester and answers revoke notices (see proto/control.proto). */

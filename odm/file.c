@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Files: the instance's file table (in the statistics segment, so a file identifier means
  * the same file in every process of the instance), this process's maps of them, and the
  * calls that make, resize and remove them through cfsd. */

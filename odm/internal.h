@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Internals of libodm shared between its source files; not installed. */
 #ifndef ODM_INTERNAL_H
 #define ODM_INTERNAL_H

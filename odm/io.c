@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* odm_io: requests split at extent boundaries, each piece a libaio request on the volume
  * (libcvm splits it again at stripe boundaries), completions counted in the statistics.
  * A call that submits one request and waits for it (a foreground's single-block read, the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* libodm's process state: odm_discover, odm_init/odm_fini, the process type. */
 #include "odm/internal.h"
 

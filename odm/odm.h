@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* libodm: Oracle-Disk-Manager-style file management and asynchronous I/O on CFS.
  *
  * Written from the published semantics of Oracle Disk Manager (its header is not public).  A

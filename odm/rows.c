@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* This node's ODM statistics segments read as rows (see rows.h). */
 #include "odm/rows.h"
 

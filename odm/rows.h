@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* This node's ODM statistics segments read as rows: one per instance, database, node, process
  * type or file (odmstat's --by), or per database, instance, node and process type at once
  * (ODM_BY_ALL, what odmstat --prometheus shows and what cfsd shares with the other nodes). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The instance statistics segment (see stats.h). */
 #include "odm/stats.h"
 

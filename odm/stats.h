@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The statistics segment of an instance: /dev/shm/odm.DATABASE.INSTANCE, shared by its
  * processes, read by odmstat.
  *

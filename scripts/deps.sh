@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Install the Debian packages the build and the tests need, only those missing.
 # Runs apt-get as root; says what it runs; fails with a clear message when it cannot.
 set -euo pipefail

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The newcomer's tour on the embedded default (one node, local locks): LUN files in a
 # temporary directory, a striped volume over them, randio on it, a CFS filesystem made and
 # mounted, used as a shared Oracle home would be, remounted dboptimized for database files,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Test helpers: a unique temporary directory per test, sparse LUN files in it, and its
  * removal.  Files live under $TMPDIR (default /var/tmp: a real disk, where O_DIRECT works). */
 #ifndef TESTS_HELPERS_H

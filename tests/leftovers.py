@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """leftovers.py DIR [--kill]: what a test script left behind under its scratch directory DIR,
 one line each: processes whose command line, working directory or open files name DIR (a
 daemon that outlived its test, a LUN file's lock still held by an open description), mounts

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Run every test of a build directory: the criterion unit tests and the integration scripts
 # (which drive the installed-style binaries in BUILD/bin, each within SCRIPT_LIMIT seconds).
 # Counts test cases, prints "N passed, N failed" last (", N skipped" for checks whose needs

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The test run under pressure, to show that no check depends on the machine's speed:
 #
 #   tests/stress.sh MODE [BUILD]     (make stress; root)
@@ -77,7 +78,7 @@ slowdisk)
 	tests/run.sh "$build"
 	;;
 *)
-	sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'
+	sed -n '3,16p' "$0" | sed 's/^# \{0,1\}//'
 	exit 2
 	;;
 esac

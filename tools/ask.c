@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* One request to the daemon of a CFS mount (see ask.h). */
 #include "tools/ask.h"
 #include "cfs/control.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* One request to the daemon of a CFS mount, for the tools (cfs, odmstat). */
 #ifndef TOOLS_ASK_H
 #define TOOLS_ASK_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* cfs: mount, unmount, status and online growth of CFS filesystems; also the mount and
  * unmount helpers (installed as mount.cfs and umount.cfs, so `mount -t cfs VOLUME DIR -o ...`
  * works and a plain umount(8) waits for the daemon).  See man/cfs.8. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* cfs quota: limits and usage per user, group and project, through the daemon of the mount
  * the directory is in (cfs(8), "Quotas").  Everything given is checked before the request is
  * sent; the daemon checks the limits against what is used. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* 'cfs quota': set, get and report quotas through a mount's daemon (tools/cfs_quota.c). */
 #ifndef TOOLS_CFS_QUOTA_H
 #define TOOLS_CFS_QUOTA_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* cfslock: take, convert and release cluster locks from the shell, dump a lockspace's table,
  * and the workloads of the cluster tests.  See man/cfslock.8. */
 #include "../dlm-client/cfslock.h"

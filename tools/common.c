@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 #include "common.h"
 #include "cvm/cvm.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Helpers shared by the command-line tools (not a library API). */
 #ifndef TOOLS_COMMON_H
 #define TOOLS_COMMON_H

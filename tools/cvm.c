@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* cvm: the volume manager's command.  See man/cvm.8. */
 #include "../cvm/cvm.h"
 #include "tools/version.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* fsck.cfs: check and repair a CFS filesystem.  See man/fsck.cfs.8. */
 #include "cfs/cfs.h"
 #include "tools/version.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* fsck.cfs -n of a volume mounted on this node: the mount's daemon checks it while it is in
  * use (cfs/check.c, cfsd/check_server.c); this starts the check, prints what it finds as it
  * goes, and stops it on Ctrl-C.  A cluster volume this node has not mounted is mounted here

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* fsck.cfs -n of a volume mounted on this node, run by its daemon (fsck_mounted.c). */
 #ifndef TOOLS_FSCK_MOUNTED_H
 #define TOOLS_FSCK_MOUNTED_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* mkfs.cfs: make a CFS filesystem on a CVM volume.  See man/mkfs.cfs.8. */
 #include "cfs/cfs.h"
 #include "tools/version.h"

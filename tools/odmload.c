@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* odmload: an Oracle-like load through libodm, loaded with dlopen() as a database loads it.
  *
  * Creates the datafiles and a redo log of an instance (or identifies them when they exist),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* odmstat: ODM I/O statistics of the instances on this node, from their shared-memory
  * segments (/dev/shm/odm.DATABASE.INSTANCE), like iostat: the first report since each
  * instance began, then one per interval.  With --cluster, of every node that mounts a CFS

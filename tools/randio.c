@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* randio: the field's random-I/O micro-benchmark (after PolyServe's randio kit).  N streams,
  * each a process with its own 8 MiB buffer, issue reads and writes of one size at uniformly
  * random block-aligned offsets over the whole target, synchronously or with an async queue.

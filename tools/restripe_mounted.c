@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* cvm restripe of a volume mounted on this node: the volume is in use, so the mount's daemon
  * runs the restripe (cfsd/restripe.c), keeping its own I/O and its ODM clients' out of the
  * batch in motion.  This asks it to start, shows the progress its status reports, and asks it

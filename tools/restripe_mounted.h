@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* cvm restripe of a volume mounted on this node: its daemon runs it (restripe_mounted.c). */
 #ifndef TOOLS_RESTRIPE_MOUNTED_H
 #define TOOLS_RESTRIPE_MOUNTED_H

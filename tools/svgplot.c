@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* A small SVG line-chart writer: each panel a frame with its y range from 0 to a round
  * maximum, one polyline per series, the legend once at the top; no dependencies. */
 #include "tools/svgplot.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Line charts as SVG, for the tools' --plot: panels stacked over one time axis. */
 #ifndef TOOLS_SVGPLOT_H
 #define TOOLS_SVGPLOT_H

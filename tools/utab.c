@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The note in util-linux's userspace mount table (/run/mount/utab) that has umount(8) run
  * umount.cfs for a CFS mount.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The userspace mount table entry that has umount(8) run umount.cfs (utab.c). */
 #ifndef CFS_TOOLS_UTAB_H
 #define CFS_TOOLS_UTAB_H

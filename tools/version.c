@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* --version of every tool: the release (release.h) and the commit it was built from. */
 #include "tools/version.h"
 #include "build_id.h"

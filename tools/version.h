@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* --version of every tool. */
 #ifndef TOOLS_VERSION_H
 #define TOOLS_VERSION_H

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # bench/cfs/bigfile.sh: a big file made and dropped (a datafile added with fallocate, truncated,
 # removed), on CFS and on ext4 of the same size on the same disk (a loop device over a sparse
 # file): how long each step takes, and the longest a mkdir + rmdir of another process waits

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # bench/cfs/fsck.sh: fsck.cfs's time and peak memory on a one-node filesystem of many inodes
 # (files of 1 KiB in directories of 1000), fsck.cfs -n and then fsck.cfs -y, against the bound
 # fsck.cfs(8) states: at most 150 bytes per inode plus a bit per block of the filesystem, plus

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # bench/cfs/fuse_path.sh: what the FUSE path itself costs a 4 KiB direct read on this machine,
 # beside what the LUN files cost, so that issue 12's target for 4 KiB random I/O at depth 32
 # (0.9x the raw LUN files) can be judged against what the kernel's FUSE path allows here.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # bench/cfs/fuse_trace.sh: where a 4 KiB direct read's time goes at depth 32 on a dboptimized
 # mount through /dev/fuse, traced with perf while fio reads (issue 12's target for that depth
 # is 0.9x the raw LUN files; fuse_path.sh gives the rates, this the stages):

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # What bench/cfs's scripts share, sourced as `. lib.sh NAME` with $build set: strict mode,
 # bin (the tools), dir (the run's temporary directory, named after NAME) with the LUN files'
 # directory in it for cvm to scan, and the helpers below.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # bench/cfs/quota.sh: what quotas cost on one node.  The same work on two CFS mounts in one
 # run, one made without quotas, one with project,quota and the work charged to a user, a group
 # and a project that each have limits far above it: creates (create + 4 KiB write + close of

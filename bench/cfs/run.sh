@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # bench/cfs: CFS against raw LUN files and libfuse's passthrough_ll, in one run, as ratios.
 #   raw    fio on 4 raw LUN files of the same total size            (the data baseline)
 #   pt     fio on libfuse's passthrough_ll example over a directory on the same disk, mounted

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # bench/cluster/direct.sh: a database's direct I/O on a dboptimized cluster mount against the
 # same on a one-node mount, in one run.  fio (libaio, O_DIRECT) on a written 1 GiB file: 4 KiB
 # random reads and writes at queue depth 32, 8 KiB O_DSYNC sequential writes at depth 1 (a

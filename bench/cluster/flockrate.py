@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Uncontended lock + unlock pairs per second on one open file: flock(2) LOCK_EX/LOCK_UN, or
 (fcntl) an F_SETLKW write lock of the whole file and its F_SETLK unlock.
 Usage: flockrate.py FILE PAIRS [flock|fcntl]"""

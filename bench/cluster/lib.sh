@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # What bench/cluster's scripts share, sourced as `. lib.sh NAME ID` with $build set: a
 # temporary directory for the LUN files and mounts (named after NAME), a cluster of their own
 # (tests/cluster/cluster.sh, CLUSTER_ID from ID) taken down at exit, and helpers.

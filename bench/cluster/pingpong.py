@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Two nodes append to one file in turns: ROLE 0 appends on even turns, ROLE 1 on odd ones;
 each waits (polling the size) until the other's line is there.  Between two appends of role 0
 the file went to the other node and back: half that interval is one hand-off.  Role 0 prints

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # bench/cluster/quota.sh: what quotas cost on a cluster.  One 3-node cluster, two volumes
 # mounted on every node: one made without quotas, one with project,quota, where all the work
 # is charged to one user, group and project at 95 % of their block limits.  The 5 % left is

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # bench/cluster/randio_nodes.sh: the seed's "randio test 1": one synchronous 4 KiB random read
 # stream per node, all on ONE small CFS file, on 1, 2, 4, 8 and 14 nodes (BENCH_NODES), to show
 # that no software serialisation comes with more nodes.  One cluster of the largest count, one

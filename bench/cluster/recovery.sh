@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # bench/cluster/recovery.sh: node death to a survivor's blocked call completing (target <= 5 s)
 # and the longest stall of a survivor's unrelated reads meanwhile (target <= 1 s),
 # over BENCH_ROUNDS (default 20) kill -9 points of tests/cluster/test_cfs_recovery.sh (an

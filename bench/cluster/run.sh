@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # bench/cluster: CFS mounted on 3 corosync nodes (tests/cluster/cluster.sh, all on this machine
 # and the same LUN files) against CFS on one node, in one run.
 #   1. lock messages per operation once warm: a read-only walk and read of a shared tree on 3

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # bench/cluster/span.sh: a node's own work beside a file other nodes write, when that file is
 # one of its own inodes.  On a fresh 3-node cluster node 1 makes a directory, BENCH_PAD files
 # (default 80: past the directory's span of 64 inodes), then a file; nodes 1 and 2 append to

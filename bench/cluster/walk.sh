@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # bench/cluster/walk.sh: what a big walk on one node costs every node.  A tree of BENCH_WALK
 # files (default 200,000; some 40 a directory) is made on node 1 of 3, then node 2, mounted
 # with lock_cache=BENCH_LOCK_CACHE (default: the mount's default), walks it (stat of every

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # bench/cvm/restripe.sh: what a restripe buys and what it costs (issue 55), in one run.
 # Each LUN is a loop device over a file, held to BENCH_IOPS (default 2000) reads and writes a
 # second by the block I/O controller (cgroup v2 io.max; v1 blkio throttling where v1 holds

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # bench/cvm: the volume through libcvm against raw LUN files, in one run, as ratios.
 #   fio raw     fio on the 4 raw LUN files               (the baseline the targets refer to)
 #   randio raw  randio on one raw file of the same total size (same tool as the volume runs,

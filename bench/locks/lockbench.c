@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* lockbench: the lock manager's speed, one measurement per run, printed as one JSON line.
  *   cached   N   re-acquire of a lock this node caches (request covered by the cached grant)
  *   first    N   first acquire (and unlock) of N new locks

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # bench/locks: libcfslock's speed on the netns cluster of tests/cluster (3 nodes), and on the
 # local backend for comparison.  Prints the JSON lines of each lockbench run and a summary.
 # Targets (issue 4): cached re-acquire <= 2 us; EX ping-pong between two nodes p50 <= 1 ms.

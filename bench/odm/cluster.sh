@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # bench/odm on a cluster: libodm on 3 corosync nodes at once (tests/cluster/cluster.sh, all on
 # this machine and the same LUN files) against the same total load on one node, as a ratio.
 # The load: odmbench, 8 KiB random 75:25 read/write at queue depth 32, three processes on one

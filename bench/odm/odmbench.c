@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* odmbench: random I/O through libodm at a fixed queue depth, for bench/odm/run.sh.
  *   odmbench FILE SIZE_MIB BS DEPTH READ_PCT SECONDS   -> "IOPS MB/s"
  *   odmbench --procs N FILE BS SECONDS                  -> "IOPS MB/s SETUP_S" of N processes,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # bench/odm: libodm against raw LUN files and against the FUSE path, in one run, as ratios.
 #   raw   fio (libaio, O_DIRECT) on 4 raw LUN files of the same total size
 #   odm   odmbench: libodm over CFS, one datafile striped over a CVM volume of 4 LUN files

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """fsx-style block writer and checker: random 4 KiB writes and reads of a file, each block
 stamped with its offset and generation, every read checked against what was last written;
 at the end every block checked.  Runs until STOP_FILE exists (and at least 200 steps).

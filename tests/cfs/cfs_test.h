@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Shared by the cfs tests: a volume of LUN files in the test directory, made and mounted. */
 #ifndef TESTS_CFS_TEST_H
 #define TESTS_CFS_TEST_H

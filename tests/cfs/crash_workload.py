@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Metadata-heavy workload for the crash test, and its checker.
 
   crash_workload.py run DIR LOG SEED    creates, renames, unlinks and writes in DIR until it is

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Sourced by test_uring.sh and test_dev_direct.sh after lib.sh, with v, M, opts, counter and
 # who set: on volume v (4 LUNs, $T/$v.lun4 free for a grow) mounted at M with opts
 # (dboptimized), direct reads and writes that who send to the LUNs without holding a thread

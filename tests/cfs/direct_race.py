@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Direct I/O racing truncates (tests/cfs/direct_io_checks.sh on one node,
 tests/cluster/test_cfs_shared_write.sh across two).
 

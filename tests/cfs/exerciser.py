@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Apply the same random file operations to two directory trees (CFS and a tmpfs twin) and
 check after every step that both give the same result or the same error, and every 100 steps
 that the trees hold the same names, types, modes, link counts, sizes, contents, symlink

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """File handles as NFS uses them: `file_handle.py get PATH` prints PATH's handle in hex
 (name_to_handle_at); `file_handle.py read MOUNT HEX` opens it (open_by_handle_at) and prints
 what the file holds, or exits 1 with the errno's name."""

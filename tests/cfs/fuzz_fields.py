@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Field fuzzer for CFS metadata: one field of one metadata block set to a hostile value and
 the block's crc32c sealed again (as a bug, not a torn write, would leave it), then
 

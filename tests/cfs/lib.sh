@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Shared by the cfs integration scripts: lib.sh's temp dir and checks, a volume of LUN files
 # there, and mounts that are taken down on exit, also when a check fails or the script dies.
 . "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """libaio through ctypes, for the tests' asynchronous direct writes (soak_workload.py,
 test_posix.sh): one context, writes submitted together and reaped."""
 import ctypes, errno

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Set one field of one metadata block of a one-LUN CFS volume and seal the block's crc32c
 again, as a bug (not a torn write) would leave it:
 

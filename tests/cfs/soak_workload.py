@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Random operations of every kind a mount serves, for tests/cfs/soak.sh: buffered, direct and
 asynchronous (libaio) writes, reads, fallocate (plain, KEEP_SIZE, PUNCH_HOLE, ZERO_RANGE),
 truncate, small and large xattrs, access and default ACLs, files unlinked while open, renames,

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """A refused allocation gives back every block it took, at once (tests/cfs/test_enospc.sh).
 
 Usage: space_check.py DIR.  DIR is an empty directory on a CFS mount of its own.  It fills the

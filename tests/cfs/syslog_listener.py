@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """A syslog socket for tests: receives datagrams on SOCKET, appends each as a line to OUT.
 
 Ends by itself once DIR (the test's scratch directory) is gone, so a test that dies leaves

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Permission checks for callers the kernel does not check (ODM clients): cfs_access by mode
  * bits and by access ACL (cfs/acl.c), for the owner, named users, the owning and named groups
  * (also through supplementary groups), others, the mask, and root. */

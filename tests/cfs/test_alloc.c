@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The allocator: contiguous runs near the goal, every block handed out once, frees come back
  * only after the transaction that freed them is committed, ENOSPC when full, and the counts
  * survive a remount. */

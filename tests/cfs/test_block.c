@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Metadata block headers: a sealed block verifies; a flipped bit, a block read from the wrong
  * place, the wrong type or owner are each caught and named. */
 #include "cfs_test.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The check of a mounted filesystem (cfs/check.c), through libcfs without FUSE: clean on a
  * tree in use, damage written to the LUNs behind the mount's back (to a block it holds clean
  * in its cache) found and named by path, and a stop honoured. */

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Crash test: kill -9 cfsd at random points of a metadata-heavy workload (creates, renames,
 # unlinks, writes, fsync) run by WORKERS processes at once (default 3: their fsyncs commit
 # while others' are in flight), CRASH_POINTS times (default 50), then SMALL_JOURNAL_POINTS

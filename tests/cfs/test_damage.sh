@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Damaged metadata: chosen blocks of a one-LUN volume are overwritten; fsck.cfs -n finds them
 # (exit 4), a mount returns EIO for the damaged object only and logs its block, cfsd does not
 # crash, fsck.cfs -y repairs (exit 1) and then finds the filesystem clean (exit 0).

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Direct reads and writes from /dev/fuse's workers sent to the LUNs without holding a worker
 # (cfsd/dev_direct.c), on a one-node dboptimized mount with nouring (every kernel without FUSE
 # over io_uring takes this path): the checks io_uring's data threads pass too, sizes that

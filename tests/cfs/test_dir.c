@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Directories: names hash to their bucket, linear hashing splits as the directory grows
  * (level and split pointer), every name stays findable through the splits, removal and
  * replace work, and long names and odd bytes are names like any other. */

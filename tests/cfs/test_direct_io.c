@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Direct I/O whose LUN part the caller submits (cfs/direct_io.c): the pieces, done here with
  * pread and pwrite on the LUNs' descriptors as cfsd's data threads do through their rings,
  * read back through cfs_read; and everything that must take the ordinary path instead. */

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # A full filesystem: each refused allocation (fallocate, direct write, create, mkdir; ODM's
 # create and resize are in tests/odm/odm_api.c) gives back every block it took, at once, and
 # what a remove frees is taken again at once, on a normal and on a dboptimized mount.  Then

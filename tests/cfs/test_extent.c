@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Extent maps against a reference model: a byte per file block saying hole, unwritten or
  * written, through random fills, writes (unwritten -> written) and punches; the map must stay
  * sorted, non-overlapping, merged where it can be, and say what the model says. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The format and its features (cfs/feature.c, cfs/tune.c): what mkfs chooses; what a mount,
  * fsck, a grow's take-in and a tune do with a format, an incompat, a ro_compat or a compat
  * feature this release does not know, and with an interrupted tune; journal format 3 beside

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* File data against a model: random writes of every alignment, from buffers on a page
  * boundary (cfsd's WRITE data, written to the volume as it is) and off one (copied through
  * an aligned buffer), into holes, unwritten and written blocks; read back after a remount

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # fsck.cfs -n on a mounted filesystem (issue 68, point 3): the mount's daemon checks it while
 # it is in use, read-only; clean while a writer runs; damage made on the LUNs behind the
 # daemon's back (blocks it holds in its cache) is found and named, by fsck's lines, its JSON

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Damaged metadata, field by field (fuzz_fields.py): on a one-LUN filesystem with a big
 # directory, fragmented and sparse files, xattrs in the inode and in an xattr block, ACLs,
 # links, a project and quota records, one field of one metadata block is set to a hostile

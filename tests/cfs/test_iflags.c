@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Immutable and append-only inodes (cfs/iflags.c) through the libcfs calls that must refuse
  * them, also for callers the kernel does not check (ODM clients, cr NULL); who may set which
  * flag; the flags surviving a remount; fsck clean after.  chattr(1) and lsattr(1) on a mount

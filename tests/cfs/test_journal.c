@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The journal: committed transactions are replayed at mount when their blocks did not reach
  * their place, in order, the newest image of a block last; replaying twice changes nothing; a
  * torn transaction (no valid commit block) is ignored whole; a commit writes nothing in place

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # A failing LUN is named (issue 68, point 5): two sparse LUN files on a tmpfs too small for
 # them (a thin-provisioned LUN that runs out of space).  A writer filling the filesystem gets
 # an error; the daemon's log names the LUN, the byte and the errno of each failed I/O (at most

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Namespace operations through libcfs, without FUSE: create, lookup, link, unlink, rename
  * (plain, NOREPLACE, EXCHANGE, over a directory), and that everything survives a remount. */
 #include "cfs_test.h"

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # CFS on a real FUSE mount: the POSIX a shared Oracle home needs, checked one behaviour at a
 # time, then real workloads (fio with verify, a tar round trip, dbench, a random-operation
 # exerciser against a tmpfs twin), then fsck.cfs must find the filesystem clean.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Project ids (cfs/project.c, set through cfs_set_fsattr): what a directory passes on to what
  * is made in it, the links and renames into another project refused with EXDEV (exchanges
  * both ways), who may set an id, the ids surviving a remount, and a filesystem without the

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Project ids on a mount, with the tools an admin knows: chattr +P -p and lsattr -p, xfs_io's
 # chproj and lsproj (FS_IOC_FSSETXATTR and FSGETXATTR through FUSE), what a project directory
 # passes on, EXDEV for a link or rename into another project (mv copies instead), root alone

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Quotas (cfs/quota.c): usage follows every allocation and free to the byte, per user, group
  * and project, also when an inode changes owner; hard limits refuse writes, fallocates,
  * creates and mkdirs with EDQUOT keeping nothing; a soft limit refuses once its grace is

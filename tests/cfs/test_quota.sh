@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Quotas as an admin uses them on one node: cfs quota set, get and report (text and --json)
 # for users, groups and projects; EDQUOT for write, fallocate, create and mkdir by a user
 # over a hard limit, for a user's chgrp into a full group, and for ODM's create and resize in

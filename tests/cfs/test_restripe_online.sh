@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # cvm restripe while the filesystem is mounted and in use on this node (cfsd/restripe.c): a
 # filesystem made on 2 LUNs, grown onto 2 more, restriped while block verifiers write and
 # check files (one with O_DIRECT) and an ODM instance runs; paused with Ctrl-C and resumed,

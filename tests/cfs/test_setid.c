@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Which changes take set-user-ID and set-group-ID bits away (cfs/setid.c), through the libcfs
  * calls that apply them, for callers with and without CAP_FSETID and inside or outside the
  * file's group.  The caller's privileges come from a table here; cfsd's lookup of the real

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Node slots added while mounted: the new slots mount and journal, fsck knows their journals,
  * the addition survives a crash through the journal, and bad counts or no room change
  * nothing. */

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # A randomized soak of one filesystem: rounds of mount (normal or dboptimized), a random mix of
 # every operation kind (soak_workload.py), clean unmount, then fsck.cfs -n, which must find
 # nothing (a block in use that belongs to nothing is a leak).  make check runs a short one;

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # mkfs.cfs, fsck.cfs, cfs and cfsd as people use them: help, mount -t cfs, online grow, and every
 # bad input refused with a message naming the thing, with nothing on the LUNs changed.
 . "$(dirname "$0")/lib.sh"

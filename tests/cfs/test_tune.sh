@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Format and features as people use them (cfs(5)): every tool's --version, mkfs.cfs -O and
 # --feature-level, cfs show, cfs status and fsck.cfs printing the features, cfs tune turning
 # journal_v3 off and on with data kept across, and what it refuses (a mounted filesystem, a

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # FUSE over io_uring (cfsd/fuse_uring.c), where the kernel has it: the whole POSIX script
 # (test_posix.sh) with every request through the rings, then what only the rings have: the
 # nouring option, io_uring turned off by sysctl after the fuse module offers it (the kernel

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Records appended to one file by several nodes at once, each by one write(2) through O_APPEND.
 
     append_records.py write FILE NODE COUNT

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Appends to one file through a descriptor each node keeps open, in turns.
 
     append_turns.py FILE TOKEN ROLE NODES TURNS

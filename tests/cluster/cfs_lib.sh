@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Shared by the CFS cluster tests: the cluster lib (a cluster of our own, always taken down),
 # then helpers to run commands on a node and mount CFS there.  Each node has its own mount
 # namespace, so node N's mount point $T/mN is only mounted inside node N.

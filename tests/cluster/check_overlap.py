@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Reads grant/release logs of cfslock (--log) from every node and fails if two incompatible
 grants of one resource overlapped in time.  All nodes run on one machine, so their
 CLOCK_MONOTONIC times compare.  A grant is logged after it arrived and a release before it was

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # An N-node cluster on one machine: each node a network namespace on a bridge, running its own
 # corosync in its own mount namespace (private /run, /var/lib/corosync, /dev/shm).
 #
@@ -203,5 +204,5 @@ heal) cmd_heal ;;
 exec) [ $# -ge 2 ] || die "exec NODE CMD..."; node_exec "$@" ;;
 wait-quorum) [ $# -ge 2 ] || die "wait-quorum NODE yes|no [SECONDS]"; wait_quorum "$@" ;;
 status) cmd_status ;;
-*) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; [ -z "$cmd" ] || [ "$cmd" = help ] || exit 2 ;;
+*) sed -n '3,18p' "$0" | sed 's/^# \{0,1\}//'; [ -z "$cmd" ] || [ "$cmd" = help ] || exit 2 ;;
 esac

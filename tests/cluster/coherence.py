@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Coherence checker for a filesystem mounted on several nodes (run one per node).
 
     coherence.py DIR NODE NODES OPS [--replace]

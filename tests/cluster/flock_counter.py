@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Increment a counter file N times under a lock of a lock file, as cooperating processes on
 several nodes do: lock, open the counter (close-to-open: an open after the lock sees the last
 holder's closed write), read, write the next value, close, unlock.  KIND: flock (flock(2),

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Work in DIR until killed, logging to LOG (outside the filesystem) every change that fsync
 has made durable: "begin OP ARGS" before it, "done" after its fsync returned.  At most the
 last "begin" has no "done" (the kill came during it).  check() replays such a log against

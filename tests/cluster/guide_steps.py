@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """The steps of docs/admin-guide.md, for test_admin_guide.sh: prints one bash call per step.
 
   guide_steps.py GUIDE T BIN SUBNET NODES

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Shared by the cluster test scripts: tests/lib.sh, then a cluster of our own that is always
 # taken down.  Usage: . lib.sh WHAT (WHAT names the tests in the skip line).
 . "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Make a tree shaped like a shared Oracle home: FILES small files in nested directories,
 some executable, symbolic links (to files and directories, some dangling) and hard links, and
 a bin/ of real programs copied from this machine.  Deterministic for a given seed.

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """A name renamed back and forth on one node, looked up over and over on another: the looking
 node must see each rename as soon as the renaming node's rename has returned.
 

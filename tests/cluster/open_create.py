@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Opens names with O_CREAT at the same moments as the other nodes do.
 
     open_create.py DIR ROUNDS START [excl]

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Hold a file open while another node removes it, then read and write on (open delete).
 
 open_delete.py FILE FLAG: opens FILE read-write, creates FLAG.opened, waits for FLAG.removed,

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """fcntl(2) record locks from the shell, for the cluster tests.
   plock_tool.py hold FILE START LEN r|w READY RELEASE   F_SETLKW, touch READY, hold until
                                                        RELEASE exists, then exit (no unlock)

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Create racer (after ocfs2-test's create_racer): for SECONDS, create, link, rename, unlink,
 mkdir and rmdir a small set of names in one directory, at random, as fast as it can.  Run it on
 several nodes at once on the same directory.  Expected errors (the name is there, or not, or a

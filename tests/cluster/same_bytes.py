@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Two nodes write the same bytes of a file at the same moments; each write(2) must stay whole.
 
     same_bytes.py write DIR NODE START ROUNDS

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """A SQLite database used from several nodes at once, as a program on a shared home would:
 each transaction (BEGIN IMMEDIATE: SQLite's fcntl locks on the database file) reads a
 counter, writes it plus one and adds a row naming the node and turn.  SQLite trusts the

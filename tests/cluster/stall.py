@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """stall.py FILE SECONDS: read and stat FILE in a loop for SECONDS; print the longest time
 one read+stat took (a survivor's unrelated work while another node is recovered)."""
 import os

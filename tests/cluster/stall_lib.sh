@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Shared by the stall tests (test_cfs_stall.sh, test_cfs_stall_random.sh), sourced after
 # cfs_lib.sh: freezing processes (SIGSTOP, let go by the EXIT trap too), counting a slot's
 # recoveries in the survivors' logs, and a manifest the survivors write after a recovery.

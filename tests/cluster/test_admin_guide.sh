@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # docs/admin-guide.md, run as written: every command of its console blocks, in order, on the
 # node it names, and every file it shows written where it says, on a 4-node cluster of the
 # harness (guide_steps.py says how the site's paths map to the test's: LUN files for

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # CFS mounted read-write on 3 corosync nodes at once (cluster=corosync), over the same LUN
 # files: the lock protocol and slot refusals, what one node does seen at once by the others
 # (data after close or fsync, names, attributes, xattrs, ACLs, df), a file kept open on one

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Self-fencing: node 3, writing under fsync, is cut off from the others by the network.  It
 # loses quorum and fences itself: its calls fail with EIO, and from the fence on nothing it
 # does reaches the LUNs (the LUN files' checksums do not change while it keeps trying to

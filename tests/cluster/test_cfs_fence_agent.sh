@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # cfs-fence(8), the fence agent for the fence= mount option.  SBD for real: a survivor of a
 # 3-node cluster runs cfs-fence for the dead node, fence_sbd writes "off" into the node's slot
 # on an SBD disk (a loop device here) and waits SBD's msgwait; only then is the journal

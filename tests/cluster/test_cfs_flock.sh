@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # flock(2) and fcntl(2) record locks across the nodes of a cluster mount: counters
 # incremented under LOCK_EX and under F_SETLKW by two processes on each of 3 nodes end exact;
 # LOCK_NB and F_SETLK fail while another node holds the lock; shared locks and disjoint

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # fsck.cfs -n on a cluster mount (issue 68, point 3): node 1's daemon checks the filesystem
 # while node 2 creates, appends to, renames and removes files in directories both nodes use,
 # under the cluster locks readers take: clean every round, and node 2's work goes on (its

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Allocation group glocks (cfs/agglock.c): writes that allocate and truncates go under the
 # metadata glock PR and the groups they allocate or free in, so two nodes appending to their
 # own files in their own groups send no lock message once warm, nor does a node truncating,

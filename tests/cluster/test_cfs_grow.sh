@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Growth while mounted on three nodes: the volume is nearly full; `cvm grow` adds a LUN and
 # `cfs grow` on node 1 takes it in.  Nodes 2 and 3 see the new size and use the new space
 # without a remount (each opens the volume again when it next takes the metadata lock), a

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # cfs grow on a cluster node with direct reads and writes in flight through /dev/fuse (libaio
 # at depth 32: cfsd/dev_direct.c, whose completion thread ends each request while others are
 # still in flight).  The grow holds the filesystem's lock while it waits for the data I/O in

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Attributes and names the kernel keeps of a cluster mount (cfsd/kernel_inval.c): a node looks
 # at a file over and over, so its kernel answers from its caches; node 2 changes the file (a
 # rename, a replace, chmod, chown, utimes, an append, a link, an xattr, an ACL, a remove, a

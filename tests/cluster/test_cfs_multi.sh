@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # CFS on 3 corosync nodes under concurrent load (after OCFS2's multi-node suite): a create
 # racer on one directory from every node, a tree unpacked on one node while another removes
 # it (both ways), a file open on two nodes removed on a third (read and written on, freed at

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Names made, linked, renamed and removed under the metadata glock PR (cfs/namei.c): a create
 # holds its directory's and the new inode's glocks EX and a group reserved, a remove its
 # directory's and the inode's glocks EX and this node's orphan list, a link or rename the

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # ODM on several nodes at once, as RAC instances share every datafile (cfsd/odm_cluster.c):
 # a file created and committed on one node is identified on the others, an uncommitted one
 # is seen nowhere else and goes with its node; three nodes write one datafile through libodm

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Failover of a database: an instance writing its datafile through libodm on node 2 dies with
 # its node (the writer, cfsd and corosync killed -9 at once).  The same instance is started
 # on node 1 on the same file and resumes; the time from the kill to its first completed write

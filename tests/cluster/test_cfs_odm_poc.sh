@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The seed's proof of concept in miniature: POC_NODES nodes (5 here; `make poc` runs the seed's
 # 14), one volume of 4 LUNs striped at 256 KiB, `mkfs.cfs -p corosync -J N`, a dboptimized
 # mount on each, POC_INSTANCES database instances (10 here, 60 in `make poc`) of POC_PROCS

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Partitions that heal, both sides writing: node 3 is cut off while it and node 1 both write
 # under fsync.  Round 1 heals while node 3's recovery is still pending (the fence agent the
 # test holds keeps it so: a heal shorter than the fence interval, on any machine); round 2

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Quotas on a cluster (quota_grant.c: charges against each node's grants, in the journal of
 # the node that makes them; refusals after the grants are taken back): a limit set on one node
 # applies on every node;

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Node failure: a node working under fsync (creates, appends, renames, unlinks) loses its cfsd
 # and its corosync to kill -9 at a random moment (in both orders).  The survivors notice through membership,
 # one of them replays the dead node's journal and frees its locks: a survivor's operation that

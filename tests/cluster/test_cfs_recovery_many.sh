@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Node failures on five nodes: (a) two nodes die at once while both work under fsync: the
 # three survivors recover both; (b) the survivor recovering a dead node dies during the
 # recovery (its fence agent hangs): another survivor recovers both.  Every change the dead

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # remount,ro and back to rw on one node of a cluster while the others go on: the read-only
 # node still sees the others' changes and refuses writes; back to rw it writes again, with
 # nothing replayed, and the others see it.  fsck.cfs -n clean at the end.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # cvm restripe while CFS is mounted on three nodes (cfsd/restripe_cluster.c): a filesystem made
 # on 2 LUNs, grown onto 2 more, restriped from node 1 while every node runs an ODM instance
 # writing and reading back stamped blocks (odm_race stamp), a block verifier (O_DIRECT) and an

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Kills during a restripe of a volume mounted on three nodes, 9 rounds (make soak: up to 40),
 # each from a random node R (the restriper), while every node runs an O_DIRECT block verifier
 # that saves what was acknowledged when its mount dies:

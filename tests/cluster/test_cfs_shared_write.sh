@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Direct writes from two dboptimized nodes into one file at once, as RAC instances write a
 # datafile: inside written blocks they go under the shared glock, with no lock message per
 # write; the data is whole on every node; the times catch up at the close; a write that grows

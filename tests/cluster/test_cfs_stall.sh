@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # A node that stalls and comes back never writes again (the membership lease, cfslock.h).
 # Rounds on a 3-node cluster, each a freeze (SIGSTOP) long enough for the others to
 # remove the frozen node and recover it, and a thaw after the survivors changed what it had:

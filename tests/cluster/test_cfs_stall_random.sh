@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Stalls at random moments of a mixed workload: STALL_ROUNDS rounds (default 20; STALL_SEED
 # repeats a run), each freezing node 2 or 3 (SIGSTOP) while it creates, renames and removes
 # files under fsync and rewrites a file with direct I/O: its corosync, cfsd and workload

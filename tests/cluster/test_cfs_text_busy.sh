@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # "Text file busy" across the nodes of a cluster mount (cfs/text_busy.c): a program running
 # on one node cannot be opened for writing, overwritten or truncated on another, where before
 # it was overwritten and the running program died of SIGBUS; a program open for writing on

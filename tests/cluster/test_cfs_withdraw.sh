@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # A node whose writes to the LUNs start failing (a lost path: CVM_FAULT_EIO_AFTER, cvm/volume.c)
 # while it holds glocks EX withdraws (cfs_withdraw): its journal's failed commit makes it
 # read-only, it fences itself and stops beating, the others evict it and replay its journal,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # cvm config changes under the volume's cluster lock, on a 3-node corosync cluster: while one
 # node holds the change lock of a volume, another node's grow is refused with a clear message
 # and changes nothing; once released, the grow goes through and every node sees it.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # libcfslock's corosync backend on real corosync clusters of 3 and 5 nodes (tests/cluster):
 # (a) mutual exclusion of a counter on a shared LUN file, (b) PR everywhere at once, (c) the
 # blocking callback, (d) value blocks between nodes, (e) a killed holder (client, then corosync)

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The README's "A cluster on one machine", run as a newcomer would paste it: the block as
 # written, from a directory laid out as the checkout (build/bin the build under test,
 # tests/cluster/cluster.sh), with its scratch paths in this test's directory (/var/tmp/luns,

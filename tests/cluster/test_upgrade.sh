@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # A rolling upgrade (docs/upgrading.md): a 3-node cluster of the previous release
 # (tests/upgrade/previous-release, built by tests/upgrade/build.sh) upgraded to this one node
 # by node, while the nodes not being upgraded keep writing and a libodm database of the

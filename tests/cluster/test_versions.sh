@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The lock protocol's versions (docs/upgrading.md): a node whose major version the cluster
 # does not speak is refused at mount, with a message naming both versions, before it sees the
 # lock table, and changes nothing: the others go on, their files as they were, and the

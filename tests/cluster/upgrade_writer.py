@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Files whose content follows from their name, for the upgrade tests.
 
     upgrade_writer.py write DIR LIST STOP [COUNT]

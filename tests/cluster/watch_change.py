@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """What a node sees of a file, read over and over until another node has changed it.
 
     watch_change.py once KIND PATH          print what this node sees now

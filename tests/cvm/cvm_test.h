@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Shared by the cvm tests that work on volumes in the test directory. */
 #ifndef TESTS_CVM_TEST_H
 #define TESTS_CVM_TEST_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Asynchronous I/O through libaio against the synchronous path, on real LUN files. */
 #include "cvm/internal.h"
 #include "../helpers.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Config changes (change.c) interrupted: a child process runs create, grow or remove and
  * "loses power" after k metadata writes (cvm_fault_crash_after); the parent then assembles the
  * volume and finds the old config or the new one, never a mix, with the data intact. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Label and config encodings: round trips, and every damaged byte is caught. */
 #include "cvm/internal.h"
 

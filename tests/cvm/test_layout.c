@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The mapping function against a reference model built the other way round: the model lays
  * the volume out by enumerating stripe chunks in order, the mapper computes by division. */
 #include "cvm/cvm.h"

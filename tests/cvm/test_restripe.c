@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* cvm_volume_restripe on real LUN files: a volume of 2 LUNs grown by 2 more, every 4 KiB
  * block stamped with its volume offset, restriped into one set over the 4; interrupted
  * ("power lost") after every so many writes and run again, paused and resumed, refused when

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The restripe planner against a model of the LUNs' cells: every move reads the chunk it
  * moves and writes a cell whose chunk has already left, and after the last move every chunk is
  * where the target layout wants it; also when the moves are done in staged batches, as the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Discovery: by UUID, whatever the order of paths, with duplicate paths and links. */
 #include "cvm/cvm.h"
 #include "../helpers.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 #include "cvm/cvm.h"
 #include "cvm/internal.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Volumes on real LUN files: create, I/O across stripe sets, grow, remove, and the bad inputs,
  * each refused with a message naming the thing and with nothing written. */
 #include "cvm_test.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The kernel DLM backend.  Where the kernel DLM runs (/dev/misc/dlm-control and dlm_controld)
  * it must lock and unlock; elsewhere opening it must fail with ENODEV, not pretend. */
 #include "dlm-client/cfslock.h"

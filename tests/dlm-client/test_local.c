@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* libcfslock through the local backend: the client API, callbacks on dispatch, LVBs, and
  * mutual exclusion among threads that each act as a separate client. */
 #include "dlm-client/cfslock.h"

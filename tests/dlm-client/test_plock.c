@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The POSIX record lock table: fcntl's rules (replace, split, merge, conflicts), waiters in
  * order, cancel, an owner's close and a node's failure, deadlocks refused, and one sequence
  * applied to two tables ending in the same state (what keeps the cluster's copies equal). */

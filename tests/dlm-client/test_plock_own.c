@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The owners of files' record locks: claiming, calls held back in order, a cancel or an
  * F_SETLK found among them, release handing the calls back oldest first, the memory of
  * recent releases. */

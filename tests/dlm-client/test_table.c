@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The lock table's grant rules, and a randomized check of its invariants and determinism. */
 #include "dlm-client/cfslock.h"
 #include "dlm-client/table.h"

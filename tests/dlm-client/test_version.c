@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The lock protocol's version rules (dlm-client/version.c): what a Hello without versions
  * means, which meetings work together and which are refused, and how a version is named in
  * the messages.  tests/cluster/test_versions.sh and test_upgrade.sh meet real processes. */

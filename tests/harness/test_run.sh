@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # tests/run.sh itself: a script that leaves a process, a network namespace and an ODM segment
 # behind fails, each is named, and each is cleared away; a script that leaves nothing passes;
 # the counts add up.  Runs tests/run.sh on two planted scripts (one lane, no grace).

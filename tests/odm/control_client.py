@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Hand-made requests to a CFS mount's daemon over its control socket, as any program of
 root's or of odm_group's could send them, not only libodm: what cfsd must check itself
 (tests/odm/test_odm_requests.sh).  The protobuf encoding of proto/control.proto is written

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* libodm against a mounted CFS (ODM_TEST_DIR, set by test_odm.sh): every call and its errors,
  * data both ways between ODM and the mount, create/abort and cleanup after a crash, resize
  * racing with I/O, exact statistics.  Criterion runs each test in a process of its own. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Durability of ODM writes across kill -9, driven by tests/odm/test_odm_crash.sh.
  *
  *   odm_crash write DIR LOG ROUND   identifies DIR/data.dbf (creating it the first time), makes

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* ODM on several nodes at once, driven by tests/cluster/test_cfs_odm.sh (each command runs on
  * one node; the files are on the cluster mount).
  *

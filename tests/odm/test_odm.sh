@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # libodm on a real CFS mount: the API tests (tests/odm/odm_api.c, criterion, as TAP), two
 # instances of odmload at once with the profiles odmstat must show, odmstat's bad inputs.
 . "$(dirname "${BASH_SOURCE[0]}")/../cfs/lib.sh"

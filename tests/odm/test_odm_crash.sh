@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # ODM crash test: a process writes data.dbf through libodm (kernel bypass, async batches) and
 # keeps an uncommitted scratch.dbf, and is killed -9 at a random point, ODM_CRASH_POINTS times
 # (default 12); every other time cfsd is killed with it.  After each kill: every write that

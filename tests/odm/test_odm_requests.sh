@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The daemon's control socket trusts no client (issue 68, point 4): ODM requests made by hand
 # (control_client.py), as root and as a member of odm_group, with fields libodm would never
 # send, and root's control requests with an unknown op or a bad size.  Each is refused with EINVAL and a message naming the field, nothing is made, and the

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # libodm at a database node's scale, on one node: 1,000 processes at once (50 instances of 20,
 # as odmload starts them: dbw0 and lgwr, then the foregrounds), every one identifying, reading
 # and writing its instance's files, all listed by odmstat; cfsd serves them without a thread

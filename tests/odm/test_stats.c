@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* odm/stats.c: histogram, process types from names, the segment's slots and retiring. */
 #include "odm/stats.h"
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The Debian packages as an administrator meets them: `make deb` builds cfs-utils, libodm and
 # libodm-dev; apt-get installs them with their dependencies from Debian; the one-node tour
 # runs on the installed binaries (not the build tree), also `mount -t cfs` and a plain
@@ -32,6 +33,13 @@ debs=()
 for p in "${PKGS[@]}"; do debs+=("$(ls "$T"/deb/"${p}"_*.deb)"); done
 check "cfs-utils depends on corosync and fuse3" bash -c "dpkg-deb -f '${debs[0]}' Depends | grep -q corosync &&
 	dpkg-deb -f '${debs[0]}' Depends | grep -q fuse3"
+for d in "${debs[@]}"; do
+	p=$(dpkg-deb -f "$d" Package)
+	check "$p carries the licenses (/usr/share/doc/$p/copyright: GPL-2.0-or-later and LGPL-2.1-or-later)" \
+		bash -c "dpkg-deb --fsys-tarfile '$d' | tar -xO ./usr/share/doc/$p/copyright |
+			grep -q '^License: GPL-2.0-or-later' && dpkg-deb --fsys-tarfile '$d' |
+			tar -xO ./usr/share/doc/$p/copyright | grep -q '^License: LGPL-2.1-or-later'"
+done
 
 installed=yes
 if apt-get install -y -q "${debs[@]}" >"$T/install.log" 2>&1; then

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The cvm command on sparse LUN files: the whole life of a volume, and every bad input refused
 # with a message naming the thing and with no LUN changed.
 . "$(dirname "$0")/../lib.sh"

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # cvm and randio on block devices: loop devices over files stand in for SAN LUNs.  Needs root
 # and /dev/loop-control; says "skip" (not counted as passed) where they are missing.
 . "$(dirname "$0")/../lib.sh"

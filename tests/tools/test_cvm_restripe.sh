@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # cvm restripe of an unmounted volume as a user runs it: a filesystem made on 2 LUNs and grown
 # onto 2 more, spread over all 4 with its files intact, through kills at random moments, a
 # pause and a resume; and each refusal with its message and nothing changed.

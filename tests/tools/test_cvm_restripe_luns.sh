@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # cvm restripe --luns as a user runs it: a filesystem on 2 LUNs grown twice by 2 (three stripe
 # sets); the last two sets made one (crashed, paused, resumed without --luns), then the first
 # given another width while mounted (its daemon runs it), then all of it one set, then, grown

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Every command has a manual page that groff formats without a warning, and every page says
 # what it names in its NAME line; every command answers --help and --version.
 . "$(dirname "$0")/../lib.sh"

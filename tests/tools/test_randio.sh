@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # randio on a file and on a CVM volume, sync and async, with its bad inputs.
 . "$(dirname "$0")/../lib.sh"
 R=$BIN/randio

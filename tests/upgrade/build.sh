@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The other builds the upgrade tests run beside this tree's (make check-build runs this):
 #
 #   tests/upgrade/build.sh previous DIR   the previous release (tests/upgrade/previous-release:
@@ -45,7 +46,7 @@ major2)
 	}
 	;;
 *)
-	sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'
+	sed -n '3,13p' "$0" | sed 's/^# \{0,1\}//'
 	exit 2
 	;;
 esac

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # From the previous release to this one on one node (docs/upgrading.md): a filesystem made and
 # filled by the previous release (tests/upgrade/build.sh previous), its tree read back whole by
 # this release, also from a journal the previous release left behind when killed; this
