@@ -269,6 +269,9 @@ int cfs_rename(struct cfs_fs *fs, uint64_t parent, const char *name, uint64_t ne
 /* With exactly CFS_SET_MTIME | CFS_SET_CTIME: the times a write-back cache kept of writes
  * it sent since (CFS_W_CACHED), taken as those writes were. */
 #define CFS_SET_CACHED_TIMES 128u
+/* The atime and mtime set are the time of the call (utime(NULL), UTIME_NOW), which an
+ * append-only file takes (fs/attr.c notify_change: not a time of the caller's choosing). */
+#define CFS_SET_TIMES_NOW 256u
 /* cr NULL, here and below: the filesystem itself asks, set-ID bits stay. */
 int cfs_setattr(struct cfs_fs *fs, uint64_t ino, const struct stat *attr, unsigned to_set,
 		const struct cfs_cred *cr, struct stat *out);

@@ -22,6 +22,18 @@ int cfs_iflags_may_change(const struct cfs_inode *ip)
 	return ip->d.flags & STICKY_FLAGS ? -EPERM : 0;
 }
 
+/* fs/attr.c notify_change: an append-only file's times may be set to now, nothing else of it;
+ * an immutable file's nothing. */
+int cfs_iflags_may_setattr(const struct cfs_inode *ip, unsigned set)
+{
+	if (ip->d.flags & FS_IMMUTABLE_FL || !(ip->d.flags & FS_APPEND_FL))
+		return cfs_iflags_may_change(ip);
+	const unsigned touch = CFS_SET_ATIME | CFS_SET_MTIME | CFS_SET_CTIME | CFS_SET_CACHED_TIMES |
+				CFS_SET_TIMES_NOW;
+	bool chosen_times = (set & (CFS_SET_ATIME | CFS_SET_MTIME)) && !(set & CFS_SET_TIMES_NOW);
+	return set & ~touch || chosen_times ? -EPERM : 0;
+}
+
 int cfs_iflags_may_write(const struct cfs_inode *ip, uint64_t off)
 {
 	if (ip->d.flags & FS_IMMUTABLE_FL)

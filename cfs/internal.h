@@ -531,6 +531,7 @@ mode_t cfs_setid_chmod(mode_t mode, uint32_t gid, const struct cfs_cred *cr);
 uint32_t cfs_iflags_unknown(uint32_t flags);
 /* -EPERM if ip is immutable or append-only: attributes, xattrs, links, size. */
 int cfs_iflags_may_change(const struct cfs_inode *ip);
+int cfs_iflags_may_setattr(const struct cfs_inode *ip, unsigned set);
 /* -EPERM for a write at off that the flags forbid (immutable; append-only below the end). */
 int cfs_iflags_may_write(const struct cfs_inode *ip, uint64_t off);
 /* 0 or -EPERM for open(2) with flags. */

@@ -860,9 +860,10 @@ static int setattr_as(struct cfs_fs *fs, uint64_t ino, const struct stat *a, uns
 		cfs_op_end(fs);
 		return rc;
 	}
-	bool cached_times = set == (CFS_SET_MTIME | CFS_SET_CTIME | CFS_SET_CACHED_TIMES) &&
+	bool cached_times = (set & ~CFS_SET_TIMES_NOW) ==
+				    (CFS_SET_MTIME | CFS_SET_CTIME | CFS_SET_CACHED_TIMES) &&
 			    ip->cached_data;
-	rc = cached_times ? 0 : cfs_iflags_may_change(ip);
+	rc = cached_times ? 0 : cfs_iflags_may_setattr(ip, set);
 	if (!rc && ((set & CFS_SET_UID && a->st_uid != ip->d.uid) ||
 		    (set & CFS_SET_GID && a->st_gid != ip->d.gid)) && cfs_quota_needs_meta_ex(fs))
 		rc = -CFS_ENEEDMETA; /* the charge moves to other ids */

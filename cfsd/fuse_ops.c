@@ -188,6 +188,12 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 #define FH_ID_SHIFT 34
 #define OPEN_ID(fh) ((fh) >> FH_ID_SHIFT)
 
+static bool about_now(const struct timespec *t, const struct timespec *now)
+{
+	int64_t ns = (int64_t)(t->tv_sec - now->tv_sec) * 1000000000 + (t->tv_nsec - now->tv_nsec);
+	return ns > -1000000000 && ns < 1000000000;
+}
+
 static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 		       struct fuse_file_info *fi)
 {
@@ -215,6 +221,15 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 		attr->st_mtim = now;
 		set |= CFS_SET_MTIME;
 	}
+	/* A write-back cache keeps the times in the kernel, which sends a touch's "now" as a
+	 * time like any other: one within a second of ours is taken as now (and setting it
+	 * gives nobody more than a touch would). */
+	bool atime_chosen = (to_set & FUSE_SET_ATTR_ATIME) && !(to_set & FUSE_SET_ATTR_ATIME_NOW) &&
+			    !about_now(&attr->st_atim, &now);
+	bool mtime_chosen = (to_set & FUSE_SET_ATTR_MTIME) && !(to_set & FUSE_SET_ATTR_MTIME_NOW) &&
+			    !about_now(&attr->st_mtim, &now);
+	if ((set & (CFS_SET_ATIME | CFS_SET_MTIME)) && !atime_chosen && !mtime_chosen)
+		set |= CFS_SET_TIMES_NOW;
 	if (to_set & FUSE_SET_ATTR_CTIME) /* only a write-back cache sends ctime */
 		set |= CFS_SET_CTIME | (d->writeback ? CFS_SET_CACHED_TIMES : 0);
 	struct stat st;
@@ -865,6 +880,8 @@ static void op_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg
 			rc = -EOPNOTSUPP;
 		}
 		if (!rc) {
+			/* The kernel would show the ctime it cached from before the change. */
+			kernel_forget_attrs(d, ino);
 			fuse_reply_ioctl(req, 0, NULL, 0);
 			return;
 		}

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # symbolize.sh: a sanitizer report on stdin, its frames named on stdout.  The test scripts'
 # daemons report with ASAN_OPTIONS=symbolize=0 (tests/lib.sh): a daemon a test kills moments
 # after its error (kill -9 of a node) would die while the sanitizer symbolizes in-process,

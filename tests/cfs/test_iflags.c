@@ -41,6 +41,8 @@ Test(iflags, immutable_file_refuses_every_change)
 	cr_expect_eq(cfs_write(fs, f, block, sizeof block, 0, CFS_W_DIRECT, &owner), -EPERM);
 	cr_expect_eq(cfs_setattr(fs, f, &st, CFS_SET_SIZE, NULL, &st), -EPERM);
 	cr_expect_eq(cfs_setattr(fs, f, &st, CFS_SET_MODE, &root_cred, &st), -EPERM);
+	cr_expect_eq(cfs_setattr(fs, f, &st, CFS_SET_ATIME | CFS_SET_MTIME | CFS_SET_TIMES_NOW,
+				 &root_cred, &st), -EPERM); /* not even touched */
 	cr_expect_eq(cfs_fallocate(fs, f, 0, 0, 65536, NULL), -EPERM);
 	cr_expect_eq(cfs_fallocate(fs, f, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, 4096, NULL),
 		     -EPERM);
@@ -79,6 +81,18 @@ Test(iflags, append_only_file_grows_and_keeps_what_it_holds)
 		     -EPERM);
 	cr_expect_eq(cfs_fallocate(fs, f, FALLOC_FL_ZERO_RANGE, 0, 4096, NULL), -EPERM);
 	cr_expect_eq(cfs_setattr(fs, f, &st, CFS_SET_SIZE, NULL, &st), -EPERM);
+	/* Its times may be set to now (touch), not to a time of the caller's choosing; its
+	 * mode and owner stay (fs/attr.c). */
+	struct stat t = {.st_atim = {1000000000, 0}, .st_mtim = {1000000000, 0}};
+	const unsigned times = CFS_SET_ATIME | CFS_SET_MTIME;
+	cr_expect_eq(cfs_setattr(fs, f, &t, times, &owner, &st), -EPERM);
+	clock_gettime(CLOCK_REALTIME, &t.st_atim);
+	t.st_mtim = t.st_atim;
+	cr_expect_eq(cfs_setattr(fs, f, &t, times | CFS_SET_TIMES_NOW, &owner, &st), 0);
+	cr_expect_eq(st.st_mtim.tv_sec, t.st_mtim.tv_sec);
+	t.st_mode = 0600;
+	cr_expect_eq(cfs_setattr(fs, f, &t, CFS_SET_MODE | times | CFS_SET_TIMES_NOW, &owner, &st),
+		     -EPERM);
 	cr_expect_eq(cfs_unlink(fs, CFS_ROOT, "log"), -EPERM);
 	cr_expect_eq(cfs_open(fs, f, O_WRONLY), -EPERM);
 	cr_expect_eq(cfs_open(fs, f, O_WRONLY | O_APPEND | O_TRUNC), -EPERM);

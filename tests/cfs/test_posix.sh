@@ -258,6 +258,16 @@ L = ctypes.c_long
 assert libc.fallocate(fd, 3, L(0), L(4096)) != 0, \"a hole punched\"  # PUNCH_HOLE | KEEP_SIZE
 assert libc.fallocate(fd, 1, L(4096), L(4096)) == 0, \"not grown\"    # KEEP_SIZE
 " && [ "$(cat app)" = "$(printf "one\ntwo")" ] && chattr -a app && rm app'
+check "chattr +a: touch sets its times to now; a chosen time, chmod and chown are refused" bash -c '
+	echo one > app2 && chattr +a app2 && touch app2 && ! touch -d 2001-01-01 app2 2>/dev/null &&
+	! chmod 600 app2 2>/dev/null && ! chown 65534 app2 2>/dev/null &&
+	[ "$(stat -c %Y app2)" -gt 978307200 ] && chattr -a app2 && rm app2'
+check "chattr +i: not even touch" bash -c '
+	echo one > imm2 && chattr +i imm2 && ! touch imm2 2>/dev/null && chattr -i imm2 && rm imm2'
+# (A regular file's ctime the kernel's write-back cache keeps itself: cfs(8), BUGS.)
+check "chattr changes the ctime, and stat shows it at once" bash -c '
+	mkdir ct && before=$(stat -c %z ct) && sleep 0.01 && chattr +d ct &&
+	[ "$(stat -c %z ct)" != "$before" ] && chattr -d ct && rmdir ct'
 check "chattr +i and +a on directories: names stay; +a takes new ones" bash -c '
 	mkdir -p sealed drop && touch sealed/in drop/in && chattr +i sealed && chattr +a drop &&
 	lsattr -d sealed | grep -q "^----i" && ! touch sealed/new 2>/dev/null && ! rm sealed/in 2>/dev/null &&
