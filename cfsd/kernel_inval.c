@@ -24,10 +24,11 @@
  * may still read an old page from the kernel's cache; an open after the change never does
  * (cfs_keep_cache), which is the close-to-open coherence cfs(8) promises.
  *
- * Kernels before 6.16 do not drop the pages of a direct write's range that a buffered reader
- * cached while an asynchronous (libaio) write was in flight; cfsd drops them here, just after
- * the answer.  Not before it: the pages are locked by a readahead that waits for a slot among
- * the kernel's background requests, which the unanswered writes hold. */
+ * The kernel does not drop the pages of an asynchronous (libaio) direct write's range that a
+ * buffered reader cached while it was in flight (6.18 neither); cfsd drops them here, and
+ * the write's answer waits for that (kernel_inval_range_wait), for a bounded time: the pages
+ * may be locked by a readahead that waits for a slot among the kernel's background requests,
+ * which the unanswered writes hold, and then the drop lands just after the answer. */
 #define FUSE_USE_VERSION 312
 #include "cfsd/fuse_ops.h"
 
@@ -62,6 +63,8 @@ struct kernel_inval {
 	pthread_cond_t wake;
 	struct inval *queue;
 	size_t n, cap;
+	uint64_t queued, sent; /* invalidations queued and sent so far, in that order */
+	pthread_cond_t progressed;
 	bool stop;
 	pthread_t thread;
 	/* /proc/self/mountinfo, polled for changes of the mount table (-1: read it every time),
@@ -70,7 +73,8 @@ struct kernel_inval {
 	bool mounts_seen;
 };
 
-static int enqueue(struct kernel_inval *k, const struct inval *v)
+/* *ticket (if not NULL): what k->sent reaches once v is sent. */
+static int enqueue(struct kernel_inval *k, const struct inval *v, uint64_t *ticket)
 {
 	pthread_mutex_lock(&k->lock);
 	if (k->n == k->cap) {
@@ -86,18 +90,45 @@ static int enqueue(struct kernel_inval *k, const struct inval *v)
 		k->cap = cap;
 	}
 	k->queue[k->n++] = *v;
+	if (ticket)
+		*ticket = ++k->queued;
+	else
+		k->queued++;
 	pthread_cond_signal(&k->wake);
 	pthread_mutex_unlock(&k->lock);
 	return 0;
 }
 
 /* Dropped if there is no memory: the next open of the file still reads it anew. */
-static void enqueue_file(void *arg, uint64_t ino) { enqueue(arg, &(struct inval){.ino = ino}); }
+static void enqueue_file(void *arg, uint64_t ino)
+{
+	enqueue(arg, &(struct inval){.ino = ino}, NULL);
+}
 
 void kernel_inval_range(struct cfsd *d, uint64_t ino, off_t off, off_t len)
 {
 	if (d->inval && len > 0)
-		enqueue(d->inval, &(struct inval){ino, off, len});
+		enqueue(d->inval, &(struct inval){ino, off, len}, NULL);
+}
+
+bool kernel_inval_range_wait(struct cfsd *d, uint64_t ino, off_t off, off_t len, long wait_ms)
+{
+	struct kernel_inval *k = d->inval;
+	uint64_t ticket;
+	if (!k || len <= 0 || enqueue(k, &(struct inval){ino, off, len}, &ticket))
+		return false;
+	struct timespec until;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_nsec += wait_ms * 1000000L;
+	until.tv_sec += until.tv_nsec / 1000000000L;
+	until.tv_nsec %= 1000000000L;
+	pthread_mutex_lock(&k->lock);
+	while (k->sent < ticket && !k->stop &&
+	       !pthread_cond_timedwait(&k->progressed, &k->lock, &until))
+		;
+	bool sent = k->sent >= ticket;
+	pthread_mutex_unlock(&k->lock);
+	return sent;
 }
 
 void kernel_size_changed(struct cfsd *d, uint64_t ino, uint64_t size)
@@ -223,8 +254,13 @@ static void *run(void *arg)
 		k->queue = NULL;
 		k->n = k->cap = 0;
 		pthread_mutex_unlock(&k->lock);
-		for (size_t i = 0; i < n; i++)
+		for (size_t i = 0; i < n; i++) {
 			invalidate(k, &batch[i]);
+			pthread_mutex_lock(&k->lock);
+			k->sent++;
+			pthread_cond_broadcast(&k->progressed);
+			pthread_mutex_unlock(&k->lock);
+		}
 		pthread_mutex_lock(&k->lock);
 	}
 	pthread_mutex_unlock(&k->lock);
@@ -241,10 +277,12 @@ int kernel_inval_start(struct cfsd *d)
 	k->mounts_fd = d->cluster ? open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC) : -1;
 	pthread_mutex_init(&k->lock, NULL);
 	pthread_cond_init(&k->wake, NULL);
+	pthread_cond_init(&k->progressed, NULL);
 	int rc = pthread_create(&k->thread, NULL, run, k);
 	if (rc) {
 		pthread_mutex_destroy(&k->lock);
 		pthread_cond_destroy(&k->wake);
+		pthread_cond_destroy(&k->progressed);
 		if (k->mounts_fd >= 0)
 			close(k->mounts_fd);
 		free(k);
@@ -271,6 +309,7 @@ void kernel_inval_stop(struct cfsd *d)
 	pthread_join(k->thread, NULL);
 	pthread_mutex_destroy(&k->lock);
 	pthread_cond_destroy(&k->wake);
+	pthread_cond_destroy(&k->progressed);
 	free(k->queue);
 	if (k->mounts_fd >= 0)
 		close(k->mounts_fd);

@@ -532,6 +532,9 @@ for mode in writeback nowriteback; do
 	mount_cfs small "$T/small" "$mode" || { not_ok "$mode mount: $(tail -3 "$T/small.log")"; continue; }
 	check "$mode: writes reach the daemon $([ $mode = writeback ] && echo at fsync || echo at once), also after a chattr +a or +i, fdatasync commits no time, ENOSPC at $([ $mode = writeback ] && echo fsync || echo the write)" \
 		timeout 120 python3 "$T/writeback.py" "$BIN/cfs" "$T/small" "$mode"
+	check "$mode: a buffered read after an AIO direct write completed reads it, with buffered readers beside (generic/451)" \
+		timeout 300 python3 "$HERE/aio_cycle.py" "$T/small/cycle" 1000 2
+	rm -f "$T/small/cycle"
 	umount_cfs "$T/small"
 	expect 0 "clean" "$mode: fsck.cfs clean after the full filesystem" -- "$BIN/fsck.cfs" -n small
 done
