@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # check-spdx.sh [FILE...]: every source file (default: the checkout's tracked ones; FILEs are
 # paths from a tree's root) names its license in an SPDX line within its first three lines,
-# and the right one: what other programs load or link (libcvm, libcfslock, libcfs, libodm and the protocol and
-# release header they build from) is LGPL-2.1-or-later, the rest GPL-2.0-or-later (COPYING).
+# and the right one: what other programs load or link (libcvm, libcfslock, libcfs, libodm,
+# and the protocols and release header they build from) is LGPL-2.1-or-later, the rest
+# GPL-2.0-or-later (COPYING).
 # Exit 1 naming each file that does not.
 set -u
 is_source() {

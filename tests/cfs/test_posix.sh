@@ -163,8 +163,9 @@ libc.closedir(d)
 assert after == again, (after, again)
 PY
 # A buffered reader racing libaio writes may cache a block the write replaces just after; the
-# kernel keeps it (older kernels, and asynchronous writes here), and cfsd drops it just after
-# answering the write.  So a moment after the writes complete, buffered reads see them.
+# kernel keeps it (asynchronous writes), and cfsd drops it before it answers the write (or, if
+# a readahead holds the page, a moment after).  So once the writes complete, buffered reads
+# see them (and at once: aio_cycle.py below).
 check "buffered reads after asynchronous O_DIRECT writes see the new data" py "$HERE" <<'PY'
 import mmap, os, sys, threading, time, traceback
 sys.excepthook = lambda kind, e, tb: print(f'{kind.__name__}: {e}', traceback.format_tb(tb)[-1],
@@ -264,7 +265,7 @@ check "chattr +a: touch sets its times to now; a chosen time, chmod and chown ar
 	[ "$(stat -c %Y app2)" -gt 978307200 ] && chattr -a app2 && rm app2'
 check "chattr +i: not even touch" bash -c '
 	echo one > imm2 && chattr +i imm2 && ! touch imm2 2>/dev/null && chattr -i imm2 && rm imm2'
-# (A regular file's ctime the kernel's write-back cache keeps itself: cfs(8), BUGS.)
+# (A regular file's ctime the kernel's write-back cache keeps itself: cfs(8), inode flags.)
 check "chattr changes the ctime, and stat shows it at once" bash -c '
 	mkdir ct && before=$(stat -c %z ct) && sleep 0.01 && chattr +d ct &&
 	[ "$(stat -c %z ct)" != "$before" ] && chattr -d ct && rmdir ct'
