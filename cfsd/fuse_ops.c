@@ -458,7 +458,7 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
  * which such a write was done reads again; one that keeps losing that race answers and has
  * its range dropped once the answer is in. */
 #define READ_RETRIES 3
-#define DROP_WAIT_MS 100L /* a direct write's answer waits for its range's drop at most */
+#define DROP_WAIT_MS 100u /* a direct write's answer waits for its range's drop at most */
 
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)

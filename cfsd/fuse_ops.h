@@ -119,8 +119,8 @@ void kernel_inval_stop(struct cfsd *d);
 void kernel_size_changed(struct cfsd *d, uint64_t ino, uint64_t size);
 /* Have the kernel drop the pages it cached of [off, off + len) of a file, soon. */
 void kernel_inval_range(struct cfsd *d, uint64_t ino, off_t off, off_t len);
-/* The same, and back once the kernel has dropped the range, or after wait_ms (false). */
-bool kernel_inval_range_wait(struct cfsd *d, uint64_t ino, off_t off, off_t len, long wait_ms);
+/* The same, and back once the kernel has dropped the range, or after wait_ms. */
+void kernel_inval_range_wait(struct cfsd *d, uint64_t ino, off_t off, off_t len, unsigned wait_ms);
 /* Have the kernel forget a file's attributes now (no pages: no lock of a request waited for). */
 void kernel_forget_attrs(struct cfsd *d, uint64_t ino);
 

@@ -33,6 +33,7 @@
 #include "cfsd/fuse_ops.h"
 
 #include "cfs/control.h"
+#include "cfs/internal.h" /* cfs_deadline_after_ns */
 
 #include <errno.h>
 #include <fcntl.h>
@@ -90,10 +91,9 @@ static int enqueue(struct kernel_inval *k, const struct inval *v, uint64_t *tick
 		k->cap = cap;
 	}
 	k->queue[k->n++] = *v;
+	k->queued++;
 	if (ticket)
-		*ticket = ++k->queued;
-	else
-		k->queued++;
+		*ticket = k->queued;
 	pthread_cond_signal(&k->wake);
 	pthread_mutex_unlock(&k->lock);
 	return 0;
@@ -111,24 +111,18 @@ void kernel_inval_range(struct cfsd *d, uint64_t ino, off_t off, off_t len)
 		enqueue(d->inval, &(struct inval){ino, off, len}, NULL);
 }
 
-bool kernel_inval_range_wait(struct cfsd *d, uint64_t ino, off_t off, off_t len, long wait_ms)
+void kernel_inval_range_wait(struct cfsd *d, uint64_t ino, off_t off, off_t len, unsigned wait_ms)
 {
 	struct kernel_inval *k = d->inval;
 	uint64_t ticket;
 	if (!k || len <= 0 || enqueue(k, &(struct inval){ino, off, len}, &ticket))
-		return false;
-	struct timespec until;
-	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_nsec += wait_ms * 1000000L;
-	until.tv_sec += until.tv_nsec / 1000000000L;
-	until.tv_nsec %= 1000000000L;
+		return;
+	struct timespec until = cfs_deadline_after_ns(wait_ms * 1000000ull);
 	pthread_mutex_lock(&k->lock);
 	while (k->sent < ticket && !k->stop &&
 	       !pthread_cond_timedwait(&k->progressed, &k->lock, &until))
 		;
-	bool sent = k->sent >= ticket;
 	pthread_mutex_unlock(&k->lock);
-	return sent;
 }
 
 void kernel_size_changed(struct cfsd *d, uint64_t ino, uint64_t size)
