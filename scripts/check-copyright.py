@@ -24,6 +24,9 @@ def paragraphs(text):
     return paras
 
 def main():
+    if sys.argv[1:2] in (['-h'], ['--help']):
+        print(__doc__)
+        return 0
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     path = sys.argv[1] if len(sys.argv) > 1 else os.path.join(root, 'debian/copyright')
     errors = []

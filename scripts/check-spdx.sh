@@ -7,6 +7,7 @@
 # GPL-2.0-or-later (COPYING).
 # Exit 1 naming each file that does not.
 set -u
+case ${1:-} in -h | --help) sed -n '3,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;; esac
 is_source() {
 	case $1 in
 	*.c | *.h | *.sh | *.py | *.proto | *.[1358] | Makefile | */Makefile | debian/rules | \
