@@ -7,9 +7,11 @@
  *   4. the tree from the root: every inode, extent map, xattr block and directory block is
  *      read and verified and its blocks marked in a bitmap of our own; entries pointing at
  *      damaged or missing inodes, second links to directories, wrong ".." and entry counts
- *   5. link counts against the entries found
+ *   5. lost inodes: inode blocks in use that no entry reached are taken in (and, with
+ *      repair, linked into /lost+found once the bitmaps are right)
  *   6. every group's bitmap and free count against the blocks marked
- *   7. quotas: every id's usage against what the inodes found hold
+ *   7. link counts against the entries found
+ *   8. quotas: every id's usage against what the inodes found hold
  * Repairs go through the journal of slot 0 like any metadata change, so an interrupted fsck
  * leaves a consistent filesystem; the journals are cleared at the end. */
 #include "cfs/internal.h"
@@ -74,6 +76,9 @@ struct fsck {
 	size_t nfixes, fixes_cap;
 	uint64_t cur_dir; /* being walked */
 	uint32_t cur_entries;
+	bool adopting; /* an inode no entry reached is being taken in (its ".." is not checked) */
+	struct lost *lost; /* those taken in: they go into /lost+found (link_lost) */
+	size_t nlost, lost_cap;
 };
 
 static void say(struct fsck *k, bool problem, const char *fmt, ...)
@@ -237,8 +242,10 @@ static uint64_t count_key(unsigned type, uint32_t id)
 	return (uint64_t)(type + 1) << 32 | id;
 }
 
-/* What the inode holds, for its ids (quota.c charges the same). */
-static void count_usage(struct fsck *k, const struct cfs_inode *ip)
+/* What the inode holds (or, as a repair changes it, blocks more and inodes more), for its
+ * ids (quota.c charges the same). */
+static void count_change(struct fsck *k, const struct cfs_inode *ip, int64_t blocks,
+			 int64_t inodes)
 {
 	struct cfs_fs *fs = k->fs;
 	if (!cfs_quota_on(fs) || cfs_quota_exempt(fs, ip->ino))
@@ -251,9 +258,14 @@ static void count_usage(struct fsck *k, const struct cfs_inode *ip)
 			k->counts_lost = true;
 			return;
 		}
-		c->bytes += ip->d.nblocks * fs->bs;
-		c->inodes++;
+		c->bytes += (uint64_t)(blocks * (int64_t)fs->bs);
+		c->inodes += (uint64_t)inodes;
 	}
+}
+
+static void count_usage(struct fsck *k, const struct cfs_inode *ip)
+{
+	count_change(k, ip, (int64_t)ip->d.nblocks, 1);
 }
 
 /* ---- one inode's blocks ---- */
@@ -445,7 +457,7 @@ static int dir_entry(void *arg, const char *name, size_t len, uint64_t ino, uint
 		struct node *parent = node_find(k, k->cur_dir, false);
 		if (parent)
 			parent->subdirs++;
-		if (ip->d.parent != k->cur_dir) {
+		if (ip->d.parent != k->cur_dir && !k->adopting) {
 			say(k, true, "directory inode %" PRIu64 ": its '..' is %" PRIu64 ", should be "
 				     "%" PRIu64 "%s", ino, ip->d.parent, k->cur_dir, fixed(k));
 			if (k->repair) {
@@ -519,9 +531,10 @@ static int add_root(struct fsck *k, uint64_t *ino, bool orphan_dir)
 	return queue_push(k, at);
 }
 
-static int walk_tree(struct fsck *k)
+/* The directories queued, and those they hold. */
+static int walk_queue(struct fsck *k)
 {
-	int rc = add_root(k, &k->fs->sb.root_ino, false);
+	int rc = 0;
 	while (!rc && k->qhead < k->qlen) {
 		rc = walk_dir(k, k->queue[k->qhead++]);
 		/* Between directories, none of the cache's blocks is in use: what the walk read
@@ -531,6 +544,142 @@ static int walk_tree(struct fsck *k)
 		if (k->progress && k->qhead % 256 == 0)
 			k->progress(k->arg, "directories", k->qhead, k->qlen);
 	}
+	return rc;
+}
+
+static int walk_tree(struct fsck *k)
+{
+	int rc = add_root(k, &k->fs->sb.root_ino, false);
+	return rc ? rc : walk_queue(k);
+}
+
+/* ---- lost+found: inodes no entry reaches ---- */
+/* What a damaged directory named, or a root made anew held, is still on the disk: inode
+ * blocks marked in use that the walk did not reach.  Each is walked like an entry's inode
+ * (its blocks are then kept) and, with repair, linked into /lost+found as #INODE once the
+ * bitmaps are right, as e2fsck's passes 3 and 4 do.  A directory whose ".." is another such
+ * directory is reached through that one; a chain of them that loops is cut where the scan
+ * meets it.  A group whose header is damaged has no bitmap to tell a live inode from a freed
+ * one (a freed inode block keeps its last contents): what only it held is not looked for. */
+struct lost {
+	uint64_t ino, parent;
+	uint8_t type; /* DT_* */
+};
+
+#define LOST_READ 64 /* blocks read at once when a group's blocks are looked through */
+
+/* Is block blk (its bytes in blk_data) an inode that still has names (not a freed one)? */
+static bool lost_inode_at(struct fsck *k, const uint8_t *blk_data, uint64_t blk,
+			  struct lost *out)
+{
+	const struct cfs_bhdr *h = (const void *)blk_data;
+	if (h->magic != CFS_MAGIC || h->type != CFS_B_INODE || h->blkno != blk || h->owner != blk)
+		return false;
+	struct cfs_inode *ip;
+	if (cfs_iget(k->fs, blk, &ip))
+		return false; /* a damaged inode nothing names: freed with the bitmaps */
+	bool alive = ip->d.nlink > 0;
+	*out = (struct lost){blk, ip->d.parent, (uint8_t)((ip->d.mode & S_IFMT) >> 12)};
+	cfs_iforget(k->fs, ip);
+	return alive;
+}
+
+/* The blocks of group g its bitmap says are in use and the walk did not reach, LOST_READ at
+ * a time: those that are inodes with names, into *found. */
+static int scan_group(struct fsck *k, uint32_t g, uint8_t *buf, struct lost **found, size_t *n,
+		      size_t *cap)
+{
+	struct cfs_fs *fs = k->fs;
+	uint64_t start = cfs_ag_first(&fs->sb, g);
+	uint32_t nblocks = cfs_ag_size(&fs->sb, g);
+	struct cfs_buf *b;
+	const char *why;
+	if (cfs_bread(fs, start, CFS_B_AGH, g, &b) || cfs_agh_verify(&fs->sb, b->data, g, true, &why))
+		return 0;
+	const uint8_t *bm = b->data + CFS_AGH_BITMAP_OFF;
+	for (uint32_t i = 1; i < nblocks; i += LOST_READ) {
+		uint32_t len = nblocks - i < LOST_READ ? nblocks - i : LOST_READ, want = 0;
+		for (uint32_t j = i; j < i + len; j++)
+			want += cfs_bit_get(bm, j) && !cfs_bit_get(k->used, start + j);
+		if (!want)
+			continue;
+		if (cvm_volume_read(fs->vol, buf, (size_t)len * fs->bs, (start + i) * fs->bs))
+			continue; /* unreadable: reported as leaked blocks */
+		for (uint32_t j = i; j < i + len; j++) {
+			struct lost l;
+			if (!cfs_bit_get(bm, j) || cfs_bit_get(k->used, start + j) ||
+			    !lost_inode_at(k, buf + (size_t)(j - i) * fs->bs, start + j, &l))
+				continue;
+			if (cfs_reserve((void **)found, cap, *n + 1, sizeof **found))
+				return -ENOMEM;
+			(*found)[(*n)++] = l;
+		}
+	}
+	return 0;
+}
+
+static int lost_cmp(const void *a, const void *b)
+{
+	uint64_t x = ((const struct lost *)a)->ino, y = ((const struct lost *)b)->ino;
+	return (x > y) - (x < y);
+}
+
+/* Take in one inode nothing reached (with what it holds), as an entry of /lost+found would
+ * name it. */
+static int adopt(struct fsck *k, const struct lost *l)
+{
+	struct cfs_inode *ip;
+	if (cfs_iget(k->fs, l->ino, &ip))
+		return 0;
+	say(k, true, "inode %" PRIu64 " (%s of %" PRIu64 " bytes, owner %" PRIu32 ") is in no "
+		     "directory: %s /lost+found as #%" PRIu64, l->ino,
+	    S_ISDIR(ip->d.mode) ? "a directory" : "a file", ip->d.size, ip->d.uid,
+	    k->repair ? "put in" : "it would go to", l->ino);
+	k->r->repaired += k->repair;
+	cfs_iforget(k->fs, ip);
+	char name[24];
+	int len = snprintf(name, sizeof name, "#%" PRIu64, l->ino);
+	k->cur_dir = 0; /* /lost+found's entries are counted when they are made */
+	k->adopting = true;
+	int rc = dir_entry(k, name, (size_t)len, l->ino, l->type, NULL);
+	k->adopting = false;
+	if (!rc && k->repair && cfs_reserve((void **)&k->lost, &k->lost_cap, k->nlost + 1,
+					    sizeof *k->lost))
+		rc = -ENOMEM;
+	if (!rc && k->repair)
+		k->lost[k->nlost++] = *l;
+	return rc ? rc : walk_queue(k);
+}
+
+static int find_lost(struct fsck *k)
+{
+	struct cfs_fs *fs = k->fs;
+	struct lost *found = NULL;
+	size_t n = 0, cap = 0;
+	uint8_t *buf;
+	if (posix_memalign((void **)&buf, 4096, (size_t)LOST_READ * fs->bs))
+		return -ENOMEM;
+	int rc = 0;
+	for (uint32_t g = 0; g < fs->sb.nags && !rc; g++) {
+		rc = scan_group(k, g, buf, &found, &n, &cap);
+		cfs_bcache_trim(fs);
+	}
+	free(buf);
+	if (n)
+		qsort(found, n, sizeof *found, lost_cmp);
+	/* Directories whose parent is not lost too, then the rest of them (a loop of them is
+	 * cut where the scan meets it), then files their walks did not reach. */
+	for (int pass = 0; pass < 3 && !rc; pass++)
+		for (size_t i = 0; i < n && !rc; i++) {
+			const struct lost *l = &found[i], key = {.ino = l->parent};
+			const struct lost *parent = bsearch(&key, found, n, sizeof *found, lost_cmp);
+			bool dir = l->type == DT_DIR;
+			if (cfs_bit_get(k->used, l->ino) || dir != (pass < 2) ||
+			    (pass == 0 && parent && parent != l && parent->type == DT_DIR))
+				continue;
+			rc = adopt(k, l);
+		}
+	free(found);
 	return rc;
 }
 
@@ -721,6 +870,86 @@ static int check_orphans(struct fsck *k, uint32_t slot)
 	free(o.ino);
 	if (!rc && k->repair)
 		rc = cfs_journal_commit(fs);
+	return rc;
+}
+
+/* /lost+found, made if it is not there (or is not a directory: then lost+found.1, .2 ...). */
+static int lost_found_dir(struct fsck *k, struct cfs_inode *root, struct cfs_inode **out)
+{
+	struct cfs_fs *fs = k->fs;
+	char name[32] = "lost+found";
+	for (int i = 1;; i++) {
+		uint64_t ino;
+		uint8_t type;
+		int rc = cfs_dir_lookup(fs, root, name, &ino, &type);
+		if (!rc && type == DT_DIR && node_find(k, ino, false))
+			return cfs_iget(fs, ino, out);
+		if (rc != -ENOENT && i < 10) {
+			snprintf(name, sizeof name, "lost+found.%d", i);
+			continue;
+		}
+		if (rc != -ENOENT)
+			return rc ? rc : -EEXIST;
+		break;
+	}
+	struct cfs_inode *ip;
+	int rc = cfs_ialloc(fs, root->ino, S_IFDIR | 0700, 0, 0, &ip);
+	if (rc)
+		return rc;
+	ip->d.nlink = 2;
+	ip->d.parent = root->ino;
+	uint64_t root_blocks = root->d.nblocks;
+	if (!(rc = cfs_dir_init(fs, ip)) && !(rc = cfs_iwrite(fs, ip)) &&
+	    !(rc = cfs_dir_add(fs, root, name, ip->ino, DT_DIR))) {
+		root->d.nlink++;
+		rc = cfs_iwrite(fs, root);
+	}
+	struct node *rn = node_find(k, root->ino, false), *n = node_find(k, ip->ino, true);
+	if (!rc && (!rn || !n))
+		rc = -ENOMEM;
+	if (!rc) {
+		rn->subdirs++;
+		rn->nlink_disk++;
+		*n = (struct node){.ino = ip->ino, .links = 1, .nlink_disk = 2, .is_dir = true};
+		count_usage(k, ip);
+		count_change(k, root, (int64_t)(root->d.nblocks - root_blocks), 0);
+		say(k, false, "made /%s", name);
+		*out = ip;
+	}
+	return rc;
+}
+
+/* With repair, once the bitmaps are right: what find_lost took in gets its entry. */
+static int link_lost(struct fsck *k)
+{
+	struct cfs_fs *fs = k->fs;
+	struct cfs_inode *root, *dir;
+	int rc = k->nlost ? cfs_iget(fs, fs->sb.root_ino, &root) : 0;
+	if (!k->nlost || rc || (rc = lost_found_dir(k, root, &dir)))
+		return rc;
+	struct node *dn = node_find(k, dir->ino, false);
+	uint64_t blocks = dir->d.nblocks;
+	for (size_t i = 0; i < k->nlost && !rc; i++) {
+		const struct lost *l = &k->lost[i];
+		char name[32];
+		snprintf(name, sizeof name, "#%" PRIu64, l->ino);
+		for (int n = 1; (rc = cfs_dir_add(fs, dir, name, l->ino, l->type)) == -EEXIST; n++)
+			snprintf(name, sizeof name, "#%" PRIu64 ".%d", l->ino, n);
+		struct cfs_inode *ip;
+		if (!rc && l->type == DT_DIR && !(rc = cfs_iget(fs, l->ino, &ip))) {
+			ip->d.parent = dir->ino;
+			dir->d.nlink++;
+			dn->subdirs++;
+			dn->nlink_disk++;
+			rc = cfs_iwrite(fs, ip);
+			cfs_iforget(fs, ip);
+		}
+		if (!rc)
+			rc = cfs_iwrite(fs, dir);
+		if (!rc && fs->txn.n > fs->txn.limit / 2)
+			rc = cfs_journal_commit(fs);
+	}
+	count_change(k, dir, (int64_t)(dir->d.nblocks - blocks), 0);
 	return rc;
 }
 
@@ -1213,6 +1442,7 @@ static void fsck_free(struct fsck *k)
 	free(k->nodes);
 	free(k->queue);
 	free(k->fixes);
+	free(k->lost);
 }
 
 static int fsck_open(struct fsck *k, struct cvm_volume *vol)
@@ -1268,16 +1498,20 @@ int cfs_fsck(struct cvm_volume *vol, bool repair, cfs_print_fn print, void *arg,
 	if (!rc)
 		rc = walk_tree(&k);
 	if (!rc)
+		rc = find_lost(&k);
+	if (!rc)
 		rc = settle_claims(&k);
 	if (!rc && repair)
 		rc = apply_fixes(&k);
-	if (!rc)
-		rc = check_links(&k);
 	for (uint32_t g = 0; !rc && g < k.fs->sb.nags; g++) {
 		rc = check_group(&k, g);
 		if (progress && (g % 64 == 0 || g + 1 == k.fs->sb.nags))
 			progress(arg, "allocation groups", g + 1, k.fs->sb.nags);
 	}
+	if (!rc && repair) /* its blocks are taken from bitmaps that are right now */
+		rc = link_lost(&k);
+	if (!rc)
+		rc = check_links(&k);
 	if (!rc)
 		rc = check_quotas(&k);
 	if (!rc && repair)

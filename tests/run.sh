@@ -143,6 +143,7 @@ done
 lane 1 "${alone[@]}"
 if [ "$LANES" -ge 2 ]; then
 	# The longest first, so that neither lane is left with one at the end.
+	: >"$work/queue"
 	[ ${#cluster[@]} -eq 0 ] || printf '%s\n' $LONGEST "${cluster[@]}" |
 		grep -xF -f <(printf '%s\n' "${cluster[@]}") | awk '!seen[$0]++ { print 100 + NR, $0 }' >"$work/queue"
 	from_queue &

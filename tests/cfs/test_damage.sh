@@ -13,7 +13,7 @@ smash() { head -c 64 /dev/urandom | dd of="$T/v.lun0" bs=1 seek=$((1048576 + $1 
 
 mount_cfs v "$M" || { not_ok "mount"; finish; }
 mkdir "$M/dir" && echo keep >"$M/keep" && echo lose >"$M/lose" && echo inner >"$M/dir/inner"
-lose=$(stat -c %i "$M/lose")
+lose=$(stat -c %i "$M/lose") keep=$(stat -c %i "$M/keep")
 dir=$(stat -c %i "$M/dir")
 inner=$(stat -c %i "$M/dir/inner")
 umount_cfs "$M"
@@ -32,15 +32,60 @@ umount_cfs "$M"
 expect 1 "fixed" "fsck.cfs -y repairs" -- "$BIN/fsck.cfs" -y v
 expect 0 "clean" "fsck.cfs -n: clean after the repair" -- "$BIN/fsck.cfs" -n v
 
-# 2. A directory's inode: its entry goes, what it held is freed.
+# 2. A directory's inode: its entry goes, what it held goes to /lost+found.
 smash "$dir"
 expect 4 "inode $dir which is damaged" "fsck.cfs -n finds the damaged directory" -- "$BIN/fsck.cfs" -n v
-expect 4 "block $inner: inode of $inner" "fsck.cfs -n says what the blocks nothing reaches now hold" -- "$BIN/fsck.cfs" -n v
+expect 4 "inode $inner (a file of 6 bytes, owner 0) is in no directory: it would go to /lost+found as #$inner" \
+	"fsck.cfs -n names the file nothing reaches now" -- "$BIN/fsck.cfs" -n v
 mount_cfs v "$M"
 expect 2 "Input/output error" "ls of the damaged directory gives EIO" -- ls "$M/dir"
 umount_cfs "$M"
-expect 1 "fixed" "fsck.cfs -y repairs the directory's parent" -- "$BIN/fsck.cfs" -y v
+expect 1 "put in /lost+found as #$inner" "fsck.cfs -y puts the directory's file in /lost+found" -- "$BIN/fsck.cfs" -y v
 expect 0 "clean" "fsck.cfs -n: clean" -- "$BIN/fsck.cfs" -n v
+mount_cfs v "$M"
+expect 0 "inner" "the file is whole in /lost+found" -- cat "$M/lost+found/#$inner"
+expect 0 "drwx------" "/lost+found is root's alone" -- ls -ld "$M/lost+found"
+rm -rf "$M/lost+found"
+umount_cfs "$M"
+
+# 2b. The root's inode: made anew; the tree it held (a directory with a file, a file) goes to
+# /lost+found whole, the directory's file inside it.
+mount_cfs v "$M"
+mkdir "$M/top" && echo deep >"$M/top/deep" && echo flat >"$M/flat"
+top=$(stat -c %i "$M/top") flat=$(stat -c %i "$M/flat")
+umount_cfs "$M"
+root_ino() { od -An -tu8 -j $((1048576 + 176)) -N 8 "$T/v.lun0" | tr -d ' '; } # the superblock's (cfs(5))
+root=$(root_ino)
+smash "$root"
+expect 4 "the root directory inode $root is damaged beyond mending" "fsck.cfs -n finds the damaged root" -- "$BIN/fsck.cfs" -n v
+expect 1 "put in /lost+found as #$top" "fsck.cfs -y makes the root anew and keeps what it held" -- "$BIN/fsck.cfs" -y v
+expect 0 "clean" "fsck.cfs -n: clean after one pass" -- "$BIN/fsck.cfs" -n v
+mount_cfs v "$M"
+expect 0 "deep" "the directory keeps its file" -- cat "$M/lost+found/#$top/deep"
+expect 0 "flat" "the root's file is there" -- cat "$M/lost+found/#$flat"
+expect 0 "keep" "and so is every other file the root held" -- cat "$M/lost+found/#$keep"
+[ "$(stat -c %h "$M/lost+found")" = 3 ] && ok "/lost+found counts its subdirectory" || not_ok "/lost+found: $(stat -c %h "$M/lost+found") links"
+mv "$M/lost+found/#$top" "$M/top" && mv "$M/lost+found/#$keep" "$M/keep"
+expect 0 "deep" "a directory moved back out of it works" -- cat "$M/top/deep"
+rm -rf "$M/lost+found" "$M/top"
+umount_cfs "$M"
+expect 0 "clean" "fsck.cfs -n: clean after use" -- "$BIN/fsck.cfs" -n v
+
+# 2c. Two lost directories, each the other's "..", as a bug could seal them: the loop is cut
+# where the scan meets it, the other stays inside (one pass).
+mount_cfs v "$M"
+mkdir -p "$M/a/b" && echo in-b >"$M/a/b/f"
+a=$(stat -c %i "$M/a") b=$(stat -c %i "$M/a/b")
+umount_cfs "$M"
+python3 "$(dirname "$0")/set_field.py" "$T/v.lun0" "$a" 120 8 "$b" # a's ".." (struct cfs_dinode)
+smash "$(root_ino)" # made anew above: elsewhere
+expect 1 "put in /lost+found as #$a" "fsck.cfs -y takes in a loop of lost directories" -- "$BIN/fsck.cfs" -y v
+expect 0 "clean" "fsck.cfs -n: clean after one pass" -- "$BIN/fsck.cfs" -n v
+mount_cfs v "$M"
+expect 0 "in-b" "the loop's inner directory is inside the outer one" -- cat "$M/lost+found/#$a/b/f"
+mv "$M/lost+found/#$keep" "$M/keep"
+rm -rf "$M/lost+found"
+umount_cfs "$M"
 
 # 3. An allocation group header (group 0: right after the two slots' journals).
 ag0=$((2 + 2 * 1024))
