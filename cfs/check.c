@@ -15,12 +15,15 @@
  *     its group's bitmap; where another node holds the group, the header here is a hint, so
  *     a block it calls free is confirmed with the group fetched first;
  *   - every group header against its bitmap, the group fetched first.
- * What only a frozen filesystem can tell is left to fsck.cfs offline: link counts against
- * entries, blocks marked in use that nothing uses, quota usage, the journals.  A suspicion
+ *   - every directory's link count against its subdirectories, in its listing's operation.
+ * What only a frozen filesystem can tell is left to fsck.cfs offline: the link counts of
+ * files against their names, blocks marked in use that nothing uses, quota usage, the
+ * journals.  A suspicion
  * that the tree changed under (an entry gone, an inode freed) is looked at again in one
  * operation before it counts. */
 #include "cfs/internal.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -395,6 +398,27 @@ static void entries_free(struct check *k)
 	k->nents = k->nblocks = 0;
 }
 
+/* A directory's link count against its listing, in the listing's operation: 2 and one for
+ * each subdirectory's "..".  (A file's count would need every directory listed at one
+ * moment, which only the offline check has.)  The count as the LUNs hold it, as
+ * check_inode reads an inode. */
+static int check_subdirs(struct check *k, const struct todo *t)
+{
+	uint64_t subdirs = 0;
+	for (size_t i = 0; i < k->nents; i++)
+		subdirs += k->ents[i].type == DT_DIR;
+	struct cfs_inode c = {0};
+	int rc = cfs_inode_read_copy(k->fs, t->ino, &c);
+	if (rc == -EIO || rc == -ESTALE)
+		return 0; /* said when it was checked as an entry, or gone since */
+	if (!rc && c.d.nlink != 2 + subdirs)
+		problem(k, "%s (inode %" PRIu64 "): link count %" PRIu32 ", should be %" PRIu64
+			   " (2 and its %" PRIu64 " subdirectories)", t->path, t->ino, c.d.nlink,
+			2 + subdirs, subdirs);
+	cfs_inode_copy_free(&c);
+	return rc;
+}
+
 static int list_dir(struct check *k, const struct todo *t)
 {
 	int rc = begin(k);
@@ -416,6 +440,8 @@ static int list_dir(struct check *k, const struct todo *t)
 	if (!rc && dir->d.dir_entries != k->nents)
 		problem(k, "%s (inode %" PRIu64 "): says %" PRIu64 " entries, has %zu", t->path,
 			t->ino, dir->d.dir_entries, k->nents);
+	if (!rc && !t->orphans)
+		rc = check_subdirs(k, t);
 	uint32_t ag = 0;
 	for (size_t i = 0; !rc && i < k->nblocks; i++)
 		if (marked(k, k->blocks[i], 1, "directory block", t->path, t->ino, &ag) == -EAGAIN)

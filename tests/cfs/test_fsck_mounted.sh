@@ -33,7 +33,8 @@ EOF
 grep -q "check: done after" "$T/v.log" && ok "the daemon logs the check's end" ||
 	not_ok "no 'check: done' in the log: $(tail -5 "$T/v.log")"
 
-# Clean while another process changes the tree: creates, appends, renames, removes.
+# Clean while another process changes the tree: creates, appends, renames, removes, and
+# directories made, moved and removed.
 python3 - "$M/busy" "$T/writer.stop" >"$T/writer.out" 2>&1 <<'EOF' &
 import os, sys
 top, stop = sys.argv[1], sys.argv[2]
@@ -50,6 +51,12 @@ while not os.path.exists(stop):
         for name in (os.path.join(top, f"moved{n - 6}"), os.path.join(top, f"d{(n - 8) % 7}", f"f{n - 8}")):
             if os.path.exists(name):
                 os.unlink(name)
+    if n % 5 == 0:  # directories made, moved to another parent, removed: link counts change
+        os.mkdir(os.path.join(d, f"sub{n}"))
+        if n >= 10:
+            os.rename(os.path.join(top, f"d{(n - 5) % 7}", f"sub{n - 5}"), os.path.join(d, f"moved-sub{n - 5}"))
+            if n >= 15:  # moved into d{(n - 5) % 7} five steps ago
+                os.rmdir(os.path.join(top, f"d{(n - 5) % 7}", f"moved-sub{n - 10}"))
     n += 1
 print("writes", n)
 EOF
@@ -103,6 +110,9 @@ bit=$((pblk - ag0))
 byte=$(get_field "$ag0" $((64 + bit / 8)) 1)
 set_field "$ag0" $((64 + bit / 8)) 1 $((byte & ~(1 << (bit % 8))))
 set_field "$ag0" 44 4 $(($(get_field "$ag0" 44 4) + 1))
+# 3. A directory's link count (a: 2 and b's ".." make 3).
+a=$(stat -c %i "$M/a")
+set_field "$a" 44 4 5
 "$BIN/fsck.cfs" -n v >"$T/found.out" 2>&1
 rc=$?
 [ "$rc" = 4 ] && ok "fsck.cfs -n of the mounted filesystem finds the damage (exit 4)" ||
@@ -111,6 +121,8 @@ grep -q "/victim (inode $victim): .*size beyond the largest file" "$T/found.out"
 	ok "it names the file and the field" || not_ok "no line for /victim: $(cat "$T/found.out")"
 grep -q "/a/b/file (inode $file): its extent at block $pblk is free in its group's bitmap" "$T/found.out" &&
 	ok "it names a block in use that the bitmap calls free" || not_ok "no line for block $pblk: $(cat "$T/found.out")"
+grep -q "/a (inode $a): link count 5, should be 3 (2 and its 1 subdirectories)" "$T/found.out" &&
+	ok "it names a directory whose link count is not its subdirectories'" || not_ok "no line for /a: $(cat "$T/found.out")"
 grep -q "check: /victim (inode $victim)" "$T/v.log" && ok "the daemon logs each problem" ||
 	not_ok "no check line in the log: $(tail -5 "$T/v.log")"
 "$BIN/fsck.cfs" -n --json v >"$T/found.json" 2>/dev/null

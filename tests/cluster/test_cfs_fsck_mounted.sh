@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-or-later
 # fsck.cfs -n on a cluster mount (issue 68, point 3): node 1's daemon checks the filesystem
-# while node 2 creates, appends to, renames and removes files in directories both nodes use,
-# under the cluster locks readers take: clean every round, and node 2's work goes on (its
-# writes are never refused and it finishes).  Node 3, which has not mounted it, mounts it
+# while node 2 creates, appends to, renames and removes files and directories in directories
+# both nodes use, under the cluster locks readers take: clean every round, and node 2's work
+# goes on (its writes are never refused and it finishes).  Node 3, which has not mounted it, mounts it
 # read-only for its check and unmounts it after; with no node mounting it, the check there is
 # the offline one.  Then damage made on the LUN behind the
 # daemon's back is found from node 1, in a file node 2 wrote; fsck.cfs -y after the unmounts repairs it.
@@ -29,6 +29,12 @@ while not os.path.exists(stop):
         os.unlink(os.path.join(top, f"w{n - 10}"))
     if n % 7 == 0 and os.path.exists(os.path.join(top, f"f{n % 200 + 1}")):
         os.unlink(os.path.join(top, f"f{n % 200 + 1}"))
+    if n % 4 == 0:  # directories made, moved under sub, removed: link counts change
+        os.mkdir(os.path.join(top, f"dir{n}"))
+        if n >= 8:
+            os.rename(os.path.join(top, f"dir{n - 4}"), os.path.join(top, "sub", f"dir{n - 4}"))
+            if n >= 12:  # moved there four steps ago
+                os.rmdir(os.path.join(top, "sub", f"dir{n - 8}"))
     longest = max(longest, time.monotonic() - t)
     n += 1
 print("writes", n, "longest %.0f ms" % (longest * 1000))  # a figure, not a check
