@@ -119,6 +119,9 @@ struct cfs_mount_opts {
 	 * alone recovers it; after: the replay is done, its locks not yet given back). */
 	void (*recovering)(void *arg, struct cfs_fs *fs, uint32_t node, bool before);
 	void *locks_arg;
+	/* Where it is being mounted (absolute; NULL: not through FUSE): a mount of the volume
+	 * there already is waited for, as an unmount finishing (generic/604). */
+	const char *mountpoint;
 };
 #define CFS_LOCK_CACHE_DEFAULT 50000
 #define CFS_LOCK_CACHE_MIN 16

@@ -62,6 +62,37 @@ int cfs_mountinfo_each(void (*fn)(const struct cfs_mount_entry *m, void *arg), v
 	return rc;
 }
 
+struct volume_search {
+	char name[PATH_MAX], uuid[64];
+	const char *dir;
+	struct cfs_volume_mounts *out;
+};
+
+static void match_volume(const struct cfs_mount_entry *m, void *arg)
+{
+	struct volume_search *s = arg;
+	if (strcmp(m->fstype, "fuse.cfs") ||
+	    (strcmp(m->source, s->name) && (!s->uuid[0] || strcmp(m->source, s->uuid))))
+		return;
+	if (s->dir && !strcmp(m->dir, s->dir)) {
+		s->out->at_dir = true;
+	} else if (!s->out->elsewhere) {
+		s->out->elsewhere = true;
+		snprintf(s->out->other, sizeof s->out->other, "%s", m->dir);
+	}
+}
+
+int cfs_volume_mounts(const char *name, const char *uuid, const char *dir,
+		      struct cfs_volume_mounts *out)
+{
+	struct volume_search s = {.dir = dir, .out = out};
+	memset(out, 0, sizeof *out);
+	snprintf(s.name, sizeof s.name, "cfs:%s", name);
+	if (uuid)
+		snprintf(s.uuid, sizeof s.uuid, "cfs:%s", uuid);
+	return cfs_mountinfo_each(match_volume, &s);
+}
+
 static int full(int fd, void *buf, size_t len, bool writing)
 {
 	uint8_t *p = buf;

@@ -8,6 +8,7 @@
 #include <limits.h>
 #include <protobuf-c/protobuf-c.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -30,6 +31,14 @@ struct cfs_mount_entry {
 /* Call fn for every mount, oldest first; -errno if mountinfo cannot be read.  Reading it
  * asks no filesystem anything (a stat of a mount point would wait for its daemon). */
 int cfs_mountinfo_each(void (*fn)(const struct cfs_mount_entry *m, void *arg), void *arg);
+/* The mounts of a volume here (source cfs:NAME or cfs:UUID, its name or UUID as mounted):
+ * whether one is at dir (NULL: none asked), and the first one elsewhere, into other. */
+struct cfs_volume_mounts {
+	bool at_dir, elsewhere;
+	char other[PATH_MAX];
+};
+int cfs_volume_mounts(const char *name, const char *uuid, const char *dir,
+		      struct cfs_volume_mounts *out);
 
 /* Framing: one message each way. */
 int cfs_control_recv(int fd, uint8_t **msg, uint32_t *len);

@@ -2,6 +2,7 @@
 /* Mounting and unmounting, the committer thread, the node-local claim on the volume, and the
  * orphan directories (unlinked inodes still open, freed at last close or at the next mount). */
 #include "cfs/internal.h"
+#include "cfs/control.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -48,6 +49,53 @@ int cfs_volume_claim(struct cvm_volume *vol, bool exclusive, int *fd_out)
 	}
 	*fd_out = fd;
 	return 0;
+}
+
+/* An unmount returns before its daemon has let the volume go (umount(2) of a FUSE mount
+ * does not wait for the daemon to finish), so a mount right after one finds the volume
+ * claimed still, and may find the old mount on its directory (generic/604).  Unless the
+ * volume is mounted at another place here (a node mounts it once: refused at once), the claim
+ * is waited for, up to CLAIM_WAIT_MS. */
+#define CLAIM_WAIT_MS 30000
+#define CLAIM_POLL_MS 20
+
+static int claim_for_mount(struct cfs_fs *fs, struct cvm_volume *vol, const char *mountpoint)
+{
+	const struct cvm_config *cfg = cvm_volume_config(vol);
+	char uuid[CVM_UUID_STR];
+	cvm_uuid_format(&cfg->vol_uuid, uuid);
+	for (int waited = 0;; waited += CLAIM_POLL_MS) {
+		struct cfs_volume_mounts m;
+		if (cfs_volume_mounts(cfg->name, uuid, mountpoint, &m))
+			memset(&m, 0, sizeof m);
+		if (m.elsewhere) {
+			cfs_set_error("volume %s is mounted on this node already, at %s: a node mounts "
+				      "a volume once (mount --bind %s DIR shows it at another place too)",
+				      cfg->name, m.other, m.other);
+			return -EBUSY;
+		}
+		int rc = cfs_volume_claim(vol, !fs->cluster, &fs->lockfd);
+		if (!rc && m.at_dir) { /* a cluster mount's claim is shared: the old mount is there */
+			close(fs->lockfd);
+			fs->lockfd = -1;
+			rc = -EBUSY;
+		}
+		if (rc != -EBUSY)
+			return rc;
+		if (waited >= CLAIM_WAIT_MS) {
+			if (m.at_dir)
+				cfs_set_error("volume %s is mounted at %s already", cfg->name, mountpoint);
+			return rc; /* else what cfs_volume_claim said */
+		}
+		if (!waited && m.at_dir)
+			cfs_log(fs, "volume %s is mounted at %s: waiting up to %d s for its unmount to "
+				    "finish", cfg->name, mountpoint, CLAIM_WAIT_MS / 1000);
+		else if (!waited)
+			cfs_log(fs, "volume %s is in use on this node and not mounted elsewhere here (an "
+				    "unmount finishing, a check or a format): waiting up to %d s for it",
+				cfg->name, CLAIM_WAIT_MS / 1000);
+		usleep(CLAIM_POLL_MS * 1000);
+	}
 }
 
 static int claim_slot(struct cfs_fs *fs)
@@ -483,7 +531,7 @@ int cfs_mount(struct cvm_volume *vol, const struct cfs_mount_opts *o, struct cfs
 		rc = quota_mountable(fs, cvm_volume_config(vol)->name);
 	/* Local mounts have the volume to themselves on this machine; cluster nodes share it. */
 	if (!rc)
-		rc = cfs_volume_claim(vol, !fs->cluster, &fs->lockfd);
+		rc = claim_for_mount(fs, vol, o->mountpoint);
 	if (!rc)
 		rc = cfs_glock_init(fs, proto);
 	if (!rc && (rc = cfs_lease_page_init(fs)) == 0)

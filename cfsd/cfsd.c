@@ -243,8 +243,9 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	return 0;
 }
 
-/* The mount point must be an empty directory nobody has mounted on. */
-static int check_mountpoint(const char *mp)
+/* The mount point must be a directory nobody has mounted on, or where this volume is mounted
+ * still (as the volume was named then): an unmount finishing, which cfs_mount waits for. */
+static int check_mountpoint(const char *mp, const char *volume)
 {
 	struct stat st, up;
 	char parent[4096];
@@ -257,7 +258,10 @@ static int check_mountpoint(const char *mp)
 		return -ENOTDIR;
 	}
 	snprintf(parent, sizeof parent, "%s/..", mp);
-	if (!stat(parent, &up) && up.st_dev != st.st_dev) {
+	char abs[PATH_MAX];
+	struct cfs_volume_mounts m;
+	if (!stat(parent, &up) && up.st_dev != st.st_dev &&
+	    !(realpath(mp, abs) && !cfs_volume_mounts(volume, NULL, abs, &m) && m.at_dir)) {
 		fprintf(stderr, "cfsd: %s is a mount point already: unmount it first\n", mp);
 		return -EBUSY;
 	}
@@ -404,7 +408,7 @@ int main(int argc, char **argv)
 	int rc = parse_args(argc, argv, &o);
 	if (rc)
 		return rc;
-	if (check_mountpoint(o.mountpoint) || !realpath(o.mountpoint, o.mount_abs)) {
+	if (check_mountpoint(o.mountpoint, o.volume) || !realpath(o.mountpoint, o.mount_abs)) {
 		scan_paths_free(&o.scan);
 		return EXIT_FAILED;
 	}
@@ -458,6 +462,7 @@ int main(int argc, char **argv)
 	o.m.locks_closing = restripe_cluster_unmount;
 	o.m.recovering = restripe_cluster_recovering;
 	o.m.locks_arg = &d;
+	o.m.mountpoint = o.mount_abs;
 	rc = cfs_mount(d.vol, &o.m, &d.fs);
 	cfs_log_copy(-1);
 	if (rc) {

@@ -58,7 +58,9 @@ mv "$T/hide/v.lun1" "$T/v.lun1"
 # Mounted: a second mount of it on this node, mkfs and fsck are refused.
 expect 0 "" "cfs mount" -- "$BIN/cfs" mount v "$M" -o "log=$T/v.log"
 mkdir -p "$T/m2"
-expect 1 "in use on this node" "a second mount on this node" -- "$BIN/cfs" mount v "$T/m2" -o node=1
+expect 1 "mounted on this node already, at $M: a node mounts a volume once (mount --bind" \
+	"a second mount on this node is refused and says how to show it at a second place" -- \
+	"$BIN/cfs" mount v "$T/m2" -o node=1
 expect 1 "mount point already" "a mount on the same directory" -- "$BIN/cfs" mount other "$M"
 expect 0 "volume v (mounted): clean" "fsck.cfs of a mounted volume checks it through its daemon" -- "$BIN/fsck.cfs" v
 expect 8 "repairs only a filesystem unmounted on every node" "fsck.cfs -y of a mounted volume" -- "$BIN/fsck.cfs" -y v
@@ -97,6 +99,44 @@ expect 0 "" "mount with an added slot (node=3)" -- "$BIN/cfs" mount v "$M" -o "n
 check "a file written through the added slot's journal" bash -c 'echo x >"$0/by-slot-3" && sync -f "$0"' "$M"
 expect 0 "" "cfs umount" -- "$BIN/cfs" umount "$M"
 expect 0 "clean" "fsck.cfs after using the added slot" -- "$BIN/fsck.cfs" v
+
+# A mount right after umount(8), whose daemon may not have let the volume go yet (generic/604):
+# it waits for the claim.  The gate holds the claim (a byte of the first LUN, cfs/fs.c) as a
+# daemon finishing its unmount would, until told.
+python3 - "$T/v.lun0" "$T/gate" <<'EOF' &
+import fcntl, os, sys, time
+fd = os.open(sys.argv[1], os.O_RDWR)
+fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, 16)
+open(sys.argv[2] + ".held", "w").close()
+while not os.path.exists(sys.argv[2]):
+    time.sleep(0.05)
+EOF
+gate=$!
+wait_until 60 test -e "$T/gate.held"
+"$BIN/cfs" mount v "$M" -o "log=$T/v.log" >"$T/waiting.out" 2>&1 &
+waiting=$!
+wait_until 60 grep -q "not mounted elsewhere here (an unmount finishing, a check or a format): waiting" "$T/v.log" &&
+	ok "a mount of a volume claimed but mounted nowhere else here waits" || not_ok "no wait logged: $(tail -3 "$T/v.log")"
+touch "$T/gate"
+wait "$gate"
+wait "$waiting" && ok "it mounts once the claim is let go" || not_ok "the waiting mount: $(cat "$T/waiting.out")"
+expect 0 "x" "and serves" -- cat "$M/by-slot-3"
+# generic/604 itself: files written, umount(8) in the background and a mount of the same
+# directory at once; whichever comes first, the mount must succeed.
+for round in 1 2 3; do
+	for i in $(seq 100); do echo "$round" >"$M/race-$i"; done
+	umount "$M" &
+	um=$!
+	if "$BIN/cfs" mount v "$M" -o "log=$T/v.log" >"$T/again.out" 2>&1 && wait "$um" &&
+		[ "$(cat "$M/race-100")" = "$round" ]; then
+		ok "umount(8) in the background and a mount at once, round $round"
+	else
+		not_ok "round $round: $(cat "$T/again.out")"
+		wait "$um"
+	fi
+done
+rm -f "$M"/race-*
+expect 0 "" "cfs umount" -- "$BIN/cfs" umount "$M"
 
 # Root mounts with suid and dev, as a kernel filesystem: a set-user-ID copy of id run by
 # nobody says uid 0; with -o nosuid it says nobody's.
