@@ -50,7 +50,7 @@ ODM_OBJ := $(ODM_SRC:%.c=$(BUILD)/%.o) $(BUILD)/cfs/control.o $(BUILD)/proto/con
 LDLIBS_ODM := -lprotobuf-c -laio -lpthread
 
 .SECONDARY:
-.PHONY: FORCE all deps deb check check-build compat-builds stress poc demo soak bench bench-cvm bench-locks bench-cfs bench-odm bench-cluster install clean lint
+.PHONY: FORCE all deps deb check check-build compat-builds stress poc demo soak bench bench-cvm bench-locks bench-cfs bench-odm bench-cluster bench-home install clean lint
 all: deps $(LIBS) $(BUILD)/lib/libcvm.so $(BUILD)/lib/libodm.so $(TOOLS) $(BUILD)/bin/cfs-fence
 
 # Installs what is missing (apt-get, as root); a no-op once everything is there.  Compiling
@@ -225,6 +225,11 @@ bench-cluster: all $(BUILD)/tests/odm/odm_crash $(BUILD)/tests/odm/odm_race # re
 	bench/cluster/span.sh $(BUILD)
 	bench/cluster/direct.sh $(BUILD)
 	bench/cluster/quota.sh $(BUILD)
+	bench/cluster/home.sh $(BUILD)
+
+# The shared software home's work on ext4, passthrough_ll, one node and a cluster (issue 69).
+bench-home: all
+	bench/cluster/home.sh $(BUILD)
 
 bench-cfs: all
 	bench/cfs/run.sh $(BUILD)

@@ -904,7 +904,8 @@ static int lost_found_dir(struct fsck *k, struct cfs_inode *root, struct cfs_ino
 		root->d.nlink++;
 		rc = cfs_iwrite(fs, root);
 	}
-	struct node *rn = node_find(k, root->ino, false), *n = node_find(k, ip->ino, true);
+	struct node *n = rc ? NULL : node_find(k, ip->ino, true); /* may move the table: first */
+	struct node *rn = node_find(k, root->ino, false);
 	if (!rc && (!rn || !n))
 		rc = -ENOMEM;
 	if (!rc) {

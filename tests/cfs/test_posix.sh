@@ -535,6 +535,9 @@ for mode in writeback nowriteback; do
 		timeout 120 python3 "$T/writeback.py" "$BIN/cfs" "$T/small" "$mode"
 	check "$mode: a buffered read after an AIO direct write completed reads it, with buffered readers beside (generic/451)" \
 		timeout 300 python3 "$HERE/aio_cycle.py" "$T/small/cycle" 1000 2
+	# cfsd stamps every time only without the write-back cache (cfs(8): generic/423)
+	[ "$mode" = writeback ] || check "$mode: times in the order things were made (generic/423)" \
+		timeout 300 python3 "$HERE/time_order.py" "$T/small/order" 200
 	rm -f "$T/small/cycle"
 	umount_cfs "$T/small"
 	expect 0 "clean" "$mode: fsck.cfs clean after the full filesystem" -- "$BIN/fsck.cfs" -n small

@@ -1,0 +1,136 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+# bench/cluster/home.sh: the work of a shared software home (issue 69), step by step, on the
+# disk's own filesystem, libfuse's passthrough_ll over it, a one-node CFS mount and node 1 of
+# a 3-node CFS cluster mount (normal mounts), each step after sync and a drop of the kernel's
+# caches, the median of BENCH_ROUNDS rounds (default 3):
+#   unpack    tar x of a tarball of BENCH_TREE_SRC (default /usr/include: some 8,000 files)
+#   read      every file of it read back, cold: on the cluster by node 2, which did not write
+#             it; on one node after the caches are dropped (and CFS remounted)
+#   clone     git clone (no hard links) of a local repository of 500 commits
+#   compile   gcc -O2 -c of the project's cvm/*.c, copied in
+#   log       BENCH_LOG_MB (default 1024) MiB written in 1 MiB writes and fsync'd
+#   gzip      gzip -1 of that log
+#   remove    rm -rf of the unpacked tree
+# Printed: seconds per step and side; the ratios one node / passthrough_ll and cluster / one
+# node; and the lock messages node 2 sent per file of the read.
+# Usage: home.sh [BUILD]; env BENCH_DIR (default /var/tmp), BENCH_ROUNDS, BENCH_TREE_SRC,
+# BENCH_LOG_MB.
+build=${1:-build}
+root=$(cd "$(dirname "$0")/../.." && pwd)
+. "$(dirname "$0")/lib.sh" home ch
+rounds=${BENCH_ROUNDS:-3}
+tree_src=${BENCH_TREE_SRC:-/usr/include}
+log_mb=${BENCH_LOG_MB:-1024}
+steps=(unpack read clone compile log gzip remove)
+pt_pid=
+cleanup_home() {
+	mountpoint -q "$dir/pt" && umount -l "$dir/pt"
+	mountpoint -q "$dir/local" && "$bin/cfs" umount "$dir/local"
+	cleanup
+}
+trap cleanup_home EXIT
+
+# The inputs, on the disk: the tarball, a repository of 500 commits, the C files.
+tar -C "$(dirname "$tree_src")" -cf "$dir/tree.tar" "$(basename "$tree_src")"
+nfiles=$(tar -tf "$dir/tree.tar" | grep -vc '/$')
+git init -q --bare "$dir/src.git"
+python3 - <<'EOF' | git -C "$dir/src.git" fast-import --quiet
+import sys
+out = sys.stdout
+for i in range(500):
+    body = ''.join(f'line {j} of commit {i}\n' for j in range(i % 50 + 1))
+    msg = f'commit {i}\n'
+    out.write(f'commit refs/heads/main\ncommitter bench <bench@example> {1700000000 + i} +0000\n'
+              f'data {len(msg)}\n{msg}')
+    if i:
+        out.write('from refs/heads/main^0\n')
+    out.write(f'M 644 inline file{i % 40}.txt\ndata {len(body)}\n{body}\n')
+EOF
+git -C "$dir/src.git" symbolic-ref HEAD refs/heads/main
+
+# libfuse's passthrough_ll, built from the source Debian ships in libfuse3-dev.
+pt=$build/bench/passthrough_ll
+if [ ! -x "$pt" ]; then
+	mkdir -p "$build/bench"
+	cc -O2 -I/usr/include/fuse3 -I/usr/share/doc/libfuse3-dev/examples -o "$pt" \
+		/usr/share/doc/libfuse3-dev/examples/passthrough_ll.c -lfuse3 -lpthread
+fi
+ulimit -n "$(ulimit -Hn)" # passthrough_ll holds an fd per inode it knows
+mkdir -p "$dir/disk" "$dir/pt-src" "$dir/pt" "$dir/local"
+"$pt" -o "source=$dir/pt-src,cache=auto" "$dir/pt"
+
+drop() { sync; echo 3 >/proc/sys/vm/drop_caches; }
+timed() { # command... -> seconds it took
+	local t0
+	t0=$(date +%s.%N)
+	"$@" >/dev/null
+	python3 -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.3f}')" "$t0" "$(date +%s.%N)"
+}
+host() { "$@"; }
+# round SIDE WRITER READER DIR COLD [READ_DIR]: one round of the steps, WRITER and READER the
+# prefixes that run a command where it writes and where it reads (host, on1, on2), DIR the
+# side's directory as the writer sees it (READ_DIR as the reader does, if not the same), COLD
+# what makes the read cold.  The seconds go to $dir/SIDE.STEP, a line a round; on the cluster
+# the lock messages node 2 sent for the read, to $dir/messages.
+round() {
+	local side=$1 w=$2 r=$3 d=$4 cold=$5 rd=${6:-$4} m0
+	drop
+	echo "$(timed $w tar -C "$d" -xf "$dir/tree.tar")" >>"$dir/$side.unpack"
+	$cold
+	drop
+	[ "$side" != cluster ] || m0=$(status_field 2 lock_messages)
+	echo "$(timed $r sh -c "cd '$rd/$(basename "$tree_src")' && find . -type f -print0 | xargs -0 cat >/dev/null")" >>"$dir/$side.read"
+	[ "$side" != cluster ] || echo $(($(status_field 2 lock_messages) - m0)) >>"$dir/messages"
+	drop
+	echo "$(timed $w git clone -q --no-hardlinks "$dir/src.git" "$d/clone")" >>"$dir/$side.clone"
+	$w mkdir -p "$d/src"
+	$w cp -r "$root/cvm" "$d/src/"
+	drop
+	echo "$(timed $w sh -c "cd '$d/src' && gcc -std=c17 -D_GNU_SOURCE -O2 -I. -I'$root' -c cvm/*.c")" >>"$dir/$side.compile"
+	echo "$(timed $w dd if=/dev/zero of="$d/log" bs=1M count="$log_mb" conv=fsync status=none)" >>"$dir/$side.log"
+	drop
+	echo "$(timed $w sh -c "gzip -1 -c '$d/log' >'$d/log.gz'")" >>"$dir/$side.gzip"
+	drop
+	echo "$(timed $w rm -rf "$d/$(basename "$tree_src")")" >>"$dir/$side.remove"
+	$w rm -rf "$d/clone" "$d/src" "$d/log" "$d/log.gz"
+}
+nothing() { :; }
+remount_local() { "$bin/cfs" umount "$dir/local" && "$bin/cfs" mount home "$dir/local" -o "log=$dir/local.log"; }
+
+echo "bench/cluster/home: $(nproc) cores; files in $dir on $(df --output=source "$dir" | tail -1); $nfiles files of $(du -sm "$dir/tree.tar" | cut -f1) MB; a $log_mb MiB log; $rounds rounds"
+luns $(((log_mb * 3 + 2048) / 4))
+"$bin/cvm" create home "$dir"/lun{0,1,2,3} >/dev/null
+"$bin/mkfs.cfs" home >/dev/null 2>&1
+"$bin/cfs" mount home "$dir/local" -o "log=$dir/local.log"
+for i in $(seq "$rounds"); do
+	round disk host host "$dir/disk" nothing
+	round pt host host "$dir/pt" nothing
+	round local host host "$dir/local" remount_local
+done
+"$bin/cfs" umount "$dir/local"
+
+"$cluster" up 3 >/dev/null
+"$bin/mkfs.cfs" -p corosync -J 3 --force home >/dev/null 2>&1
+for n in 1 2 3; do mkdir -p "$(M $n)"; on $n "$bin/cfs" mount home "$(M $n)" -o "log=$dir/cfsd$n.log"; done
+on1() { on 1 "$@"; }
+on2() { on 2 "$@"; }
+for i in $(seq "$rounds"); do
+	round cluster on1 on2 "$(M 1)" nothing "$(M 2)"
+done
+for n in 1 2 3; do on $n "$bin/cfs" umount "$(M $n)"; done
+
+python3 - "$dir" "$nfiles" "${steps[@]}" <<'EOF'
+import statistics, sys
+d, nfiles, steps = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+sides = ['disk', 'pt', 'local', 'cluster']
+med = {(s, st): statistics.median(float(x) for x in open(f'{d}/{s}.{st}')) for s in sides for st in steps}
+print(f"{'step (median s)':<16}" + ''.join(f'{s:>10}' for s in ('disk', 'passthru', 'cfs 1', 'cfs 3')) +
+      f"{'1/pt':>8}{'3/1':>8}")
+for st in steps:
+    v = [med[(s, st)] for s in sides]
+    print(f'{st:<16}' + ''.join(f'{x:10.2f}' for x in v) + f'{v[2] / v[1]:8.2f}{v[3] / v[2]:8.2f}')
+msgs = [int(x) for x in open(f'{d}/messages')]
+print(f'lock messages node 2 sent per file it read: {statistics.median(msgs) / nfiles:.3f} '
+      f'(median of {msgs})')
+EOF
