@@ -43,8 +43,6 @@ for i in range(500):
     msg = f'commit {i}\n'
     out.write(f'commit refs/heads/main\ncommitter bench <bench@example> {1700000000 + i} +0000\n'
               f'data {len(msg)}\n{msg}')
-    if i:
-        out.write('from refs/heads/main^0\n')
     out.write(f'M 644 inline file{i % 40}.txt\ndata {len(body)}\n{body}\n')
 EOF
 git -C "$dir/src.git" symbolic-ref HEAD refs/heads/main
@@ -96,13 +94,13 @@ round() {
 	$w rm -rf "$d/clone" "$d/src" "$d/log" "$d/log.gz"
 }
 nothing() { :; }
-remount_local() { "$bin/cfs" umount "$dir/local" && "$bin/cfs" mount home "$dir/local" -o "log=$dir/local.log"; }
+remount_local() { "$bin/cfs" umount "$dir/local" && "$bin/cfs" mount home "$dir/local" -o "log=$dir/cfsd-local.log"; }
 
 echo "bench/cluster/home: $(nproc) cores; files in $dir on $(df --output=source "$dir" | tail -1); $nfiles files of $(du -sm "$dir/tree.tar" | cut -f1) MB; a $log_mb MiB log; $rounds rounds"
 luns $(((log_mb * 3 + 2048) / 4))
 "$bin/cvm" create home "$dir"/lun{0,1,2,3} >/dev/null
 "$bin/mkfs.cfs" home >/dev/null 2>&1
-"$bin/cfs" mount home "$dir/local" -o "log=$dir/local.log"
+"$bin/cfs" mount home "$dir/local" -o "log=$dir/cfsd-local.log"
 for i in $(seq "$rounds"); do
 	round disk host host "$dir/disk" nothing
 	round pt host host "$dir/pt" nothing
