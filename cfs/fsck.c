@@ -562,7 +562,8 @@ static int walk_tree(struct fsck *k)
  * meets it.  A group whose header is damaged has no bitmap to tell a live inode from a freed
  * one (a freed inode block keeps its last contents): what only it held is not looked for. */
 struct lost {
-	uint64_t ino, parent;
+	uint64_t ino, parent, size; /* size and uid: what the output names it by */
+	uint32_t uid;
 	uint8_t type; /* DT_* */
 };
 
@@ -579,7 +580,8 @@ static bool lost_inode_at(struct fsck *k, const uint8_t *blk_data, uint64_t blk,
 	if (cfs_iget(k->fs, blk, &ip))
 		return false; /* a damaged inode nothing names: freed with the bitmaps */
 	bool alive = ip->d.nlink > 0;
-	*out = (struct lost){blk, ip->d.parent, (uint8_t)((ip->d.mode & S_IFMT) >> 12)};
+	*out = (struct lost){blk, ip->d.parent, ip->d.size, ip->d.uid,
+			     (uint8_t)((ip->d.mode & S_IFMT) >> 12)};
 	cfs_iforget(k->fs, ip);
 	return alive;
 }
@@ -628,15 +630,11 @@ static int lost_cmp(const void *a, const void *b)
  * name it. */
 static int adopt(struct fsck *k, const struct lost *l)
 {
-	struct cfs_inode *ip;
-	if (cfs_iget(k->fs, l->ino, &ip))
-		return 0;
 	say(k, true, "inode %" PRIu64 " (%s of %" PRIu64 " bytes, owner %" PRIu32 ") is in no "
 		     "directory: %s /lost+found as #%" PRIu64, l->ino,
-	    S_ISDIR(ip->d.mode) ? "a directory" : "a file", ip->d.size, ip->d.uid,
+	    l->type == DT_DIR ? "a directory" : "a file", l->size, l->uid,
 	    k->repair ? "put in" : "it would go to", l->ino);
 	k->r->repaired += k->repair;
-	cfs_iforget(k->fs, ip);
 	char name[24];
 	int len = snprintf(name, sizeof name, "#%" PRIu64, l->ino);
 	k->cur_dir = 0; /* /lost+found's entries are counted when they are made */
