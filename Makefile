@@ -226,10 +226,13 @@ bench-cluster: all $(BUILD)/tests/odm/odm_crash $(BUILD)/tests/odm/odm_race # re
 	bench/cluster/direct.sh $(BUILD)
 	bench/cluster/quota.sh $(BUILD)
 	bench/cluster/home.sh $(BUILD)
+	bench/cluster/tree_read.sh $(BUILD)
 
-# The shared software home's work on ext4, passthrough_ll, one node and a cluster (issue 69).
+# The shared software home's work on ext4, passthrough_ll, one node and a cluster, and a tree
+# read by a node that did not write it (issue 69).
 bench-home: all
 	bench/cluster/home.sh $(BUILD)
+	bench/cluster/tree_read.sh $(BUILD)
 
 bench-cfs: all
 	bench/cfs/run.sh $(BUILD)

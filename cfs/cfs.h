@@ -191,6 +191,7 @@ struct cfs_status {
 	char lockproto[16];
 	uint32_t node_id;                /* this node's cluster id (0 with local locks) */
 	uint64_t lock_messages;          /* lock messages this mount sent to other nodes */
+	uint64_t lock_waits, lock_wait_ms; /* waits for glock grants (one for a batch asked together) */
 	uint64_t locks_cached, locks_given_back; /* grants kept now (inode glocks too); given back past the limit */
 	uint32_t lock_cache_limit;
 	uint32_t nmounted;               /* nodes that have it mounted, by slot */

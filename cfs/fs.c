@@ -676,6 +676,8 @@ void cfs_status(struct cfs_fs *fs, struct cfs_status *st)
 	cfs_features_describe(&fs->sb, st->features, sizeof st->features);
 	st->node_id = fs->cluster ? cfslock_node_id(fs->locks) : 0;
 	st->lock_messages = cfslock_messages_sent(fs->locks);
+	st->lock_waits = fs->lock_waits;
+	st->lock_wait_ms = fs->lock_wait_ns / 1000000u;
 	if (fs->cluster) {
 		size_t cached;
 		cfslock_cache_counts(fs->locks, &cached, &st->locks_given_back);

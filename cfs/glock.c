@@ -42,6 +42,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -164,8 +165,10 @@ static int glock_sync(struct cfs_fs *fs, bool down_to_pr)
 	return rc;
 }
 
-/* Give the glock up (or convert it down to `to`, PR).  fs->lock held, no holders. */
-static int glock_let_go(struct cfs_fs *fs, struct cfs_glock *gl, int to)
+/* Give the glock up (or convert it down to `to`, PR), in two steps: what this node does
+ * first, then the lock manager's answer (let_go_end), so that one thread can let many go
+ * with their messages under way together.  fs->lock held throughout, no holders. */
+static int let_go_begin(struct cfs_fs *fs, struct cfs_glock *gl, int to)
 {
 	bool down = to == CFSLOCK_PR && gl->mode == CFSLOCK_EX;
 	/* Any grant going: the log may hold blocks it covers (homed under it EX, then PR). */
@@ -175,20 +178,34 @@ static int glock_let_go(struct cfs_fs *fs, struct cfs_glock *gl, int to)
 	if (down) {
 		if (gl->ops->go_demote)
 			gl->ops->go_demote(fs, gl);
-		rc = cfslock_request_sync(gl->lk, CFSLOCK_PR, 0);
-		if (!rc)
-			gl->mode = CFSLOCK_PR;
-		return rc;
+		return cfslock_request_begin(gl->lk, CFSLOCK_PR, 0);
 	}
 	if (gl->ops->go_unlock && (rc = gl->ops->go_unlock(fs, gl)))
 		return rc;
 	gl->ops->go_invalidate(fs, gl);
 	gl->mode = -1;
 	gl->contested_ns = cfs_now_ns();
-	rc = cfslock_unlock_sync(gl->lk);
-	if (rc)
+	if ((rc = cfslock_unlock_begin(gl->lk)))
 		cfs_log(fs, "lock %s: unlock: %s", cfslock_name(gl->lk), strerror(-rc));
 	return rc;
+}
+
+static int let_go_end(struct cfs_fs *fs, struct cfs_glock *gl, int to)
+{
+	int rc = cfslock_wait(gl->lk);
+	if (to == CFSLOCK_PR && gl->mode == CFSLOCK_EX) {
+		if (!rc)
+			gl->mode = CFSLOCK_PR;
+	} else if (rc) {
+		cfs_log(fs, "lock %s: unlock: %s", cfslock_name(gl->lk), strerror(-rc));
+	}
+	return rc;
+}
+
+static int glock_let_go(struct cfs_fs *fs, struct cfs_glock *gl, int to)
+{
+	int rc = let_go_begin(fs, gl, to);
+	return rc ? rc : let_go_end(fs, gl, to);
 }
 
 _Thread_local unsigned cfs_op_waits;
@@ -207,6 +224,13 @@ static void lost_quorum(struct cfs_fs *fs)
 		cfs_fence(fs, "this node lost quorum");
 }
 
+/* A thread's wait for the lock manager's answers (one or many) that began at t0. */
+static void count_wait(struct cfs_fs *fs, uint64_t t0)
+{
+	fs->lock_waits++;
+	fs->lock_wait_ns += cfs_now_ns() - t0;
+}
+
 /* cfslock_request_sync for the glock, with fs->lock released if release (see the top of this
  * file); this node's other threads wait for it meanwhile (requesting).  The lock manager's
  * answer as it is. */
@@ -216,9 +240,11 @@ static int ask(struct cfs_fs *fs, struct cfs_glock *gl, int mode, unsigned flags
 	cfs_op_waits += release;
 	if (release)
 		pthread_mutex_unlock(&fs->lock);
+	uint64_t t0 = cfs_now_ns();
 	int rc = cfslock_request_sync(gl->lk, mode, flags);
 	if (release)
 		pthread_mutex_lock(&fs->lock);
+	count_wait(fs, t0);
 	gl->requesting = false;
 	pthread_cond_broadcast(&fs->glock_cond);
 	if (rc == -CFSLOCK_ENOQUORUM)
@@ -257,6 +283,44 @@ static int glock_request(struct cfs_fs *fs, struct cfs_glock *gl, int mode, unsi
 int cfs_glock_request(struct cfs_fs *fs, struct cfs_glock *gl, int mode, bool release)
 {
 	return glock_request(fs, gl, mode, 0, release);
+}
+
+void cfs_glock_request_all(struct cfs_fs *fs, struct cfs_glock **v, size_t n, int mode)
+{
+	int *status = calloc(n, sizeof *status);
+	if (!status)
+		return; /* each is asked for alone when used */
+	size_t asked = 0;
+	for (size_t i = 0; i < n; i++) {
+		struct cfs_glock *gl = v[i];
+		if (gl->requesting || gl->mode >= 0)
+			continue; /* another thread asks, or it came meanwhile */
+		__atomic_store_n(&gl->wanted, -1, __ATOMIC_RELEASE); /* as glock_request's */
+		if (cfslock_request_begin(gl->lk, mode, 0))
+			continue; /* asked for again when used, which says why it fails */
+		gl->requesting = true;
+		v[asked++] = gl;
+	}
+	if (asked) {
+		uint64_t t0 = cfs_now_ns();
+		cfs_op_waits++;
+		pthread_mutex_unlock(&fs->lock);
+		for (size_t i = 0; i < asked; i++)
+			status[i] = cfslock_wait(v[i]->lk);
+		pthread_mutex_lock(&fs->lock);
+		count_wait(fs, t0);
+	}
+	bool no_quorum = false;
+	for (size_t i = 0; i < asked; i++) {
+		v[i]->requesting = false;
+		no_quorum |= status[i] == -CFSLOCK_ENOQUORUM;
+		if (!status[i])
+			take_grant(fs, v[i], mode); /* an inode glock's go_granted cannot fail */
+	}
+	free(status);
+	pthread_cond_broadcast(&fs->glock_cond);
+	if (no_quorum)
+		lost_quorum(fs);
 }
 
 int cfs_glock_convert_up(struct cfs_fs *fs, struct cfs_glock *gl)
@@ -334,8 +398,9 @@ int cfs_glock_try_hold(struct cfs_fs *fs, struct cfs_glock *gl, int mode)
 	return cfs_lock_errno(rc);
 }
 
-void cfs_glock_check(struct cfs_fs *fs, struct cfs_glock *gl)
+void cfs_glock_check_begin(struct cfs_fs *fs, struct cfs_glock *gl)
 {
+	gl->letting_go = false;
 	int wanted = __atomic_load_n(&gl->wanted, __ATOMIC_ACQUIRE);
 	if (gl->mode < 0 || wanted < 0 || gl->holders || gl->requesting)
 		return;
@@ -352,10 +417,30 @@ void cfs_glock_check(struct cfs_fs *fs, struct cfs_glock *gl)
 	if (wanted == CFSLOCK_PR && gl->mode == CFSLOCK_PR)
 		return; /* a stale wish: PR is compatible with PR */
 	int to = wanted == CFSLOCK_PR ? CFSLOCK_PR : -1;
-	if (glock_let_go(fs, gl, to))
+	if (let_go_begin(fs, gl, to)) {
 		record_wish(gl, wanted, false); /* kept: try again at the next round */
-	else if (gl->inode && wanted == CFSLOCK_EX)
+		return;
+	}
+	gl->letting_go = true;
+	gl->letting_go_to = to;
+	gl->letting_go_for = wanted;
+}
+
+void cfs_glock_check_end(struct cfs_fs *fs, struct cfs_glock *gl)
+{
+	if (!gl->letting_go)
+		return;
+	gl->letting_go = false;
+	if (let_go_end(fs, gl, gl->letting_go_to))
+		record_wish(gl, gl->letting_go_for, false);
+	else if (gl->inode && gl->letting_go_for == CFSLOCK_EX)
 		cfs_iglock_given_to_change(fs, gl);
+}
+
+void cfs_glock_check(struct cfs_fs *fs, struct cfs_glock *gl)
+{
+	cfs_glock_check_begin(fs, gl);
+	cfs_glock_check_end(fs, gl);
 }
 
 void cfs_glock_unhold(struct cfs_fs *fs, struct cfs_glock *gl)

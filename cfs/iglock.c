@@ -303,6 +303,47 @@ int cfs_iglock_get(struct cfs_fs *fs, uint64_t blk, int mode)
 	return rc;
 }
 
+static int by_block(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return (x > y) - (x < y);
+}
+
+void cfs_iglock_prefetch(struct cfs_fs *fs, const uint64_t *blks, size_t n)
+{
+	if (!fs->cluster || fs->meta.mode == CFSLOCK_EX || !n) /* under EX: asked for held */
+		return;
+	uint64_t *spans = malloc(n * sizeof *spans);
+	struct cfs_glock **v = calloc(n, sizeof *v), **asked = calloc(n, sizeof *asked);
+	size_t k = 0;
+	if (spans && v && asked) {
+		for (size_t i = 0; i < n; i++)
+			spans[i] = span_of(blks[i]);
+		qsort(spans, n, sizeof *spans, by_block);
+		for (size_t i = 0; i < n && k < CFS_IGLOCK_PREFETCH_MAX; i++) {
+			struct cfs_glock *gl;
+			/* A span given to another node's change within the last second is likely
+			 * still being changed there: asked for only if used, not taken from it. */
+			if ((i && spans[i] == spans[i - 1]) || cfs_iglock_contended(fs, spans[i]) ||
+			    !(gl = get(fs, spans[i])))
+				continue;
+			gl->waiters++; /* kept in the table until the end */
+			v[k++] = gl;
+		}
+		memcpy(asked, v, k * sizeof *v);
+		cfs_glock_request_all(fs, asked, k, CFSLOCK_PR);
+	}
+	for (size_t i = 0; i < k; i++) {
+		v[i]->waiters--;
+		if (v[i]->mode >= 0)
+			lru_touch(fs, v[i]);
+		put(fs, v[i]);
+	}
+	free(spans);
+	free(v);
+	free(asked);
+}
+
 int cfs_iglock_mode(struct cfs_fs *fs, uint64_t blk)
 {
 	if (!fs->cluster)
@@ -490,9 +531,13 @@ void cfs_iglock_act(struct cfs_fs *fs)
 	struct cfs_glock *list = fs->wishes;
 	fs->wishes = NULL;
 	pthread_mutex_unlock(&fs->wish_lock);
+	/* Every let-go begun, then each ended: a burst of wishes (another node reading a tree
+	 * this node wrote) is answered in one round trip, not one for each. */
+	for (struct cfs_glock *gl = list; gl; gl = gl->wnext)
+		cfs_glock_check_begin(fs, gl);
 	for (struct cfs_glock *gl = list, *n; gl; gl = n) {
 		n = gl->wnext;
-		cfs_glock_check(fs, gl);
+		cfs_glock_check_end(fs, gl);
 		pthread_mutex_lock(&fs->wish_lock);
 		__atomic_store_n(&gl->queued, false, __ATOMIC_RELEASE);
 		pthread_mutex_unlock(&fs->wish_lock);

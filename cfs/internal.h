@@ -662,6 +662,9 @@ struct cfs_glock {
 	struct cfs_glock *lru_prev, *lru_next; /* granted ones, least recently used first */
 	bool queued;                          /* on the wish queue (atomic) */
 	unsigned waiters; /* threads waiting for another's request, or names to expire */
+	/* between cfs_glock_check_begin and _end: going to letting_go_to for letting_go_for */
+	bool letting_go;
+	int letting_go_to, letting_go_for;
 };
 
 /* ---- the mounted filesystem ---- */
@@ -727,6 +730,7 @@ struct cfs_fs {
 	size_t group_glocks_granted; /* count towards lock_cache_limit, never given back for it */
 	uint64_t hints_ns;          /* when other nodes' groups' free counts were read */
 	uint64_t grants;            /* glock grants so far: orders a grant and a read */
+	uint64_t lock_waits, lock_wait_ns; /* waits for glock grants (one for a batch), and their time */
 	/* Blocks read with no grant of their inode's glock here, and that count when the cache
 	 * was last cleared of them (iglock.c, inode_go_granted) */
 	uint64_t unlocked_reads, unlocked_reads_dropped;
@@ -904,6 +908,10 @@ bool cfs_glock_wait_names(struct cfs_fs *fs, struct cfs_glock *gl);
 int cfs_glock_try_hold(struct cfs_fs *fs, struct cfs_glock *gl, int mode);
 /* Act on another node's wish for gl if nothing here holds it. */
 void cfs_glock_check(struct cfs_fs *fs, struct cfs_glock *gl);
+/* The same in two steps (fs->lock held from one to the other): let-goes begun for many
+ * glocks, then each ended, send their messages together. */
+void cfs_glock_check_begin(struct cfs_fs *fs, struct cfs_glock *gl);
+void cfs_glock_check_end(struct cfs_fs *fs, struct cfs_glock *gl);
 /* Times this thread released fs->lock to wait for a grant (its own or another thread's): an
  * operation that saw it change re-reads what it read before, or starts over. */
 extern _Thread_local unsigned cfs_op_waits;
@@ -911,6 +919,10 @@ extern _Thread_local unsigned cfs_op_waits;
 void cfs_glock_wait(struct cfs_fs *fs);
 /* Ask for the grant (fs->lock held; released meanwhile if release). */
 int cfs_glock_request(struct cfs_fs *fs, struct cfs_glock *gl, int mode, bool release);
+/* Ask for the grants in v that are neither here nor asked for, all at once, with fs->lock
+ * released while they come (so the caller reads again what it read before); on return the
+ * ones granted have their mode (v is reordered).  What fails is left for its next use. */
+void cfs_glock_request_all(struct cfs_fs *fs, struct cfs_glock **v, size_t n, int mode);
 /* PR granted here to EX as a conversion: the PR, and what is cached under it, stay while it
  * waits with fs->lock released.  -EDEADLK: another node converts too and goes first (the
  * caller lets the PR go and asks again). */
@@ -964,6 +976,11 @@ void cfs_iglock_shutdown(struct cfs_fs *fs);
  * alone and allocates nothing.  It stays while fs->lock is held; past that, only while held
  * (cfs_iglock_hold). */
 int cfs_iglock_get(struct cfs_fs *fs, uint64_t blk, int mode);
+/* Under the metadata glock PR: the glocks of the inodes in blks not granted here yet, asked
+ * for PR all at once (at most CFS_IGLOCK_PREFETCH_MAX), fs->lock released meanwhile: the
+ * grants a walk of a directory's entries would otherwise take one round trip each. */
+#define CFS_IGLOCK_PREFETCH_MAX 256u
+void cfs_iglock_prefetch(struct cfs_fs *fs, const uint64_t *blks, size_t n);
 /* The granted mode here, -1 none (CFSLOCK_EX on one node). */
 int cfs_iglock_mode(struct cfs_fs *fs, uint64_t blk);
 /* Did this node give the glock covering inode blk up to another node's EX in the last

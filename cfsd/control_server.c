@@ -155,6 +155,9 @@ static void fill_status(struct cfsd *d, ControlStatus *s, struct cfs_status *st,
 	s->has_node_id = s->has_lock_messages = s->has_fenced = s->has_fence_interval_ms = true;
 	s->node_id = st->node_id;
 	s->lock_messages = st->lock_messages;
+	s->has_lock_waits = s->has_lock_wait_ms = true;
+	s->lock_waits = st->lock_waits;
+	s->lock_wait_ms = st->lock_wait_ms;
 	s->fenced = st->fenced;
 	s->fence_interval_ms = st->fence_interval_ms;
 	s->has_lease_ms = s->has_evict_ms = s->has_evicted = s->has_beat_gap_max_ms = true;

@@ -135,6 +135,13 @@ int cfslock_cancel(struct cfslock *lk);
 
 int cfslock_request_sync(struct cfslock *lk, int mode, unsigned flags);
 int cfslock_unlock_sync(struct cfslock *lk);
+/* The same in two steps, so that one thread can have many under way at once (their messages
+ * go out together instead of one round trip after another): start it, then cfslock_wait for
+ * its outcome, which every begun call needs exactly once.  A begin that fails (its -errno
+ * returned) has nothing to wait for. */
+int cfslock_request_begin(struct cfslock *lk, int mode, unsigned flags);
+int cfslock_unlock_begin(struct cfslock *lk);
+int cfslock_wait(struct cfslock *lk);
 
 /* Caching, as GFS2's glocks do: cfslock_release says "done for now" but keeps the grant on this
  * node.  A later request the cached mode covers is granted at once, with no message; when

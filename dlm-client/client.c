@@ -670,30 +670,48 @@ int cfslock_cancel(struct cfslock *lk)
 	return lk->s->c->ops->cancel(lk);
 }
 
-int cfslock_request_sync(struct cfslock *lk, int mode, unsigned flags)
+int cfslock_request_begin(struct cfslock *lk, int mode, unsigned flags)
 {
-	if (take_cached(lk, mode))
-		return 0; /* the fast path: no message, no callback, no system call */
 	lk->sync_waiting = true;
 	lk->sync_done = false;
-	int rc = cfslock_request(lk, mode, flags);
-	if (rc) {
-		lk->sync_waiting = false;
-		return rc;
+	if (take_cached(lk, mode)) { /* no message, no callback, no system call */
+		lk->sync_status = 0;
+		lk->sync_done = true;
+		return 0;
 	}
-	return wait_sync(lk);
+	int rc = cfslock_request(lk, mode, flags);
+	if (rc)
+		lk->sync_waiting = false;
+	return rc;
 }
 
-int cfslock_unlock_sync(struct cfslock *lk)
+int cfslock_unlock_begin(struct cfslock *lk)
 {
 	lk->sync_waiting = true;
 	lk->sync_done = false;
 	int rc = cfslock_unlock(lk);
-	if (rc) {
+	if (rc)
 		lk->sync_waiting = false;
-		return rc;
-	}
+	return rc;
+}
+
+int cfslock_wait(struct cfslock *lk)
+{
 	return wait_sync(lk);
+}
+
+int cfslock_request_sync(struct cfslock *lk, int mode, unsigned flags)
+{
+	if (take_cached(lk, mode))
+		return 0; /* the fast path: not even the dispatch lock */
+	int rc = cfslock_request_begin(lk, mode, flags);
+	return rc ? rc : cfslock_wait(lk);
+}
+
+int cfslock_unlock_sync(struct cfslock *lk)
+{
+	int rc = cfslock_unlock_begin(lk);
+	return rc ? rc : cfslock_wait(lk);
 }
 
 int cfslock_mode(const struct cfslock *lk) { return lk->granted; }

@@ -222,8 +222,10 @@ static void print_status(const char *dir, const ControlReply *r, bool json)
 		if (r->has_added_blocks)
 			printf(", \"added_blocks\": %llu", (unsigned long long)r->added_blocks);
 		printf(", \"lockproto\": \"%s\", \"node_id\": %u, \"lock_messages\": %llu, "
-		       "\"mounted\": [", s->lockproto ? s->lockproto : "local", s->node_id,
-		       (unsigned long long)s->lock_messages);
+		       "\"lock_waits\": %llu, \"lock_wait_ms\": %llu, \"mounted\": [",
+		       s->lockproto ? s->lockproto : "local", s->node_id,
+		       (unsigned long long)s->lock_messages, (unsigned long long)s->lock_waits,
+		       (unsigned long long)s->lock_wait_ms);
 		print_nodes_json(s->mounted, s->n_mounted);
 		printf("], \"recovering\": [");
 		print_nodes_json(s->recovering, s->n_recovering);
@@ -324,6 +326,8 @@ static void print_status(const char *dir, const ControlReply *r, bool json)
 	printf("  %llu lock grants cached (limit %u, %llu given back for it)\n",
 	       (unsigned long long)s->locks_cached, s->lock_cache_limit,
 	       (unsigned long long)s->locks_given_back);
+	printf("  %llu waits for lock grants, %.1f s in all\n", (unsigned long long)s->lock_waits,
+	       (double)s->lock_wait_ms / 1000);
 	if (s->kernel_names)
 		printf("  the kernel keeps names of this mount until another node changes their "
 		       "directory (namecache)\n");

@@ -152,6 +152,35 @@ check "node 2 reads a file from its page cache after node 1 changed other files 
 	[ $((r1 - r0)) -lt 1048576 ]
 check "and what it read is the file" on 1 cmp "$T/kept.2" "$(M 1)/kept"
 
+# ---- a tree another node wrote: its glocks asked for together, a directory at a time ----
+# A listing asks for the glocks of its entries' inodes at once (cfs_iglock_prefetch), so node
+# 2's walk of node 1's tree waits about once per directory, not once per span of inodes, and
+# the reads that follow the listing wait for none.
+on 1 python3 -c '
+import os, sys
+for d in range(3):
+    os.makedirs(f"{sys.argv[1]}/{d}")
+    for i in range(150):
+        with open(f"{sys.argv[1]}/{d}/{i}", "w") as f:
+            f.write(f"{d}/{i} " * 2400)
+os.sync()' "$(M 1)/tree"
+spans=$(on 1 python3 -c '
+import os, sys
+print(len({os.stat(os.path.join(r, n)).st_ino // 64 for r, ds, fs in os.walk(sys.argv[1]) for n in ds + fs}))' "$(M 1)/tree")
+w0=$(status_of 2 lock_waits)
+on 2 ls -R "$(M 2)/tree" >/dev/null
+w1=$(status_of 2 lock_waits)
+check "node 2 lists node 1's tree of 450 files in $spans inode glocks with $((w1 - w0)) lock waits (want 10 at most)" \
+	[ "$spans" -gt 24 -a $((w1 - w0)) -le 10 ]
+check "node 2 then reads every file of it, each as written" on 2 python3 -c '
+import sys
+for d in range(3):
+    for i in range(150):
+        assert open(f"{sys.argv[1]}/{d}/{i}").read() == f"{d}/{i} " * 2400, (d, i)' "$(M 2)/tree"
+w2=$(status_of 2 lock_waits)
+check "with no lock wait more ($((w2 - w1)))" [ "$w2" = "$w1" ]
+on 1 rm -rf "$(M 1)/tree"
+
 # ---- writes that allocate nothing, on two nodes at once, to their own files ----
 # Under the metadata glock PR and the file's inode glock EX: the two nodes do not take turns.
 # (With every write under the metadata glock EX, each write of one node took it from the
