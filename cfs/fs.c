@@ -574,6 +574,21 @@ int cfs_mount(struct cvm_volume *vol, const struct cfs_mount_opts *o, struct cfs
 	return 0;
 }
 
+/* The unmount reads every in-memory inode again under its glock EX: those glocks asked for
+ * together first.  (One at a time, a node that had looked at a tree another node then
+ * removed took 10 ms a span to unmount: 7 s for /usr/include.) */
+static void ask_for_every_inode(struct cfs_fs *fs)
+{
+	uint64_t *blks = NULL;
+	size_t n = 0, cap = 0;
+	for (size_t i = 0; i < CFS_ICACHE_BUCKETS; i++)
+		for (struct cfs_inode *ip = fs->ihash[i]; ip; ip = ip->hnext)
+			if (!cfs_reserve((void **)&blks, &cap, n + 1, sizeof *blks))
+				blks[n++] = ip->ino;
+	cfs_iglock_prefetch(fs, blks, n, CFSLOCK_EX);
+	free(blks);
+}
+
 int cfs_unmount(struct cfs_fs *fs)
 {
 	cfs_quota_folder_stop(fs); /* it takes the glock to fold */
@@ -592,6 +607,8 @@ int cfs_unmount(struct cfs_fs *fs)
 	pthread_mutex_unlock(&fs->lock);
 	pthread_join(fs->committer, NULL);
 	pthread_mutex_lock(&fs->lock);
+	if (held)
+		ask_for_every_inode(fs);
 	for (size_t i = 0; i < CFS_ICACHE_BUCKETS && !rc; i++)
 		for (struct cfs_inode *ip = fs->ihash[i], *n; ip && !rc; ip = n) {
 			n = ip->hnext;

@@ -293,7 +293,7 @@ void cfs_glock_request_all(struct cfs_fs *fs, struct cfs_glock **v, size_t n, in
 	size_t asked = 0;
 	for (size_t i = 0; i < n; i++) {
 		struct cfs_glock *gl = v[i];
-		if (gl->requesting || gl->mode >= 0)
+		if (gl->requesting || gl->mode >= mode)
 			continue; /* another thread asks, or it came meanwhile */
 		__atomic_store_n(&gl->wanted, -1, __ATOMIC_RELEASE); /* as glock_request's */
 		if (cfslock_request_begin(gl->lk, mode, 0))
@@ -511,6 +511,9 @@ static void *dispatcher(void *arg)
 		if (!cfslock_quorate(fs->locks) || cfslock_evicted(fs->locks)) /* missed events */
 			lost_quorum(fs);
 	}
+	/* The unmount goes on asking for locks: from now on each waiter dispatches itself
+	 * (else each waited out the timed sleep meant for a busy dispatcher, 10 ms a lock). */
+	cfslock_client_set_dispatcher(fs->locks, false);
 	return NULL;
 }
 

@@ -309,35 +309,50 @@ static int by_block(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-void cfs_iglock_prefetch(struct cfs_fs *fs, const uint64_t *blks, size_t n)
+/* One batch of at most CFS_IGLOCK_PREFETCH_MAX spans (sorted) asked for together. */
+static void prefetch_batch(struct cfs_fs *fs, const uint64_t *spans, size_t n, int mode,
+			   struct cfs_glock **v, struct cfs_glock **asked)
 {
-	if (!fs->cluster || fs->meta.mode == CFSLOCK_EX || !n) /* under EX: asked for held */
-		return;
-	uint64_t *spans = malloc(n * sizeof *spans);
-	struct cfs_glock **v = calloc(n, sizeof *v), **asked = calloc(n, sizeof *asked);
 	size_t k = 0;
-	if (spans && v && asked) {
-		for (size_t i = 0; i < n; i++)
-			spans[i] = span_of(blks[i]);
-		qsort(spans, n, sizeof *spans, by_block);
-		for (size_t i = 0; i < n && k < CFS_IGLOCK_PREFETCH_MAX; i++) {
-			struct cfs_glock *gl;
-			/* A span given to another node's change within the last second is likely
-			 * still being changed there: asked for only if used, not taken from it. */
-			if ((i && spans[i] == spans[i - 1]) || cfs_iglock_contended(fs, spans[i]) ||
-			    !(gl = get(fs, spans[i])))
-				continue;
-			gl->waiters++; /* kept in the table until the end */
-			v[k++] = gl;
-		}
-		memcpy(asked, v, k * sizeof *v);
-		cfs_glock_request_all(fs, asked, k, CFSLOCK_PR);
+	for (size_t i = 0; i < n; i++) {
+		struct cfs_glock *gl;
+		/* A span given to another node's change within the last second is likely still
+		 * being changed there: a reader asks for it when it uses it, not before. */
+		if ((i && spans[i] == spans[i - 1]) ||
+		    (mode == CFSLOCK_PR && cfs_iglock_contended(fs, spans[i])) ||
+		    !(gl = get(fs, spans[i])))
+			continue;
+		gl->waiters++; /* kept in the table until the end */
+		v[k++] = gl;
 	}
+	memcpy(asked, v, k * sizeof *v);
+	cfs_glock_request_all(fs, asked, k, mode);
 	for (size_t i = 0; i < k; i++) {
 		v[i]->waiters--;
 		if (v[i]->mode >= 0)
 			lru_touch(fs, v[i]);
 		put(fs, v[i]);
+	}
+}
+
+void cfs_iglock_prefetch(struct cfs_fs *fs, const uint64_t *blks, size_t n, int mode)
+{
+	/* PR under the metadata glock PR (EX there is asked for held); EX under it EX, where
+	 * other nodes only cache inode glocks, and give them up when asked. */
+	bool meta_ex = fs->meta.mode == CFSLOCK_EX;
+	if (!fs->cluster || !n || meta_ex != (mode == CFSLOCK_EX))
+		return;
+	uint64_t *spans = malloc(n * sizeof *spans);
+	struct cfs_glock **v = calloc(CFS_IGLOCK_PREFETCH_MAX, sizeof *v);
+	struct cfs_glock **asked = calloc(CFS_IGLOCK_PREFETCH_MAX, sizeof *asked);
+	if (spans && v && asked) {
+		for (size_t i = 0; i < n; i++)
+			spans[i] = span_of(blks[i]);
+		qsort(spans, n, sizeof *spans, by_block);
+		for (size_t at = 0; at < n; at += CFS_IGLOCK_PREFETCH_MAX) {
+			size_t len = n - at < CFS_IGLOCK_PREFETCH_MAX ? n - at : CFS_IGLOCK_PREFETCH_MAX;
+			prefetch_batch(fs, spans + at, len, mode, v, asked);
+		}
 	}
 	free(spans);
 	free(v);

@@ -919,9 +919,10 @@ extern _Thread_local unsigned cfs_op_waits;
 void cfs_glock_wait(struct cfs_fs *fs);
 /* Ask for the grant (fs->lock held; released meanwhile if release). */
 int cfs_glock_request(struct cfs_fs *fs, struct cfs_glock *gl, int mode, bool release);
-/* Ask for the grants in v that are neither here nor asked for, all at once, with fs->lock
- * released while they come (so the caller reads again what it read before); on return the
- * ones granted have their mode (v is reordered).  What fails is left for its next use. */
+/* Ask for the grants in v neither held here in mode (PR held, EX wanted: a conversion) nor
+ * asked for, all at once, with fs->lock released while they come (so the caller reads again
+ * what it read before); on return the ones granted have their mode (v is reordered).  What
+ * fails is left for its next use. */
 void cfs_glock_request_all(struct cfs_fs *fs, struct cfs_glock **v, size_t n, int mode);
 /* PR granted here to EX as a conversion: the PR, and what is cached under it, stay while it
  * waits with fs->lock released.  -EDEADLK: another node converts too and goes first (the
@@ -976,11 +977,12 @@ void cfs_iglock_shutdown(struct cfs_fs *fs);
  * alone and allocates nothing.  It stays while fs->lock is held; past that, only while held
  * (cfs_iglock_hold). */
 int cfs_iglock_get(struct cfs_fs *fs, uint64_t blk, int mode);
-/* Under the metadata glock PR: the glocks of the inodes in blks not granted here yet, asked
- * for PR all at once (at most CFS_IGLOCK_PREFETCH_MAX), fs->lock released meanwhile: the
- * grants a walk of a directory's entries would otherwise take one round trip each. */
+/* The glocks of the inodes in blks not granted here in mode yet, asked for together (a wait
+ * for each CFS_IGLOCK_PREFETCH_MAX spans), fs->lock released meanwhile: the grants a walk of
+ * many inodes would otherwise take one round trip each.  PR under the metadata glock PR, EX
+ * under it EX; nothing otherwise. */
 #define CFS_IGLOCK_PREFETCH_MAX 256u
-void cfs_iglock_prefetch(struct cfs_fs *fs, const uint64_t *blks, size_t n);
+void cfs_iglock_prefetch(struct cfs_fs *fs, const uint64_t *blks, size_t n, int mode);
 /* The granted mode here, -1 none (CFSLOCK_EX on one node). */
 int cfs_iglock_mode(struct cfs_fs *fs, uint64_t blk);
 /* Did this node give the glock covering inode blk up to another node's EX in the last

@@ -1102,7 +1102,7 @@ static void prefetch_entries(struct cfs_fs *fs, struct cfs_inode *dir, const str
 	for (size_t i = 2; i < l->n; i++) /* past . and .. */
 		blks[n++] = l->v[i].ino;
 	dir->pins++; /* fs->lock may be released */
-	cfs_iglock_prefetch(fs, blks, n);
+	cfs_iglock_prefetch(fs, blks, n, CFSLOCK_PR);
 	dir->pins--;
 	free(blks);
 }

@@ -4,9 +4,11 @@
 # of 3 unpacks BENCH_TREE_SRC (default /usr/include); after sync and a drop of the kernel's
 # caches node 2, which holds no grant of it, reads every file (find | xargs cat).  Then the
 # same read again on node 2 (its grants and cfsd's block cache kept: what the locks cost is
-# the difference) and on node 1.  Printed per build: seconds, the lock messages node 2 sent,
-# and its waits for grants (cfs status --json's lock_waits, one per batch asked together),
-# BENCH_ROUNDS rounds (default 3) and their medians.  Several builds compare in one run:
+# the difference) and on node 1; node 1 removes the tree.  Printed per build: seconds, the
+# lock messages node 2 sent, and its waits for grants (cfs status --json's lock_waits, one
+# per batch asked together), BENCH_ROUNDS rounds (default 3) and their medians; then how long
+# node 2 takes to unmount with the last round's removed inodes still in its memory (it reads
+# each again under its glock EX).  Several builds compare in one run:
 #   tree_read.sh build /tmp/old/build
 # Usage: tree_read.sh [BUILD...]; env BENCH_DIR (default /var/tmp), BENCH_ROUNDS, BENCH_TREE_SRC.
 builds=("${@:-build}")
@@ -44,7 +46,12 @@ for b in "${builds[@]}"; do
 		echo "$cold $((m1 - m0)) $((w1 - w0)) $warm $writer" >>"$dir/rows"
 		on 1 rm -rf "$(M 1)/$name"
 	done
-	for n in 1 2 3; do on $n "$bin/cfs" umount "$(M $n)"; done
+	# Node 2 still has the last round's inodes in memory, which node 1 removed: its unmount
+	# reads each again under its glock EX.
+	t0=$(date +%s.%N)
+	on 2 "$bin/cfs" umount "$(M 2)"
+	echo "$b: node 2 unmounts in $(since "$t0") s"
+	for n in 1 3; do on $n "$bin/cfs" umount "$(M $n)"; done
 	python3 - "$b" "$nfiles" "$dir/rows" <<'EOF'
 import statistics, sys
 b, nfiles, rows = sys.argv[1], int(sys.argv[2]), [l.split() for l in open(sys.argv[3])]
