@@ -206,6 +206,12 @@ static int label_and_commit(const struct cvm_config *cfg, uint32_t first_new,
 			    const struct new_lun *luns, const struct cvm_volume *v)
 {
 	int rc = label_new_luns(cfg, first_new, luns);
+	/* Labelled: from the config's first copy on, the volume's users (a daemon, libodm in a
+	 * database) may open the new LUNs and take their shared byte.  Alone here until now,
+	 * the change keeps only its own byte of them, as of the old ones (else a user that saw
+	 * the new config before this process ended got EBUSY). */
+	for (uint32_t i = first_new; !rc && i < cfg->nluns; i++)
+		rc = cvm_lun_lock(luns[i - first_new].fd, luns[i - first_new].path, CVM_LOCK_USE);
 	if (rc)
 		return rc;
 	int fds[CVM_MAX_LUNS] = {0};
