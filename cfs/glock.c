@@ -290,28 +290,34 @@ void cfs_glock_request_all(struct cfs_fs *fs, struct cfs_glock **v, size_t n, in
 	int *status = calloc(n, sizeof *status);
 	if (!status)
 		return; /* each is asked for alone when used */
+	/* status[i]: 1 if v[i] is not asked for here, else its answer (0 granted, -errno) */
 	size_t asked = 0;
 	for (size_t i = 0; i < n; i++) {
 		struct cfs_glock *gl = v[i];
+		status[i] = 1;
 		if (gl->requesting || gl->mode >= mode)
 			continue; /* another thread asks, or it came meanwhile */
 		__atomic_store_n(&gl->wanted, -1, __ATOMIC_RELEASE); /* as glock_request's */
 		if (cfslock_request_begin(gl->lk, mode, 0))
 			continue; /* asked for again when used, which says why it fails */
 		gl->requesting = true;
-		v[asked++] = gl;
+		status[i] = 0;
+		asked++;
 	}
 	if (asked) {
 		uint64_t t0 = cfs_now_ns();
 		cfs_op_waits++;
 		pthread_mutex_unlock(&fs->lock);
-		for (size_t i = 0; i < asked; i++)
-			status[i] = cfslock_wait(v[i]->lk);
+		for (size_t i = 0; i < n; i++)
+			if (!status[i])
+				status[i] = cfslock_wait(v[i]->lk);
 		pthread_mutex_lock(&fs->lock);
 		count_wait(fs, t0);
 	}
 	bool no_quorum = false;
-	for (size_t i = 0; i < asked; i++) {
+	for (size_t i = 0; i < n; i++) {
+		if (status[i] == 1)
+			continue;
 		v[i]->requesting = false;
 		no_quorum |= status[i] == -CFSLOCK_ENOQUORUM;
 		if (!status[i])

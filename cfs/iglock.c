@@ -311,7 +311,7 @@ static int by_block(const void *a, const void *b)
 
 /* One batch of at most CFS_IGLOCK_PREFETCH_MAX spans (sorted) asked for together. */
 static void prefetch_batch(struct cfs_fs *fs, const uint64_t *spans, size_t n, int mode,
-			   struct cfs_glock **v, struct cfs_glock **asked)
+			   struct cfs_glock **v)
 {
 	size_t k = 0;
 	for (size_t i = 0; i < n; i++) {
@@ -325,8 +325,7 @@ static void prefetch_batch(struct cfs_fs *fs, const uint64_t *spans, size_t n, i
 		gl->waiters++; /* kept in the table until the end */
 		v[k++] = gl;
 	}
-	memcpy(asked, v, k * sizeof *v);
-	cfs_glock_request_all(fs, asked, k, mode);
+	cfs_glock_request_all(fs, v, k, mode);
 	for (size_t i = 0; i < k; i++) {
 		v[i]->waiters--;
 		if (v[i]->mode >= 0)
@@ -344,19 +343,17 @@ void cfs_iglock_prefetch(struct cfs_fs *fs, const uint64_t *blks, size_t n, int 
 		return;
 	uint64_t *spans = malloc(n * sizeof *spans);
 	struct cfs_glock **v = calloc(CFS_IGLOCK_PREFETCH_MAX, sizeof *v);
-	struct cfs_glock **asked = calloc(CFS_IGLOCK_PREFETCH_MAX, sizeof *asked);
-	if (spans && v && asked) {
+	if (spans && v) {
 		for (size_t i = 0; i < n; i++)
 			spans[i] = span_of(blks[i]);
 		qsort(spans, n, sizeof *spans, by_block);
 		for (size_t at = 0; at < n; at += CFS_IGLOCK_PREFETCH_MAX) {
 			size_t len = n - at < CFS_IGLOCK_PREFETCH_MAX ? n - at : CFS_IGLOCK_PREFETCH_MAX;
-			prefetch_batch(fs, spans + at, len, mode, v, asked);
+			prefetch_batch(fs, spans + at, len, mode, v);
 		}
 	}
 	free(spans);
 	free(v);
-	free(asked);
 }
 
 int cfs_iglock_mode(struct cfs_fs *fs, uint64_t blk)

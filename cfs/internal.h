@@ -921,8 +921,8 @@ void cfs_glock_wait(struct cfs_fs *fs);
 int cfs_glock_request(struct cfs_fs *fs, struct cfs_glock *gl, int mode, bool release);
 /* Ask for the grants in v neither held here in mode (PR held, EX wanted: a conversion) nor
  * asked for, all at once, with fs->lock released while they come (so the caller reads again
- * what it read before); on return the ones granted have their mode (v is reordered).  What
- * fails is left for its next use. */
+ * what it read before); on return the ones granted have their mode.  What fails is left for
+ * its next use. */
 void cfs_glock_request_all(struct cfs_fs *fs, struct cfs_glock **v, size_t n, int mode);
 /* PR granted here to EX as a conversion: the PR, and what is cached under it, stay while it
  * waits with fs->lock released.  -EDEADLK: another node converts too and goes first (the
