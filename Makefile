@@ -50,7 +50,7 @@ ODM_OBJ := $(ODM_SRC:%.c=$(BUILD)/%.o) $(BUILD)/cfs/control.o $(BUILD)/proto/con
 LDLIBS_ODM := -lprotobuf-c -laio -lpthread
 
 .SECONDARY:
-.PHONY: FORCE all deps deb check check-build compat-builds stress poc demo soak bench bench-cvm bench-locks bench-cfs bench-odm bench-cluster bench-home install clean lint
+.PHONY: FORCE all deps deb check check-build compat-builds stress poc demo soak bench bench-cvm bench-locks bench-cfs bench-odm bench-cluster bench-home xfstests install clean lint
 all: deps $(LIBS) $(BUILD)/lib/libcvm.so $(BUILD)/lib/libodm.so $(TOOLS) $(BUILD)/bin/cfs-fence
 
 # Installs what is missing (apt-get, as root); a no-op once everything is there.  Compiling
@@ -251,6 +251,13 @@ soak: all
 	RECOVERY_ROUNDS=$${RECOVERY_ROUNDS:-60} BIN=$(BUILD)/bin tests/cluster/test_cfs_recovery.sh
 	RESTRIPE_KILL_ROUNDS=$${RESTRIPE_KILL_ROUNDS:-40} BIN=$(BUILD)/bin tests/cluster/test_cfs_restripe_kill.sh
 	COHERENCE_OPS=$${COHERENCE_OPS:-3400} COHERENCE_REPLACE_OPS=$${COHERENCE_REPLACE_OPS:-1200} BIN=$(BUILD)/bin tests/cluster/test_cfs.sh
+
+# xfstests' generic quick group on a one-node normal mount, a dboptimized mount and node 1 of
+# a 3-node cluster, each result against tests/xfstests/expected (not part of check; hours).
+# XFSTESTS_DIR names an xfstests tree already built (docs/testing.md says how to get one);
+# XFSTESTS_KINDS, XFSTESTS_GROUP and XFSTESTS_TESTS narrow the run (tests/xfstests/run.sh).
+xfstests: all
+	tests/xfstests/run.sh $(BUILD)/bin
 
 $(BUILD)/bench/odmbench: bench/odm/odmbench.c $(BUILD)/lib/libodm.so $(BUILD)/odm/stats.o
 	@mkdir -p $(dir $@)
