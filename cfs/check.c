@@ -15,12 +15,14 @@
  *     its group's bitmap; where another node holds the group, the header here is a hint, so
  *     a block it calls free is confirmed with the group fetched first;
  *   - every group header against its bitmap, the group fetched first.
- *   - every directory's link count against its subdirectories, in its listing's operation.
- * What only a frozen filesystem can tell is left to fsck.cfs offline: the link counts of
- * files against their names, blocks marked in use that nothing uses, quota usage, the
- * journals.  A suspicion
+ *   - every directory's link count against its subdirectories, in its listing's operation;
+ *   - every file's link count against the names the walk met, a count that differs counted
+ *     again until a count sees the tree hold still (check_links.c).
+ * What only a frozen filesystem can tell is left to fsck.cfs offline: blocks marked in use
+ * that nothing uses, quota usage, the journals.  A suspicion
  * that the tree changed under (an entry gone, an inode freed) is looked at again in one
  * operation before it counts. */
+#include "cfs/check_links.h"
 #include "cfs/internal.h"
 
 #include <dirent.h>
@@ -54,6 +56,7 @@ struct check {
 	struct seen { uint64_t ino, from; } *seen; /* directories, open addressing on ino */
 	size_t seen_cap, nseen;
 	struct timespec started;
+	struct cfs_links *links; /* the names met of each file */
 	char said[512]; /* what cfs_log said in the operation in hand */
 	/* the directory being listed */
 	struct entry *ents;
@@ -200,6 +203,7 @@ static int blocks_marked(struct check *k, const struct cfs_inode *c, const char 
 struct relation {
 	uint32_t mode, nlink;
 	uint64_t parent;
+	struct timespec ctime;
 };
 
 /* One inode, named path, in one operation: itself, its xattrs and that its blocks are
@@ -226,7 +230,7 @@ static int check_inode(struct check *k, uint64_t ino, const char *path, struct r
 		end(k);
 		return rc;
 	}
-	*rel = (struct relation){c.d.mode, c.d.nlink, c.d.parent};
+	*rel = (struct relation){c.d.mode, c.d.nlink, c.d.parent, {c.d.ctime, c.d.ctime_ns}};
 	if (c.d.xattr_block) {
 		k->said[0] = '\0';
 		int x = cfs_xattr_list(k->fs, ip, NULL, 0);
@@ -305,7 +309,8 @@ static int look_again(struct check *k, uint64_t dir_ino, const char *name, uint6
 		*irc = cfs_iget_entry(k->fs, ino, &ip);
 		dir->pins--;
 		if (!*irc)
-			*rel = (struct relation){ip->d.mode, ip->d.nlink, ip->d.parent};
+			*rel = (struct relation){ip->d.mode, ip->d.nlink, ip->d.parent,
+						 {ip->d.ctime, ip->d.ctime_ns}};
 	}
 	cfs_iput_check(k->fs, ip);
 	cfs_iput_check(k->fs, dir);
@@ -334,8 +339,10 @@ static int check_entry(struct check *k, const struct todo *t, const struct entry
 	}
 	if (wrong && still)
 		problem(k, "%s (inode %" PRIu64 "): %s", path, e->ino, wrong);
-	if (wrong || !still || t->orphans || !S_ISDIR(rel.mode))
+	if (wrong || !still || t->orphans)
 		return 0;
+	if (!S_ISDIR(rel.mode))
+		return cfs_links_met(k->links, e->ino, rel.nlink, &rel.ctime);
 	uint64_t first;
 	if ((rc = reached_from(k, e->ino, t->ino, &first)))
 		return rc;
@@ -507,12 +514,29 @@ static int check_groups(struct check *k)
 	return rc;
 }
 
+static void link_problem(void *arg, const char *line)
+{
+	problem(arg, "%s", line);
+}
+
+/* The files whose names met differ from their link counts, counted again. */
+static int check_links(struct check *k)
+{
+	struct cfs_links_confirm c = {.tries = 3, .stop = k->o->stop, .problem = link_problem,
+				      .arg = k};
+	int rc = cfs_links_confirm(k->fs, k->links, &c);
+	k->p->unconfirmed += c.unconfirmed;
+	return rc;
+}
+
 int cfs_check_mounted(struct cfs_fs *fs, const struct cfs_check_opts *o,
 		      struct cfs_check_progress *p)
 {
 	struct check k = {.fs = fs, .o = o, .p = p};
 	memset(p, 0, sizeof *p);
 	clock_gettime(CLOCK_MONOTONIC, &k.started);
+	if (!(k.links = cfs_links_new(fs->sb.total_blocks)))
+		return -ENOMEM;
 	/* The root, the slots' orphan directories and the quota files, named by the
 	 * superblock rather than by entries. */
 	int rc = check_system(&k, fs->sb.root_ino, "/", true, false);
@@ -530,7 +554,10 @@ int cfs_check_mounted(struct cfs_fs *fs, const struct cfs_check_opts *o,
 	if (!rc)
 		rc = walk(&k);
 	if (!rc)
+		rc = check_links(&k);
+	if (!rc)
 		rc = check_groups(&k);
+	cfs_links_free(k.links);
 	for (size_t i = 0; i < k.ntodo; i++)
 		free(k.todo[i].path);
 	entries_free(&k);

@@ -18,6 +18,7 @@ for i in $(seq 0 2 400); do dd if=/dev/urandom of="$M/sparse" bs=4096 seek="$i" 
 echo data >"$M/a/b/file" && ln "$M/a/b/file" "$M/a/link" && ln -s b/file "$M/a/sym"
 for i in $(seq 30); do setfattr -n "user.attr$i" -v "value-$i-$(printf '%0100d' 0)" "$M/a/b/file"; done
 echo victim >"$M/victim"
+echo alone >"$M/lonely"
 sync
 
 expect 0 "volume v (mounted): clean" "fsck.cfs -n checks the mounted filesystem: clean" -- \
@@ -33,8 +34,9 @@ EOF
 grep -q "check: done after" "$T/v.log" && ok "the daemon logs the check's end" ||
 	not_ok "no 'check: done' in the log: $(tail -5 "$T/v.log")"
 
-# Clean while another process changes the tree: creates, appends, renames, removes, and
-# directories made, moved and removed.
+# Clean while another process changes the tree: creates, appends, renames, removes, hard
+# links made and removed, and directories made, moved and removed (files' link counts are
+# counted again until a count sees the tree hold still: none may be called wrong).
 python3 - "$M/busy" "$T/writer.stop" >"$T/writer.out" 2>&1 <<'EOF' &
 import os, sys
 top, stop = sys.argv[1], sys.argv[2]
@@ -47,6 +49,11 @@ while not os.path.exists(stop):
         f.write(os.urandom(4096 * (n % 5 + 1)))
     if n % 3 == 0:
         os.rename(os.path.join(d, f"f{n}"), os.path.join(top, f"moved{n}"))
+    if n % 6 == 0:  # a second name in another directory, removed six steps on
+        os.makedirs(os.path.join(top, f"d{(n + 3) % 7}"), exist_ok=True)
+        os.link(os.path.join(top, f"moved{n}"), os.path.join(top, f"d{(n + 3) % 7}", f"link{n}"))
+        if n >= 6 and os.path.exists(os.path.join(top, f"d{(n - 3) % 7}", f"link{n - 6}")):
+            os.unlink(os.path.join(top, f"d{(n - 3) % 7}", f"link{n - 6}"))
     if n % 4 == 0 and n >= 8:
         for name in (os.path.join(top, f"moved{n - 6}"), os.path.join(top, f"d{(n - 8) % 7}", f"f{n - 8}")):
             if os.path.exists(name):
@@ -113,6 +120,10 @@ set_field "$ag0" 44 4 $(($(get_field "$ag0" 44 4) + 1))
 # 3. A directory's link count (a: 2 and b's ".." make 3).
 a=$(stat -c %i "$M/a")
 set_field "$a" 44 4 5
+# 4. Files' link counts: a file of two names (a/b/file, a/link) says 1, one of one name 3.
+set_field "$file" 44 4 1
+lonely=$(stat -c %i "$M/lonely")
+set_field "$lonely" 44 4 3
 "$BIN/fsck.cfs" -n v >"$T/found.out" 2>&1
 rc=$?
 [ "$rc" = 4 ] && ok "fsck.cfs -n of the mounted filesystem finds the damage (exit 4)" ||
@@ -123,6 +134,11 @@ grep -q "/a/b/file (inode $file): its extent at block $pblk is free in its group
 	ok "it names a block in use that the bitmap calls free" || not_ok "no line for block $pblk: $(cat "$T/found.out")"
 grep -q "/a (inode $a): link count 5, should be 3 (2 and its 1 subdirectories)" "$T/found.out" &&
 	ok "it names a directory whose link count is not its subdirectories'" || not_ok "no line for /a: $(cat "$T/found.out")"
+grep -Eq "/a/(b/file|link) \(inode $file\): link count 1, but 2 names \(also /a/(b/file|link)\)" "$T/found.out" &&
+	ok "it names a file of two names whose link count says 1, with both names" ||
+	not_ok "no line for the file of two names: $(cat "$T/found.out")"
+grep -q "/lonely (inode $lonely): link count 3, but 1 name$" "$T/found.out" &&
+	ok "it names a file of one name whose link count says 3" || not_ok "no line for /lonely: $(cat "$T/found.out")"
 grep -q "check: /victim (inode $victim)" "$T/v.log" && ok "the daemon logs each problem" ||
 	not_ok "no check line in the log: $(tail -5 "$T/v.log")"
 "$BIN/fsck.cfs" -n --json v >"$T/found.json" 2>/dev/null
