@@ -556,10 +556,10 @@ static int remove_entry_as(struct cfs_fs *fs, uint64_t parent, const char *name,
 		rc = -ENOTDIR;
 	if (!rc && !want_dir && S_ISDIR(v[1]->d.mode))
 		rc = -EISDIR;
+	if (!rc) /* before ENOTEMPTY, as fs/namei.c's may_delete comes before the rmdir */
+		rc = cfs_iflags_may_remove_entry(v[0], v[1]);
 	if (!rc && want_dir && v[1]->d.dir_entries)
 		rc = -ENOTEMPTY;
-	if (!rc)
-		rc = cfs_iflags_may_remove_entry(v[0], v[1]);
 	if (!rc)
 		rc = reserve_for_remove(fs, v[1]);
 	if (!rc)
@@ -688,13 +688,15 @@ static int rename_checks(struct cfs_fs *fs, struct rename_ctx *r)
 		return -ENOTDIR;
 	if (r->dst && !src_dir && S_ISDIR(r->dst->d.mode))
 		return -EISDIR;
-	if (r->dst && S_ISDIR(r->dst->d.mode) && r->dst->d.dir_entries)
-		return -ENOTEMPTY;
 	if (r->from_dir != r->to_dir && (rc = goes_under_itself(fs, r->src, r->to_dir)))
 		return rc;
+	if ((rc = rename_flags_allow(r))) /* EPERM before ENOTEMPTY, as the VFS orders them */
+		return rc;
+	if (r->dst && S_ISDIR(r->dst->d.mode) && r->dst->d.dir_entries)
+		return -ENOTEMPTY;
 	if (!r->dst && !cfs_free_above(fs, RESERVE_BLOCKS - 1))
 		return -ENOSPC;
-	return rename_flags_allow(r);
+	return 0;
 }
 
 /* A directory moved from one parent to another: its ".." and both parents' link counts. */

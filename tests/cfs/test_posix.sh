@@ -274,6 +274,13 @@ check "chattr +i and +a on directories: names stay; +a takes new ones" bash -c '
 	lsattr -d sealed | grep -q "^----i" && ! touch sealed/new 2>/dev/null && ! rm sealed/in 2>/dev/null &&
 	echo still > sealed/in && touch drop/new && ! rm drop/new 2>/dev/null && ! mv drop/in drop/x 2>/dev/null &&
 	chattr -i sealed && chattr -a drop && rm -r sealed drop'
+# generic/079: a full directory under a flagged one is refused for the flag (EPERM), not for
+# being full (the VFS checks the parent first).
+check "rmdir of a full directory in a +i or +a directory: EPERM, not ENOTEMPTY" bash -c '
+	mkdir -p imd/sub apd/sub && touch imd/sub/x apd/sub/x && chattr +i imd && chattr +a apd &&
+	rmdir imd/sub 2>&1 | grep -q "Operation not permitted" &&
+	rmdir apd/sub 2>&1 | grep -q "Operation not permitted" &&
+	chattr -i imd && chattr -a apd && rm -r imd apd'
 check "chattr as a user: +d on an own file works; +i, +a and a stranger's file are refused" bash -c '
 	touch ufile && chown 65534 ufile && nobody chattr +d ufile && lsattr ufile | grep -q "^------d" &&
 	! nobody chattr +i ufile 2>/dev/null && ! nobody chattr +a ufile 2>/dev/null &&
