@@ -25,6 +25,10 @@ while not os.path.exists(stop):
         f.write(os.urandom(4096 * (n % 4 + 1)))
     if n % 3 == 0:
         os.rename(os.path.join(top, f"w{n}"), os.path.join(top, "sub", f"w{n}"))
+    if n % 6 == 0:  # a second name, removed six steps on: files' link counts change
+        os.link(os.path.join(top, "sub", f"w{n}"), os.path.join(top, f"l{n}"))
+        if n >= 6:
+            os.unlink(os.path.join(top, f"l{n - 6}"))
     if n % 5 == 0 and n >= 10 and os.path.exists(os.path.join(top, f"w{n - 10}")):
         os.unlink(os.path.join(top, f"w{n - 10}"))
     if n % 7 == 0 and os.path.exists(os.path.join(top, f"f{n % 200 + 1}")):
@@ -52,6 +56,7 @@ if on 3 "$BIN/fsck.cfs" -n data >"$T/node3.out" 2>&1; then rc=0; else rc=$?; fi
 	not_ok "node 3: exit $rc: $(cat "$T/node3.out")"
 check "node 3 has no mount left" on 3 sh -c "! grep -q fuse.cfs /proc/self/mounts"
 touch "$T/stop"
+check "node 2 gives a file a second name" on 2 sh -c "echo two >'$(M 2)/shared/sub/pair' && ln '$(M 2)/shared/sub/pair' '$(M 2)/shared/pair2'"
 wait "$writer" && grep -q writes "$T/writer.out" && ok "node 2's writer went on and ended: $(cat "$T/writer.out")" ||
 	not_ok "node 2's writer: $(cat "$T/writer.out")"
 
@@ -66,12 +71,16 @@ if on 3 "$BIN/fsck.cfs" -n data >"$T/node3.out" 2>&1; then rc=0; else rc=$?; fi
 check "node 1 mounts again" mount_on 1
 victim=$(on 1 stat -c %i "$(M 1)/shared/w1")
 check "node 1 reads the file" on 1 cat "$(M 1)/shared/w1"
-# Its mode set to no file type, sealed again.
+pair=$(on 1 stat -c %i "$(M 1)/shared/sub/pair")
+# Its mode set to no file type, sealed again; a file of two names made on node 2 says 1.
 python3 "$HERE/../cfs/set_field.py" "$T/lun0" "$victim" 32 4 $((0xffffffff)) || not_ok "damage inode $victim"
+python3 "$HERE/../cfs/set_field.py" "$T/lun0" "$pair" 44 4 1 || not_ok "damage inode $pair"
 if on 1 "$BIN/fsck.cfs" -n data >"$T/found.out" 2>&1; then rc=0; else rc=$?; fi
 [ "$rc" = 4 ] && grep -q "/shared/w1 (inode $victim): .*mode is no file type" "$T/found.out" &&
 	ok "fsck.cfs -n on node 1 finds the damaged inode and names it" ||
 	not_ok "exit $rc: $(cat "$T/found.out")"
+grep -Eq "/shared/(sub/)?pair2? \(inode $pair\): link count 1, but 2 names" "$T/found.out" &&
+	ok "and the file of two names whose link count says 1" || not_ok "no line for inode $pair: $(cat "$T/found.out")"
 check "unmount node 1" umount_on 1
 if "$BIN/fsck.cfs" -y data >"$T/fix.out" 2>&1; then rc=0; else rc=$?; fi
 [ "$rc" = 1 ] && ok "fsck.cfs -y repairs it unmounted" || not_ok "fsck.cfs -y: exit $rc: $(cat "$T/fix.out")"
