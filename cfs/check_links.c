@@ -336,16 +336,14 @@ static void settle(struct link_rec *r, struct cfs_links_confirm *c)
 	r->settled = true;
 	if (r->names == r->nlink)
 		return;
+	const char *p[PATHS_KEPT];
+	for (unsigned i = 0; i < PATHS_KEPT; i++)
+		p[i] = r->paths[i] ? r->paths[i] : "";
 	char line[1024];
-	int len = snprintf(line, sizeof line, "%s (inode %" PRIu64 "): link count %" PRIu32
-			   ", but %" PRIu32 " name%s", r->paths[0] ? r->paths[0] : "(no name)",
-			   r->ino, r->nlink, r->names, r->names == 1 ? "" : "s");
-	for (unsigned i = 1; i < PATHS_KEPT && len > 0 && (size_t)len < sizeof line; i++)
-		if (r->paths[i])
-			len += snprintf(line + len, sizeof line - (size_t)len, "%s%s",
-					i == 1 ? " (also " : ", ", r->paths[i]);
-	if (len > 0 && (size_t)len < sizeof line - 2 && r->paths[1])
-		strcat(line, ")");
+	snprintf(line, sizeof line, "%s (inode %" PRIu64 "): link count %" PRIu32 ", but %" PRIu32
+		 " name%s%s%s%s%s%s", r->paths[0] ? p[0] : "(no name)", r->ino, r->nlink, r->names,
+		 r->names == 1 ? "" : "s", *p[1] ? " (also " : "", p[1], *p[1] && *p[2] ? ", " : "",
+		 p[2], *p[1] ? ")" : "");
 	c->problem(c->arg, line);
 }
 
