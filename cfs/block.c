@@ -88,6 +88,54 @@ int cfs_reserve(void **v, size_t *cap, size_t n, size_t size)
 	return 0;
 }
 
+static uint64_t key_at(const void *v, size_t i, size_t size)
+{
+	uint64_t key;
+	memcpy(&key, (const char *)v + i * size, sizeof key);
+	return key;
+}
+
+/* The slot of key in a table of cap slots: its element's, or the free one it would take. */
+static size_t probe(const void *v, size_t cap, size_t size, uint64_t key)
+{
+	size_t j = key % cap;
+	while (key_at(v, j, size) && key_at(v, j, size) != key)
+		j = (j + 1) % cap;
+	return j;
+}
+
+void *cfs_table_slot(void **v, size_t *cap, size_t *n, size_t size, uint64_t key, bool *added)
+{
+	if (2 * (*n + 1) > *cap) {
+		size_t ncap = *cap ? 2 * *cap : 1024;
+		char *nv = calloc(ncap, size);
+		if (!nv)
+			return NULL;
+		for (size_t i = 0; i < *cap; i++)
+			if (key_at(*v, i, size))
+				memcpy(nv + probe(nv, ncap, size, key_at(*v, i, size)) * size,
+				       (char *)*v + i * size, size);
+		free(*v);
+		*v = nv;
+		*cap = ncap;
+	}
+	char *slot = (char *)*v + probe(*v, *cap, size, key) * size;
+	*added = !key_at(slot, 0, size);
+	if (*added) {
+		memcpy(slot, &key, sizeof key);
+		++*n;
+	}
+	return slot;
+}
+
+void *cfs_table_find(void *v, size_t cap, size_t size, uint64_t key)
+{
+	if (!cap)
+		return NULL;
+	size_t j = probe(v, cap, size, key);
+	return key_at(v, j, size) ? (char *)v + j * size : NULL;
+}
+
 void cfs_block_init(void *block, uint32_t bs, uint64_t blkno, uint16_t type, uint64_t owner)
 {
 	memset(block, 0, bs);

@@ -53,7 +53,7 @@ struct check {
 	struct cfs_check_progress *p;
 	struct todo *todo;
 	size_t ntodo, todo_cap;
-	struct seen { uint64_t ino, from; } *seen; /* directories, open addressing on ino */
+	struct seen { uint64_t ino, from; } *seen; /* directories: a cfs_table_slot table */
 	size_t seen_cap, nseen;
 	struct timespec started;
 	struct cfs_links *links; /* the names met of each file */
@@ -132,29 +132,14 @@ static int pace(struct check *k)
  * records from, if not. */
 static int reached_from(struct check *k, uint64_t ino, uint64_t from, uint64_t *first)
 {
-	if (2 * (k->nseen + 1) > k->seen_cap) {
-		size_t cap = k->seen_cap ? 2 * k->seen_cap : 1024;
-		struct seen *v = calloc(cap, sizeof *v);
-		if (!v)
-			return -ENOMEM;
-		for (size_t i = 0; i < k->seen_cap; i++)
-			for (size_t j = k->seen[i].ino % cap; k->seen[i].ino; j = (j + 1) % cap)
-				if (!v[j].ino) {
-					v[j] = k->seen[i];
-					break;
-				}
-		free(k->seen);
-		k->seen = v;
-		k->seen_cap = cap;
-	}
-	size_t j = ino % k->seen_cap;
-	while (k->seen[j].ino && k->seen[j].ino != ino)
-		j = (j + 1) % k->seen_cap;
-	*first = k->seen[j].from;
-	if (!k->seen[j].ino) {
-		k->seen[j] = (struct seen){ino, from};
-		k->nseen++;
-	}
+	bool added;
+	struct seen *s = cfs_table_slot((void **)&k->seen, &k->seen_cap, &k->nseen, sizeof *s, ino,
+					&added);
+	if (!s)
+		return -ENOMEM;
+	*first = added ? 0 : s->from;
+	if (added)
+		s->from = from;
 	return 0;
 }
 

@@ -39,7 +39,7 @@ struct link_rec {
 struct cfs_links {
 	uint64_t *once; /* a bit a block: a file of one link, met once */
 	uint64_t blocks;
-	struct link_rec *v; /* open addressing on ino */
+	struct link_rec *v; /* a cfs_table_slot table on ino */
 	size_t cap, n;
 };
 
@@ -76,39 +76,7 @@ void cfs_links_free(struct cfs_links *l)
 
 static struct link_rec *find(const struct cfs_links *l, uint64_t ino)
 {
-	if (!l->cap)
-		return NULL;
-	for (size_t j = ino % l->cap;; j = (j + 1) % l->cap)
-		if (!l->v[j].ino || l->v[j].ino == ino)
-			return l->v[j].ino ? &l->v[j] : NULL;
-}
-
-/* The record of ino, made (zeroed) if there is none; NULL: out of memory. */
-static struct link_rec *find_or_add(struct cfs_links *l, uint64_t ino)
-{
-	if (2 * (l->n + 1) > l->cap) {
-		size_t cap = l->cap ? 2 * l->cap : 1024;
-		struct link_rec *v = calloc(cap, sizeof *v);
-		if (!v)
-			return NULL;
-		for (size_t i = 0; i < l->cap; i++)
-			for (size_t j = l->v[i].ino % cap; l->v[i].ino; j = (j + 1) % cap)
-				if (!v[j].ino) {
-					v[j] = l->v[i];
-					break;
-				}
-		free(l->v);
-		l->v = v;
-		l->cap = cap;
-	}
-	size_t j = ino % l->cap;
-	while (l->v[j].ino && l->v[j].ino != ino)
-		j = (j + 1) % l->cap;
-	if (!l->v[j].ino) {
-		l->v[j] = (struct link_rec){.ino = ino};
-		l->n++;
-	}
-	return &l->v[j];
+	return cfs_table_find(l->v, l->cap, sizeof *l->v, ino);
 }
 
 static bool same_time(const struct timespec *a, const struct timespec *b)
@@ -127,7 +95,8 @@ int cfs_links_met(struct cfs_links *l, uint64_t ino, uint32_t nlink, const struc
 	}
 	bool met_once = word && (*word & bit);
 	if (!r) {
-		if (!(r = find_or_add(l, ino)))
+		bool added;
+		if (!(r = cfs_table_slot((void **)&l->v, &l->cap, &l->n, sizeof *r, ino, &added)))
 			return -ENOMEM;
 		/* Met before with one link (no ctime kept): another count now is a change. */
 		*r = (struct link_rec){.ino = ino, .nlink = nlink, .names = met_once, .ctime = *ctime,
@@ -170,7 +139,7 @@ struct names_walk {
 	size_t ntodo, todo_cap;
 	struct listed *listed;
 	size_t nlisted, listed_cap;
-	uint64_t *queued; /* directories queued, open addressing: a loop is listed once */
+	uint64_t *queued; /* directories queued (a cfs_table_slot table): a loop is listed once */
 	size_t queued_cap, nqueued;
 	const char *path; /* of the directory being listed */
 };
@@ -182,43 +151,15 @@ static char *join(const char *dir, const char *name, size_t len)
 		       ? NULL : path;
 }
 
-/* Was directory ino queued before?  Records it if not. */
-static int queued_before(struct names_walk *w, uint64_t ino, bool *before)
-{
-	if (2 * (w->nqueued + 1) > w->queued_cap) {
-		size_t cap = w->queued_cap ? 2 * w->queued_cap : 1024;
-		uint64_t *v = calloc(cap, sizeof *v);
-		if (!v)
-			return -ENOMEM;
-		for (size_t i = 0; i < w->queued_cap; i++)
-			for (size_t j = w->queued[i] % cap; w->queued[i]; j = (j + 1) % cap)
-				if (!v[j]) {
-					v[j] = w->queued[i];
-					break;
-				}
-		free(w->queued);
-		w->queued = v;
-		w->queued_cap = cap;
-	}
-	size_t j = ino % w->queued_cap;
-	while (w->queued[j] && w->queued[j] != ino)
-		j = (j + 1) % w->queued_cap;
-	*before = w->queued[j] != 0;
-	if (!*before) {
-		w->queued[j] = ino;
-		w->nqueued++;
-	}
-	return 0;
-}
-
 /* Queue directory ino (path, taken) to be listed, unless it was. */
 static int todo_push(struct names_walk *w, uint64_t ino, char *path)
 {
-	bool before = false;
-	int rc = path ? queued_before(w, ino, &before) : -ENOMEM;
-	if (!rc && !before)
+	bool added = false;
+	int rc = path && cfs_table_slot((void **)&w->queued, &w->queued_cap, &w->nqueued,
+				       sizeof *w->queued, ino, &added) ? 0 : -ENOMEM;
+	if (!rc && added)
 		rc = cfs_reserve((void **)&w->todo, &w->todo_cap, w->ntodo + 1, sizeof *w->todo);
-	if (rc || before) {
+	if (rc || !added) {
 		free(path);
 		return rc;
 	}

@@ -1031,6 +1031,13 @@ void cfs_fill_stat(const struct cfs_fs *fs, const struct cfs_inode *ip, struct s
 
 /* Make room for n elements of size bytes in *v (capacity *cap, grown by doubling). */
 int cfs_reserve(void **v, size_t *cap, size_t n, size_t size);
+/* A table of *n elements of size bytes, open addressing on a non-zero uint64_t key at each
+ * element's start (0: a free slot): the element of key, added zeroed but for its key if there
+ * was none (*added), the table grown as it fills.  NULL: out of memory.  Pointers into the
+ * table last until the next element is added. */
+void *cfs_table_slot(void **v, size_t *cap, size_t *n, size_t size, uint64_t key, bool *added);
+/* The element of key in such a table, NULL if none. */
+void *cfs_table_find(void *v, size_t cap, size_t size, uint64_t key);
 
 void cfs_log(const struct cfs_fs *fs, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* No node of the cluster holds a slot of this filesystem (every slot lock is free). */

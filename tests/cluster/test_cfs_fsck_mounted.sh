@@ -25,10 +25,6 @@ while not os.path.exists(stop):
         f.write(os.urandom(4096 * (n % 4 + 1)))
     if n % 3 == 0:
         os.rename(os.path.join(top, f"w{n}"), os.path.join(top, "sub", f"w{n}"))
-    if n % 6 == 0:  # a second name, removed six steps on: files' link counts change
-        os.link(os.path.join(top, "sub", f"w{n}"), os.path.join(top, f"l{n}"))
-        if n >= 6:
-            os.unlink(os.path.join(top, f"l{n - 6}"))
     if n % 5 == 0 and n >= 10 and os.path.exists(os.path.join(top, f"w{n - 10}")):
         os.unlink(os.path.join(top, f"w{n - 10}"))
     if n % 7 == 0 and os.path.exists(os.path.join(top, f"f{n % 200 + 1}")):

@@ -20,7 +20,7 @@
 # That mode expects a mount's type to be "fuse", where a CFS mount's is "fuse.cfs": the df
 # xfstests reads types with (DF_PROG) is given a wrapper that shows it as "fuse".
 # Every result is compared with tests/xfstests/expected (which lists what fails or does not
-# run, and why); any other result, a test failing or not running that should pass or one
+# run, and why, and what is not to be run at all: check's -E); any other result, a test failing or not running that should pass or one
 # listed as failing that passes, names the test and makes the exit code 1.  The users the
 # tests run commands as (fsgqa, fsgqa2, 123456-fsgqa) are added for the run where missing and
 # removed after.  Exit: 0 every result as expected, 1 not, 2 could not run.
@@ -94,7 +94,8 @@ for u in fsgqa fsgqa2 123456-fsgqa; do
 	getent passwd "$u" >/dev/null || { useradd -m -g fsgqa "$u" && echo "$u" >>"$T/users"; }
 done
 
-# expected_of TEST KIND: "fail REASON", "notrun REASON", "any REASON", or "pass".
+# expected_of TEST KIND: "fail REASON", "notrun REASON", "any REASON", "skip REASON" or
+# "pass".
 expected_of() {
 	awk -v t="$1" -v k="$2" '
 		/^[ \t]*(#|$)/ { next }
@@ -118,10 +119,18 @@ make_volumes() {
 	done
 }
 
+# skipped KIND: the tests the expected list has this kind not run at all.
+skipped() {
+	awk -v k="$1" '!/^[ \t]*(#|$)/ && $3 == "skip" &&
+		($2 == "all" || index("," $2 ",", "," k ",")) { print $1 }' "$EXPECTED"
+}
+
 # run_check KIND DIR: xfstests' check with DIR's config, its output in DIR/check.out.
 run_check() {
 	local kind=$1 dir=$2 sel=(-g "$GROUP")
 	[ -n "$TESTS" ] && read -r -a sel <<<"$TESTS"
+	skipped "$kind" >"$dir/skipped"
+	sel+=(-E "$dir/skipped")
 	local cmd=(env HOST_OPTIONS="$dir/local.config" bash -c 'cd "$1" && shift && exec ./check "$@"'
 		check "$XFSTESTS_DIR" "${sel[@]}")
 	if [ "$kind" = cluster ]; then
