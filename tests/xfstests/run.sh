@@ -59,6 +59,7 @@ done
 [ -r "$EXPECTED" ] || die "$EXPECTED: missing"
 
 T=$(mktemp -d /var/tmp/cfs-xfstests.XXXXXX)
+chmod 755 "$T" # the tests' users (fsgqa) go through it to the mounts
 CLUSTER=$HERE/../cluster/cluster.sh
 export CLUSTER_ID=xf$((RANDOM % 10000)) CLUSTER_STATE=$T/corosync
 declare -A job
