@@ -131,7 +131,7 @@ run_check() {
 	local kind=$1 dir=$2 sel=(-g "$GROUP")
 	[ -n "$TESTS" ] && read -r -a sel <<<"$TESTS"
 	skipped "$kind" >"$dir/skipped"
-	sel+=(-E "$dir/skipped")
+	sel=(-E "$dir/skipped" "${sel[@]}") # check takes its options before the tests
 	local cmd=(env HOST_OPTIONS="$dir/local.config" bash -c 'cd "$1" && shift && exec ./check "$@"'
 		check "$XFSTESTS_DIR" "${sel[@]}")
 	if [ "$kind" = cluster ]; then
@@ -150,7 +150,7 @@ compare() {
 	listed Ran "$dir/check.out" >"$dir/ran"
 	listed Failures "$dir/check.out" >"$dir/failed"
 	listed "Not run" "$dir/check.out" >"$dir/notrun"
-	for t in $(cat "$dir/ran" "$dir/notrun"); do
+	for t in $(sort -u "$dir/ran" "$dir/notrun"); do # check's "Ran:" has the not run too
 		if grep -qx "$t" "$dir/failed"; then got=fail; failed=$((failed + 1))
 		elif grep -qx "$t" "$dir/notrun"; then got=notrun; notrun=$((notrun + 1))
 		else got=pass
