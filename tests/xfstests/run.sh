@@ -20,10 +20,11 @@
 # That mode expects a mount's type to be "fuse", where a CFS mount's is "fuse.cfs": the df
 # xfstests reads types with (DF_PROG) is given a wrapper that shows it as "fuse".
 # Every result is compared with tests/xfstests/expected (which lists what fails or does not
-# run, and why, and what is not to be run at all: check's -E); any other result, a test failing or not running that should pass or one
-# listed as failing that passes, names the test and makes the exit code 1.  The users the
-# tests run commands as (fsgqa, fsgqa2, 123456-fsgqa) are added for the run where missing and
-# removed after.  Exit: 0 every result as expected, 1 not, 2 could not run.
+# run, and why, and what is not to be run at all: check's -E); any other result, a test
+# failing or not running that should pass or one listed as failing that passes, names the
+# test and makes the exit code 1.  The users the tests run commands as (fsgqa, fsgqa2,
+# 123456-fsgqa) are added for the run where missing and removed after.  Exit: 0 every result
+# as expected, 1 not, 2 could not run.
 set -uo pipefail
 exec 3>&1 # the progress lines, while each kind's report goes to a file
 HERE=$(cd "$(dirname "$0")" && pwd)
