@@ -89,9 +89,7 @@ echo "$MOUNT_HELPER" >>"$T/helpers"
 if [ ! -e "$UMOUNT_HELPER" ]; then
 	ln -s "$BIN/cfs" "$UMOUNT_HELPER" && echo "$UMOUNT_HELPER" >>"$T/helpers"
 fi
-for g in fsgqa; do
-	getent group "$g" >/dev/null || { groupadd "$g" && echo "$g" >>"$T/groups"; }
-done
+getent group fsgqa >/dev/null || { groupadd fsgqa && echo fsgqa >>"$T/groups"; }
 for u in fsgqa fsgqa2 123456-fsgqa; do
 	getent passwd "$u" >/dev/null || { useradd -m -g fsgqa "$u" && echo "$u" >>"$T/users"; }
 done
