@@ -231,6 +231,22 @@ static bool gone(int rc)
 	return rc == -ESTALE || rc == -ENOENT || rc == -EIO;
 }
 
+/* The ctime of directory ino now, from the in-memory inode under its glock (as its listing
+ * took it: no read from the LUNs). */
+static int dir_ctime_now(struct cfs_fs *fs, uint64_t ino, struct timespec *ctime)
+{
+	int rc = cfs_op_begin(fs, false);
+	if (rc)
+		return rc;
+	struct cfs_inode *dir;
+	if (!(rc = cfs_iget_entry(fs, ino, &dir))) {
+		*ctime = (struct timespec){dir->d.ctime, dir->d.ctime_ns};
+		cfs_iput_check(fs, dir);
+	}
+	cfs_op_end(fs);
+	return rc;
+}
+
 /* Did any directory the walk listed change since its listing? */
 static int tree_changed(struct names_walk *w, const volatile int *stop, bool *changed)
 {
@@ -239,8 +255,7 @@ static int tree_changed(struct names_walk *w, const volatile int *stop, bool *ch
 		if (stop && *stop)
 			return -ECANCELED;
 		struct timespec now;
-		uint32_t nlink;
-		int rc = read_now(w->fs, w->listed[i].ino, &now, &nlink);
+		int rc = dir_ctime_now(w->fs, w->listed[i].ino, &now);
 		if (rc && !gone(rc))
 			return rc;
 		*changed = rc || !same_time(&now, &w->listed[i].ctime);
