@@ -13,7 +13,11 @@
  *   another node setting a file's capability would not unmark it here, and cfsd does not
  *   remove capabilities on write.
  * - FUSE_DIRECT_IO_ALLOW_MMAP (protocol 7.39, kernels since 6.6): MAP_SHARED mappings of
- *   files opened for direct I/O, on a dboptimized mount of one node (cfs(8), "mmap").
+ *   files opened for direct I/O (cfs(8), "mmap"), on every mount but a dboptimized one of a
+ *   cluster: there other nodes write a file without taking its glock, so nothing would drop
+ *   the mapped pages their writes make stale.  Elsewhere mapped pages are dropped as any
+ *   cached page is (kernel_inval.c), and an O_DIRECT open of a cluster mount can be mapped
+ *   as on a kernel filesystem (xfstests' fsx does, generic/091 and 263).
  * - FUSE_OVER_IO_URING (protocol 7.42, kernels since 6.14 with the fuse module's
  *   enable_uring set): requests through rings (fuse_uring.c), on one-node mounts unless
  *   "nouring" was asked for.  Once the INIT answer is written the rings' threads start, and
@@ -134,10 +138,11 @@ static ssize_t write_reply(int fd, struct iovec *iov, int count, void *userdata)
 
 int dev_io_hook(struct cfsd *d, struct fuse_session *se)
 {
-	if (!d->cluster) { /* see the top of this file */
-		d->init_wanted = FUSE_HANDLE_KILLPRIV_V2;
-		if (d->fs_dboptimized)
-			d->init_wanted |= FUSE_DIRECT_IO_ALLOW_MMAP;
+	/* see the top of this file */
+	if (!d->cluster || !d->fs_dboptimized)
+		d->init_wanted = FUSE_DIRECT_IO_ALLOW_MMAP;
+	if (!d->cluster) {
+		d->init_wanted |= FUSE_HANDLE_KILLPRIV_V2;
 		if (!d->nouring && fuse_uring_possible())
 			d->init_wanted |= CFSD_FUSE_OVER_IO_URING;
 	}
