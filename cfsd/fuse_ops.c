@@ -803,8 +803,12 @@ static void op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
 		fuse_reply_err(req, ENOSYS);
 		return;
 	}
-	if (off < 0 || (whence != SEEK_DATA && whence != SEEK_HOLE)) {
+	if (whence != SEEK_DATA && whence != SEEK_HOLE) {
 		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	if (off < 0) { /* as the kernel's own filesystems answer (xfstests' generic/448) */
+		fuse_reply_err(req, ENXIO);
 		return;
 	}
 	int64_t at = cfs_seek_data(D(req)->fs, ino, (uint64_t)off, whence == SEEK_HOLE);

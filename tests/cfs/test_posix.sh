@@ -360,6 +360,13 @@ for at in (M + 8192 if holes else 4 * M, 4 * M):
         raise AssertionError(f'no ENXIO at {at}')
     except OSError as e:
         assert e.errno == errno.ENXIO, e
+for at in (-1, -(1 << 63)):  # negative: ENXIO, as the kernel's filesystems say (generic/448)
+    for whence in (os.SEEK_DATA, os.SEEK_HOLE):
+        try:
+            os.lseek(fd, at, whence)
+            raise AssertionError(f'no ENXIO at {at}')
+        except OSError as e:
+            assert e.errno == errno.ENXIO, (at, whence, e)
 # Written and not yet sent: data, never a hole.
 os.pwrite(fd, b'c' * 4096, 3 * M)
 assert os.lseek(fd, 3 * M, os.SEEK_DATA) == 3 * M and os.lseek(fd, 3 * M, os.SEEK_HOLE) >= 3 * M + 4096
