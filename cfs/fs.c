@@ -53,10 +53,12 @@ int cfs_volume_claim(struct cvm_volume *vol, bool exclusive, int *fd_out)
 
 /* An unmount returns before its daemon has let the volume go (umount(2) of a FUSE mount
  * does not wait for the daemon to finish), so a mount right after one finds the volume
- * claimed still, and may find the old mount on its directory (generic/604).  Unless the
- * volume is mounted at another place here (a node mounts it once: refused at once), the claim
- * is waited for, up to CLAIM_WAIT_MS. */
+ * claimed still, its slot too, and may find the old mount on its directory (generic/604).
+ * Unless the volume is mounted at another place here (a node mounts it once: refused at
+ * once), the claim and the slot are waited for, up to CLAIM_WAIT_MS; the wait is told (on the
+ * mount's terminal too) only once it lasts CLAIM_TELL_MS, as a finishing unmount seldom does. */
 #define CLAIM_WAIT_MS 30000
+#define CLAIM_TELL_MS 1000
 #define CLAIM_POLL_MS 20
 
 static int claim_for_mount(struct cfs_fs *fs, struct cvm_volume *vol, const char *mountpoint)
@@ -87,10 +89,10 @@ static int claim_for_mount(struct cfs_fs *fs, struct cvm_volume *vol, const char
 				cfs_set_error("volume %s is mounted at %s already", cfg->name, mountpoint);
 			return rc; /* else what cfs_volume_claim said */
 		}
-		if (!waited && m.at_dir)
+		if (waited == CLAIM_TELL_MS && m.at_dir)
 			cfs_log(fs, "volume %s is mounted at %s: waiting up to %d s for its unmount to "
 				    "finish", cfg->name, mountpoint, CLAIM_WAIT_MS / 1000);
-		else if (!waited)
+		else if (waited == CLAIM_TELL_MS)
 			cfs_log(fs, "volume %s is in use on this node and not mounted elsewhere here (an "
 				    "unmount finishing, a check or a format): waiting up to %d s for it",
 				cfg->name, CLAIM_WAIT_MS / 1000);
@@ -98,15 +100,26 @@ static int claim_for_mount(struct cfs_fs *fs, struct cvm_volume *vol, const char
 	}
 }
 
+/* The slot is this node's (the cluster lock, on a cluster); a daemon here holding its byte
+ * still is one finishing an unmount (see claim_for_mount). */
 static int claim_slot(struct cfs_fs *fs)
 {
-	int rc = ofd_lock(fs->lockfd, F_WRLCK, SLOT_BYTE(fs->slot), 1);
-	if (rc == -EAGAIN || rc == -EACCES) {
-		cfs_set_error("slot %u of volume %s is mounted on this node already", fs->slot,
-			      cvm_volume_config(fs->vol)->name);
-		return -EBUSY;
+	const char *name = cvm_volume_config(fs->vol)->name;
+	for (int waited = 0;; waited += CLAIM_POLL_MS) {
+		int rc = ofd_lock(fs->lockfd, F_WRLCK, SLOT_BYTE(fs->slot), 1);
+		if (rc != -EAGAIN && rc != -EACCES)
+			return rc;
+		if (waited >= CLAIM_WAIT_MS) {
+			cfs_set_error("slot %u of volume %s is mounted on this node already",
+				      fs->slot, name);
+			return -EBUSY;
+		}
+		if (waited == CLAIM_TELL_MS)
+			cfs_log(fs, "slot %u of volume %s is in use on this node (an unmount "
+				    "finishing): waiting up to %d s for it",
+				fs->slot, name, CLAIM_WAIT_MS / 1000);
+		usleep(CLAIM_POLL_MS * 1000);
 	}
-	return rc;
 }
 
 /* ---- orphans ---- */

@@ -101,25 +101,38 @@ expect 0 "" "cfs umount" -- "$BIN/cfs" umount "$M"
 expect 0 "clean" "fsck.cfs after using the added slot" -- "$BIN/fsck.cfs" v
 
 # A mount right after umount(8), whose daemon may not have let the volume go yet (generic/604):
-# it waits for the claim.  The gate holds the claim (a byte of the first LUN, cfs/fs.c) as a
-# daemon finishing its unmount would, until told.
-python3 - "$T/v.lun0" "$T/gate" <<'EOF' &
+# it waits for the claim, then for its slot.  A gate holds a byte of the first LUN (cfs/fs.c:
+# 16 the claim, 32 + N slot N) as a daemon finishing its unmount would, until told.
+hold_byte() { # BYTE: held when this returns, until let_go
+	rm -f "$T/gate" "$T/gate.held"
+	python3 - "$T/v.lun0" "$T/gate" "$1" <<'EOF' &
 import fcntl, os, sys, time
 fd = os.open(sys.argv[1], os.O_RDWR)
-fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, 16)
+fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, int(sys.argv[3]))
 open(sys.argv[2] + ".held", "w").close()
 while not os.path.exists(sys.argv[2]):
     time.sleep(0.05)
 EOF
-gate=$!
-wait_until 60 test -e "$T/gate.held"
+	gate=$!
+	wait_until 60 test -e "$T/gate.held"
+}
+let_go() { touch "$T/gate" && wait "$gate"; }
+hold_byte 16
 "$BIN/cfs" mount v "$M" -o "log=$T/v.log" >"$T/waiting.out" 2>&1 &
 waiting=$!
 wait_until 60 grep -q "not mounted elsewhere here (an unmount finishing, a check or a format): waiting" "$T/v.log" &&
 	ok "a mount of a volume claimed but mounted nowhere else here waits" || not_ok "no wait logged: $(tail -3 "$T/v.log")"
-touch "$T/gate"
-wait "$gate"
+let_go
 wait "$waiting" && ok "it mounts once the claim is let go" || not_ok "the waiting mount: $(cat "$T/waiting.out")"
+expect 0 "x" "and serves" -- cat "$M/by-slot-3"
+expect 0 "" "cfs umount" -- "$BIN/cfs" umount "$M"
+hold_byte 32
+"$BIN/cfs" mount v "$M" -o "log=$T/v.log" >"$T/waiting.out" 2>&1 &
+waiting=$!
+wait_until 60 grep -q "slot 0 of volume v is in use on this node (an unmount finishing): waiting" "$T/v.log" &&
+	ok "a mount whose slot is held here still waits for it" || not_ok "no wait logged: $(tail -3 "$T/v.log")"
+let_go
+wait "$waiting" && ok "it mounts once the slot is let go" || not_ok "the waiting mount: $(cat "$T/waiting.out")"
 expect 0 "x" "and serves" -- cat "$M/by-slot-3"
 # generic/604 itself: files written, umount(8) in the background and a mount of the same
 # directory at once; whichever comes first, the mount must succeed.
