@@ -89,7 +89,9 @@ echo "$MOUNT_HELPER" >>"$T/helpers"
 if [ ! -e "$UMOUNT_HELPER" ]; then
 	ln -s "$BIN/cfs" "$UMOUNT_HELPER" && echo "$UMOUNT_HELPER" >>"$T/helpers"
 fi
-getent group fsgqa >/dev/null || { groupadd fsgqa && echo fsgqa >>"$T/groups"; }
+for g in fsgqa fsgqa2; do
+	getent group "$g" >/dev/null || { groupadd "$g" && echo "$g" >>"$T/groups"; }
+done
 for u in fsgqa fsgqa2 123456-fsgqa; do
 	getent passwd "$u" >/dev/null || { useradd -m -g fsgqa "$u" && echo "$u" >>"$T/users"; }
 done
