@@ -23,7 +23,8 @@
 # run, and why, and what is not to be run at all: check's -E); any other result, a test
 # failing or not running that should pass or one listed as failing that passes, names the
 # test and makes the exit code 1.  The users the tests run commands as (fsgqa, fsgqa2,
-# 123456-fsgqa) are added for the run where missing and removed after.  Exit: 0 every result
+# 123456-fsgqa) are added for the run where missing and removed after; the fs.protected_*
+# sysctls some tests change are put back as they were.  Exit: 0 every result
 # as expected, 1 not, 2 could not run.
 set -uo pipefail
 exec 3>&1 # the progress lines, while each kind's report goes to a file
@@ -78,10 +79,15 @@ cleanup() {
 	[ -s "$T/helpers" ] && xargs rm -f <"$T/helpers"
 	[ -s "$T/users" ] && while read -r u; do userdel -r "$u" >/dev/null 2>&1; done <"$T/users"
 	[ -s "$T/groups" ] && while read -r g; do groupdel "$g" >/dev/null 2>&1; done <"$T/groups"
+	[ -s "$T/sysctls" ] && sysctl -q -p "$T/sysctls" >/dev/null 2>&1
 	rm -rf "$T"
 }
 trap cleanup EXIT
 trap 'exit 2' INT TERM
+# The machine-wide settings generic/597 and 598 change and put back as they found them: with
+# the kinds at once, one may find another's setting and put that back.  So as they were now.
+sysctl fs.protected_regular fs.protected_fifos fs.protected_hardlinks fs.protected_symlinks \
+	>"$T/sysctls" 2>/dev/null
 
 printf '#!/bin/sh\n# Made by CFS tests/xfstests/run.sh for one run (%s), removed at its end.\nexec %s "$@"\n' \
 	"$T" "$BIN/cfs" >"$MOUNT_HELPER" && chmod +x "$MOUNT_HELPER" || die "cannot write $MOUNT_HELPER"
