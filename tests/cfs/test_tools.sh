@@ -117,23 +117,21 @@ EOF
 	wait_until 60 test -e "$T/gate.held"
 }
 let_go() { touch "$T/gate" && wait "$gate"; }
-hold_byte 16
-"$BIN/cfs" mount v "$M" -o "log=$T/v.log" >"$T/waiting.out" 2>&1 &
-waiting=$!
-wait_until 60 grep -q "not mounted elsewhere here (an unmount finishing, a check or a format): waiting" "$T/v.log" &&
-	ok "a mount of a volume claimed but mounted nowhere else here waits" || not_ok "no wait logged: $(tail -3 "$T/v.log")"
-let_go
-wait "$waiting" && ok "it mounts once the claim is let go" || not_ok "the waiting mount: $(cat "$T/waiting.out")"
-expect 0 "x" "and serves" -- cat "$M/by-slot-3"
+# mount_waits BYTE LOGGED WHAT: with BYTE held, a mount logs LOGGED and waits; once let go
+# it mounts and serves.
+mount_waits() {
+	hold_byte "$1"
+	"$BIN/cfs" mount v "$M" -o "log=$T/v.log" >"$T/waiting.out" 2>&1 &
+	local waiting=$!
+	wait_until 60 grep -q "$2" "$T/v.log" &&
+		ok "a mount whose $3 is held here waits" || not_ok "no wait logged: $(tail -3 "$T/v.log")"
+	let_go
+	wait "$waiting" && ok "it mounts once the $3 is let go" || not_ok "the waiting mount: $(cat "$T/waiting.out")"
+	expect 0 "x" "and serves" -- cat "$M/by-slot-3"
+}
+mount_waits 16 "not mounted elsewhere here (an unmount finishing, a check or a format): waiting" "volume's claim"
 expect 0 "" "cfs umount" -- "$BIN/cfs" umount "$M"
-hold_byte 32
-"$BIN/cfs" mount v "$M" -o "log=$T/v.log" >"$T/waiting.out" 2>&1 &
-waiting=$!
-wait_until 60 grep -q "slot 0 of volume v is in use on this node (an unmount finishing): waiting" "$T/v.log" &&
-	ok "a mount whose slot is held here still waits for it" || not_ok "no wait logged: $(tail -3 "$T/v.log")"
-let_go
-wait "$waiting" && ok "it mounts once the slot is let go" || not_ok "the waiting mount: $(cat "$T/waiting.out")"
-expect 0 "x" "and serves" -- cat "$M/by-slot-3"
+mount_waits 32 "slot 0 of volume v is in use on this node (an unmount finishing): waiting" slot
 # generic/604 itself: files written, umount(8) in the background and a mount of the same
 # directory at once; whichever comes first, the mount must succeed.
 for round in 1 2 3; do
