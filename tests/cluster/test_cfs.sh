@@ -255,32 +255,29 @@ m = mmap.mmap(fd, 8192, prot=mmap.PROT_READ)
 assert m[4096:4096 + 11] == b"from node 3", m[4096:4096 + 11]' "$(M 1)/mapped"
 
 # ---- a shared mapping of a file opened O_DIRECT (xfstests' fsx maps what it opened so) ----
-direct_map() { # node file offset text: write text through a shared mapping of an O_DIRECT open
+# direct_map NODE FILE OFFSET TEXT|LENGTH: through a new shared mapping of an O_DIRECT open,
+# write TEXT at OFFSET (msync'd), or print LENGTH bytes from there.
+direct_map() {
 	on "$1" python3 -c '
 import mmap, os, sys
 fd = os.open(sys.argv[1], os.O_RDWR | os.O_DIRECT)
 m = mmap.mmap(fd, 8192)
-off = int(sys.argv[2])
-m[off:off + len(sys.argv[3])] = sys.argv[3].encode()
-m.flush()
+off, arg = int(sys.argv[2]), sys.argv[3]
+if arg.isdigit():
+    print(m[off:off + int(arg)].decode())
+else:
+    m[off:off + len(arg)] = arg.encode()
+    m.flush()
 m.close(); os.close(fd)' "$2" "$3" "$4"
-}
-direct_read() { # node file offset length: what a new shared mapping of an O_DIRECT open reads
-	on "$1" python3 -c '
-import mmap, os, sys
-fd = os.open(sys.argv[1], os.O_RDWR | os.O_DIRECT)
-m = mmap.mmap(fd, 8192)
-off = int(sys.argv[2])
-print(m[off:off + int(sys.argv[3])].decode())' "$2" "$3" "$4"
 }
 check "node 2 maps a file it opened O_DIRECT and writes through the mapping" \
 	direct_map 2 "$(M 2)/mapped" 0 "direct map 2"
 check "node 1 maps the file opened O_DIRECT and reads node 2's and node 3's writes" \
 	bash -c '[ "$(cat)" = "direct map 2|from node 3" ]' \
-	<<<"$(direct_read 1 "$(M 1)/mapped" 0 12)|$(direct_read 1 "$(M 1)/mapped" 4096 11)"
+	<<<"$(direct_map 1 "$(M 1)/mapped" 0 12)|$(direct_map 1 "$(M 1)/mapped" 4096 11)"
 check "node 1 writes through its mapping of the O_DIRECT open" direct_map 1 "$(M 1)/mapped" 4096 "from node 1"
 check "node 2's new mapping of an O_DIRECT open reads node 1's write" \
-	bash -c '[ "$(cat)" = "from node 1" ]' <<<"$(direct_read 2 "$(M 2)/mapped" 4096 11)"
+	bash -c '[ "$(cat)" = "from node 1" ]' <<<"$(direct_map 2 "$(M 2)/mapped" 4096 11)"
 
 # ---- write, append, truncate of one file by 3 nodes in turns ----
 : >"$T/expect"
