@@ -202,6 +202,8 @@ static void fill_status(struct cfsd *d, ControlStatus *s, struct cfs_status *st,
 	s->uring_requests = fuse_uring_answered(u);
 	s->has_uring_direct = u != NULL;
 	s->uring_direct = fuse_uring_direct(u);
+	s->has_uring_waiting = u != NULL;
+	s->uring_waiting = fuse_uring_waiting(u);
 	struct dev_direct *direct = __atomic_load_n(&d->dev_direct, __ATOMIC_ACQUIRE);
 	s->has_dev_direct = direct != NULL;
 	s->dev_direct = dev_direct_answered(direct);

@@ -19,8 +19,9 @@
  *   cached page is (kernel_inval.c), and an O_DIRECT open of a cluster mount can be mapped
  *   as on a kernel filesystem (xfstests' fsx does, generic/091 and 263).
  * - FUSE_OVER_IO_URING (protocol 7.42, kernels since 6.14 with the fuse module's
- *   enable_uring set): requests through rings (fuse_uring.c), on one-node mounts unless
- *   "nouring" was asked for.  Once the INIT answer is written the rings' threads start, and
+ *   enable_uring set): requests through rings (fuse_uring.c) unless "nouring" was asked
+ *   for, on every mount but a dboptimized one of a cluster, whose direct I/O leaves the
+ *   workers (dev_direct.c) where a cluster's rings would hand it to helper threads.  Once the INIT answer is written the rings' threads start, and
  *   the answers to their requests go back through them (fuse_uring_take_reply).
  * The kernel sends nothing else before the INIT reply, so the INIT request's identity needs
  * no lock: one thread reads and answers it.
@@ -97,7 +98,8 @@ static void start_rings(struct cfsd *d, const struct fuse_init_out *init)
 	/* a dboptimized mount's direct I/O from the data threads (fuse_uring.c) */
 	struct fuse_uring_data_path data = {cfsd_direct_begin, d};
 	bool direct = d->fs_dboptimized && !d->cluster;
-	int rc = fuse_uring_start(d->se, largest_payload(init), direct ? &data : NULL, &u);
+	int rc = fuse_uring_start(d->se, largest_payload(init), direct ? &data : NULL, d->cluster,
+				  &u);
 	if (rc) {
 		fprintf(stderr, "cfsd: io_uring: %s (requests go through /dev/fuse)\n",
 			strerror(-rc));
@@ -141,11 +143,10 @@ int dev_io_hook(struct cfsd *d, struct fuse_session *se)
 	/* see the top of this file */
 	if (!d->cluster || !d->fs_dboptimized)
 		d->init_wanted = FUSE_DIRECT_IO_ALLOW_MMAP;
-	if (!d->cluster) {
+	if (!d->cluster)
 		d->init_wanted |= FUSE_HANDLE_KILLPRIV_V2;
-		if (!d->nouring && fuse_uring_possible())
-			d->init_wanted |= CFSD_FUSE_OVER_IO_URING;
-	}
+	if ((!d->cluster || !d->fs_dboptimized) && !d->nouring && fuse_uring_possible())
+		d->init_wanted |= CFSD_FUSE_OVER_IO_URING;
 	static const struct fuse_custom_io io = {.read = read_request, .writev = write_reply};
 	return fuse_session_custom_io(se, &io, fuse_session_fd(se));
 }

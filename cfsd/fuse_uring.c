@@ -42,10 +42,19 @@
  * entries would bring); its answer comes back to the entry's thread through an eventfd on
  * the ring, and that thread sends it.
  *
- * One-node mounts only: on a cluster a request may be answered later from the lock library's
- * thread (flock, setlk, flush), and here a thread with an unanswered request keeps its entry
- * until the answer comes (fuse_uring_take_reply wakes it): a crowd of waiting lock requests
- * would hold a thread and a megabyte each. */
+ * Cluster mounts (the caller says requests may be answered later): there a request may be
+ * answered from the lock library's thread once another node lets a lock go (flock, setlk,
+ * flush), minutes later.  A sync thread would wait for that answer, and a crowd of waiting
+ * lock requests would take every thread and entry of its core's queue, the request that
+ * lets the lock go on this node among those left waiting in the kernel.  So a cluster mount
+ * has one dispatching thread per queue (the data threads' loop without a data path), which
+ * hands every request to a helper: a helper whose request is left to be answered later goes
+ * on to the next, the entry stays with the request (parked), and its thread registers a new
+ * entry in its place, so that as many entries as before take new requests.  A parked
+ * request costs its entry's header and the address space of its payload, of which it
+ * touches a page.  The dispatcher never blocks: a thread that ran requests itself could
+ * hold one that a blocked request of its own waits for (a page lock that the kernel's
+ * invalidation at a glock's let-go waits for, say) behind it. */
 #define FUSE_USE_VERSION 312
 #include "cfsd/fuse_uring.h"
 
@@ -101,6 +110,10 @@ enum { URING_CMD_REGISTER = 1, URING_CMD_COMMIT_AND_FETCH = 2 };
 #define DATA_THREADS_PER_QUEUE 4
 #define DATA_ENTRIES 8
 #define HELPERS 16 /* threads for a data thread's other requests, started as needed */
+/* A cluster mount's dispatching thread: its entries to start with, and at most (parked
+ * requests beyond MAX_ENTRIES - CLUSTER_ENTRIES leave new ones waiting in the kernel). */
+#define CLUSTER_ENTRIES 16
+#define MAX_ENTRIES 256
 #define SQE_SIZE 128 /* IORING_SETUP_SQE128: the command area holds uring_cmd_req */
 #define STOP_SIGNAL SIGUSR2
 
@@ -122,6 +135,8 @@ struct ring_entry {
 	uint64_t unique; /* the request being answered, 0 between requests (atomic) */
 	/* its answer is in the entry (atomic; set under u->lock when not by its own answerer) */
 	bool replied;
+	/* Its helper went on before the answer came: the answer comes from elsewhere (u->lock). */
+	bool parked;
 	/* On a data thread: the request's LUN I/O in flight, */
 	struct cfs_direct_io io;
 	unsigned io_pending;
@@ -143,8 +158,13 @@ struct ring_thread {
 	unsigned *sq_head, *sq_tail, *sq_array, sq_mask, sq_entries;
 	unsigned *cq_head, *cq_tail, cq_mask;
 	struct io_uring_cqe *cqes;
-	unsigned nentries;
+	/* entries registered (nentries; u->lock once the thread runs) of room for capacity, base
+	 * of them from the start; a dispatching thread registers one more for each request
+	 * parked beyond nentries - base (parked, u->lock) */
+	unsigned nentries, capacity, base, parked;
+	bool dispatching; /* entries' requests go to helpers or the LUNs: the thread never blocks */
 	struct ring_entry *entries;
+	struct iovec *buffers; /* each entry's header and payload, as registered */
 	/* A data thread: helpers' answers wait on `answered` (u->lock) and wake_fd says so. */
 	int wake_fd;
 	uint64_t wake_count;
@@ -166,6 +186,8 @@ struct fuse_uring {
 	unsigned nqueues;
 	bool stopping;
 	bool failed;       /* a registration was refused: logged once */
+	bool answers_later; /* a request may be answered from another thread, later */
+	bool full_logged;   /* a dispatcher's MAX_ENTRIES are taken: logged once */
 	uint64_t answered; /* requests answered through the rings (atomic) */
 	uint64_t direct;   /* of which by a data thread's own LUN I/O (atomic) */
 	struct fuse_uring_data_path data; /* .begin NULL: no data threads */
@@ -339,6 +361,7 @@ static void thread_free(struct ring_thread *t)
 		free(t->entries[i].region);
 	}
 	free(t->entries);
+	free(t->buffers);
 	if (t->wake_fd >= 0)
 		close(t->wake_fd);
 	free(t);
@@ -349,14 +372,17 @@ static int entry_init(struct ring_entry *e, struct ring_thread *t, size_t payloa
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
 	e->thread = t;
 	if (posix_memalign((void **)&e->header, 64, sizeof *e->header) ||
-	    posix_memalign(&e->region, page, page + payload_size))
+	    posix_memalign(&e->region, page, page + payload_size)) {
+		free(e->header);
+		e->header = NULL;
 		return -ENOMEM;
+	}
 	e->payload = (char *)e->region + page;
 	return 0;
 }
 
 /* A thread's ring and entries, made before it starts: its thread cannot fail once the
- * kernel waits for it. */
+ * kernel waits for it.  nentries 1: a sync thread; more: a dispatching thread. */
 static int thread_new(struct ring_queue *q, unsigned nentries, struct ring_thread **out)
 {
 	struct fuse_uring *u = q->u;
@@ -366,14 +392,18 @@ static int thread_new(struct ring_queue *q, unsigned nentries, struct ring_threa
 	t->queue = q;
 	t->ring_fd = -1;
 	t->wake_fd = -1;
-	t->nentries = nentries;
+	t->dispatching = nentries > 1;
+	t->base = nentries;
+	t->capacity = u->answers_later && t->dispatching ? MAX_ENTRIES : nentries;
 	/* a data thread's ring: a command per entry, its LUN pieces, the eventfd's read */
-	int rc = ring_setup(t, nentries > 1 ? nentries * (CFS_DIRECT_IO_PIECES + 1) + 1 : 2);
-	if (!rc && !(t->entries = calloc(nentries, sizeof *t->entries)))
+	unsigned pieces = u->data.begin ? CFS_DIRECT_IO_PIECES : 0;
+	int rc = ring_setup(t, t->dispatching ? t->capacity * (pieces + 1) + 1 : 2);
+	if (!rc && (!(t->entries = calloc(t->capacity, sizeof *t->entries)) ||
+		    !(t->buffers = calloc(2 * (size_t)t->capacity, sizeof *t->buffers))))
 		rc = -ENOMEM;
-	for (unsigned i = 0; !rc && i < nentries; i++)
-		rc = entry_init(&t->entries[i], t, u->payload_size);
-	if (!rc && nentries > 1 && (t->wake_fd = eventfd(0, EFD_CLOEXEC)) < 0)
+	for (; !rc && t->nentries < nentries; t->nentries++)
+		rc = entry_init(&t->entries[t->nentries], t, u->payload_size);
+	if (!rc && t->dispatching && (t->wake_fd = eventfd(0, EFD_CLOEXEC)) < 0)
 		rc = failure();
 	if (rc) {
 		thread_free(t);
@@ -527,6 +557,19 @@ static void hand_back(struct ring_entry *e)
 			t->queue->qid, strerror(errno));
 }
 
+/* e's request is to be answered later, from elsewhere: its thread adds an entry in its place
+ * (add_entries; u->lock held). */
+static void park(struct ring_entry *e)
+{
+	struct ring_thread *t = e->thread;
+	e->parked = true;
+	t->parked++;
+	uint64_t one = 1;
+	if (write(t->wake_fd, &one, sizeof one) != sizeof one)
+		fprintf(stderr, "cfsd: io_uring thread of core %u not woken: %s\n",
+			t->queue->qid, strerror(errno));
+}
+
 static void *helper_main(void *arg)
 {
 	struct fuse_uring *u = arg;
@@ -548,6 +591,8 @@ static void *helper_main(void *arg)
 		e->helper_done = true;
 		if (e->replied) /* else by whichever thread answers it (fuse_uring_take_reply) */
 			hand_back(e);
+		else
+			park(e);
 	}
 	pthread_mutex_unlock(&u->lock);
 	return NULL;
@@ -659,7 +704,7 @@ static void take_request(struct ring_thread *t, struct ring_entry *e)
 		return;
 	}
 	__atomic_store_n(&e->unique, in.unique, __ATOMIC_RELEASE);
-	if ((in.opcode == FUSE_READ || in.opcode == FUSE_WRITE) &&
+	if ((in.opcode == FUSE_READ || in.opcode == FUSE_WRITE) && u->data.begin &&
 	    !u->data.begin(u->data.arg, &in, e->header->op_in, e->payload, u->payload_size,
 			   t->lun_inflight == 0, &e->io)) {
 		int rc = e->io.flush ? 0 : cfs_direct_io_may_submit(&e->io);
@@ -702,6 +747,46 @@ static void send_helpers_answers(struct ring_thread *t)
 	}
 }
 
+/* Register entry e of t: it takes requests from now on. */
+static void register_entry(struct ring_thread *t, struct ring_entry *e)
+{
+	struct iovec *buffers = &t->buffers[2 * (e - t->entries)];
+	buffers[0] = (struct iovec){e->header, sizeof *e->header};
+	buffers[1] = (struct iovec){e->payload, t->queue->u->payload_size};
+	ring_queue_cmd(t, e, URING_CMD_REGISTER, 0, buffers);
+}
+
+/* An entry more for each parked request beyond those added before, while there is room. */
+static void add_entries(struct ring_thread *t)
+{
+	struct fuse_uring *u = t->queue->u;
+	for (;;) {
+		pthread_mutex_lock(&u->lock);
+		unsigned n = t->nentries;
+		bool wanted = n - t->base < t->parked && !u->stopping;
+		bool full = wanted && n == t->capacity && u->answers_later && !u->full_logged;
+		u->full_logged |= full;
+		pthread_mutex_unlock(&u->lock);
+		if (full)
+			fprintf(stderr, "cfsd: io_uring: %u requests of core %u's queue wait for "
+					"answers from elsewhere (locks held on other nodes); its new "
+					"requests wait in the kernel for one of them\n",
+				t->parked, t->queue->qid);
+		if (!wanted || n == t->capacity)
+			return;
+		int rc = entry_init(&t->entries[n], t, u->payload_size);
+		if (rc) {
+			fprintf(stderr, "cfsd: io_uring: no entry more for core %u: %s\n",
+				t->queue->qid, strerror(-rc));
+			return;
+		}
+		register_entry(t, &t->entries[n]);
+		pthread_mutex_lock(&u->lock);
+		t->nentries++;
+		pthread_mutex_unlock(&u->lock);
+	}
+}
+
 /* One completion on a data thread's ring; a FUSE command's error ends the thread (*ended). */
 static void data_completion(struct ring_thread *t, const struct io_uring_cqe *cqe, int *ended)
 {
@@ -721,6 +806,8 @@ static void data_completion(struct ring_thread *t, const struct io_uring_cqe *cq
 		if (!*ended)
 			arm_wake(t);
 		send_helpers_answers(t);
+		if (!*ended)
+			add_entries(t);
 	}
 }
 
@@ -729,16 +816,8 @@ static void data_completion(struct ring_thread *t, const struct io_uring_cqe *cq
 static int data_thread_run(struct ring_thread *t, const sigset_t *while_waiting)
 {
 	struct fuse_uring *u = t->queue->u;
-	/* the kernel may read them after the submission (a command it retries from a worker) */
-	struct iovec *buffers = calloc(2 * (size_t)t->nentries, sizeof *buffers);
-	if (!buffers)
-		return -ENOMEM;
-	for (unsigned i = 0; i < t->nentries; i++) {
-		struct ring_entry *e = &t->entries[i];
-		buffers[2 * i] = (struct iovec){e->header, sizeof *e->header};
-		buffers[2 * i + 1] = (struct iovec){e->payload, u->payload_size};
-		ring_queue_cmd(t, e, URING_CMD_REGISTER, 0, &buffers[2 * i]);
-	}
+	for (unsigned i = 0; i < t->nentries; i++)
+		register_entry(t, &t->entries[i]);
 	arm_wake(t);
 	int ended = 0;
 	for (;;) {
@@ -755,7 +834,6 @@ static int data_thread_run(struct ring_thread *t, const sigset_t *while_waiting)
 			break;
 		}
 	}
-	free(buffers);
 	return ended;
 }
 
@@ -776,8 +854,8 @@ static void *ring_thread_main(void *arg)
 	pthread_sigmask(SIG_BLOCK, &stop, &while_waiting); /* STOP_SIGNAL only wakes ring_enter */
 	sigdelset(&while_waiting, STOP_SIGNAL);
 	if (!rc)
-		rc = t->nentries > 1 ? data_thread_run(t, &while_waiting)
-				     : sync_thread_run(t, &while_waiting);
+		rc = t->dispatching ? data_thread_run(t, &while_waiting)
+				    : sync_thread_run(t, &while_waiting);
 	pthread_mutex_lock(&u->lock);
 	if (rc != -ENOTCONN && rc != -ESHUTDOWN && !u->stopping && !u->failed) {
 		u->failed = true; /* the kernel turns io_uring off when a REGISTER fails */
@@ -812,7 +890,8 @@ static unsigned possible_cores(void)
 static void no_op(int sig) { (void)sig; }
 
 int fuse_uring_start(struct fuse_session *se, size_t payload_size,
-		     const struct fuse_uring_data_path *data, struct fuse_uring **out)
+		     const struct fuse_uring_data_path *data, bool answers_later,
+		     struct fuse_uring **out)
 {
 	struct sigaction wake = {.sa_handler = no_op}; /* no SA_RESTART: io_uring_enter returns */
 	sigemptyset(&wake.sa_mask);
@@ -824,6 +903,7 @@ int fuse_uring_start(struct fuse_session *se, size_t payload_size,
 	u->se = se;
 	u->dev_fd = fuse_session_fd(se);
 	u->payload_size = payload_size;
+	u->answers_later = answers_later;
 	u->nqueues = possible_cores();
 	pthread_mutex_init(&u->lock, NULL);
 	pthread_cond_init(&u->reply_came, NULL);
@@ -833,15 +913,16 @@ int fuse_uring_start(struct fuse_session *se, size_t payload_size,
 	u->queues = calloc(u->nqueues, sizeof *u->queues);
 	int rc = u->queues ? 0 : -ENOMEM;
 	pthread_mutex_lock(&u->lock);
-	if (!rc && data)
-		rc = helper_start(u); /* data threads count on one being there */
+	if (!rc && (data || answers_later))
+		rc = helper_start(u); /* dispatching threads count on one being there */
 	for (unsigned i = 0; !rc && i < u->nqueues; i++) {
 		struct ring_queue *q = &u->queues[i];
 		*q = (struct ring_queue){.u = u, .qid = i};
-		if (!data)
-			rc = queue_grow(q, 1);
-		for (unsigned j = 0; data && !rc && j < DATA_THREADS_PER_QUEUE; j++)
-			rc = queue_grow(q, DATA_ENTRIES);
+		if (data)
+			for (unsigned j = 0; !rc && j < DATA_THREADS_PER_QUEUE; j++)
+				rc = queue_grow(q, DATA_ENTRIES);
+		else
+			rc = queue_grow(q, answers_later ? CLUSTER_ENTRIES : 1);
 	}
 	pthread_mutex_unlock(&u->lock);
 	if (rc)
@@ -900,10 +981,14 @@ ssize_t fuse_uring_take_reply(struct fuse_uring *u, const struct iovec *iov, int
 	answer_in_place(e, out->unique, fits ? out->error : -EIO, n);
 	__atomic_store_n(&e->replied, true, __ATOMIC_RELEASE);
 	if (!own) {
-		if (e->thread->wake_fd < 0)
+		if (e->thread->wake_fd < 0) {
 			pthread_cond_broadcast(&u->reply_came);
-		else if (e->helper_done) /* else its helper hands it back */
+		} else if (e->helper_done) { /* else its helper hands it back */
+			if (e->parked)
+				e->thread->parked--;
+			e->parked = false;
 			hand_back(e);
+		}
 		pthread_mutex_unlock(&u->lock);
 	}
 	return (ssize_t)(sizeof *out + n);
@@ -918,6 +1003,19 @@ void *fuse_uring_reply_space(size_t size)
 uint64_t fuse_uring_direct(const struct fuse_uring *u)
 {
 	return u ? __atomic_load_n(&u->direct, __ATOMIC_RELAXED) : 0;
+}
+
+uint64_t fuse_uring_waiting(struct fuse_uring *u)
+{
+	if (!u)
+		return 0;
+	uint64_t n = 0;
+	pthread_mutex_lock(&u->lock);
+	for (unsigned i = 0; i < u->nqueues; i++)
+		for (unsigned j = 0; j < u->queues[i].started; j++)
+			n += u->queues[i].threads[j]->parked;
+	pthread_mutex_unlock(&u->lock);
+	return n;
 }
 
 uint64_t fuse_uring_answered(const struct fuse_uring *u)

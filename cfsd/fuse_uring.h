@@ -34,10 +34,13 @@ struct fuse_uring_data_path {
 
 /* Start the threads for each core's queue of session se, whose INIT answer asked for
  * io_uring and said the kernel's largest request payload is payload_size: data threads
- * if data is given, else threads that hand every request to libfuse.  On failure (negative
+ * if data is given; else, if a request may be answered later from another thread
+ * (answers_later: a cluster mount's lock waits), a thread per queue that hands every request
+ * to helper threads; else threads that hand every request to libfuse.  On failure (negative
  * errno) *out may still be set, to be stopped; the kernel goes on with /dev/fuse. */
 int fuse_uring_start(struct fuse_session *se, size_t payload_size,
-		     const struct fuse_uring_data_path *data, struct fuse_uring **out);
+		     const struct fuse_uring_data_path *data, bool answers_later,
+		     struct fuse_uring **out);
 /* Stop and free the threads (after the session loop ended, before the unmount). */
 void fuse_uring_stop(struct fuse_uring *u);
 
@@ -53,5 +56,7 @@ void *fuse_uring_reply_space(size_t size);
 /* Requests answered through the rings so far, and of them by data threads' own LUN I/O. */
 uint64_t fuse_uring_answered(const struct fuse_uring *u);
 uint64_t fuse_uring_direct(const struct fuse_uring *u);
+/* Requests whose entries wait now for an answer from another thread (parked). */
+uint64_t fuse_uring_waiting(struct fuse_uring *u);
 
 #endif

@@ -28,7 +28,7 @@ cd "$(dirname "$0")/.." || exit 1
 SCRIPT_LIMIT=${SCRIPT_LIMIT:-1200}
 LANES=${TEST_LANES:-2}
 # fuse enable_uring, io_uring_disabled; fs.aio-max-nr; the packages' /sbin/mount.cfs and /usr/bin
-ALONE="tests/cfs/test_uring.sh tests/odm/test_odm_scale.sh tests/packaging/test_deb.sh"
+ALONE="tests/cfs/test_uring.sh tests/cluster/test_cfs_uring.sh tests/odm/test_odm_scale.sh tests/packaging/test_deb.sh"
 LONGEST="tests/cluster/test_cfs_recovery.sh tests/cluster/test_cfs.sh tests/cluster/test_cfs_multi.sh"
 work=$(mktemp -d "${TMPDIR:-/var/tmp}/cfs-run.XXXXXX")
 chmod 755 "$work" # the scripts' directories are under it, and some run checks as nobody

@@ -233,7 +233,8 @@ static void print_status(const char *dir, const ControlReply *r, bool json)
 		       "\"lock_cache_limit\": %u, \"locks_given_back\": %llu, "
 		       "\"journal_anchors\": %llu, \"checkpoint_blocks\": %llu, \"flushes\": %llu, "
 		       "\"writeback\": %s, \"kernel_names\": %s, \"fuse_transport\": \"%s\", "
-		       "\"uring_requests\": %llu, \"uring_direct\": %llu, \"dev_direct\": %llu, "
+		       "\"uring_requests\": %llu, \"uring_direct\": %llu, \"uring_waiting\": %llu, "
+		       "\"dev_direct\": %llu, "
 		       "\"lease_ms\": %u, \"evict_ms\": %u, \"evicted\": %s, \"beat_gap_max_ms\": %u, "
 		       "\"release\": \"%s\", \"features\": ",
 		       s->fenced ? "true" : "false", s->fence_interval_ms,
@@ -244,7 +245,8 @@ static void print_status(const char *dir, const ControlReply *r, bool json)
 		       s->writeback ? "true" : "false",
 		       s->kernel_names ? "true" : "false", s->has_uring_requests ? "io_uring" : "dev",
 		       (unsigned long long)s->uring_requests, (unsigned long long)s->uring_direct,
-		       (unsigned long long)s->dev_direct, s->lease_ms, s->evict_ms,
+		       (unsigned long long)s->uring_waiting, (unsigned long long)s->dev_direct,
+		       s->lease_ms, s->evict_ms,
 		       s->evicted ? "true" : "false", s->beat_gap_max_ms,
 		       s->release ? s->release : "");
 		json_string(stdout, s->features ? s->features : "");
@@ -306,6 +308,9 @@ static void print_status(const char *dir, const ControlReply *r, bool json)
 		if (s->dboptimized)
 			printf("; %llu direct reads and writes sent to the LUNs by its threads",
 			       (unsigned long long)s->uring_direct);
+		if (s->uring_waiting)
+			printf("; %llu waiting for locks other nodes hold",
+			       (unsigned long long)s->uring_waiting);
 		printf(")\n");
 	} else if (s->has_dev_direct) {
 		printf("  FUSE requests through /dev/fuse (%llu direct reads and writes sent to the "

@@ -12,10 +12,13 @@
 #   log       BENCH_LOG_MB (default 1024) MiB written in 1 MiB writes and fsync'd
 #   gzip      gzip -1 of that log
 #   remove    rm -rf of the unpacked tree
+# Where the kernel has FUSE over io_uring, the fuse module's enable_uring is set for the run
+# (and put back after; BENCH_URING=0: not): CFS mounts then take their requests through the
+# rings, and the cluster's rounds are run a second time with -o nouring (/dev/fuse).
 # Printed: seconds per step and side; the ratios one node / passthrough_ll and cluster / one
 # node; and the lock messages node 2 sent per file of the read.
 # Usage: home.sh [BUILD]; env BENCH_DIR (default /var/tmp), BENCH_ROUNDS, BENCH_TREE_SRC,
-# BENCH_LOG_MB.
+# BENCH_LOG_MB, BENCH_URING.
 build=${1:-build}
 root=$(cd "$(dirname "$0")/../.." && pwd)
 . "$(dirname "$0")/lib.sh" home ch
@@ -24,12 +27,21 @@ tree_src=${BENCH_TREE_SRC:-/usr/include}
 log_mb=${BENCH_LOG_MB:-1024}
 steps=(unpack read clone compile log gzip remove)
 pt_pid=
+uring_param=/sys/module/fuse/parameters/enable_uring
+uring_was=
 cleanup_home() {
 	mountpoint -q "$dir/pt" && umount -l "$dir/pt"
 	mountpoint -q "$dir/local" && "$bin/cfs" umount "$dir/local"
 	cleanup
+	[ -z "$uring_was" ] || echo "$uring_was" >"$uring_param"
 }
 trap cleanup_home EXIT
+sides="disk pt local cluster"
+if [ "${BENCH_URING:-1}" != 0 ] && [ -w "$uring_param" ]; then
+	uring_was=$(cat "$uring_param")
+	echo Y >"$uring_param"
+	sides="$sides cluster-dev"
+fi
 
 # The inputs, on the disk: the tarball, a repository of 500 commits, the C files.
 tar -C "$(dirname "$tree_src")" -cf "$dir/tree.tar" "$(basename "$tree_src")"
@@ -95,12 +107,16 @@ round() {
 }
 nothing() { :; }
 remount_local() { "$bin/cfs" umount "$dir/local" && "$bin/cfs" mount home "$dir/local" -o "log=$dir/cfsd-local.log"; }
+transport() { # NODE: how its mount's requests come
+	on "$1" "$bin/cfs" status --json "$(M "$1")" | python3 -c "import json,sys; print(json.load(sys.stdin)['fuse_transport'])"
+}
 
-echo "bench/cluster/home: $(nproc) cores; files in $dir on $(df --output=source "$dir" | tail -1); $nfiles files of $(du -sm "$dir/tree.tar" | cut -f1) MB; a $log_mb MiB log; $rounds rounds"
+echo "bench/cluster/home: $(nproc) cores; files in $dir on $(df --output=source "$dir" | tail -1); $nfiles files of $(du -sm "$dir/tree.tar" | cut -f1) MB; a $log_mb MiB log; $rounds rounds; fuse enable_uring $(cat "$uring_param" 2>/dev/null || echo absent)"
 luns $(((log_mb * 3 + 2048) / 4))
 "$bin/cvm" create home "$dir"/lun{0,1,2,3} >/dev/null
 "$bin/mkfs.cfs" home >/dev/null 2>&1
 "$bin/cfs" mount home "$dir/local" -o "log=$dir/cfsd-local.log"
+echo "one-node mount: requests through $("$bin/cfs" status --json "$dir/local" | python3 -c "import json,sys; print(json.load(sys.stdin)['fuse_transport'])")"
 for i in $(seq "$rounds"); do
 	round disk host host "$dir/disk" nothing
 	round pt host host "$dir/pt" nothing
@@ -110,24 +126,35 @@ done
 
 "$cluster" up 3 >/dev/null
 "$bin/mkfs.cfs" -p corosync -J 3 --force home >/dev/null 2>&1
-for n in 1 2 3; do mkdir -p "$(M $n)"; on $n "$bin/cfs" mount home "$(M $n)" -o "log=$dir/cfsd$n.log"; done
 on1() { on 1 "$@"; }
 on2() { on 2 "$@"; }
-for i in $(seq "$rounds"); do
-	round cluster on1 on2 "$(M 1)" nothing "$(M 2)"
-done
-for n in 1 2 3; do on $n "$bin/cfs" umount "$(M $n)"; done
+cluster_rounds() { # SIDE [MOUNT_OPTIONS]
+	local n
+	for n in 1 2 3; do mkdir -p "$(M $n)"; on $n "$bin/cfs" mount home "$(M $n)" -o "log=$dir/cfsd$n.log${2:+,$2}"; done
+	echo "$1: requests through $(transport 1)"
+	for _ in $(seq "$rounds"); do
+		round "$1" on1 on2 "$(M 1)" nothing "$(M 2)"
+	done
+	for n in 1 2 3; do on $n "$bin/cfs" umount "$(M $n)"; done
+}
+cluster_rounds cluster
+[[ $sides != *cluster-dev* ]] || cluster_rounds cluster-dev nouring
 
-python3 - "$dir" "$nfiles" "${steps[@]}" <<'EOF'
+# shellcheck disable=SC2086 # the sides, a word each
+python3 - "$dir" "$nfiles" "${#steps[@]}" "${steps[@]}" $sides <<'EOF'
 import statistics, sys
-d, nfiles, steps = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
-sides = ['disk', 'pt', 'local', 'cluster']
+d, nfiles, nsteps = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+steps, sides = sys.argv[4:4 + nsteps], sys.argv[4 + nsteps:]
 med = {(s, st): statistics.median(float(x) for x in open(f'{d}/{s}.{st}')) for s in sides for st in steps}
-print(f"{'step (median s)':<16}" + ''.join(f'{s:>10}' for s in ('disk', 'passthru', 'cfs 1', 'cfs 3')) +
-      f"{'1/pt':>8}{'3/1':>8}")
+names = {'disk': 'disk', 'pt': 'passthru', 'local': 'cfs 1', 'cluster': 'cfs 3', 'cluster-dev': 'cfs 3 dev'}
+dev = 'cluster-dev' in sides
+print(f"{'step (median s)':<16}" + ''.join(f'{names[s]:>10}' for s in sides) +
+      f"{'1/pt':>8}{'3/1':>8}" + (f"{'3dev/1':>8}" if dev else ''))
 for st in steps:
-    v = [med[(s, st)] for s in sides]
-    print(f'{st:<16}' + ''.join(f'{x:10.2f}' for x in v) + f'{v[2] / v[1]:8.2f}{v[3] / v[2]:8.2f}')
+    v = {s: med[(s, st)] for s in sides}
+    print(f'{st:<16}' + ''.join(f'{v[s]:10.2f}' for s in sides) +
+          f"{v['local'] / v['pt']:8.2f}{v['cluster'] / v['local']:8.2f}" +
+          (f"{v['cluster-dev'] / v['local']:8.2f}" if dev else ''))
 msgs = [int(x) for x in open(f'{d}/messages')]
 print(f'lock messages node 2 sent per file it read: {statistics.median(msgs) / nfiles:.3f} '
       f'(median of {msgs})')

@@ -19,6 +19,11 @@ make_data 256
 # The held fence agent keeps node 3's recovery pending for as long as the checks need.
 check "node 1 mounts with lock_cache=16" mount_on 1 "lock_cache=16,fence=$(held_fence)"
 for n in 2 3; do check "node $n mounts" mount_on $n "fence=$(held_fence)"; done
+# With CFS_TRANSPORT=io_uring or dev (test_cfs_uring.sh), the mounts must use that transport.
+for n in 1 2 3; do
+	[ -z "${CFS_TRANSPORT:-}" ] ||
+		check "node $n: requests come through $CFS_TRANSPORT" [ "$(status_of $n fuse_transport)" = "$CFS_TRANSPORT" ]
+done
 
 on 1 bash -c "echo 0 >'$(M 1)/counter' && touch '$(M 1)/lock'"
 # counted NODE LOCKFILE COUNTER N KIND: two processes on NODE, N increments each under KIND.

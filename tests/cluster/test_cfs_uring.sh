@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+# FUSE over io_uring on cluster mounts (cfsd/fuse_uring.c's dispatching threads), where the
+# kernel has it: normal mounts of two nodes take their requests through the rings, a
+# dboptimized one through /dev/fuse; what one node writes the other reads; a crowd of flock
+# and fcntl waits for a lock the other node holds, more than a queue's first entries, keeps
+# no thread and leaves the node's other requests answered; each wait gets its lock once the
+# holder lets go, one interrupted by a signal ends and leaves nothing; then the whole
+# flock and fcntl script (test_cfs_flock.sh) with the rings.  The fuse module's enable_uring
+# and kernel.io_uring_disabled are set for the test and put back after it.
+. "$(dirname "$0")/cfs_lib.sh" "cfs over io_uring on a cluster"
+param=/sys/module/fuse/parameters/enable_uring
+sysctl=/proc/sys/kernel/io_uring_disabled
+if [ ! -w "$param" ] || [ ! -w "$sysctl" ]; then
+	echo "skip - $(basename "$0"): this kernel has no FUSE over io_uring (Linux 6.14+, CONFIG_FUSE_IO_URING)"
+	exit 0
+fi
+echo "echo $(cat "$param") >$param; echo $(cat "$sysctl") >$sysctl" >>"$T/on_exit"
+echo Y >"$param"
+echo 0 >"$sysctl"
+WAITERS=40 # more than a queue's first 16 entries, all from one core
+
+C up 2 >/dev/null && ok "cluster of 2 nodes up" || { not_ok "cluster up"; finish; }
+make_data 256
+"$BIN/mkfs.cfs" -p corosync -J 4 data >/dev/null
+for n in 1 2; do check "node $n mounts" mount_on $n; done
+for n in 1 2; do
+	check "node $n: requests come through io_uring" [ "$(status_of $n fuse_transport)" = io_uring ]
+done
+
+on 1 bash -c "head -c 3M /dev/urandom >'$T/data' && cp '$T/data' '$(M 1)/file' && mkdir '$(M 1)/dir'"
+check "node 2 reads what node 1 wrote" on 2 cmp "$T/data" "$(M 2)/file"
+on 2 bash -c "echo more >>'$(M 2)/file' && mv '$(M 2)/file' '$(M 2)/dir/moved'"
+check "node 1 reads node 2's append under its new name" on 1 bash -c \
+	"[ \$(stat -c %s '$(M 1)/dir/moved') = \$((3 * 1048576 + 5)) ] && tail -c 5 '$(M 1)/dir/moved' | grep -qx more"
+
+# holds NODE TOOL: TOOL (flock or fcntl) on node NODE holds /lock until $T/release appears.
+holds() {
+	rm -f "$T/held"
+	case $2 in
+	flock) on "$1" flock -x "$(M "$1")/lock" bash -c "touch '$T/held'; while [ ! -e '$T/release' ]; do sleep 0.05; done" & ;;
+	fcntl) on "$1" python3 -c "
+import fcntl, os, sys, time
+fd = os.open(sys.argv[1], os.O_RDWR)
+fcntl.lockf(fd, fcntl.LOCK_EX)
+open(sys.argv[2], 'w').close()
+while not os.path.exists(sys.argv[3]):
+    time.sleep(0.05)
+" "$(M "$1")/lock" "$T/held" "$T/release" & ;;
+	esac
+	holder=$!
+	for _ in $(seq 600); do [ -e "$T/held" ] && return 0; sleep 0.05; done
+	return 1
+}
+# waiters TOOL: WAITERS processes on node 1's core 0 that wait for /lock with TOOL, each
+# counting itself in $T/got once it has it.
+waiters() {
+	local i pids=()
+	: >"$T/got"
+	for i in $(seq "$WAITERS"); do
+		case $1 in
+		flock) on 1 taskset -c 0 flock -x "$(M 1)/lock" bash -c "echo $i >>'$T/got'" & ;;
+		fcntl) on 1 taskset -c 0 python3 -c "
+import fcntl, os, sys
+fd = os.open(sys.argv[1], os.O_RDWR)
+fcntl.lockf(fd, fcntl.LOCK_EX)
+with open(sys.argv[2], 'a') as f:
+    f.write(sys.argv[3] + '\n')
+" "$(M 1)/lock" "$T/got" "$i" & ;;
+		esac
+		pids+=($!)
+	done
+	waiter_pids=${pids[*]}
+}
+# others_answered: while the waits keep their entries, node 1 still lists, reads, writes and
+# removes from both cores.
+others_answered() {
+	local c
+	for c in 0 1; do
+		on 1 timeout 60 taskset -c $c bash -c "ls '$(M 1)/dir' >/dev/null && cmp -s '$T/data' <(head -c 3M '$(M 1)/dir/moved') &&
+			echo $c >'$(M 1)/core$c' && [ \"\$(cat '$(M 1)/core$c')\" = $c ] && rm '$(M 1)/core$c'" || return 1
+	done
+}
+crowd() { # TOOL
+	check "node 2 takes the lock ($1)" holds 2 "$1"
+	waiters "$1"
+	check_soon 120 "$1: node 1's $WAITERS waits are in the rings, each keeping its entry" \
+		bash -c "[ \"\$('$HERE/cluster.sh' exec 1 '$BIN/cfs' status --json '$(M 1)' |
+			python3 -c 'import json,sys; print(json.load(sys.stdin)[\"uring_waiting\"])')\" -ge $WAITERS ]"
+	check "$1: node 1's other requests are answered meanwhile, on both cores" others_answered
+	check "$1: none of the waits got the lock while node 2 holds it" [ ! -s "$T/got" ]
+	touch "$T/release"
+	wait "$holder"
+	rm -f "$T/release"
+	local p failed=0
+	# shellcheck disable=SC2086 # a list of pids
+	for p in $waiter_pids; do wait "$p" || failed=$((failed + 1)); done
+	check "$1: every wait got the lock once node 2 let go ($(wc -l <"$T/got") of $WAITERS, $failed failed)" \
+		[ "$(sort -u "$T/got" | wc -l)" = "$WAITERS" ] && [ "$failed" = 0 ]
+	check_soon 60 "$1: no request waits in node 1's rings after" \
+		bash -c "[ \"\$('$HERE/cluster.sh' exec 1 '$BIN/cfs' status --json '$(M 1)' |
+			python3 -c 'import json,sys; print(json.load(sys.stdin)[\"uring_waiting\"])')\" = 0 ]"
+}
+on 1 touch "$(M 1)/lock"
+crowd flock
+crowd fcntl
+
+# A wait interrupted by a signal ends with EINTR through its ring entry, and leaves no lock.
+check "node 2 takes the lock again" holds 2 flock
+on 1 flock -x "$(M 1)/lock" true &
+interrupted=$!
+check_soon 120 "node 1's wait is in a ring" bash -c "[ \"\$('$HERE/cluster.sh' exec 1 '$BIN/cfs' status --json '$(M 1)' |
+	python3 -c 'import json,sys; print(json.load(sys.stdin)[\"uring_waiting\"])')\" -ge 1 ]"
+pkill -INT -f "^flock -x $(M 1)/lock true"
+if wait "$interrupted"; then not_ok "the interrupted wait got the lock"; else ok "the interrupted wait ended"; fi
+touch "$T/release"
+wait "$holder"
+rm -f "$T/release"
+check "node 1 takes the lock at once after (the interrupted wait left nothing)" \
+	on 1 flock -n -x "$(M 1)/lock" true
+
+check "node 1 unmounts" umount_on 1
+check "node 1 mounts dboptimized" mount_on 1 dboptimized
+check "dboptimized on a cluster: requests come through /dev/fuse" [ "$(status_of 1 fuse_transport)" = dev ]
+for n in 1 2; do check "node $n unmounts" umount_on $n; done
+fsck_clean "after the crowds"
+no_damage_logged
+C down >/dev/null
+
+if CLUSTER_ID=$(printf %.5s "${CLUSTER_ID:-cfs}")u CFS_TRANSPORT=io_uring bash "$HERE/test_cfs_flock.sh"; then
+	ok "the flock and fcntl script passes with requests through io_uring"
+else
+	not_ok "the flock and fcntl script with requests through io_uring (above)"
+fi
+finish
