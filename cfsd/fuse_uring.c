@@ -44,17 +44,19 @@
  *
  * Cluster mounts (the caller says requests may be answered later): there a request may be
  * answered from the lock library's thread once another node lets a lock go (flock, setlk,
- * flush), minutes later.  A sync thread would wait for that answer, and a crowd of waiting
- * lock requests would take every thread and entry of its core's queue, the request that
- * lets the lock go on this node among those left waiting in the kernel.  So a cluster mount
- * has one dispatching thread per queue (the data threads' loop without a data path), which
- * hands every request to a helper: a helper whose request is left to be answered later goes
- * on to the next, the entry stays with the request (parked), and its thread registers a new
- * entry in its place, so that as many entries as before take new requests.  A parked
- * request costs its entry's header and the address space of its payload, of which it
- * touches a page.  The dispatcher never blocks: a thread that ran requests itself could
- * hold one that a blocked request of its own waits for (a page lock that the kernel's
- * invalidation at a glock's let-go waits for, say) behind it. */
+ * flush), minutes later.  A sync thread that waited for that answer would keep its thread
+ * and entry, and a crowd of waiting lock requests would take every one of its core's
+ * queue, the request that lets the lock go on this node among those left waiting in the
+ * kernel.  So there a sync thread whose request is left to be answered later parks the
+ * entry with the request, registers a new one, and from then on dispatches: its entries'
+ * requests go to helper threads (the data threads' loop without a data path), and each
+ * request parked adds an entry in its place, so that as many entries as before take new
+ * requests.  It cannot go on answering requests itself: with more than one entry it could
+ * block in one (a glock) while a request that the block waits for (a page lock the glock's
+ * let-go waits for) sits in another.  A parked request costs its entry's header and the
+ * address space of its payload, of which it touches a page.  Sync threads that never met
+ * such a request answer as on one node: a hand-off to a helper and back costs two
+ * wake-ups a request, a third more time for an unpack of small files. */
 #define FUSE_USE_VERSION 312
 #include "cfsd/fuse_uring.h"
 
@@ -110,9 +112,8 @@ enum { URING_CMD_REGISTER = 1, URING_CMD_COMMIT_AND_FETCH = 2 };
 #define DATA_THREADS_PER_QUEUE 4
 #define DATA_ENTRIES 8
 #define HELPERS 16 /* threads for a data thread's other requests, started as needed */
-/* A cluster mount's dispatching thread: its entries to start with, and at most (parked
- * requests beyond MAX_ENTRIES - CLUSTER_ENTRIES leave new ones waiting in the kernel). */
-#define CLUSTER_ENTRIES 16
+/* A cluster mount's thread turned dispatching: its entries at most (parked requests beyond
+ * leave new ones waiting in the kernel). */
 #define MAX_ENTRIES 256
 #define SQE_SIZE 128 /* IORING_SETUP_SQE128: the command area holds uring_cmd_req */
 #define STOP_SIGNAL SIGUSR2
@@ -394,16 +395,16 @@ static int thread_new(struct ring_queue *q, unsigned nentries, struct ring_threa
 	t->wake_fd = -1;
 	t->dispatching = nentries > 1;
 	t->base = nentries;
-	t->capacity = u->answers_later && t->dispatching ? MAX_ENTRIES : nentries;
+	t->capacity = u->answers_later ? MAX_ENTRIES : nentries;
 	/* a data thread's ring: a command per entry, its LUN pieces, the eventfd's read */
 	unsigned pieces = u->data.begin ? CFS_DIRECT_IO_PIECES : 0;
-	int rc = ring_setup(t, t->dispatching ? t->capacity * (pieces + 1) + 1 : 2);
+	int rc = ring_setup(t, t->capacity > 1 ? t->capacity * (pieces + 1) + 1 : 2);
 	if (!rc && (!(t->entries = calloc(t->capacity, sizeof *t->entries)) ||
 		    !(t->buffers = calloc(2 * (size_t)t->capacity, sizeof *t->buffers))))
 		rc = -ENOMEM;
 	for (; !rc && t->nentries < nentries; t->nentries++)
 		rc = entry_init(&t->entries[t->nentries], t, u->payload_size);
-	if (!rc && t->dispatching && (t->wake_fd = eventfd(0, EFD_CLOEXEC)) < 0)
+	if (!rc && t->capacity > 1 && (t->wake_fd = eventfd(0, EFD_CLOEXEC)) < 0)
 		rc = failure();
 	if (rc) {
 		thread_free(t);
@@ -484,8 +485,31 @@ static void process(struct ring_entry *e, const struct fuse_in_header *in)
 	answering = NULL;
 }
 
-/* A sync thread answers the request in its entry. */
-static void answer(struct ring_entry *e)
+/* e's request is to be answered later, from elsewhere: its thread adds an entry in its place
+ * (add_entries; u->lock held). */
+static void park(struct ring_entry *e)
+{
+	struct ring_thread *t = e->thread;
+	e->parked = true;
+	t->parked++;
+	uint64_t one = 1;
+	if (write(t->wake_fd, &one, sizeof one) != sizeof one)
+		fprintf(stderr, "cfsd: io_uring thread of core %u not woken: %s\n",
+			t->queue->qid, strerror(errno));
+}
+
+/* Register entry e of t: it takes requests from now on. */
+static void register_entry(struct ring_thread *t, struct ring_entry *e)
+{
+	struct iovec *buffers = &t->buffers[2 * (e - t->entries)];
+	buffers[0] = (struct iovec){e->header, sizeof *e->header};
+	buffers[1] = (struct iovec){e->payload, t->queue->u->payload_size};
+	ring_queue_cmd(t, e, URING_CMD_REGISTER, 0, buffers);
+}
+
+/* A sync thread answers the request in its entry; false if the answer is to come from
+ * another thread later (answers_later): the entry is parked. */
+static bool answer(struct ring_entry *e)
 {
 	struct fuse_uring *u = e->thread->queue->u;
 	struct fuse_in_header in;
@@ -493,6 +517,12 @@ static void answer(struct ring_entry *e)
 		process(e, &in);
 		if (!__atomic_load_n(&e->replied, __ATOMIC_ACQUIRE)) { /* by another thread */
 			pthread_mutex_lock(&u->lock);
+			if (u->answers_later && !e->replied) {
+				e->helper_done = true; /* fuse_uring_take_reply hands it back */
+				park(e);
+				pthread_mutex_unlock(&u->lock);
+				return false;
+			}
 			while (!e->replied)
 				pthread_cond_wait(&u->reply_came, &u->lock);
 			pthread_mutex_unlock(&u->lock);
@@ -500,6 +530,7 @@ static void answer(struct ring_entry *e)
 	}
 	__atomic_store_n(&e->unique, 0, __ATOMIC_RELEASE);
 	__atomic_add_fetch(&u->answered, 1, __ATOMIC_RELAXED);
+	return true;
 }
 
 /* Tell the kernel the connection goes without io_uring: a REGISTER it refuses turns it off
@@ -519,17 +550,25 @@ static void refuse_rings(struct fuse_uring *u)
 			strerror(-rc));
 }
 
+static int data_thread_run(struct ring_thread *t, const sigset_t *while_waiting);
+
+/* Requests one at a time, each answered by this thread itself, until one is to be answered
+ * later: then the thread goes on dispatching (data_thread_run), its entries' requests to
+ * helpers, because a thread that answered requests itself with more than one entry could
+ * block in one while a request that it waits for sits in another. */
 static int sync_thread_run(struct ring_thread *t, const sigset_t *while_waiting)
 {
 	struct ring_entry *e = &t->entries[0];
-	struct iovec buffers[2] = {{e->header, sizeof *e->header},
-				   {e->payload, t->queue->u->payload_size}};
-	ring_queue_cmd(t, e, URING_CMD_REGISTER, 0, buffers);
+	register_entry(t, e);
 	int rc;
 	while (!(rc = ring_wait(t, while_waiting))) {
 		set_busy(t->queue, true);
-		answer(e);
+		bool answered = answer(e);
 		set_busy(t->queue, false);
+		if (!answered) {
+			t->dispatching = true;
+			return data_thread_run(t, while_waiting);
+		}
 		ring_queue_cmd(t, e, URING_CMD_COMMIT_AND_FETCH, e->header->ent.commit_id, NULL);
 	}
 	return rc;
@@ -551,19 +590,6 @@ static void hand_back(struct ring_entry *e)
 	struct ring_thread *t = e->thread;
 	e->next = t->answered;
 	t->answered = e;
-	uint64_t one = 1;
-	if (write(t->wake_fd, &one, sizeof one) != sizeof one)
-		fprintf(stderr, "cfsd: io_uring thread of core %u not woken: %s\n",
-			t->queue->qid, strerror(errno));
-}
-
-/* e's request is to be answered later, from elsewhere: its thread adds an entry in its place
- * (add_entries; u->lock held). */
-static void park(struct ring_entry *e)
-{
-	struct ring_thread *t = e->thread;
-	e->parked = true;
-	t->parked++;
 	uint64_t one = 1;
 	if (write(t->wake_fd, &one, sizeof one) != sizeof one)
 		fprintf(stderr, "cfsd: io_uring thread of core %u not woken: %s\n",
@@ -747,15 +773,6 @@ static void send_helpers_answers(struct ring_thread *t)
 	}
 }
 
-/* Register entry e of t: it takes requests from now on. */
-static void register_entry(struct ring_thread *t, struct ring_entry *e)
-{
-	struct iovec *buffers = &t->buffers[2 * (e - t->entries)];
-	buffers[0] = (struct iovec){e->header, sizeof *e->header};
-	buffers[1] = (struct iovec){e->payload, t->queue->u->payload_size};
-	ring_queue_cmd(t, e, URING_CMD_REGISTER, 0, buffers);
-}
-
 /* An entry more for each parked request beyond those added before, while there is room. */
 static void add_entries(struct ring_thread *t)
 {
@@ -816,8 +833,6 @@ static void data_completion(struct ring_thread *t, const struct io_uring_cqe *cq
 static int data_thread_run(struct ring_thread *t, const sigset_t *while_waiting)
 {
 	struct fuse_uring *u = t->queue->u;
-	for (unsigned i = 0; i < t->nentries; i++)
-		register_entry(t, &t->entries[i]);
 	arm_wake(t);
 	int ended = 0;
 	for (;;) {
@@ -853,6 +868,8 @@ static void *ring_thread_main(void *arg)
 	sigaddset(&stop, STOP_SIGNAL);
 	pthread_sigmask(SIG_BLOCK, &stop, &while_waiting); /* STOP_SIGNAL only wakes ring_enter */
 	sigdelset(&while_waiting, STOP_SIGNAL);
+	for (unsigned i = 0; !rc && t->dispatching && i < t->nentries; i++)
+		register_entry(t, &t->entries[i]);
 	if (!rc)
 		rc = t->dispatching ? data_thread_run(t, &while_waiting)
 				    : sync_thread_run(t, &while_waiting);
@@ -922,7 +939,7 @@ int fuse_uring_start(struct fuse_session *se, size_t payload_size,
 			for (unsigned j = 0; !rc && j < DATA_THREADS_PER_QUEUE; j++)
 				rc = queue_grow(q, DATA_ENTRIES);
 		else
-			rc = queue_grow(q, answers_later ? CLUSTER_ENTRIES : 1);
+			rc = queue_grow(q, 1);
 	}
 	pthread_mutex_unlock(&u->lock);
 	if (rc)
