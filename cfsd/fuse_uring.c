@@ -563,12 +563,11 @@ static int sync_thread_run(struct ring_thread *t, const sigset_t *while_waiting)
 	int rc;
 	while (!(rc = ring_wait(t, while_waiting))) {
 		set_busy(t->queue, true);
-		bool answered = answer(e);
-		set_busy(t->queue, false);
-		if (!answered) {
+		if (!answer(e)) { /* counted busy from now on: the queue grows as if it were */
 			t->dispatching = true;
 			return data_thread_run(t, while_waiting);
 		}
+		set_busy(t->queue, false);
 		ring_queue_cmd(t, e, URING_CMD_COMMIT_AND_FETCH, e->header->ent.commit_id, NULL);
 	}
 	return rc;
@@ -879,7 +878,8 @@ static void *ring_thread_main(void *arg)
 		fprintf(stderr, "cfsd: io_uring thread of core %u ended: %s\n", q->qid,
 			strerror(-rc));
 	}
-	q->idle--;
+	if (!t->dispatching || t->base > 1) /* one turned dispatching stays counted busy */
+		q->idle--;
 	pthread_mutex_unlock(&u->lock);
 	return NULL;
 }
