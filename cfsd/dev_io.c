@@ -20,9 +20,10 @@
  *   as on a kernel filesystem (xfstests' fsx does, generic/091 and 263).
  * - FUSE_OVER_IO_URING (protocol 7.42, kernels since 6.14 with the fuse module's
  *   enable_uring set): requests through rings (fuse_uring.c) unless "nouring" was asked
- *   for, on every mount but a dboptimized one of a cluster, whose direct I/O leaves the
- *   workers (dev_direct.c) where a cluster's rings would hand it to helper threads.  Once the INIT answer is written the rings' threads start, and
- *   the answers to their requests go back through them (fuse_uring_take_reply).
+ *   for, on every mount but a dboptimized one of a cluster: its direct I/O leaves the
+ *   workers (dev_direct.c), where the rings' threads would do it one request at a time.
+ *   Once the INIT answer is written the rings' threads start, and the answers to their
+ *   requests go back through them (fuse_uring_take_reply).
  * The kernel sends nothing else before the INIT reply, so the INIT request's identity needs
  * no lock: one thread reads and answers it.
  *

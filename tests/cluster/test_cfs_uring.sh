@@ -34,6 +34,10 @@ on 2 bash -c "echo more >>'$(M 2)/file' && mv '$(M 2)/file' '$(M 2)/dir/moved'"
 check "node 1 reads node 2's append under its new name" on 1 bash -c \
 	"[ \$(stat -c %s '$(M 1)/dir/moved') = \$((3 * 1048576 + 5)) ] && tail -c 5 '$(M 1)/dir/moved' | grep -qx more"
 
+# waiting: requests in node 1's rings waiting now for an answer from elsewhere.
+waiting() { "$HERE/cluster.sh" exec 1 "$BIN/cfs" status --json "$(M 1)" | python3 -c 'import json,sys; print(json.load(sys.stdin)["uring_waiting"])'; }
+at_least_waiting() { [ "$(waiting)" -ge "$1" ]; }
+none_waiting() { [ "$(waiting)" = 0 ]; }
 # holds NODE TOOL: TOOL (flock or fcntl) on node NODE holds /lock until $T/release appears.
 holds() {
 	rm -f "$T/held"
@@ -85,21 +89,19 @@ crowd() { # TOOL
 	check "node 2 takes the lock ($1)" holds 2 "$1"
 	waiters "$1"
 	check_soon 120 "$1: node 1's $WAITERS waits are in the rings, each keeping its entry" \
-		bash -c "[ \"\$('$HERE/cluster.sh' exec 1 '$BIN/cfs' status --json '$(M 1)' |
-			python3 -c 'import json,sys; print(json.load(sys.stdin)[\"uring_waiting\"])')\" -ge $WAITERS ]"
+		at_least_waiting "$WAITERS"
 	check "$1: node 1's other requests are answered meanwhile, on both cores" others_answered
 	check "$1: none of the waits got the lock while node 2 holds it" [ ! -s "$T/got" ]
 	touch "$T/release"
 	wait "$holder"
 	rm -f "$T/release"
-	local p failed=0
+	local p failed=0 got
 	# shellcheck disable=SC2086 # a list of pids
 	for p in $waiter_pids; do wait "$p" || failed=$((failed + 1)); done
-	check "$1: every wait got the lock once node 2 let go ($(wc -l <"$T/got") of $WAITERS, $failed failed)" \
-		[ "$(sort -u "$T/got" | wc -l)" = "$WAITERS" ] && [ "$failed" = 0 ]
-	check_soon 60 "$1: no request waits in node 1's rings after" \
-		bash -c "[ \"\$('$HERE/cluster.sh' exec 1 '$BIN/cfs' status --json '$(M 1)' |
-			python3 -c 'import json,sys; print(json.load(sys.stdin)[\"uring_waiting\"])')\" = 0 ]"
+	got=$(sort -u "$T/got" | wc -l)
+	check "$1: every wait got the lock once node 2 let go ($got of $WAITERS, $failed failed)" \
+		[ "$got/$failed" = "$WAITERS/0" ]
+	check_soon 60 "$1: no request waits in node 1's rings after" none_waiting
 }
 on 1 touch "$(M 1)/lock"
 crowd flock
@@ -109,8 +111,7 @@ crowd fcntl
 check "node 2 takes the lock again" holds 2 flock
 on 1 flock -x "$(M 1)/lock" true &
 interrupted=$!
-check_soon 120 "node 1's wait is in a ring" bash -c "[ \"\$('$HERE/cluster.sh' exec 1 '$BIN/cfs' status --json '$(M 1)' |
-	python3 -c 'import json,sys; print(json.load(sys.stdin)[\"uring_waiting\"])')\" -ge 1 ]"
+check_soon 120 "node 1's wait is in a ring" at_least_waiting 1
 pkill -INT -f "^flock -x $(M 1)/lock true"
 if wait "$interrupted"; then not_ok "the interrupted wait got the lock"; else ok "the interrupted wait ended"; fi
 touch "$T/release"
