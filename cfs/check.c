@@ -268,10 +268,12 @@ static int check_inode_sure(struct check *k, uint64_t ino, const char *path,
 	return rc;
 }
 
-/* What is wrong between entry e of directory dir and what its inode says, NULL if nothing. */
+/* What is wrong between entry e of directory dir and what its inode says, NULL if nothing.
+ * dir 0: an orphan directory's entry, which says DT_REG whatever it names (cfs_orphan_add: a
+ * directory removed while the kernel knows it is one too). */
 static const char *mismatch(const struct entry *e, uint64_t dir, const struct relation *rel)
 {
-	if (e->type && (uint32_t)e->type << 12 != (rel->mode & S_IFMT))
+	if (dir && e->type && (uint32_t)e->type << 12 != (rel->mode & S_IFMT))
 		return "its entry's type is not the inode's";
 	if (dir && rel->nlink == 0)
 		return "a name, and a link count of 0";
@@ -282,10 +284,11 @@ static const char *mismatch(const struct entry *e, uint64_t dir, const struct re
 
 /* The entry and its inode looked at again together, in one operation (the listing and
  * the inode's check were two: a rename, unlink or new name may have come between).  *still:
- * the entry names ino yet; then *irc says how its inode read (-ESTALE: not in use) and *rel
- * what it says. */
+ * the entry names ino yet; then *type is the type it gives now (the inode may have been freed
+ * and made anew under the same name: an orphan directory names its entries by inode), *irc
+ * says how its inode read (-ESTALE: not in use) and *rel what it says. */
 static int look_again(struct check *k, uint64_t dir_ino, const char *name, uint64_t ino,
-		      bool *still, int *irc, struct relation *rel)
+		      bool *still, uint8_t *type, int *irc, struct relation *rel)
 {
 	int rc = cfs_op_begin(k->fs, false);
 	if (rc)
@@ -294,7 +297,7 @@ static int look_again(struct check *k, uint64_t dir_ino, const char *name, uint6
 	uint64_t now = 0;
 	*still = false;
 	if (!(rc = cfs_iget_entry(k->fs, dir_ino, &dir)) &&
-	    !(rc = cfs_dir_lookup(k->fs, dir, name, &now, NULL)) && now == ino) {
+	    !(rc = cfs_dir_lookup(k->fs, dir, name, &now, type)) && now == ino) {
 		*still = true;
 		dir->pins++; /* the inode's glock may be waited for with fs->lock let go */
 		*irc = cfs_iget_entry(k->fs, ino, &ip);
@@ -324,9 +327,10 @@ static int check_entry(struct check *k, const struct todo *t, const struct entry
 	bool still = true;
 	if (wrong) {
 		int irc = 0;
-		if ((rc = look_again(k, t->ino, e->name, e->ino, &still, &irc, &rel)))
+		struct entry now = *e;
+		if ((rc = look_again(k, t->ino, e->name, e->ino, &still, &now.type, &irc, &rel)))
 			return rc;
-		wrong = irc == -ESTALE ? wrong : irc ? NULL : mismatch(e, dir, &rel);
+		wrong = irc == -ESTALE ? wrong : irc ? NULL : mismatch(&now, dir, &rel);
 	}
 	if (wrong && still)
 		problem(k, "%s (inode %" PRIu64 "): %s", path, e->ino, wrong);

@@ -78,6 +78,15 @@ wait "$writer" && grep -q writes "$T/writer.out" && ok "the writer went on meanw
 	not_ok "the writer: $(cat "$T/writer.out")"
 sync
 
+# A directory removed while open stays in the orphan directory, whose entries say DT_REG
+# whatever they name: no type mismatch.
+mkdir "$M/gone-dir"
+exec {held}<"$M/gone-dir"
+rmdir "$M/gone-dir"
+expect 0 "clean" "fsck.cfs -n: clean with a removed directory still open (an orphan)" -- \
+	"$BIN/fsck.cfs" -n v
+exec {held}<&-
+
 expect 8 "fsck.cfs -y repairs only a filesystem unmounted on every node" \
 	"fsck.cfs -y is refused on a mounted filesystem" -- "$BIN/fsck.cfs" -y v
 expect 16 "give a number of inodes a second" "fsck.cfs --rate with no number: usage" -- \
