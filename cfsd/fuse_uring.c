@@ -136,8 +136,6 @@ struct ring_entry {
 	uint64_t unique; /* the request being answered, 0 between requests (atomic) */
 	/* its answer is in the entry (atomic; set under u->lock when not by its own answerer) */
 	bool replied;
-	/* Its helper went on before the answer came: the answer comes from elsewhere (u->lock). */
-	bool parked;
 	/* On a data thread: the request's LUN I/O in flight, */
 	struct cfs_direct_io io;
 	unsigned io_pending;
@@ -485,17 +483,21 @@ static void process(struct ring_entry *e, const struct fuse_in_header *in)
 	answering = NULL;
 }
 
-/* e's request is to be answered later, from elsewhere: its thread adds an entry in its place
- * (add_entries; u->lock held). */
-static void park(struct ring_entry *e)
+/* Wake thread t's wait on its ring (its eventfd's read): it has work from another thread. */
+static void wake(struct ring_thread *t)
 {
-	struct ring_thread *t = e->thread;
-	e->parked = true;
-	t->parked++;
 	uint64_t one = 1;
 	if (write(t->wake_fd, &one, sizeof one) != sizeof one)
 		fprintf(stderr, "cfsd: io_uring thread of core %u not woken: %s\n",
 			t->queue->qid, strerror(errno));
+}
+
+/* e's request is to be answered later, from elsewhere (its helper_done set, its answer not
+ * in): its thread adds an entry in its place (add_entries; u->lock held). */
+static void park(struct ring_entry *e)
+{
+	e->thread->parked++;
+	wake(e->thread);
 }
 
 /* Register entry e of t: it takes requests from now on. */
@@ -589,10 +591,7 @@ static void hand_back(struct ring_entry *e)
 	struct ring_thread *t = e->thread;
 	e->next = t->answered;
 	t->answered = e;
-	uint64_t one = 1;
-	if (write(t->wake_fd, &one, sizeof one) != sizeof one)
-		fprintf(stderr, "cfsd: io_uring thread of core %u not woken: %s\n",
-			t->queue->qid, strerror(errno));
+	wake(t);
 }
 
 static void *helper_main(void *arg)
@@ -1000,10 +999,8 @@ ssize_t fuse_uring_take_reply(struct fuse_uring *u, const struct iovec *iov, int
 	if (!own) {
 		if (e->thread->wake_fd < 0) {
 			pthread_cond_broadcast(&u->reply_came);
-		} else if (e->helper_done) { /* else its helper hands it back */
-			if (e->parked)
-				e->thread->parked--;
-			e->parked = false;
+		} else if (e->helper_done) { /* parked (park); else its helper hands it back */
+			e->thread->parked--;
 			hand_back(e);
 		}
 		pthread_mutex_unlock(&u->lock);

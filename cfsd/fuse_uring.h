@@ -34,9 +34,9 @@ struct fuse_uring_data_path {
 
 /* Start the threads for each core's queue of session se, whose INIT answer asked for
  * io_uring and said the kernel's largest request payload is payload_size: data threads
- * if data is given; else, if a request may be answered later from another thread
- * (answers_later: a cluster mount's lock waits), a thread per queue that hands every request
- * to helper threads; else threads that hand every request to libfuse.  On failure (negative
+ * if data is given, else threads that hand every request to libfuse.  answers_later: a
+ * request may be answered later from another thread (a cluster mount's lock waits); the
+ * thread whose request that is leaves it in its entry and goes on dispatching to helpers.  On failure (negative
  * errno) *out may still be set, to be stopped; the kernel goes on with /dev/fuse. */
 int fuse_uring_start(struct fuse_session *se, size_t payload_size,
 		     const struct fuse_uring_data_path *data, bool answers_later,
