@@ -99,8 +99,8 @@ static void start_rings(struct cfsd *d, const struct fuse_init_out *init)
 	/* a dboptimized mount's direct I/O from the data threads (fuse_uring.c) */
 	struct fuse_uring_data_path data = {cfsd_direct_begin, d};
 	bool direct = d->fs_dboptimized && !d->cluster;
-	int rc = fuse_uring_start(d->se, largest_payload(init), direct ? &data : NULL, d->cluster,
-				  &u);
+	int rc = fuse_uring_start(d->se, largest_payload(init), direct ? &data : NULL,
+				  d->cluster ? d->mount_abs : NULL, &u);
 	if (rc) {
 		fprintf(stderr, "cfsd: io_uring: %s (requests go through /dev/fuse)\n",
 			strerror(-rc));

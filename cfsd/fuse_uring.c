@@ -61,8 +61,10 @@
 #include "cfsd/fuse_uring.h"
 
 #include "cfsd/fuse_ops.h"
+#include "cfsd/ring_poke.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <fuse_lowlevel.h>
 #include <linux/fuse.h>
 #include <linux/io_uring.h>
@@ -77,6 +79,7 @@
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 /* From the kernel's uapi fuse.h (7.42); Debian 12's headers are older. */
@@ -193,6 +196,8 @@ struct fuse_uring {
 	pthread_mutex_t lock;
 	pthread_cond_t reply_came;
 	struct ring_queue *queues;
+	struct ring_poker *poker; /* cluster mounts: queues poked after entries are added */
+	const char *hold_entries; /* CFSD_TEST_HOLD_ENTRIES */
 	/* Helpers of the data threads: requests waiting for one (FIFO), and the threads. */
 	struct ring_entry *jobs, *jobs_tail;
 	pthread_cond_t job_came;
@@ -771,35 +776,63 @@ static void send_helpers_answers(struct ring_thread *t)
 	}
 }
 
-/* An entry more for each parked request beyond those added before, while there is room. */
-static void add_entries(struct ring_thread *t)
+/* Test hook (tests/cluster/test_cfs_uring.sh): while the file CFSD_TEST_HOLD_ENTRIES names
+ * exists, a dispatching thread adds no entry (PATH.held made then), so that requests come
+ * while every entry of their queue is taken. */
+static void hold_entries(const struct fuse_uring *u)
+{
+	if (!u->hold_entries || access(u->hold_entries, F_OK))
+		return;
+	char held[4096];
+	snprintf(held, sizeof held, "%s.held", u->hold_entries);
+	int fd = open(held, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+	if (fd >= 0)
+		close(fd);
+	while (access(u->hold_entries, F_OK) == 0)
+		nanosleep(&(struct timespec){0, 1000 * 1000}, NULL);
+}
+
+/* An entry more if a request parked beyond those added before wants one and there is room:
+ * whether one was added. */
+static bool add_entry(struct ring_thread *t)
 {
 	struct fuse_uring *u = t->queue->u;
-	for (;;) {
-		pthread_mutex_lock(&u->lock);
-		unsigned n = t->nentries;
-		bool wanted = n - t->base < t->parked && !u->stopping;
-		bool full = wanted && n == t->capacity && u->answers_later && !u->full_logged;
-		u->full_logged |= full;
-		pthread_mutex_unlock(&u->lock);
-		if (full)
-			fprintf(stderr, "cfsd: io_uring: %u requests of core %u's queue wait for "
-					"answers from elsewhere (locks held on other nodes); its new "
-					"requests wait in the kernel for one of them\n",
-				t->parked, t->queue->qid);
-		if (!wanted || n == t->capacity)
-			return;
-		int rc = entry_init(&t->entries[n], t, u->payload_size);
-		if (rc) {
-			fprintf(stderr, "cfsd: io_uring: no entry more for core %u: %s\n",
-				t->queue->qid, strerror(-rc));
-			return;
-		}
-		register_entry(t, &t->entries[n]);
-		pthread_mutex_lock(&u->lock);
-		t->nentries++;
-		pthread_mutex_unlock(&u->lock);
+	pthread_mutex_lock(&u->lock);
+	unsigned n = t->nentries;
+	bool wanted = n - t->base < t->parked && !u->stopping;
+	bool full = wanted && n == t->capacity && u->answers_later && !u->full_logged;
+	u->full_logged |= full;
+	pthread_mutex_unlock(&u->lock);
+	if (full)
+		fprintf(stderr, "cfsd: io_uring: %u requests of core %u's queue wait for answers "
+				"from elsewhere (locks held on other nodes); its new requests wait "
+				"in the kernel for one of them\n",
+			t->parked, t->queue->qid);
+	if (!wanted || n == t->capacity)
+		return false;
+	hold_entries(u);
+	int rc = entry_init(&t->entries[n], t, u->payload_size);
+	if (rc) {
+		fprintf(stderr, "cfsd: io_uring: no entry more for core %u: %s\n", t->queue->qid,
+			strerror(-rc));
+		return false;
 	}
+	register_entry(t, &t->entries[n]);
+	pthread_mutex_lock(&u->lock);
+	t->nentries++;
+	pthread_mutex_unlock(&u->lock);
+	return true;
+}
+
+/* An entry more for each parked request, then the queue poked for the requests the kernel
+ * queued while none was free, which a new entry does not take (ring_poke.c). */
+static void add_entries(struct ring_thread *t)
+{
+	bool added = false;
+	while (add_entry(t))
+		added = true;
+	if (added && !ring_enter(t, 0, NULL)) /* the REGISTERs in before the poke */
+		ring_poker_want(t->queue->u->poker, t->queue->qid);
 }
 
 /* One completion on a data thread's ring; a FUSE command's error ends the thread (*ended). */
@@ -906,7 +939,7 @@ static unsigned possible_cores(void)
 static void no_op(int sig) { (void)sig; }
 
 int fuse_uring_start(struct fuse_session *se, size_t payload_size,
-		     const struct fuse_uring_data_path *data, bool answers_later,
+		     const struct fuse_uring_data_path *data, const char *answers_later,
 		     struct fuse_uring **out)
 {
 	struct sigaction wake = {.sa_handler = no_op}; /* no SA_RESTART: io_uring_enter returns */
@@ -919,15 +952,18 @@ int fuse_uring_start(struct fuse_session *se, size_t payload_size,
 	u->se = se;
 	u->dev_fd = fuse_session_fd(se);
 	u->payload_size = payload_size;
-	u->answers_later = answers_later;
+	u->answers_later = answers_later != NULL;
+	u->hold_entries = getenv("CFSD_TEST_HOLD_ENTRIES");
 	u->nqueues = possible_cores();
+	int rc = answers_later ? ring_poker_new(answers_later, u->nqueues, &u->poker) : 0;
 	pthread_mutex_init(&u->lock, NULL);
 	pthread_cond_init(&u->reply_came, NULL);
 	pthread_cond_init(&u->job_came, NULL);
 	if (data)
 		u->data = *data;
 	u->queues = calloc(u->nqueues, sizeof *u->queues);
-	int rc = u->queues ? 0 : -ENOMEM;
+	if (!rc && !u->queues)
+		rc = -ENOMEM;
 	pthread_mutex_lock(&u->lock);
 	if (!rc && (data || answers_later))
 		rc = helper_start(u); /* dispatching threads count on one being there */
@@ -1041,6 +1077,7 @@ void fuse_uring_stop(struct fuse_uring *u)
 {
 	if (!u)
 		return;
+	ring_poker_stop(u->poker);
 	pthread_mutex_lock(&u->lock); /* no thread starts after this */
 	__atomic_store_n(&u->stopping, true, __ATOMIC_RELEASE);
 	pthread_cond_broadcast(&u->job_came);

@@ -34,12 +34,14 @@ struct fuse_uring_data_path {
 
 /* Start the threads for each core's queue of session se, whose INIT answer asked for
  * io_uring and said the kernel's largest request payload is payload_size: data threads
- * if data is given, else threads that hand every request to libfuse.  answers_later: a
- * request may be answered later from another thread (a cluster mount's lock waits); the
- * thread whose request that is leaves it in its entry and goes on dispatching to helpers.  On failure (negative
- * errno) *out may still be set, to be stopped; the kernel goes on with /dev/fuse. */
+ * if data is given, else threads that hand every request to libfuse.  answers_later: NULL,
+ * or the mount point of a mount whose requests may be answered later from another thread
+ * (a cluster mount's lock waits): the thread whose request that is leaves it in its entry
+ * and goes on dispatching to helpers, and the queue is poked through the mount point for
+ * the requests that came meanwhile (ring_poke.c).  On failure (negative errno) *out may
+ * still be set, to be stopped; the kernel goes on with /dev/fuse. */
 int fuse_uring_start(struct fuse_session *se, size_t payload_size,
-		     const struct fuse_uring_data_path *data, bool answers_later,
+		     const struct fuse_uring_data_path *data, const char *answers_later,
 		     struct fuse_uring **out);
 /* Stop and free the threads (after the session loop ended, before the unmount). */
 void fuse_uring_stop(struct fuse_uring *u);

@@ -5,7 +5,8 @@
 # dboptimized one through /dev/fuse; what one node writes the other reads; a crowd of flock
 # and fcntl waits for a lock the other node holds, more than a queue's first entries, keeps
 # no thread and leaves the node's other requests answered; each wait gets its lock once the
-# holder lets go, one interrupted by a signal ends and leaves nothing; then the whole
+# holder lets go, one interrupted by a signal ends and leaves nothing; a crowd that comes
+# while no entry can be added is handed out once they can (the queue's pokes); then the whole
 # flock and fcntl script (test_cfs_flock.sh) with the rings.  The fuse module's enable_uring
 # and kernel.io_uring_disabled are set for the test and put back after it.
 . "$(dirname "$0")/cfs_lib.sh" "cfs over io_uring on a cluster"
@@ -36,7 +37,7 @@ check "node 1 reads node 2's append under its new name" on 1 bash -c \
 
 # waiting: requests in node 1's rings waiting now for an answer from elsewhere.
 waiting() { "$HERE/cluster.sh" exec 1 "$BIN/cfs" status --json "$(M 1)" | python3 -c 'import json,sys; print(json.load(sys.stdin)["uring_waiting"])'; }
-at_least_waiting() { [ "$(waiting)" -ge "$1" ]; }
+at_least_waiting() { local n; n=$(waiting); [ "$n" -ge "$1" ] || { echo "$n waiting"; return 1; }; }
 none_waiting() { [ "$(waiting)" = 0 ]; }
 # holds NODE TOOL: TOOL (flock or fcntl) on node NODE holds /lock until $T/release appears.
 holds() {
@@ -85,13 +86,25 @@ others_answered() {
 			echo $c >'$(M 1)/core$c' && [ \"\$(cat '$(M 1)/core$c')\" = $c ] && rm '$(M 1)/core$c'" || return 1
 	done
 }
-crowd() { # TOOL
-	check "node 2 takes the lock ($1)" holds 2 "$1"
+# in_kernel N: node 1's FUSE connection has N requests or more outstanding (asked for and not
+# answered: in cfsd, or queued in the kernel for a ring entry).
+in_kernel() { local n; n=$(cat "$fusectl/$conn/waiting"); [ "$n" -ge "$1" ] || { echo "$n outstanding"; return 1; }; }
+# crowd TOOL [held]: WAITERS waits with TOOL for a lock node 2 holds; held: they come while
+# node 1's dispatching threads add no entry (its mount's CFSD_TEST_HOLD_ENTRIES, $T/hold),
+# so that the kernel queues all it cannot give an entry, and the hold is let go once they
+# are all outstanding.
+crowd() {
+	local what=$1${2:+, $2}
+	check "node 2 takes the lock ($what)" holds 2 "$1"
 	waiters "$1"
-	check_soon 120 "$1: node 1's $WAITERS waits are in the rings, each keeping its entry" \
+	if [ -n "${2-}" ]; then
+		check_soon 120 "$what: node 1's $WAITERS waits are outstanding" in_kernel "$WAITERS"
+		rm "$T/hold"
+	fi
+	check_soon 120 "$what: node 1's $WAITERS waits are in the rings, each keeping its entry" \
 		at_least_waiting "$WAITERS"
-	check "$1: node 1's other requests are answered meanwhile, on both cores" others_answered
-	check "$1: none of the waits got the lock while node 2 holds it" [ ! -s "$T/got" ]
+	check "$what: node 1's other requests are answered meanwhile, on both cores" others_answered
+	check "$what: none of the waits got the lock while node 2 holds it" [ ! -s "$T/got" ]
 	touch "$T/release"
 	wait "$holder"
 	rm -f "$T/release"
@@ -99,9 +112,9 @@ crowd() { # TOOL
 	# shellcheck disable=SC2086 # a list of pids
 	for p in $waiter_pids; do wait "$p" || failed=$((failed + 1)); done
 	got=$(sort -u "$T/got" | wc -l)
-	check "$1: every wait got the lock once node 2 let go ($got of $WAITERS, $failed failed)" \
+	check "$what: every wait got the lock once node 2 let go ($got of $WAITERS, $failed failed)" \
 		[ "$got/$failed" = "$WAITERS/0" ]
-	check_soon 60 "$1: no request waits in node 1's rings after" none_waiting
+	check_soon 60 "$what: no request waits in node 1's rings after" none_waiting
 }
 on 1 touch "$(M 1)/lock"
 crowd flock
@@ -119,6 +132,21 @@ wait "$holder"
 rm -f "$T/release"
 check "node 1 takes the lock at once after (the interrupted wait left nothing)" \
 	on 1 flock -n -x "$(M 1)/lock" true
+
+# Requests that come while every entry of their queue is taken wait in the kernel, and a new
+# entry takes none of them: the queue is poked for them (cfsd/ring_poke.c).  Without the
+# pokes the waits queued in the kernel stay there until some other request of core 0 comes.
+fusectl=/sys/fs/fuse/connections
+if ! mountpoint -q $fusectl; then
+	mount -t fusectl none $fusectl && echo "umount $fusectl" >>"$T/on_exit"
+fi
+check "node 1 unmounts" umount_on 1
+touch "$T/hold"
+check "node 1 mounts, its dispatching threads to add no entry until told" \
+	on 1 env CFSD_TEST_HOLD_ENTRIES="$T/hold" "$BIN/cfs" mount data "$(M 1)" -o "log=$T/cfsd1.log"
+conn=$(on 1 mountpoint -d "$(M 1)" | cut -d: -f2)
+check "node 1's FUSE connection shows in $fusectl" [ -e "$fusectl/$conn/waiting" ]
+crowd flock held
 
 check "node 1 unmounts" umount_on 1
 check "node 1 mounts dboptimized" mount_on 1 dboptimized
