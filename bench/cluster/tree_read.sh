@@ -6,7 +6,8 @@
 # same read again on node 2 (its grants and cfsd's block cache kept: what the locks cost is
 # the difference) and on node 1; node 1 removes the tree.  Printed per build: seconds, the
 # lock messages node 2 sent, and its waits for grants (cfs status --json's lock_waits, one
-# per batch asked together), BENCH_ROUNDS rounds (default 3) and their medians; then how long
+# per batch asked together); node 1's removal of the tree (after a drop of the caches), its
+# time, lock messages and waits; BENCH_ROUNDS rounds (default 3) and their medians; then how long
 # node 2 takes to unmount with the last round's removed inodes still in its memory (it reads
 # each again under its glock EX).  Several builds compare in one run:
 #   tree_read.sh build /tmp/old/build
@@ -43,8 +44,12 @@ for b in "${builds[@]}"; do
 		t0=$(date +%s.%N); read_on 2; warm=$(since "$t0")
 		drop
 		t0=$(date +%s.%N); read_on 1; writer=$(since "$t0")
-		echo "$cold $((m1 - m0)) $((w1 - w0)) $warm $writer" >>"$dir/rows"
+		# Node 1 removes the tree node 2 holds grants of: each span's EX takes them back.
+		drop
+		m0=$(status_field 1 lock_messages) w0=$(lock_waits 1) t0=$(date +%s.%N)
 		on 1 rm -rf "$(M 1)/$name"
+		removed=$(since "$t0") m2=$(status_field 1 lock_messages) w2=$(lock_waits 1)
+		echo "$cold $((m1 - m0)) $((w1 - w0)) $warm $writer $removed $((m2 - m0)) $((w2 - w0))" >>"$dir/rows"
 	done
 	# Node 2 still has the last round's inodes in memory, which node 1 removed: its unmount
 	# reads each again under its glock EX.
@@ -56,9 +61,12 @@ for b in "${builds[@]}"; do
 import statistics, sys
 b, nfiles, rows = sys.argv[1], int(sys.argv[2]), [l.split() for l in open(sys.argv[3])]
 for r in rows:
-    print(f'  {b}: node 2 cold {r[0]} s ({r[1]} lock messages, {r[2]} waits); node 2 again {r[3]} s; node 1 {r[4]} s')
-med = [statistics.median(float(r[i]) for r in rows) for i in range(5)]
+    print(f'  {b}: node 2 cold {r[0]} s ({r[1]} lock messages, {r[2]} waits); node 2 again {r[3]} s; '
+          f'node 1 {r[4]} s; node 1 removes it in {r[5]} s ({r[6]} lock messages, {r[7]} waits)')
+med = [statistics.median(float(r[i]) for r in rows) for i in range(8)]
 print(f'{b}: medians: node 2 cold {med[0]:.2f} s, {med[1] / nfiles:.3f} lock messages and '
-      f'{med[2] / nfiles:.3f} waits per file; node 2 again {med[3]:.2f} s; node 1 {med[4]:.2f} s')
+      f'{med[2] / nfiles:.3f} waits per file; node 2 again {med[3]:.2f} s; node 1 {med[4]:.2f} s; '
+      f'node 1 removes it in {med[5]:.2f} s, {med[6] / nfiles:.3f} lock messages and '
+      f'{med[7] / nfiles:.3f} waits per file')
 EOF
 done
