@@ -46,10 +46,10 @@ for b in "${builds[@]}"; do
 		t0=$(date +%s.%N); read_on 1; writer=$(since "$t0")
 		# Node 1 removes the tree node 2 holds grants of: each span's EX takes them back.
 		drop
-		m0=$(status_field 1 lock_messages) w0=$(lock_waits 1) t0=$(date +%s.%N)
+		rm0=$(status_field 1 lock_messages) rw0=$(lock_waits 1) t0=$(date +%s.%N)
 		on 1 rm -rf "$(M 1)/$name"
-		removed=$(since "$t0") m2=$(status_field 1 lock_messages) w2=$(lock_waits 1)
-		echo "$cold $((m1 - m0)) $((w1 - w0)) $warm $writer $removed $((m2 - m0)) $((w2 - w0))" >>"$dir/rows"
+		removed=$(since "$t0") rm1=$(status_field 1 lock_messages) rw1=$(lock_waits 1)
+		echo "$cold $((m1 - m0)) $((w1 - w0)) $warm $writer $removed $((rm1 - rm0)) $((rw1 - rw0))" >>"$dir/rows"
 	done
 	# Node 2 still has the last round's inodes in memory, which node 1 removed: its unmount
 	# reads each again under its glock EX.
