@@ -7,9 +7,9 @@
 # the difference) and on node 1; node 1 removes the tree.  Printed per build: seconds, the
 # lock messages node 2 sent, and its waits for grants (cfs status --json's lock_waits, one
 # per batch asked together); node 1's removal of the tree (after a drop of the caches), its
-# time, lock messages and waits; BENCH_ROUNDS rounds (default 3) and their medians; then how long
-# node 2 takes to unmount with the last round's removed inodes still in its memory (it reads
-# each again under its glock EX).  Several builds compare in one run:
+# time, lock messages and waits (and their time); BENCH_ROUNDS rounds (default 3) and their
+# medians; then how long node 2 takes to unmount with the last round's removed inodes still
+# in its memory (it reads each again under its glock EX).  Several builds compare in one run:
 #   tree_read.sh build /tmp/old/build
 # Usage: tree_read.sh [BUILD...]; env BENCH_DIR (default /var/tmp), BENCH_ROUNDS, BENCH_TREE_SRC.
 builds=("${@:-build}")
@@ -46,10 +46,13 @@ for b in "${builds[@]}"; do
 		t0=$(date +%s.%N); read_on 1; writer=$(since "$t0")
 		# Node 1 removes the tree node 2 holds grants of: each span's EX takes them back.
 		drop
-		rm0=$(status_field 1 lock_messages) rw0=$(lock_waits 1) t0=$(date +%s.%N)
+		rm0=$(status_field 1 lock_messages) rw0=$(lock_waits 1) rms0=$(status_field 1 lock_wait_ms)
+		t0=$(date +%s.%N)
 		on 1 rm -rf "$(M 1)/$name"
 		removed=$(since "$t0") rm1=$(status_field 1 lock_messages) rw1=$(lock_waits 1)
-		echo "$cold $((m1 - m0)) $((w1 - w0)) $warm $writer $removed $((rm1 - rm0)) $((rw1 - rw0))" >>"$dir/rows"
+		rms1=$(status_field 1 lock_wait_ms)
+		echo "$cold $((m1 - m0)) $((w1 - w0)) $warm $writer $removed $((rm1 - rm0)) $((rw1 - rw0))" \
+			"$((rms1 - rms0))" >>"$dir/rows"
 	done
 	# Node 2 still has the last round's inodes in memory, which node 1 removed: its unmount
 	# reads each again under its glock EX.
@@ -62,11 +65,12 @@ import statistics, sys
 b, nfiles, rows = sys.argv[1], int(sys.argv[2]), [l.split() for l in open(sys.argv[3])]
 for r in rows:
     print(f'  {b}: node 2 cold {r[0]} s ({r[1]} lock messages, {r[2]} waits); node 2 again {r[3]} s; '
-          f'node 1 {r[4]} s; node 1 removes it in {r[5]} s ({r[6]} lock messages, {r[7]} waits)')
-med = [statistics.median(float(r[i]) for r in rows) for i in range(8)]
+          f'node 1 {r[4]} s; node 1 removes it in {r[5]} s ({r[6]} lock messages, {r[7]} waits '
+          f'of {r[8]} ms in all)')
+med = [statistics.median(float(r[i]) for r in rows) for i in range(9)]
 print(f'{b}: medians: node 2 cold {med[0]:.2f} s, {med[1] / nfiles:.3f} lock messages and '
       f'{med[2] / nfiles:.3f} waits per file; node 2 again {med[3]:.2f} s; node 1 {med[4]:.2f} s; '
       f'node 1 removes it in {med[5]:.2f} s, {med[6] / nfiles:.3f} lock messages and '
-      f'{med[7] / nfiles:.3f} waits per file')
+      f'{med[7] / nfiles:.3f} waits per file, {med[8] / max(med[7], 1):.1f} ms a wait')
 EOF
 done
