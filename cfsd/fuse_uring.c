@@ -1077,7 +1077,6 @@ void fuse_uring_stop(struct fuse_uring *u)
 {
 	if (!u)
 		return;
-	ring_poker_stop(u->poker);
 	pthread_mutex_lock(&u->lock); /* no thread starts after this */
 	__atomic_store_n(&u->stopping, true, __ATOMIC_RELEASE);
 	pthread_cond_broadcast(&u->job_came);
@@ -1091,6 +1090,7 @@ void fuse_uring_stop(struct fuse_uring *u)
 			pthread_join(t->thread, NULL);
 			thread_free(t);
 		}
+	ring_poker_stop(u->poker); /* after the threads that ask it for pokes */
 	pthread_cond_destroy(&u->reply_came);
 	pthread_cond_destroy(&u->job_came);
 	pthread_mutex_destroy(&u->lock);
