@@ -865,6 +865,9 @@ void cfs_lease_page_free(struct cfs_fs *fs);
 int cfs_glock_init(struct cfs_fs *fs, const char *proto);
 /* CLOCK_MONOTONIC in nanoseconds. */
 uint64_t cfs_now_ns(void);
+/* Test hook (test_gate.c): while the file PATH exists (PATH NULL: never), wait, having made
+ * PATH.held; whether it held. */
+bool cfs_test_gate(const char *path);
 /* ns from now, as pthread_cond_timedwait takes it (CLOCK_REALTIME). */
 struct timespec cfs_deadline_after_ns(uint64_t ns);
 /* Unlock (if held) and free a lock of the filesystem's lockspace; *lk becomes NULL. */

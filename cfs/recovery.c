@@ -176,6 +176,8 @@ static int recover_node(struct cfs_fs *fs, const struct dead_node *dn, uint32_t 
 			fs->recovering(fs->locks_arg, fs, dn->node, true);
 			hooked = true;
 		}
+		/* Test hook (test_cfs_restripe_kill.sh): the moment between the hook and the replay. */
+		cfs_test_gate(getenv("CFSD_TEST_HOLD_RECOVERY"));
 		if (!(rc = replay_slot(fs, dn->slots[i])))
 			replayed[done++] = dn->slots[i];
 	}

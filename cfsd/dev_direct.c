@@ -26,6 +26,7 @@
 #include "cfsd/dev_direct.h"
 
 #include "cfs/cfs.h"
+#include "cfs/internal.h"
 #include "cfsd/fuse_uring.h"
 
 #include <errno.h>
@@ -195,22 +196,6 @@ static void release(struct dev_direct_slot *s, unsigned count, bool in_completer
 		finish(s, in_completer);
 }
 
-/* Test hook (tests/cluster/test_cfs_grow_direct.sh): while the file CFSD_TEST_HOLD_COMPLETIONS
- * names exists, completions of two requests or more reaped at once are held (PATH.held made
- * then), the requests still in flight. */
-static void hold_completions(const struct dev_direct *dd, int reaped)
-{
-	if (!dd->hold || reaped < 2 || access(dd->hold, F_OK))
-		return;
-	char held[PATH_MAX];
-	snprintf(held, sizeof held, "%s.held", dd->hold);
-	int fd = open(held, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
-	if (fd >= 0)
-		close(fd);
-	while (access(dd->hold, F_OK) == 0)
-		nanosleep(&(struct timespec){0, 1000 * 1000}, NULL);
-}
-
 static void *completer_main(void *arg)
 {
 	struct dev_direct *dd = arg;
@@ -225,7 +210,10 @@ static void *completer_main(void *arg)
 			fprintf(stderr, "cfsd: direct I/O completions: %s\n", strerror(-n));
 			break;
 		}
-		hold_completions(dd, n);
+		/* Test hook (test_cfs_grow_direct.sh): two completions or more reaped at once are
+		 * held, their requests still in flight. */
+		if (n >= 2)
+			cfs_test_gate(dd->hold);
 		for (int i = 0; i < n; i++) {
 			struct dev_direct_slot *s = events[i].data;
 			long res = (long)events[i].res;

@@ -60,6 +60,7 @@
 #define FUSE_USE_VERSION 312
 #include "cfsd/fuse_uring.h"
 
+#include "cfs/internal.h"
 #include "cfsd/fuse_ops.h"
 #include "cfsd/ring_poke.h"
 
@@ -776,22 +777,6 @@ static void send_helpers_answers(struct ring_thread *t)
 	}
 }
 
-/* Test hook (tests/cluster/test_cfs_uring.sh): while the file CFSD_TEST_HOLD_ENTRIES names
- * exists, a dispatching thread adds no entry (PATH.held made then), so that requests come
- * while every entry of their queue is taken. */
-static void hold_entries(const struct fuse_uring *u)
-{
-	if (!u->hold_entries || access(u->hold_entries, F_OK))
-		return;
-	char held[4096];
-	snprintf(held, sizeof held, "%s.held", u->hold_entries);
-	int fd = open(held, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
-	if (fd >= 0)
-		close(fd);
-	while (access(u->hold_entries, F_OK) == 0)
-		nanosleep(&(struct timespec){0, 1000 * 1000}, NULL);
-}
-
 /* An entry more if a request parked beyond those added before wants one and there is room:
  * whether one was added. */
 static bool add_entry(struct ring_thread *t)
@@ -810,7 +795,8 @@ static bool add_entry(struct ring_thread *t)
 			t->parked, t->queue->qid);
 	if (!wanted || n == t->capacity)
 		return false;
-	hold_entries(u);
+	/* Test hook (test_cfs_uring.sh): requests come while every entry of their queue is taken. */
+	cfs_test_gate(u->hold_entries);
 	int rc = entry_init(&t->entries[n], t, u->payload_size);
 	if (rc) {
 		fprintf(stderr, "cfsd: io_uring: no entry more for core %u: %s\n", t->queue->qid,

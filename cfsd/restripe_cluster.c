@@ -477,11 +477,61 @@ void restripe_cluster_unmount(void *d, struct cfs_fs *fs)
 	cluster_free(rc);
 }
 
-/* This node replays a dead node's journal.  Nothing moves the batch this node keeps closed
- * until that recovery is done (the dead node's batch lock is in the way), but the replay may
- * need its chunks: let them through meanwhile.  If the dead node ran the restripe and left
- * the batch staged, its chunks lie half moved: finish it first (this node alone recovers it,
- * and it is fenced). */
+struct batch_holder {
+	char name[CFSLOCK_NAME_MAX];
+	uint32_t node;
+	bool holds;
+};
+
+static void find_batch_holder(void *arg, const struct cfslock_dump_entry *e)
+{
+	struct batch_holder *h = arg;
+	if (e->node == h->node && e->recovering && !strcmp(e->resource, h->name))
+		h->holds = true;
+}
+
+/* Does the dead node still hold the lock of the batch at move first?  Its grants stay until
+ * its recovery is done, so the restriper cannot move that batch before then. */
+static bool dead_node_holds_batch(struct restripe_cluster *rc, uint32_t node, uint64_t first)
+{
+	struct batch_holder h = {.node = node};
+	snprintf(h.name, sizeof h.name, "restripe-%" PRIx64, first);
+	return !cfslock_dump(rc->fs->space, find_batch_holder, &h) && h.holds;
+}
+
+/* The batch this node keeps closed, as a recovery of node begins (config: the volume's now).
+ * The replay may need its chunks, and they must be read where they lie:
+ *  - done (its restriper died after recording it, before telling the others): open it with
+ *    its chunks in their new places, as the restriper's value block would have;
+ *  - staged by the dead restriper: half moved; finish it here (this node alone recovers it,
+ *    and it is fenced);
+ *  - not begun, and nothing can move it before the recovery is done (the dead node runs the
+ *    restripe, or holds the batch's lock): let this node's I/O through to where they were;
+ *  - else the restriper, alive, may be moving it: it stays closed, the replay waits for it. */
+static void recovery_begins(struct restripe_cluster *rc, struct cvm_restripe_follower *f,
+			    uint32_t node, const struct cvm_config *cfg)
+{
+	uint64_t first = cvm_restripe_follow_position(f);
+	uint64_t next = first + cvm_restripe_follow_closed(f);
+	const struct cvm_restripe *run = &cfg->restripe;
+	bool dead_runs_it = cfs_lock_holder(rc->fs, OWNER_LOCK) == node;
+	if (!run->target_width || run->moves_done >= next) {
+		cvm_restripe_follow_open(f, true);
+		cfs_log(rc->fs, "volume %s: node %u died having moved the restripe's batch at move "
+			"%" PRIu64 "; its chunks are read in their new places here", volume_name(rc),
+			node, first);
+	} else if (dead_runs_it && run->staged && run->moves_done == first) {
+		int e = cvm_restripe_follow_finish(f, cfg);
+		cfs_log(rc->fs, "volume %s: node %u died in the middle of the restripe's batch at "
+			"move %" PRIu64 ": %s", volume_name(rc), node, first,
+			e ? cvm_last_error() : "finished it here");
+	} else if (!run->staged && (dead_runs_it || dead_node_holds_batch(rc, node, first))) {
+		cvm_restripe_follow_pause(f);
+	}
+}
+
+/* This node replays a dead node's journal (before), or has (after), keeping the batch it
+ * closed for a restripe (recovery_begins), then closed again if it let it through. */
 void restripe_cluster_recovering(void *d, struct cfs_fs *fs, uint32_t node, bool before)
 {
 	(void)fs;
@@ -492,18 +542,15 @@ void restripe_cluster_recovering(void *d, struct cfs_fs *fs, uint32_t node, bool
 	struct cvm_restripe_follower *f = rc->follower;
 	if (f && !before) {
 		cvm_restripe_follow_unpause(f);
-	} else if (f) {
+	} else if (f && cvm_restripe_follow_closed(f)) {
 		struct cvm_config *cfg = malloc(sizeof *cfg);
-		bool staged = cfg && cfs_lock_holder(rc->fs, OWNER_LOCK) == node &&
-			      !cfsd_config_now(rc->d, cfg) && cfg->restripe.staged &&
-			      cfg->restripe.moves_done == cvm_restripe_follow_position(f);
-		int e = staged ? cvm_restripe_follow_finish(f, cfg) : 0;
-		if (staged)
-			cfs_log(rc->fs, "volume %s: node %u died in the middle of the restripe's batch at "
-				"move %" PRIu64 ": %s", volume_name(rc), node, cfg->restripe.moves_done,
-				e ? cvm_last_error() : "finished it here");
-		if (!staged)
-			cvm_restripe_follow_pause(f);
+		int e = cfg ? cfsd_config_now(rc->d, cfg) : -ENOMEM;
+		if (!e)
+			recovery_begins(rc, f, node, cfg);
+		else
+			cfs_log(rc->fs, "volume %s: recovery of node %u: the restripe's batch at move "
+				"%" PRIu64 " stays closed here: config: %s", volume_name(rc), node,
+				cvm_restripe_follow_position(f), strerror(-e));
 		free(cfg);
 	}
 	pthread_mutex_unlock(&rc->gate_lock);
@@ -601,6 +648,9 @@ void restripe_cluster_batch_end(struct cfsd *d, uint64_t first, uint32_t n, int 
 	struct restripe_cluster *rc = of(d);
 	if (!rc || !rc->moving)
 		return;
+	/* Test hook (test_cfs_restripe_kill.sh): the batch recorded done, the others not told. */
+	if (!result)
+		cfs_test_gate(getenv("CFSD_TEST_HOLD_BATCH_END"));
 	struct batch_lvb v = {.magic = BATCH_LVB_MAGIC, .first = first, .n = n, .rc = result};
 	uint8_t lvb[CFSLOCK_LVB_LEN] = {0};
 	memcpy(lvb, &v, sizeof v);

@@ -311,6 +311,8 @@ int cvm_volume_restripe_follow(struct cvm_volume *vol, const struct cvm_config *
 			       struct cvm_restripe_follower **out);
 /* The first move not yet done as this node knows. */
 uint64_t cvm_restripe_follow_position(const struct cvm_restripe_follower *f);
+/* The moves of the batch the gate keeps this node's users out of (0: none). */
+uint32_t cvm_restripe_follow_closed(const struct cvm_restripe_follower *f);
 /* The restriper's next batch starts at move first (this node's position, else -ESTALE):
  * keep this node's I/O out of its chunks, waiting for what is in flight there; *next: the
  * batch after it. */

@@ -653,6 +653,11 @@ uint64_t cvm_restripe_follow_position(const struct cvm_restripe_follower *f)
 	return f->r->cfg.restripe.moves_done;
 }
 
+uint32_t cvm_restripe_follow_closed(const struct cvm_restripe_follower *f)
+{
+	return f->closed;
+}
+
 int cvm_restripe_follow_close(struct cvm_restripe_follower *f, uint64_t first, uint64_t *next)
 {
 	struct run *r = f->r;

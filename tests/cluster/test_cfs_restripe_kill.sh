@@ -12,6 +12,10 @@
 # After each: the dead node mounts again and finds every write it had acknowledged, the
 # others' verifiers never saw a wrong block, and no batch is left staged.  At the end the
 # restripe finishes, every file is as written, and fsck.cfs -n is clean.
+# Before them, one round held open by test gates: the restriper's daemon is killed having
+# recorded a batch done but not told the others, and the survivor that recovers it reads every
+# file (the filesystem is full, so the batch moves file data) while its recovery is held
+# between the restripe's hook and the journal replay.
 . "$(dirname "$0")/cfs_lib.sh" "cfs restripe on a cluster, killed"
 VERIFIER=$HERE/../cfs/block_verifier.py
 ROUNDS=${RESTRIPE_KILL_ROUNDS:-9}
@@ -20,15 +24,27 @@ FENCE=fence=$(held_fence) # no hold: a dead node is fenced at once
 truncate -s 64M "$T/lun0" "$T/lun1"
 "$BIN/cvm" create data "$T/lun0" "$T/lun1" >/dev/null
 "$BIN/mkfs.cfs" -p corosync -J 3 data >/dev/null
-for n in 1 2 3; do check "node $n mounts" mount_on $n "dboptimized,$FENCE"; done
+# The gates stay open until their files are made (held_round).
+for n in 1 2 3; do
+	mkdir -p "$(M $n)"
+	check "node $n mounts" on $n env CFSD_TEST_HOLD_BATCH_END="$T/hold_batch$n" \
+		CFSD_TEST_HOLD_RECOVERY="$T/hold_recovery$n" "$BIN/cfs" mount data "$(M $n)" \
+		-o "log=$T/cfsd$n.log,dboptimized,$FENCE"
+done
 on 1 bash -c "head -c 24M /dev/urandom >'$(M 1)/before1' && head -c 24M /dev/urandom >'$(M 1)/before2'"
-on 1 bash -c "cd '$(M 1)' && sha256sum before1 before2" >"$T/sums"
+# The rest of the space (but 4 MiB) in a third file.
+fill=$(( $(on 1 df --output=avail -B1M "$(M 1)" | tail -1) - 4 ))
+on 1 bash -c "head -c ${fill}M /dev/urandom >'$(M 1)/before3'"
+files="before1 before2 before3"
+on 1 bash -c "cd '$(M 1)' && sha256sum $files" >"$T/sums"
+as_written() { on "$1" bash -c "cd '$(M "$1")' && sha256sum $files | cmp -s - '$T/sums'"; }
 truncate -s 64M "$T/lun2" "$T/lun3"
 "$BIN/cvm" grow data "$T/lun2" "$T/lun3" >/dev/null
 check "grown onto 2 more LUNs" on 1 "$BIN/cfs" grow "$(M 1)"
 
 moves() { restripe_json moves_done; }
 not_staged() { [ "$(restripe_json staged)" = 0 ]; }
+past() { [ "$(moves)" -ge "$1" ]; }
 # start_verifier NODE: node N's verifier, going on from what it had acknowledged.  It runs
 # until its node dies or the end says stop, as long as the rounds take: no time limit of its
 # own (a node that no round kills keeps its verifier the whole run, which on a slow machine
@@ -69,6 +85,35 @@ back() {
 	start_verifier "$n"
 }
 for n in 1 2 3; do start_verifier $n; done
+
+# held_round: node 2's daemon records a batch done and is killed before it lets the batch's
+# lock go (its value block would have told the others); the survivor that recovers it must
+# read the batch's chunks in their new places.  Each node read the files first, so that the
+# dead node holds none of their glocks in a mode that keeps the survivors' reads waiting.
+held_round() {
+	local job s pid
+	for n in 1 2 3; do as_written $n || not_ok "node $n reads the files before the restripe"; done
+	touch "$T/hold_recovery1" "$T/hold_recovery3"
+	pid=$(status_of 2 pid)
+	ON_LIMIT=0 on 2 "$BIN/cvm" restripe data --rate 1 >"$T/round.out" 2>&1 &
+	job=$!
+	# Past the first batches (the first is one park, which leaves its chunk where it was too).
+	wait_until 120 past 10 || not_ok "held round: node 2's restripe did not reach move 10"
+	touch "$T/hold_batch2"
+	wait_until 300 test -e "$T/hold_batch2.held" || not_ok "held round: node 2 finished no batch"
+	kill -9 "$pid"
+	wait_until 120 bash -c "ls '$T'/hold_recovery[13].held" ||
+		not_ok "held round: no survivor began recovering node 2"
+	s=$(basename "$(ls "$T"/hold_recovery[13].held | head -1)" .held)
+	s=${s#hold_recovery}
+	check "held round: node $s, recovering node 2 (dead having moved a batch it told nobody of), reads every file as written" as_written "$s"
+	rm -f "$T/hold_recovery1" "$T/hold_recovery3" "$T/hold_batch2"
+	wait "$job"
+	dead 2
+	check_soon 120 "held round: the survivors left no batch staged" not_staged
+	back 2
+}
+held_round
 
 for ((i = 1; i <= ROUNDS; i++)); do
 	# A run that took fewer rounds than ROUNDS to finish (a slower machine): no restripe left.
@@ -142,7 +187,7 @@ for n in 1 2 3; do
 	wait "${!p}" && grep -q "every read as written" "$T/verifier$n.out" &&
 		ok "node $n's verifier read every block as written" ||
 		not_ok "node $n's verifier: $(tail -3 "$T/verifier$n.out")"
-	check "node $n reads the files from before as written" on $n bash -c "cd '$(M $n)' && sha256sum before1 before2 | cmp -s - '$T/sums'"
+	check "node $n reads the files from before as written" as_written $n
 done
 for n in 1 2 3; do check "node $n unmounts" umount_on $n; done
 fsck_clean "after $ROUNDS kills during the restripe"
