@@ -274,6 +274,9 @@ if [ -n "${MOUNT_HELPER:-}" ]; then
 	else
 		echo "skip - mount -o remount: /usr/local/bin/cfs exists already or is read-only"
 	fi
+	# What has umount(8) run umount.cfs (tools/utab.c): an entry of the mount point, which the
+	# remounts must have left.
+	check "/run/mount/utab notes helper=cfs before the plain umount" bash -c "grep -s 'TARGET=$(realpath "$M") .*helper=cfs' /run/mount/utab"
 	# Something for the daemon to do after the kernel lets go: a file written back at close.
 	dd if=/dev/zero of="$M/unmount-work" bs=1M count=16 status=none
 	"$BIN/cfs" status --json "$M" | python3 -c 'import json, sys; print(json.load(sys.stdin)["pid"])' >"$T/pid"
