@@ -365,6 +365,25 @@ uint32_t cfs_lock_holder(struct cfs_fs *fs, const char *resource)
 	return h.node;
 }
 
+struct recovering_query {
+	const char *resource;
+	uint32_t node;
+	bool found;
+};
+
+static void find_recovering(void *arg, const struct cfslock_dump_entry *e)
+{
+	struct recovering_query *q = arg;
+	if ((!q->node || e->node == q->node) && e->recovering && !strcmp(e->resource, q->resource))
+		q->found = true;
+}
+
+bool cfs_lock_recovering(struct cfs_fs *fs, const char *resource, uint32_t node)
+{
+	struct recovering_query q = {.resource = resource, .node = node};
+	return !cfslock_dump(fs->space, find_recovering, &q) && q.found;
+}
+
 /* A cluster node owns a slot (its journal and orphans) while it holds "slot-N" EX. */
 static int claim_cluster_slot(struct cfs_fs *fs, uint32_t want)
 {

@@ -866,8 +866,8 @@ int cfs_glock_init(struct cfs_fs *fs, const char *proto);
 /* CLOCK_MONOTONIC in nanoseconds. */
 uint64_t cfs_now_ns(void);
 /* Test hook (test_gate.c): while the file PATH exists (PATH NULL: never), wait, having made
- * PATH.held; whether it held. */
-bool cfs_test_gate(const char *path);
+ * PATH.held. */
+void cfs_test_gate(const char *path);
 /* ns from now, as pthread_cond_timedwait takes it (CLOCK_REALTIME). */
 struct timespec cfs_deadline_after_ns(uint64_t ns);
 /* Unlock (if held) and free a lock of the filesystem's lockspace; *lk becomes NULL. */
@@ -884,6 +884,9 @@ int cfs_shared_write_hold(struct cfs_fs *fs);
 void cfs_shared_write_unhold(struct cfs_fs *fs);
 /* The node that holds resource granted (as this node's table says), 0 if none. */
 uint32_t cfs_lock_holder(struct cfs_fs *fs, const char *resource);
+/* Does a dead node (node; 0: any) still hold resource, its grant kept until its recovery is
+ * done? */
+bool cfs_lock_recovering(struct cfs_fs *fs, const char *resource, uint32_t node);
 /* The in-memory inode of an open file; data calls come on open files only (file.c).  fs->lock
  * held: the metadata glock is held in `mode` and the inode's in imode (EX under the metadata
  * glock PR: a change of this inode alone), on success only, and the inode read again if

@@ -78,24 +78,11 @@ static void add_recovering(void *arg, const struct cfslock_dump_entry *e)
 }
 
 /* Is slot N's lock still held by the dead node, recovering? */
-struct slot_query {
-	uint32_t slot, node;
-	bool recovering;
-};
-
-static void find_slot_holder(void *arg, const struct cfslock_dump_entry *e)
-{
-	struct slot_query *q = arg;
-	unsigned slot;
-	if (cfs_slot_lock(e->resource, &slot) && slot == q->slot &&
-	    e->node == q->node && e->recovering)
-		q->recovering = true;
-}
-
 static bool slot_still_recovering(struct cfs_fs *fs, uint32_t slot, uint32_t node)
 {
-	struct slot_query q = {.slot = slot, .node = node};
-	return !cfslock_dump(fs->space, find_slot_holder, &q) && q.recovering;
+	char name[32];
+	snprintf(name, sizeof name, "slot-%u", slot);
+	return cfs_lock_recovering(fs, name, node);
 }
 
 /* Write a dead slot's committed transaction in place and empty its journal. */

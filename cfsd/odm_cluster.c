@@ -106,31 +106,16 @@ static struct file_locks *file_locks(struct odm_cluster *oc, uint64_t ino)
 	return fl;
 }
 
-struct recovering_arg {
-	const char *resource;
-	bool found;
-};
-
-static void find_recovering(void *arg, const struct cfslock_dump_entry *e)
-{
-	struct recovering_arg *a = arg;
-	a->found |= e->recovering && !strcmp(e->resource, a->resource);
-}
-
 /* A dead node that had maps of this file may still have writes in flight to the LUNs: a new
  * map waits until it is recovered (after the fence interval, or its fence agent), when its
  * grants go.  Its PR alone would not keep ours off. */
 static void wait_recovered(struct odm_cluster *oc, struct cfslock *lk)
 {
-	struct recovering_arg a = {cfslock_name(lk), true};
-	for (int i = 0;; i++) {
-		a.found = false;
-		cfslock_dump(oc->fs->space, find_recovering, &a);
-		if (!a.found)
-			return;
+	const char *resource = cfslock_name(lk);
+	for (int i = 0; cfs_lock_recovering(oc->fs, resource, 0); i++) {
 		if (i == 0)
 			cfs_log(oc->fs, "ODM: %s: a node that held it died; waiting for its recovery",
-				a.resource);
+				resource);
 		usleep(RECOVERY_POLL_US);
 	}
 }

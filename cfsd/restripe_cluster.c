@@ -97,10 +97,15 @@ static void batch_wanted(void *arg, struct cfslock *lk, int mode)
 	pthread_mutex_unlock(&rc->lock);
 }
 
+static void batch_lock_name(uint64_t first, char name[CFSLOCK_NAME_MAX])
+{
+	snprintf(name, CFSLOCK_NAME_MAX, "restripe-%" PRIx64, first);
+}
+
 static struct cfslock *batch_lock(struct restripe_cluster *rc, uint64_t first, bool follower)
 {
 	char name[CFSLOCK_NAME_MAX];
-	snprintf(name, sizeof name, "restripe-%" PRIx64, first);
+	batch_lock_name(first, name);
 	return cfslock_new(rc->fs->space, name, NULL, follower ? batch_wanted : NULL, rc);
 }
 
@@ -477,28 +482,6 @@ void restripe_cluster_unmount(void *d, struct cfs_fs *fs)
 	cluster_free(rc);
 }
 
-struct batch_holder {
-	char name[CFSLOCK_NAME_MAX];
-	uint32_t node;
-	bool holds;
-};
-
-static void find_batch_holder(void *arg, const struct cfslock_dump_entry *e)
-{
-	struct batch_holder *h = arg;
-	if (e->node == h->node && e->recovering && !strcmp(e->resource, h->name))
-		h->holds = true;
-}
-
-/* Does the dead node still hold the lock of the batch at move first?  Its grants stay until
- * its recovery is done, so the restriper cannot move that batch before then. */
-static bool dead_node_holds_batch(struct restripe_cluster *rc, uint32_t node, uint64_t first)
-{
-	struct batch_holder h = {.node = node};
-	snprintf(h.name, sizeof h.name, "restripe-%" PRIx64, first);
-	return !cfslock_dump(rc->fs->space, find_batch_holder, &h) && h.holds;
-}
-
 /* The batch this node keeps closed, as a recovery of node begins (config: the volume's now).
  * The replay may need its chunks, and they must be read where they lie:
  *  - done (its restriper died after recording it, before telling the others): open it with
@@ -515,6 +498,8 @@ static void recovery_begins(struct restripe_cluster *rc, struct cvm_restripe_fol
 	uint64_t next = first + cvm_restripe_follow_closed(f);
 	const struct cvm_restripe *run = &cfg->restripe;
 	bool dead_runs_it = cfs_lock_holder(rc->fs, OWNER_LOCK) == node;
+	char batch[CFSLOCK_NAME_MAX];
+	batch_lock_name(first, batch);
 	if (!run->target_width || run->moves_done >= next) {
 		cvm_restripe_follow_open(f, true);
 		cfs_log(rc->fs, "volume %s: node %u died having moved the restripe's batch at move "
@@ -525,7 +510,7 @@ static void recovery_begins(struct restripe_cluster *rc, struct cvm_restripe_fol
 		cfs_log(rc->fs, "volume %s: node %u died in the middle of the restripe's batch at "
 			"move %" PRIu64 ": %s", volume_name(rc), node, first,
 			e ? cvm_last_error() : "finished it here");
-	} else if (!run->staged && (dead_runs_it || dead_node_holds_batch(rc, node, first))) {
+	} else if (!run->staged && (dead_runs_it || cfs_lock_recovering(rc->fs, batch, node))) {
 		cvm_restripe_follow_pause(f);
 	}
 }
