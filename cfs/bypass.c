@@ -104,7 +104,10 @@ int cfs_bypass_map(struct cfs_fs *fs, uint64_t ino, struct cfs_bypass_map *map)
 	memset(map, 0, sizeof *map);
 	if (fs->ro)
 		return -EROFS;
-	int rc = make_written(fs, ino);
+	/* Data kept behind lies in blocks still unwritten, which make_written would zero. */
+	int rc = fs->wb_limit ? cfs_fsync(fs, ino) : 0;
+	if (!rc)
+		rc = make_written(fs, ino);
 	if (!rc)
 		rc = cfs_fsync(fs, ino); /* the written state must be on disk before clients write */
 	if (rc || (rc = cfs_op_begin(fs, false)))

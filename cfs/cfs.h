@@ -122,7 +122,12 @@ struct cfs_mount_opts {
 	/* Where it is being mounted (absolute; NULL: not through FUSE): a mount of the volume
 	 * there already is waited for, as an unmount finishing (generic/604). */
 	const char *mountpoint;
+	/* cluster, not dboptimized: buffered writes are kept in memory under the inode's glock
+	 * EX, at most this many MiB, and written at the next commit (0: written through) */
+	uint32_t writebehind_mib;
 };
+#define CFS_WRITEBEHIND_DEFAULT_MIB 64
+#define CFS_WRITEBEHIND_MAX_MIB 65536
 #define CFS_LOCK_CACHE_DEFAULT 50000
 #define CFS_LOCK_CACHE_MIN 16
 #define CFS_QUOTA_FOLD_DEFAULT 10
@@ -183,6 +188,8 @@ struct cfs_stats {
 	uint64_t commits, commit_blocks, anchors, reads, writes, read_bytes, write_bytes, direct_writes;
 	uint64_t home_blocks; /* committed blocks written in place by checkpoints */
 	uint64_t flushes;     /* of the LUNs' caches (the volume's, cvm_volume_flushes) */
+	/* write-behind: writes kept, bytes of whole blocks written out since, kept now */
+	uint64_t behind_writes, behind_flushed, behind_kept;
 };
 #define CFS_STATUS_MAX_NODES 64
 struct cfs_status {
@@ -194,6 +201,7 @@ struct cfs_status {
 	uint64_t lock_waits, lock_wait_ms; /* waits for glock grants (one for a batch asked together) */
 	uint64_t locks_cached, locks_given_back; /* grants kept now (inode glocks too); given back past the limit */
 	uint32_t lock_cache_limit;
+	uint32_t writebehind_mib; /* written data it may keep behind (0: writes go through) */
 	uint32_t nmounted;               /* nodes that have it mounted, by slot */
 	uint32_t mounted_slot[CFS_STATUS_MAX_NODES], mounted_node[CFS_STATUS_MAX_NODES];
 	uint32_t nrecovering; /* dead nodes not recovered yet, by slot */
@@ -390,6 +398,9 @@ int64_t cfs_append(struct cfs_fs *fs, uint64_t ino, const void *buf, uint64_t si
 int cfs_fallocate(struct cfs_fs *fs, uint64_t ino, int mode, uint64_t off, uint64_t len,
 		  const struct cfs_cred *cr);
 int cfs_fsync(struct cfs_fs *fs, uint64_t ino);
+/* The error of a write kept behind (mount option writebehind) that failed since the last
+ * fsync or call of this, else 0: for a close, as the kernel reports one there. */
+int cfs_write_error(struct cfs_fs *fs, uint64_t ino);
 /* fdatasync(2): the file's data and what reading it needs (size, allocation) durable; the
  * times of overwrites wait for the next commit, as cfs_write's lazytime rule says. */
 int cfs_fdatasync(struct cfs_fs *fs, uint64_t ino);

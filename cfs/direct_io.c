@@ -157,7 +157,7 @@ int cfs_direct_io_begin(struct cfs_fs *fs, uint64_t ino, bool write, unsigned fl
 	if (!lock_fs(fs, may_wait))
 		return -EAGAIN;
 	struct cfs_inode *ip = cfs_icache_find(fs, ino);
-	int rc = ip && ip->nopen ? 0 : -EAGAIN;
+	int rc = ip && ip->nopen && !ip->wb ? 0 : -EAGAIN; /* cfs_write puts kept data first */
 	if (!rc && pthread_rwlock_tryrdlock(&ip->io))
 		rc = -EAGAIN; /* an exclusive write, a truncate */
 	bool held = !rc && fs->cluster;

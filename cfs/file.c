@@ -425,8 +425,13 @@ int64_t cfs_read(struct cfs_fs *fs, uint64_t ino, void *buf, uint64_t size, uint
 		len = off >= fsize ? 0 : fsize - off < size ? fsize - off : size;
 		rc = plan_range(fs, ip, off, len, &p);
 	}
-	pthread_mutex_unlock(&fs->lock);
-	pthread_rwlock_rdlock(&fs->vol_lock);
+	/* Data kept behind (writebehind.c) is read with fs->lock held, which keeps a commit
+	 * from writing it out between the volume's read and the copy over it. */
+	bool kept = !rc && ip->wb;
+	if (!kept) {
+		pthread_mutex_unlock(&fs->lock);
+		pthread_rwlock_rdlock(&fs->vol_lock);
+	}
 	for (size_t i = 0; i < p.n && !rc; i++) {
 		uint8_t *dst = (uint8_t *)buf + (p.v[i].off - off);
 		if (!p.v[i].pblk_byte || p.v[i].unwritten)
@@ -434,7 +439,13 @@ int64_t cfs_read(struct cfs_fs *fs, uint64_t ino, void *buf, uint64_t size, uint
 		else
 			rc = vol_read(fs, p.v[i].pblk_byte, dst, p.v[i].len);
 	}
-	pthread_rwlock_unlock(&fs->vol_lock);
+	if (kept) {
+		if (!rc)
+			cfs_wb_overlay(fs, ip, off, buf, len);
+		pthread_mutex_unlock(&fs->lock);
+	} else {
+		pthread_rwlock_unlock(&fs->vol_lock);
+	}
 	/* The hold kept the glock under the mapping.  Only another node can take it: a local
 	 * mount needs no second trip through fs->lock per read. */
 	if (held && fs->cluster) {
@@ -458,7 +469,7 @@ static int write_finish(struct cfs_fs *fs, struct cfs_inode *ip, const struct pl
 {
 	int rc = 0;
 	uint64_t bs = fs->bs;
-	for (size_t i = 0; i < p->n && !rc; i++)
+	for (size_t i = 0; p && i < p->n && !rc; i++)
 		if (p->v[i].unwritten) {
 			uint64_t first = p->v[i].off / bs;
 			uint64_t last = (p->v[i].off + p->v[i].len + bs - 1) / bs;
@@ -498,6 +509,20 @@ static int sync_as(struct cfs_fs *fs, bool commit)
 	return rc;
 }
 
+/* The data of a write through: to the LUNs, each piece where the plan maps it. */
+static int write_through(struct cfs_fs *fs, const struct plan *p, uint64_t off, const void *buf)
+{
+	int rc = 0;
+	pthread_rwlock_rdlock(&fs->vol_lock);
+	for (size_t i = 0; i < p->n && !rc; i++) {
+		const uint8_t *src = (const uint8_t *)buf + (p->v[i].off - off);
+		rc = p->v[i].unwritten ? write_unwritten(fs, &p->v[i], src)
+				       : vol_write(fs, p->v[i].pblk_byte, src, p->v[i].len);
+	}
+	pthread_rwlock_unlock(&fs->vol_lock);
+	return rc;
+}
+
 /* A write at off, or if append_at, at the end of the file as it is under the inode's glock EX
  * and its I/O lock exclusive (said in *append_at). */
 static int64_t write_range(struct cfs_fs *fs, uint64_t ino, const void *buf, uint64_t size,
@@ -515,12 +540,13 @@ static int64_t write_range(struct cfs_fs *fs, uint64_t ino, const void *buf, uin
 	if (size == 0)
 		return 0;
 	bool aligned = off % SECTOR == 0 && size % SECTOR == 0;
+	bool behind = cfs_wb_wanted(fs, flags); /* kept here under the inode's glock EX */
 	bool exclusive = append_at != NULL; /* two appends here must not both see one end */
 	bool shared_glock = false, held = false, commit = false;
 	/* A direct write into written blocks may go under the glocks PR (shared_write.c); other
 	 * writes under the metadata glock PR and their inode's EX, allocating in a group they
 	 * reserve; the rest (no group to be had) under both EX. */
-	bool try_shared = aligned && !append_at, try_inode_only = fs->cluster;
+	bool try_shared = aligned && !append_at && !behind, try_inode_only = fs->cluster;
 	unsigned fetches = 0; /* groups fetched for a reservation, each time to look again */
 	struct plan p = {0};
 	mode_t drop = 0;
@@ -540,11 +566,15 @@ static int64_t write_range(struct cfs_fs *fs, uint64_t ino, const void *buf, uin
 		}
 		if (!rc && !(flags & CFS_W_CACHED))
 			rc = cfs_iflags_may_write(ip, off);
+		/* A write through lands after what was kept, not under it: that is written out
+		 * first, under the inode's glock EX (kept data means this node has it). */
+		if (!rc && !behind && !shared_glock)
+			rc = cfs_wb_flush(fs, ip);
 		if (!rc)
 			rc = plan_range(fs, ip, off, size, &p);
 		drop = rc ? 0 : cfs_setid_drop_on_change(ip, cr);
 		bool in_place = !rc && aligned && p.all_written;
-		if (shared_glock && !(in_place && off + size <= ip->d.size && !drop)) {
+		if (shared_glock && (ip->wb || !(in_place && off + size <= ip->d.size && !drop))) {
 			cfs_shared_write_end(fs);
 			try_shared = false; /* again, under the inode's glock EX */
 		} else if (!shared_glock && try_inode_only && !rc && !p.all_written && exclusive) {
@@ -590,19 +620,21 @@ static int64_t write_range(struct cfs_fs *fs, uint64_t ino, const void *buf, uin
 			cfs_log(fs, "inode %llu: %s", (unsigned long long)ip->ino, strerror(-w));
 		rc = rc ? rc : w;
 	}
-	pthread_mutex_unlock(&fs->lock); /* the hold keeps the glock under the mapping */
-	pthread_rwlock_rdlock(&fs->vol_lock);
-	for (size_t i = 0; i < p.n && !rc; i++) {
-		const uint8_t *src = (const uint8_t *)buf + (p.v[i].off - off);
-		rc = p.v[i].unwritten ? write_unwritten(fs, &p.v[i], src)
-				      : vol_write(fs, p.v[i].pblk_byte, src, p.v[i].len);
+	if (behind) {
+		if (!rc)
+			rc = cfs_wb_add(fs, ip, off, buf, size);
+	} else {
+		pthread_mutex_unlock(&fs->lock); /* the hold keeps the glock under the mapping */
+		rc = rc ? rc : write_through(fs, &p, off, buf);
+		pthread_mutex_lock(&fs->lock);
 	}
-	pthread_rwlock_unlock(&fs->vol_lock);
-	pthread_mutex_lock(&fs->lock);
 	if (!rc && shared_glock)
 		ip->times_pending = true; /* no inode write under PR */
-	else if (!rc)
-		rc = write_finish(fs, ip, &p, off + size, flags, changed_map, &commit);
+	else if (!rc) /* kept blocks become written when their data is (writebehind.c) */
+		rc = write_finish(fs, ip, behind ? NULL : &p, off + size, flags, changed_map,
+				  &commit);
+	if (!rc && behind && fs->wb_bytes > fs->wb_limit)
+		rc = cfs_wb_flush(fs, NULL);
 	if (shared_glock)
 		cfs_shared_write_end(fs);
 	if (held) {
@@ -678,6 +710,8 @@ int64_t cfs_seek_data(struct cfs_fs *fs, uint64_t ino, uint64_t off, bool hole)
 	pthread_rwlock_rdlock(&ip->io);
 	pthread_mutex_lock(&fs->lock);
 	rc = open_inode_locked(fs, ino, CFSLOCK_PR, &ip);
+	if (!rc && ip->wb) /* kept data lies in blocks still unwritten, which count as holes */
+		rc = cfs_wb_flush(fs, ip);
 	int64_t at = rc ? rc : off >= ip->d.size ? -ENXIO : seek_data_or_hole(fs, ip, off, hole);
 	if (!rc)
 		cfs_file_unhold(fs, ip);
@@ -706,6 +740,7 @@ int cfs_truncate_locked(struct cfs_fs *fs, struct cfs_inode *ip, uint64_t size)
 {
 	uint64_t bs = fs->bs;
 	int rc = 0;
+	cfs_wb_truncate(fs, ip, size);
 	if (size < ip->d.size) {
 		/* What lies past the end of the last block must read as zeros if the file
 		 * grows again. */
@@ -821,6 +856,8 @@ static int fallocate_once(struct cfs_fs *fs, uint64_t ino, int mode, uint64_t of
 		rc = cfs_iflags_may_change(ip);
 	else
 		rc = cfs_iflags_may_write(ip, UINT64_MAX);
+	if (!rc) /* a punch would free blocks kept data is to go to */
+		rc = cfs_wb_flush(fs, ip);
 	if (!rc) {
 		ip->d.mode &= ~cfs_setid_drop_on_change(ip, cr);
 		cfs_op_may_yield = true;
@@ -848,22 +885,35 @@ int cfs_sync(struct cfs_fs *fs)
 	return sync_as(fs, true);
 }
 
+int cfs_write_error(struct cfs_fs *fs, uint64_t ino)
+{
+	pthread_mutex_lock(&fs->lock);
+	int rc = cfs_wb_take_error(fs, ino);
+	pthread_mutex_unlock(&fs->lock);
+	return rc;
+}
+
 int cfs_fsync(struct cfs_fs *fs, uint64_t ino)
 {
 	/* One journal per node: committing it covers every inode, once the times of writes
-	 * under the shared glock are in it. */
+	 * under the shared glock are in it, and the data kept behind goes first. */
 	pthread_mutex_lock(&fs->lock);
 	struct cfs_inode *ip = cfs_icache_find(fs, ino);
 	int rc = ip && ip->times_pending ? stamp_pending_times(fs, ip) : 0;
 	pthread_mutex_unlock(&fs->lock);
-	return rc ? rc : cfs_sync(fs);
+	rc = rc ? rc : cfs_sync(fs);
+	int kept = cfs_write_error(fs, ino);
+	return rc ? rc : kept;
 }
 
 int cfs_fdatasync(struct cfs_fs *fs, uint64_t ino)
 {
 	/* Sizes and maps go into the transaction when they change; only times wait outside. */
 	pthread_mutex_lock(&fs->lock);
-	bool times_only = fs->txn.n == 0;
+	bool times_only = fs->txn.n == 0 && !fs->wb_dirty;
 	pthread_mutex_unlock(&fs->lock);
-	return times_only ? sync_as(fs, false) : cfs_fsync(fs, ino);
+	if (!times_only)
+		return cfs_fsync(fs, ino);
+	int rc = sync_as(fs, false), kept = cfs_write_error(fs, ino);
+	return rc ? rc : kept;
 }

@@ -256,7 +256,7 @@ static void *committer(void *arg)
 		fs->wake_pending = false;
 		pthread_mutex_unlock(&fs->wish_lock);
 		pthread_mutex_lock(&fs->lock);
-		if (fs->txn.n && !fs->ro)
+		if ((fs->txn.n || fs->wb_dirty) && !fs->ro) /* kept data no older than a round */
 			cfs_journal_sync(fs);
 		int rc = cfs_journal_settle(fs); /* the anchor a glock going down to PR owes */
 		if (rc && !cfs_fenced(fs)) /* fenced: nothing reaches the LUNs any more */
@@ -578,6 +578,8 @@ int cfs_mount(struct cvm_volume *vol, const struct cfs_mount_opts *o, struct cfs
 	if (!rc)
 		rc = cfs_shared_write_init(fs);
 	fs->bs = fs->sb.block_size;
+	if (fs->cluster && !o->dboptimized && !o->ro) /* one node: the kernel's cache does it */
+		fs->wb_limit = (uint64_t)o->writebehind_mib << 20;
 	fs->ihash = calloc(CFS_ICACHE_BUCKETS, sizeof *fs->ihash);
 	if (!rc)
 		rc = fs->ihash ? cfs_bcache_init(fs) : -ENOMEM;
@@ -745,6 +747,8 @@ void cfs_status(struct cfs_fs *fs, struct cfs_status *st)
 	memcpy(u.b, fs->sb.fs_uuid, 16);
 	cvm_uuid_format(&u, st->fs_uuid);
 	st->stats = fs->stats;
+	st->stats.behind_kept = fs->wb_bytes;
+	st->writebehind_mib = (uint32_t)(fs->wb_limit >> 20);
 	pthread_mutex_unlock(&fs->lock);
 	pthread_rwlock_rdlock(&fs->vol_lock);
 	st->stats.flushes = cvm_volume_flushes(fs->vol);

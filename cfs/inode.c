@@ -50,6 +50,7 @@ void cfs_icache_destroy(struct cfs_fs *fs)
 	for (size_t i = 0; i < CFS_ICACHE_BUCKETS; i++)
 		for (struct cfs_inode *ip = fs->ihash[i], *n; ip; ip = n) {
 			n = ip->hnext;
+			cfs_wb_truncate(fs, ip, 0); /* kept past the unmount's last commit: failed */
 			cfs_iopen_forget(fs, ip);
 			inode_free_mem(ip);
 		}
@@ -689,6 +690,9 @@ void cfs_icache_each(struct cfs_fs *fs, void (*fn)(struct cfs_fs *, struct cfs_i
 
 void cfs_iforget(struct cfs_fs *fs, struct cfs_inode *ip)
 {
+	if (ip->wb && cfs_wb_flush(fs, ip))
+		cfs_log(fs, "inode %llu: its map could not be changed after a write-behind",
+			(unsigned long long)ip->ino);
 	cfs_iopen_forget(fs, ip);
 	ihash_remove(fs, ip);
 	inode_free_mem(ip);

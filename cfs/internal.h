@@ -328,6 +328,8 @@ struct cfs_inode {
 	uint64_t made_at;      /* made here: fs->grants then (its glock EX), else 0 */
 	uint64_t kcache_epoch; /* lock_gone at the last open: the kernel's pages are valid */
 	bool kernel_pages;     /* opened without O_DIRECT: the kernel may cache pages of it */
+	struct cfs_wb *wb;     /* data written behind, not on the LUNs yet (writebehind.c) */
+	int wb_error;          /* a write-behind that failed, for the next fsync or close */
 };
 
 /* The inode a handle names (cfs.h's inode numbers: the block number, tagged with the
@@ -694,6 +696,10 @@ struct cfs_fs {
 	struct cfs_buf *spare_bufs; /* out of the cache, kept for reuse (block.c) */
 	uint32_t nspare_bufs;
 	struct cfs_txn txn;
+	/* Write-behind (writebehind.c): the inodes with data not on the LUNs yet, its bytes,
+	 * and the bound past which a write flushes them all (0: every write goes through). */
+	struct cfs_inode *wb_dirty;
+	uint64_t wb_bytes, wb_limit;
 	uint64_t jseq;              /* the next transaction's */
 	uint64_t jdurable;          /* the newest transaction known to be on disk */
 	struct cfs_jflight jflight;
@@ -893,6 +899,24 @@ bool cfs_lock_recovering(struct cfs_fs *fs, const char *resource, uint32_t node)
  * another node had it meanwhile.  Unhold gives both back (fs->lock held). */
 int cfs_file_hold(struct cfs_fs *fs, uint64_t ino, int mode, int imode, struct cfs_inode **ip);
 void cfs_file_unhold(struct cfs_fs *fs, struct cfs_inode *ip);
+/* ---- write-behind of a cluster mount (writebehind.c), every call with fs->lock held ----
+ * Buffered writes that may wait (CFS_W_* flags none of SYNC, DSYNC, DIRECT, CACHED). */
+bool cfs_wb_wanted(const struct cfs_fs *fs, unsigned flags);
+/* Keep [off, off+size) of ip, whose blocks are allocated, under its glock EX: the write's
+ * data is in memory when this returns; it reaches the LUNs before the next commit. */
+int cfs_wb_add(struct cfs_fs *fs, struct cfs_inode *ip, uint64_t off, const void *src,
+	       uint64_t size);
+/* Copy what ip keeps behind of [off, off+len) over buf (the bytes of off). */
+void cfs_wb_overlay(const struct cfs_fs *fs, const struct cfs_inode *ip, uint64_t off,
+		    void *buf, uint64_t len);
+/* Write what ip (NULL: every inode) keeps behind where its map says, and mark the blocks it
+ * filled written.  A failed write leaves its blocks unwritten and says so in ip->wb_error
+ * and the log; the call fails only if the map could not be changed. */
+int cfs_wb_flush(struct cfs_fs *fs, struct cfs_inode *ip);
+/* The file is cut at size: what ip keeps past it goes (the tail of the last block zeroed). */
+void cfs_wb_truncate(struct cfs_fs *fs, struct cfs_inode *ip, uint64_t size);
+/* A write-behind of ino that failed since the last call (-EIO...), else 0. */
+int cfs_wb_take_error(struct cfs_fs *fs, uint64_t ino);
 /* Stamp the times of writes made under the shared glock (glock EX held). */
 void cfs_itimes_catch_up(struct cfs_fs *fs, struct cfs_inode *ip);
 void cfs_glock_shutdown(struct cfs_fs *fs);

@@ -851,6 +851,9 @@ static int flush_times(struct cfs_fs *fs)
  * inodes changed go in first. */
 static int commit_needed(struct cfs_fs *fs)
 {
+	/* Data kept behind goes before the transaction that made it reachable (writebehind.c). */
+	if (fs->wb_dirty && cfs_wb_flush(fs, NULL))
+		return -EIO;
 	if (!fs->ro && fs->ihash && flush_times(fs))
 		return -EIO;
 	struct cfs_txn *t = &fs->txn;

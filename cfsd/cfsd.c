@@ -68,6 +68,11 @@ static void usage(FILE *out)
 		"     ro, rw        read-only or read-write (default rw)\n"
 		"     nowriteback   one-node normal mount: each write reaches the daemon before\n"
 		"                   it returns (default: the kernel caches writes, write-back)\n"
+		"     writebehind[=MiB]  cluster, not dboptimized: a buffered write returns once\n"
+		"                   the daemon keeps it under the file's cluster lock, written to\n"
+		"                   the LUNs within a second, at fsync, or when another node\n"
+		"                   wants the file; at most MiB kept (default: writebehind=64;\n"
+		"                   nowritebehind: each write reaches the LUNs before it returns)\n"
 		"     namecache     cluster: the kernel keeps names until another node changes a\n"
 		"                   directory (Linux 6.16+; default: every name is looked up here)\n"
 		"     nouring       requests through /dev/fuse even where the kernel offers FUSE\n"
@@ -136,6 +141,19 @@ static int parse_opts(struct opts *o, char *list)
 			o->nowriteback = opt[0] == 'n';
 		} else if (!strcmp(opt, "namecache") || !strcmp(opt, "nonamecache")) {
 			o->namecache = !strcmp(opt, "namecache");
+		} else if (!strcmp(opt, "writebehind") || !strcmp(opt, "nowritebehind")) {
+			o->m.writebehind_mib = opt[0] == 'n' ? 0 : CFS_WRITEBEHIND_DEFAULT_MIB;
+		} else if (klen == 11 && !strncmp(opt, "writebehind", 11) && val) {
+			char *end;
+			unsigned long n = strtoul(val, &end, 10);
+			if (!*val || *end || n < 1 || n > CFS_WRITEBEHIND_MAX_MIB) {
+				fprintf(stderr, "cfsd: writebehind=%s: give the MiB of written data a "
+						"cluster mount may keep, from 1 to %d (default %d), or "
+						"nowritebehind\n", val, CFS_WRITEBEHIND_MAX_MIB,
+					CFS_WRITEBEHIND_DEFAULT_MIB);
+				return -EINVAL;
+			}
+			o->m.writebehind_mib = (uint32_t)n;
 		} else if (!strcmp(opt, "uring") || !strcmp(opt, "nouring")) {
 			o->nouring = opt[0] == 'n';
 		} else if (klen == 7 && !strncmp(opt, "cluster", 7) && val) {
@@ -405,7 +423,8 @@ static void raise_fd_limit(void)
 
 int main(int argc, char **argv)
 {
-	struct opts o = {.m.slot = CFS_SLOT_ANY, .odm_gid = (gid_t)-1};
+	struct opts o = {.m.slot = CFS_SLOT_ANY, .m.writebehind_mib = CFS_WRITEBEHIND_DEFAULT_MIB,
+			 .odm_gid = (gid_t)-1};
 	int rc = parse_args(argc, argv, &o);
 	if (rc)
 		return rc;

@@ -209,6 +209,12 @@ static void fill_status(struct cfsd *d, ControlStatus *s, struct cfs_status *st,
 	s->dev_direct = dev_direct_answered(direct);
 	s->has_checkpoint_blocks = true;
 	s->checkpoint_blocks = st->stats.home_blocks;
+	s->has_writebehind_mib = s->has_behind_writes = s->has_behind_flushed = true;
+	s->has_behind_kept = true;
+	s->writebehind_mib = st->writebehind_mib;
+	s->behind_writes = st->stats.behind_writes;
+	s->behind_flushed = st->stats.behind_flushed;
+	s->behind_kept = st->stats.behind_kept;
 	s->has_flushes = true;
 	s->flushes = st->stats.flushes;
 	s->reads = st->stats.reads;

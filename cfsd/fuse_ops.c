@@ -597,8 +597,10 @@ static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct cfsd *d = D(req);
 	int rc = d->cluster ? cfs_plock_close(d->fs, ino, fi->lock_owner, reply_later, req)
 			    : -ENOSYS;
-	if (rc)
-		reply_err(req, rc > 0 ? 0 : rc);
+	if (!rc)
+		return; /* answered by the cluster; a failed write-behind waits for the next */
+	int kept = d->cluster ? cfs_write_error(d->fs, ino) : 0; /* a write kept behind failed */
+	reply_err(req, kept ? kept : rc > 0 ? 0 : rc);
 }
 
 static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)

@@ -234,7 +234,8 @@ static void print_status(const char *dir, const ControlReply *r, bool json)
 		       "\"journal_anchors\": %llu, \"checkpoint_blocks\": %llu, \"flushes\": %llu, "
 		       "\"writeback\": %s, \"kernel_names\": %s, \"fuse_transport\": \"%s\", "
 		       "\"uring_requests\": %llu, \"uring_direct\": %llu, \"uring_waiting\": %llu, "
-		       "\"dev_direct\": %llu, "
+		       "\"dev_direct\": %llu, \"writebehind_mib\": %u, \"behind_writes\": %llu, "
+		       "\"behind_flushed\": %llu, \"behind_kept\": %llu, "
 		       "\"lease_ms\": %u, \"evict_ms\": %u, \"evicted\": %s, \"beat_gap_max_ms\": %u, "
 		       "\"release\": \"%s\", \"features\": ",
 		       s->fenced ? "true" : "false", s->fence_interval_ms,
@@ -246,6 +247,8 @@ static void print_status(const char *dir, const ControlReply *r, bool json)
 		       s->kernel_names ? "true" : "false", s->has_uring_requests ? "io_uring" : "dev",
 		       (unsigned long long)s->uring_requests, (unsigned long long)s->uring_direct,
 		       (unsigned long long)s->uring_waiting, (unsigned long long)s->dev_direct,
+		       s->writebehind_mib, (unsigned long long)s->behind_writes,
+		       (unsigned long long)s->behind_flushed, (unsigned long long)s->behind_kept,
 		       s->lease_ms, s->evict_ms,
 		       s->evicted ? "true" : "false", s->beat_gap_max_ms,
 		       s->release ? s->release : "");
@@ -288,6 +291,11 @@ static void print_status(const char *dir, const ControlReply *r, bool json)
 	       (unsigned long long)s->commits, (unsigned long long)s->commit_blocks,
 	       (unsigned long long)s->journal_anchors,
 	       (unsigned long long)s->checkpoint_blocks, (unsigned long long)s->flushes);
+	if (s->writebehind_mib)
+		printf("  write-behind: up to %u MiB kept, %llu bytes now; %llu writes kept, %llu "
+		       "bytes written out since\n", s->writebehind_mib,
+		       (unsigned long long)s->behind_kept, (unsigned long long)s->behind_writes,
+		       (unsigned long long)s->behind_flushed);
 	if (r->has_added_blocks)
 		printf("  grown by %llu blocks\n", (unsigned long long)r->added_blocks);
 	for (size_t i = 0; i < s->n_luns; i++)

@@ -14,11 +14,13 @@
 #   remove    rm -rf of the unpacked tree
 # Where the kernel has FUSE over io_uring, the fuse module's enable_uring is set for the run
 # (and put back after; BENCH_URING=0: not): CFS mounts then take their requests through the
-# rings, and the cluster's rounds are run a second time with -o nouring (/dev/fuse).
+# rings, and the cluster's rounds are run a second time with -o nouring (/dev/fuse).  The
+# cluster's rounds run once more with -o nowritebehind (each write to the LUNs before it
+# returns; BENCH_WRITETHROUGH=0: not).
 # Printed: seconds per step and side; the ratios one node / passthrough_ll and cluster / one
 # node; and the lock messages node 2 sent per file of the read.
 # Usage: home.sh [BUILD]; env BENCH_DIR (default /var/tmp), BENCH_ROUNDS, BENCH_TREE_SRC,
-# BENCH_LOG_MB, BENCH_URING.
+# BENCH_LOG_MB, BENCH_URING, BENCH_WRITETHROUGH.
 build=${1:-build}
 root=$(cd "$(dirname "$0")/../.." && pwd)
 . "$(dirname "$0")/lib.sh" home ch
@@ -139,6 +141,10 @@ cluster_rounds() { # SIDE [MOUNT_OPTIONS]
 }
 cluster_rounds cluster
 [[ $sides != *cluster-dev* ]] || cluster_rounds cluster-dev nouring
+if [ "${BENCH_WRITETHROUGH:-1}" != 0 ]; then
+	sides="$sides cluster-wt"
+	cluster_rounds cluster-wt nowritebehind
+fi
 
 # shellcheck disable=SC2086 # the sides, a word each
 python3 - "$dir" "$nfiles" "${#steps[@]}" "${steps[@]}" $sides <<'EOF'
@@ -146,15 +152,16 @@ import statistics, sys
 d, nfiles, nsteps = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 steps, sides = sys.argv[4:4 + nsteps], sys.argv[4 + nsteps:]
 med = {(s, st): statistics.median(float(x) for x in open(f'{d}/{s}.{st}')) for s in sides for st in steps}
-names = {'disk': 'disk', 'pt': 'passthru', 'local': 'cfs 1', 'cluster': 'cfs 3', 'cluster-dev': 'cfs 3 dev'}
-dev = 'cluster-dev' in sides
+names = {'disk': 'disk', 'pt': 'passthru', 'local': 'cfs 1', 'cluster': 'cfs 3',
+         'cluster-dev': 'cfs 3 dev', 'cluster-wt': 'cfs 3 wt'}
+extra = [(s, h) for s, h in (('cluster-dev', '3dev/1'), ('cluster-wt', '3wt/1')) if s in sides]
 print(f"{'step (median s)':<16}" + ''.join(f'{names[s]:>10}' for s in sides) +
-      f"{'1/pt':>8}{'3/1':>8}" + (f"{'3dev/1':>8}" if dev else ''))
+      f"{'1/pt':>8}{'3/1':>8}" + ''.join(f'{h:>8}' for _, h in extra))
 for st in steps:
     v = {s: med[(s, st)] for s in sides}
     print(f'{st:<16}' + ''.join(f'{v[s]:10.2f}' for s in sides) +
           f"{v['local'] / v['pt']:8.2f}{v['cluster'] / v['local']:8.2f}" +
-          (f"{v['cluster-dev'] / v['local']:8.2f}" if dev else ''))
+          ''.join(f"{v[s] / v['local']:8.2f}" for s, _ in extra))
 msgs = [int(x) for x in open(f'{d}/messages')]
 print(f'lock messages node 2 sent per file it read: {statistics.median(msgs) / nfiles:.3f} '
       f'(median of {msgs})')

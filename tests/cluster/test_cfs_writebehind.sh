@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+# Write-behind on a cluster mount (-o writebehind, cfs/writebehind.c): node 1's buffered
+# writes return once its daemon keeps them under the file's glock EX; another node's read must
+# still see every write that returned before it, with no fsync and no close in between: writes
+# in pieces, over each other, O_APPEND records, a truncate with a write past the new end, read
+# by read(2) and through mmap; a writer that node 2 interrupts every few writes; appends from
+# two nodes at once.  On LUNs that run out of space (sparse files on a small tmpfs, as a thin
+# LUN), fsync reports the failed write-behind and nothing else is damaged.  Then node 2 is
+# killed with writes kept: after the recovery node 1 reads all it had fsync'd and, after that,
+# only whole records.  fsck clean at the end.
+. "$(dirname "$0")/cfs_lib.sh" "cfs write-behind on a cluster"
+# A thin LUN's filesystem: mounted before the nodes' mount namespaces copy the host's.
+mkdir -p "$T/thin"
+mount -t tmpfs -o size=24M cfs-thin "$T/thin" || { not_ok "mount a tmpfs"; finish; }
+echo "umount -l '$T/thin'" >>"$T/on_exit"
+C up 3 >/dev/null && ok "cluster of 3 nodes up" || { not_ok "cluster up"; finish; }
+make_data 64
+"$BIN/mkfs.cfs" -p corosync -J 4 data >/dev/null 2>&1
+for n in 1 2 3; do check "node $n mounts with writebehind" mount_on $n "writebehind,fence=$(held_fence)"; done
+check "cfs status says 64 MiB may be kept" test "$(status_of 1 writebehind_mib)" = 64
+WB=$HERE/writebehind.py
+
+# kept_then_read KIND: node 1 writes KIND and keeps the file open; node 2 reads it at once by
+# read(2), node 3 through mmap.
+kept_then_read() {
+	local kind=$1 f=$1 writer kept
+	touch "$T/gate"
+	rm -f "$T/ready"
+	kept=$(status_of 1 behind_writes)
+	on 1 python3 "$WB" write "$kind" "$(M 1)/$f" "$T/ready" "$T/gate" >"$T/writer.out" 2>&1 &
+	writer=$!
+	wait_until 120 test -e "$T/ready" || not_ok "$kind: node 1 did not write within 120 s: $(cat "$T/writer.out")"
+	check "$kind: node 1's writes were kept behind" test "$(status_of 1 behind_writes)" -gt "$kept"
+	check "$kind: node 2 reads them at once, the file still open on node 1" \
+		on 2 python3 "$WB" read "$kind" "$(M 2)/$f"
+	check "$kind: node 3 reads them through mmap" on 3 python3 "$WB" read "$kind" "$(M 3)/$f" --mmap
+	rm -f "$T/gate"
+	check "$kind: node 1 closes the file" wait "$writer"
+}
+for kind in pieces scatter append truncate; do kept_then_read $kind; done
+
+check "a writer on node 1 interrupted by node 2's reads every 5 writes" \
+	bash -c "'$HERE/cluster.sh' exec 1 python3 '$WB' turns '$(M 1)/turns' 10 5 '$T' &
+		 '$HERE/cluster.sh' exec 2 python3 '$WB' follow '$(M 2)/turns' 10 5 '$T' && wait \$!"
+
+appender() { on "$1" python3 "$HERE/append_records.py" write "$(M "$1")/records" "$1" 200; }
+appender 1 & a1=$!
+appender 2 & a2=$!
+check "node 1 appends with O_APPEND" wait $a1
+check "node 2 appends with O_APPEND at the same time" wait $a2
+check "node 3 reads both nodes' records whole, each once" \
+	on 3 python3 "$HERE/append_records.py" check "$(M 3)/records" 2 200
+
+# A thin LUN runs out of space under kept writes: fsync reports it, the log names it, what was
+# fsync'd before reads back intact (once the pool has room again), the filesystem is clean.
+for i in 0 1; do truncate -s 96M "$T/thin/lun$i"; done
+CVM_SCAN=$T/thin "$BIN/cvm" create thin "$T/thin/lun0" "$T/thin/lun1" >/dev/null &&
+	CVM_SCAN=$T/thin "$BIN/mkfs.cfs" -p corosync -J 1 thin >/dev/null 2>&1 || not_ok "cvm create, mkfs.cfs on the thin LUNs"
+mkdir -p "$T/mthin"
+check "node 1 mounts the thin volume" on 1 "$BIN/cfs" mount thin "$T/mthin" -o "scan=$T/thin,log=$T/cfsd_thin.log"
+head -c 1M /dev/urandom >"$T/kept"
+check "a file fsync'd before the LUNs fill" on 1 dd if="$T/kept" of="$T/mthin/kept" bs=1M conv=fsync status=none
+check "kept writes past the thin LUNs' space: fsync fails with ENOSPC or EIO" on 1 python3 -c "
+import errno, os
+fd = os.open('$T/mthin/big', os.O_WRONLY | os.O_CREAT, 0o644)
+for i in range(48):
+    os.write(fd, os.urandom(1 << 20))
+try:
+    os.fsync(fd)
+except OSError as e:
+    assert e.errno in (errno.ENOSPC, errno.EIO), e
+    print('fsync:', e.strerror)
+else:
+    raise SystemExit('fsync returned 0')
+os.close(fd)
+"
+grep -q "write-behind of .* failed: No space left on device; fsync and close report it" "$T/cfsd_thin.log" &&
+	ok "the daemon's log names the inode and the place of the failed write-behind" ||
+	not_ok "no log line for the failed write-behind: $(tail -3 "$T/cfsd_thin.log")"
+# The journal's next commit found no room either: node 1 withdrew (as a kernel filesystem
+# aborts its journal).  The thin pool grows, and what node 1 had fsync'd is all there.
+check "node 1 unmounts the thin volume" on 1 timeout 240 "$BIN/cfs" umount "$T/mthin"
+check "the thin pool grows" mount -o remount,size=256M "$T/thin"
+check "node 1 mounts the thin volume again" on 1 "$BIN/cfs" mount thin "$T/mthin" -o "scan=$T/thin,log=$T/cfsd_thin.log"
+check "what was fsync'd before reads back intact" on 1 cmp "$T/kept" "$T/mthin/kept"
+check "the file whose write-behind failed reads without an error" on 1 cat "$T/mthin/big" >/dev/null
+check "node 1 unmounts the thin volume again" on 1 timeout 240 "$BIN/cfs" umount "$T/mthin"
+if CVM_SCAN=$T/thin "$BIN/fsck.cfs" -n thin >"$T/fsck.out" 2>&1; then ok "the thin volume: fsck.cfs -n clean"; else not_ok "the thin volume: fsck.cfs: $(tail -5 "$T/fsck.out")"; fi
+
+# Node 2 dies with writes kept: what it fsync'd survives, and after it only whole records.
+die_while 2 python3 "$WB" log "$(M 2)/log" 40 60 "$T/started"
+rm -f "$T/fence.hold"
+wait_until 120 recovery_done || not_ok "node 2's recovery still pending 120 s after its fence agent answered"
+check "node 2's fsync'd records survive its death, then only whole records" \
+	on 1 python3 "$WB" logged "$(M 1)/log" 40 60
+for n in 1 3; do check "node $n unmounts" umount_on $n; done
+fsck_clean "after node 2's death with writes kept"
+no_damage_logged
+finish
