@@ -240,6 +240,9 @@ void cfs_committer_wake(struct cfs_fs *fs)
 static void *committer(void *arg)
 {
 	struct cfs_fs *fs = arg;
+	/* Test hook: while this file exists the committer holds before its rounds, so that
+	 * written data stays behind (tests/cluster/test_cfs_writebehind.sh). */
+	const char *hold = getenv("CFSD_TEST_HOLD_COMMITTER");
 	pthread_mutex_lock(&fs->lock);
 	while (!fs->stopping) {
 		/* Back sooner if another node waits for the end of a glock's hold time. */
@@ -255,6 +258,7 @@ static void *committer(void *arg)
 			pthread_cond_timedwait(&fs->commit_wake, &fs->wish_lock, &until);
 		fs->wake_pending = false;
 		pthread_mutex_unlock(&fs->wish_lock);
+		cfs_test_gate(hold);
 		pthread_mutex_lock(&fs->lock);
 		if ((fs->txn.n || fs->wb_dirty) && !fs->ro) /* kept data no older than a round */
 			cfs_journal_sync(fs);
