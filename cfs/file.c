@@ -540,7 +540,7 @@ static int64_t write_range(struct cfs_fs *fs, uint64_t ino, const void *buf, uin
 	if (size == 0)
 		return 0;
 	bool aligned = off % SECTOR == 0 && size % SECTOR == 0;
-	bool behind = cfs_wb_wanted(fs, flags); /* kept here under the inode's glock EX */
+	bool behind = cfs_wb_wanted(fs, flags, size); /* kept under the inode's glock EX */
 	bool exclusive = append_at != NULL; /* two appends here must not both see one end */
 	bool shared_glock = false, held = false, commit = false;
 	/* A direct write into written blocks may go under the glocks PR (shared_write.c); other

@@ -900,8 +900,9 @@ bool cfs_lock_recovering(struct cfs_fs *fs, const char *resource, uint32_t node)
 int cfs_file_hold(struct cfs_fs *fs, uint64_t ino, int mode, int imode, struct cfs_inode **ip);
 void cfs_file_unhold(struct cfs_fs *fs, struct cfs_inode *ip);
 /* ---- write-behind of a cluster mount (writebehind.c), every call with fs->lock held ----
- * Buffered writes that may wait (CFS_W_* flags none of SYNC, DSYNC, DIRECT, CACHED). */
-bool cfs_wb_wanted(const struct cfs_fs *fs, unsigned flags);
+ * Buffered writes under 128 KiB that may wait (CFS_W_* flags none of SYNC, DSYNC, DIRECT,
+ * CACHED). */
+bool cfs_wb_wanted(const struct cfs_fs *fs, unsigned flags, uint64_t size);
 /* Keep [off, off+size) of ip, whose blocks are allocated, under its glock EX: the write's
  * data is in memory when this returns; it reaches the LUNs before the next commit. */
 int cfs_wb_add(struct cfs_fs *fs, struct cfs_inode *ip, uint64_t off, const void *src,

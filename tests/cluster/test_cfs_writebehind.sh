@@ -68,8 +68,8 @@ check "kept writes past the thin LUNs' space: a later write or the fsync fails" 
 import errno, os
 fd = os.open('$T/mthin/big', os.O_WRONLY | os.O_CREAT, 0o644)
 try:
-    for i in range(48):
-        os.write(fd, os.urandom(1 << 20))
+    for i in range(768):
+        os.write(fd, os.urandom(64 << 10))
     os.fsync(fd)
 except OSError as e:
     assert e.errno in (errno.ENOSPC, errno.EIO, errno.EROFS), e
