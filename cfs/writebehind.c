@@ -34,6 +34,7 @@ struct cfs_wb {
 	struct wb_run *run; /* by lblk, neither overlapping nor adjoining */
 	size_t nrun, cap;
 	struct cfs_inode *next; /* fs->wb_dirty's list */
+	bool changed; /* a write-out filled unwritten blocks: the inode is written after it */
 };
 
 /* A write this large gains little from being kept: it goes to the LUNs as one I/O, its
@@ -206,10 +207,10 @@ static int run_pieces(struct cfs_fs *fs, struct cfs_inode *ip, const struct wb_r
 {
 	uint64_t bs = fs->bs, end = r->lblk + r->n;
 	for (uint64_t b = r->lblk; b < end;) {
-		uint32_t i = cfs_ext_find(ip, b);
-		const struct cfs_dextent *e = i < ip->next ? &ip->ext[i] : NULL;
-		if (!e || e->lblk > b) {
-			uint64_t next = e && e->lblk < end ? e->lblk : end;
+		const struct cfs_dextent *e = extent_at(ip, b);
+		if (!e) {
+			uint32_t i = cfs_ext_find(ip, b); /* the next extent after the gap */
+			uint64_t next = i < ip->next && ip->ext[i].lblk < end ? ip->ext[i].lblk : end;
 			cfs_log(fs, "inode %llu: blocks %llu-%llu of the file were kept to be written "
 				"but are not allocated: dropped", (unsigned long long)ip->ino,
 				(unsigned long long)b, (unsigned long long)next - 1);
@@ -269,7 +270,7 @@ static void write_pieces(struct cfs_fs *fs, struct pieces *ps)
 }
 
 /* What a piece's write did to its inode: its blocks written, or the error kept. */
-static int settle_piece(struct cfs_fs *fs, const struct piece *p, bool *changed)
+static int settle_piece(struct cfs_fs *fs, const struct piece *p)
 {
 	if (p->rc) {
 		if (!p->ip->wb_error)
@@ -283,7 +284,7 @@ static int settle_piece(struct cfs_fs *fs, const struct piece *p, bool *changed)
 	}
 	if (!p->unwritten)
 		return 0;
-	*changed = true;
+	p->ip->wb->changed = true;
 	return cfs_ext_mark_written(p->ip, p->lblk, p->len / fs->bs);
 }
 
@@ -324,15 +325,14 @@ int cfs_wb_flush(struct cfs_fs *fs, struct cfs_inode *only)
 		return rc;
 	}
 	write_pieces(fs, &ps);
-	/* By inode, so that each changed inode is written once. */
+	for (size_t k = 0; k < ps.n; k++) {
+		int r = settle_piece(fs, &ps.v[k]);
+		rc = rc ? rc : r;
+	}
+	/* Each changed inode written once. */
 	for (struct cfs_inode *ip = only ? only : fs->wb_dirty, *next; ip; ip = next) {
 		next = next_kept(ip, only);
-		bool changed = false;
-		for (size_t k = 0; k < ps.n; k++)
-			if (ps.v[k].ip == ip) {
-				int r = settle_piece(fs, &ps.v[k], &changed);
-				rc = rc ? rc : r;
-			}
+		bool changed = ip->wb && ip->wb->changed;
 		if (ip->wb)
 			drop_kept(fs, ip);
 		if (changed) {
