@@ -63,6 +63,8 @@ static void count_granted(struct cfs_fs *fs, int change)
 /* What another node may have changed since: read at the next use under the grant. */
 static void group_go_invalidate(struct cfs_fs *fs, struct cfs_glock *gl)
 {
+	if (gl->ag < fs->ags_n)
+		fs->ags[gl->ag].changes++;
 	forget_header(fs, gl);
 	count_granted(fs, -1);
 }

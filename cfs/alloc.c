@@ -123,6 +123,8 @@ int cfs_alloc_load(struct cfs_fs *fs)
 		return -ENOMEM;
 	free(fs->ags);
 	fs->ags = ags;
+	fs->ags_n = fs->sb.nags;
+	fs->ags_loads++;
 	for (uint32_t i = 0; i < fs->sb.nags; i++) {
 		ags[i].start = cfs_ag_first(&fs->sb, i);
 		ags[i].nblocks = cfs_ag_size(&fs->sb, i);
@@ -227,6 +229,7 @@ static uint64_t take_run(struct cfs_fs *fs, uint32_t ag, struct cfs_buf *b, uint
 	cfs_bits_set(b->data + CFS_AGH_BITMAP_OFF, bit, len, true);
 	g->nfree -= len;
 	fs->ags[ag].nfree = g->nfree;
+	fs->ags[ag].changes++;
 	cfs_bdirty(fs, b);
 	if (fs->taken)
 		fs->taken(fs->taken_arg, g->start + bit, len);
@@ -294,6 +297,15 @@ int cfs_group_check(struct cfs_fs *fs, uint32_t ag)
 {
 	struct cfs_buf *b;
 	return read_agh(fs, ag, &b);
+}
+
+int cfs_group_bitmap(struct cfs_fs *fs, uint32_t ag, const uint8_t **bitmap)
+{
+	struct cfs_buf *b;
+	int rc = read_agh(fs, ag, &b);
+	if (!rc)
+		*bitmap = b->data + CFS_AGH_BITMAP_OFF;
+	return rc;
 }
 
 int cfs_blocks_marked(struct cfs_fs *fs, uint64_t blk, uint64_t len, uint64_t *unmarked)
@@ -571,6 +583,7 @@ static int free_run(struct cfs_fs *fs, uint64_t pblk, uint32_t len, uint32_t *do
 		cfs_bits_set(bm, bit, n, false);
 		g->nfree += n;
 		a->nfree = g->nfree;
+		a->changes++;
 		cfs_bdirty(fs, b);
 		rc = add_pending(fs, pblk, n);
 		pblk += n;

@@ -412,6 +412,25 @@ int cfs_bread_flags(struct cfs_fs *fs, uint64_t blkno, uint16_t type, uint64_t o
 	return 0;
 }
 
+int cfs_bpeek(struct cfs_fs *fs, uint64_t blkno, struct cfs_bhdr *hdr)
+{
+	const struct cfs_buf *b = lookup(fs, blkno);
+	if (b && !b->prev) { /* dirty, pinned or not yet home: newer here than there */
+		*hdr = *(const struct cfs_bhdr *)b->data;
+		return 0;
+	}
+	uint8_t *disk;
+	if (posix_memalign((void **)&disk, 4096, fs->bs))
+		return -ENOMEM;
+	const char *why;
+	int rc = cvm_volume_read(fs->vol, disk, fs->bs, blkno * fs->bs);
+	memcpy(hdr, disk, sizeof *hdr);
+	if (!rc && cfs_block_verify(disk, fs->bs, blkno, hdr->type, 0, &why))
+		rc = -ENODATA;
+	free(disk);
+	return rc;
+}
+
 int cfs_bnew(struct cfs_fs *fs, uint64_t blkno, uint16_t type, uint64_t owner,
 	     struct cfs_buf **out)
 {

@@ -17,11 +17,14 @@
  *   - every group header against its bitmap, the group fetched first.
  *   - every directory's link count against its subdirectories, in its listing's operation;
  *   - every file's link count against the names the walk met, a count that differs counted
- *     again until a count sees the tree hold still (check_links.c).
- * What only a frozen filesystem can tell is left to fsck.cfs offline: blocks marked in use
- * that nothing uses, quota usage, the journals.  A suspicion
+ *     again until a count sees the tree hold still (check_links.c);
+ *   - every block a group marks in use that the walk did not meet, settled by reading again
+ *     what could own it while the group holds still (check_leaks.c).
+ * What only a frozen filesystem can tell is left to fsck.cfs offline: quota usage, the
+ * journals.  A suspicion
  * that the tree changed under (an entry gone, an inode freed) is looked at again in one
  * operation before it counts. */
+#include "cfs/check_leaks.h"
 #include "cfs/check_links.h"
 #include "cfs/internal.h"
 
@@ -57,6 +60,9 @@ struct check {
 	size_t seen_cap, nseen;
 	struct timespec started;
 	struct cfs_links *links; /* the names met of each file */
+	struct cfs_leaks *leaks; /* the blocks met in use, and the inodes read */
+	uint64_t reread;         /* inodes read again by the confirmation of leaks */
+	bool damaged_inode;      /* one the walk could not read */
 	char said[512]; /* what cfs_log said in the operation in hand */
 	bool quiet;       /* problems only counted in quieted, not said (list_dir_sure) */
 	uint64_t quieted;
@@ -120,7 +126,7 @@ static int pace(struct check *k)
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	double done = (double)(now.tv_sec - k->started.tv_sec) +
 		      (double)(now.tv_nsec - k->started.tv_nsec) / 1e9;
-	double due = (double)(k->p->inodes + k->p->directories) / (double)k->o->rate;
+	double due = (double)(k->p->inodes + k->p->directories + k->reread) / (double)k->o->rate;
 	if (due > done) {
 		double s = due - done;
 		nanosleep(&(struct timespec){(time_t)s, (long)((s - (double)(time_t)s) * 1e9)}, NULL);
@@ -160,6 +166,7 @@ static int marked(struct check *k, uint64_t blk, uint64_t len, const char *what,
 {
 	uint64_t unmarked;
 	k->said[0] = '\0';
+	cfs_leaks_met(k->leaks, blk, len);
 	int rc = cfs_blocks_marked(k->fs, blk, len, &unmarked);
 	if (rc == -EAGAIN)
 		*ag = cfs_ag_of(k->fs, unmarked);
@@ -214,14 +221,18 @@ static int check_inode(struct check *k, uint64_t ino, const char *path, struct r
 		k->said[0] = '\0';
 		rc = cfs_inode_read_copy(k->fs, ino, &c);
 	}
-	if (rc == -EIO)
+	if (rc == -EIO) {
 		problem(k, "%s (inode %" PRIu64 "): %s", path, ino, why(k, rc));
+		cfs_leaks_met(k->leaks, ino, 1); /* its own block; what it uses is unknown */
+		k->damaged_inode = true;
+	}
 	if (rc) {
 		cfs_iput_check(k->fs, ip);
 		end(k);
 		return rc;
 	}
 	*rel = (struct relation){c.d.mode, c.d.nlink, c.d.parent, {c.d.ctime, c.d.ctime_ns}};
+	cfs_leaks_inode(k->leaks, ino);
 	if (c.d.xattr_block) {
 		k->said[0] = '\0';
 		int x = cfs_xattr_list(k->fs, ip, NULL, 0);
@@ -527,15 +538,32 @@ static int check_groups(struct check *k)
 	return rc;
 }
 
-static void link_problem(void *arg, const char *line)
+static void said_problem(void *arg, const char *line)
 {
 	problem(arg, "%s", line);
+}
+
+static void reread(void *arg)
+{
+	struct check *k = arg;
+	k->reread++;
+	pace(k);
+}
+
+/* The blocks in use that the walk did not meet, settled (check_leaks.c). */
+static int check_leaks(struct check *k)
+{
+	struct cfs_leaks_confirm c = {.tries = 3, .stop = k->o->stop, .problem = said_problem,
+				      .read = reread, .arg = k, .damaged = k->damaged_inode};
+	int rc = cfs_leaks_confirm(k->fs, k->leaks, &c);
+	k->p->unconfirmed += c.unconfirmed;
+	return rc;
 }
 
 /* The files whose names met differ from their link counts, counted again. */
 static int check_links(struct check *k)
 {
-	struct cfs_links_confirm c = {.tries = 3, .stop = k->o->stop, .problem = link_problem,
+	struct cfs_links_confirm c = {.tries = 3, .stop = k->o->stop, .problem = said_problem,
 				      .arg = k};
 	int rc = cfs_links_confirm(k->fs, k->links, &c);
 	k->p->unconfirmed += c.unconfirmed;
@@ -548,8 +576,13 @@ int cfs_check_mounted(struct cfs_fs *fs, const struct cfs_check_opts *o,
 	struct check k = {.fs = fs, .o = o, .p = p};
 	memset(p, 0, sizeof *p);
 	clock_gettime(CLOCK_MONOTONIC, &k.started);
-	if (!(k.links = cfs_links_new(fs->sb.total_blocks)))
+	k.links = cfs_links_new(fs->sb.total_blocks);
+	k.leaks = cfs_leaks_new(fs->sb.total_blocks);
+	if (!k.links || !k.leaks) {
+		cfs_links_free(k.links);
+		cfs_leaks_free(k.leaks);
 		return -ENOMEM;
+	}
 	/* The root, the slots' orphan directories and the quota files, named by the
 	 * superblock rather than by entries. */
 	int rc = check_system(&k, fs->sb.root_ino, "/", true, false);
@@ -570,7 +603,10 @@ int cfs_check_mounted(struct cfs_fs *fs, const struct cfs_check_opts *o,
 		rc = check_links(&k);
 	if (!rc)
 		rc = check_groups(&k);
+	if (!rc)
+		rc = check_leaks(&k);
 	cfs_links_free(k.links);
+	cfs_leaks_free(k.leaks);
 	for (size_t i = 0; i < k.ntodo; i++)
 		free(k.todo[i].path);
 	entries_free(&k);

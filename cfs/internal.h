@@ -70,6 +70,10 @@ int cfs_bread_flags(struct cfs_fs *fs, uint64_t blkno, uint16_t type, uint64_t o
 /* This thread's reads (on: the check of a mounted filesystem, check.c) read a clean cached
  * block again from the LUNs; what cfs_log says meanwhile is kept in said (len bytes). */
 void cfs_bcache_fresh(bool on, char *said, size_t len);
+/* The header of block blkno as this node knows it (a copy newer here than on the LUNs, else
+ * read from them): 0 if the block is sound metadata, -ENODATA if it is not (data, or
+ * damaged), -EIO if it could not be read.  Nothing is cached. */
+int cfs_bpeek(struct cfs_fs *fs, uint64_t blkno, struct cfs_bhdr *hdr);
 /* A fresh zeroed block with its header, already in the transaction. */
 int cfs_bnew(struct cfs_fs *fs, uint64_t blkno, uint16_t type, uint64_t owner,
 	     struct cfs_buf **out);
@@ -220,6 +224,9 @@ struct cfs_ag {
 	uint64_t start;
 	uint32_t nblocks, nfree;
 	uint64_t hint_seq; /* fs->grants when its header was last read without its glock */
+	/* Blocks taken or freed here, and grants of its glock given up (after which another
+	 * node may have changed it): unchanged, nothing in it changed hands (check_leaks.c). */
+	uint64_t changes;
 };
 int cfs_alloc_load(struct cfs_fs *fs);
 /* Up to want contiguous blocks near goal (0: this node's groups), for something new (data,
@@ -281,6 +288,8 @@ bool cfs_block_in_use(struct cfs_fs *fs, uint64_t blk, uint64_t since);
 /* The check of a mounted filesystem (check.c): read group ag's header and verify it (its
  * bitmap against its count); -EIO, logged, if it is damaged. */
 int cfs_group_check(struct cfs_fs *fs, uint32_t ag);
+/* Group ag's bitmap (its header read as cfs_group_check does), valid in the operation. */
+int cfs_group_bitmap(struct cfs_fs *fs, uint32_t ag, const uint8_t **bitmap);
 /* Are blocks [blk, blk + len) marked in use?  0 yes; -ENOENT no, the first not in *unmarked;
  * -EAGAIN: only a hint says not (another node holds that group: fetch it and ask again). */
 int cfs_blocks_marked(struct cfs_fs *fs, uint64_t blk, uint64_t len, uint64_t *unmarked);
@@ -718,6 +727,8 @@ struct cfs_fs {
 	size_t npending, pending_cap;
 
 	struct cfs_ag *ags;
+	uint32_t ags_n;     /* groups in it (fs->sb.nags may be ahead, in a grow) */
+	uint64_t ags_loads; /* cfs_alloc_load calls: fs->ags made anew (changes from 0) */
 
 	struct cfs_inode **ihash;
 	/* The inodes whose times wait for the next commit (times_dirty), so a commit need not

@@ -133,6 +133,8 @@ set_field "$a" 44 4 5
 set_field "$file" 44 4 1
 lonely=$(stat -c %i "$M/lonely")
 set_field "$lonely" 44 4 3
+# 5. A free block marked in use (the count kept in step): what a lost extent leaves.
+leaked=$(python3 "$(dirname "$0")/leak_block.py" "$T/v.lun0") || not_ok "leak a block"
 "$BIN/fsck.cfs" -n v >"$T/found.out" 2>&1
 rc=$?
 [ "$rc" = 4 ] && ok "fsck.cfs -n of the mounted filesystem finds the damage (exit 4)" ||
@@ -148,6 +150,9 @@ grep -Eq "/a/(b/file|link) \(inode $file\): link count 1, but 2 names \(also /a/
 	not_ok "no line for the file of two names: $(cat "$T/found.out")"
 grep -q "/lonely (inode $lonely): link count 3, but 1 name$" "$T/found.out" &&
 	ok "it names a file of one name whose link count says 3" || not_ok "no line for /lonely: $(cat "$T/found.out")"
+# (The damaged inode's data block is named too: its extents cannot be read.)
+grep -Eq "allocation group 0: 2 blocks marked in use belong to nothing readable \(a damaged inode above may hold some\) \(([0-9]+, )?$leaked[,)]" "$T/found.out" &&
+	ok "it names a block marked in use that nothing uses" || not_ok "no line for the leaked block: $(cat "$T/found.out")"
 grep -q "check: /victim (inode $victim)" "$T/v.log" && ok "the daemon logs each problem" ||
 	not_ok "no check line in the log: $(tail -5 "$T/v.log")"
 "$BIN/fsck.cfs" -n --json v >"$T/found.json" 2>/dev/null
