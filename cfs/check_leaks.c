@@ -8,18 +8,20 @@
  *   1. each group's bitmap is read with its glock held here: the suspects still in use, and
  *      the group's change count (struct cfs_ag: blocks taken or freed here, and grants given
  *      up, after which another node may have changed it);
- *   2. every inode known is read again, each in an operation of its own: the blocks it uses
- *      are met, and are no suspects;
- *   3. each group's blocks in use that were not met are looked at, under the group's glock
- *      (so that what another node made there is on the LUNs): an inode, or an extent, xattr
- *      or directory block naming its inode, is an owner to read as in step 2; every block
- *      looked at counts as met.  Again until a pass finds no owner;
- *   4. a group whose change count held since step 1 keeps its suspects: they belong to
+ *   2. the suspects are looked at: an inode among them, or a block of an inode's (directory,
+ *      extent, xattr or quota block) naming it, is an owner to read, and the blocks an owner read uses are
+ *      met and no suspects.  Most suspects are settled so (files made after the walk passed),
+ *      and a round with none left ends here;
+ *   3. every inode known is read again, each in an operation of its own;
+ *   4. each group's blocks in use that were not met are looked at under the group's glock
+ *      (so that what another node made there is on the LUNs), owners read as in step 2; every
+ *      block looked at counts as met.  Again until a pass finds no owner;
+ *   5. a group whose change count held since step 1 keeps its suspects: they belong to
  *      nothing.
- * Why step 4 is sure: a suspect was in use at step 1 and its group changed nothing since, so
+ * Why step 5 is sure: a suspect was in use at step 1 and its group changed nothing since, so
  * an owner it had then held it throughout and was alive throughout.  That owner was read in
- * step 2 or 3 (the suspect would be met), or its inode block was in use and not met during
- * the last pass of step 3, which would have found it.  A group that changed is tried again in
+ * steps 2 to 4 (the suspect would be met), or its inode block was in use and not met during
+ * the last pass of step 4, which would have found it.  A group that changed is tried again in
  * the next round; what no round settles is "unconfirmed". */
 #include "cfs/check_leaks.h"
 
@@ -33,7 +35,7 @@
 
 #define LOOK_PER_OP 64u    /* blocks looked at in one operation (fs->lock is held) */
 #define LOOK_MAX (1u << 20) /* blocks looked at in a round; past it the round settles nothing */
-#define PASSES_MAX 8u      /* of step 3 in a round */
+#define PASSES_MAX 8u      /* of step 4 in a round */
 #define NAMED_MAX 8u       /* blocks named in a group's line */
 
 struct cfs_leaks {
@@ -41,6 +43,7 @@ struct cfs_leaks {
 	uint64_t *met;      /* blocks of what was read, and blocks looked at */
 	uint64_t *inodes;   /* blocks read as inodes */
 	uint64_t *suspects; /* in use, of nothing read */
+	uint64_t nsuspects; /* bits set in suspects, from the last count on */
 };
 
 static bool bit(const uint64_t *v, uint64_t i)
@@ -100,8 +103,19 @@ static void owned(struct cfs_leaks *l, uint64_t blk, uint64_t len)
 {
 	for (; len && blk < l->blocks; blk++, len--) {
 		bit_set(l->met, blk, true);
-		bit_set(l->suspects, blk, false);
+		if (bit(l->suspects, blk)) {
+			bit_set(l->suspects, blk, false);
+			l->nsuspects--;
+		}
 	}
+}
+
+static uint64_t count_suspects(struct cfs_leaks *l)
+{
+	uint64_t n = 0;
+	for (uint64_t w = 0; w < l->blocks / 64 + 1; w++)
+		n += (uint64_t)__builtin_popcountll(l->suspects[w]);
+	return l->nsuspects = n;
 }
 
 struct round {
@@ -112,9 +126,12 @@ struct round {
 	uint64_t *changes; /* each group's at step 1; UINT64_MAX: not held here then */
 	bool *computed;    /* its suspects found (the first step 1 that held it) */
 	uint64_t loads;    /* fs->ags_loads at step 1 */
-	uint64_t looked;
+	uint64_t looked; /* in this round */
+	uint64_t reads, looked_all, first; /* for the log: inodes read, blocks looked at, suspects */
 	bool unsure; /* a group could not be held, or too much to look at: nothing settles */
-	uint64_t *dirs; /* directories whose overflow blocks step 3 found */
+	uint64_t *queue; /* owners look_at found, to read */
+	size_t nqueue, queue_cap;
+	uint64_t *dirs; /* directories whose overflow blocks look_at found */
 	size_t ndirs, dirs_cap;
 };
 
@@ -213,8 +230,10 @@ static int read_owner(struct round *r, uint64_t ino)
 		cfs_iput_check(fs, ip);
 	}
 	end(fs);
+	bit_set(r->l->met, ino, true); /* also if it is no inode (any more): looked at */
+	r->reads++;
 	if (rc == -ESTALE || rc == -ENOENT)
-		bit_set(r->l->inodes, ino, false); /* not an inode any more */
+		bit_set(r->l->inodes, ino, false);
 	if (r->c->read)
 		r->c->read(r->c->arg);
 	return rc == -ESTALE || rc == -ENOENT || rc == -EIO ? 0 : rc; /* EIO: the walk said it */
@@ -262,21 +281,23 @@ static int read_dir_blocks(struct round *r, uint64_t ino)
 	return rc == -ESTALE || rc == -ENOENT || rc == -EIO ? 0 : rc;
 }
 
-/* Block blk, in use and not met, looked at: an owner it names is queued (*found). */
-static int look_at(struct round *r, uint64_t blk, bool *found)
+/* Block blk looked at: an owner it names is queued (*found).  Looked at under its group's
+ * glock (held: what another node made there is on the LUNs), it counts as met. */
+static int look_at(struct round *r, uint64_t blk, bool held, bool *found)
 {
 	struct cfs_bhdr h;
 	int rc = cfs_bpeek(r->fs, blk, &h);
-	bit_set(r->l->met, blk, true);
+	if (held)
+		bit_set(r->l->met, blk, true);
 	r->looked++;
 	if (rc == -ENODATA || rc == -EIO)
 		return 0; /* data, or unreadable: nothing it names */
 	if (rc)
 		return rc;
 	uint64_t owner = h.type == CFS_B_INODE ? blk : h.owner;
-	if (h.type != CFS_B_INODE && h.type != CFS_B_EXTENTS && h.type != CFS_B_XATTR &&
-	    h.type != CFS_B_DIROVF)
-		return 0;
+	if (h.type != CFS_B_INODE && h.type != CFS_B_BUCKET && h.type != CFS_B_DIROVF &&
+	    h.type != CFS_B_EXTENTS && h.type != CFS_B_XATTR && h.type != CFS_B_QUOTA)
+		return 0; /* not an inode's */
 	if (owner >= r->l->blocks)
 		return 0;
 	if (h.type == CFS_B_DIROVF) {
@@ -284,45 +305,103 @@ static int look_at(struct round *r, uint64_t blk, bool *found)
 			return -ENOMEM;
 		r->dirs[r->ndirs++] = owner;
 	}
-	if (!bit(r->l->inodes, owner) || h.type == CFS_B_DIROVF) {
+	if (!bit(r->l->inodes, owner) || !bit(r->l->met, owner) || h.type == CFS_B_DIROVF) {
+		if (cfs_reserve((void **)&r->queue, &r->queue_cap, r->nqueue + 1, sizeof *r->queue))
+			return -ENOMEM;
+		r->queue[r->nqueue++] = owner;
 		bit_set(r->l->inodes, owner, true);
-		bit_set(r->l->met, owner, false); /* read it (below) */
 		*found = true;
 	}
 	return 0;
 }
 
-/* One pass of step 3 over group g; *found: an owner to read. */
+/* The owners look_at queued, and the directories whose overflow blocks it met, read. */
+static int read_queued(struct round *r)
+{
+	int rc = 0;
+	for (size_t i = 0; !rc && i < r->nqueue; i++)
+		if (!(rc = read_owner(r, r->queue[i])))
+			rc = stopped(r);
+	for (size_t i = 0; !rc && i < r->ndirs; i++)
+		rc = read_dir_blocks(r, r->dirs[i]);
+	r->nqueue = r->ndirs = 0;
+	return rc;
+}
+
+/* Up to n blocks of group g from *i on that are in use and not met, in one operation
+ * holding the group's glock: -EAGAIN if it could not be held. */
+static int unmet_in_group(struct round *r, uint32_t g, uint32_t *i, uint64_t *v, unsigned *n)
+{
+	struct cfs_fs *fs = r->fs;
+	bool held;
+	int rc = begin_in_group(r, g, &held);
+	if (rc)
+		return rc;
+	const uint8_t *bm = NULL;
+	if (held && (rc = cfs_group_bitmap(fs, g, &bm)) == -EIO)
+		rc = 0, held = false; /* a damaged header: no owner in it can be found */
+	uint64_t start = fs->ags[g].start;
+	unsigned want = *n;
+	*n = 0;
+	for (; !rc && held && *i < fs->ags[g].nblocks && *n < want; ++*i)
+		if (cfs_bit_get(bm, *i) && !bit(r->l->met, start + *i))
+			v[(*n)++] = start + *i;
+	if (held && *i >= fs->ags[g].nblocks)
+		*i = UINT32_MAX;
+	end(fs);
+	return rc ? rc : held ? 0 : -EAGAIN;
+}
+
+/* One pass of step 4 over group g; *found: an owner to read.  Each block is looked at in an
+ * operation of its own (a read from the LUNs under fs->lock) while the group stays here. */
 static int look_in_group(struct round *r, uint32_t g, bool *found)
 {
 	struct cfs_fs *fs = r->fs;
-	uint64_t start = cfs_ag_first(&fs->sb, g);
-	for (uint32_t i = 1;;) {
-		bool held;
-		int rc = begin_in_group(r, g, &held);
-		if (rc)
-			return rc;
-		const uint8_t *bm = NULL;
-		if (held && (rc = cfs_group_bitmap(fs, g, &bm)) == -EIO)
-			rc = 0, held = false; /* a damaged header: no owner in it can be found */
-		uint32_t n = fs->ags[g].nblocks;
-		for (unsigned looked = 0; !rc && held && i < n && looked < LOOK_PER_OP; i++)
-			if (cfs_bit_get(bm, i) && !bit(r->l->met, start + i)) {
-				rc = look_at(r, start + i, found);
-				looked++;
-			}
-		end(fs);
+	uint64_t v[LOOK_PER_OP];
+	for (uint32_t i = 1; i != UINT32_MAX && !r->unsure;) {
+		unsigned n = LOOK_PER_OP;
+		int rc = unmet_in_group(r, g, &i, v, &n);
+		for (unsigned k = 0; !rc && k < n; k++) {
+			if ((rc = begin(fs)))
+				return rc;
+			if (fs->cluster && !cfs_group_is_ours(fs, g))
+				rc = -EAGAIN; /* taken back: what was made there may not be home */
+			else
+				rc = look_at(r, v[k], true, found);
+			end(fs);
+		}
+		if (rc == -EAGAIN || r->looked > LOOK_MAX) {
+			r->unsure = true;
+			return 0;
+		}
 		if (rc || (rc = stopped(r)))
 			return rc;
-		if (!held || r->looked > LOOK_MAX)
-			r->unsure = true;
-		if (r->unsure || i >= n)
-			return 0;
 	}
+	return 0;
 }
 
-/* Steps 2 and 3: every inode known read again, then what is in use and not met looked at,
- * until a pass finds no owner. */
+/* The suspects looked at first: most name their owner (a file made after the walk passed,
+ * an extent block) or belong to one, and once none is left no other inode needs reading.
+ * Looked at without their group's glock, they do not count as met. */
+static int suspects_first(struct round *r)
+{
+	struct cfs_leaks *l = r->l;
+	bool found = false;
+	for (uint64_t w = 0; w < l->blocks / 64 + 1; w++)
+		for (uint64_t v = l->suspects[w]; v; v &= v - 1) {
+			int rc = cfs_op_begin(r->fs, false);
+			if (rc)
+				return rc;
+			cfs_bcache_fresh(true, NULL, 0);
+			rc = look_at(r, w * 64 + (uint64_t)__builtin_ctzll(v), false, &found);
+			end(r->fs);
+			if (rc || (rc = stopped(r)))
+				return rc;
+		}
+	return read_queued(r);
+}
+
+/* Steps 2 to 4, done early once no suspect is left. */
 static int read_owners(struct round *r)
 {
 	struct cfs_fs *fs = r->fs;
@@ -333,45 +412,34 @@ static int read_owners(struct round *r)
 	for (uint32_t s = 0; s < fs->sb.nslots; s++)
 		if (fs->sb.slot_journal[s]) /* a slot added while mounted: its journal is in a group */
 			owned(l, fs->sb.slot_journal[s], fs->sb.journal_blocks);
+	int rc = suspects_first(r);
 	bool found = true;
-	for (unsigned pass = 0; found && !r->unsure; pass++) {
+	for (unsigned pass = 0; !rc && found && !r->unsure && l->nsuspects; pass++) {
 		if (pass == PASSES_MAX) {
 			r->unsure = true;
 			break;
 		}
-		/* Read every inode not read in this round yet (met marks the ones read). */
-		for (uint64_t w = 0; w < l->blocks / 64 + 1; w++)
-			for (uint64_t v = l->inodes[w] & ~l->met[w]; v; v &= v - 1) {
-				uint64_t ino = w * 64 + (uint64_t)__builtin_ctzll(v);
-				int rc = read_owner(r, ino);
-				if (rc || (rc = stopped(r)))
-					return rc;
-				bit_set(l->met, ino, true); /* also if it was no inode: looked at */
-			}
-		for (size_t i = 0; i < r->ndirs; i++) {
-			int rc = read_dir_blocks(r, r->dirs[i]);
-			if (rc)
-				return rc;
-		}
-		r->ndirs = 0;
+		/* Every inode not read in this round yet (met marks the ones read). */
+		for (uint64_t w = 0; !rc && w < l->blocks / 64 + 1 && l->nsuspects; w++)
+			for (uint64_t v = l->inodes[w] & ~l->met[w]; !rc && v; v &= v - 1)
+				if (!(rc = read_owner(r, w * 64 + (uint64_t)__builtin_ctzll(v))))
+					rc = stopped(r);
 		found = false;
-		for (uint32_t g = 0; g < r->nags && !r->unsure; g++) {
-			int rc = look_in_group(r, g, &found);
-			if (rc)
-				return rc;
-		}
+		for (uint32_t g = 0; !rc && g < r->nags && !r->unsure && l->nsuspects; g++)
+			rc = look_in_group(r, g, &found);
+		if (!rc)
+			rc = read_queued(r);
 	}
-	return 0;
+	return rc;
 }
 
-/* Step 4 for group g: its suspects said if its change count held. */
-static int settle(struct round *r, uint32_t g, bool *settled)
+/* Step 5 for group g: its suspects said if its change count held. */
+static int settle(struct round *r, uint32_t g)
 {
 	struct cfs_fs *fs = r->fs;
 	uint64_t start = cfs_ag_first(&fs->sb, g), named[NAMED_MAX];
 	uint64_t n = fs->sb.ag_blocks < r->l->blocks - start ? fs->sb.ag_blocks : r->l->blocks - start;
 	uint32_t count = 0;
-	*settled = false;
 	for (uint64_t i = 1; i < n; i++)
 		if (bit(r->l->suspects, start + i) && count++ < NAMED_MAX)
 			named[count - 1] = start + i;
@@ -381,9 +449,9 @@ static int settle(struct round *r, uint32_t g, bool *settled)
 	int rc = begin_in_group(r, g, &held);
 	if (rc)
 		return rc;
-	*settled = held && r->changes[g] != UINT64_MAX && fs->ags[g].changes == r->changes[g];
+	bool settled = held && r->changes[g] != UINT64_MAX && fs->ags[g].changes == r->changes[g];
 	end(fs);
-	if (!*settled)
+	if (!settled)
 		return 0;
 	char list[NAMED_MAX * 21 + 8] = "", *p = list;
 	for (uint32_t i = 0; i < count && i < NAMED_MAX; i++)
@@ -403,21 +471,16 @@ static int settle(struct round *r, uint32_t g, bool *settled)
 	return 0;
 }
 
-static uint64_t suspects_left(const struct cfs_leaks *l)
-{
-	uint64_t n = 0;
-	for (uint64_t w = 0; w < l->blocks / 64 + 1; w++)
-		n += (uint64_t)__builtin_popcountll(l->suspects[w]);
-	return n;
-}
-
 int cfs_leaks_confirm(struct cfs_fs *fs, struct cfs_leaks *l, struct cfs_leaks_confirm *c)
 {
 	struct round r = {.fs = fs, .l = l, .c = c, .nags = fs->ags_n};
 	r.changes = calloc(r.nags, sizeof *r.changes);
 	r.computed = calloc(r.nags, sizeof *r.computed);
 	int rc = r.changes && r.computed ? 0 : -ENOMEM;
+	unsigned rounds = 0;
 	for (unsigned round = 0; !rc && round < c->tries; round++) {
+		rounds++;
+		r.looked_all += r.looked;
 		r.loads = fs->ags_loads;
 		r.looked = 0;
 		r.unsure = false;
@@ -425,21 +488,26 @@ int cfs_leaks_confirm(struct cfs_fs *fs, struct cfs_leaks *l, struct cfs_leaks_c
 		for (uint32_t g = 0; !rc && g < r.nags; g++)
 			if (!(rc = snapshot(&r, g)))
 				rc = stopped(&r);
-		if (rc || !suspects_left(l))
+		if (rc || !count_suspects(l))
 			break;
+		r.first = r.first ? r.first : l->nsuspects;
 		if ((rc = read_owners(&r)) || r.unsure)
 			continue;
-		for (uint32_t g = 0; !rc && g < r.nags; g++) {
-			bool settled;
-			rc = settle(&r, g, &settled);
-		}
-		if (!rc && !suspects_left(l))
+		for (uint32_t g = 0; !rc && g < r.nags; g++)
+			rc = settle(&r, g);
+		if (!rc && !count_suspects(l))
 			break;
 	}
-	if (!rc)
-		c->unconfirmed += suspects_left(l);
+	if (!rc) {
+		c->unconfirmed += count_suspects(l);
+		cfs_log(fs, "check: %" PRIu64 " blocks in use the walk did not meet; %u rounds read "
+			"%" PRIu64 " inodes again and looked at %" PRIu64 " blocks; %" PRIu64
+			" left unconfirmed", r.first, rounds, r.reads, r.looked_all + r.looked,
+			l->nsuspects);
+	}
 	free(r.changes);
 	free(r.computed);
+	free(r.queue);
 	free(r.dirs);
 	return rc;
 }

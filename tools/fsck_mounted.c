@@ -154,7 +154,12 @@ int fsck_mounted(const char *volume, const char *dir, uint64_t rate, bool json)
 					"has every one\n", (unsigned long long)(cs->problems - cs->lines_kept));
 		if (json)
 			print_json(stdout, volume, dir, cs, kept, nkept, code);
-		else
+		else if (cs->unconfirmed)
+			printf("fsck.cfs: volume %s (mounted): %llu suspicions left unsettled: what they "
+			       "are about changed all through the check (link counts of files renamed, "
+			       "blocks of groups in use); run it again when the filesystem is quieter\n",
+			       volume, (unsigned long long)cs->unconfirmed);
+		if (!json)
 			printf("fsck.cfs: volume %s (mounted): %s: %llu directories, %llu files checked "
 			       "in %.1f s; %llu problem%s%s\n", volume,
 			       code == FSCK_OK ? "clean" : code == FSCK_LEFT ? "NOT CLEAN" : cs->state,

@@ -109,3 +109,5 @@ read -r c2 s2 max2 p2 m2 <"$dir/beside"
 echo "writer alone:         $c1 calls in $s1 s, p50 $m1 ms, p99 $p1 ms, longest $max1 ms"
 echo "writer beside check:  $c2 calls in $s2 s, p50 $m2 ms, p99 $p2 ms, longest $max2 ms"
 echo "writer rate beside the check / alone: $(echo "scale=2; ($c2 / $s2) / ($c1 / $s1)" | bc)"
+# What the check's settling of blocks in use cost (cfs/check_leaks.c), as the daemon logs it.
+grep -o "check: [0-9]* blocks in use the walk did not meet.*" "$dir/cfsd.log" | tail -1

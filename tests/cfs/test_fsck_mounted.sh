@@ -151,7 +151,7 @@ grep -Eq "/a/(b/file|link) \(inode $file\): link count 1, but 2 names \(also /a/
 grep -q "/lonely (inode $lonely): link count 3, but 1 name$" "$T/found.out" &&
 	ok "it names a file of one name whose link count says 3" || not_ok "no line for /lonely: $(cat "$T/found.out")"
 # (The damaged inode's data block is named too: its extents cannot be read.)
-grep -Eq "allocation group 0: 2 blocks marked in use belong to nothing readable \(a damaged inode above may hold some\) \(([0-9]+, )?$leaked[,)]" "$T/found.out" &&
+grep -Eq "allocation group 0: 2 blocks marked in use belong to nothing readable \(a damaged inode above may hold some\) \(([0-9]+, )?${leaked}[,)]" "$T/found.out" &&
 	ok "it names a block marked in use that nothing uses" || not_ok "no line for the leaked block: $(cat "$T/found.out")"
 grep -q "check: /victim (inode $victim)" "$T/v.log" && ok "the daemon logs each problem" ||
 	not_ok "no check line in the log: $(tail -5 "$T/v.log")"

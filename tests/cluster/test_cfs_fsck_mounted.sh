@@ -84,7 +84,7 @@ if on 1 "$BIN/fsck.cfs" -n data >"$T/found.out" 2>&1; then rc=0; else rc=$?; fi
 	not_ok "exit $rc: $(cat "$T/found.out")"
 grep -Eq "/shared/(sub/)?pair2? \(inode $pair\): link count 1, but 2 names" "$T/found.out" &&
 	ok "and the file of two names whose link count says 1" || not_ok "no line for inode $pair: $(cat "$T/found.out")"
-grep -Eq "allocation group 0: [0-9]+ blocks? marked in use belongs? to nothing.* \(([0-9]+, )*$leaked[,)]" "$T/found.out" &&
+grep -Eq "allocation group 0: [0-9]+ blocks? marked in use belongs? to nothing.* \(([0-9]+, )*${leaked}[,)]" "$T/found.out" &&
 	ok "and the block marked in use that nothing uses" || not_ok "no line for block $leaked: $(cat "$T/found.out")"
 check "unmount node 2" umount_on 2
 check "unmount node 1" umount_on 1
