@@ -146,7 +146,7 @@ $(BUILD)/bin/odmload: $(BUILD)/tools/odmload.o $(BUILD)/tools/version.o
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS_SAN) $(LDFLAGS) -o $@ $^ -ldl -lm
 
-$(BUILD)/bin/cfsd: $(CFSD_SRC:%.c=$(BUILD)/%.o) $(BUILD)/odm/rows.o $(BUILD)/odm/stats.o $(BUILD)/proto/control.pb-c.o $(TOOLS_COMMON_OBJ) $(LIBS)
+$(BUILD)/bin/cfsd: $(CFSD_SRC:%.c=$(BUILD)/%.o) $(BUILD)/odm/rows.o $(BUILD)/odm/stats.o $(BUILD)/proto/control.pb-c.o $(BUILD)/tools/utab.o $(TOOLS_COMMON_OBJ) $(LIBS)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS_SAN) $(LDFLAGS) -o $@ $^ -lfuse3 $(LDLIBS_CVM) $(LDLIBS_LOCK)
 

@@ -14,6 +14,7 @@
 #include "cfsd/check_server.h"
 #include "cfsd/restripe.h"
 #include "cfsd/restripe_cluster.h"
+#include "cfsd/stop_signal.h"
 #include "cfsd/fuse_uring.h"
 #include "cfsd/syslog_pipe.h"
 #include "cfs/control.h"
@@ -371,8 +372,13 @@ static int serve(struct opts *o, struct cfsd *d, int status_fd)
 			dup2(null, STDOUT_FILENO);
 			close(null);
 		}
+		struct stop_signal *stop = NULL;
+		if (stop_signal_start(se, o->mount_abs, &stop))
+			fprintf(stderr, "cfsd: cannot watch for SIGTERM: a daemon stopped by it leaves "
+					"its mount's note in /run/mount/utab\n");
 		struct dev_direct *direct = start_dev_direct(d, se);
 		rc = cfsd_serve_requests(se, direct) ? EXIT_FAILED : EXIT_OK;
+		stop_signal_end(stop);
 		cfsd_restripe_end(d); /* paused after its batch: it goes on at the next run */
 		check_server_end(d);
 		dev_direct_stop(__atomic_exchange_n(&d->dev_direct, NULL, __ATOMIC_ACQ_REL));

@@ -88,6 +88,7 @@ pid=$(daemon_pid "$M")
 kill -TERM "$pid"
 wait_until 60 gone "$pid" && ok "cfsd stops on SIGTERM with direct I/O in flight" ||
 	not_ok "cfsd still running 60 s after SIGTERM"
+check "and drops its mount's note in /run/mount/utab" bash -c "! grep -s 'TARGET=$(realpath "$M") ' /run/mount/utab"
 wait "$load"
 umount -l "$M" 2>/dev/null
 expect 0 "clean" "fsck.cfs: clean at the end" -- "$BIN/fsck.cfs" -n v
