@@ -24,6 +24,10 @@
 
 static const int stop_signals[] = {SIGTERM, SIGINT, SIGHUP};
 
+/* How long umount --fake may wait for this daemon's answer (one that hangs on a cluster lock
+ * another node keeps) before the daemon stops without it, leaving the note as before. */
+#define FORGET_SECONDS 5u
+
 static int wake_fd = -1; /* the write end of the thread's pipe, for the handler */
 
 struct stop_signal {
@@ -53,7 +57,7 @@ static void *stop_thread(void *arg)
 		;
 	if (what != 1)
 		return NULL; /* the session ended otherwise */
-	utab_forget(s->mount_abs);
+	utab_forget(s->mount_abs, FORGET_SECONDS);
 	fuse_session_exit(s->se);
 	pthread_kill(s->server, SIGHUP); /* one of ours: the handler only writes to the pipe */
 	return NULL;

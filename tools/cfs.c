@@ -656,7 +656,7 @@ static int do_umount(const char *dir, int flags)
 	 * write-back was reported: unmount anyway, and say so in the exit status. */
 	if (pid && !fenced && (written_back = ask(dir, CONTROL_REQUEST__OP__SYNC, &r) == 0))
 		control_reply__free_unpacked(r, NULL);
-	utab_forget(dir);
+	utab_forget(dir, 0);
 	if (umount2(dir, flags)) {
 		int e = errno;
 		fprintf(stderr, "cfs: umount %s: %s%s\n", dir, strerror(e),

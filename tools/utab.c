@@ -14,15 +14,20 @@
 #include "cfs/control.h"
 #include "tools/common.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
-/* Run argv quietly; its exit status, or -1. */
-static int run_quiet(char *const argv[])
+/* Run argv quietly; its exit status, or -1 (also if it ran past seconds, when not 0: then it
+ * is killed). */
+static int run_quiet(char *const argv[], unsigned seconds)
 {
 	pid_t pid = fork();
 	if (pid < 0)
@@ -37,7 +42,19 @@ static int run_quiet(char *const argv[])
 		execvp(argv[0], argv);
 		_exit(127);
 	}
-	return wait_child(pid);
+	for (unsigned waited_ms = 0; seconds && waited_ms < seconds * 1000u; waited_ms += 20) {
+		int st;
+		pid_t done = waitpid(pid, &st, WNOHANG);
+		if (done == pid)
+			return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+		if (done < 0 && errno != EINTR)
+			return -1;
+		nanosleep(&(struct timespec){0, 20000000}, NULL);
+	}
+	if (seconds)
+		kill(pid, SIGKILL);
+	int rc = wait_child(pid);
+	return seconds ? -1 : rc;
 }
 
 struct mount_lookup {
@@ -62,14 +79,14 @@ void utab_record_helper(const char *dir)
 		return;
 	char *argv[] = {"mount", "--fake", "--internal-only", "-t", "fuse.cfs",
 			"-o", "helper=cfs", l.source, real, NULL};
-	if (run_quiet(argv))
+	if (run_quiet(argv, 0))
 		fprintf(stderr, "cfs: note: a plain umount(8) of %s will not wait for the daemon "
 				"(mount --fake could not record it); unmount it with cfs umount\n",
 			real);
 }
 
-void utab_forget(const char *dir)
+void utab_forget(const char *dir, unsigned seconds)
 {
 	char *argv[] = {"umount", "--fake", "--internal-only", (char *)dir, NULL};
-	run_quiet(argv);
+	run_quiet(argv, seconds);
 }

@@ -6,7 +6,8 @@
 /* Record, for the CFS mount at dir, that umount(8) should run umount.cfs; says so on stderr
  * if that fails (the mount works, a plain umount only does not wait for the daemon). */
 void utab_record_helper(const char *dir);
-/* Drop that record (before cfs umount unmounts dir itself); nothing if there is none. */
-void utab_forget(const char *dir);
+/* Drop that record (before cfs umount unmounts dir itself); nothing if there is none.  It
+ * looks at dir, which waits for the daemon: given up after seconds, when not 0. */
+void utab_forget(const char *dir, unsigned seconds);
 
 #endif
