@@ -447,6 +447,11 @@ static int list_dir(struct check *k, const struct todo *t)
 		end(k);
 		return rc == -EIO || rc == -ESTALE ? 0 : rc; /* removed since it was seen */
 	}
+	if (!S_ISDIR(dir->d.mode)) { /* removed since it was seen, its block a new file's now */
+		cfs_iput_check(k->fs, dir);
+		end(k);
+		return 0;
+	}
 	struct cfs_dir_check cb = {on_block, on_entry, on_damaged, on_count, k};
 	rc = cfs_dir_check(k->fs, dir, &cb);
 	rc = rc ? rc : k->error;

@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #define PATHS_KEPT 3 /* names of a suspect said in its line */
 
@@ -194,9 +195,11 @@ static int list_names(struct names_walk *w, uint64_t ino, const char *path)
 	*d = (struct listed){ino, {-1, 0}};
 	struct cfs_inode *dir;
 	if (!(rc = cfs_iget_entry(w->fs, ino, &dir))) {
-		d->ctime = (struct timespec){dir->d.ctime, dir->d.ctime_ns};
-		w->path = path;
-		rc = cfs_dir_walk(w->fs, dir, on_name, w);
+		if (S_ISDIR(dir->d.mode)) { /* else removed, its block a new file's: a change */
+			d->ctime = (struct timespec){dir->d.ctime, dir->d.ctime_ns};
+			w->path = path;
+			rc = cfs_dir_walk(w->fs, dir, on_name, w);
+		}
 		cfs_iput_check(w->fs, dir);
 	}
 	cfs_op_end(w->fs);
