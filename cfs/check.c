@@ -179,22 +179,24 @@ static int marked(struct check *k, uint64_t blk, uint64_t len, const char *what,
 	return rc == -EAGAIN ? rc : 0;
 }
 
+struct marking {
+	struct check *k;
+	const char *path;
+	uint64_t ino;
+	uint32_t *ag;
+};
+
+static int mark_run(void *arg, uint64_t blk, uint64_t len, const char *what)
+{
+	struct marking *m = arg;
+	return marked(m->k, blk, len, what, m->path, m->ino, m->ag);
+}
+
 static int blocks_marked(struct check *k, const struct cfs_inode *c, const char *path,
 			 uint32_t *ag)
 {
-	int rc = marked(k, c->ino, 1, "inode block", path, c->ino, ag);
-	for (uint32_t i = 0; !rc && i < c->next; i++)
-		rc = marked(k, c->ext[i].pblk, c->ext[i].len, "extent", path, c->ino, ag);
-	for (uint64_t blk = c->d.ext_next; !rc && blk;) {
-		struct cfs_buf *b;
-		if ((rc = marked(k, blk, 1, "extent block", path, c->ino, ag)) ||
-		    cfs_bread(k->fs, blk, CFS_B_EXTENTS, c->ino, &b))
-			break; /* read and verified by cfs_inode_read_copy just now */
-		blk = ((const struct cfs_dextb *)b->data)->next;
-	}
-	if (!rc && c->d.xattr_block)
-		rc = marked(k, c->d.xattr_block, 1, "xattr block", path, c->ino, ag);
-	return rc;
+	struct marking m = {k, path, c->ino, ag};
+	return cfs_inode_copy_blocks(k->fs, c, mark_run, &m);
 }
 
 /* What an inode says of its name, for the caller to hold against the entry. */

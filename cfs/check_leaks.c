@@ -110,6 +110,13 @@ static void owned(struct cfs_leaks *l, uint64_t blk, uint64_t len)
 	}
 }
 
+static int owned_run(void *arg, uint64_t blk, uint64_t len, const char *what)
+{
+	(void)what;
+	owned(arg, blk, len);
+	return 0;
+}
+
 static uint64_t count_suspects(struct cfs_leaks *l)
 {
 	uint64_t n = 0;
@@ -212,20 +219,8 @@ static int read_owner(struct round *r, uint64_t ino)
 		return rc;
 	struct cfs_inode *ip, c = {0};
 	if (!(rc = cfs_iget_entry(fs, ino, &ip))) {
-		if (!(rc = cfs_inode_read_copy(fs, ino, &c))) {
-			owned(r->l, ino, 1);
-			for (uint32_t i = 0; i < c.next; i++)
-				owned(r->l, c.ext[i].pblk, c.ext[i].len);
-			for (uint64_t blk = c.d.ext_next; blk;) {
-				struct cfs_buf *b;
-				owned(r->l, blk, 1);
-				if (cfs_bread(fs, blk, CFS_B_EXTENTS, ino, &b))
-					break; /* read and verified by cfs_inode_read_copy just now */
-				blk = ((const struct cfs_dextb *)b->data)->next;
-			}
-			if (c.d.xattr_block)
-				owned(r->l, c.d.xattr_block, 1);
-		}
+		if (!(rc = cfs_inode_read_copy(fs, ino, &c)))
+			cfs_inode_copy_blocks(fs, &c, owned_run, r->l);
 		cfs_inode_copy_free(&c);
 		cfs_iput_check(fs, ip);
 	}
@@ -389,10 +384,9 @@ static int suspects_first(struct round *r)
 	bool found = false;
 	for (uint64_t w = 0; w < l->blocks / 64 + 1; w++)
 		for (uint64_t v = l->suspects[w]; v; v &= v - 1) {
-			int rc = cfs_op_begin(r->fs, false);
+			int rc = begin(r->fs);
 			if (rc)
 				return rc;
-			cfs_bcache_fresh(true, NULL, 0);
 			rc = look_at(r, w * 64 + (uint64_t)__builtin_ctzll(v), false, &found);
 			end(r->fs);
 			if (rc || (rc = stopped(r)))

@@ -157,6 +157,25 @@ int cfs_inode_read_copy(struct cfs_fs *fs, uint64_t ino, struct cfs_inode *copy)
 	return rc;
 }
 
+int cfs_inode_copy_blocks(struct cfs_fs *fs, const struct cfs_inode *c,
+			  int (*fn)(void *arg, uint64_t blk, uint64_t len, const char *what),
+			  void *arg)
+{
+	int rc = fn(arg, c->ino, 1, "inode block");
+	for (uint32_t i = 0; !rc && i < c->next; i++)
+		rc = fn(arg, c->ext[i].pblk, c->ext[i].len, "extent");
+	for (uint64_t blk = c->d.ext_next; !rc && blk;) {
+		struct cfs_buf *b;
+		if ((rc = fn(arg, blk, 1, "extent block")) ||
+		    cfs_bread(fs, blk, CFS_B_EXTENTS, c->ino, &b))
+			break; /* read and verified by cfs_inode_read_copy */
+		blk = ((const struct cfs_dextb *)b->data)->next;
+	}
+	if (!rc && c->d.xattr_block)
+		rc = fn(arg, c->d.xattr_block, 1, "xattr block");
+	return rc;
+}
+
 void cfs_inode_copy_free(struct cfs_inode *copy)
 {
 	free(copy->ext);

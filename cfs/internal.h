@@ -351,6 +351,11 @@ int cfs_iget_entry(struct cfs_fs *fs, uint64_t ino, struct cfs_inode **out);
  * in-memory inode (the check of a mounted filesystem, check.c); free with cfs_inode_copy_free. */
 int cfs_inode_read_copy(struct cfs_fs *fs, uint64_t ino, struct cfs_inode *copy);
 void cfs_inode_copy_free(struct cfs_inode *copy);
+/* fn for each run of blocks the copy uses (what: "inode block", "extent", "extent block",
+ * "xattr block"); a nonzero return of fn stops the walk and is returned. */
+int cfs_inode_copy_blocks(struct cfs_fs *fs, const struct cfs_inode *copy,
+			  int (*fn)(void *arg, uint64_t blk, uint64_t len, const char *what),
+			  void *arg);
 /* Read a stale inode again (see glock.c); ESTALE if it is dead. */
 int cfs_irefresh(struct cfs_fs *fs, struct cfs_inode *ip);
 uint64_t cfs_handle(const struct cfs_fs *fs, const struct cfs_inode *ip);
