@@ -171,6 +171,7 @@ static int glock_sync(struct cfs_fs *fs, bool down_to_pr)
 static int let_go_begin(struct cfs_fs *fs, struct cfs_glock *gl, int to)
 {
 	bool down = to == CFSLOCK_PR && gl->mode == CFSLOCK_EX;
+	gl->ahead = false; /* taken ahead and not used (iglock.c) */
 	/* Any grant going: the log may hold blocks it covers (homed under it EX, then PR). */
 	int rc = gl->mode == CFSLOCK_EX ? glock_sync(fs, down) : cfs_journal_settle(fs);
 	if (rc)
@@ -297,7 +298,8 @@ void cfs_glock_request_all(struct cfs_fs *fs, struct cfs_glock **v, size_t n, in
 		status[i] = 1;
 		if (gl->requesting || gl->mode >= mode)
 			continue; /* another thread asks, or it came meanwhile */
-		__atomic_store_n(&gl->wanted, -1, __ATOMIC_RELEASE); /* as glock_request's */
+		if (gl->mode < 0) /* as glock_request's; a conversion's wish stays (convert_up) */
+			__atomic_store_n(&gl->wanted, -1, __ATOMIC_RELEASE);
 		if (cfslock_request_begin(gl->lk, mode, 0))
 			continue; /* asked for again when used, which says why it fails */
 		gl->requesting = true;
@@ -320,8 +322,12 @@ void cfs_glock_request_all(struct cfs_fs *fs, struct cfs_glock **v, size_t n, in
 			continue;
 		v[i]->requesting = false;
 		no_quorum |= status[i] == -CFSLOCK_ENOQUORUM;
-		if (!status[i])
-			take_grant(fs, v[i], mode); /* an inode glock's go_granted cannot fail */
+		if (status[i])
+			continue;
+		take_grant(fs, v[i], mode); /* an inode glock's go_granted cannot fail */
+		int wanted = __atomic_load_n(&v[i]->wanted, __ATOMIC_ACQUIRE);
+		if (wanted >= 0) /* as cfs_glock_convert_up's: acted on once nothing holds it */
+			record_wish(v[i], wanted, true);
 	}
 	free(status);
 	pthread_cond_broadcast(&fs->glock_cond);

@@ -660,6 +660,7 @@ struct cfs_glock {
 	int wanted;          /* mode another node asked for, -1 none (atomic) */
 	unsigned holders;    /* operations and data I/O relying on the grant */
 	bool requesting;     /* a thread waits for a grant, fs->lock released */
+	bool ahead;          /* converted to EX ahead of its use, not used since (iglock.c) */
 	uint64_t granted_ns; /* when the grant came (cfs_now_ns) */
 	uint64_t grant_seq;  /* fs->grants then */
 	uint64_t last_use_ns; /* when a holder last let go */
@@ -764,6 +765,11 @@ struct cfs_fs {
 	 * (cfs_iglock_contended) */
 	struct { uint64_t span, ns; } contended[16];
 	unsigned contended_next;
+	/* Conversions to EX asked for ahead (iglock.c, convert_ahead): the last span converted
+	 * and when, how many spans the last batch might take, and how many the batches since the
+	 * window opened took and how many of those were then used */
+	uint64_t ahead_span, ahead_ns;
+	unsigned ahead_window, ahead_taken, ahead_used;
 	pthread_mutex_t wish_lock;  /* the wish queue and the committer's wake-up (fs.c) */
 	struct cfs_glock *wishes;   /* filled by the lock manager's callbacks */
 	bool wake_pending;

@@ -179,7 +179,14 @@ for d in range(3):
         assert open(f"{sys.argv[1]}/{d}/{i}").read() == f"{d}/{i} " * 2400, (d, i)' "$(M 2)/tree"
 w2=$(status_of 2 lock_waits)
 check "with no lock wait more ($((w2 - w1)))" [ "$w2" = "$w1" ]
+# Node 1 then removes it: each span node 2 read goes from PR to EX on node 1, the next spans
+# converted with it (iglock.c's conversions ahead), not one round trip after another.
+w0=$(status_of 1 lock_waits)
 on 1 rm -rf "$(M 1)/tree"
+w1=$(status_of 1 lock_waits)
+check "node 1 removes the tree node 2 read, its $spans inode glocks converted with $((w1 - w0)) lock waits (want $((spans / 3)) at most)" \
+	[ $((w1 - w0)) -le $((spans / 3)) ]
+check "and node 2 sees it gone" on 2 test ! -e "$(M 2)/tree"
 
 # ---- writes that allocate nothing, on two nodes at once, to their own files ----
 # Under the metadata glock PR and the file's inode glock EX: the two nodes do not take turns.
