@@ -284,9 +284,10 @@ static void ahead_used(struct cfs_fs *fs, struct cfs_glock *gl)
 	}
 }
 
-/* Converts gl, and the window's spans ahead of it, to EX, fs->lock released meanwhile; what
- * is refused stays PR. */
-static void convert_ahead(struct cfs_fs *fs, struct cfs_glock *gl)
+/* Converts gl (PR here), and the window's spans ahead of it, to EX together, fs->lock
+ * released meanwhile; what is refused stays PR.  False, having asked nothing, when there is
+ * nothing to take ahead: gl converts alone (ex_under_shared_meta). */
+static bool convert_ahead(struct cfs_fs *fs, struct cfs_glock *gl)
 {
 	unsigned window = ahead_window(fs, gl->blk);
 	struct cfs_glock *v[AHEAD_MAX + 1] = {gl};
@@ -298,11 +299,13 @@ static void convert_ahead(struct cfs_fs *fs, struct cfs_glock *gl)
 		    !cfs_iglock_contended(fs, span))
 			v[n++] = next;
 	}
+	fs->ahead_span = gl->blk;
+	fs->ahead_window = window;
+	if (n == 1)
+		return false;
 	for (size_t i = 0; i < n; i++)
 		v[i]->waiters++; /* kept in the table until the end */
 	cfs_glock_request_all(fs, v, n, CFSLOCK_EX);
-	fs->ahead_span = gl->blk;
-	fs->ahead_window = window;
 	for (size_t i = 0; i < n; i++) {
 		v[i]->waiters--;
 		v[i]->ahead = i && v[i]->mode == CFSLOCK_EX;
@@ -312,6 +315,7 @@ static void convert_ahead(struct cfs_fs *fs, struct cfs_glock *gl)
 		if (i)
 			put(fs, v[i]);
 	}
+	return true;
 }
 
 /* A change of one inode under the metadata glock PR (one step of cfs_iglock_get's loop).
@@ -360,12 +364,12 @@ int cfs_iglock_get(struct cfs_fs *fs, uint64_t blk, int mode)
 			if (mode == CFSLOCK_EX)
 				ahead_used(fs, gl);
 			return 0;
-		} else if (mode == CFSLOCK_EX && fs->meta.mode != CFSLOCK_EX && gl->mode == CFSLOCK_PR &&
-			   !ahead_asked) {
-			ahead_asked = true; /* refused, it is converted alone next */
-			convert_ahead(fs, gl);
 		} else if (mode == CFSLOCK_EX && fs->meta.mode != CFSLOCK_EX) {
-			rc = ex_under_shared_meta(fs, gl);
+			/* With spans ahead once; if refused there, alone (looked at again first). */
+			bool batched = !ahead_asked && gl->mode == CFSLOCK_PR && convert_ahead(fs, gl);
+			ahead_asked = true;
+			if (!batched)
+				rc = ex_under_shared_meta(fs, gl);
 		} else {
 			/* EX over a PR granted here is a conversion: nobody else holds the lock
 			 * under our metadata EX.  PR is asked for with fs->lock released (see the
