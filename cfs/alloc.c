@@ -411,7 +411,28 @@ static bool room(struct cfs_fs *fs, uint32_t ag, uint32_t need)
 	return fs->ags[ag].nfree >= need + pending_in(fs, ag);
 }
 
-int cfs_alloc_reserve(struct cfs_fs *fs, uint64_t goal, uint32_t need, int64_t only)
+/* Passed over by a reservation for a new inode: its room is all in spans other nodes use. */
+static bool inode_room_costly(const struct cfs_fs *fs, uint32_t ag)
+{
+	uint64_t at = fs->ags[ag].inode_room_costly_ns;
+	return at && cfs_now_ns() - at < CFS_INODE_ROOM_COSTLY_NS;
+}
+
+/* A group this node has with room for need, from first on (n of them), or -1. */
+static int64_t ours_with_room(struct cfs_fs *fs, uint32_t first, uint32_t n, uint32_t need,
+			      bool pass_costly)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t ag = (first + i) % fs->sb.nags;
+		if (cfs_group_is_ours(fs, ag) && room(fs, ag, need) &&
+		    !(pass_costly && inode_room_costly(fs, ag)))
+			return ag;
+	}
+	return -1;
+}
+
+int cfs_alloc_reserve(struct cfs_fs *fs, uint64_t goal, uint32_t need, int64_t only,
+		      bool new_inode)
 {
 	uint32_t nags = fs->sb.nags, own = own_first_group(fs);
 	uint32_t own_end = (uint32_t)((uint64_t)(fs->slot + 1) * nags / fs->sb.nslots);
@@ -419,22 +440,24 @@ int cfs_alloc_reserve(struct cfs_fs *fs, uint64_t goal, uint32_t need, int64_t o
 	uint32_t first = only >= 0 ? (uint32_t)only : goal ? cfs_ag_of(fs, goal) : own;
 	uint32_t n = only >= 0 ? 1 : nags;
 	/* A group this node has, the goal's first: no message. */
-	for (uint32_t i = 0; i < n; i++) {
-		uint32_t ag = (first + i) % nags;
-		if (cfs_group_is_ours(fs, ag) && room(fs, ag, need))
-			return cfs_group_hold_cached(fs, ag);
-	}
+	int64_t ag = ours_with_room(fs, first, n, need, new_inode);
+	if (ag >= 0)
+		return cfs_group_hold_cached(fs, (uint32_t)ag);
 	/* One of this node's share of the volume, which others rarely want: waited for. */
-	for (uint32_t ag = own; ag < own_end; ag++)
-		if ((only < 0 || ag == (uint64_t)only) && room(fs, ag, need)) {
-			int rc = cfs_group_fetch(fs, ag, true);
+	for (uint32_t a = own; a < own_end; a++)
+		if ((only < 0 || a == (uint64_t)only) && room(fs, a, need) &&
+		    !(new_inode && inode_room_costly(fs, a))) {
+			int rc = cfs_group_fetch(fs, a, true);
 			return rc ? rc : -EAGAIN;
 		}
+	/* Rather than another node's group, one of ours whose room costs lock round trips. */
+	if (new_inode && (ag = ours_with_room(fs, first, n, need, false)) >= 0)
+		return cfs_group_hold_cached(fs, (uint32_t)ag);
 	/* Another node's share: only if nobody there holds it. */
 	for (uint32_t i = 0; i < n; i++) {
-		uint32_t ag = (first + i) % nags;
-		if ((ag < own || ag >= own_end) && room(fs, ag, need))
-			return cfs_group_fetch(fs, ag, false) ? -ENOSPC : -EAGAIN;
+		uint32_t a = (first + i) % nags;
+		if ((a < own || a >= own_end) && room(fs, a, need))
+			return cfs_group_fetch(fs, a, false) ? -ENOSPC : -EAGAIN;
 	}
 	return -ENOSPC;
 }

@@ -436,7 +436,7 @@ int cfs_dir_add_reserve(struct cfs_fs *fs, struct cfs_inode *dir, uint32_t more)
 	if (!rc) /* its buckets and overflow blocks are its owner's */
 		rc = cfs_quota_granted(fs, &dir->d, dir->ino, need, 0);
 	if (!rc)
-		rc = cfs_alloc_reserve(fs, 0, need + more, -1);
+		rc = cfs_alloc_reserve(fs, 0, need + more, -1, more > 0);
 	return rc ? rc : cfs_group_reserve_set(fs, v, n);
 }
 

@@ -190,7 +190,7 @@ int cfs_ext_reserve(struct cfs_fs *fs, struct cfs_inode *ip, uint64_t off, uint6
 		return rc;
 	uint32_t i = cfs_ext_find(ip, lblk);
 	uint64_t goal = i > 0 ? ip->ext[i - 1].pblk + ip->ext[i - 1].len : ip->ino;
-	return cfs_alloc_reserve(fs, goal, (uint32_t)need, n ? (int64_t)v[0] : -1);
+	return cfs_alloc_reserve(fs, goal, (uint32_t)need, n ? (int64_t)v[0] : -1, false);
 }
 
 int cfs_ext_reserve_frees(struct cfs_fs *fs, struct cfs_inode *ip, uint64_t lblk, uint64_t end)

@@ -286,12 +286,59 @@ int cfs_glock_request(struct cfs_fs *fs, struct cfs_glock *gl, int mode, bool re
 	return glock_request(fs, gl, mode, 0, release);
 }
 
+/* A refusal of one of cfs_glock_request_all's requests, acted on at once, fs->lock released:
+ * a conversion refused because another node converts the same lock keeps our PR, which that
+ * node waits for, and its let-go must not wait for our other answers (two nodes each waiting
+ * for the rest of their batch kept each other's refused PR for ever). */
+static void refused_in_batch(struct cfs_fs *fs, struct cfs_glock *gl, int rc, bool *no_quorum)
+{
+	pthread_mutex_lock(&fs->lock);
+	gl->requesting = false;
+	*no_quorum |= rc == -CFSLOCK_ENOQUORUM;
+	int wanted = __atomic_load_n(&gl->wanted, __ATOMIC_ACQUIRE);
+	if (wanted >= 0 && gl->mode >= 0)
+		record_wish(gl, wanted, true);
+	pthread_cond_broadcast(&fs->glock_cond);
+	pthread_mutex_unlock(&fs->lock);
+}
+
+/* The answers to cfs_glock_request_all's requests (status[i] 0: asked), as they come; a
+ * refused one's status becomes 1 (done with). */
+static void wait_all(struct cfs_fs *fs, struct cfs_glock **v, size_t n, int *status,
+		     size_t asked, bool *no_quorum)
+{
+	struct cfslock **lks = calloc(asked, sizeof *lks);
+	size_t *at = calloc(asked, sizeof *at), left = 0;
+	for (size_t i = 0; i < n; i++)
+		if (!status[i] && lks && at) {
+			lks[left] = v[i]->lk;
+			at[left++] = i;
+		} else if (!status[i]) { /* no memory: in order */
+			if ((status[i] = cfslock_wait(v[i]->lk)))
+				refused_in_batch(fs, v[i], status[i], no_quorum);
+		}
+	while (left) {
+		size_t w;
+		int rc = cfslock_wait_any(lks, left, &w);
+		size_t i = at[w];
+		lks[w] = lks[--left];
+		at[w] = at[left];
+		status[i] = rc;
+		if (rc)
+			refused_in_batch(fs, v[i], rc, no_quorum);
+	}
+	for (size_t i = 0; i < n; i++)
+		status[i] = status[i] ? 1 : 0;
+	free(lks);
+	free(at);
+}
+
 void cfs_glock_request_all(struct cfs_fs *fs, struct cfs_glock **v, size_t n, int mode)
 {
 	int *status = calloc(n, sizeof *status);
 	if (!status)
 		return; /* each is asked for alone when used */
-	/* status[i]: 1 if v[i] is not asked for here, else its answer (0 granted, -errno) */
+	/* status[i]: 1 if v[i] is not asked for here (or refused), 0 while asked and granted */
 	size_t asked = 0;
 	for (size_t i = 0; i < n; i++) {
 		struct cfs_glock *gl = v[i];
@@ -306,24 +353,19 @@ void cfs_glock_request_all(struct cfs_fs *fs, struct cfs_glock **v, size_t n, in
 		status[i] = 0;
 		asked++;
 	}
+	bool no_quorum = false;
 	if (asked) {
 		uint64_t t0 = cfs_now_ns();
 		cfs_op_waits++;
 		pthread_mutex_unlock(&fs->lock);
-		for (size_t i = 0; i < n; i++)
-			if (!status[i])
-				status[i] = cfslock_wait(v[i]->lk);
+		wait_all(fs, v, n, status, asked, &no_quorum);
 		pthread_mutex_lock(&fs->lock);
 		count_wait(fs, t0);
 	}
-	bool no_quorum = false;
 	for (size_t i = 0; i < n; i++) {
-		if (status[i] == 1)
-			continue;
-		v[i]->requesting = false;
-		no_quorum |= status[i] == -CFSLOCK_ENOQUORUM;
 		if (status[i])
-			continue;
+			continue; /* not asked here, or refused (wait_all) */
+		v[i]->requesting = false;
 		take_grant(fs, v[i], mode); /* an inode glock's go_granted cannot fail */
 		int wanted = __atomic_load_n(&v[i]->wanted, __ATOMIC_ACQUIRE);
 		if (wanted >= 0) /* as cfs_glock_convert_up's: acted on once nothing holds it */

@@ -489,17 +489,49 @@ static uint64_t own_inode_goal(const struct cfs_fs *fs)
 
 /* Not in a span whose files another node changes (cfs_iglock_away): the new inode would take
  * that span's glock EX, and from then on this node's work on it and the other node's on its
- * file would wait for each other (a span's glock covers every inode in it).  Past such spans,
- * a few at most. */
-static uint64_t past_contended_spans(struct cfs_fs *fs, uint64_t goal)
+ * file would wait for each other (a span's glock covers every inode in it).  Nor in a span
+ * held PR here, a hole in a tree another node has read since this one wrote it: its
+ * conversion waits for that node's let-go, for the few inodes the hole has room for (a git
+ * clone after such a read converted some 20 spans one at a time); a span nobody holds costs
+ * one request and has room for a run of creates.  The search goes some spans at a time and
+ * the next one starts where it ended, while creates follow each other within a second.  It
+ * stays in the group the allocation will search (the one this operation reserved, or
+ * goal's): looking further would take other groups' glocks.  A reserved group whose room is
+ * all in such spans is passed over for a while (-EAGAIN: reserve again). */
+#define IALLOC_TRIES 64u
+#define IALLOC_CURSOR_NS 1000000000ull
+
+static bool costly_span(struct cfs_fs *fs, uint64_t blk)
 {
-	uint64_t blk;
-	for (unsigned tries = 0; tries < 16; tries++) {
-		if (cfs_alloc_peek(fs, goal, &blk) || !cfs_iglock_away(fs, blk))
+	return cfs_iglock_away(fs, blk) || cfs_iglock_mode(fs, blk) == CFSLOCK_PR;
+}
+
+static int past_costly_spans(struct cfs_fs *fs, uint64_t *goal)
+{
+	int64_t reserved = cfs_group_reserved();
+	struct cfs_ag *g = &fs->ags[reserved >= 0 ? (uint32_t)reserved : cfs_ag_of(fs, *goal)];
+	uint64_t blk, at = *goal, now = cfs_now_ns();
+	if (fs->ialloc_cursor > at && fs->ialloc_cursor < g->start + g->nblocks &&
+	    now - fs->ialloc_cursor_ns < IALLOC_CURSOR_NS)
+		at = fs->ialloc_cursor;
+	at = at < g->start ? g->start : at;
+	for (unsigned tries = 0; tries < IALLOC_TRIES; tries++) {
+		bool found = at < g->start + g->nblocks && !cfs_alloc_peek(fs, at, &blk);
+		if (found && !costly_span(fs, blk))
 			break;
-		goal = (blk | (CFS_IGLOCK_SPAN - 1)) + 1;
+		if (!found || blk < at) { /* came round */
+			fs->ialloc_cursor = 0;
+			if (reserved < 0 || now - g->inode_room_costly_ns < CFS_INODE_ROOM_COSTLY_NS)
+				return 0; /* the allocator's own choice, from goal */
+			g->inode_room_costly_ns = now;
+			return -EAGAIN;
+		}
+		at = (blk | (CFS_IGLOCK_SPAN - 1)) + 1;
 	}
-	return goal;
+	fs->ialloc_cursor = at & ~(uint64_t)(CFS_IGLOCK_SPAN - 1);
+	fs->ialloc_cursor_ns = now;
+	*goal = at;
+	return 0;
 }
 
 /* parent: whose project the new inode takes (NULL: none), before its first write, which
@@ -507,10 +539,16 @@ static uint64_t past_contended_spans(struct cfs_fs *fs, uint64_t goal)
 static int ialloc_in(struct cfs_fs *fs, const struct cfs_inode *parent, uint64_t near,
 		     uint32_t mode, uint32_t uid, uint32_t gid, struct cfs_inode **out)
 {
-	uint64_t blk = 0, goal = fs->cluster ? past_contended_spans(fs, own_inode_goal(fs)) : near;
+	uint64_t blk = 0, goal = fs->cluster ? own_inode_goal(fs) : near;
 	uint32_t got;
 	bool shared = !cfs_may_allocate(fs);
-	int rc = shared ? cfs_alloc_peek(fs, goal, &blk) : 0;
+	int rc = fs->cluster ? past_costly_spans(fs, &goal) : 0;
+	if (rc == -EAGAIN) {
+		cfs_group_unreserve(fs);
+		return rc;
+	}
+	if (!rc && shared)
+		rc = cfs_alloc_peek(fs, goal, &blk);
 	if (!rc && shared && cfs_iglock_mode(fs, blk) != CFSLOCK_EX) {
 		/* Under the metadata glock PR the new inode's glock is ours before anything
 		 * changes, fetched holding no group (agglock.c); then the operation starts

@@ -227,6 +227,9 @@ struct cfs_ag {
 	/* Blocks taken or freed here, and grants of its glock given up (after which another
 	 * node may have changed it): unchanged, nothing in it changed hands (check_leaks.c). */
 	uint64_t changes;
+	/* When a new inode's search last found all its room in spans other nodes use (inode.c,
+	 * past_costly_spans): reservations for new inodes pass it over for a while */
+	uint64_t inode_room_costly_ns;
 };
 int cfs_alloc_load(struct cfs_fs *fs);
 /* Up to want contiguous blocks near goal (0: this node's groups), for something new (data,
@@ -255,11 +258,15 @@ int cfs_free_extents(struct cfs_fs *fs, const struct cfs_dextent *e, uint32_t n,
  * Under PR it does only in the groups it reserved. */
 bool cfs_may_allocate(const struct cfs_fs *fs);
 /* Under the metadata glock PR, before changing anything: hold a group (agglock.c) with room
- * for need blocks, near goal; only >= 0: that group or none.  0: held to the operation's end;
- * -EAGAIN: fs->lock
- * was released to fetch one, look again; -ENOSPC: none to be had, do it under the metadata
- * glock EX. */
-int cfs_alloc_reserve(struct cfs_fs *fs, uint64_t goal, uint32_t need, int64_t only);
+ * for need blocks, near goal; only >= 0: that group or none; new_inode: one is made (a group
+ * whose room is all in spans other nodes use comes last).  0: held to the operation's end;
+ * -EAGAIN: fs->lock was released to fetch one, look again; -ENOSPC: none to be had, do it
+ * under the metadata glock EX. */
+int cfs_alloc_reserve(struct cfs_fs *fs, uint64_t goal, uint32_t need, int64_t only,
+		      bool new_inode);
+/* A new inode's search found the group's room all in spans other nodes use: the next
+ * cfs_alloc_reserve for a new inode passes it over, for a while (inode.c). */
+#define CFS_INODE_ROOM_COSTLY_NS 1000000000ull
 /* Read the free counts of the groups other nodes may have allocated in (statfs; at most once
  * a second). */
 void cfs_alloc_refresh(struct cfs_fs *fs);
@@ -770,6 +777,9 @@ struct cfs_fs {
 	 * window opened took and how many of those were then used */
 	uint64_t ahead_span, ahead_ns;
 	unsigned ahead_window, ahead_taken, ahead_used;
+	/* Where the last new inode's search for a span this node may take at once ended, and
+	 * when (inode.c, past_costly_spans) */
+	uint64_t ialloc_cursor, ialloc_cursor_ns;
 	pthread_mutex_t wish_lock;  /* the wish queue and the committer's wake-up (fs.c) */
 	struct cfs_glock *wishes;   /* filled by the lock manager's callbacks */
 	bool wake_pending;

@@ -142,6 +142,10 @@ int cfslock_unlock_sync(struct cfslock *lk);
 int cfslock_request_begin(struct cfslock *lk, int mode, unsigned flags);
 int cfslock_unlock_begin(struct cfslock *lk);
 int cfslock_wait(struct cfslock *lk);
+/* cfslock_wait for whichever of v[0..n) (begun, not yet waited for) ends first: its outcome,
+ * and its index in *which.  A caller waiting for several acts on each answer as it comes: one
+ * refused may keep a grant another node waits for. */
+int cfslock_wait_any(struct cfslock *const *v, size_t n, size_t *which);
 
 /* Caching, as GFS2's glocks do: cfslock_release says "done for now" but keeps the grant on this
  * node.  A later request the cached mode covers is granted at once, with no message; when

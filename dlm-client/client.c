@@ -434,16 +434,26 @@ int cfslock_dispatch(struct cfslock_client *c)
 	return rc;
 }
 
-/* Wait for lk's own completion.  Whoever holds the dispatch lock runs everybody's callbacks.
- * With a dispatcher thread of the caller's, sleep until one of its dispatches: polling the
- * fd it drains would see only the poll's timeout (hand-offs of an inode glock took 10 ms that
- * way).  Without one, poll the fd and dispatch here. */
-static int wait_sync(struct cfslock *lk)
+/* The first of v[0..n) that has completed, or n. */
+static size_t first_done(struct cfslock *const *v, size_t n)
 {
-	struct cfslock_client *c = lk->s->c;
+	size_t i = 0;
+	while (i < n && !v[i]->sync_done)
+		i++;
+	return i;
+}
+
+/* Wait for the completion of one of v[0..n) (all of one client).  Whoever holds the dispatch
+ * lock runs everybody's callbacks.  With a dispatcher thread of the caller's, sleep until one
+ * of its dispatches: polling the fd it drains would see only the poll's timeout (hand-offs of
+ * an inode glock took 10 ms that way).  Without one, poll the fd and dispatch here. */
+static int wait_any(struct cfslock *const *v, size_t n, size_t *which)
+{
+	struct cfslock_client *c = v[0]->s->c;
 	pthread_mutex_lock(&c->dispatch_lock);
 	int wait_ms = 1; /* short at first: most completions come within a few milliseconds */
-	while (!lk->sync_done) {
+	size_t i;
+	while ((i = first_done(v, n)) == n) {
 		if (__atomic_load_n(&c->outside_dispatcher, __ATOMIC_ACQUIRE)) {
 			struct timespec until;
 			clock_gettime(CLOCK_REALTIME, &until);
@@ -462,9 +472,10 @@ static int wait_sync(struct cfslock *lk)
 		pthread_mutex_lock(&c->dispatch_lock);
 		dispatch_locked(c);
 	}
-	lk->sync_waiting = false;
+	v[i]->sync_waiting = false;
 	pthread_mutex_unlock(&c->dispatch_lock);
-	return lk->sync_status;
+	*which = i;
+	return v[i]->sync_status;
 }
 
 void cfslock_client_set_dispatcher(struct cfslock_client *c, bool running)
@@ -697,7 +708,13 @@ int cfslock_unlock_begin(struct cfslock *lk)
 
 int cfslock_wait(struct cfslock *lk)
 {
-	return wait_sync(lk);
+	size_t which;
+	return wait_any(&lk, 1, &which);
+}
+
+int cfslock_wait_any(struct cfslock *const *v, size_t n, size_t *which)
+{
+	return wait_any(v, n, which);
 }
 
 int cfslock_request_sync(struct cfslock *lk, int mode, unsigned flags)

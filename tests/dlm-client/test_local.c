@@ -505,6 +505,33 @@ Test(local, sync_calls_with_an_outside_dispatcher, .timeout = 60)
 	close_pair(&p);
 }
 
+/* Several requests under way at once: cfslock_wait_any answers the one that ends first, not
+ * the first asked for (cfs_glock_request_all acts on a refusal at once that way). */
+Test(local, wait_any_answers_the_first_to_end, .timeout = 60)
+{
+	struct pair p = open_pair("t10");
+	struct cfslock *theirs = cfslock_new(p.sa, "x", NULL, NULL, NULL);
+	struct cfslock *v[2] = {cfslock_new(p.sb, "x", NULL, NULL, NULL),
+				cfslock_new(p.sb, "y", NULL, NULL, NULL)};
+	cr_assert_eq(cfslock_request_sync(theirs, CFSLOCK_EX, 0), 0);
+	cr_assert_eq(cfslock_request_begin(v[0], CFSLOCK_PR, 0), 0);
+	cr_assert_eq(cfslock_request_begin(v[1], CFSLOCK_PR, 0), 0);
+	size_t which = 9;
+	cr_assert_eq(cfslock_wait_any(v, 2, &which), 0);
+	cr_assert_eq(which, 1, "y, free, ends first; x waits for the other client's EX");
+	cr_assert_eq(cfslock_mode(v[0]), -1);
+	cr_assert_eq(cfslock_unlock_sync(theirs), 0);
+	cr_assert_eq(cfslock_wait_any(v, 1, &which), 0);
+	cr_assert_eq(which, 0);
+	cr_assert_eq(cfslock_mode(v[0]), CFSLOCK_PR);
+	for (int i = 0; i < 2; i++) {
+		cr_assert_eq(cfslock_unlock_sync(v[i]), 0);
+		cfslock_free(v[i]);
+	}
+	cfslock_free(theirs);
+	close_pair(&p);
+}
+
 /* One node has no membership to lose: its lease is always fresh, and a page mirroring it
  * (libodm's) says so. */
 Test(local, the_lease_of_one_node_is_always_fresh)
