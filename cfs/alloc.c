@@ -412,20 +412,19 @@ static bool room(struct cfs_fs *fs, uint32_t ag, uint32_t need)
 }
 
 /* Passed over by a reservation for a new inode: its room is all in spans other nodes use. */
-static bool inode_room_costly(const struct cfs_fs *fs, uint32_t ag)
+static bool passed_over(const struct cfs_fs *fs, uint32_t ag, bool new_inode)
 {
 	uint64_t at = fs->ags[ag].inode_room_costly_ns;
-	return at && cfs_now_ns() - at < CFS_INODE_ROOM_COSTLY_NS;
+	return new_inode && at && cfs_now_ns() - at < CFS_INODE_ROOM_COSTLY_NS;
 }
 
 /* A group this node has with room for need, from first on (n of them), or -1. */
 static int64_t ours_with_room(struct cfs_fs *fs, uint32_t first, uint32_t n, uint32_t need,
-			      bool pass_costly)
+			      bool new_inode)
 {
 	for (uint32_t i = 0; i < n; i++) {
 		uint32_t ag = (first + i) % fs->sb.nags;
-		if (cfs_group_is_ours(fs, ag) && room(fs, ag, need) &&
-		    !(pass_costly && inode_room_costly(fs, ag)))
+		if (cfs_group_is_ours(fs, ag) && room(fs, ag, need) && !passed_over(fs, ag, new_inode))
 			return ag;
 	}
 	return -1;
@@ -446,7 +445,7 @@ int cfs_alloc_reserve(struct cfs_fs *fs, uint64_t goal, uint32_t need, int64_t o
 	/* One of this node's share of the volume, which others rarely want: waited for. */
 	for (uint32_t a = own; a < own_end; a++)
 		if ((only < 0 || a == (uint64_t)only) && room(fs, a, need) &&
-		    !(new_inode && inode_room_costly(fs, a))) {
+		    !passed_over(fs, a, new_inode)) {
 			int rc = cfs_group_fetch(fs, a, true);
 			return rc ? rc : -EAGAIN;
 		}

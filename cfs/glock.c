@@ -314,8 +314,9 @@ static void wait_all(struct cfs_fs *fs, struct cfs_glock **v, size_t n, int *sta
 			lks[left] = v[i]->lk;
 			at[left++] = i;
 		} else if (!status[i]) { /* no memory: in order */
-			if ((status[i] = cfslock_wait(v[i]->lk)))
-				refused_in_batch(fs, v[i], status[i], no_quorum);
+			int rc = cfslock_wait(v[i]->lk);
+			if ((status[i] = rc != 0))
+				refused_in_batch(fs, v[i], rc, no_quorum);
 		}
 	while (left) {
 		size_t w;
@@ -323,12 +324,9 @@ static void wait_all(struct cfs_fs *fs, struct cfs_glock **v, size_t n, int *sta
 		size_t i = at[w];
 		lks[w] = lks[--left];
 		at[w] = at[left];
-		status[i] = rc;
-		if (rc)
+		if ((status[i] = rc != 0))
 			refused_in_batch(fs, v[i], rc, no_quorum);
 	}
-	for (size_t i = 0; i < n; i++)
-		status[i] = status[i] ? 1 : 0;
 	free(lks);
 	free(at);
 }

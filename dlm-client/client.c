@@ -447,7 +447,7 @@ static size_t first_done(struct cfslock *const *v, size_t n)
  * lock runs everybody's callbacks.  With a dispatcher thread of the caller's, sleep until one
  * of its dispatches: polling the fd it drains would see only the poll's timeout (hand-offs of
  * an inode glock took 10 ms that way).  Without one, poll the fd and dispatch here. */
-static int wait_any(struct cfslock *const *v, size_t n, size_t *which)
+int cfslock_wait_any(struct cfslock *const *v, size_t n, size_t *which)
 {
 	struct cfslock_client *c = v[0]->s->c;
 	pthread_mutex_lock(&c->dispatch_lock);
@@ -709,12 +709,7 @@ int cfslock_unlock_begin(struct cfslock *lk)
 int cfslock_wait(struct cfslock *lk)
 {
 	size_t which;
-	return wait_any(&lk, 1, &which);
-}
-
-int cfslock_wait_any(struct cfslock *const *v, size_t n, size_t *which)
-{
-	return wait_any(v, n, which);
+	return cfslock_wait_any(&lk, 1, &which);
 }
 
 int cfslock_request_sync(struct cfslock *lk, int mode, unsigned flags)
