@@ -159,6 +159,49 @@ int cfs_ext_mark_written(struct cfs_inode *ip, uint64_t lblk, uint64_t count)
 	return 0;
 }
 
+static bool inside(const struct cfs_inode *ip, uint32_t i, uint64_t lblk)
+{
+	return i < ip->next && ip->ext[i].lblk < lblk;
+}
+
+/* Blocks of the overflow chain a map of n extents needs. */
+static uint64_t chain_blocks(const struct cfs_fs *fs, uint64_t n)
+{
+	uint64_t inl = CFS_INODE_EXTENTS(fs->bs), per = CFS_EXTB_EXTENTS(fs->bs);
+	return n > inl ? (n - inl + per - 1) / per : 0;
+}
+
+int cfs_ext_mark_kept_written(const struct cfs_fs *fs, struct cfs_inode *ip, uint64_t lblk,
+			      uint64_t count)
+{
+	uint64_t end = lblk + count;
+	unsigned splits = inside(ip, cfs_ext_find(ip, lblk), lblk) +
+			  inside(ip, cfs_ext_find(ip, end), end);
+	if (chain_blocks(fs, ip->next + splits) != chain_blocks(fs, ip->next))
+		return -ENOSPC;
+	int rc = split_at(ip, lblk);
+	if (!rc)
+		rc = split_at(ip, end);
+	for (uint32_t i = cfs_ext_find(ip, lblk); !rc && i < ip->next && ip->ext[i].lblk < end; i++)
+		ip->ext[i].flags &= ~CFS_EXT_UNWRITTEN;
+	ip->ext_unjoined |= !rc;
+	return rc;
+}
+
+void cfs_ext_join(struct cfs_inode *ip)
+{
+	if (!ip->ext_unjoined)
+		return;
+	uint32_t n = 0;
+	for (uint32_t i = 0; i < ip->next; i++)
+		if (n && mergeable(&ip->ext[n - 1], &ip->ext[i]))
+			ip->ext[n - 1].len += ip->ext[i].len;
+		else
+			ip->ext[n++] = ip->ext[i];
+	ip->next = n;
+	ip->ext_unjoined = false;
+}
+
 int cfs_ext_chain_groups(struct cfs_fs *fs, const struct cfs_inode *ip, uint32_t *v, unsigned *n)
 {
 	int rc = 0;
@@ -234,13 +277,6 @@ static void fill_undo(struct cfs_fs *fs, struct cfs_inode *ip, const struct fill
 				(unsigned long long)ip->ino, (unsigned long long)f->v[i].lblk,
 				(unsigned long long)(f->v[i].lblk + f->v[i].len - 1), strerror(-rc));
 	}
-}
-
-/* Blocks of the overflow chain a map of n extents needs. */
-static uint64_t chain_blocks(const struct cfs_fs *fs, uint64_t n)
-{
-	uint64_t inl = CFS_INODE_EXTENTS(fs->bs), per = CFS_EXTB_EXTENTS(fs->bs);
-	return n > inl ? (n - inl + per - 1) / per : 0;
 }
 
 /* At most want blocks of data that the inode's quotas let it take now, with room for the

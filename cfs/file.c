@@ -566,6 +566,8 @@ static int64_t write_range(struct cfs_fs *fs, uint64_t ino, const void *buf, uin
 		}
 		if (!rc && !(flags & CFS_W_CACHED))
 			rc = cfs_iflags_may_write(ip, off);
+		if (!rc && behind && !cfs_wb_may_keep(fs, ip, off, size))
+			behind = false;
 		/* A write through lands after what was kept, not under it: that is written out
 		 * first, under the inode's glock EX (kept data means this node has it). */
 		if (!rc && !behind && !shared_glock)
@@ -609,6 +611,7 @@ static int64_t write_range(struct cfs_fs *fs, uint64_t ino, const void *buf, uin
 	if (!rc && !p.all_written) {
 		uint64_t first = off / fs->bs, last = (off + size + fs->bs - 1) / fs->bs;
 		rc = cfs_ext_fill(fs, ip, first, last - first);
+		cfs_ext_join(ip); /* under this write's reservation, which write-outs lack */
 		changed_map = true;
 		if (!rc)
 			rc = plan_range(fs, ip, off, size, &p);

@@ -346,6 +346,7 @@ struct cfs_inode {
 	bool kernel_pages;     /* opened without O_DIRECT: the kernel may cache pages of it */
 	struct cfs_wb *wb;     /* data written behind, not on the LUNs yet (writebehind.c) */
 	int wb_error;          /* a write-behind that failed, for the next fsync or close */
+	bool ext_unjoined;     /* a write-out marked extents written without joining them */
 };
 
 /* The inode a handle names (cfs.h's inode numbers: the block number, tagged with the
@@ -425,6 +426,16 @@ extern _Thread_local bool cfs_op_may_yield;
 int cfs_ext_punch(struct cfs_fs *fs, struct cfs_inode *ip, uint64_t lblk, uint64_t count);
 /* Clear the unwritten flag over [lblk, lblk+count). */
 int cfs_ext_mark_written(struct cfs_inode *ip, uint64_t lblk, uint64_t count);
+/* The same for a write-out of kept data (writebehind.c), which runs in whatever commit comes
+ * and holds no group: the map keeps the number of extent blocks it has, since a new one or a
+ * freed one would be an allocation or free there.  So nothing is joined (cfs_ext_join does
+ * that later), and an end is split only if the extent blocks have room: -ENOSPC, nothing
+ * changed, if not. */
+int cfs_ext_mark_kept_written(const struct cfs_fs *fs, struct cfs_inode *ip, uint64_t lblk,
+			      uint64_t count);
+/* Join the neighbours cfs_ext_mark_kept_written left apart, by an operation that reserved
+ * the group of the map's extent blocks (cfs_ext_reserve) or holds the metadata glock EX. */
+void cfs_ext_join(struct cfs_inode *ip);
 /* Reserve the group (cfs_alloc_reserve) that filling bytes [off, off+len) and the longer map
  * allocate in, under the metadata glock PR; -ENOSPC also when the map's blocks lie in more
  * than one group. */
@@ -935,6 +946,12 @@ void cfs_file_unhold(struct cfs_fs *fs, struct cfs_inode *ip);
  * Buffered writes under 128 KiB that may wait (CFS_W_* flags none of SYNC, DSYNC, DIRECT,
  * CACHED). */
 bool cfs_wb_wanted(const struct cfs_fs *fs, unsigned flags, uint64_t size);
+/* Whether ip's write of [off, off+size) may be kept: its write-out, in whatever commit comes,
+ * must not split an unwritten extent (cfs_ext_mark_kept_written), so each one the write
+ * reaches, or a fill for it could join, lies in what this write and those kept before cover
+ * (a preallocated one does not: that write goes through). */
+bool cfs_wb_may_keep(const struct cfs_fs *fs, const struct cfs_inode *ip, uint64_t off,
+		     uint64_t size);
 /* Keep [off, off+size) of ip, whose blocks are allocated, under its glock EX: the write's
  * data is in memory when this returns; it reaches the LUNs before the next commit. */
 int cfs_wb_add(struct cfs_fs *fs, struct cfs_inode *ip, uint64_t off, const void *src,

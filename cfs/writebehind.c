@@ -15,10 +15,17 @@
  * write that finds more than the mount's bound kept.  What reads or changes the blocks another
  * way (direct I/O, SEEK_DATA, fallocate, ODM maps) writes the inode's kept data first; a
  * truncate drops what lies past the new end.
+ *
+ * A commit may come from any thread, holding no group glock, so its marking may neither free
+ * nor add an extent block (a free there was refused, the map on the LUNs left unwritten under
+ * data another node then read as zeros): extents it makes mergeable stay apart until the next
+ * write that allocates joins them, and a write that would leave part of an unwritten extent
+ * for the marking to split (a preallocated one) goes through instead of being kept.
  */
 #include "cfs/internal.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -168,6 +175,34 @@ int cfs_wb_add(struct cfs_fs *fs, struct cfs_inode *ip, uint64_t off, const void
 	return 0;
 }
 
+/* Is [b, end) kept? */
+static bool runs_cover(const struct cfs_wb *wb, uint64_t b, uint64_t end)
+{
+	for (size_t i = 0; b < end && i < wb->nrun && wb->run[i].lblk <= b; i++)
+		if (b < wb->run[i].lblk + wb->run[i].n)
+			b = wb->run[i].lblk + wb->run[i].n;
+	return b >= end;
+}
+
+bool cfs_wb_may_keep(const struct cfs_fs *fs, const struct cfs_inode *ip, uint64_t off,
+		     uint64_t size)
+{
+	uint64_t b0 = off / fs->bs, b1 = (off + size + fs->bs - 1) / fs->bs;
+	const struct cfs_wb *wb = ip->wb;
+	for (uint32_t i = cfs_ext_find(ip, b0 ? b0 - 1 : 0); i < ip->next && ip->ext[i].lblk <= b1; i++) {
+		const struct cfs_dextent *e = &ip->ext[i];
+		uint64_t s = e->lblk, t = e->lblk + e->len;
+		if (!(e->flags & CFS_EXT_UNWRITTEN))
+			continue;
+		/* What lies outside this write, before it and after it, must be kept already. */
+		bool before = s >= b0 || (wb && runs_cover(wb, s, b0 < t ? b0 : t));
+		bool after = t <= b1 || (wb && runs_cover(wb, s > b1 ? s : b1, t));
+		if (!before || !after)
+			return false;
+	}
+	return true;
+}
+
 void cfs_wb_overlay(const struct cfs_fs *fs, const struct cfs_inode *ip, uint64_t off,
 		    void *buf, uint64_t len)
 {
@@ -284,8 +319,17 @@ static int settle_piece(struct cfs_fs *fs, const struct piece *p)
 	}
 	if (!p->unwritten)
 		return 0;
-	p->ip->wb->changed = true;
-	return cfs_ext_mark_written(p->ip, p->lblk, p->len / fs->bs);
+	int rc = cfs_ext_mark_kept_written(fs, p->ip, p->lblk, p->len / fs->bs);
+	if (rc == -ENOSPC) { /* kept writes go through when they could come to this (cfs_wb_may_keep) */
+		cfs_log(fs, "inode %llu: blocks %llu-%llu of the file were written out, but marking "
+			"them written needs another extent block, which a write-out may not take: "
+			"they read as zeros; fsync and close report EIO", (unsigned long long)p->ip->ino,
+			(unsigned long long)p->lblk, (unsigned long long)(p->lblk + p->len / fs->bs - 1));
+		p->ip->wb_error = -EIO;
+		return 0;
+	}
+	p->ip->wb->changed |= !rc;
+	return rc;
 }
 
 static void drop_kept(struct cfs_fs *fs, struct cfs_inode *ip)
@@ -335,10 +379,14 @@ int cfs_wb_flush(struct cfs_fs *fs, struct cfs_inode *only)
 		bool changed = ip->wb && ip->wb->changed;
 		if (ip->wb)
 			drop_kept(fs, ip);
-		if (changed) {
-			int w = cfs_iwrite(fs, ip);
-			rc = rc ? rc : w;
+		int w = changed ? cfs_iwrite(fs, ip) : 0;
+		if (w) { /* the map here says written, the LUNs' does not: nothing may go on */
+			char why[96];
+			snprintf(why, sizeof why, "inode %llu's map after a write-out: %s",
+				 (unsigned long long)ip->ino, strerror(-w));
+			cfs_withdraw(fs, why);
 		}
+		rc = rc ? rc : w;
 	}
 	free(ps.v);
 	return rc;

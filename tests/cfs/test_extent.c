@@ -130,6 +130,53 @@ Test(extent, a_long_map_goes_to_overflow_blocks_and_back)
 	fs_done(fs);
 }
 
+/* A write-out of kept data (writebehind.c) marks blocks written inside any commit, holding no
+ * group: the map must keep its number of overflow blocks.  Two neighbours it makes mergeable
+ * stay apart until an operation joins them; a split the overflow blocks have no room for is
+ * refused, the map unchanged. */
+Test(extent, a_write_outs_mark_keeps_the_number_of_overflow_blocks)
+{
+	struct cfs_fs *fs = fs_fresh(1, 64);
+	pthread_mutex_lock(&fs->lock);
+	struct cfs_inode *ip = fs_new_inode(fs, S_IFREG | 0644);
+	uint32_t full = CFS_INODE_EXTENTS(fs->bs) + CFS_EXTB_EXTENTS(fs->bs); /* one block, full */
+	uint64_t b = 0;
+	for (; ip->next < full - 1; b += 2) { /* every other block: none merge */
+		cr_assert_eq(cfs_ext_fill(fs, ip, b, 1), 0);
+		cr_assert_eq(cfs_ext_mark_written(ip, b, 1), 0);
+	}
+	/* Unwritten, right after the last written one on the volume too. */
+	cr_assert_eq(cfs_ext_fill(fs, ip, b - 1, 1), 0);
+	bool unwritten;
+	cr_assert_eq(cfs_ext_bmap(ip, b - 1, &unwritten), cfs_ext_bmap(ip, b - 2, &unwritten) + 1,
+		     "the fill went next to its neighbour (the allocator's goal)");
+	cr_assert_eq(ip->next, full);
+	cr_assert_eq(cfs_ext_fill(fs, ip, b + 1, 4), 0); /* after a hole: a second block */
+	cr_assert_eq(ip->next, full + 1);
+
+	cr_assert_eq(cfs_ext_mark_kept_written(fs, ip, b - 1, 1), 0);
+	cr_assert_eq(ip->next, full + 1, "not joined to the written block before it");
+	cr_assert_eq(cfs_ext_bmap(ip, b - 1, &unwritten) != 0 && !unwritten, true);
+	cr_assert_eq(cfs_ext_mark_kept_written(fs, ip, b + 2, 2), 0,
+		     "two splits: the second overflow block has room");
+	cr_assert_eq(ip->next, full + 3);
+	cfs_ext_join(ip);
+	cr_assert_eq(ip->next, full + 2, "an operation joins them");
+
+	/* Back to one full overflow block: a split would need a second. */
+	cr_assert_eq(cfs_ext_punch(fs, ip, b + 1, 4), 0);
+	cr_assert_eq(cfs_ext_fill(fs, ip, b + 1, 4), 0);
+	cr_assert_eq(ip->next, full);
+	struct cfs_dextent before = ip->ext[full - 1];
+	cr_assert_eq(cfs_ext_mark_kept_written(fs, ip, b + 2, 2), -ENOSPC);
+	cr_assert_eq(ip->next, full);
+	cr_assert_arr_eq(&ip->ext[full - 1], &before, sizeof before, "nothing changed");
+	cr_assert_eq(cfs_ext_mark_kept_written(fs, ip, b + 1, 4), 0, "the whole extent: no split");
+	cr_assert_eq(ip->next, full);
+	pthread_mutex_unlock(&fs->lock);
+	fs_done(fs);
+}
+
 /* The leak the soak found: the last free block went to data whose map then needed an overflow
  * block; the inode could not be written and the block stayed in use, belonging to nothing. */
 Test(extent, a_full_filesystem_still_has_room_for_the_map_of_its_data)

@@ -9,6 +9,7 @@ Record i of node n is "n i " and a run of x's (0 to 8,999 of them, so records cr
 and a newline.  check reads FILE back: every node's COUNT records, each whole, each once,
 each node's in the order it wrote them; prints what it found and fails on anything else."""
 import os
+import re
 import sys
 
 
@@ -27,11 +28,20 @@ def write(path, node, count):
     return 0
 
 
+def describe(line, at):
+    """What a bad line holds and where, to tell a torn write from zeros written over data."""
+    starts = [m.start() for m in re.finditer(r"[1-9] [0-9]+ ", line)]
+    zeros = line.find("\0")
+    where = f"{line.count(chr(0))} zero bytes from byte {at + zeros}" if zeros >= 0 else "no zeros"
+    return f"{line[:40]!r} at byte {at}, {len(line)} bytes, records start at {starts[:4]}, {where}"
+
+
 def check(path, nodes, count):
-    with open(path) as f:
-        lines = f.read().split("\n")[:-1]
+    with open(path, "rb") as f:
+        lines = f.read().decode("latin-1").split("\n")[:-1]
     last = {n: -1 for n in range(1, nodes + 1)}
     bad = 0
+    at = 0  # the line's byte offset in the file
     for line in lines:
         parts = line.split(" ")
         try:
@@ -44,7 +54,8 @@ def check(path, nodes, count):
         else:
             bad += 1
             if bad <= 3:
-                print(f"not a whole record in its place: {line[:60]!r}", file=sys.stderr)
+                print(f"not a whole record in its place: {describe(line, at)}", file=sys.stderr)
+        at += len(line) + 1
     print(f"{len(lines)} lines, {bad} not whole or out of order")
     return 0 if bad == 0 and all(i == count - 1 for i in last.values()) else 1
 
