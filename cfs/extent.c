@@ -145,18 +145,23 @@ int cfs_ext_punch(struct cfs_fs *fs, struct cfs_inode *ip, uint64_t lblk, uint64
 	return rc;
 }
 
-int cfs_ext_mark_written(struct cfs_inode *ip, uint64_t lblk, uint64_t count)
+/* Clear the unwritten flag over [lblk, end), its ends made extent boundaries first. */
+static int mark(struct cfs_inode *ip, uint64_t lblk, uint64_t end)
 {
 	int rc = split_at(ip, lblk);
 	if (!rc)
-		rc = split_at(ip, lblk + count);
-	if (rc)
-		return rc;
-	uint32_t first = cfs_ext_find(ip, lblk), i = first;
-	for (; i < ip->next && ip->ext[i].lblk < lblk + count; i++)
+		rc = split_at(ip, end);
+	for (uint32_t i = cfs_ext_find(ip, lblk); !rc && i < ip->next && ip->ext[i].lblk < end; i++)
 		ip->ext[i].flags &= ~CFS_EXT_UNWRITTEN;
-	merge_range(ip, first, i);
-	return 0;
+	return rc;
+}
+
+int cfs_ext_mark_written(struct cfs_inode *ip, uint64_t lblk, uint64_t count)
+{
+	int rc = mark(ip, lblk, lblk + count);
+	if (!rc)
+		merge_range(ip, cfs_ext_find(ip, lblk), cfs_ext_find(ip, lblk + count));
+	return rc;
 }
 
 static bool inside(const struct cfs_inode *ip, uint32_t i, uint64_t lblk)
@@ -179,11 +184,7 @@ int cfs_ext_mark_kept_written(const struct cfs_fs *fs, struct cfs_inode *ip, uin
 			  inside(ip, cfs_ext_find(ip, end), end);
 	if (chain_blocks(fs, ip->next + splits) != chain_blocks(fs, ip->next))
 		return -ENOSPC;
-	int rc = split_at(ip, lblk);
-	if (!rc)
-		rc = split_at(ip, end);
-	for (uint32_t i = cfs_ext_find(ip, lblk); !rc && i < ip->next && ip->ext[i].lblk < end; i++)
-		ip->ext[i].flags &= ~CFS_EXT_UNWRITTEN;
+	int rc = mark(ip, lblk, end);
 	ip->ext_unjoined |= !rc;
 	return rc;
 }

@@ -189,7 +189,8 @@ bool cfs_wb_may_keep(const struct cfs_fs *fs, const struct cfs_inode *ip, uint64
 {
 	uint64_t b0 = off / fs->bs, b1 = (off + size + fs->bs - 1) / fs->bs;
 	const struct cfs_wb *wb = ip->wb;
-	for (uint32_t i = cfs_ext_find(ip, b0 ? b0 - 1 : 0); i < ip->next && ip->ext[i].lblk <= b1; i++) {
+	uint32_t i = cfs_ext_find(ip, b0 ? b0 - 1 : 0);
+	for (; i < ip->next && ip->ext[i].lblk <= b1; i++) {
 		const struct cfs_dextent *e = &ip->ext[i];
 		uint64_t s = e->lblk, t = e->lblk + e->len;
 		if (!(e->flags & CFS_EXT_UNWRITTEN))
@@ -320,7 +321,8 @@ static int settle_piece(struct cfs_fs *fs, const struct piece *p)
 	if (!p->unwritten)
 		return 0;
 	int rc = cfs_ext_mark_kept_written(fs, p->ip, p->lblk, p->len / fs->bs);
-	if (rc == -ENOSPC) { /* kept writes go through when they could come to this (cfs_wb_may_keep) */
+	/* Kept writes go through when they could come to this (cfs_wb_may_keep). */
+	if (rc == -ENOSPC) {
 		cfs_log(fs, "inode %llu: blocks %llu-%llu of the file were written out, but marking "
 			"them written needs another extent block, which a write-out may not take: "
 			"they read as zeros; fsync and close report EIO", (unsigned long long)p->ip->ino,
