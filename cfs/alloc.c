@@ -181,9 +181,10 @@ static uint32_t cut_at_pending(const struct cfs_fs *fs, uint64_t blk, uint32_t n
 struct placement {
 	uint64_t goal;
 	uint32_t align, phase;
+	uint64_t floor; /* no run starts below it in its group */
 };
 
-static const struct placement anywhere = {0, 1, 0};
+static const struct placement anywhere = {0, 1, 0, 0};
 
 static uint32_t to_placement(const struct placement *pl, uint64_t blk)
 {
@@ -198,6 +199,8 @@ static uint32_t find_run(const struct cfs_fs *fs, const uint8_t *bm, uint64_t st
 			 uint32_t nblocks, uint32_t from, uint32_t want, const struct placement *pl,
 			 uint32_t *len)
 {
+	if (pl->floor > start + from)
+		from = pl->floor - start < nblocks ? (uint32_t)(pl->floor - start) : nblocks;
 	for (uint32_t bit = from; bit < nblocks;) {
 		bit += cfs_bits_run(bm, bit, nblocks - bit, true);
 		if (bit >= nblocks)
@@ -350,12 +353,38 @@ static uint32_t reserved_from(const struct cfs_fs *fs, uint64_t goal, uint32_t *
 	return ag;
 }
 
+/* Where a new inode may go: not in the spans of group 0's first blocks, the root directory's
+ * and the orphan directories' (on a cluster mkfs gives each its own span).  Another node
+ * reading a file there takes the span's glock PR, and a rename over a file here, which puts
+ * it on this node's orphan directory, then waits for that node to let go (a git clone after
+ * another node read a tree converted the orphan directory's span so, and four spans of the
+ * tree with it, convert_ahead).  The root's span is converted by a create in the root as it
+ * is, but no file in it need be forgotten on the nodes that read it.  (One-node mounts, whose
+ * inodes have no glocks, keep the rule too: it costs them a span of a 126 MiB group.) */
+static struct placement inode_placement(const struct cfs_fs *fs)
+{
+	struct placement pl = anywhere;
+	uint64_t last = fs->sb.root_ino;
+	for (uint32_t s = 0; s < fs->sb.nslots; s++)
+		last = fs->sb.orphan_dir[s] > last ? fs->sb.orphan_dir[s] : last;
+	pl.floor = (last | (CFS_IGLOCK_SPAN - 1)) + 1;
+	return pl;
+}
+
+bool cfs_system_span(const struct cfs_fs *fs, uint64_t blk)
+{
+	return blk < inode_placement(fs).floor;
+}
+
 int cfs_alloc_peek(struct cfs_fs *fs, uint64_t goal, uint64_t *pblk)
 {
 	uint32_t from, bit, len;
 	uint32_t ag = reserved_from(fs, goal, &from);
+	struct placement pl = inode_placement(fs);
 	struct cfs_buf *b;
-	int rc = find_in(fs, ag, from, 1, &anywhere, &b, &bit, &len);
+	int rc = find_in(fs, ag, from, 1, &pl, &b, &bit, &len);
+	if (rc == -ENOSPC) /* room only there: better than none */
+		rc = find_in(fs, ag, from, 1, &anywhere, &b, &bit, &len);
 	if (!rc)
 		*pblk = fs->ags[ag].start + bit;
 	return rc;
@@ -520,11 +549,19 @@ int cfs_alloc(struct cfs_fs *fs, uint64_t goal, uint32_t want, uint64_t *pblk, u
 	return alloc_placed(fs, goal, want, &anywhere, pblk, got);
 }
 
+int cfs_alloc_inode(struct cfs_fs *fs, uint64_t goal, uint64_t *pblk)
+{
+	struct placement pl = inode_placement(fs);
+	uint32_t got;
+	int rc = alloc_placed(fs, goal, 1, &pl, pblk, &got);
+	return rc == -ENOSPC ? alloc_placed(fs, goal, 1, &anywhere, pblk, &got) : rc;
+}
+
 int cfs_alloc_data(struct cfs_fs *fs, uint64_t goal, uint64_t lblk, uint32_t want,
 		   uint64_t *pblk, uint32_t *got)
 {
 	uint32_t align = CFS_DATA_ALIGN_BYTES / fs->bs;
-	struct placement pl = {goal, align, 0};
+	struct placement pl = {.goal = goal, .align = align};
 	if (align <= 1 || want < align)
 		pl.align = 1;
 	else

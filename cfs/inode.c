@@ -493,7 +493,8 @@ static uint64_t own_inode_goal(const struct cfs_fs *fs)
  * held PR here, a hole in a tree another node has read since this one wrote it: its
  * conversion waits for that node's let-go, for the few inodes the hole has room for (a git
  * clone after such a read converted some 20 spans one at a time); a span nobody holds costs
- * one request and has room for a run of creates.  The search goes some spans at a time and
+ * one request and has room for a run of creates.  Nor in the root's and the orphan
+ * directories' spans (cfs_alloc_inode says why).  The search goes some spans at a time and
  * the next one starts where it ended, while creates follow each other within a second.  It
  * stays in the group the allocation will search (the one this operation reserved, or
  * goal's): looking further would take other groups' glocks.  A reserved group whose room is
@@ -503,7 +504,8 @@ static uint64_t own_inode_goal(const struct cfs_fs *fs)
 
 static bool costly_span(struct cfs_fs *fs, uint64_t blk)
 {
-	return cfs_iglock_away(fs, blk) || cfs_iglock_mode(fs, blk) == CFSLOCK_PR;
+	return cfs_iglock_away(fs, blk) || cfs_iglock_mode(fs, blk) == CFSLOCK_PR ||
+	       cfs_system_span(fs, blk);
 }
 
 static int past_costly_spans(struct cfs_fs *fs, uint64_t *goal)
@@ -540,7 +542,6 @@ static int ialloc_in(struct cfs_fs *fs, const struct cfs_inode *parent, uint64_t
 		     uint32_t mode, uint32_t uid, uint32_t gid, struct cfs_inode **out)
 {
 	uint64_t blk = 0, goal = fs->cluster ? own_inode_goal(fs) : near;
-	uint32_t got;
 	bool shared = !cfs_may_allocate(fs);
 	int rc = fs->cluster ? past_costly_spans(fs, &goal) : 0;
 	if (rc == -EAGAIN) {
@@ -557,7 +558,7 @@ static int ialloc_in(struct cfs_fs *fs, const struct cfs_inode *parent, uint64_t
 		rc = cfs_iglock_get(fs, blk, CFSLOCK_EX);
 		return rc ? rc : -EAGAIN;
 	}
-	if (rc || (rc = cfs_alloc(fs, goal, 1, &blk, &got)))
+	if (rc || (rc = cfs_alloc_inode(fs, goal, &blk)))
 		return rc;
 	struct cfs_buf *b;
 	if ((rc = cfs_iglock_get(fs, blk, CFSLOCK_EX)) ||
@@ -622,6 +623,10 @@ int cfs_ifree(struct cfs_fs *fs, struct cfs_inode *ip)
 		rc = cfs_orphan_add(fs, ip);
 	if (!rc && S_ISDIR(ip->d.mode))
 		rc = cfs_dir_free_overflow(fs, ip);
+	/* Data kept for it (cfs/writebehind.c) has no file to go to: dropped before its blocks
+	 * are freed, not written out after (git clone's files renamed over were). */
+	if (!rc)
+		cfs_wb_truncate(fs, ip, 0);
 	if (!rc) { /* what still names it gets ESTALE while fs->lock may be let go */
 		bool dead = ip->dead;
 		ip->dead = true;

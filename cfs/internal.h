@@ -247,7 +247,13 @@ int cfs_alloc_data(struct cfs_fs *fs, uint64_t goal, uint64_t lblk, uint32_t wan
  * data whose map cannot be written: blocks in use that belong to nothing. */
 #define CFS_META_RESERVE 256u
 int cfs_alloc_meta(struct cfs_fs *fs, uint64_t goal, uint64_t *pblk);
-/* Under the metadata glock PR: the block one cfs_alloc near goal would take now, untaken. */
+/* A new inode's block near goal: as cfs_alloc, but past the spans of the root and orphan
+ * directories while there is room elsewhere. */
+int cfs_alloc_inode(struct cfs_fs *fs, uint64_t goal, uint64_t *pblk);
+/* Is blk in one of the spans cfs_alloc_inode keeps new inodes out of? */
+bool cfs_system_span(const struct cfs_fs *fs, uint64_t blk);
+/* Under the metadata glock PR: the block one cfs_alloc_inode near goal would take now,
+ * untaken. */
 int cfs_alloc_peek(struct cfs_fs *fs, uint64_t goal, uint64_t *pblk);
 /* want blocks in a row, all of them or -ENOSPC (an added slot's journal). */
 int cfs_alloc_run(struct cfs_fs *fs, uint32_t want, uint64_t *pblk);

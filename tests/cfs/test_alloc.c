@@ -4,6 +4,8 @@
  * survive a remount. */
 #include "cfs_test.h"
 
+#include <inttypes.h>
+
 Test(alloc, runs_are_contiguous_and_unique)
 {
 	struct cfs_fs *fs = fs_fresh(1, 64);
@@ -227,6 +229,43 @@ Test(alloc, file_data_is_placed_as_its_file_offsets)
 	cr_assert_eq(cfs_alloc_peek(fs, 0, &q), 0);
 	cr_assert_eq(cfs_alloc_data(fs, 0, 3, align - 1, &p, &got), 0);
 	cr_assert_eq(p, q, "a request under 64 KiB takes the first free block");
+	pthread_mutex_unlock(&fs->lock);
+	fs_done(fs);
+}
+
+/* New inodes go past the spans of the root and the orphan directories (whose glocks other
+ * nodes then never take for a file of ours): into another group while one has room, and
+ * there only when nothing else is left (cfs_alloc_peek). */
+Test(alloc, new_inodes_stay_out_of_the_root_and_orphan_spans_while_there_is_room)
+{
+	struct cfs_fs *fs = fs_fresh(1, 256);
+	pthread_mutex_lock(&fs->lock);
+	cr_assert_geq(fs->sb.nags, 2);
+	uint64_t last = fs->sb.root_ino;
+	for (uint32_t s = 0; s < fs->sb.nslots; s++)
+		last = fs->sb.orphan_dir[s] > last ? fs->sb.orphan_dir[s] : last;
+	uint64_t floor = (last | (CFS_IGLOCK_SPAN - 1)) + 1, blk;
+	cr_assert(cfs_system_span(fs, fs->sb.root_ino) && cfs_system_span(fs, floor - 1));
+	cr_assert(!cfs_system_span(fs, floor));
+	cr_assert_eq(cfs_alloc_inode(fs, fs->sb.root_ino, &blk), 0);
+	cr_assert_eq(blk, floor, "near the root, yet past its span: %" PRIu64, blk);
+	/* Group 0 full from the floor on; the blocks before it left free. */
+	const struct cfs_ag *g0 = &fs->ags[0];
+	for (uint64_t b = floor; b < g0->start + g0->nblocks; b++) {
+		uint32_t got;
+		if (cfs_block_in_use(fs, b, 0))
+			continue;
+		cr_assert_eq(cfs_alloc(fs, b, 4096, &blk, &got), 0);
+		cr_assert_eq(blk, b);
+		b += got - 1;
+		if (fs->txn.n > fs->txn.limit / 2)
+			cr_assert_eq(cfs_journal_commit(fs), 0);
+	}
+	cr_assert(!cfs_block_in_use(fs, floor - 1, 0), "room in the orphan directories' span");
+	cr_assert_eq(cfs_alloc_inode(fs, floor, &blk), 0);
+	cr_assert_geq(blk, fs->ags[1].start, "another group's room first: %" PRIu64, blk);
+	cr_assert_eq(cfs_alloc_peek(fs, floor, &blk), 0, "group 0's last room, when only it");
+	cr_assert_lt(blk, floor);
 	pthread_mutex_unlock(&fs->lock);
 	fs_done(fs);
 }

@@ -106,6 +106,19 @@ data = open(sys.argv[1], "rb").read()
 sys.exit(0 if data == bytes(65536) + b"p" * 4096 + bytes((1 << 20) - 69632) else "differs")' \
 	"$(M 2)/prealloc"
 
+# A file removed while its data is kept (git's config.lock renamed over config): the data is
+# dropped with the file's blocks, not written out to blocks no longer its own.
+kept=$(status_of 1 behind_writes)
+check "node 1 writes a file buffered and removes it at once" on 1 python3 -c '
+import os, sys
+with open(sys.argv[1], "wb") as f:
+    f.write(b"r" * 8192)
+os.unlink(sys.argv[1])' "$(M 1)/removed"
+check "the write was kept" test "$(status_of 1 behind_writes)" -gt "$kept"
+nothing_kept() { test "$(status_of 1 behind_kept)" = 0; }
+check_soon 30 "node 1 keeps nothing once the file is gone" nothing_kept
+check "node 1 logged no kept data without blocks" bash -c "! grep 'kept to be written but are not allocated' '$T/cfsd1.log'"
+
 # A thin LUN runs out of space under kept writes: fsync reports it, the log names it, what was
 # fsync'd before reads back intact (once the pool has room again), the filesystem is clean.
 for i in 0 1; do truncate -s 96M "$T/thin/lun$i"; done
