@@ -267,6 +267,7 @@ static void *committer(void *arg)
 			cfs_log(fs, "journal: anchor: %s (tried again at the next let-go)",
 				strerror(-rc));
 		cfs_bcache_trim(fs);
+		cfs_iglock_let_idle_go(fs);
 		cfs_iglock_act(fs); /* other nodes may be waiting for locks nobody here uses */
 		cfs_glock_check(fs, &fs->meta);
 	}

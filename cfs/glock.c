@@ -185,6 +185,7 @@ static int let_go_begin(struct cfs_fs *fs, struct cfs_glock *gl, int to)
 		return rc;
 	gl->ops->go_invalidate(fs, gl);
 	gl->mode = -1;
+	gl->changed_here = false;
 	gl->contested_ns = cfs_now_ns();
 	if ((rc = cfslock_unlock_begin(gl->lk)))
 		cfs_log(fs, "lock %s: unlock: %s", cfslock_name(gl->lk), strerror(-rc));
@@ -257,6 +258,7 @@ static int take_grant(struct cfs_fs *fs, struct cfs_glock *gl, int mode)
 {
 	int was = gl->mode;
 	gl->mode = mode;
+	gl->changed_here |= mode == CFSLOCK_EX;
 	gl->granted_ns = gl->last_use_ns = cfs_now_ns();
 	gl->names_changed = false;
 	gl->grant_seq = ++fs->grants;

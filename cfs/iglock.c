@@ -240,6 +240,9 @@ void cfs_iglock_shutdown(struct cfs_fs *fs)
 			}
 	free(fs->iglocks);
 	fs->iglocks = NULL;
+	free(fs->idle_spans);
+	fs->idle_spans = NULL;
+	fs->nidle_spans = fs->idle_spans_cap = 0;
 	fs->wishes = NULL;
 	pthread_mutex_destroy(&fs->wish_lock);
 }
@@ -596,6 +599,57 @@ unsigned cfs_iglock_lease_names(struct cfs_fs *fs, uint64_t blk, uint64_t since_
 }
 
 /* ---- giving up ---- */
+
+/* Spans read here that nothing here uses any more.  A span's PR serves the inodes of it in
+ * memory; once the kernel has forgotten them all (memory pressure, drop_caches) it serves
+ * only blocks in this daemon's cache, which a read would mostly fetch again anyway, while
+ * another node's change of them (an rm -rf of a tree this node read) must wait for this node
+ * to let it go: 30 spans a batch, some 1 ms each.  So such a span goes at the committer's
+ * next round, all of them in one batch, off any operation's path, as GFS2's and OCFS2's inode
+ * locks go with the inodes the kernel evicts.  One this node changed since it got it stays:
+ * the writer of a tree is the likely next changer of it. */
+#define IDLE_SPANS_MAX 65536u
+
+static bool span_in_memory(struct cfs_fs *fs, uint64_t span)
+{
+	struct cfs_inode *ip;
+	for (uint64_t blk = span; blk < span + CFS_IGLOCK_SPAN; blk++)
+		if (cfs_icache_find_all(fs, blk, &ip, 1))
+			return true;
+	return false;
+}
+
+static bool idle(struct cfs_fs *fs, const struct cfs_glock *gl)
+{
+	return gl->mode == CFSLOCK_PR && !gl->changed_here && !gl->holders && !gl->requesting &&
+	       !gl->waiters && __atomic_load_n(&gl->wanted, __ATOMIC_ACQUIRE) < 0 &&
+	       !span_in_memory(fs, gl->blk);
+}
+
+void cfs_iglock_inode_gone(struct cfs_fs *fs, uint64_t blk)
+{
+	struct cfs_glock *gl = fs->cluster ? find(fs, span_of(blk)) : NULL;
+	if (!gl || !idle(fs, gl) || fs->nidle_spans >= IDLE_SPANS_MAX ||
+	    cfs_reserve((void **)&fs->idle_spans, &fs->idle_spans_cap, fs->nidle_spans + 1,
+			sizeof *fs->idle_spans))
+		return;
+	fs->idle_spans[fs->nidle_spans++] = gl->blk;
+}
+
+void cfs_iglock_let_idle_go(struct cfs_fs *fs)
+{
+	for (size_t i = 0; i < fs->nidle_spans; i++) {
+		struct cfs_glock *gl = find(fs, fs->idle_spans[i]);
+		int none = -1;
+		/* NL: nobody asks, and the let-go is no gift to another node's change.  Not if
+		 * it is used again meanwhile, already going, or another node's wish came now. */
+		if (gl && idle(fs, gl) &&
+		    __atomic_compare_exchange_n(&gl->wanted, &none, CFSLOCK_NL, false,
+						__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+			cfs_iglock_wanted(fs, gl, false);
+	}
+	fs->nidle_spans = 0;
+}
 
 void cfs_iglock_wanted(struct cfs_fs *fs, struct cfs_glock *gl, bool wake)
 {

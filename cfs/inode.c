@@ -757,5 +757,6 @@ void cfs_iforget(struct cfs_fs *fs, struct cfs_inode *ip)
 			(unsigned long long)ip->ino);
 	cfs_iopen_forget(fs, ip);
 	ihash_remove(fs, ip);
+	cfs_iglock_inode_gone(fs, ip->ino);
 	inode_free_mem(ip);
 }

@@ -685,6 +685,7 @@ struct cfs_glock {
 	unsigned holders;    /* operations and data I/O relying on the grant */
 	bool requesting;     /* a thread waits for a grant, fs->lock released */
 	bool ahead;          /* converted to EX ahead of its use, not used since (iglock.c) */
+	bool changed_here;   /* granted EX since it was last given up */
 	uint64_t granted_ns; /* when the grant came (cfs_now_ns) */
 	uint64_t grant_seq;  /* fs->grants then */
 	uint64_t last_use_ns; /* when a holder last let go */
@@ -785,6 +786,9 @@ struct cfs_fs {
 	struct cfs_glock iglock_lru; /* list head: granted inode glocks, oldest use first */
 	size_t iglocks_granted;
 	uint64_t iglocks_given_back; /* past lock_cache_limit */
+	/* Spans read here whose last inode left memory, to let go (cfs_iglock_inode_gone) */
+	uint64_t *idle_spans;
+	size_t nidle_spans, idle_spans_cap;
 	/* Spans whose glock went to another node's EX lately, the oldest overwritten first
 	 * (cfs_iglock_contended) */
 	struct { uint64_t span, ns; } contended[16];
@@ -1098,6 +1102,11 @@ unsigned cfs_iglock_lease_names(struct cfs_fs *fs, uint64_t blk, uint64_t since_
 void cfs_iglock_wanted(struct cfs_fs *fs, struct cfs_glock *gl, bool wake);
 /* Act on queued wishes, and give up the oldest grants past the cache limit (fs->lock held). */
 void cfs_iglock_act(struct cfs_fs *fs);
+/* Inode blk left memory (fs->lock held). */
+void cfs_iglock_inode_gone(struct cfs_fs *fs, uint64_t blk);
+/* Queue for cfs_iglock_act the glocks of spans read here none of whose inodes is in memory
+ * any more (the committer, fs->lock held). */
+void cfs_iglock_let_idle_go(struct cfs_fs *fs);
 
 /* Begin and end every public operation: the filesystem lock, a hold of the metadata glock
  * (PR to look, EX to change), the transaction's size, the cache's size.  An operation that
