@@ -27,8 +27,10 @@ build=${1:-build}
 cd "$(dirname "$0")/.." || exit 1
 SCRIPT_LIMIT=${SCRIPT_LIMIT:-1200}
 LANES=${TEST_LANES:-2}
-# fuse enable_uring, io_uring_disabled; fs.aio-max-nr; the packages' /sbin/mount.cfs and /usr/bin
+# fuse enable_uring, io_uring_disabled; fs.aio-max-nr; the packages' /sbin/mount.cfs and /usr/bin;
+# the kernel's caches of every mount (drop_caches)
 ALONE="tests/cfs/test_uring.sh tests/cluster/test_cfs_uring.sh tests/odm/test_odm_scale.sh tests/packaging/test_deb.sh"
+ALONE+=" tests/cluster/test_cfs_forgotten.sh"
 LONGEST="tests/cluster/test_cfs_recovery.sh tests/cluster/test_cfs.sh tests/cluster/test_cfs_multi.sh"
 work=$(mktemp -d "${TMPDIR:-/var/tmp}/cfs-run.XXXXXX")
 chmod 755 "$work" # the scripts' directories are under it, and some run checks as nobody

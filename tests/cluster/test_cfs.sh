@@ -208,31 +208,6 @@ check "node 1 removes the tree node 2 read, its $spans inode glocks converted wi
 	[ $((w1 - w0)) -le $((spans / 3)) ]
 check "and node 2 sees it gone" on 2 test ! -e "$(M 2)/tree"
 
-# A tree node 2 read and whose inodes its kernel then forgot (memory pressure; here
-# drop_caches): node 2 lets its spans go at its committer's next round (iglock.c, "Spans read
-# here that nothing here uses any more"), so node 1's removal of it waits for no let-go of
-# node 2's.  (Kept, node 2 let 671 spans go one batch at a time during node 1's rm -rf of
-# /usr/include: bench/cluster/home.sh.)
-on 1 python3 -c '
-import os, sys
-for d in range(2):
-    os.makedirs(f"{sys.argv[1]}/{d}")
-    for i in range(200):
-        with open(f"{sys.argv[1]}/{d}/{i}", "w") as f:
-            f.write("y" * 5000)
-os.sync()' "$(M 1)/read_tree"
-on 2 bash -c "ls -lR '$(M 2)/read_tree' >/dev/null && cat '$(M 2)'/read_tree/*/* >/dev/null"
-read_cached=$(status_of 2 locks_cached)
-echo 2 >/proc/sys/vm/drop_caches
-let_go() { test "$(status_of 2 locks_cached)" -le $((read_cached - 5)); }
-check_soon 30 "node 2 lets go of the spans of the tree it read ($read_cached grants) once its kernel forgot the inodes" let_go
-m0=$(status_of 2 lock_messages)
-on 1 rm -rf "$(M 1)/read_tree"
-m1=$(status_of 2 lock_messages)
-check "node 1 removes that tree: node 2 sent $((m1 - m0)) lock messages meanwhile (want 2 at most)" \
-	[ $((m1 - m0)) -le 2 ]
-check "and node 2 sees it gone" on 2 test ! -e "$(M 2)/read_tree"
-
 # ---- writes that allocate nothing, on two nodes at once, to their own files ----
 # Under the metadata glock PR and the file's inode glock EX: the two nodes do not take turns.
 # (With every write under the metadata glock EX, each write of one node took it from the
