@@ -117,7 +117,8 @@ os.unlink(sys.argv[1])' "$(M 1)/removed"
 check "the write was kept" test "$(status_of 1 behind_writes)" -gt "$kept"
 nothing_kept() { test "$(status_of 1 behind_kept)" = 0; }
 check_soon 30 "node 1 keeps nothing once the file is gone" nothing_kept
-check "node 1 logged no kept data without blocks" bash -c "! grep 'kept to be written but are not allocated' '$T/cfsd1.log'"
+check "node 1 logged no kept data without blocks" \
+	bash -c "! grep 'kept to be written but are not allocated' '$T/cfsd1.log'"
 
 # A thin LUN runs out of space under kept writes: fsync reports it, the log names it, what was
 # fsync'd before reads back intact (once the pool has room again), the filesystem is clean.
