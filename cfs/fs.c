@@ -249,6 +249,12 @@ static void *committer(void *arg)
 		uint64_t now = cfs_now_ns(), wait_ns = COMMIT_INTERVAL_MS * 1000000ull;
 		if (fs->hold_until_ns > now && fs->hold_until_ns - now < wait_ns)
 			wait_ns = fs->hold_until_ns - now;
+		/* And for the next paced batch of idle spans' let-gos. */
+		if (fs->nidle_spans) {
+			uint64_t after = fs->idle_let_go_after_ns;
+			uint64_t next = after > now ? after - now : 0;
+			wait_ns = next < wait_ns ? next : wait_ns;
+		}
 		struct timespec until = cfs_deadline_after_ns(wait_ns);
 		/* Woken under wish_lock, not fs->lock: the lock manager's callbacks, which wake
 		 * it, cannot take fs->lock (a thread holding it may wait for their dispatch). */

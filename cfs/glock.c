@@ -333,7 +333,8 @@ static void wait_all(struct cfs_fs *fs, struct cfs_glock **v, size_t n, int *sta
 	free(at);
 }
 
-void cfs_glock_request_all(struct cfs_fs *fs, struct cfs_glock **v, size_t n, int mode)
+void cfs_glock_request_all(struct cfs_fs *fs, struct cfs_glock **v, size_t n, int mode,
+			   unsigned flags)
 {
 	int *status = calloc(n, sizeof *status);
 	if (!status)
@@ -347,7 +348,7 @@ void cfs_glock_request_all(struct cfs_fs *fs, struct cfs_glock **v, size_t n, in
 			continue; /* another thread asks, or it came meanwhile */
 		if (gl->mode < 0) /* as glock_request's; a conversion's wish stays (convert_up) */
 			__atomic_store_n(&gl->wanted, -1, __ATOMIC_RELEASE);
-		if (cfslock_request_begin(gl->lk, mode, 0))
+		if (cfslock_request_begin(gl->lk, mode, flags))
 			continue; /* asked for again when used, which says why it fails */
 		gl->requesting = true;
 		status[i] = 0;

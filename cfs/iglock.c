@@ -308,7 +308,7 @@ static bool convert_ahead(struct cfs_fs *fs, struct cfs_glock *gl)
 		return false;
 	for (size_t i = 0; i < n; i++)
 		v[i]->waiters++; /* kept in the table until the end */
-	cfs_glock_request_all(fs, v, n, CFSLOCK_EX);
+	cfs_glock_request_all(fs, v, n, CFSLOCK_EX, 0);
 	for (size_t i = 0; i < n; i++) {
 		v[i]->waiters--;
 		v[i]->ahead = i && v[i]->mode == CFSLOCK_EX;
@@ -393,7 +393,7 @@ static int by_block(const void *a, const void *b)
 
 /* One batch of at most CFS_IGLOCK_PREFETCH_MAX spans (sorted) asked for together. */
 static void prefetch_batch(struct cfs_fs *fs, const uint64_t *spans, size_t n, int mode,
-			   struct cfs_glock **v)
+			   unsigned flags, struct cfs_glock **v)
 {
 	size_t k = 0;
 	for (size_t i = 0; i < n; i++) {
@@ -407,7 +407,7 @@ static void prefetch_batch(struct cfs_fs *fs, const uint64_t *spans, size_t n, i
 		gl->waiters++; /* kept in the table until the end */
 		v[k++] = gl;
 	}
-	cfs_glock_request_all(fs, v, k, mode);
+	cfs_glock_request_all(fs, v, k, mode, flags);
 	for (size_t i = 0; i < k; i++) {
 		v[i]->waiters--;
 		if (v[i]->mode >= 0)
@@ -431,11 +431,49 @@ void cfs_iglock_prefetch(struct cfs_fs *fs, const uint64_t *blks, size_t n, int 
 		qsort(spans, n, sizeof *spans, by_block);
 		for (size_t at = 0; at < n; at += CFS_IGLOCK_PREFETCH_MAX) {
 			size_t len = n - at < CFS_IGLOCK_PREFETCH_MAX ? n - at : CFS_IGLOCK_PREFETCH_MAX;
-			prefetch_batch(fs, spans + at, len, mode, v);
+			prefetch_batch(fs, spans + at, len, mode, 0, v);
 		}
 	}
 	free(spans);
 	free(v);
+}
+
+/* Fresh spans ahead.  A node making many files (tar x) moves into a span nobody holds every
+ * few dozen creates, and asked for each alone, a lock round trip while the create waited:
+ * 673 of them, some 1 ms each, for /usr/include.  Its next spans are the next ones with room
+ * in its own part of the group, so when the new span wanted follows the last batch (the
+ * creates went through it) the next few are asked for with it, the window doubling with each
+ * such batch; by place, not time, like a file's readahead.  Not waited for where another
+ * node holds them (NOQUEUE, and no notice to that node: they may be its files); one taken
+ * and never used stays cached here like any, and goes when another node asks for it. */
+#define FRESH_FIRST 4u
+#define FRESH_GAP 64u /* spans past the last batch's end a follower may be */
+
+unsigned cfs_iglock_fresh_window(struct cfs_fs *fs, uint64_t blk)
+{
+	uint64_t span = span_of(blk);
+	bool follows = fs->fresh_first && span > fs->fresh_first &&
+		       span <= fs->fresh_last + FRESH_GAP * CFS_IGLOCK_SPAN;
+	unsigned w = !follows ? 0 : fs->fresh_window ? fs->fresh_window * 2 : FRESH_FIRST;
+	return w < CFS_IGLOCK_FRESH_MAX ? w : CFS_IGLOCK_FRESH_MAX;
+}
+
+int cfs_iglock_take_fresh(struct cfs_fs *fs, uint64_t blk, const uint64_t *ahead, size_t n)
+{
+	if (!fs->cluster)
+		return 0;
+	uint64_t spans[CFS_IGLOCK_FRESH_MAX + 1] = {span_of(blk)};
+	struct cfs_glock *v[CFS_IGLOCK_FRESH_MAX + 1];
+	size_t k = 1;
+	for (size_t i = 0; i < n && k <= CFS_IGLOCK_FRESH_MAX; i++)
+		if (span_of(ahead[i]) > spans[k - 1])
+			spans[k++] = span_of(ahead[i]);
+	fs->fresh_window = cfs_iglock_fresh_window(fs, blk);
+	fs->fresh_first = spans[0];
+	fs->fresh_last = spans[k - 1];
+	if (k > 1) /* the one needed now too: refused (held elsewhere), it is waited for below */
+		prefetch_batch(fs, spans, k, CFSLOCK_EX, CFSLOCK_NOQUEUE, v);
+	return cfs_iglock_get(fs, blk, CFSLOCK_EX);
 }
 
 int cfs_iglock_mode(struct cfs_fs *fs, uint64_t blk)
@@ -604,11 +642,16 @@ unsigned cfs_iglock_lease_names(struct cfs_fs *fs, uint64_t blk, uint64_t since_
  * memory; once the kernel has forgotten them all (memory pressure, drop_caches) it serves
  * only blocks in this daemon's cache, which a read would mostly fetch again anyway, while
  * another node's change of them (an rm -rf of a tree this node read) must wait for this node
- * to let it go: 30 spans a batch, some 1 ms each.  So such a span goes at the committer's
- * next round, all of them in one batch, off any operation's path, as GFS2's and OCFS2's inode
- * locks go with the inodes the kernel evicts.  One this node changed since it got it stays:
- * the writer of a tree is the likely next changer of it. */
+ * to let it go: 30 spans a batch, some 1 ms each.  So such a span goes at a committer's
+ * round, off any operation's path, as GFS2's and OCFS2's inode locks go with the inodes the
+ * kernel evicts.  Paced: each let-go is a message every node's lock manager orders and
+ * applies, and a drop_caches after a tree was read frees hundreds of spans at once, whose
+ * let-gos all in one go held another node's git clone behind them (0.2 s became 0.65 s).
+ * One this node changed since it got it stays: the writer of a tree is the likely next
+ * changer of it. */
 #define IDLE_SPANS_MAX 65536u
+#define IDLE_LET_GO_BATCH 32u /* let-gos of idle spans at most this many a ... */
+#define IDLE_LET_GO_EVERY_NS 500000000ull /* ... half second */
 
 static bool span_in_memory(struct cfs_fs *fs, uint64_t span)
 {
@@ -638,17 +681,26 @@ void cfs_iglock_inode_gone(struct cfs_fs *fs, uint64_t blk)
 
 void cfs_iglock_let_idle_go(struct cfs_fs *fs)
 {
-	for (size_t i = 0; i < fs->nidle_spans; i++) {
-		struct cfs_glock *gl = find(fs, fs->idle_spans[i]);
+	uint64_t now = cfs_now_ns();
+	if (!fs->nidle_spans || now < fs->idle_let_go_after_ns)
+		return;
+	size_t looked = 0, going = 0;
+	for (; looked < fs->nidle_spans && going < IDLE_LET_GO_BATCH; looked++) {
+		struct cfs_glock *gl = find(fs, fs->idle_spans[looked]);
 		int none = -1;
 		/* NL: nobody asks, and the let-go is no gift to another node's change.  Not if
 		 * it is used again meanwhile, already going, or another node's wish came now. */
 		if (gl && idle(fs, gl) &&
 		    __atomic_compare_exchange_n(&gl->wanted, &none, CFSLOCK_NL, false,
-						__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+						__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
 			cfs_iglock_wanted(fs, gl, false);
+			going++;
+		}
 	}
-	fs->nidle_spans = 0;
+	fs->nidle_spans -= looked;
+	memmove(fs->idle_spans, fs->idle_spans + looked, fs->nidle_spans * sizeof *fs->idle_spans);
+	if (going)
+		fs->idle_let_go_after_ns = now + IDLE_LET_GO_EVERY_NS;
 }
 
 void cfs_iglock_wanted(struct cfs_fs *fs, struct cfs_glock *gl, bool wake)

@@ -536,6 +536,24 @@ static int past_costly_spans(struct cfs_fs *fs, uint64_t *goal)
 	return 0;
 }
 
+/* Up to want spans past blk's with room for an inode in its group, where this node's next new
+ * inodes will go, that nobody holds here and that are not costly: cfs_iglock_take_fresh's. */
+static size_t fresh_spans_ahead(struct cfs_fs *fs, uint64_t blk, unsigned want, uint64_t *ahead)
+{
+	const struct cfs_ag *g = &fs->ags[cfs_ag_of(fs, blk)];
+	uint64_t at = (blk | (CFS_IGLOCK_SPAN - 1)) + 1, next;
+	size_t n = 0;
+	for (unsigned tries = 0; n < want && tries < want * 4 && at < g->start + g->nblocks;
+	     tries++) {
+		if (cfs_alloc_peek(fs, at, &next) || next < at)
+			break; /* came round */
+		if (cfs_iglock_mode(fs, next) < 0 && !costly_span(fs, next))
+			ahead[n++] = next;
+		at = (next | (CFS_IGLOCK_SPAN - 1)) + 1;
+	}
+	return n;
+}
+
 /* parent: whose project the new inode takes (NULL: none), before its first write, which
  * charges it: under the metadata glock PR a charge may not move between ids. */
 static int ialloc_in(struct cfs_fs *fs, const struct cfs_inode *parent, uint64_t near,
@@ -554,8 +572,13 @@ static int ialloc_in(struct cfs_fs *fs, const struct cfs_inode *parent, uint64_t
 		/* Under the metadata glock PR the new inode's glock is ours before anything
 		 * changes, fetched holding no group (agglock.c); then the operation starts
 		 * over. */
+		uint64_t ahead[CFS_IGLOCK_FRESH_MAX];
+		size_t n = 0;
+		if (cfs_iglock_mode(fs, blk) < 0)
+			n = fresh_spans_ahead(fs, blk, cfs_iglock_fresh_window(fs, blk), ahead);
 		cfs_group_unreserve(fs);
-		rc = cfs_iglock_get(fs, blk, CFSLOCK_EX);
+		rc = cfs_iglock_mode(fs, blk) < 0 ? cfs_iglock_take_fresh(fs, blk, ahead, n)
+						  : cfs_iglock_get(fs, blk, CFSLOCK_EX);
 		return rc ? rc : -EAGAIN;
 	}
 	if (rc || (rc = cfs_alloc_inode(fs, goal, &blk)))

@@ -789,6 +789,7 @@ struct cfs_fs {
 	/* Spans read here whose last inode left memory, to let go (cfs_iglock_inode_gone) */
 	uint64_t *idle_spans;
 	size_t nidle_spans, idle_spans_cap;
+	uint64_t idle_let_go_after_ns; /* the next batch of them, not before (paced) */
 	/* Spans whose glock went to another node's EX lately, the oldest overwritten first
 	 * (cfs_iglock_contended) */
 	struct { uint64_t span, ns; } contended[16];
@@ -798,6 +799,10 @@ struct cfs_fs {
 	 * window opened took and how many of those were then used */
 	uint64_t ahead_span, ahead_ns;
 	unsigned ahead_window, ahead_taken, ahead_used;
+	/* Fresh spans for new inodes asked for ahead (cfs_iglock_take_fresh): the first and
+	 * last span of the last batch, and how many spans ahead it might take */
+	uint64_t fresh_first, fresh_last;
+	unsigned fresh_window;
 	/* Where the last new inode's search for a span this node may take at once ended, and
 	 * when (inode.c, past_costly_spans) */
 	uint64_t ialloc_cursor, ialloc_cursor_ns;
@@ -1013,7 +1018,8 @@ int cfs_glock_request(struct cfs_fs *fs, struct cfs_glock *gl, int mode, bool re
  * asked for, all at once, with fs->lock released while they come (so the caller reads again
  * what it read before); on return the ones granted have their mode.  What fails is left for
  * its next use. */
-void cfs_glock_request_all(struct cfs_fs *fs, struct cfs_glock **v, size_t n, int mode);
+void cfs_glock_request_all(struct cfs_fs *fs, struct cfs_glock **v, size_t n, int mode,
+			   unsigned flags);
 /* PR granted here to EX as a conversion: the PR, and what is cached under it, stay while it
  * waits with fs->lock released.  -EDEADLK: another node converts too and goes first (the
  * caller lets the PR go and asks again). */
@@ -1073,6 +1079,13 @@ int cfs_iglock_get(struct cfs_fs *fs, uint64_t blk, int mode);
  * under it EX; nothing otherwise. */
 #define CFS_IGLOCK_PREFETCH_MAX 256u
 void cfs_iglock_prefetch(struct cfs_fs *fs, const uint64_t *blks, size_t n, int mode);
+/* A new inode's glock (blk's span, held nowhere here) EX under the metadata glock PR, with
+ * spans where the next new inodes will go: how many cfs_iglock_fresh_window says for blk,
+ * ahead[] (sorted, past blk) those of them with room; asked for together, those held
+ * elsewhere left alone (fs->lock released meanwhile). */
+#define CFS_IGLOCK_FRESH_MAX 32u
+unsigned cfs_iglock_fresh_window(struct cfs_fs *fs, uint64_t blk);
+int cfs_iglock_take_fresh(struct cfs_fs *fs, uint64_t blk, const uint64_t *ahead, size_t n);
 /* The granted mode here, -1 none (CFSLOCK_EX on one node). */
 int cfs_iglock_mode(struct cfs_fs *fs, uint64_t blk);
 /* Did this node give the glock covering inode blk up to another node's EX in the last

@@ -18,13 +18,17 @@
 #
 # Env: CLUSTER_ID (default "cfs", at most 6 characters: names namespaces and links, so that
 # several clusters can coexist), CLUSTER_STATE (default /tmp/cfs-cluster-$CLUSTER_ID),
-# CLUSTER_TRANSPORT (corosync's: knet, the default, or udpu; benchmarks compare them).
+# CLUSTER_TRANSPORT (corosync's: knet, the default, or udpu; benchmarks compare them),
+# CLUSTER_TOKEN (corosync's token timeout in ms, default 1000: tests see a silent node gone
+# soon; corosync's own default, 3000, beats less often: benchmarks use it).
 # Needs root, iproute2, util-linux and corosync.  See tests/cluster/README.
 set -euo pipefail
 ID=${CLUSTER_ID:-cfs}
 STATE=${CLUSTER_STATE:-/tmp/cfs-cluster-$ID} # not under /run: each node mounts its own /run
 SUBNET=10.213.0
 TRANSPORT=${CLUSTER_TRANSPORT:-knet}
+TOKEN=${CLUSTER_TOKEN:-1000}
+[[ $TOKEN =~ ^[0-9]+$ ]] && [ "$TOKEN" -ge 200 ] || { echo "cluster: CLUSTER_TOKEN=$TOKEN: milliseconds, 200 or more" >&2; exit 2; }
 case $TRANSPORT in knet | udpu) ;; *) echo "cluster: CLUSTER_TRANSPORT=$TRANSPORT: knet or udpu" >&2; exit 2 ;; esac
 
 die() { echo "cluster: $*" >&2; exit 1; }
@@ -44,7 +48,7 @@ write_conf() { # node count
 		echo "  transport: $TRANSPORT"
 		echo "  crypto_cipher: none"
 		echo "  crypto_hash: none"
-		echo "  token: 1000"
+		echo "  token: $TOKEN"
 		echo "  token_coefficient: 0"
 		echo "  join: 50"
 		echo "}"

@@ -223,7 +223,14 @@ for i in range($2):
     os.close(fd)
 print('$2 files')"
 }
+# They also go into spans nobody holds, one after another: asked for a few ahead at a time
+# (cfs/iglock.c, "Fresh spans ahead"), not one lock round trip each.
+waits0=$(status_of 1 lock_waits)
 check "node 1 creates and writes 4,000 small files" small_files 1 4000
+waits=$(($(status_of 1 lock_waits) - waits0))
+spans=$(on 1 find "$(M 1)/small1" -type f -printf '%i\n' | awk '{print int($1 / 64)}' | sort -u | wc -l)
+check "node 1 waited $waits times for grants for the $spans spans of its new files (want a quarter at most)" \
+	test "$spans" -ge 60 -a $((waits * 4)) -le "$spans"
 many() { small_files "$1" 1500; }
 at_once "1,500 more on each node at once" many
 check "a 1 MiB direct write and fsync on node 1 after them" on 1 dd if=/dev/zero of="$(M 1)/after_small" bs=1M count=1 oflag=direct conv=fsync status=none
