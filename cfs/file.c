@@ -550,6 +550,7 @@ static int64_t write_range(struct cfs_fs *fs, uint64_t ino, const void *buf, uin
 	unsigned fetches = 0; /* groups fetched for a reservation, each time to look again */
 	struct plan p = {0};
 	mode_t drop = 0;
+	int caps = 0;
 	for (;;) { /* I/O lock shared if nothing needs allocating or patching, else exclusive */
 		if (exclusive)
 			pthread_rwlock_wrlock(&ip->io);
@@ -575,8 +576,11 @@ static int64_t write_range(struct cfs_fs *fs, uint64_t ino, const void *buf, uin
 		if (!rc)
 			rc = plan_range(fs, ip, off, size, &p);
 		drop = rc ? 0 : cfs_setid_drop_on_change(ip, cr);
+		caps = rc ? 0 : cfs_setid_caps_go(fs, ip, cr);
+		rc = caps < 0 ? caps : rc;
 		bool in_place = !rc && aligned && p.all_written;
-		if (shared_glock && (ip->wb || !(in_place && off + size <= ip->d.size && !drop))) {
+		bool keeps_inode = in_place && off + size <= ip->d.size && !drop && !caps;
+		if (shared_glock && (ip->wb || !keeps_inode)) {
 			cfs_shared_write_end(fs);
 			try_shared = false; /* again, under the inode's glock EX */
 		} else if (!shared_glock && try_inode_only && !rc && !p.all_written && exclusive) {
@@ -602,10 +606,12 @@ static int64_t write_range(struct cfs_fs *fs, uint64_t ino, const void *buf, uin
 		cfs_itimes_catch_up(fs, ip);
 	if (!rc && (flags & CFS_W_CACHED))
 		ip->cached_data = true;
-	if (!rc && drop) { /* before the data, as the kernel's file_remove_privs */
+	if (!rc && (drop || caps)) { /* before the data, as the kernel's file_remove_privs */
 		ip->d.mode &= ~drop;
+		rc = caps ? cfs_setid_drop_caps(fs, ip) : 0;
 		cfs_itouch(ip, false, true);
-		rc = cfs_iwrite(fs, ip);
+		int w = cfs_iwrite(fs, ip);
+		rc = rc ? rc : w;
 	}
 	bool changed_map = false;
 	if (!rc && !p.all_written) {
@@ -861,6 +867,9 @@ static int fallocate_once(struct cfs_fs *fs, uint64_t ino, int mode, uint64_t of
 		rc = cfs_iflags_may_write(ip, UINT64_MAX);
 	if (!rc) /* a punch would free blocks kept data is to go to */
 		rc = cfs_wb_flush(fs, ip);
+	int caps = rc ? 0 : cfs_setid_caps_go(fs, ip, cr);
+	if (caps)
+		rc = caps < 0 ? caps : cfs_setid_drop_caps(fs, ip);
 	if (!rc) {
 		ip->d.mode &= ~cfs_setid_drop_on_change(ip, cr);
 		cfs_op_may_yield = true;

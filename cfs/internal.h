@@ -565,6 +565,11 @@ mode_t cfs_setid_drop_on_change(const struct cfs_inode *ip, const struct cfs_cre
 mode_t cfs_setid_drop_on_chown(const struct cfs_inode *ip, const struct cfs_cred *cr);
 /* mode as cr may set it on a file of group gid: chmod and an access ACL. */
 mode_t cfs_setid_chmod(mode_t mode, uint32_t gid, const struct cfs_cred *cr);
+/* Does a write, truncate, fallocate or chown by cr take ip's file capabilities
+ * (security.capability)?  1, 0, or -EIO (a damaged xattr area). */
+int cfs_setid_caps_go(struct cfs_fs *fs, struct cfs_inode *ip, const struct cfs_cred *cr);
+/* Take them (in the caller's transaction; the inode is to be written). */
+int cfs_setid_drop_caps(struct cfs_fs *fs, struct cfs_inode *ip);
 
 /* ---- inode flags: immutable, append-only (iflags.c) ---- */
 /* The bits of flags that CFS does not know (fsck clears them). */

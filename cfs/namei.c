@@ -902,12 +902,17 @@ static int setattr_as(struct cfs_fs *fs, uint64_t ino, const struct stat *a, uns
 		now.gid = set & CFS_SET_GID ? a->st_gid : now.gid;
 		rc = cfs_quota_may_move(fs, ip, &now);
 	}
+	int caps = !rc && (set & (CFS_SET_UID | CFS_SET_GID | CFS_SET_SIZE))
+			   ? cfs_setid_caps_go(fs, ip, cr) : 0;
+	rc = caps < 0 ? caps : rc;
 	if (!rc) {
 		/* What a chown or truncate takes is decided on the file as it was (fs/attr.c). */
 		mode_t drop = set & (CFS_SET_UID | CFS_SET_GID) ? cfs_setid_drop_on_chown(ip, cr) : 0;
 		if (set & CFS_SET_SIZE)
 			drop |= cfs_setid_drop_on_change(ip, cr);
-		if (set & CFS_SET_MODE) {
+		if (caps)
+			rc = cfs_setid_drop_caps(fs, ip);
+		if (!rc && (set & CFS_SET_MODE)) {
 			uint32_t gid = set & CFS_SET_GID ? a->st_gid : ip->d.gid;
 			mode_t mode = cfs_setid_chmod(a->st_mode & 07777, gid, cr);
 			ip->d.mode = (ip->d.mode & S_IFMT) | mode;

@@ -7,6 +7,7 @@
  * reach us with the bits still set.  Applying them here again is harmless. */
 #include "cfs/internal.h"
 
+#include <errno.h>
 #include <sys/stat.h>
 
 unsigned cfs_cred_privileges(const struct cfs_cred *cr, uint32_t gid)
@@ -50,4 +51,26 @@ mode_t cfs_setid_chmod(mode_t mode, uint32_t gid, const struct cfs_cred *cr)
 	    (cfs_cred_privileges(cr, gid) & (CFS_CRED_IN_GROUP | CFS_CRED_FSETID)))
 		return mode;
 	return mode & ~(mode_t)S_ISGID;
+}
+
+/* File capabilities go with any change of the file's data or owner, whoever makes it, as
+ * Linux's cap_inode_killpriv takes them (a change by the filesystem itself keeps them).  The
+ * kernel takes them itself before it asks us, but only from a file it has not marked S_NOSEC
+ * (looked at once, nothing to take): with FUSE_HANDLE_KILLPRIV_V2 it marks files, so that
+ * each write(2) is not preceded by a request for security.capability, and on a cluster
+ * another node may give a marked file capabilities that this kernel never sees. */
+static const char caps_name[] = "security.capability";
+
+int cfs_setid_caps_go(struct cfs_fs *fs, struct cfs_inode *ip, const struct cfs_cred *cr)
+{
+	if (!cr || !S_ISREG(ip->d.mode) || (!ip->d.xattr_len && !ip->d.xattr_block))
+		return 0;
+	int rc = cfs_xattr_get(fs, ip, caps_name, NULL, 0);
+	return rc >= 0 ? 1 : rc == -ENODATA ? 0 : rc;
+}
+
+int cfs_setid_drop_caps(struct cfs_fs *fs, struct cfs_inode *ip)
+{
+	int rc = cfs_xattr_remove(fs, ip, caps_name);
+	return rc == -ENODATA ? 0 : rc;
 }

@@ -18,7 +18,9 @@
 # cluster's rounds run once more with -o nowritebehind (each write to the LUNs before it
 # returns; BENCH_WRITETHROUGH=0: not).
 # Printed: seconds per step and side; the ratios one node / passthrough_ll and cluster / one
-# node; and the lock messages node 2 sent per file of the read.
+# node; the control bg/disk: the disk's rounds run again while the cluster is mounted (idle)
+# against the disk's alone, what the other simulated nodes take from this machine; and the
+# lock messages node 2 sent per file of the read.
 # Usage: home.sh [BUILD]; env BENCH_DIR (default /var/tmp), BENCH_ROUNDS, BENCH_TREE_SRC,
 # BENCH_LOG_MB, BENCH_URING, BENCH_WRITETHROUGH, BENCH_ALONE, CLUSTER_TOKEN.
 build=${1:-build}
@@ -153,9 +155,15 @@ cluster_rounds() { # SIDE [MOUNT_OPTIONS]
 	echo "$1: requests through $(transport 1)"
 	for _ in $(seq "$rounds"); do
 		round "$1" on1 on2 "$(M 1)" nothing "$(M 2)"
+		# The control: the disk's rounds again beside the cluster's mounts, idle.  What
+		# they lose is what three nodes' daemons (and corosyncs passing the token for
+		# their beats) take from this one machine's two cores, which a real cluster's
+		# node 1 shares with none of nodes 2 and 3.
+		[ "$1" != cluster ] || round disk-bg host host "$dir/disk" nothing
 	done
 	for n in 1 2 3; do on $n "$bin/cfs" umount "$(M $n)"; done
 }
+sides="$sides disk-bg"
 cluster_rounds cluster
 [[ $sides != *cluster-dev* ]] || cluster_rounds cluster-dev nouring
 if [ "${BENCH_WRITETHROUGH:-1}" != 0 ]; then
@@ -170,15 +178,16 @@ d, nfiles, nsteps = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 steps, sides = sys.argv[4:4 + nsteps], sys.argv[4 + nsteps:]
 med = {(s, st): statistics.median(float(x) for x in open(f'{d}/{s}.{st}')) for s in sides for st in steps}
 names = {'disk': 'disk', 'pt': 'passthru', 'local': 'cfs 1', 'cluster': 'cfs 3',
-         'cluster-dev': 'cfs 3 dev', 'cluster-wt': 'cfs 3 wt'}
+         'disk-bg': 'disk+cl', 'cluster-dev': 'cfs 3 dev', 'cluster-wt': 'cfs 3 wt'}
 extra = [(s, h) for s, h in (('cluster-dev', '3dev/1'), ('cluster-wt', '3wt/1')) if s in sides]
 print(f"{'step (median s)':<16}" + ''.join(f'{names[s]:>10}' for s in sides) +
-      f"{'1/pt':>8}{'3/1':>8}" + ''.join(f'{h:>8}' for _, h in extra))
+      f"{'1/pt':>8}{'3/1':>8}" + ''.join(f'{h:>8}' for _, h in extra) + f"{'bg/disk':>8}")
 for st in steps:
     v = {s: med[(s, st)] for s in sides}
     print(f'{st:<16}' + ''.join(f'{v[s]:10.2f}' for s in sides) +
           f"{v['local'] / v['pt']:8.2f}{v['cluster'] / v['local']:8.2f}" +
-          ''.join(f"{v[s] / v['local']:8.2f}" for s, _ in extra))
+          ''.join(f"{v[s] / v['local']:8.2f}" for s, _ in extra) +
+          f"{v['disk-bg'] / v['disk']:8.2f}")
 msgs = [int(x) for x in open(f'{d}/messages')]
 print(f'lock messages node 2 sent per file it read: {statistics.median(msgs) / nfiles:.3f} '
       f'(median of {msgs})')

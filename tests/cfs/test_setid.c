@@ -121,6 +121,52 @@ Test(setid, chown_drops_setuid_whoever_asks)
 	fs_done(fs);
 }
 
+/* A regular file with a file capability (security.capability; its value matters not here). */
+static uint64_t capable_file(struct cfs_fs *fs, const char *name)
+{
+	uint64_t ino = setid_file(fs, name, 0755);
+	cr_assert_eq(cfs_setxattr(fs, ino, "security.capability", "cap", 3, 0, &root_cred), 0);
+	return ino;
+}
+
+static bool has_caps(struct cfs_fs *fs, uint64_t ino)
+{
+	int rc = cfs_getxattr(fs, ino, "security.capability", NULL, 0);
+	cr_assert(rc == 3 || rc == -ENODATA, "%d", rc);
+	return rc == 3;
+}
+
+Test(setid, a_write_truncate_fallocate_and_chown_take_file_capabilities_whoever_asks)
+{
+	struct cfs_fs *fs = fs_fresh(1, 64);
+	char block[4096] = {0};
+	struct cfs_cred c = user(&capable); /* CAP_FSETID keeps set-ID bits, not capabilities */
+	uint64_t f = capable_file(fs, "written");
+	cr_assert_eq(cfs_write(fs, f, block, sizeof block, 0, 0, &c), 4096);
+	cr_expect(!has_caps(fs, f));
+	f = capable_file(fs, "written_direct");
+	cr_assert_eq(cfs_write(fs, f, block, sizeof block, 0, CFS_W_DIRECT, &c), 4096);
+	cr_expect(!has_caps(fs, f));
+	f = capable_file(fs, "allocated");
+	cr_assert_eq(cfs_fallocate(fs, f, 0, 0, 16384, &c), 0);
+	cr_expect(!has_caps(fs, f));
+	f = capable_file(fs, "truncated");
+	struct stat st = {.st_size = 100, .st_uid = 5};
+	cr_assert_eq(cfs_setattr(fs, f, &st, CFS_SET_SIZE, &c, &st), 0);
+	cr_expect(!has_caps(fs, f));
+	f = capable_file(fs, "chowned");
+	cr_assert_eq(cfs_setattr(fs, f, &st, CFS_SET_UID, &c, &st), 0);
+	cr_expect(!has_caps(fs, f));
+	/* A time or mode change, a read, and the filesystem's own write keep them. */
+	f = capable_file(fs, "kept");
+	st.st_mode = 0700;
+	cr_assert_eq(cfs_setattr(fs, f, &st, CFS_SET_MTIME | CFS_SET_MODE, &c, &st), 0);
+	cr_assert_eq(cfs_read(fs, f, block, 100, 0), 100);
+	cr_assert_eq(cfs_write(fs, f, block, sizeof block, 4096, 0, NULL), 4096);
+	cr_expect(has_caps(fs, f));
+	fs_done(fs);
+}
+
 Test(setid, chmod_and_acl_by_an_outsider_cannot_set_setgid)
 {
 	struct cfs_fs *fs = fs_fresh(1, 64);

@@ -117,6 +117,27 @@ wait $walker
 if wait $getcwd; then ok "getcwd never fails on node 3 while node 2 changes the directory above: $(cat "$T/getcwd.out")"
 else not_ok "getcwd on node 3: $(cat "$T/getcwd.out")"; fi
 
+# A file node 1 has written (its kernel looked for set-ID bits and capabilities once and
+# marked the file as having none: FUSE_HANDLE_KILLPRIV_V2) gets both from node 2; node 1's
+# next write, truncate and chown take them as a kernel filesystem's would (cfsd does,
+# cfs/setid.c): the capability whoever writes, set-user-ID on a chown and from a writer
+# without CAP_FSETID.
+on 1 bash -c "printf x >'$(M 1)/w/exe' && printf y >>'$(M 1)/w/exe'"
+as_user="setpriv --reuid=1000 --regid=1000 --clear-groups"
+while IFS='|' read -r what change want; do
+	on 2 bash -c "chmod 4757 '$(M 2)/w/exe' && setcap cap_net_raw+ep '$(M 2)/w/exe'" </dev/null
+	on 1 bash -c "cd '$(M 1)/w' && $change" </dev/null
+	got=$(on 2 bash -c "getcap '$(M 2)/w/exe'; stat -c %a '$(M 2)/w/exe'" </dev/null 2>&1)
+	check "node 2 gives a file node 1 wrote set-user-ID and a capability; after node 1's $what, node 2 sees: $(echo $got)" \
+		test "$(echo $got)" = "$want"
+done <<EOF2
+write|printf z >>exe|4757
+write as a user|$as_user sh -c 'printf z >>exe'|757
+truncate|truncate -s 1 exe|4757
+chown|chown 5:5 exe|757
+read and time change|cat exe >/dev/null && touch -m exe|$(M 2)/w/exe cap_net_raw=ep 4757
+EOF2
+
 for n in 1 2 3; do check "unmount on node $n" umount_on $n; done
 fsck_clean "after the changes"
 no_damage_logged
