@@ -573,12 +573,12 @@ static int ialloc_in(struct cfs_fs *fs, const struct cfs_inode *parent, uint64_t
 		 * changes, fetched holding no group (agglock.c); then the operation starts
 		 * over. */
 		uint64_t ahead[CFS_IGLOCK_FRESH_MAX];
-		size_t n = 0;
-		if (cfs_iglock_mode(fs, blk) < 0)
-			n = fresh_spans_ahead(fs, blk, cfs_iglock_fresh_window(fs, blk), ahead);
+		bool fresh = cfs_iglock_mode(fs, blk) < 0;
+		size_t n = fresh ? fresh_spans_ahead(fs, blk, cfs_iglock_fresh_window(fs, blk), ahead)
+				 : 0;
 		cfs_group_unreserve(fs);
-		rc = cfs_iglock_mode(fs, blk) < 0 ? cfs_iglock_take_fresh(fs, blk, ahead, n)
-						  : cfs_iglock_get(fs, blk, CFSLOCK_EX);
+		rc = fresh ? cfs_iglock_take_fresh(fs, blk, ahead, n)
+			   : cfs_iglock_get(fs, blk, CFSLOCK_EX);
 		return rc ? rc : -EAGAIN;
 	}
 	if (rc || (rc = cfs_alloc_inode(fs, goal, &blk)))
