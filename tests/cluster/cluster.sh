@@ -20,7 +20,10 @@
 # several clusters can coexist), CLUSTER_STATE (default /tmp/cfs-cluster-$CLUSTER_ID),
 # CLUSTER_TRANSPORT (corosync's: knet, the default, or udpu; benchmarks compare them),
 # CLUSTER_TOKEN (corosync's token timeout in ms, default 1000: tests see a silent node gone
-# soon; corosync's own default, 3000, beats less often: benchmarks use it).
+# soon; corosync's own default, 3000, beats less often: benchmarks use it),
+# CLUSTER_IDLE_ROTATIONS (corosync's seqno_unchanged_const: how many times the token goes
+# round with nothing sent before the ring's representative holds it; default 1, as the admin
+# guide advises, where corosync's own is 30).
 # Needs root, iproute2, util-linux and corosync.  See tests/cluster/README.
 set -euo pipefail
 ID=${CLUSTER_ID:-cfs}
@@ -28,6 +31,8 @@ STATE=${CLUSTER_STATE:-/tmp/cfs-cluster-$ID} # not under /run: each node mounts 
 SUBNET=10.213.0
 TRANSPORT=${CLUSTER_TRANSPORT:-knet}
 TOKEN=${CLUSTER_TOKEN:-1000}
+IDLE_ROTATIONS=${CLUSTER_IDLE_ROTATIONS:-1}
+[[ $IDLE_ROTATIONS =~ ^[1-9][0-9]*$ ]] || { echo "cluster: CLUSTER_IDLE_ROTATIONS=$IDLE_ROTATIONS: a count, 1 or more" >&2; exit 2; }
 [[ $TOKEN =~ ^[0-9]+$ ]] && [ "$TOKEN" -ge 200 ] || { echo "cluster: CLUSTER_TOKEN=$TOKEN: milliseconds, 200 or more" >&2; exit 2; }
 case $TRANSPORT in knet | udpu) ;; *) echo "cluster: CLUSTER_TRANSPORT=$TRANSPORT: knet or udpu" >&2; exit 2 ;; esac
 
@@ -50,6 +55,8 @@ write_conf() { # node count
 		echo "  crypto_hash: none"
 		echo "  token: $TOKEN"
 		echo "  token_coefficient: 0"
+		echo "  seqno_unchanged_const: $IDLE_ROTATIONS"
+		echo "  cancel_token_hold_on_retransmit: yes"
 		echo "  join: 50"
 		echo "}"
 		echo "nodelist {"
