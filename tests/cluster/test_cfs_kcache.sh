@@ -8,7 +8,8 @@
 # namecache (the kernel keeps names too), node 3 without (attributes, and names for 0.1 s).  A directory
 # mounted over inside node 1's mount stays mounted while names change (cfsd stops having names
 # kept there, rather than have the kernel drop the mount point); on node 3 a process's
-# working directory stays its own while another node changes the directory above it.
+# working directory stays its own while another node changes the directory above it; listings
+# after a change, also of a working directory's ".".
 . "$(dirname "$0")/cfs_lib.sh" "cfs kernel caches on a cluster"
 C up 3 >/dev/null && ok "cluster of 3 nodes up" || { not_ok "cluster up"; finish; }
 make_data 64
@@ -76,6 +77,13 @@ else not_ok "names kept a moment (no namecache): $(tr '\n' ' ' <"$T/flip.out")";
 seen_after "a directory moved: names under its old path go" exists w/s/x "mv w/s w/t"
 seen_after "a directory replaced by a file of its name" type w/d "rmdir w/d && echo f >w/d"
 seen_after "a name made in a directory listed" list w "touch w/new"
+# A listing after another node's change shows it, on both kinds of mount, also where no name
+# is looked up on the way (the working directory's "."): what a kernel that kept listings
+# from one opendir to the next would have to be told.
+seen_after "a name removed from a directory listed" list w "rm w/new"
+seen_after "a name made in the working directory listed" cwd-list w "touch w/r0"
+seen_after "a name renamed in a directory listed (no namecache)" list w "touch w/r1 && mv w/r1 w/r2" 3
+seen_after "a name removed from the working directory listed (no namecache)" cwd-list w "rm w/r2 w/r0" 3
 
 # Something mounted inside node 1's mount: the kernel drops a name it is told to forget all
 # of, and a mount point with it (the mount goes).  So cfsd stops that and waits out the names

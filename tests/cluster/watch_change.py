@@ -11,7 +11,9 @@
 
 KIND: exists, type, mode, owner, size, nlink, mtime, content, list, or xattr:NAME; or one
 of mode, owner, size, nlink, mtime, xattr:NAME after "fd-": through a descriptor of the file
-opened once (fstat, fgetxattr: no name looked up, only the attributes the kernel keeps).
+opened once (fstat, fgetxattr: no name looked up, only the attributes the kernel keeps); or
+"cwd-list": the listing of ".", the directory PATH made the working directory once (no name
+looked up either).
 """
 import os
 import stat
@@ -46,6 +48,9 @@ def observe(kind, path, fd=None):
 
 
 def main():
+    if sys.argv[2].startswith("cwd-"):
+        os.chdir(sys.argv[3])
+        sys.argv[2:4] = [sys.argv[2][4:], "."]
     if sys.argv[1] == "once":
         print(observe(sys.argv[2], sys.argv[3]))
         return 0
