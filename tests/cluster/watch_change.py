@@ -48,13 +48,14 @@ def observe(kind, path, fd=None):
 
 
 def main():
-    if sys.argv[2].startswith("cwd-"):
-        os.chdir(sys.argv[3])
-        sys.argv[2:4] = [sys.argv[2][4:], "."]
-    if sys.argv[1] == "once":
-        print(observe(sys.argv[2], sys.argv[3]))
+    verb, kind, path = sys.argv[1:4]
+    if kind.startswith("cwd-"):  # MARK and READY are absolute: the chdir leaves them be
+        os.chdir(path)
+        kind, path = kind[4:], "."
+    if verb == "once":
+        print(observe(kind, path))
         return 0
-    kind, path, mark, ready = sys.argv[2:6]
+    mark, ready = sys.argv[4:6]
     fd = os.open(path, os.O_RDONLY) if kind.startswith("fd-") else None
     looks = 0
     deadline = time.time() + 120
