@@ -48,7 +48,8 @@ static int write_zeros(struct cfs_fs *fs, uint64_t ino, uint64_t off, uint64_t e
 	int rc = 0;
 	while (off < end && rc == 0) {
 		uint64_t n = end - off < ZERO_CHUNK ? end - off : ZERO_CHUNK;
-		int64_t w = cfs_write(fs, ino, zeros, n, off, 0, NULL);
+		/* Kept, the blocks would stay unwritten until the next commit. */
+		int64_t w = cfs_write(fs, ino, zeros, n, off, CFS_W_THROUGH, NULL);
 		rc = w < 0 ? (int)w : 0;
 		off += n;
 	}

@@ -389,6 +389,9 @@ int64_t cfs_read(struct cfs_fs *fs, uint64_t ino, void *buf, uint64_t size, uint
  * cluster the inode's glock stays here a few milliseconds for it, so that another node's
  * write cannot land between the two. */
 #define CFS_W_MORE 16u
+/* Never kept behind (writebehind.c): the data is on the LUNs when the call returns, though
+ * the map change that makes it readable waits for the next commit. */
+#define CFS_W_THROUGH 32u
 int64_t cfs_write(struct cfs_fs *fs, uint64_t ino, const void *buf, uint64_t size,
 		  uint64_t off, unsigned flags, const struct cfs_cred *cr);
 /* O_APPEND: cfs_write at the end of the file as it is when the write takes the inode (EX on a

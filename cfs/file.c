@@ -920,8 +920,12 @@ int cfs_fsync(struct cfs_fs *fs, uint64_t ino)
 
 int cfs_fdatasync(struct cfs_fs *fs, uint64_t ino)
 {
-	/* Sizes and maps go into the transaction when they change; only times wait outside. */
+	/* Sizes and maps go into the transaction when they change; only times wait outside.
+	 * Kept overwrites of written blocks change neither: written out here, they need no
+	 * commit (kept data in unwritten blocks is marked written into the transaction). */
 	pthread_mutex_lock(&fs->lock);
+	if (fs->txn.n == 0 && fs->wb_dirty && !fs->ro)
+		(void)cfs_wb_flush(fs, NULL); /* out of memory: still kept, committed below */
 	bool times_only = fs->txn.n == 0 && !fs->wb_dirty;
 	pthread_mutex_unlock(&fs->lock);
 	if (!times_only)

@@ -589,7 +589,9 @@ int cfs_mount(struct cvm_volume *vol, const struct cfs_mount_opts *o, struct cfs
 	if (!rc)
 		rc = cfs_shared_write_init(fs);
 	fs->bs = fs->sb.block_size;
-	if (fs->cluster && !o->dboptimized && !o->ro) /* one node: the kernel's cache does it */
+	/* One node too: its kernel write-back cache hands dirty pages over at close, and a
+	 * write-through there made every small file's close wait for the LUNs. */
+	if (!o->dboptimized && !o->ro)
 		fs->wb_limit = (uint64_t)o->writebehind_mib << 20;
 	fs->ihash = calloc(CFS_ICACHE_BUCKETS, sizeof *fs->ihash);
 	if (!rc)

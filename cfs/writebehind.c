@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* Write-behind on a cluster mount (mount option writebehind, cfs(8)).
+/* Write-behind (mount option writebehind, cfs(8)).
  *
  * FUSE's write-back cache takes writes without asking the daemon, so no cluster lock could
  * order them against another node's: a cluster mount's buffered writes come to cfsd one by one.
- * Those under 128 KiB are kept instead, under the inode's glock EX (the ceph-fuse model: dirty
+ * A one-node mount has the cache, which sends a file's dirty pages at its close and waits for
+ * the answer.  Writes under 128 KiB are kept instead, under the inode's glock EX (the ceph-fuse model: dirty
  * data lives in the daemon under a capability, not in the kernel).  A kept write allocates its
  * blocks and changes size and map as a write through does, except that blocks it allocates stay
  * unwritten (they read as zeros); its data waits in memory, in whole blocks, for the next
@@ -53,7 +54,7 @@ struct cfs_wb {
 bool cfs_wb_wanted(const struct cfs_fs *fs, unsigned flags, uint64_t size)
 {
 	return fs->wb_limit && size < KEEP_MAX_BYTES &&
-	       !(flags & (CFS_W_SYNC | CFS_W_DSYNC | CFS_W_DIRECT | CFS_W_CACHED));
+	       !(flags & (CFS_W_SYNC | CFS_W_DSYNC | CFS_W_DIRECT | CFS_W_THROUGH));
 }
 
 static uint8_t *blocks_new(const struct cfs_fs *fs, uint64_t n)

@@ -16,13 +16,14 @@
 # (and put back after; BENCH_URING=0: not): CFS mounts then take their requests through the
 # rings, and the cluster's rounds are run a second time with -o nouring (/dev/fuse).  The
 # cluster's rounds run once more with -o nowritebehind (each write to the LUNs before it
-# returns; BENCH_WRITETHROUGH=0: not).
+# returns; BENCH_WRITETHROUGH=0: not), and so do the one-node mount's.
 # Printed: seconds per step and side; the ratios one node / passthrough_ll and cluster / one
 # node; the control bg/disk: the disk's rounds run again while the cluster is mounted (idle)
 # against the disk's alone, what the other simulated nodes take from this machine; and the
 # lock messages node 2 sent per file of the read.
+# BENCH_CLUSTER=0: the disk, passthrough_ll and the one-node mount only (no cluster at all).
 # Usage: home.sh [BUILD]; env BENCH_DIR (default /var/tmp), BENCH_ROUNDS, BENCH_TREE_SRC,
-# BENCH_LOG_MB, BENCH_URING, BENCH_WRITETHROUGH, BENCH_ALONE, CLUSTER_TOKEN.
+# BENCH_LOG_MB, BENCH_URING, BENCH_WRITETHROUGH, BENCH_ALONE, BENCH_CLUSTER, CLUSTER_TOKEN.
 build=${1:-build}
 # The cluster's corosync token timeout: 3000 ms, corosync 3's default and what the admin guide
 # advises (tests use 1000 to see dead nodes soon).  The members' lease beats come every
@@ -47,11 +48,13 @@ cleanup_home() {
 	[ -z "$uring_was" ] || echo "$uring_was" >"$uring_param"
 }
 trap cleanup_home EXIT
-sides="disk pt local cluster"
+with_cluster=${BENCH_CLUSTER:-1}
+sides="disk pt local"
+[ "$with_cluster" = 0 ] || sides="$sides cluster"
 if [ "${BENCH_URING:-1}" != 0 ] && [ -w "$uring_param" ]; then
 	uring_was=$(cat "$uring_param")
 	echo Y >"$uring_param"
-	sides="$sides cluster-dev"
+	[ "$with_cluster" = 0 ] || sides="$sides cluster-dev"
 fi
 
 # The inputs, on the disk: the tarball, a repository of 500 commits, the C files.
@@ -122,7 +125,9 @@ round() {
 	$w rm -rf "$d/clone" "$d/src" "$d/log" "$d/log.gz"
 }
 nothing() { :; }
-remount_local() { "$bin/cfs" umount "$dir/local" && "$bin/cfs" mount home "$dir/local" -o "log=$dir/cfsd-local.log"; }
+local_opts="log=$dir/cfsd-local.log"
+mount_local() { "$bin/cfs" mount home "$dir/local" -o "$local_opts"; }
+remount_local() { "$bin/cfs" umount "$dir/local" && mount_local; }
 transport() { # NODE: how its mount's requests come
 	on "$1" "$bin/cfs" status --json "$(M "$1")" | python3 -c "import json,sys; print(json.load(sys.stdin)['fuse_transport'])"
 }
@@ -133,10 +138,10 @@ luns $(((log_mb * 3 + 2048) / 4))
 # on a real cluster nodes 2 and 3 are other machines, here they share node 1's cores, and
 # beside them a one-node mount's rm -rf took 1.25 s instead of 0.96 s.  BENCH_ALONE=1: the
 # one-node sides without them.
-[ "${BENCH_ALONE:-0}" = 1 ] || "$cluster" up 3 >/dev/null
+[ "${BENCH_ALONE:-0}" = 1 ] || [ "$with_cluster" = 0 ] || "$cluster" up 3 >/dev/null
 "$bin/cvm" create home "$dir"/lun{0,1,2,3} >/dev/null
 "$bin/mkfs.cfs" home >/dev/null 2>&1
-"$bin/cfs" mount home "$dir/local" -o "log=$dir/cfsd-local.log"
+mount_local
 echo "one-node mount: requests through $("$bin/cfs" status --json "$dir/local" | python3 -c "import json,sys; print(json.load(sys.stdin)['fuse_transport'])")"
 for i in $(seq "$rounds"); do
 	round disk host host "$dir/disk" nothing
@@ -144,6 +149,15 @@ for i in $(seq "$rounds"); do
 	round local host host "$dir/local" remount_local
 done
 "$bin/cfs" umount "$dir/local"
+if [ "${BENCH_WRITETHROUGH:-1}" != 0 ]; then
+	sides="$sides local-wt"
+	local_opts="$local_opts,nowritebehind"
+	mount_local
+	for _ in $(seq "$rounds"); do
+		round local-wt host host "$dir/local" remount_local
+	done
+	"$bin/cfs" umount "$dir/local"
+fi
 
 [ "${BENCH_ALONE:-0}" != 1 ] || "$cluster" up 3 >/dev/null
 "$bin/mkfs.cfs" -p corosync -J 3 --force home >/dev/null 2>&1
@@ -163,12 +177,14 @@ cluster_rounds() { # SIDE [MOUNT_OPTIONS]
 	done
 	for n in 1 2 3; do on $n "$bin/cfs" umount "$(M $n)"; done
 }
-sides="$sides disk-bg"
-cluster_rounds cluster
-[[ $sides != *cluster-dev* ]] || cluster_rounds cluster-dev nouring
-if [ "${BENCH_WRITETHROUGH:-1}" != 0 ]; then
-	sides="$sides cluster-wt"
-	cluster_rounds cluster-wt nowritebehind
+if [ "$with_cluster" != 0 ]; then
+	sides="$sides disk-bg"
+	cluster_rounds cluster
+	[[ $sides != *cluster-dev* ]] || cluster_rounds cluster-dev nouring
+	if [ "${BENCH_WRITETHROUGH:-1}" != 0 ]; then
+		sides="$sides cluster-wt"
+		cluster_rounds cluster-wt nowritebehind
+	fi
 fi
 
 # shellcheck disable=SC2086 # the sides, a word each
@@ -177,17 +193,21 @@ import statistics, sys
 d, nfiles, nsteps = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 steps, sides = sys.argv[4:4 + nsteps], sys.argv[4 + nsteps:]
 med = {(s, st): statistics.median(float(x) for x in open(f'{d}/{s}.{st}')) for s in sides for st in steps}
-names = {'disk': 'disk', 'pt': 'passthru', 'local': 'cfs 1', 'cluster': 'cfs 3',
+names = {'disk': 'disk', 'pt': 'passthru', 'local': 'cfs 1', 'local-wt': 'cfs 1 wt', 'cluster': 'cfs 3',
          'disk-bg': 'disk+cl', 'cluster-dev': 'cfs 3 dev', 'cluster-wt': 'cfs 3 wt'}
-extra = [(s, h) for s, h in (('cluster-dev', '3dev/1'), ('cluster-wt', '3wt/1')) if s in sides]
+ratios = [(h, s, base) for h, s, base in (('1/pt', 'local', 'pt'), ('1wt/pt', 'local-wt', 'pt'),
+                                            ('3/1', 'cluster', 'local'),
+                                            ('3dev/1', 'cluster-dev', 'local'),
+                                            ('3wt/1', 'cluster-wt', 'local'),
+                                            ('bg/disk', 'disk-bg', 'disk')) if s in sides]
 print(f"{'step (median s)':<16}" + ''.join(f'{names[s]:>10}' for s in sides) +
-      f"{'1/pt':>8}{'3/1':>8}" + ''.join(f'{h:>8}' for _, h in extra) + f"{'bg/disk':>8}")
+      ''.join(f'{h:>8}' for h, _, _ in ratios))
 for st in steps:
     v = {s: med[(s, st)] for s in sides}
     print(f'{st:<16}' + ''.join(f'{v[s]:10.2f}' for s in sides) +
-          f"{v['local'] / v['pt']:8.2f}{v['cluster'] / v['local']:8.2f}" +
-          ''.join(f"{v[s] / v['local']:8.2f}" for s, _ in extra) +
-          f"{v['disk-bg'] / v['disk']:8.2f}")
+          ''.join(f'{v[s] / v[base]:8.2f}' for _, s, base in ratios))
+if 'cluster' not in sides:
+    sys.exit(0)
 msgs = [int(x) for x in open(f'{d}/messages')]
 print(f'lock messages node 2 sent per file it read: {statistics.median(msgs) / nfiles:.3f} '
       f'(median of {msgs})')

@@ -17,7 +17,8 @@
     writebehind.py logged FILE FSYNCED MORE     FILE holds at least the FSYNCED records, then
                                                  only whole records in order
 
-KINDs: pieces (1 MiB and a bit in writes of odd sizes, one after another), scatter (writes at
+KINDs: pieces (1 MiB and a bit in writes of odd sizes, one after another), small (the same
+for 100 KiB and a bit: what a write-back cache hands over at a close in one write), scatter (writes at
 random places over each other), append (O_APPEND records), truncate (a file cut short and
 written past its new end, leaving a hole)."""
 import mmap
@@ -30,8 +31,8 @@ SIZES = [1, 511, 4096, 5000, 65543, 100, 8192, 3]
 RECORD = 4000
 
 
-def pieces(fd, model):
-    data = random.Random(1).randbytes((1 << 20) + 123)
+def pieces(fd, model, size=(1 << 20) + 123):
+    data = random.Random(1).randbytes(size)
     at = 0
     for k in range(10**6):
         if at >= len(data):
@@ -40,6 +41,10 @@ def pieces(fd, model):
         os.pwrite(fd, data[at:at + n], at)
         at += n
     model[:] = data
+
+
+def small(fd, model):
+    pieces(fd, model, (100 << 10) + 123)
 
 
 def scatter(fd, model):
@@ -74,13 +79,16 @@ def truncate(fd, model):
     model[:] = data[:70001] + bytes(150000 - 70001) + b"past the end"
 
 
+KINDS = {"pieces": pieces, "small": small, "scatter": scatter, "truncate": truncate}
+
+
 def write(kind, path, ready, gate):
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
     model = bytearray()
     if kind == "append":
         keep = append(path, model)
     else:
-        {"pieces": pieces, "scatter": scatter, "truncate": truncate}[kind](fd, model)
+        KINDS[kind](fd, model)
         keep = fd
     open(ready, "w").close()
     while os.path.exists(gate):
@@ -99,7 +107,7 @@ def expected(kind):
     import tempfile
     with tempfile.TemporaryDirectory() as d:  # the same writes on a local file
         fd = os.open(os.path.join(d, "f"), os.O_RDWR | os.O_CREAT)
-        {"pieces": pieces, "scatter": scatter, "truncate": truncate}[kind](fd, model)
+        KINDS[kind](fd, model)
         os.close(fd)
     return bytes(model)
 
