@@ -343,6 +343,50 @@ static int read_again(struct cfs_fs *fs, struct cfs_buf *b, uint16_t type, uint6
 	return rc;
 }
 
+/* A one-node mount reads an inode block with the blocks around it, and keeps those that are
+ * inode blocks in use (ext4's inode table readahead): a tree made on one node has each file's
+ * inode block before its data, in the order the files were made, so a directory's lookups find
+ * most of its inodes in one read.  Blocks this cache holds are not taken (its copy is the newer
+ * one); on a cluster a block another glock covers may not be cached without its grant. */
+#define INODES_AROUND_BYTES (64u << 10)
+
+static void take_inode_block(struct cfs_fs *fs, uint64_t blkno, const uint8_t *data)
+{
+	const char *why;
+	if (lookup(fs, blkno) || cfs_block_verify(data, fs->bs, blkno, CFS_B_INODE, blkno, &why) ||
+	    !cfs_block_in_use(fs, blkno, 0))
+		return;
+	struct cfs_buf *b = buf_new(fs, blkno);
+	if (!b)
+		return;
+	memcpy(b->data, data, fs->bs);
+	b->read_in = fresh_stretch;
+	lru_push(fs, b);
+	fs->stats.inodes_read_ahead++;
+}
+
+/* b's block read from the LUNs, in one read with the blocks around it where that pays. */
+static int read_block(struct cfs_fs *fs, struct cfs_buf *b, uint16_t type)
+{
+	uint64_t per = INODES_AROUND_BYTES / fs->bs;
+	uint64_t first = b->blkno / per * per, end = first + per;
+	first = first < fs->sb.ag_start ? fs->sb.ag_start : first;
+	end = end > fs->sb.total_blocks ? fs->sb.total_blocks : end;
+	uint8_t *around = NULL;
+	if (type != CFS_B_INODE || fs->cluster || fs->checking || end - first < 2 ||
+	    posix_memalign((void **)&around, 4096, (end - first) * fs->bs))
+		return cvm_volume_read(fs->vol, b->data, fs->bs, b->blkno * fs->bs);
+	int rc = cvm_volume_read(fs->vol, around, (end - first) * fs->bs, first * fs->bs);
+	if (!rc) {
+		memcpy(b->data, around + (b->blkno - first) * fs->bs, fs->bs);
+		for (uint64_t k = first; k < end; k++)
+			if (k != b->blkno)
+				take_inode_block(fs, k, around + (k - first) * fs->bs);
+	}
+	free(around);
+	return rc;
+}
+
 int cfs_bread_flags(struct cfs_fs *fs, uint64_t blkno, uint16_t type, uint64_t owner,
 		    unsigned flags, struct cfs_buf **out)
 {
@@ -381,7 +425,7 @@ int cfs_bread_flags(struct cfs_fs *fs, uint64_t blkno, uint16_t type, uint64_t o
 	if (!b)
 		return -ENOMEM;
 	b->read_in = fresh_stretch;
-	int rc = cvm_volume_read(fs->vol, b->data, fs->bs, blkno * fs->bs);
+	int rc = read_block(fs, b, type);
 	for (int again = (flags & CFS_BREAD_RACY) ? 3 : 0;
 	     !rc && again && cfs_block_verify(b->data, fs->bs, blkno, type, owner, &why); again--)
 		rc = cvm_volume_read(fs->vol, b->data, fs->bs, blkno * fs->bs);

@@ -190,6 +190,7 @@ struct cfs_stats {
 	uint64_t flushes;     /* of the LUNs' caches (the volume's, cvm_volume_flushes) */
 	/* write-behind: writes kept, bytes of whole blocks written out since, kept now */
 	uint64_t behind_writes, behind_flushed, behind_kept;
+	uint64_t inodes_read_ahead; /* inode blocks cached from the read of another's */
 };
 #define CFS_STATUS_MAX_NODES 64
 struct cfs_status {

@@ -215,6 +215,8 @@ static void fill_status(struct cfsd *d, ControlStatus *s, struct cfs_status *st,
 	s->behind_writes = st->stats.behind_writes;
 	s->behind_flushed = st->stats.behind_flushed;
 	s->behind_kept = st->stats.behind_kept;
+	s->has_inodes_read_ahead = true;
+	s->inodes_read_ahead = st->stats.inodes_read_ahead;
 	s->has_flushes = true;
 	s->flushes = st->stats.flushes;
 	s->reads = st->stats.reads;

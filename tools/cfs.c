@@ -235,7 +235,7 @@ static void print_status(const char *dir, const ControlReply *r, bool json)
 		       "\"writeback\": %s, \"kernel_names\": %s, \"fuse_transport\": \"%s\", "
 		       "\"uring_requests\": %llu, \"uring_direct\": %llu, \"uring_waiting\": %llu, "
 		       "\"dev_direct\": %llu, \"writebehind_mib\": %u, \"behind_writes\": %llu, "
-		       "\"behind_flushed\": %llu, \"behind_kept\": %llu, "
+		       "\"behind_flushed\": %llu, \"behind_kept\": %llu, \"inodes_read_ahead\": %llu, "
 		       "\"lease_ms\": %u, \"evict_ms\": %u, \"evicted\": %s, \"beat_gap_max_ms\": %u, "
 		       "\"release\": \"%s\", \"features\": ",
 		       s->fenced ? "true" : "false", s->fence_interval_ms,
@@ -249,7 +249,7 @@ static void print_status(const char *dir, const ControlReply *r, bool json)
 		       (unsigned long long)s->uring_waiting, (unsigned long long)s->dev_direct,
 		       s->writebehind_mib, (unsigned long long)s->behind_writes,
 		       (unsigned long long)s->behind_flushed, (unsigned long long)s->behind_kept,
-		       s->lease_ms, s->evict_ms,
+		       (unsigned long long)s->inodes_read_ahead, s->lease_ms, s->evict_ms,
 		       s->evicted ? "true" : "false", s->beat_gap_max_ms,
 		       s->release ? s->release : "");
 		json_string(stdout, s->features ? s->features : "");

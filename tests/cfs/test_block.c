@@ -95,3 +95,43 @@ Test(block, a_block_changed_while_its_checkpoint_flew_waits_for_the_next)
 	pthread_mutex_unlock(&fs->lock);
 	fs_done(fs);
 }
+
+/* A one-node mount reads an inode block with the 64 KiB around it and keeps the other inode
+ * blocks in use there; a freed inode's block, whose old image is still on the LUNs, is not
+ * taken, nor is anything the read finds that is not an inode block. */
+Test(block, an_inode_read_brings_the_inodes_in_use_around_it)
+{
+	struct cfs_fs *fs = fs_fresh(1, 32);
+	enum { N = 12, GONE = 4 };
+	uint64_t ino[N];
+	char name[16];
+	for (int i = 0; i < N; i++) {
+		snprintf(name, sizeof name, "f%d", i);
+		ino[i] = fs_make(fs, CFS_ROOT, name, S_IFREG | 0644);
+	}
+	cr_assert_eq(cfs_unmount(fs), 0); /* every inode block written in place */
+	fs = fs_mount();
+	cr_assert_eq(cfs_unlink(fs, CFS_ROOT, "f4"), 0); /* its old image stays there */
+	cr_assert_eq(cfs_unmount(fs), 0);
+	fs = fs_mount(); /* nothing cached */
+	uint64_t per = (64u << 10) / fs->bs, probe = ino[0];
+	unsigned around = 0; /* the live inodes that share the probe's window */
+	for (int i = 1; i < N; i++)
+		around += i != GONE && ino[i] / per == probe / per;
+	cr_assert_gt(around, 2, "the files' inodes lie apart: %llu, %llu, %llu...",
+		     (unsigned long long)ino[0], (unsigned long long)ino[1],
+		     (unsigned long long)ino[2]);
+	pthread_mutex_lock(&fs->lock);
+	uint64_t before = fs->stats.inodes_read_ahead;
+	struct cfs_buf *b;
+	cr_assert_eq(cfs_bread(fs, probe, CFS_B_INODE, probe, &b), 0);
+	cr_assert_eq(fs->stats.inodes_read_ahead - before, around,
+		     "%llu inode blocks taken with the probe's, %u live ones around it",
+		     (unsigned long long)(fs->stats.inodes_read_ahead - before), around);
+	for (int i = 1; i < N; i++) /* each one around read as the cache has it */
+		if (i != GONE && ino[i] / per == probe / per)
+			cr_assert_eq(cfs_bread(fs, ino[i], CFS_B_INODE, ino[i], &b), 0);
+	cr_assert_eq(fs->stats.inodes_read_ahead - before, around, "a cached one read again");
+	pthread_mutex_unlock(&fs->lock);
+	fs_done(fs);
+}
