@@ -373,8 +373,8 @@ static int read_block(struct cfs_fs *fs, struct cfs_buf *b, uint16_t type)
 	first = first < fs->sb.ag_start ? fs->sb.ag_start : first;
 	end = end > fs->sb.total_blocks ? fs->sb.total_blocks : end;
 	uint8_t *around = NULL;
-	if (type != CFS_B_INODE || fs->cluster || fs->checking || end - first < 2 ||
-	    posix_memalign((void **)&around, 4096, (end - first) * fs->bs))
+	if (type != CFS_B_INODE || fs->cluster || fs->checking || b->blkno < first ||
+	    end - first < 2 || posix_memalign((void **)&around, 4096, (end - first) * fs->bs))
 		return cvm_volume_read(fs->vol, b->data, fs->bs, b->blkno * fs->bs);
 	int rc = cvm_volume_read(fs->vol, around, (end - first) * fs->bs, first * fs->bs);
 	if (!rc) {

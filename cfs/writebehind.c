@@ -4,18 +4,18 @@
  * FUSE's write-back cache takes writes without asking the daemon, so no cluster lock could
  * order them against another node's: a cluster mount's buffered writes come to cfsd one by one.
  * A one-node mount has the cache, which sends a file's dirty pages at its close and waits for
- * the answer.  Writes under 128 KiB are kept instead, under the inode's glock EX (the ceph-fuse model: dirty
- * data lives in the daemon under a capability, not in the kernel).  A kept write allocates its
- * blocks and changes size and map as a write through does, except that blocks it allocates stay
- * unwritten (they read as zeros); its data waits in memory, in whole blocks, for the next
- * commit.  Every commit first writes what is kept (in volume order, neighbours joined into one
- * I/O) and marks the blocks it filled written in the transaction it closes: what the journal
- * says is never ahead of the data (ext4's data=ordered), and a crash loses only what no commit
- * took yet.  Commits come from fsync, from the committer within a second, from a let-go of a
- * glock (another node wants the file: glock_sync commits first, GFS2's go_sync), and from a
- * write that finds more than the mount's bound kept.  What reads or changes the blocks another
- * way (direct I/O, SEEK_DATA, fallocate, ODM maps) writes the inode's kept data first; a
- * truncate drops what lies past the new end.
+ * the answer.  Writes under 128 KiB are kept instead, under the inode's glock EX (the ceph-fuse
+ * model: dirty data lives in the daemon under a capability, not in the kernel).  A kept write
+ * allocates its blocks and changes size and map as a write through does, except that blocks it
+ * allocates stay unwritten (they read as zeros); its data waits in memory, in whole blocks, for
+ * the next commit.  Every commit first writes what is kept (in volume order, neighbours joined
+ * into one I/O) and marks the blocks it filled written in the transaction it closes: what the
+ * journal says is never ahead of the data (ext4's data=ordered), and a crash loses only what no
+ * commit took yet.  Commits come from fsync, from the committer within a second, from a let-go
+ * of a glock (another node wants the file: glock_sync commits first, GFS2's go_sync), and from
+ * a write that finds more than the mount's bound kept.  What reads or changes the blocks
+ * another way (direct I/O, SEEK_DATA, fallocate, ODM maps) writes the inode's kept data first;
+ * a truncate drops what lies past the new end.
  *
  * A commit may come from any thread, holding no group glock, so its marking may neither free
  * nor add an extent block (a free there was refused, the map on the LUNs left unwritten under
