@@ -70,8 +70,11 @@ unmount_and_fsck() {
 	return 1
 }
 
-# daemon_pid DIR: the pid of the cfsd serving DIR.
-daemon_pid() {
-	"$BIN/cfs" status --json "$1" | python3 -c 'import json, sys; print(json.load(sys.stdin)["pid"])'
+# status_of DIR FIELD: a field of the mount's cfs status --json.
+status_of() {
+	"$BIN/cfs" status --json "$1" | python3 -c "import json, sys; print(json.load(sys.stdin)['$2'])"
 }
+
+# daemon_pid DIR: the pid of the cfsd serving DIR.
+daemon_pid() { status_of "$1" pid; }
 

@@ -14,9 +14,6 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 WB=$HERE/../cluster/writebehind.py
 M=$T/mnt
 
-status_of() { # DIR FIELD
-	"$BIN/cfs" status --json "$1" | python3 -c "import json, sys; print(json.load(sys.stdin)['$2'])"
-}
 # drop_pages FILE: the kernel lets go of FILE's pages (clean once written back at its close),
 # so that the next read asks cfsd.
 drop_pages() {
